@@ -1,0 +1,48 @@
+"""steadyeval: language-model evaluation whose conclusions hold.
+
+The spine: items × conditions → deduplicated, cached requests → model backend → a tidy
+results table (one row per item × condition × model × sample) → analyses and reports.
+"""
+
+from ._errors import (
+    ConfigError,
+    DataError,
+    ModelSpecError,
+    SteadyevalError,
+    UnsupportedRequestError,
+)
+from .conditions import FORMATS, TEMPLATES, Condition, Format, Generation, Shots, Template, expand
+from .items import Item, load_items
+from .models import ModelSpec, load_backend, parse_model_spec, register_backend
+from .results import read_results
+from .run import PlanCounts, RunOptions, RunResult, run
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "FORMATS",
+    "TEMPLATES",
+    "Condition",
+    "ConfigError",
+    "DataError",
+    "Format",
+    "Generation",
+    "Item",
+    "ModelSpec",
+    "ModelSpecError",
+    "PlanCounts",
+    "RunOptions",
+    "RunResult",
+    "Shots",
+    "SteadyevalError",
+    "Template",
+    "UnsupportedRequestError",
+    "__version__",
+    "expand",
+    "load_backend",
+    "load_items",
+    "parse_model_spec",
+    "read_results",
+    "register_backend",
+    "run",
+]

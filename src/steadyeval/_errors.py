@@ -1,0 +1,62 @@
+"""Errors raised by steadyeval. Every error says where the problem is and what was expected."""
+
+from __future__ import annotations
+
+__all__ = [
+    "ConfigError",
+    "DataError",
+    "ModelSpecError",
+    "SteadyevalError",
+    "UnsupportedRequestError",
+]
+
+
+class SteadyevalError(Exception):
+    """Base class of every error steadyeval raises on purpose."""
+
+
+class DataError(SteadyevalError, ValueError):
+    """A data file or row is malformed.
+
+    Carries the file, the 1-based line (JSONL) or row (CSV, data rows after any header),
+    the field and what was expected, so the message can point a user at the exact spot.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        file: str | None = None,
+        line: int | None = None,
+        field: str | None = None,
+        expected: str | None = None,
+    ) -> None:
+        self.file = file
+        self.line = line
+        self.field = field
+        self.expected = expected
+        self.reason = message
+        parts = []
+        if file is not None:
+            parts.append(str(file))
+        if line is not None:
+            parts.append(f"line {line}")
+        if field is not None:
+            parts.append(f"field {field!r}")
+        where = ", ".join(parts)
+        text = f"{where}: {message}" if where else message
+        if expected:
+            text += f" (expected {expected})"
+        super().__init__(text)
+
+
+class ConfigError(SteadyevalError, ValueError):
+    """A configuration value is wrong: names the key, where it is and what is allowed."""
+
+
+class ModelSpecError(SteadyevalError, ValueError):
+    """A model spec (``BACKEND:NAME?key=value``) cannot be parsed or resolved."""
+
+
+class UnsupportedRequestError(SteadyevalError):
+    """A backend was asked for a request kind it does not support."""

@@ -1,0 +1,19 @@
+"""Conditions (template, format, order, shots, chat, verbalizer, alias) and ``expand``."""
+
+from ._condition import FORMATS, TEMPLATES, Condition, Format, Generation, Scoring, Shots, Template
+from ._expand import Expansion, Trial, expand, render_template
+
+__all__ = [
+    "FORMATS",
+    "TEMPLATES",
+    "Condition",
+    "Expansion",
+    "Format",
+    "Generation",
+    "Scoring",
+    "Shots",
+    "Template",
+    "Trial",
+    "expand",
+    "render_template",
+]

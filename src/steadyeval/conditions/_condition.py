@@ -1,0 +1,178 @@
+"""Conditions are data: template, answer format, option order, shots, chat, verbalizer, alias."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from types import MappingProxyType
+from typing import Any, Literal
+
+from ..items import canonical_json
+
+__all__ = [
+    "FORMATS",
+    "TEMPLATES",
+    "Condition",
+    "Format",
+    "Generation",
+    "Scoring",
+    "Shots",
+    "Template",
+]
+
+Scoring = Literal["generate", "option-logprob", "letter-logprob", "top-k"]
+SCORINGS: tuple[str, ...] = ("generate", "option-logprob", "letter-logprob", "top-k")
+
+
+@dataclass(frozen=True)
+class Template:
+    """A prompt template (Jinja2, sandboxed, trailing newlines kept).
+
+    ``body`` renders one item and ends where the answer goes. ``answer`` is appended to a
+    shot's body to show its answer; ``header`` is rendered once before the shots.
+    Variables: ``question``, ``context``, ``options`` (list of ``{label, text}``),
+    ``options_block``, ``entity``, ``subject``, ``metadata``, ``answer`` (shots only).
+    """
+
+    name: str
+    body: str
+    answer: str = " {{ answer }}"
+    header: str = ""
+    shot_separator: str = "\n\n"
+
+
+@dataclass(frozen=True)
+class Format:
+    """How answers are asked for: free form, or options with an optional escape option.
+
+    ``escape`` is the text of an extra last option (e.g. ``"none of the above"``); choosing it
+    counts as a refusal. ``option_style`` formats one option line from ``{label}`` and
+    ``{text}``; lines are joined by ``joiner``. ``continuation_prefix`` goes before an option
+    text or label when it is scored as a continuation.
+    """
+
+    name: str
+    kind: Literal["free", "mc"] = "mc"
+    escape: str | None = None
+    labels: str = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+    option_style: str = "{label}. {text}"
+    joiner: str = "\n"
+    continuation_prefix: str = " "
+
+
+@dataclass(frozen=True)
+class Shots:
+    """Few-shot examples: ``n`` shots from the pool named ``source``.
+
+    ``selection="random"`` picks them from (``seed``, item id) so every item gets its own,
+    reproducible set; ``"first"`` takes them in pool order (as the MMLU reference does).
+    The item itself is never its own shot.
+    """
+
+    n: int = 0
+    seed: int = 0
+    selection: Literal["random", "first"] = "random"
+    source: str = "default"
+
+
+@dataclass(frozen=True)
+class Generation:
+    """Decoding settings. ``temperature == 0`` is greedy; otherwise ``n_samples`` samples."""
+
+    max_new_tokens: int = 32
+    temperature: float = 0.0
+    top_p: float = 1.0
+    n_samples: int = 1
+    stop: tuple[str, ...] = ("\n\n",)
+    seed: int = 0
+
+
+def _frozen_map(value: Mapping[str, str] | None) -> Mapping[str, str] | None:
+    return None if value is None else MappingProxyType(dict(value))
+
+
+@dataclass(frozen=True)
+class Condition:
+    """One way of asking: every field that can change a model's answer, as a value."""
+
+    name: str
+    template: Template
+    format: Format
+    scoring: Scoring = "generate"
+    option_order: Literal["original", "shuffled"] = "original"
+    order_seed: int = 0
+    shots: Shots = field(default_factory=Shots)
+    chat: bool = False
+    system: str | None = None
+    verbalizer: Mapping[str, str] | None = None
+    verbalizer_name: str | None = None
+    alias: int | None = None
+    normalization: Literal["none", "token", "char"] = "none"
+    generation: Generation = field(default_factory=Generation)
+    refusal_phrases: tuple[str, ...] = ("no answer>",)
+    top_k: int = 10
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "verbalizer", _frozen_map(self.verbalizer))
+        object.__setattr__(self, "refusal_phrases", tuple(self.refusal_phrases))
+        if self.scoring not in SCORINGS:
+            raise ValueError(f"condition {self.name!r}: scoring {self.scoring!r} not in {SCORINGS}")
+        if self.scoring in ("option-logprob", "letter-logprob") and self.format.kind != "mc":
+            raise ValueError(
+                f"condition {self.name!r}: scoring {self.scoring!r} needs a multiple-choice format"
+            )
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["verbalizer"] = None if self.verbalizer is None else dict(self.verbalizer)
+        return d
+
+    @property
+    def id(self) -> str:
+        """Content hash (12 hex digits) of every field."""
+        return hashlib.sha256(canonical_json(self.to_dict()).encode()).hexdigest()[:12]
+
+
+_QA_BODY = (
+    "{% if context %}{{ context }}\n\n{% endif %}"
+    "Question: {{ question }}\n"
+    "{% if options %}{{ options_block }}\n{% endif %}"
+    "Answer:"
+)
+
+TEMPLATES: Mapping[str, Template] = MappingProxyType(
+    {
+        "qa": Template(name="qa", body=_QA_BODY),
+        # UnifiedQA's input encoding: question first, parts joined by the two characters \n,
+        # options as "(a) x (b) y", everything lowercased.
+        "unifiedqa": Template(
+            name="unifiedqa",
+            body=(
+                "{{ question | lower }} \\n "
+                "{% if options %}{{ options_block | lower }}{% if context %} \\n {% endif %}{% endif %}"
+                "{% if context %}{{ context | lower }}{% endif %}"
+            ),
+            answer=" {{ answer | lower }}",
+        ),
+        "cloze": Template(name="cloze", body="{{ question }}", answer=""),
+    }
+)
+
+FORMATS: Mapping[str, Format] = MappingProxyType(
+    {
+        "free": Format(name="free", kind="free"),
+        "mc": Format(name="mc"),
+        "mc-nota": Format(name="mc-nota", escape="none of the above"),
+        "unifiedqa-mc": Format(
+            name="unifiedqa-mc", labels="abcdefghij", option_style="({label}) {text}", joiner=" "
+        ),
+        "unifiedqa-nota": Format(
+            name="unifiedqa-nota",
+            escape="none of the above",
+            labels="abcdefghij",
+            option_style="({label}) {text}",
+            joiner=" ",
+        ),
+    }
+)

@@ -1,0 +1,248 @@
+"""Cross items with conditions: the only place where the two meet."""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+from jinja2 import StrictUndefined
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+from .._errors import ConfigError
+from ..items import Item
+from ._condition import Condition, Template
+
+__all__ = ["Expansion", "Trial", "expand", "render_template"]
+
+
+@dataclass(frozen=True)
+class Trial:
+    """An item asked under a condition: the rendered prompt and the options as shown."""
+
+    item: Item
+    condition: Condition
+    prompt: str
+    options: tuple[str, ...] | None
+    labels: tuple[str, ...]
+    option_source: tuple[int, ...]
+    escape_index: int | None
+    gold_displayed: tuple[int, ...]
+    n_shots_used: int
+    alias: str | None
+
+
+@dataclass(frozen=True)
+class Expansion:
+    """What ``expand`` made: the trials, and how many (condition, reason) pairs it skipped."""
+
+    trials: tuple[Trial, ...]
+    skipped: Mapping[tuple[str, str], int] = field(default_factory=dict)
+
+    @property
+    def n_skipped(self) -> int:
+        return sum(self.skipped.values())
+
+
+@lru_cache(maxsize=1)
+def _env() -> ImmutableSandboxedEnvironment:
+    return ImmutableSandboxedEnvironment(
+        keep_trailing_newline=True, undefined=StrictUndefined, autoescape=False
+    )
+
+
+@lru_cache(maxsize=256)
+def _compile(source: str) -> Any:
+    return _env().from_string(source)
+
+
+def render_template(source: str, variables: Mapping[str, Any], *, where: str) -> str:
+    """Render one Jinja2 source; errors name the template part and the missing variable."""
+    try:
+        return str(_compile(source).render(**variables))
+    except Exception as exc:  # jinja2 raises several unrelated types; re-raised with a location
+        raise ConfigError(f"template {where}: {type(exc).__name__}: {exc}") from None
+
+
+def _seed_for(*parts: object) -> int:
+    digest = hashlib.sha256("\x1f".join(map(str, parts)).encode()).digest()
+    return int.from_bytes(digest[:8], "little")
+
+
+def _skip_reason(item: Item, cond: Condition) -> str | None:
+    if cond.format.kind == "mc" and not item.options:
+        return "multiple-choice format on an item without options"
+    if cond.alias is not None and cond.alias >= len(item.aliases):
+        return f"item has no alias #{cond.alias}"
+    if cond.verbalizer is not None and item.options is not None:
+        missing = [o for o in item.options if o not in cond.verbalizer]
+        if missing:
+            return "verbalizer lacks a label word"
+    n_opts = len(item.options or ()) + (1 if cond.format.escape else 0)
+    if cond.format.kind == "mc" and n_opts > len(cond.format.labels):
+        return "more options than labels"
+    return None
+
+
+def _displayed(item: Item, cond: Condition) -> tuple[tuple[str, ...], tuple[int, ...], int | None]:
+    assert item.options is not None
+    texts = list(item.options)
+    if cond.verbalizer is not None:
+        texts = [cond.verbalizer[o] for o in texts]
+    order = list(range(len(texts)))
+    if cond.option_order == "shuffled":
+        rng = np.random.default_rng(_seed_for("order", cond.order_seed, item.id))
+        order = [int(i) for i in rng.permutation(len(texts))]
+    shown = [texts[i] for i in order]
+    escape_index = None
+    if cond.format.escape is not None:
+        escape_index = len(shown)
+        shown.append(cond.format.escape)
+        order.append(-1)
+    return tuple(shown), tuple(order), escape_index
+
+
+def _variables(item: Item, cond: Condition, options: tuple[str, ...] | None) -> dict[str, Any]:
+    entity = None
+    question = item.question
+    if cond.alias is not None:
+        entity = item.aliases[cond.alias]
+    elif item.aliases:
+        entity = item.aliases[0]
+    if entity is not None:
+        question = question.replace("[X]", entity)
+    opts: list[dict[str, str]] = []
+    block = ""
+    if options is not None and cond.format.kind == "mc":
+        fmt = cond.format
+        opts = [{"label": fmt.labels[i], "text": t} for i, t in enumerate(options)]
+        block = fmt.joiner.join(fmt.option_style.format(**o) for o in opts)
+    return {
+        "question": question,
+        "context": item.context,
+        "options": opts,
+        "options_block": block,
+        "entity": entity,
+        "subject": item.metadata.get("subject"),
+        "metadata": item.metadata,
+        "item_id": item.id,
+    }
+
+
+def _shot_answer(
+    shot: Item, cond: Condition, options: tuple[str, ...] | None, order: tuple[int, ...]
+) -> str:
+    if cond.format.kind == "mc" and options is not None:
+        pos = order.index(shot.gold_options[0]) if shot.answerable else order.index(-1)
+        if cond.scoring == "option-logprob":
+            return options[pos]
+        return cond.format.labels[pos]
+    if not shot.answerable and cond.refusal_phrases:
+        return cond.refusal_phrases[0]
+    return shot.gold_texts[0] if shot.gold_texts else ""
+
+
+def _usable_shot(shot: Item, cond: Condition) -> bool:
+    """A shot must apply to the condition and show an answer the format can express."""
+    if _skip_reason(shot, cond) is not None:
+        return False
+    if cond.format.kind == "mc":
+        return bool(shot.gold_options) if shot.answerable else cond.format.escape is not None
+    return bool(shot.gold_texts) or (not shot.answerable and bool(cond.refusal_phrases))
+
+
+def _choose_shots(item: Item, cond: Condition, pool: Sequence[Item]) -> list[Item]:
+    candidates = [s for s in pool if s.id != item.id and _usable_shot(s, cond)]
+    n = min(cond.shots.n, len(candidates))
+    if cond.shots.selection == "first":
+        return candidates[:n]
+    rng = np.random.default_rng(_seed_for("shots", cond.shots.seed, item.id))
+    picks = rng.choice(len(candidates), size=n, replace=False)
+    return [candidates[int(i)] for i in picks]
+
+
+def _render(item: Item, cond: Condition, pool: Sequence[Item]) -> Trial:
+    tmpl: Template = cond.template
+    options: tuple[str, ...] | None = None
+    order: tuple[int, ...] = ()
+    escape_index = None
+    if cond.format.kind == "mc":
+        options, order, escape_index = _displayed(item, cond)
+    variables = _variables(item, cond, options)
+    parts: list[str] = []
+    header = render_template(tmpl.header, variables, where=f"{tmpl.name!r} header")
+    shots = _choose_shots(item, cond, pool) if cond.shots.n else []
+    for shot in shots:
+        s_opts: tuple[str, ...] | None = None
+        s_order: tuple[int, ...] = ()
+        if cond.format.kind == "mc":
+            s_opts, s_order, _ = _displayed(shot, cond)
+        s_vars = _variables(shot, cond, s_opts)
+        s_vars["answer"] = _shot_answer(shot, cond, s_opts, s_order)
+        body = render_template(tmpl.body, s_vars, where=f"{tmpl.name!r} body")
+        ans = render_template(tmpl.answer, s_vars, where=f"{tmpl.name!r} answer")
+        parts.append(body + ans + tmpl.shot_separator)
+    prompt = (
+        header + "".join(parts) + render_template(tmpl.body, variables, where=f"{tmpl.name!r} body")
+    )
+    gold_displayed: tuple[int, ...] = ()
+    if options is not None:
+        gold_displayed = tuple(order.index(g) for g in item.gold_options)
+        if not item.answerable and escape_index is not None:
+            gold_displayed = (escape_index,)
+    labels = tuple(cond.format.labels[: len(options)]) if options is not None else ()
+    return Trial(
+        item=item,
+        condition=cond,
+        prompt=prompt,
+        options=options,
+        labels=labels,
+        option_source=order,
+        escape_index=escape_index,
+        gold_displayed=gold_displayed,
+        n_shots_used=len(shots),
+        alias=variables["entity"] if cond.alias is not None else None,
+    )
+
+
+def expand(
+    items: Sequence[Item],
+    conditions: Sequence[Condition],
+    *,
+    shot_pools: Mapping[str, Sequence[Item]] | None = None,
+) -> Expansion:
+    """Cross every item with every condition.
+
+    Pure and deterministic: the same inputs give the same trials in the same order
+    (condition-major, then item order). A condition that does not apply to an item is
+    skipped and counted under ``(condition name, reason)``.
+
+    ``shot_pools`` maps a :class:`Shots` ``source`` name to the items shots are drawn
+    from; the pool ``"default"`` is the evaluated items themselves unless given.
+    """
+    names = [c.name for c in conditions]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise ConfigError(f"condition names must be unique; repeated: {', '.join(dupes)}")
+    pools: dict[str, Sequence[Item]] = {"default": items}
+    pools.update(shot_pools or {})
+    trials: list[Trial] = []
+    skipped: Counter[tuple[str, str]] = Counter()
+    for cond in conditions:
+        if cond.shots.n and cond.shots.source not in pools:
+            raise ConfigError(
+                f"condition {cond.name!r}: shot source {cond.shots.source!r} is not loaded; "
+                f"available: {', '.join(sorted(pools))}"
+            )
+        pool = pools.get(cond.shots.source, items)
+        for item in items:
+            reason = _skip_reason(item, cond)
+            if reason is not None:
+                skipped[(cond.name, reason)] += 1
+                continue
+            trials.append(_render(item, cond, pool))
+    return Expansion(trials=tuple(trials), skipped=dict(skipped))

@@ -1,0 +1,116 @@
+"""The frozen evaluation item."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from types import MappingProxyType
+from typing import Any
+
+__all__ = ["Item", "canonical_json"]
+
+
+def canonical_json(value: Any) -> str:
+    """Canonical JSON: sorted keys, no whitespace, UTF-8 kept. Used for every content hash."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def _freeze(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return MappingProxyType({str(k): _freeze(v) for k, v in value.items()})
+    if isinstance(value, list | tuple):
+        return tuple(_freeze(v) for v in value)
+    return value
+
+
+def _thaw(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {k: _thaw(v) for k, v in value.items()}
+    if isinstance(value, tuple):
+        return [_thaw(v) for v in value]
+    return value
+
+
+@dataclass(frozen=True, eq=True)
+class Item:
+    """One evaluation item.
+
+    Parameters
+    ----------
+    id : str
+        Unique within its data set.
+    question : str
+        The question (or cloze statement, e.g. ``"[X] was born in [Y] ."``).
+    context : str or None
+        A passage the question is about.
+    options : tuple of str or None
+        Answer options in their original order, for multiple-choice items.
+    answers : tuple of str
+        Gold answer texts (several are allowed for free-form questions).
+    gold_options : tuple of int
+        Indices into ``options`` of the correct options (empty for free-form items or
+        unanswerable ones).
+    answerable : bool
+        False when the right behaviour is to abstain.
+    aliases : tuple of str
+        Names of the item's main entity; ``aliases[0]`` is the canonical one.
+    metadata : mapping
+        Anything else (subject, paragraph id, relation, split, ...). JSON values only.
+    """
+
+    id: str
+    question: str
+    context: str | None = None
+    options: tuple[str, ...] | None = None
+    answers: tuple[str, ...] = ()
+    gold_options: tuple[int, ...] = ()
+    answerable: bool = True
+    aliases: tuple[str, ...] = ()
+    metadata: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "metadata", _freeze(dict(self.metadata)))
+        if self.options is not None:
+            object.__setattr__(self, "options", tuple(self.options))
+        object.__setattr__(self, "answers", tuple(self.answers))
+        object.__setattr__(self, "gold_options", tuple(self.gold_options))
+        object.__setattr__(self, "aliases", tuple(self.aliases))
+        n = len(self.options) if self.options is not None else 0
+        for g in self.gold_options:
+            if not 0 <= g < n:
+                raise ValueError(f"item {self.id!r}: gold option {g} outside 0..{n - 1}")
+
+    def __hash__(self) -> int:
+        return hash(self.hash)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict holding every field."""
+        return {
+            "id": self.id,
+            "question": self.question,
+            "context": self.context,
+            "options": list(self.options) if self.options is not None else None,
+            "answers": list(self.answers),
+            "gold_options": list(self.gold_options),
+            "answerable": self.answerable,
+            "aliases": list(self.aliases),
+            "metadata": _thaw(self.metadata),
+        }
+
+    @cached_property
+    def hash(self) -> str:
+        """Content hash (16 hex digits) of every field, stable across processes."""
+        digest = hashlib.sha256(canonical_json(self.to_dict()).encode("utf-8")).hexdigest()
+        return digest[:16]
+
+    @property
+    def gold_texts(self) -> tuple[str, ...]:
+        """Gold answers as text: the answers, else the texts of the gold options."""
+        if self.answers:
+            return self.answers
+        if self.options is not None:
+            return tuple(self.options[g] for g in self.gold_options)
+        return ()

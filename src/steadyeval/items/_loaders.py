@@ -1,0 +1,406 @@
+"""Load items from JSONL, CSV or Hugging Face ``datasets``, with located errors."""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from .._errors import DataError
+from ._item import Item
+
+__all__ = ["items_from_records", "load_csv", "load_hf", "load_items", "load_jsonl"]
+
+_KNOWN_FIELDS = {
+    "id",
+    "question",
+    "context",
+    "options",
+    "answer",
+    "answerable",
+    "metadata",
+    "aliases",
+}
+
+
+def _check_str(
+    value: Any, *, file: str, line: int, field: str, optional: bool = False
+) -> str | None:
+    if value is None and optional:
+        return None
+    if not isinstance(value, str):
+        raise DataError(
+            f"got {type(value).__name__} {value!r:.60}",
+            file=file,
+            line=line,
+            field=field,
+            expected="a string" + (" or null" if optional else ""),
+        )
+    return value
+
+
+def _record_to_item(rec: Any, *, file: str, line: int) -> Item:
+    """Validate one generic record (already parsed) and build its Item."""
+    if not isinstance(rec, Mapping):
+        raise DataError(
+            f"a row must be a JSON object, got {type(rec).__name__}",
+            file=file,
+            line=line,
+            expected='an object such as {"id": "q1", "question": "...", "answer": "..."}',
+        )
+    unknown = sorted(set(rec) - _KNOWN_FIELDS)
+    if unknown:
+        raise DataError(
+            f"unknown field(s) {', '.join(map(repr, unknown))}",
+            file=file,
+            line=line,
+            field=unknown[0],
+            expected=f"only {', '.join(sorted(_KNOWN_FIELDS))}; put anything else under 'metadata'",
+        )
+    for required in ("id", "question"):
+        if required not in rec:
+            raise DataError(
+                "missing required field",
+                file=file,
+                line=line,
+                field=required,
+                expected="a non-empty string",
+            )
+    raw_id = rec["id"]
+    if isinstance(raw_id, bool) or not isinstance(raw_id, str | int):
+        raise DataError(
+            f"got {type(raw_id).__name__}",
+            file=file,
+            line=line,
+            field="id",
+            expected="a string or an integer",
+        )
+    item_id = str(raw_id)
+    if not item_id.strip():
+        raise DataError("empty id", file=file, line=line, field="id", expected="a non-empty string")
+    question = _check_str(rec["question"], file=file, line=line, field="question")
+    context = _check_str(rec.get("context"), file=file, line=line, field="context", optional=True)
+
+    options: tuple[str, ...] | None = None
+    if rec.get("options") is not None:
+        raw_opts = rec["options"]
+        if not isinstance(raw_opts, list) or len(raw_opts) < 2:
+            raise DataError(
+                f"got {raw_opts!r:.60}",
+                file=file,
+                line=line,
+                field="options",
+                expected="a list of at least 2 strings",
+            )
+        for k, opt in enumerate(raw_opts):
+            _check_str(opt, file=file, line=line, field=f"options[{k}]")
+        options = tuple(raw_opts)
+        if len(set(options)) != len(options):
+            raise DataError(
+                "options repeat",
+                file=file,
+                line=line,
+                field="options",
+                expected="distinct option texts",
+            )
+
+    answerable = rec.get("answerable", True)
+    if not isinstance(answerable, bool):
+        raise DataError(
+            f"got {answerable!r:.60}",
+            file=file,
+            line=line,
+            field="answerable",
+            expected="true or false",
+        )
+
+    answers: tuple[str, ...] = ()
+    gold: tuple[int, ...] = ()
+    if "answer" not in rec or rec["answer"] is None:
+        if answerable:
+            raise DataError(
+                "missing answer",
+                file=file,
+                line=line,
+                field="answer",
+                expected="a string, a list of strings or an option index (or 'answerable': false)",
+            )
+    else:
+        raw = rec["answer"]
+        if isinstance(raw, bool):
+            raise DataError(
+                f"got {raw!r}",
+                file=file,
+                line=line,
+                field="answer",
+                expected="a string, a list of strings or an option index",
+            )
+        if isinstance(raw, int):
+            if options is None or not 0 <= raw < len(options):
+                n = 0 if options is None else len(options)
+                raise DataError(
+                    f"option index {raw} but the item has {n} options",
+                    file=file,
+                    line=line,
+                    field="answer",
+                    expected=f"an index in 0..{n - 1}" if n else "options for an index",
+                )
+            gold = (raw,)
+        elif isinstance(raw, str):
+            answers = (raw,)
+        elif isinstance(raw, list) and raw:
+            for k, a in enumerate(raw):
+                _check_str(a, file=file, line=line, field=f"answer[{k}]")
+            answers = tuple(raw)
+        else:
+            raise DataError(
+                f"got {raw!r:.60}",
+                file=file,
+                line=line,
+                field="answer",
+                expected="a string, a non-empty list of strings or an option index",
+            )
+        if options is not None and not gold:
+            gold = tuple(i for i, o in enumerate(options) if o in answers)
+            if answerable and not gold:
+                raise DataError(
+                    f"answer {answers[0]!r:.60} is not one of the options",
+                    file=file,
+                    line=line,
+                    field="answer",
+                    expected="an option's exact text or its index",
+                )
+
+    metadata = rec.get("metadata") or {}
+    if not isinstance(metadata, Mapping):
+        raise DataError(
+            f"got {type(metadata).__name__}",
+            file=file,
+            line=line,
+            field="metadata",
+            expected="an object",
+        )
+    aliases = rec.get("aliases") or []
+    if not isinstance(aliases, list) or not all(isinstance(a, str) for a in aliases):
+        raise DataError(
+            f"got {aliases!r:.60}",
+            file=file,
+            line=line,
+            field="aliases",
+            expected="a list of strings",
+        )
+    assert question is not None
+    return Item(
+        id=item_id,
+        question=question,
+        context=context,
+        options=options,
+        answers=answers,
+        gold_options=gold,
+        answerable=answerable,
+        aliases=tuple(aliases),
+        metadata=dict(metadata),
+    )
+
+
+def items_from_records(records: Iterable[tuple[int, Any]], *, file: str) -> list[Item]:
+    """Build items from ``(line, record)`` pairs; duplicate ids are an error."""
+    items: list[Item] = []
+    seen: dict[str, int] = {}
+    for line, rec in records:
+        item = _record_to_item(rec, file=file, line=line)
+        if item.id in seen:
+            raise DataError(
+                f"duplicate id {item.id!r} (first on line {seen[item.id]})",
+                file=file,
+                line=line,
+                field="id",
+                expected="ids unique in the file",
+            )
+        seen[item.id] = line
+        items.append(item)
+    if not items:
+        raise DataError("no items", file=file, expected="at least one row")
+    return items
+
+
+def _jsonl_records(path: Path) -> Iterator[tuple[int, Any]]:
+    with path.open("r", encoding="utf-8") as fh:
+        for lineno, text in enumerate(fh, start=1):
+            if not text.strip():
+                continue
+            try:
+                yield lineno, json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise DataError(
+                    f"invalid JSON: {exc.msg} at column {exc.colno}",
+                    file=str(path),
+                    line=lineno,
+                    expected="one JSON object per line",
+                ) from None
+
+
+def load_jsonl(path: str | Path) -> list[Item]:
+    """Load items from the generic JSONL format (see ``docs/data.md``)."""
+    p = Path(path)
+    try:
+        return items_from_records(_jsonl_records(p), file=str(p))
+    except UnicodeDecodeError as exc:
+        raise DataError(f"not UTF-8 text ({exc.reason})", file=str(p), expected="UTF-8") from None
+
+
+def _csv_records(path: Path) -> Iterator[tuple[int, Any]]:
+    with path.open("r", encoding="utf-8", newline="") as fh:
+        reader = csv.DictReader(fh)
+        if reader.fieldnames is None:
+            return
+        missing = {"id", "question"} - set(reader.fieldnames)
+        if missing:
+            raise DataError(
+                "header lacks required column(s)",
+                file=str(path),
+                line=1,
+                field=sorted(missing)[0],
+                expected="a header with id, question and answer columns",
+            )
+        opt_cols = sorted(
+            (c for c in reader.fieldnames if c.startswith("option_")),
+            key=lambda c: (len(c), c),
+        )
+        for row_no, row in enumerate(reader, start=1):
+            line = reader.line_num
+            if None in row:
+                raise DataError(
+                    "more cells than header columns",
+                    file=str(path),
+                    line=line,
+                    expected=f"{len(reader.fieldnames)} cells",
+                )
+            rec: dict[str, Any] = {"id": row.get("id"), "question": row.get("question")}
+            if row.get("context"):
+                rec["context"] = row["context"]
+            opts = [row[c] for c in opt_cols if row.get(c)]
+            if opts:
+                rec["options"] = opts
+            ans = row.get("answer")
+            if ans is not None and ans != "":
+                if opts and ans.strip().isdigit():
+                    rec["answer"] = int(ans)
+                elif opts and len(ans.strip()) == 1 and ans.strip().upper() in "ABCDEFGHIJ":
+                    rec["answer"] = "ABCDEFGHIJ".index(ans.strip().upper())
+                else:
+                    rec["answer"] = ans
+            if row.get("answerable", "") != "":
+                val = row["answerable"].strip().lower()
+                if val not in {"true", "false", "1", "0"}:
+                    raise DataError(
+                        f"got {row['answerable']!r}",
+                        file=str(path),
+                        line=line,
+                        field="answerable",
+                        expected="true/false or 1/0",
+                    )
+                rec["answerable"] = val in {"true", "1"}
+            meta = {
+                k: v
+                for k, v in row.items()
+                if k not in {"id", "question", "context", "answer", "answerable", *opt_cols}
+            }
+            if meta:
+                rec["metadata"] = meta
+            del row_no
+            yield line, rec
+
+
+def load_csv(path: str | Path) -> list[Item]:
+    """Load items from CSV with a header.
+
+    Columns: ``id``, ``question``, optional ``context``, ``option_1`` ... ``option_N``,
+    ``answer`` (text, option index or letter), optional ``answerable``; any other column
+    goes into the item's metadata.
+    """
+    p = Path(path)
+    try:
+        return items_from_records(_csv_records(p), file=str(p))
+    except UnicodeDecodeError as exc:
+        raise DataError(f"not UTF-8 text ({exc.reason})", file=str(p), expected="UTF-8") from None
+    except csv.Error as exc:
+        raise DataError(f"malformed CSV: {exc}", file=str(p), expected="RFC 4180 CSV") from None
+
+
+def load_hf(
+    name: str,
+    *,
+    split: str = "test",
+    config: str | None = None,
+    fields: Mapping[str, str] | None = None,
+    data_files: str | list[str] | None = None,
+) -> list[Item]:
+    """Load items from a Hugging Face ``datasets`` source (hub name or local files).
+
+    ``fields`` maps the generic field names (``id``, ``question``, ``context``, ``options``,
+    ``answer``, ``answerable``) to the data set's column names. Rows are numbered from 1
+    in errors, under the name ``NAME[split]``.
+    """
+    try:
+        import datasets
+    except ImportError as exc:  # pragma: no cover - datasets is a dependency
+        raise DataError("the 'datasets' package is not installed", file=name) from exc
+
+    kwargs: dict[str, Any] = {"split": split}
+    if data_files is not None:
+        kwargs["data_files"] = data_files
+    try:
+        ds = datasets.load_dataset(name, config, **kwargs)
+    except (ConnectionError, OSError) as exc:
+        raise DataError(
+            f"could not load data set: {exc}",
+            file=name,
+            expected="a reachable hub data set (set HF_HUB_OFFLINE=1 to use the local cache) "
+            "or a local file such as items.jsonl",
+        ) from None
+    mapping = dict(fields or {})
+    label = f"{name}[{split}]"
+
+    def records() -> Iterator[tuple[int, Any]]:
+        for row_no, row in enumerate(ds, start=1):
+            rec: dict[str, Any] = {}
+            meta: dict[str, Any] = {}
+            used = set()
+            for generic in ("id", "question", "context", "options", "answer", "answerable"):
+                col = mapping.get(generic, generic)
+                if col in row:
+                    rec[generic] = row[col]
+                    used.add(col)
+            if "id" not in rec:
+                rec["id"] = str(row_no)
+            for k, v in row.items():
+                if k not in used and (v is None or isinstance(v, str | int | float | bool)):
+                    meta[k] = v
+            if meta:
+                rec["metadata"] = meta
+            yield row_no, rec
+
+    return items_from_records(records(), file=label)
+
+
+def load_items(source: str | Path, **kwargs: Any) -> list[Item]:
+    """Load items from a path (``.jsonl``, ``.csv``, ``.json`` lines) or a hub data set name."""
+    p = Path(source)
+    if p.suffix in {".jsonl", ".ndjson", ".csv"} and not p.exists():
+        raise DataError("file not found", file=str(p), expected="an existing .jsonl or .csv file")
+    if p.suffix in {".jsonl", ".ndjson"}:
+        return load_jsonl(p)
+    if p.suffix == ".csv":
+        return load_csv(p)
+    if p.exists():
+        raise DataError(
+            f"unknown file type {p.suffix!r}",
+            file=str(p),
+            expected="a .jsonl or .csv file, or a hub data set name",
+        )
+    if str(source).startswith((".", "/")) or p.suffix:
+        raise DataError("file not found", file=str(p), expected="an existing .jsonl or .csv file")
+    return load_hf(str(source), **kwargs)

@@ -1,0 +1,61 @@
+"""Model specs: ``BACKEND:NAME_OR_PATH[?key=value&...]``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from urllib.parse import parse_qsl, urlencode
+
+from .._errors import ModelSpecError
+
+__all__ = ["ModelSpec", "parse_model_spec"]
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A parsed model spec. ``str(spec)`` is its canonical form (options sorted)."""
+
+    backend: str
+    name: str
+    options: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "options", MappingProxyType(dict(sorted(self.options.items()))))
+
+    def __str__(self) -> str:
+        tail = f"?{urlencode(dict(self.options), safe='/:')}" if self.options else ""
+        return f"{self.backend}:{self.name}{tail}"
+
+    def __hash__(self) -> int:
+        return hash(str(self))
+
+    def option(self, key: str, default: str | None = None) -> str | None:
+        return self.options.get(key, default)
+
+
+def parse_model_spec(text: str) -> ModelSpec:
+    """Parse ``BACKEND:NAME_OR_PATH[?key=value&...]``.
+
+    Examples: ``hf:/models/tiny``, ``hf:Qwen/Qwen2.5-0.5B?dtype=bfloat16``,
+    ``openai:gpt-4o-mini?base_url=http://localhost:8000/v1``.
+    """
+    if ":" not in text:
+        raise ModelSpecError(
+            f"model spec {text!r} has no backend; write BACKEND:NAME_OR_PATH, e.g. hf:{text}"
+        )
+    backend, rest = text.split(":", 1)
+    backend = backend.strip().lower()
+    name, _, query = rest.partition("?")
+    if not backend or not name:
+        raise ModelSpecError(f"model spec {text!r}: expected BACKEND:NAME_OR_PATH[?key=value&...]")
+    try:
+        pairs = parse_qsl(query, keep_blank_values=True, strict_parsing=bool(query))
+    except ValueError:
+        raise ModelSpecError(
+            f"model spec {text!r}: options must look like ?key=value&key2=value2"
+        ) from None
+    keys = [k for k, _ in pairs]
+    if len(set(keys)) != len(keys):
+        raise ModelSpecError(f"model spec {text!r}: an option is given twice")
+    return ModelSpec(backend=backend, name=name, options=dict(pairs))

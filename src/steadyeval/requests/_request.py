@@ -1,0 +1,142 @@
+"""Frozen requests and responses, and the one function that computes a request's key."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import asdict, dataclass
+from typing import Any, ClassVar, Literal
+
+from ..items import canonical_json
+
+__all__ = [
+    "GenerateRequest",
+    "GenerateResponse",
+    "Request",
+    "RequestKind",
+    "Response",
+    "ScoreRequest",
+    "ScoreResponse",
+    "TopKRequest",
+    "TopKResponse",
+    "request_key",
+    "response_from_dict",
+    "response_to_dict",
+]
+
+RequestKind = Literal["score", "generate", "top-k"]
+REQUEST_KINDS: tuple[RequestKind, ...] = ("score", "generate", "top-k")
+
+
+@dataclass(frozen=True)
+class ScoreRequest:
+    """Log-probability of ``continuation`` given ``context`` (the context may be empty)."""
+
+    kind: ClassVar[RequestKind] = "score"
+    context: str
+    continuation: str
+    chat: bool = False
+    system: str | None = None
+
+
+@dataclass(frozen=True)
+class GenerateRequest:
+    """Greedy (``temperature == 0``) or sampled continuation of ``prompt``."""
+
+    kind: ClassVar[RequestKind] = "generate"
+    prompt: str
+    max_new_tokens: int = 32
+    temperature: float = 0.0
+    top_p: float = 1.0
+    stop: tuple[str, ...] = ()
+    sample_index: int = 0
+    seed: int = 0
+    chat: bool = False
+    system: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "stop", tuple(self.stop))
+        if self.temperature == 0:
+            # Greedy decoding does not depend on the sample index or seed: normalise them so
+            # identical greedy requests share one key.
+            object.__setattr__(self, "sample_index", 0)
+            object.__setattr__(self, "seed", 0)
+            object.__setattr__(self, "top_p", 1.0)
+
+
+@dataclass(frozen=True)
+class TopKRequest:
+    """The ``k`` most likely next tokens after ``prompt`` (or in its mask, for masked LMs)."""
+
+    kind: ClassVar[RequestKind] = "top-k"
+    prompt: str
+    k: int = 10
+    chat: bool = False
+    system: str | None = None
+
+
+Request = ScoreRequest | GenerateRequest | TopKRequest
+
+
+@dataclass(frozen=True)
+class ScoreResponse:
+    logprob: float
+    n_tokens: int
+    is_greedy: bool
+    truncated: bool = False
+    n_input_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class GenerateResponse:
+    text: str
+    n_input_tokens: int = 0
+    n_output_tokens: int = 0
+    truncated: bool = False
+    finish_reason: str = "stop"
+
+
+@dataclass(frozen=True)
+class TopKResponse:
+    tokens: tuple[str, ...]
+    logprobs: tuple[float, ...]
+    n_input_tokens: int = 0
+    truncated: bool = False
+
+
+Response = ScoreResponse | GenerateResponse | TopKResponse
+_RESPONSE_TYPES: dict[str, type[Any]] = {
+    "score": ScoreResponse,
+    "generate": GenerateResponse,
+    "top-k": TopKResponse,
+}
+
+
+def request_payload(request: Request) -> dict[str, Any]:
+    """Every output-affecting field of a request, as JSON data."""
+    d = asdict(request)
+    d["kind"] = request.kind
+    return d
+
+
+def request_key(fingerprint: str, request: Request) -> str:
+    """The content key of a request sent to the model with this fingerprint.
+
+    SHA-256 of canonical JSON (sorted keys) of the model fingerprint, the request kind and
+    every field that changes the output. Timeouts, retries and concurrency are not request
+    fields, so they never change a key. This is the only function that computes keys: the
+    dedupe key and the cache key are the same value.
+    """
+    body = canonical_json({"model": fingerprint, "request": request_payload(request)})
+    return hashlib.sha256(body.encode("utf-8")).hexdigest()
+
+
+def response_to_dict(response: Response) -> dict[str, Any]:
+    return asdict(response)
+
+
+def response_from_dict(kind: str, data: dict[str, Any]) -> Response:
+    cls = _RESPONSE_TYPES[kind]
+    if cls is TopKResponse:
+        data = {**data, "tokens": tuple(data["tokens"]), "logprobs": tuple(data["logprobs"])}
+    resp: Response = cls(**data)
+    return resp

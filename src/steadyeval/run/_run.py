@@ -1,0 +1,379 @@
+"""plan -> dispatch -> collect: run items × conditions × models into a results table."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, overload
+
+import pyarrow as pa
+
+from ..cache import ResponseCache
+from ..conditions import Condition, Expansion, expand
+from ..items import Item, canonical_json
+from ..models import Backend, ModelSpec, check_kinds, load_backend
+from ..requests import Plan, PlannedTrial, Request, RequestKind, Response, build_plan
+from ..results import SCHEMA_VERSION, rows_to_table, summarize, summary_markdown, write_results
+from ..scoring import score_trial
+from ._executor import Executor, LocalExecutor
+from ._progress import Progress
+from ._provenance import provenance
+
+__all__ = ["PlanCounts", "RunOptions", "RunResult", "run"]
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How to run (none of these change a result)."""
+
+    out: Path | None = None
+    cache: Path | None = None
+    batch_size: int = 64
+    progress: bool | None = None  # None: only when stderr is a terminal
+    executor: Executor | None = None
+
+
+@dataclass(frozen=True)
+class PlanCounts:
+    """What a run would cost, before spending it."""
+
+    trials: int
+    rows: int
+    requests: int
+    unique_requests: int
+    cache_hits: int
+    to_send: int
+    input_tokens: int
+    input_tokens_estimated: bool
+    skipped: int
+    per_model: dict[str, dict[str, int]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RunResult:
+    table: pa.Table
+    summary: dict[str, Any]
+    run_dir: Path | None
+
+
+def _resolve_models(models: Sequence[str | ModelSpec | Backend]) -> dict[str, Backend]:
+    out: dict[str, Backend] = {}
+    for m in models:
+        backend = m if isinstance(m, Backend) else load_backend(m)
+        name = str(backend.spec)
+        if name in out:
+            raise ValueError(f"model {name} is listed twice")
+        out[name] = backend
+    if not out:
+        raise ValueError("no models given; pass at least one model spec such as hf:/path/to/model")
+    return out
+
+
+def _kinds(plan: Plan) -> dict[str, set[RequestKind]]:
+    kinds: dict[str, set[RequestKind]] = defaultdict(set)
+    for model, req in plan.unique.values():
+        kinds[model].add(req.kind)
+    return kinds
+
+
+def run_id_for(
+    items: Sequence[Item], conditions: Sequence[Condition], models: Sequence[str]
+) -> str:
+    body = {
+        "items": [i.hash for i in items],
+        "conditions": [c.to_dict() for c in conditions],
+        "models": list(models),
+        "schema_version": SCHEMA_VERSION,
+    }
+    return hashlib.sha256(canonical_json(body).encode()).hexdigest()[:16]
+
+
+def _prompt_text(req: Request) -> str:
+    if req.kind == "score":
+        return req.context + req.continuation  # type: ignore[union-attr]
+    return req.prompt  # type: ignore[union-attr]
+
+
+@overload
+def run(
+    items: Sequence[Item],
+    conditions: Sequence[Condition],
+    models: Sequence[str | ModelSpec | Backend],
+    *,
+    options: RunOptions | None = ...,
+    shot_pools: Mapping[str, Sequence[Item]] | None = ...,
+    dry_run: Literal[False] = ...,
+    config: Mapping[str, Any] | None = ...,
+) -> RunResult: ...
+@overload
+def run(
+    items: Sequence[Item],
+    conditions: Sequence[Condition],
+    models: Sequence[str | ModelSpec | Backend],
+    *,
+    options: RunOptions | None = ...,
+    shot_pools: Mapping[str, Sequence[Item]] | None = ...,
+    dry_run: Literal[True],
+    config: Mapping[str, Any] | None = ...,
+) -> PlanCounts: ...
+
+
+def run(
+    items: Sequence[Item],
+    conditions: Sequence[Condition],
+    models: Sequence[str | ModelSpec | Backend],
+    *,
+    options: RunOptions | None = None,
+    shot_pools: Mapping[str, Sequence[Item]] | None = None,
+    dry_run: bool = False,
+    config: Mapping[str, Any] | None = None,
+) -> RunResult | PlanCounts:
+    """Run every item under every condition on every model; return the results table.
+
+    Steps: ``expand`` items × conditions (skips counted), plan one request list per
+    (trial, model), dedupe by content key, take what the response cache has, send the
+    rest in batches (each batch committed to the cache as it returns), then score every
+    trial and write the run directory (``results.parquet``, ``summary.json``,
+    ``summary.md``, ``config.json``, ``provenance.json``) if ``options.out`` is set.
+
+    With ``dry_run=True`` nothing is sent: the plan's counts are returned instead.
+    An interrupted run (crash, ``kill -9``, Ctrl-C) keeps every response already cached; the
+    same call again resumes and calls the model only for what is missing.
+    """
+    opts = options or RunOptions()
+    timings: dict[str, float] = {}
+    t0 = time.perf_counter()
+    backends = _resolve_models(models)
+    expansion: Expansion = expand(items, conditions, shot_pools=shot_pools)
+    fingerprints = {name: b.fingerprint() for name, b in backends.items()}
+    plan = build_plan(expansion.trials, fingerprints)
+    for name, kinds in _kinds(plan).items():
+        check_kinds(backends[name], kinds)
+    timings["plan"] = time.perf_counter() - t0
+
+    cache = ResponseCache(opts.cache)
+    try:
+        cached = cache.get_many(list(plan.unique))
+        missing = [k for k in plan.unique if k not in cached]
+        if dry_run:
+            return _counts(plan, expansion, backends, cached, missing)
+        t1 = time.perf_counter()
+        responses = dict(cached)
+        _dispatch(plan, missing, backends, cache, responses, opts)
+        timings["dispatch"] = time.perf_counter() - t1
+    finally:
+        cache.close()
+
+    t2 = time.perf_counter()
+    rid = run_id_for(items, conditions, list(backends))
+    rows = [row for pt in plan.trials for row in _rows(pt, responses, rid)]
+    table = rows_to_table(rows)
+    timings["score"] = time.perf_counter() - t2
+    n_sent = len(missing)
+    summary = {
+        "run_id": rid,
+        "schema_version": SCHEMA_VERSION,
+        "n_rows": table.num_rows,
+        "n_items": len(items),
+        "models": list(backends),
+        "conditions": [c.name for c in conditions],
+        "n_skipped": expansion.n_skipped,
+        "skipped": [
+            {"condition": c, "reason": r, "count": n}
+            for (c, r), n in sorted(expansion.skipped.items())
+        ],
+        "plan": {
+            "trials": len(plan.trials),
+            "requests": plan.n_requests,
+            "unique": plan.n_unique,
+            "cache_hits": len(cached),
+            "model_calls": n_sent,
+        },
+        "by_condition": summarize(table),
+    }
+    run_dir = None
+    if opts.out is not None:
+        run_dir = Path(opts.out)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        write_results(table, run_dir / "results.parquet")
+        _write_json(run_dir / "summary.json", _json_safe(summary))
+        (run_dir / "summary.md").write_text(summary_markdown(summary), encoding="utf-8")
+        resolved = dict(config or {})
+        resolved.setdefault("models", list(backends))
+        resolved.setdefault("conditions", [c.to_dict() for c in conditions])
+        resolved.setdefault("n_items", len(items))
+        _write_json(run_dir / "config.json", {"run_id": rid, **resolved})
+        timings["total"] = time.perf_counter() - t0
+        counts = {"rows": table.num_rows, "model_calls": n_sent, "cache_hits": len(cached)}
+        _write_json(run_dir / "provenance.json", provenance(fingerprints, timings, counts))
+    return RunResult(table=table, summary=summary, run_dir=run_dir)
+
+
+def _json_safe(value: Any) -> Any:
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_json_safe(v) for v in value]
+    return value
+
+
+def _write_json(path: Path, data: Any) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
+    tmp.replace(path)
+
+
+def _counts(
+    plan: Plan,
+    expansion: Expansion,
+    backends: Mapping[str, Backend],
+    cached: Mapping[str, Response],
+    missing: Sequence[str],
+) -> PlanCounts:
+    by_model: dict[str, list[Request]] = defaultdict(list)
+    per_model: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for key in missing:
+        model, req = plan.unique[key]
+        by_model[model].append(req)
+    for key, (model, _) in plan.unique.items():
+        per_model[model]["unique_requests"] += 1
+        per_model[model]["cache_hits"] += key in cached
+    tokens, estimated = 0, False
+    for model, reqs in by_model.items():
+        texts = [_prompt_text(r) for r in reqs]
+        counted = backends[model].count_tokens(texts)
+        if counted is None:
+            estimated = True
+            counted = [max(1, len(t) // 4) for t in texts]
+        tokens += sum(counted)
+        per_model[model]["to_send"] = len(reqs)
+    rows = sum(_n_samples(pt) for pt in plan.trials)
+    return PlanCounts(
+        trials=len(plan.trials),
+        rows=rows,
+        requests=plan.n_requests,
+        unique_requests=plan.n_unique,
+        cache_hits=len(cached),
+        to_send=len(missing),
+        input_tokens=tokens,
+        input_tokens_estimated=estimated,
+        skipped=expansion.n_skipped,
+        per_model={m: dict(v) for m, v in per_model.items()},
+    )
+
+
+def _n_samples(pt: PlannedTrial) -> int:
+    cond = pt.trial.condition
+    if cond.scoring == "generate" and cond.generation.temperature > 0:
+        return cond.generation.n_samples
+    return 1
+
+
+def _dispatch(
+    plan: Plan,
+    missing: Sequence[str],
+    backends: Mapping[str, Backend],
+    cache: ResponseCache,
+    responses: dict[str, Response],
+    opts: RunOptions,
+) -> None:
+    executor = opts.executor or LocalExecutor()
+    groups: dict[tuple[str, RequestKind], list[str]] = defaultdict(list)
+    for key in missing:
+        model, req = plan.unique[key]
+        groups[(model, req.kind)].append(key)
+    show = sys.stderr.isatty() if opts.progress is None else opts.progress
+    with Progress(total=plan.n_unique, cached=plan.n_unique - len(missing), enabled=show) as bar:
+        for (model, kind), keys in groups.items():
+            backend = backends[model]
+            for start in range(0, len(keys), opts.batch_size):
+                chunk = keys[start : start + opts.batch_size]
+                reqs = [plan.unique[k][1] for k in chunk]
+                got = executor.map(backend, kind, reqs)
+                cache.put_many((k, model, kind, r) for k, r in zip(chunk, got, strict=True))
+                responses.update(zip(chunk, got, strict=True))
+                bar.advance(len(chunk), model=model)
+
+
+def _row_key(keys: Sequence[str]) -> str:
+    if len(keys) == 1:
+        return keys[0]
+    return hashlib.sha256("\n".join(keys).encode()).hexdigest()
+
+
+def _rows(pt: PlannedTrial, responses: Mapping[str, Response], run_id: str) -> list[dict[str, Any]]:
+    trial, cond, item = pt.trial, pt.trial.condition, pt.trial.item
+    meta = dict(item.to_dict()["metadata"])
+    base = {
+        "schema_version": SCHEMA_VERSION,
+        "run_id": run_id,
+        "model": pt.model,
+        "item_id": item.id,
+        "item_hash": item.hash,
+        "condition": cond.name,
+        "condition_id": cond.id,
+        "template": cond.template.name,
+        "format": cond.format.name,
+        "option_order": cond.option_order,
+        "n_shots": cond.shots.n,
+        "n_shots_used": trial.n_shots_used,
+        "chat": cond.chat,
+        "verbalizer": cond.verbalizer_name,
+        "alias": trial.alias,
+        "scoring": cond.scoring,
+        "prompt": trial.prompt,
+        "prompt_hash": hashlib.sha256(trial.prompt.encode()).hexdigest()[:16],
+        "options": list(trial.options) if trial.options is not None else None,
+        "option_source": list(trial.option_source) if trial.options is not None else None,
+        "gold": list(item.gold_texts),
+        "gold_options": list(item.gold_options),
+        "answerable": item.answerable,
+        "relation": _opt_str(meta.get("relation")),
+        "subject": _opt_str(meta.get("subject")),
+        "split": _opt_str(meta.get("split")),
+        "hparams": _opt_str(meta.get("hparams")),
+        "metadata": canonical_json(meta),
+    }
+    # A generate trial has one request per sample; other scorings use all keys at once.
+    samples = [[k] for k in pt.keys] if cond.scoring == "generate" else [list(pt.keys)]
+    rows = []
+    for index, keys in enumerate(samples):
+        scored = score_trial(trial, [responses[k] for k in keys])
+        rows.append(
+            {
+                **base,
+                "sample_index": index,
+                "request_key": _row_key(keys),
+                "request_keys": keys,
+                "output": scored.output,
+                "parsed": scored.parsed,
+                "parsed_kind": scored.parsed_kind,
+                "parsed_option": scored.parsed_option,
+                "correct": scored.correct,
+                "refused": scored.refused,
+                "em": scored.em,
+                "f1": scored.f1,
+                "option_logprobs": scored.option_logprobs,
+                "option_logprobs_per_token": scored.option_logprobs_per_token,
+                "option_logprobs_per_char": scored.option_logprobs_per_char,
+                "confidence": scored.confidence,
+                "truncated": scored.truncated,
+                "n_input_tokens": scored.n_input_tokens,
+            }
+        )
+    return rows
+
+
+def _opt_str(value: Any) -> str | None:
+    if value is None:
+        return None
+    return value if isinstance(value, str) else canonical_json(value)

@@ -1,0 +1,58 @@
+from __future__ import annotations
+
+from steadyeval import FORMATS, TEMPLATES, Condition, Generation, Item, expand
+from steadyeval.requests import GenerateRequest, ScoreRequest, build_plan, request_key, requests_for
+
+ITEMS = [
+    Item(id=f"q{i}", question=f"Q{i}?", options=("x", "y"), gold_options=(0,)) for i in range(5)
+]
+
+
+def test_identical_requests_are_sent_once_across_conditions() -> None:
+    # Two differently named conditions that render the same prompts: option scoring under
+    # "mc" and the same under a second name with another option order seed (original order).
+    a = Condition(
+        name="a", template=TEMPLATES["qa"], format=FORMATS["mc"], scoring="option-logprob"
+    )
+    b = Condition(
+        name="b",
+        template=TEMPLATES["qa"],
+        format=FORMATS["mc"],
+        scoring="option-logprob",
+        order_seed=99,
+    )
+    plan = build_plan(expand(ITEMS, [a, b]).trials, {"m": "fp"})
+    assert plan.n_requests == 20 and plan.n_unique == 10
+    # Another model never shares keys.
+    plan2 = build_plan(expand(ITEMS, [a]).trials, {"m": "fp", "n": "fp2"})
+    assert plan2.n_unique == 20
+
+
+def test_key_covers_output_settings_only() -> None:
+    r1 = GenerateRequest(prompt="p", max_new_tokens=5)
+    r2 = GenerateRequest(prompt="p", max_new_tokens=6)
+    assert request_key("fp", r1) != request_key("fp", r2)
+    assert request_key("fp", r1) != request_key("fp2", r1)
+    assert request_key("fp", r1) == request_key("fp", GenerateRequest(prompt="p", max_new_tokens=5))
+    # Greedy decoding ignores sample index and seed, so they are normalised away.
+    assert GenerateRequest(prompt="p", sample_index=3, seed=9) == GenerateRequest(prompt="p")
+    s1 = GenerateRequest(prompt="p", temperature=0.7, sample_index=0)
+    s2 = GenerateRequest(prompt="p", temperature=0.7, sample_index=1)
+    assert request_key("fp", s1) != request_key("fp", s2)
+    assert request_key("fp", ScoreRequest("a", " b")) != request_key("fp", ScoreRequest("a ", "b"))
+
+
+def test_requests_for_each_scoring() -> None:
+    mc = Condition(
+        name="l", template=TEMPLATES["qa"], format=FORMATS["mc"], scoring="letter-logprob"
+    )
+    t = expand(ITEMS[:1], [mc]).trials[0]
+    assert [r.continuation for r in requests_for(t)] == [" A", " B"]  # type: ignore[union-attr]
+    s = Condition(
+        name="s",
+        template=TEMPLATES["qa"],
+        format=FORMATS["free"],
+        generation=Generation(temperature=1.0, n_samples=3, seed=4),
+    )
+    reqs = requests_for(expand(ITEMS[:1], [s]).trials[0])
+    assert [r.sample_index for r in reqs] == [0, 1, 2]  # type: ignore[union-attr]

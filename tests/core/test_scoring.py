@@ -1,0 +1,102 @@
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from steadyeval import FORMATS, TEMPLATES, Condition, Item, expand
+from steadyeval.requests import GenerateResponse, ScoreResponse, TopKResponse
+from steadyeval.scoring import (
+    exact_match,
+    is_refusal,
+    match_option,
+    normalize_answer,
+    option_scores,
+    score_trial,
+    softmax,
+    token_f1,
+)
+
+
+def test_squad_normalisation_em_f1() -> None:
+    assert normalize_answer("The  Eiffel-Tower!") == "eiffeltower"
+    assert exact_match("the Paris.", "Paris") == 1.0
+    assert token_f1("Paris France", "Paris") == pytest.approx(2 / 3)
+    assert token_f1("", "") == 1.0 and token_f1("x", "") == 0.0
+    assert token_f1("a an the", "Paris") == 0.0
+
+
+def test_match_option_order_of_tests() -> None:
+    opts, labels = ("the harbour board", "the navy", "none of the above"), ("a", "b", "c")
+    assert match_option("Harbour board.", opts, labels).kind == "option"
+    assert match_option("(b)", opts, labels).position == 1
+    assert match_option("B.", opts, labels).method == "label"
+    assert (
+        match_option("no answer>", opts, labels, refusal_phrases=("no answer>",)).kind == "refusal"
+    )
+    esc = match_option("None of the above", opts, labels, escape_index=2)
+    assert esc.kind == "refusal" and esc.position == 2
+    assert match_option("the harbour", opts, labels).method == "f1"
+    assert match_option("a lighthouse keeper", opts, labels).kind == "unmatched"
+    assert match_option("", opts, labels).kind == "unmatched"
+
+
+def test_is_refusal_with_punctuation_phrase() -> None:
+    assert is_refusal("no answer> ", ["no answer>"])
+    assert not is_refusal("Paris", ["no answer>"])
+    assert not is_refusal("Paris", [])
+
+
+def test_option_scores_normalisations_and_ties() -> None:
+    s = option_scores([-4.0, -3.0, -3.0], [4, 1, 2], ["abcd", "b", "cc"])
+    assert s.choice == 1  # tie broken towards the first
+    assert s.per_token == [-1.0, -3.0, -1.5]
+    assert s.per_char == [-1.0, -3.0, -1.5]
+    t = option_scores([-4.0, -3.0, -3.0], [4, 1, 2], ["abcd", "b", "cc"], normalization="token")
+    assert t.choice == 0
+    assert sum(s.probs) == pytest.approx(1.0)
+    assert softmax([1000.0, 1000.0]) == [0.5, 0.5]
+    with pytest.raises(ValueError):
+        option_scores([], [], [])
+
+
+def _trial(fmt: str, scoring: str = "generate", **item_kw: object):  # type: ignore[no-untyped-def]
+    kw = {
+        "id": "i",
+        "question": "Who built it?",
+        "options": ("the board", "the navy", "a man"),
+        "gold_options": (0,),
+    }
+    kw.update(item_kw)
+    item = Item(**kw)  # type: ignore[arg-type]
+    c = Condition(name="c", template=TEMPLATES["qa"], format=FORMATS[fmt], scoring=scoring)  # type: ignore[arg-type]
+    return expand([item], [c]).trials[0]
+
+
+def test_score_trial_generation_mc_and_free() -> None:
+    r = score_trial(_trial("mc"), [GenerateResponse(text=" The board")])
+    assert r.correct and r.parsed_option == 0 and r.parsed_kind == "option"
+    r = score_trial(_trial("mc"), [GenerateResponse(text="xyz")])
+    assert r.parsed_kind == "unmatched" and r.correct is False and not r.refused
+    r = score_trial(
+        _trial("mc-nota", answerable=False, gold_options=()),
+        [GenerateResponse(text="none of the above")],
+    )
+    assert r.refused and r.correct and r.parsed_option is None
+    free = _trial("free", options=None, gold_options=(), answers=("the board",))
+    r = score_trial(free, [GenerateResponse(text="The Board", truncated=True, n_input_tokens=7)])
+    assert r.em == 1.0 and r.f1 == 1.0 and r.correct and r.truncated and r.n_input_tokens == 7
+    un = _trial("free", options=None, gold_options=(), answerable=False)
+    r = score_trial(un, [GenerateResponse(text="no answer>")])
+    assert r.refused and r.correct and r.em is None
+
+
+def test_score_trial_logprob_and_topk() -> None:
+    t = _trial("mc-nota", "option-logprob")
+    resp = [ScoreResponse(logprob=x, n_tokens=1, is_greedy=False) for x in (-1.0, -2.0, -3.0, -0.5)]
+    r = score_trial(t, resp)
+    assert r.refused and r.parsed_kind == "refusal" and not r.correct
+    assert r.confidence == pytest.approx(softmax([-1.0, -2.0, -3.0, -0.5])[3])
+    top = _trial("free", "top-k", options=None, gold_options=(), answers=("Paris",))
+    r = score_trial(top, [TopKResponse(tokens=(" Paris", "Rome"), logprobs=(-0.1, -2.0))])
+    assert r.correct and r.parsed == "Paris" and r.confidence == pytest.approx(math.exp(-0.1))
