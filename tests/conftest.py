@@ -25,3 +25,11 @@ def shared_data() -> Path:
     if not data.is_dir():
         pytest.skip("../shared/data is not present")
     return data
+
+
+@pytest.fixture(scope="session")
+def tiny_gpt2(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny random GPT-2 written by the product's own builder (session-scoped)."""
+    from steadyeval.models._tiny import build_tiny_model
+
+    return build_tiny_model(tmp_path_factory.mktemp("models") / "gpt2", "gpt2", seed=0)

@@ -1,13 +1,46 @@
-"""``steadyeval`` entry point."""
+"""``steadyeval`` entry point: a click group; each command lives in its own module."""
 
 from __future__ import annotations
+
+import sys
+from typing import Any
 
 import click
 
 from .. import __version__
+from .._errors import SteadyevalError
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Group(click.Group):
+    """Turns steadyeval's own errors into a one-line message and exit code 2."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except SteadyevalError as exc:
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(2)
+        except KeyboardInterrupt:
+            click.echo(
+                "interrupted: every response received so far is in the cache; "
+                "run the same command again to resume",
+                err=True,
+            )
+            sys.exit(130)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="steadyeval")
 def main() -> None:
     """Evaluate language models under many conditions; keep every answer; test every claim."""
+
+
+def _register() -> None:
+    from . import _cache, _run, _tiny
+
+    main.add_command(_run.run_cmd)
+    main.add_command(_cache.cache_group)
+    main.add_command(_tiny.tiny_model_cmd)
+
+
+_register()

@@ -112,6 +112,7 @@ class Condition:
     generation: Generation = field(default_factory=Generation)
     refusal_phrases: tuple[str, ...] = ("no answer>",)
     top_k: int = 10
+    items: Literal["all", "with-options", "without-options"] = "all"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "verbalizer", _frozen_map(self.verbalizer))

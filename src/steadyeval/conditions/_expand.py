@@ -74,6 +74,10 @@ def _seed_for(*parts: object) -> int:
 
 
 def _skip_reason(item: Item, cond: Condition) -> str | None:
+    if cond.items == "with-options" and not item.options:
+        return "condition is for items with options"
+    if cond.items == "without-options" and item.options:
+        return "condition is for items without options"
     if cond.format.kind == "mc" and not item.options:
         return "multiple-choice format on an item without options"
     if cond.alias is not None and cond.alias >= len(item.aliases):

@@ -11,7 +11,7 @@ __all__ = ["summarize", "summary_markdown"]
 
 
 def _wilson(k: int, n: int) -> tuple[float, float]:
-    from ..stats._intervals import wilson_interval
+    from ..stats import wilson_interval
 
     if n == 0:
         return math.nan, math.nan

@@ -1,15 +1,23 @@
 """Run a plan: expand, dedupe, take cached responses, dispatch the rest, score, write."""
 
+from ._config import ConditionConfig, DataConfig, RunConfig, load_run_config
 from ._executor import Executor, LocalExecutor, call_backend
+from ._from_config import load_config_data, run_config
 from ._run import PlanCounts, RunOptions, RunResult, run, run_id_for
 
 __all__ = [
+    "ConditionConfig",
+    "DataConfig",
     "Executor",
     "LocalExecutor",
     "PlanCounts",
+    "RunConfig",
     "RunOptions",
     "RunResult",
     "call_backend",
+    "load_config_data",
+    "load_run_config",
     "run",
+    "run_config",
     "run_id_for",
 ]

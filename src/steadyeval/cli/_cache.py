@@ -1,0 +1,53 @@
+"""``steadyeval cache info|clear``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ..cache import ResponseCache, default_cache_path
+
+_CACHE_OPT = click.option(
+    "--cache",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Cache file (default: $STEADYEVAL_CACHE or ~/.cache/steadyeval/responses.sqlite).",
+)
+
+
+@click.group("cache")
+def cache_group() -> None:
+    """Show and manage the response cache."""
+
+
+@cache_group.command("info")
+@_CACHE_OPT
+def info_cmd(cache: Path | None) -> None:
+    """Size of the cache and entries per model."""
+    path = cache or default_cache_path()
+    if not path.exists():
+        click.echo(f"{path}: no cache yet")
+        return
+    with ResponseCache(path) as store:
+        info = store.info()
+    click.echo(f"{info.path}: {info.entries} responses, {info.size_bytes / 1e6:.2f} MB")
+    for model, n in info.per_model.items():
+        click.echo(f"  {n:>8}  {model}")
+
+
+@cache_group.command("clear")
+@_CACHE_OPT
+@click.option("--model", help="Delete only this model's responses (its spec as shown by info).")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+def clear_cmd(cache: Path | None, model: str | None, yes: bool) -> None:
+    """Delete cached responses (all, or one model's)."""
+    path = cache or default_cache_path()
+    if not path.exists():
+        click.echo(f"{path}: no cache yet")
+        return
+    what = f"responses of {model}" if model else "all responses"
+    if not yes:
+        click.confirm(f"Delete {what} from {path}?", abort=True)
+    with ResponseCache(path) as store:
+        n = store.clear(model)
+    click.echo(f"deleted {n} responses")

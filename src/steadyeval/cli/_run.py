@@ -1,0 +1,117 @@
+"""``steadyeval run``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from ..run import PlanCounts, RunResult, load_run_config, run_config
+
+
+@click.command("run")
+@click.argument("config", required=False, type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--model",
+    "models",
+    multiple=True,
+    metavar="SPEC",
+    help="BACKEND:NAME_OR_PATH[?key=value&...]; repeat for several models.",
+)
+@click.option("--data", metavar="PATH|HUB_NAME", help="Items: .jsonl, .csv or a hub data set.")
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Run directory to write (results.parquet, summary.json, summary.md, ...).",
+)
+@click.option("--limit", type=int, help="Evaluate only the first N items.")
+@click.option("--seed", type=int, help="Default seed for option order, shots and sampling.")
+@click.option(
+    "--cache",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Response cache file (default: $STEADYEVAL_CACHE or ~/.cache/steadyeval).",
+)
+@click.option("--dry-run", is_flag=True, help="Print the plan's counts; call no model.")
+@click.option("--no-progress", is_flag=True, help="Do not show the progress bar.")
+def run_cmd(
+    config: Path | None,
+    models: tuple[str, ...],
+    data: str | None,
+    out: Path | None,
+    limit: int | None,
+    seed: int | None,
+    cache: Path | None,
+    dry_run: bool,
+    no_progress: bool,
+) -> None:
+    """Run items × conditions × models into a results table.
+
+    Flags alone work: items with options are asked as multiple choice (scored by option
+    log-probability), others free form. A CONFIG file (YAML) adds conditions; flags given
+    on the command line override the file's values.
+
+    \b
+    Example:
+      steadyeval run examples/run.yaml --out runs/quickstart
+      steadyeval run --model hf:./tiny-gpt2 --data examples/items.jsonl --out runs/flags
+    """
+    cfg = load_run_config(
+        config, {"models": list(models), "data": data, "limit": limit, "seed": seed}
+    )
+    if not dry_run and out is None:
+        raise click.UsageError("--out RUN_DIR is required (or use --dry-run)")
+    result = run_config(
+        cfg, out=out, cache=cache, dry_run=dry_run, progress=False if no_progress else None
+    )
+    console = Console()
+    if isinstance(result, PlanCounts):
+        _print_counts(console, result)
+    else:
+        _print_result(console, result)
+
+
+def _print_counts(console: Console, c: PlanCounts) -> None:
+    t = Table(title="dry run: what this run would cost", show_header=False)
+    approx = " (estimated)" if c.input_tokens_estimated else ""
+    for k, v in [
+        ("rows", c.rows),
+        ("trials (item × condition × model)", c.trials),
+        ("skipped (item, condition) pairs", c.skipped),
+        ("requests", c.requests),
+        ("unique requests", c.unique_requests),
+        ("cache hits", c.cache_hits),
+        ("to send", c.to_send),
+        (f"input tokens to send{approx}", c.input_tokens),
+    ]:
+        t.add_row(k, str(v))
+    console.print(t)
+
+
+def _print_result(console: Console, r: RunResult) -> None:
+    s = r.summary
+    t = Table(title=f"run {s['run_id']}")
+    for col in ("model", "condition", "n", "accuracy", "95% CI", "refused", "unmatched"):
+        t.add_column(col)
+    for row in s["by_condition"]:
+        acc = row["accuracy"]
+        t.add_row(
+            row["model"],
+            row["condition"],
+            str(row["n"]),
+            "–" if acc != acc else f"{100 * acc:.1f}%",
+            "–"
+            if acc != acc
+            else f"{100 * row['accuracy_low']:.1f}–{100 * row['accuracy_high']:.1f}%",
+            str(row["refused"]),
+            str(row["unmatched"]),
+        )
+    console.print(t)
+    p = s["plan"]
+    console.print(
+        f"{s['n_rows']} rows; {p['unique']} unique requests: {p['cache_hits']} cached, "
+        f"{p['model_calls']} sent; skipped pairs: {s['n_skipped']}"
+    )
+    if r.run_dir is not None:
+        console.print(f"wrote {r.run_dir}/results.parquet, summary.json, summary.md")

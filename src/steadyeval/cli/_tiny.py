@@ -1,0 +1,30 @@
+"""``steadyeval tiny-model``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+
+@click.command("tiny-model")
+@click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
+@click.option(
+    "--arch",
+    type=click.Choice(["gpt2", "t5", "bert"]),
+    default="gpt2",
+    show_default=True,
+    help="Architecture of the tiny model.",
+)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--overwrite", is_flag=True, help="Write into a non-empty directory.")
+def tiny_model_cmd(directory: Path, arch: str, seed: int, overwrite: bool) -> None:
+    """Write a tiny RANDOMLY INITIALISED model and its tokenizer to DIRECTORY.
+
+    A smoke-test tool for pipelines (loadable with the transformers Auto classes); its
+    answers mean nothing. It is not a real model.
+    """
+    from ..models._tiny import build_tiny_model
+
+    path = build_tiny_model(directory, arch, seed=seed, overwrite=overwrite)  # type: ignore[arg-type]
+    click.echo(f"wrote a tiny random {arch} model to {path} (for smoke tests only)")

@@ -1,0 +1,382 @@
+"""Hugging Face ``transformers`` causal LMs (``hf:`` picks the architecture from the config)."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .._errors import ConfigError, ModelSpecError
+from ..requests import (
+    GenerateRequest,
+    GenerateResponse,
+    RequestKind,
+    ScoreRequest,
+    ScoreResponse,
+    TopKRequest,
+    TopKResponse,
+)
+from ._backend import Backend
+from ._hf_common import HFOptions, fingerprint_dir, load_config, resolve_model_dir, run_with_backoff
+from ._spec import ModelSpec
+
+__all__ = ["HFCausalBackend", "load_hf"]
+
+log = logging.getLogger(__name__)
+
+_AUTO_BATCH = 64
+
+
+def load_hf(spec: ModelSpec) -> Backend:
+    """``hf:``: read the config and choose the causal, seq2seq or masked backend."""
+    options = HFOptions.from_spec(spec)
+    model_dir = resolve_model_dir(spec, options)
+    config = load_config(model_dir, options)
+    archs = " ".join(getattr(config, "architectures", None) or [])
+    if getattr(config, "is_encoder_decoder", False):
+        kind = "seq2seq"
+    elif "MaskedLM" in archs or config.model_type in {"bert", "roberta", "distilbert", "electra"}:
+        kind = "masked"
+    else:
+        kind = "causal"
+    if kind == "causal":
+        return HFCausalBackend(spec, _resolved=(options, model_dir, config))
+    try:
+        module = __import__(f"steadyeval.models._hf_{kind}", fromlist=["load"])
+    except ModuleNotFoundError:
+        raise ModelSpecError(
+            f"model {spec.name!r} is a {kind} model ({config.model_type}); "
+            f"this version of steadyeval has no hf-{kind} backend yet"
+        ) from None
+    backend: Backend = module.load(spec, (options, model_dir, config))
+    return backend
+
+
+@dataclass
+class _Encoded:
+    tokens: list[int]  # context + continuation, before truncation
+    n_cont: int
+
+
+class HFCausalBackend:
+    """A causal LM from ``transformers``.
+
+    *score*: the summed log-probability of the continuation's tokens, with the
+    context/continuation split done as lm-evaluation-harness does (trailing whitespace of the
+    context moves to the continuation; the pair is encoded whole and the context's tokens are
+    cut off), so results match its ``loglikelihood``. An empty context conditions on the
+    tokenizer's BOS (or EOS) token. Over-long inputs are truncated on the left and flagged.
+    *generate*: greedy (batched) or sampled (seeded per request) decoding with stop strings.
+    *top-k*: the k most likely next tokens.
+    """
+
+    kind = "hf-causal"
+
+    def __init__(
+        self, spec: ModelSpec, *, _resolved: tuple[HFOptions, Path, Any] | None = None
+    ) -> None:
+        self.spec = spec
+        if _resolved is None:
+            options = HFOptions.from_spec(spec)
+            model_dir = resolve_model_dir(spec, options)
+            _resolved = (options, model_dir, load_config(model_dir, options))
+        self.options, self.model_dir, self.config = _resolved
+        self._tokenizer: Any = None
+        self._model: Any = None
+        self._batch_size = self.options.batch_size or _AUTO_BATCH
+        self._fingerprint: str | None = None
+
+    # -- cheap parts -------------------------------------------------------------------
+    @property
+    def supported_kinds(self) -> frozenset[RequestKind]:
+        return frozenset({"score", "generate", "top-k"})
+
+    def fingerprint(self) -> str:
+        if self._fingerprint is None:
+            self._fingerprint = fingerprint_dir(self.kind, self.spec, self.model_dir, self.options)
+        return self._fingerprint
+
+    @property
+    def tokenizer(self) -> Any:
+        if self._tokenizer is None:
+            from transformers import AutoTokenizer
+
+            tok = AutoTokenizer.from_pretrained(
+                self.model_dir, trust_remote_code=self.options.trust_remote_code
+            )
+            # steadyeval truncates inputs itself (and records it); silence the length warning.
+            tok.model_max_length = 1 << 60
+            self._tokenizer = tok
+        return self._tokenizer
+
+    @property
+    def max_length(self) -> int:
+        if self.options.max_length:
+            return self.options.max_length
+        for attr in ("n_positions", "max_position_embeddings", "n_ctx", "seq_length"):
+            value = getattr(self.config, attr, None)
+            if isinstance(value, int) and value > 0:
+                return value
+        return 2048
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int] | None:
+        return [len(self._encode(t)) for t in texts]
+
+    # -- model ---------------------------------------------------------------------------
+    @property
+    def model(self) -> Any:
+        if self._model is None:
+            from transformers import AutoModelForCausalLM
+            from transformers.utils import logging as hf_logging
+
+            hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+            model: Any = AutoModelForCausalLM.from_pretrained(
+                self.model_dir,
+                dtype=self.options.torch_dtype(),
+                trust_remote_code=self.options.trust_remote_code,
+            )
+            model.eval()
+            self._model = model.to(self.options.torch_device())
+        return self._model
+
+    @property
+    def device(self) -> Any:
+        return next(self.model.parameters()).device
+
+    def _encode(self, text: str) -> list[int]:
+        ids: list[int] = self.tokenizer(text, add_special_tokens=False)["input_ids"]
+        return ids
+
+    def _prefix_token(self) -> int:
+        tok = self.tokenizer
+        for tid in (tok.bos_token_id, tok.eos_token_id):
+            if tid is not None:
+                return int(tid)
+        raise ConfigError(f"{self.spec}: an empty context needs a BOS or EOS token")
+
+    def _chat(self, text: str, system: str | None) -> str:
+        tok = self.tokenizer
+        if not getattr(tok, "chat_template", None):
+            raise ConfigError(
+                f"{self.spec}: the condition asks for a chat template but the tokenizer has "
+                "none; set chat: false for this model"
+            )
+        messages = ([{"role": "system", "content": system}] if system else []) + [
+            {"role": "user", "content": text}
+        ]
+        rendered: str = tok.apply_chat_template(
+            messages, tokenize=False, add_generation_prompt=True
+        )
+        return rendered
+
+    def _forward(self, input_ids: Any, attention_mask: Any) -> Any:
+        """One forward pass (a seam for tests that inject out-of-memory errors)."""
+        return self.model(input_ids=input_ids, attention_mask=attention_mask).logits
+
+    # -- score -----------------------------------------------------------------------------
+    def _encode_pair(self, req: ScoreRequest) -> _Encoded:
+        context, continuation = req.context, req.continuation
+        if req.chat:
+            context = self._chat(context, req.system)
+        n_spaces = len(context) - len(context.rstrip())
+        if n_spaces:
+            continuation = context[-n_spaces:] + continuation
+            context = context[:-n_spaces]
+        if context == "":
+            cont = self._encode(continuation)
+            return _Encoded([self._prefix_token(), *cont], len(cont))
+        whole = self._encode(context + continuation)
+        n_ctx = len(self._encode(context))
+        return _Encoded(whole, len(whole) - n_ctx)
+
+    def score(self, requests: Sequence[ScoreRequest]) -> list[ScoreResponse]:
+        import torch
+
+        encoded = [self._encode_pair(r) for r in requests]
+        max_len = self.max_length
+        order = sorted(range(len(encoded)), key=lambda i: -len(encoded[i].tokens))
+
+        def run_batch(idx: Sequence[int]) -> list[ScoreResponse]:
+            rows = []
+            for i in idx:
+                enc = encoded[i]
+                inp = enc.tokens[:-1]
+                truncated = len(inp) > max_len
+                rows.append(
+                    (
+                        inp[-max_len:],
+                        enc.tokens[-enc.n_cont :] if enc.n_cont else [],
+                        truncated,
+                        len(enc.tokens) - enc.n_cont,
+                    )
+                )
+            width = max(len(r[0]) for r in rows)
+            pad = 0
+            ids = torch.full((len(rows), width), pad, dtype=torch.long)
+            mask = torch.zeros((len(rows), width), dtype=torch.long)
+            for b, (inp, _, _, _) in enumerate(rows):
+                ids[b, : len(inp)] = torch.tensor(inp, dtype=torch.long)
+                mask[b, : len(inp)] = 1
+            with torch.inference_mode():
+                logits = self._forward(ids.to(self.device), mask.to(self.device))
+                logp = torch.log_softmax(logits.float(), dim=-1).cpu()
+            out = []
+            for b, (inp, cont, truncated, n_ctx) in enumerate(rows):
+                if not cont:
+                    out.append(ScoreResponse(0.0, 0, True, truncated, n_ctx))
+                    continue
+                start = len(inp) - len(cont)
+                lp = logp[b, start : len(inp)]
+                target = torch.tensor(cont, dtype=torch.long)
+                total = float(lp.gather(1, target[:, None]).sum())
+                greedy = bool((lp.argmax(-1) == target).all())
+                out.append(ScoreResponse(total, len(cont), greedy, truncated, len(inp)))
+            return out
+
+        results, self._batch_size = run_with_backoff(
+            order, self._batch_size, run_batch, on_shrink=self._log_shrink
+        )
+        final: list[ScoreResponse | None] = [None] * len(requests)
+        for i, r in zip(order, results, strict=True):
+            final[i] = r
+        return [r for r in final if r is not None]
+
+    def _log_shrink(self, size: int) -> None:
+        log.warning("%s: out of memory; retrying with batch size %d", self.spec, size)
+
+    # -- top-k -----------------------------------------------------------------------------
+    def _prompt_ids(
+        self, prompt: str, chat: bool, system: str | None, room: int
+    ) -> tuple[list[int], bool]:
+        text = self._chat(prompt, system) if chat else prompt
+        ids = self._encode(text) or [self._prefix_token()]
+        limit = max(1, self.max_length - room)
+        return ids[-limit:], len(ids) > limit
+
+    def top_k(self, requests: Sequence[TopKRequest]) -> list[TopKResponse]:
+        import torch
+
+        prepared = [self._prompt_ids(r.prompt, r.chat, r.system, 0) for r in requests]
+        order = sorted(range(len(prepared)), key=lambda i: -len(prepared[i][0]))
+
+        def run_batch(idx: Sequence[int]) -> list[TopKResponse]:
+            width = max(len(prepared[i][0]) for i in idx)
+            ids = torch.zeros((len(idx), width), dtype=torch.long)
+            mask = torch.zeros((len(idx), width), dtype=torch.long)
+            for b, i in enumerate(idx):
+                p = prepared[i][0]
+                ids[b, : len(p)] = torch.tensor(p)
+                mask[b, : len(p)] = 1
+            with torch.inference_mode():
+                logits = self._forward(ids.to(self.device), mask.to(self.device))
+            out = []
+            for b, i in enumerate(idx):
+                p, truncated = prepared[i]
+                lp = torch.log_softmax(logits[b, len(p) - 1].float(), dim=-1).cpu()
+                vals, toks = lp.topk(requests[i].k)
+                out.append(
+                    TopKResponse(
+                        tokens=tuple(self.tokenizer.decode([int(t)]) for t in toks),
+                        logprobs=tuple(float(v) for v in vals),
+                        n_input_tokens=len(p),
+                        truncated=truncated,
+                    )
+                )
+            return out
+
+        results, self._batch_size = run_with_backoff(
+            order, self._batch_size, run_batch, on_shrink=self._log_shrink
+        )
+        final: dict[int, TopKResponse] = dict(zip(order, results, strict=True))
+        return [final[i] for i in range(len(requests))]
+
+    # -- generate --------------------------------------------------------------------------
+    def generate(self, requests: Sequence[GenerateRequest]) -> list[GenerateResponse]:
+        out: dict[int, GenerateResponse] = {}
+        greedy = [i for i, r in enumerate(requests) if r.temperature == 0]
+        sampled = [i for i, r in enumerate(requests) if r.temperature != 0]
+        # Greedy requests with the same settings are batched (left padding).
+        groups: dict[tuple[int, tuple[str, ...]], list[int]] = {}
+        for i in greedy:
+            r = requests[i]
+            groups.setdefault((r.max_new_tokens, r.stop), []).append(i)
+        for idx in groups.values():
+            idx.sort(key=lambda i: -len(requests[i].prompt))
+
+            def run_batch(batch: Sequence[int]) -> list[GenerateResponse]:
+                return self._generate_batch([requests[i] for i in batch], seed=None)
+
+            results, self._batch_size = run_with_backoff(
+                idx, self._batch_size, run_batch, on_shrink=self._log_shrink
+            )
+            out.update(zip(idx, results, strict=True))
+        for i in sampled:
+            r = requests[i]
+            digest = hashlib.sha256(f"{r.seed}\x1f{r.sample_index}\x1f{r.prompt}".encode()).digest()
+            (out[i],) = self._generate_batch([r], seed=int.from_bytes(digest[:4], "little"))
+        return [out[i] for i in range(len(requests))]
+
+    def _generate_batch(
+        self, reqs: Sequence[GenerateRequest], seed: int | None
+    ) -> list[GenerateResponse]:
+        import torch
+
+        first = reqs[0]
+        prepared = [self._prompt_ids(r.prompt, r.chat, r.system, r.max_new_tokens) for r in reqs]
+        width = max(len(p) for p, _ in prepared)
+        pad_id = self.tokenizer.pad_token_id
+        if pad_id is None:
+            pad_id = self.tokenizer.eos_token_id if self.tokenizer.eos_token_id is not None else 0
+        ids = torch.full((len(reqs), width), pad_id, dtype=torch.long)
+        mask = torch.zeros((len(reqs), width), dtype=torch.long)
+        for b, (p, _) in enumerate(prepared):
+            ids[b, width - len(p) :] = torch.tensor(p)
+            mask[b, width - len(p) :] = 1
+        kwargs: dict[str, Any] = {
+            "max_new_tokens": first.max_new_tokens,
+            "pad_token_id": pad_id,
+            "do_sample": seed is not None,
+        }
+        if seed is not None:
+            kwargs.update(temperature=first.temperature, top_p=first.top_p, top_k=0)
+        if first.stop:
+            kwargs.update(stop_strings=list(first.stop), tokenizer=self.tokenizer)
+        with torch.inference_mode(), torch.random.fork_rng(devices=[]):
+            if seed is not None:
+                torch.manual_seed(seed)
+            gen = self.model.generate(
+                input_ids=ids.to(self.device), attention_mask=mask.to(self.device), **kwargs
+            )
+        out = []
+        eos = self.tokenizer.eos_token_id
+        for b, (p, truncated) in enumerate(prepared):
+            new = [int(t) for t in gen[b, width:].tolist()]
+            n_new = len(new)
+            hit_eos = False
+            if eos is not None and eos in new:
+                new = new[: new.index(eos)]
+                hit_eos = True
+            while new and new[-1] == pad_id:
+                new.pop()
+            text = self.tokenizer.decode(new, skip_special_tokens=True)
+            cut = [text.index(s) for s in first.stop if s and s in text]
+            if cut:
+                text = text[: min(cut)]
+            finish = (
+                "stop"
+                if (cut or hit_eos)
+                else ("length" if n_new >= first.max_new_tokens else "stop")
+            )
+            out.append(
+                GenerateResponse(
+                    text=text,
+                    n_input_tokens=len(p),
+                    n_output_tokens=len(new),
+                    truncated=truncated,
+                    finish_reason=finish,
+                )
+            )
+        return out

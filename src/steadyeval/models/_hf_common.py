@@ -1,0 +1,265 @@
+"""Shared parts of the Hugging Face backends: options, paths, fingerprints, OOM back-off."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import struct
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from .._errors import ModelSpecError
+from ._spec import ModelSpec
+
+__all__ = [
+    "HFOptions",
+    "fingerprint_dir",
+    "is_oom",
+    "load_config",
+    "resolve_model_dir",
+    "run_with_backoff",
+]
+
+_ALLOWED = {
+    "dtype": "float32 | float16 | bfloat16 | auto",
+    "device": "cpu | cuda | cuda:N | mps | auto",
+    "revision": "a branch, tag or commit of a hub model",
+    "batch_size": "an integer or auto",
+    "max_length": "an integer (tokens of context the model sees)",
+    "trust_remote_code": "true | false",
+}
+_DTYPES = ("float32", "float16", "bfloat16", "auto")
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+@dataclass(frozen=True)
+class HFOptions:
+    dtype: str = "float32"
+    device: str = "auto"
+    revision: str | None = None
+    batch_size: int | None = None  # None: automatic (start large, halve on OOM)
+    max_length: int | None = None
+    trust_remote_code: bool = False
+
+    @classmethod
+    def from_spec(cls, spec: ModelSpec) -> HFOptions:
+        unknown = sorted(set(spec.options) - set(_ALLOWED))
+        if unknown:
+            allowed = "; ".join(f"{k} ({v})" for k, v in sorted(_ALLOWED.items()))
+            raise ModelSpecError(
+                f"model spec {spec}: unknown option {unknown[0]!r}; allowed: {allowed}"
+            )
+        o = spec.options
+        dtype = o.get("dtype", "float32")
+        if dtype not in _DTYPES:
+            raise ModelSpecError(f"model spec {spec}: dtype {dtype!r} not in {', '.join(_DTYPES)}")
+        batch: int | None = None
+        if o.get("batch_size", "auto") != "auto":
+            batch = _int(spec, "batch_size", o["batch_size"])
+        max_length = _int(spec, "max_length", o["max_length"]) if "max_length" in o else None
+        trust = o.get("trust_remote_code", "false").lower()
+        if trust not in ("true", "false"):
+            raise ModelSpecError(f"model spec {spec}: trust_remote_code must be true or false")
+        return cls(
+            dtype=dtype,
+            device=o.get("device", "auto"),
+            revision=o.get("revision"),
+            batch_size=batch,
+            max_length=max_length,
+            trust_remote_code=trust == "true",
+        )
+
+    def torch_device(self) -> str:
+        if self.device != "auto":
+            return self.device
+        import torch
+
+        return "cuda" if torch.cuda.is_available() else "cpu"
+
+    def torch_dtype(self) -> Any:
+        import torch
+
+        if self.dtype == "auto":
+            return "auto"
+        return getattr(torch, self.dtype)
+
+
+def _int(spec: ModelSpec, key: str, value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        n = 0
+    if n <= 0:
+        raise ModelSpecError(f"model spec {spec}: {key} must be a positive integer, got {value!r}")
+    return n
+
+
+def _offline() -> bool:
+    return os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False")
+
+
+def resolve_model_dir(spec: ModelSpec, options: HFOptions) -> Path:
+    """A local directory holding the model's files: the path itself, or the hub snapshot.
+
+    Hub models are resolved through ``huggingface_hub.snapshot_download`` (which reuses the
+    local cache); when the hub cannot be reached the error says so and suggests a local path.
+    """
+    path = Path(spec.name).expanduser()
+    if path.is_dir():
+        return path
+    if spec.name.startswith((".", "/", "~")) or path.suffix:
+        raise ModelSpecError(f"model directory {spec.name!r} does not exist")
+    from huggingface_hub import snapshot_download
+
+    try:
+        return Path(
+            snapshot_download(
+                spec.name,
+                revision=options.revision,
+                local_files_only=_offline(),
+                allow_patterns=[
+                    "*.json",
+                    "*.safetensors",
+                    "*.model",
+                    "*.txt",
+                    "*.tiktoken",
+                    "*.py",
+                    "*.jinja",
+                ],
+            )
+        )
+    except Exception as exc:  # huggingface_hub raises many types; all mean "not reachable"
+        hint = (
+            "the hub is not reachable from here (HF_HUB_OFFLINE is set or there is no network)"
+            if _offline()
+            else "it could not be downloaded"
+        )
+        raise ModelSpecError(
+            f"cannot load model {spec.name!r}: {hint} ({type(exc).__name__}: {exc}). "
+            f"Pass a local directory instead, e.g. --model {spec.backend}:/path/to/model "
+            "(`steadyeval tiny-model DIR` writes a tiny test model)"
+        ) from None
+
+
+def load_config(model_dir: Path, options: HFOptions) -> Any:
+    from transformers import AutoConfig
+
+    try:
+        return AutoConfig.from_pretrained(model_dir, trust_remote_code=options.trust_remote_code)
+    except (OSError, ValueError) as exc:
+        raise ModelSpecError(f"{model_dir}: not a Hugging Face model directory ({exc})") from None
+
+
+def _safetensors_header(path: Path) -> bytes:
+    with path.open("rb") as fh:
+        head = fh.read(8)
+        if len(head) < 8:
+            return b""
+        (n,) = struct.unpack("<Q", head)
+        return head + fh.read(min(n, 100_000_000))
+
+
+_TOKENIZER_FILES = (
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "vocab.json",
+    "vocab.txt",
+    "merges.txt",
+    "spiece.model",
+    "tokenizer.model",
+    "chat_template.jinja",
+    "chat_template.json",
+    "added_tokens.json",
+)
+
+
+def _hash_files(paths: Iterable[Path], read: Callable[[Path], bytes]) -> str:
+    h = hashlib.sha256()
+    for p in sorted(paths):
+        h.update(p.name.encode() + b"\0" + read(p) + b"\0")
+    return h.hexdigest()[:16]
+
+
+def fingerprint_dir(kind: str, spec: ModelSpec, model_dir: Path, options: HFOptions) -> str:
+    """Backend, name, revision, dtype, and hashes of config, weights' headers and tokenizer.
+
+    Weights are identified by their safetensors headers (tensor names, shapes, dtypes,
+    offsets and metadata), not a full read; ``.bin`` weights by size and modification time.
+    """
+    weights = list(model_dir.glob("*.safetensors"))
+    if weights:
+        w = _hash_files(weights, _safetensors_header)
+    else:
+        bins = list(model_dir.glob("*.bin"))
+        w = _hash_files(bins, lambda p: f"{p.stat().st_size}:{p.stat().st_mtime_ns}".encode())
+    tok = _hash_files(
+        (model_dir / n for n in _TOKENIZER_FILES if (model_dir / n).exists()),
+        lambda p: p.read_bytes(),
+    )
+    cfg_path = model_dir / "config.json"
+    cfg = _hash_files([cfg_path] if cfg_path.exists() else [], lambda p: p.read_bytes())
+    body = {
+        "backend": kind,
+        "name": spec.name,
+        "revision": options.revision,
+        "dtype": options.dtype,
+        "max_length": options.max_length,
+        "config": cfg,
+        "weights": w,
+        "tokenizer": tok,
+    }
+    return json.dumps(body, sort_keys=True, separators=(",", ":"))
+
+
+def is_oom(exc: BaseException) -> bool:
+    """True for CUDA/MPS/CPU out-of-memory errors."""
+    import torch
+
+    if isinstance(exc, torch.cuda.OutOfMemoryError):
+        return True
+    return isinstance(exc, RuntimeError | MemoryError) and "out of memory" in str(exc).lower()
+
+
+def run_with_backoff(
+    items: Sequence[T],
+    batch_size: int,
+    fn: Callable[[Sequence[T]], list[R]],
+    *,
+    on_shrink: Callable[[int], None] | None = None,
+) -> tuple[list[R], int]:
+    """Apply ``fn`` to consecutive batches; on out-of-memory halve the batch and retry.
+
+    Returns the results in order and the batch size that finally worked (to reuse next time).
+    A failure at batch size 1 is re-raised.
+    """
+    out: list[R] = []
+    i = 0
+    while i < len(items):
+        batch = items[i : i + batch_size]
+        try:
+            out.extend(fn(batch))
+        except BaseException as exc:
+            if not is_oom(exc) or batch_size == 1:
+                raise
+            _free_memory()
+            batch_size = max(1, batch_size // 2)
+            if on_shrink is not None:
+                on_shrink(batch_size)
+            continue
+        i += len(batch)
+    return out, batch_size
+
+
+def _free_memory() -> None:
+    import gc
+
+    import torch
+
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()

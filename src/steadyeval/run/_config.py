@@ -1,0 +1,312 @@
+"""The run configuration (YAML or flags), validated with pydantic, with located errors."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .._errors import ConfigError
+from ..conditions import FORMATS, TEMPLATES, Condition, Format, Generation, Shots, Template
+
+__all__ = ["ConditionConfig", "DataConfig", "RunConfig", "load_run_config"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class TemplateConfig(_Strict):
+    name: str
+    body: str
+    answer: str = " {{ answer }}"
+    header: str = ""
+    shot_separator: str = "\n\n"
+
+
+class FormatConfig(_Strict):
+    name: str
+    kind: Literal["free", "mc"] = "mc"
+    escape: str | None = None
+    labels: str = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+    option_style: str = "{label}. {text}"
+    joiner: str = "\n"
+    continuation_prefix: str = " "
+
+
+class ShotsConfig(_Strict):
+    n: int = Field(0, ge=0)
+    seed: int | None = None
+    selection: Literal["random", "first"] = "random"
+    source: str = "default"
+
+
+class GenerationConfig(_Strict):
+    max_new_tokens: int = Field(32, gt=0)
+    temperature: float = Field(0.0, ge=0)
+    top_p: float = Field(1.0, gt=0, le=1)
+    n_samples: int = Field(1, gt=0)
+    stop: list[str] = ["\n\n"]
+    seed: int | None = None
+
+
+class VerbalizerConfig(_Strict):
+    name: str
+    words: dict[str, str]
+
+
+class ConditionConfig(_Strict):
+    name: str
+    template: str | TemplateConfig = "qa"
+    format: str | FormatConfig = "mc"
+    scoring: Literal["generate", "option-logprob", "letter-logprob", "top-k"] = "generate"
+    option_order: Literal["original", "shuffled"] = "original"
+    order_seed: int | None = None
+    shots: ShotsConfig = ShotsConfig()
+    chat: bool = False
+    system: str | None = None
+    verbalizer: VerbalizerConfig | None = None
+    alias: int | None = Field(None, ge=0)
+    normalization: Literal["none", "token", "char"] = "none"
+    generation: GenerationConfig = GenerationConfig()
+    refusal_phrases: list[str] = ["no answer>"]
+    top_k: int = Field(10, gt=0)
+    items: Literal["all", "with-options", "without-options"] = "all"
+
+    def build(self, seed: int) -> Condition:
+        if isinstance(self.template, str):
+            if self.template not in TEMPLATES:
+                raise ConfigError(
+                    f"condition {self.name!r}: unknown template {self.template!r}; built-in "
+                    f"templates: {', '.join(sorted(TEMPLATES))} (or give a mapping with body)"
+                )
+            template = TEMPLATES[self.template]
+        else:
+            template = Template(**self.template.model_dump())
+        if isinstance(self.format, str):
+            if self.format not in FORMATS:
+                raise ConfigError(
+                    f"condition {self.name!r}: unknown format {self.format!r}; built-in formats: "
+                    f"{', '.join(sorted(FORMATS))} (or give a mapping with name and kind)"
+                )
+            fmt = FORMATS[self.format]
+        else:
+            fmt = Format(**self.format.model_dump())
+        g = self.generation
+        try:
+            return Condition(
+                name=self.name,
+                template=template,
+                format=fmt,
+                scoring=self.scoring,
+                option_order=self.option_order,
+                order_seed=seed if self.order_seed is None else self.order_seed,
+                shots=Shots(
+                    n=self.shots.n,
+                    seed=seed if self.shots.seed is None else self.shots.seed,
+                    selection=self.shots.selection,
+                    source=self.shots.source,
+                ),
+                chat=self.chat,
+                system=self.system,
+                verbalizer=self.verbalizer.words if self.verbalizer else None,
+                verbalizer_name=self.verbalizer.name if self.verbalizer else None,
+                alias=self.alias,
+                normalization=self.normalization,
+                generation=Generation(
+                    max_new_tokens=g.max_new_tokens,
+                    temperature=g.temperature,
+                    top_p=g.top_p,
+                    n_samples=g.n_samples,
+                    stop=tuple(g.stop),
+                    seed=seed if g.seed is None else g.seed,
+                ),
+                refusal_phrases=tuple(self.refusal_phrases),
+                top_k=self.top_k,
+                items=self.items,
+            )
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+
+
+class DataConfig(_Strict):
+    path: str
+    split: str = "test"
+    config: str | None = None
+    fields: dict[str, str] | None = None
+
+
+def _default_conditions() -> list[ConditionConfig]:
+    """Flags alone: options as multiple choice (scored by option log-probability) when an item
+    has them, free-form generation otherwise."""
+    return [
+        ConditionConfig(name="mc", format="mc", scoring="option-logprob", items="with-options"),
+        ConditionConfig(
+            name="free",
+            format="free",
+            scoring="generate",
+            items="without-options",
+            generation=GenerationConfig(stop=["\n"]),
+        ),
+    ]
+
+
+class RunConfig(_Strict):
+    """Everything that defines a run. The run id is a hash of this (resolved) config."""
+
+    data: str | DataConfig
+    models: list[str] = Field(min_length=1)
+    conditions: list[ConditionConfig] = Field(default_factory=_default_conditions)
+    shot_pools: dict[str, str | DataConfig] = {}
+    seed: int = 0
+    limit: int | None = Field(None, gt=0)
+
+    def build_conditions(self) -> list[Condition]:
+        return [c.build(self.seed) for c in self.conditions]
+
+
+def _node_line(root: Any, loc: Sequence[Any]) -> int | None:
+    """The 1-based line of the YAML node at ``loc`` (pydantic's error location)."""
+    node, line = root, None
+    for part in loc:
+        if isinstance(node, yaml.MappingNode):
+            for k, v in node.value:
+                if k.value == part:
+                    line = k.start_mark.line + 1
+                    node = v
+                    break
+            else:
+                return line if line is not None else node.start_mark.line + 1
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int):
+            if part >= len(node.value):
+                return line
+            node = node.value[part]
+            line = node.start_mark.line + 1
+        else:
+            break
+    return line
+
+
+def _format_errors(exc: ValidationError, *, source: str, root: Any) -> str:
+    lines = []
+    for err in exc.errors()[:5]:
+        loc = [
+            p
+            for p in err["loc"]
+            if not (
+                isinstance(p, str) and p in {"str", "TemplateConfig", "FormatConfig", "DataConfig"}
+            )
+        ]
+        key = ".".join(str(p) for p in loc) or "(top level)"
+        where = source
+        line = _node_line(root, loc) if root is not None else None
+        if line is not None:
+            where += f", line {line}"
+        msg = err["msg"]
+        if err["type"] == "extra_forbidden":
+            parent = _model_at(loc[:-1])
+            allowed = ", ".join(sorted(parent.model_fields)) if parent is not None else "see docs"
+            msg = f"unknown key; allowed keys here: {allowed}"
+        elif err["type"] == "literal_error":
+            msg = f"{msg} (got {err.get('input')!r})"
+        lines.append(f"{where}: {key}: {msg}")
+    more = len(exc.errors()) - 5
+    if more > 0:
+        lines.append(f"... and {more} more")
+    return "invalid run config:\n  " + "\n  ".join(lines)
+
+
+def _model_at(loc: Sequence[Any]) -> type[BaseModel] | None:
+    model: type[BaseModel] = RunConfig
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        field = model.model_fields.get(str(part))
+        if field is None:
+            return None
+        ann = field.annotation
+        candidates = [ann, *getattr(ann, "__args__", ())]
+        for c in candidates:
+            inner = getattr(c, "__args__", (c,))
+            sub = next(
+                (x for x in (c, *inner) if isinstance(x, type) and issubclass(x, BaseModel)), None
+            )
+            if sub is not None:
+                model = sub
+                break
+        else:
+            return None
+    return model
+
+
+def load_run_config(
+    path: str | Path | None = None, overrides: Mapping[str, Any] | None = None
+) -> RunConfig:
+    """Read a YAML config (optional) and apply ``overrides`` (e.g. from CLI flags).
+
+    An unknown key or a wrong type raises :class:`ConfigError` naming the key, its line in
+    the file and the allowed keys or values.
+    """
+    raw: dict[str, Any] = {}
+    root = None
+    source = "<flags>"
+    if path is not None:
+        p = Path(path)
+        source = str(p)
+        try:
+            text = p.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(f"{p}: cannot read config ({exc.strerror})") from None
+        try:
+            root = yaml.compose(text)
+            loaded = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"{p}: invalid YAML: {exc}") from None
+        if loaded is None:
+            loaded = {}
+        if not isinstance(loaded, dict):
+            raise ConfigError(f"{p}: the config must be a mapping of keys to values")
+        raw = loaded
+        base = p.parent
+        raw = _resolve_paths(raw, base)
+    for k, v in (overrides or {}).items():
+        if v is not None and v != [] and v != ():
+            raw[k] = v
+    try:
+        return RunConfig.model_validate(raw)
+    except ValidationError as exc:
+        raise ConfigError(_format_errors(exc, source=source, root=root)) from None
+
+
+def _resolve_paths(raw: dict[str, Any], base: Path) -> dict[str, Any]:
+    """Make relative data paths in a config file relative to the file's folder."""
+
+    def fix(value: Any) -> Any:
+        if isinstance(value, str) and (base / value).exists():
+            return str(base / value)
+        if isinstance(value, dict) and isinstance(value.get("path"), str):
+            return {**value, "path": fix(value["path"])}
+        return value
+
+    out = dict(raw)
+    if "data" in out:
+        out["data"] = fix(out["data"])
+    if isinstance(out.get("shot_pools"), dict):
+        out["shot_pools"] = {k: fix(v) for k, v in out["shot_pools"].items()}
+    if isinstance(out.get("models"), list):
+        out["models"] = [_fix_model(m, base) for m in out["models"]]
+    return out
+
+
+def _fix_model(spec: Any, base: Path) -> Any:
+    """``hf:tiny`` in a config file means ``tiny`` beside the file, when that folder exists."""
+    if not isinstance(spec, str) or ":" not in spec:
+        return spec
+    backend, rest = spec.split(":", 1)
+    name, sep, query = rest.partition("?")
+    if not Path(name).is_absolute() and (base / name).is_dir():
+        return f"{backend}:{base / name}{sep}{query}"
+    return spec

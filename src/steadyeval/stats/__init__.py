@@ -1,0 +1,104 @@
+"""Statistics for paired evaluations: tests, intervals, rankings, calibration, resamplers.
+
+Pure functions over arrays that know nothing about language models. Every function
+validates its input (raising :class:`StatsInputError` with what to do instead) and returns
+a typed, frozen result. Degenerate input that is valid but uninformative gives NaN with a
+:class:`StatsWarning`, never a silent number. See ``docs/stats.md``.
+"""
+
+from __future__ import annotations
+
+from ._bootstrap import BootstrapResult, paired_bootstrap
+from ._calibration import (
+    BrierScore,
+    CalibrationError,
+    ReliabilityBins,
+    brier_score,
+    expected_calibration_error,
+    reliability_bins,
+    rms_calibration_error,
+)
+from ._errors import StatsInputError, StatsWarning
+from ._intervals import (
+    Interval,
+    MeanSE,
+    PairedDifference,
+    clopper_pearson_interval,
+    clt_se,
+    clustered_se,
+    paired_difference,
+    wilson_interval,
+)
+from ._multiple import MultipleTestResult, benjamini_hochberg, holm
+from ._paired import (
+    AgreementTable,
+    CochranQResult,
+    McNemarResult,
+    agreement_table,
+    cochran_q,
+    mcnemar,
+)
+from ._power import (
+    MinimumDetectableDifference,
+    PowerResult,
+    minimum_detectable_difference,
+    paired_power,
+)
+from ._rankings import (
+    CorrelationResult,
+    KendallWResult,
+    RankConsistencyResult,
+    kendall_tau,
+    kendall_w,
+    rank_consistency,
+    spearman,
+)
+from ._splitters import KFold, MDLSplits, MultiSplits
+from ._spread import SpreadResult, spread
+
+__all__ = [
+    "AgreementTable",
+    "BootstrapResult",
+    "BrierScore",
+    "CalibrationError",
+    "CochranQResult",
+    "CorrelationResult",
+    "Interval",
+    "KFold",
+    "KendallWResult",
+    "MDLSplits",
+    "McNemarResult",
+    "MeanSE",
+    "MinimumDetectableDifference",
+    "MultiSplits",
+    "MultipleTestResult",
+    "PairedDifference",
+    "PowerResult",
+    "RankConsistencyResult",
+    "ReliabilityBins",
+    "SpreadResult",
+    "StatsInputError",
+    "StatsWarning",
+    "agreement_table",
+    "benjamini_hochberg",
+    "brier_score",
+    "clopper_pearson_interval",
+    "clt_se",
+    "clustered_se",
+    "cochran_q",
+    "expected_calibration_error",
+    "holm",
+    "kendall_tau",
+    "kendall_w",
+    "mcnemar",
+    "minimum_detectable_difference",
+    "paired_bootstrap",
+    "paired_difference",
+    "paired_power",
+    "rank_consistency",
+    "reliability_bins",
+    "rms_calibration_error",
+    "spearman",
+    "spread",
+    "wilson_interval",
+]

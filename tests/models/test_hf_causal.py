@@ -1,0 +1,187 @@
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from steadyeval import ConfigError, ModelSpecError, load_backend
+from steadyeval.models._hf import HFCausalBackend
+from steadyeval.requests import GenerateRequest, ScoreRequest, TopKRequest
+
+
+@pytest.fixture(scope="module")
+def backend(tiny_gpt2: Path) -> HFCausalBackend:
+    b = load_backend(f"hf:{tiny_gpt2}?batch_size=4")
+    assert isinstance(b, HFCausalBackend)
+    return b
+
+
+def _direct(b: HFCausalBackend, context: str, continuation: str) -> float:
+    """Reference: encode the pair, forward once, sum the continuation's log-probs."""
+    tok, model = b.tokenizer, b.model
+    n_sp = len(context) - len(context.rstrip())
+    if n_sp:
+        context, continuation = context[:-n_sp], context[-n_sp:] + continuation
+    whole = tok(context + continuation, add_special_tokens=False)["input_ids"]
+    n_ctx = len(tok(context, add_special_tokens=False)["input_ids"])
+    with torch.no_grad():
+        logp = torch.log_softmax(model(torch.tensor([whole])).logits[0].float(), -1)
+    return float(sum(logp[i - 1, whole[i]] for i in range(n_ctx, len(whole))))
+
+
+PAIRS = [
+    ("Paris is the", " capital of France"),
+    ("Paris is the ", "capital"),
+    ("Question: where?\nAnswer:", " a river"),
+    ("Question: where?\n", "Answer: the city"),
+    ("The river flows through the city.", " none of the above"),
+    ("A", "B"),
+]
+
+
+def test_scores_equal_a_direct_forward_pass(backend: HFCausalBackend) -> None:
+    got = backend.score([ScoreRequest(c, x) for c, x in PAIRS])
+    for (c, x), r in zip(PAIRS, got, strict=True):
+        assert r.logprob == pytest.approx(_direct(backend, c, x), abs=1e-4)
+        assert r.n_tokens >= 1 and not r.truncated
+
+
+def test_empty_context_conditions_on_bos(backend: HFCausalBackend) -> None:
+    (r,) = backend.score([ScoreRequest("", "Paris is")])
+    tok = backend.tokenizer
+    ids = [
+        tok.bos_token_id or tok.eos_token_id,
+        *tok("Paris is", add_special_tokens=False)["input_ids"],
+    ]
+    with torch.no_grad():
+        logp = torch.log_softmax(backend.model(torch.tensor([ids])).logits[0], -1)
+    assert r.logprob == pytest.approx(
+        float(sum(logp[i - 1, ids[i]] for i in range(1, len(ids)))), abs=1e-4
+    )
+
+
+def test_left_truncation_is_flagged(tiny_gpt2: Path) -> None:
+    b = load_backend(f"hf:{tiny_gpt2}?max_length=12")
+    long_ctx = "The river flows through the city. " * 6
+    (r, short) = b.score([ScoreRequest(long_ctx, " Paris"), ScoreRequest("The", " river")])
+    assert r.truncated and r.n_input_tokens == 12 and not short.truncated
+    (g,) = b.generate([GenerateRequest(long_ctx, max_new_tokens=4)])
+    assert g.truncated and g.n_input_tokens == 8
+
+
+def test_out_of_memory_halves_the_batch_and_retries(
+    tiny_gpt2: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    b = load_backend(f"hf:{tiny_gpt2}?batch_size=8")
+    assert isinstance(b, HFCausalBackend)
+    expected = [r.logprob for r in b.score([ScoreRequest(c, x) for c, x in PAIRS])]
+    real = b._forward
+    sizes: list[int] = []
+
+    def flaky(ids: Any, mask: Any) -> Any:
+        sizes.append(ids.shape[0])
+        if ids.shape[0] > 2:
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2 GiB")
+        return real(ids, mask)
+
+    monkeypatch.setattr(b, "_forward", flaky)
+    got = [r.logprob for r in b.score([ScoreRequest(c, x) for c, x in PAIRS])]
+    assert got == pytest.approx(expected, abs=1e-5)
+    assert sizes[:3] == [6, 4, 2] and b._batch_size == 2
+    monkeypatch.setattr(
+        b, "_forward", lambda ids, mask: (_ for _ in ()).throw(RuntimeError("boom"))
+    )
+    with pytest.raises(RuntimeError, match="boom"):
+        b.score([ScoreRequest("a", "b")])
+
+
+def test_greedy_generation_is_deterministic_and_stops(backend: HFCausalBackend) -> None:
+    reqs = [
+        GenerateRequest("Question: where?\nAnswer:", max_new_tokens=12),
+        GenerateRequest("Paris", max_new_tokens=5),
+    ]
+    a = backend.generate(reqs)
+    assert a == backend.generate(reqs)
+    # Batched and one-at-a-time greedy outputs agree.
+    assert [backend.generate([r])[0].text for r in reqs] == [x.text for x in a]
+    text = a[0].text
+    if len(text) > 2:
+        stop = text[1:3]
+        (s,) = backend.generate([GenerateRequest(reqs[0].prompt, max_new_tokens=12, stop=(stop,))])
+        assert stop not in s.text and text.startswith(s.text) and s.finish_reason == "stop"
+
+
+def test_sampling_is_seeded_per_request(backend: HFCausalBackend) -> None:
+    def sample(i: int, seed: int) -> str:
+        req = GenerateRequest("Paris", max_new_tokens=8, temperature=1.0, sample_index=i, seed=seed)
+        return backend.generate([req])[0].text
+
+    assert sample(0, 1) == sample(0, 1)
+    assert len({sample(i, 1) for i in range(4)}) > 1
+    state = torch.random.get_rng_state()
+    sample(0, 3)
+    assert torch.equal(state, torch.random.get_rng_state())
+
+
+def test_top_k_matches_the_next_token_distribution(backend: HFCausalBackend) -> None:
+    (r,) = backend.top_k([TopKRequest("Paris is the", k=3)])
+    ids = backend.tokenizer("Paris is the", add_special_tokens=False)["input_ids"]
+    with torch.no_grad():
+        lp = torch.log_softmax(backend.model(torch.tensor([ids])).logits[0, -1], -1)
+    vals, toks = lp.topk(3)
+    assert r.logprobs == pytest.approx([float(v) for v in vals], abs=1e-5)
+    assert r.tokens == tuple(backend.tokenizer.decode([int(t)]) for t in toks)
+
+
+def test_chat_template_is_applied_when_asked(backend: HFCausalBackend) -> None:
+    plain, chat = backend.score(
+        [ScoreRequest("Hi", " there"), ScoreRequest("Hi", " there", chat=True)]
+    )
+    assert plain.logprob != chat.logprob and chat.n_input_tokens > plain.n_input_tokens
+
+
+def test_fingerprint_is_cheap_and_tracks_files(tiny_gpt2: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "m"
+    shutil.copytree(tiny_gpt2, copy)
+    b = load_backend(f"hf:{copy}")
+    fp = json.loads(b.fingerprint())
+    assert b._model is None  # type: ignore[attr-defined]
+    assert fp["backend"] == "hf-causal" and fp["dtype"] == "float32"
+    assert load_backend(f"hf:{copy}").fingerprint() == b.fingerprint()
+    cfg = json.loads((copy / "tokenizer_config.json").read_text())
+    cfg["steadyeval_test_marker"] = 1
+    (copy / "tokenizer_config.json").write_text(json.dumps(cfg))
+    assert load_backend(f"hf:{copy}").fingerprint() != b.fingerprint()
+    assert load_backend(f"hf:{copy}?dtype=bfloat16").fingerprint() != b.fingerprint()
+
+
+def test_spec_errors(tiny_gpt2: Path) -> None:
+    with pytest.raises(ModelSpecError, match=r"unknown option 'dtyp'.*allowed: batch_size"):
+        load_backend(f"hf:{tiny_gpt2}?dtyp=float16")
+    with pytest.raises(ModelSpecError, match="dtype 'fp8'"):
+        load_backend(f"hf:{tiny_gpt2}?dtype=fp8")
+    with pytest.raises(ModelSpecError, match="does not exist"):
+        load_backend("hf:./no/such/model")
+    with pytest.raises(ModelSpecError, match=r"not reachable.*local directory"):
+        load_backend("hf:someone/not-a-real-model-xyz")
+    with pytest.raises(ModelSpecError, match="unknown backend 'nope'"):
+        load_backend("nope:x")
+    with pytest.raises(ModelSpecError, match="has no backend"):
+        load_backend("just-a-name")
+
+
+def test_chat_without_template_is_a_clear_error(tiny_gpt2: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "m"
+    shutil.copytree(tiny_gpt2, copy)
+    cfg = json.loads((copy / "tokenizer_config.json").read_text())
+    cfg.pop("chat_template", None)
+    (copy / "tokenizer_config.json").write_text(json.dumps(cfg))
+    for extra in copy.glob("chat_template.*"):
+        extra.unlink()
+    b = load_backend(f"hf:{copy}")
+    with pytest.raises(ConfigError, match="has none; set chat: false"):
+        b.score([ScoreRequest("Hi", " there", chat=True)])
