@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import sys
 from typing import Any
 
@@ -36,11 +37,20 @@ def main() -> None:
 
 
 def _register() -> None:
-    from . import _cache, _run, _tiny
+    from . import _cache, _run, _study, _tiny
 
     main.add_command(_run.run_cmd)
+    main.add_command(_study.study_group)
     main.add_command(_cache.cache_group)
     main.add_command(_tiny.tiny_model_cmd)
+    for name in ("report", "compare", "import"):  # added by later modules when present
+        try:
+            module = importlib.import_module(f"steadyeval.cli._{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"steadyeval.cli._{name}":
+                raise
+            continue
+        main.add_command(module.command)
 
 
 _register()

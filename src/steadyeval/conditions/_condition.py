@@ -21,8 +21,14 @@ __all__ = [
     "Template",
 ]
 
-Scoring = Literal["generate", "option-logprob", "letter-logprob", "top-k"]
-SCORINGS: tuple[str, ...] = ("generate", "option-logprob", "letter-logprob", "top-k")
+Scoring = Literal["generate", "option-logprob", "letter-logprob", "top-k", "prompt-logprob"]
+SCORINGS: tuple[str, ...] = (
+    "generate",
+    "option-logprob",
+    "letter-logprob",
+    "top-k",
+    "prompt-logprob",
+)
 
 
 @dataclass(frozen=True)
@@ -67,13 +73,15 @@ class Shots:
 
     ``selection="random"`` picks them from (``seed``, item id) so every item gets its own,
     reproducible set; ``"first"`` takes them in pool order (as the MMLU reference does).
-    The item itself is never its own shot.
+    The item itself is never its own shot. With ``match="subject"`` only pool items whose
+    ``metadata["subject"]`` equals the item's are used (MMLU's per-subject dev shots).
     """
 
     n: int = 0
     seed: int = 0
     selection: Literal["random", "first"] = "random"
     source: str = "default"
+    match: str | None = None  # a metadata key shots must share with the item (e.g. "subject")
 
 
 @dataclass(frozen=True)
@@ -100,8 +108,9 @@ class Condition:
     template: Template
     format: Format
     scoring: Scoring = "generate"
-    option_order: Literal["original", "shuffled"] = "original"
+    option_order: Literal["original", "shuffled", "rotated"] = "original"
     order_seed: int = 0
+    rotation: int = 0
     shots: Shots = field(default_factory=Shots)
     chat: bool = False
     system: str | None = None
@@ -112,6 +121,7 @@ class Condition:
     generation: Generation = field(default_factory=Generation)
     refusal_phrases: tuple[str, ...] = ("no answer>",)
     top_k: int = 10
+    candidates: Literal["vocabulary", "options"] = "vocabulary"
     items: Literal["all", "with-options", "without-options"] = "all"
 
     def __post_init__(self) -> None:

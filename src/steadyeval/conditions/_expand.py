@@ -101,6 +101,9 @@ def _displayed(item: Item, cond: Condition) -> tuple[tuple[str, ...], tuple[int,
     if cond.option_order == "shuffled":
         rng = np.random.default_rng(_seed_for("order", cond.order_seed, item.id))
         order = [int(i) for i in rng.permutation(len(texts))]
+    elif cond.option_order == "rotated" and texts:
+        k = cond.rotation % len(texts)
+        order = order[k:] + order[:k]
     shown = [texts[i] for i in order]
     escape_index = None
     if cond.format.escape is not None:
@@ -160,7 +163,14 @@ def _usable_shot(shot: Item, cond: Condition) -> bool:
 
 
 def _choose_shots(item: Item, cond: Condition, pool: Sequence[Item]) -> list[Item]:
-    candidates = [s for s in pool if s.id != item.id and _usable_shot(s, cond)]
+    key = cond.shots.match
+    candidates = [
+        s
+        for s in pool
+        if s.id != item.id
+        and _usable_shot(s, cond)
+        and (key is None or s.metadata.get(key) == item.metadata.get(key))
+    ]
     n = min(cond.shots.n, len(candidates))
     if cond.shots.selection == "first":
         return candidates[:n]

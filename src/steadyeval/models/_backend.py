@@ -60,6 +60,10 @@ BackendFactory = Callable[[ModelSpec], Backend]
 _BUILTIN: dict[str, str] = {
     "hf": "steadyeval.models._hf:load_hf",
     "hf-causal": "steadyeval.models._hf:HFCausalBackend",
+    "hf-seq2seq": "steadyeval.models._hf_seq2seq:HFSeq2SeqBackend",
+    "hf-masked": "steadyeval.models._hf_masked:HFMaskedBackend",
+    "openai": "steadyeval.models._openai:OpenAIBackend",
+    "vllm": "steadyeval.models._vllm:VLLMBackend",
 }
 _REGISTRY: dict[str, BackendFactory | str] = dict(_BUILTIN)
 
@@ -84,7 +88,12 @@ def _factory(name: str) -> BackendFactory:
         )
     if isinstance(entry, str):
         module, _, attr = entry.partition(":")
-        factory: BackendFactory = getattr(importlib.import_module(module), attr)
+        try:
+            factory: BackendFactory = getattr(importlib.import_module(module), attr)
+        except (ModuleNotFoundError, AttributeError) as exc:
+            raise ModelSpecError(
+                f"backend {name!r} is not available in this installation ({exc})"
+            ) from None
         return factory
     return entry
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import importlib
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -42,16 +43,18 @@ def load_hf(spec: ModelSpec) -> Backend:
         kind = "masked"
     else:
         kind = "causal"
+    resolved = (options, model_dir, config)
     if kind == "causal":
-        return HFCausalBackend(spec, _resolved=(options, model_dir, config))
+        return HFCausalBackend(spec, _resolved=resolved)
     try:
-        module = __import__(f"steadyeval.models._hf_{kind}", fromlist=["load"])
+        module = importlib.import_module(f"steadyeval.models._hf_{kind}")
     except ModuleNotFoundError:
         raise ModelSpecError(
             f"model {spec.name!r} is a {kind} model ({config.model_type}); "
-            f"this version of steadyeval has no hf-{kind} backend yet"
+            f"this version of steadyeval has no hf-{kind} backend"
         ) from None
-    backend: Backend = module.load(spec, (options, model_dir, config))
+    cls = getattr(module, "HFSeq2SeqBackend" if kind == "seq2seq" else "HFMaskedBackend")
+    backend: Backend = cls(spec, _resolved=resolved)
     return backend
 
 
@@ -146,8 +149,14 @@ class HFCausalBackend:
     def device(self) -> Any:
         return next(self.model.parameters()).device
 
-    def _encode(self, text: str) -> list[int]:
-        ids: list[int] = self.tokenizer(text, add_special_tokens=False)["input_ids"]
+    def _encode(self, text: str, *, special: bool = True) -> list[int]:
+        """Token ids of ``text``. With ``special``, the tokenizer's own special tokens (e.g. a
+        Llama-style BOS) are added as lm-evaluation-harness adds them, unless the text
+        already starts with the BOS text (as chat-templated prompts do)."""
+        tok = self.tokenizer
+        if special and tok.bos_token and text.startswith(tok.bos_token):
+            special = False
+        ids: list[int] = tok(text, add_special_tokens=special)["input_ids"]
         return ids
 
     def _prefix_token(self) -> int:
@@ -186,8 +195,11 @@ class HFCausalBackend:
             continuation = context[-n_spaces:] + continuation
             context = context[:-n_spaces]
         if context == "":
-            cont = self._encode(continuation)
-            return _Encoded([self._prefix_token(), *cont], len(cont))
+            cont = self._encode(continuation, special=False)
+            prefix = self._prefix_token()
+            if cont and cont[0] == prefix:  # the continuation already starts with it
+                return _Encoded(cont, len(cont) - 1)
+            return _Encoded([prefix, *cont], len(cont))
         whole = self._encode(context + continuation)
         n_ctx = len(self._encode(context))
         return _Encoded(whole, len(whole) - n_ctx)

@@ -31,8 +31,23 @@ def requests_for(trial: Trial) -> tuple[Request, ...]:
             )
             for i in range(n)
         )
+    if cond.scoring == "prompt-logprob":
+        # The log-probability of the rendered prompt itself (empty context): used for
+        # memorisation checks.
+        return (ScoreRequest(context="", continuation=trial.prompt, chat=False),)
     if cond.scoring == "top-k":
-        return (TopKRequest(prompt=trial.prompt, k=cond.top_k, chat=cond.chat, system=cond.system),)
+        candidates = (
+            tuple(trial.item.options or ()) if cond.candidates == "options" else ()
+        )
+        return (
+            TopKRequest(
+                prompt=trial.prompt,
+                k=cond.top_k,
+                chat=cond.chat,
+                system=cond.system,
+                candidates=candidates,
+            ),
+        )
     assert trial.options is not None
     prefix = cond.format.continuation_prefix
     if cond.scoring == "option-logprob":

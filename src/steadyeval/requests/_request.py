@@ -72,6 +72,10 @@ class TopKRequest:
     k: int = 10
     chat: bool = False
     system: str | None = None
+    candidates: tuple[str, ...] = ()  # restrict to these words (empty: the whole vocabulary)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "candidates", tuple(self.candidates))
 
 
 Request = ScoreRequest | GenerateRequest | TopKRequest
@@ -84,6 +88,7 @@ class ScoreResponse:
     is_greedy: bool
     truncated: bool = False
     n_input_tokens: int = 0
+    approximate: bool = False  # e.g. a masked LM's pseudo-log-likelihood of several tokens
 
 
 @dataclass(frozen=True)

@@ -55,6 +55,8 @@ RESULTS_SCHEMA = pa.schema(
         ("option_logprobs_per_token", _LIST_F),
         ("option_logprobs_per_char", _LIST_F),
         ("confidence", pa.float64()),
+        ("sequence_logprob", pa.float64()),
+        ("approximate", pa.bool_()),
         ("truncated", pa.bool_()),
         ("n_input_tokens", pa.int32()),
         ("gold", _LIST_S),

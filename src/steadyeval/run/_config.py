@@ -42,6 +42,7 @@ class ShotsConfig(_Strict):
     seed: int | None = None
     selection: Literal["random", "first"] = "random"
     source: str = "default"
+    match: str | None = None
 
 
 class GenerationConfig(_Strict):
@@ -62,9 +63,12 @@ class ConditionConfig(_Strict):
     name: str
     template: str | TemplateConfig = "qa"
     format: str | FormatConfig = "mc"
-    scoring: Literal["generate", "option-logprob", "letter-logprob", "top-k"] = "generate"
-    option_order: Literal["original", "shuffled"] = "original"
+    scoring: Literal[
+        "generate", "option-logprob", "letter-logprob", "top-k", "prompt-logprob"
+    ] = "generate"
+    option_order: Literal["original", "shuffled", "rotated"] = "original"
     order_seed: int | None = None
+    rotation: int = 0
     shots: ShotsConfig = ShotsConfig()
     chat: bool = False
     system: str | None = None
@@ -74,6 +78,7 @@ class ConditionConfig(_Strict):
     generation: GenerationConfig = GenerationConfig()
     refusal_phrases: list[str] = ["no answer>"]
     top_k: int = Field(10, gt=0)
+    candidates: Literal["vocabulary", "options"] = "vocabulary"
     items: Literal["all", "with-options", "without-options"] = "all"
 
     def build(self, seed: int) -> Condition:
@@ -104,11 +109,13 @@ class ConditionConfig(_Strict):
                 scoring=self.scoring,
                 option_order=self.option_order,
                 order_seed=seed if self.order_seed is None else self.order_seed,
+                rotation=self.rotation,
                 shots=Shots(
                     n=self.shots.n,
                     seed=seed if self.shots.seed is None else self.shots.seed,
                     selection=self.shots.selection,
                     source=self.shots.source,
+                    match=self.shots.match,
                 ),
                 chat=self.chat,
                 system=self.system,
@@ -126,6 +133,7 @@ class ConditionConfig(_Strict):
                 ),
                 refusal_phrases=tuple(self.refusal_phrases),
                 top_k=self.top_k,
+                candidates=self.candidates,
                 items=self.items,
             )
         except ValueError as exc:

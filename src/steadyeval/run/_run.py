@@ -366,6 +366,8 @@ def _rows(pt: PlannedTrial, responses: Mapping[str, Response], run_id: str) -> l
                 "option_logprobs_per_token": scored.option_logprobs_per_token,
                 "option_logprobs_per_char": scored.option_logprobs_per_char,
                 "confidence": scored.confidence,
+                "sequence_logprob": scored.sequence_logprob,
+                "approximate": scored.approximate,
                 "truncated": scored.truncated,
                 "n_input_tokens": scored.n_input_tokens,
             }

@@ -32,6 +32,8 @@ class ScoredTrial:
     confidence: float | None
     truncated: bool
     n_input_tokens: int
+    sequence_logprob: float | None = None
+    approximate: bool = False
 
 
 def _correct(trial: Trial, kind: str, shown_index: int | None, refused: bool) -> bool:
@@ -104,6 +106,17 @@ def score_trial(trial: Trial, responses: Sequence[Response]) -> ScoredTrial:
             confidence=None,
             truncated=truncated,
             n_input_tokens=n_in,
+        )
+
+    if cond.scoring == "prompt-logprob":
+        (resp,) = responses
+        assert isinstance(resp, ScoreResponse)
+        return ScoredTrial(
+            output="", parsed=None, parsed_kind="logprob", parsed_option=None, correct=None,
+            refused=False, em=None, f1=None, option_logprobs=None,
+            option_logprobs_per_token=None, option_logprobs_per_char=None, confidence=None,
+            truncated=truncated, n_input_tokens=n_in, sequence_logprob=resp.logprob,
+            approximate=resp.approximate,
         )
 
     if cond.scoring == "top-k":
