@@ -36,9 +36,7 @@ def requests_for(trial: Trial) -> tuple[Request, ...]:
         # memorisation checks.
         return (ScoreRequest(context="", continuation=trial.prompt, chat=False),)
     if cond.scoring == "top-k":
-        candidates = (
-            tuple(trial.item.options or ()) if cond.candidates == "options" else ()
-        )
+        candidates = tuple(trial.item.options or ()) if cond.candidates == "options" else ()
         return (
             TopKRequest(
                 prompt=trial.prompt,

@@ -1,0 +1,483 @@
+"""Tiny, randomly initialised models for pipeline smoke tests (never for real evaluation).
+
+``build_tiny_model`` writes a model folder that the matching ``transformers`` Auto class and
+``AutoTokenizer`` load like any downloaded checkpoint: a config, ``model.safetensors`` with
+random float32 weights, a tokenizer trained on the spot with the ``tokenizers`` library, and a
+README saying what the folder is. Same arguments, same bytes.
+"""
+
+from __future__ import annotations
+
+import shutil
+import string
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal, get_args
+
+from .._errors import ConfigError
+
+__all__ = ["DEFAULT_CORPUS", "TINY_ARCHS", "TinyArch", "build_tiny_model"]
+
+TinyArch = Literal["gpt2", "t5", "bert"]
+TINY_ARCHS: tuple[str, ...] = get_args(TinyArch)
+
+# Written for this module (not taken from any dataset): short facts, question/answer lines and
+# the refusal-like answers that scoring code has to recognise.
+DEFAULT_CORPUS: tuple[str, ...] = (
+    "Paris is the capital of France.",
+    "Berlin is the capital of Germany.",
+    "Rome is the capital of Italy.",
+    "Madrid is the capital of Spain.",
+    "Tokyo is the capital of Japan.",
+    "The river flows through the city.",
+    "The old bridge crosses the river near the market.",
+    "Water boils at one hundred degrees Celsius at sea level.",
+    "Ice melts when the air gets warm.",
+    "The sun rises in the east and sets in the west.",
+    "A week has seven days.",
+    "A year has twelve months.",
+    "Cats and dogs are common pets.",
+    "Birds build nests in the spring.",
+    "The library opens at nine in the morning.",
+    "She reads a book every evening.",
+    "He walked to the station in the rain.",
+    "The children played in the park after school.",
+    "Mountains are higher than hills.",
+    "The ocean is deep and salty.",
+    "Bread is made from flour, water and yeast.",
+    "Two plus two equals four.",
+    "Ten is greater than three.",
+    "The moon goes around the earth.",
+    "The earth goes around the sun.",
+    "Green plants need light to grow.",
+    "The train leaves at half past six.",
+    "Copper is a good conductor of electricity.",
+    "A triangle has three sides.",
+    "A square has four equal sides.",
+    "Question: What is the capital of France? Answer: Paris",
+    "Question: What is the capital of Italy? Answer: Rome",
+    "Question: How many days are in a week? Answer: seven",
+    "Question: How many sides does a triangle have? Answer: three",
+    "Question: What does the moon go around? Answer: the earth",
+    "Question: Where does the sun rise? Answer: in the east",
+    "Question: What is two plus two? Answer: four",
+    "Question: Which is larger, ten or three? Answer: ten",
+    "Question: Who lives on the moon? Answer: no answer",
+    "Question: What colour is the number seven? Answer: none of the above",
+    "Question: Is the ocean salty? Answer: yes",
+    "Question: Do fish climb trees? Answer: no",
+    "Choose one option: A, B, C or D.",
+    "A. Paris B. Berlin C. Rome D. Madrid",
+    "The correct option is A.",
+    "The answer is B.",
+    "True or false: ice is cold. Answer: true",
+    "True or false: fire is cold. Answer: false",
+    "none of the above",
+    "no answer",
+    "I do not know.",
+    "I cannot answer that question.",
+    "Let us think step by step.",
+    "First add the numbers, then divide by two.",
+    "The result is 42, so the answer is 42.",
+    "Numbers: 0 1 2 3 4 5 6 7 8 9 10 100 1000",
+    "Punctuation: (a), [b], {c}; \"d\" 'e' - f / g? h!",
+    "Translate to French: the cat. Translation: le chat",
+    "Summary: the river, the city and the bridge.",
+    "The end.",
+)
+
+_MAX_POSITIONS = 256
+_HIDDEN = 64
+_LAYERS = 2
+_HEADS = 2
+_FFN = 128
+
+_GPT2_SPECIAL = "<|endoftext|>"
+_GPT2_CHAT_TEMPLATE = (
+    "{% for m in messages %}<|{{ m.role }}|>\n{{ m.content }}<|endoftext|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|assistant|>\n{% endif %}"
+)
+_T5_SPECIALS = ("<pad>", "</s>", "<unk>")  # ids 0, 1, 2
+_BERT_SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")  # ids 0..4
+# Printable ASCII without whitespace: seeded into the t5 and bert alphabets so that any ASCII text
+# tokenizes without <unk>, whatever the corpus.
+_ASCII = sorted(set(string.printable) - set(string.whitespace))
+_METASPACE = "\u2581"  # SentencePiece's word-start marker
+_AUTO_CLASS = {
+    "gpt2": "AutoModelForCausalLM",
+    "t5": "AutoModelForSeq2SeqLM",
+    "bert": "AutoModelForMaskedLM",
+}
+
+
+def build_tiny_model(
+    out_dir: str | Path,
+    arch: TinyArch,
+    *,
+    seed: int = 0,
+    vocab_size: int = 512,
+    corpus: Sequence[str] | None = None,
+    overwrite: bool = False,
+) -> Path:
+    """Write a tiny, randomly initialised model and a freshly trained tokenizer to ``out_dir``.
+
+    The folder is a pipeline smoke tool, never a real model: its outputs are noise. It loads
+    with ``AutoModelForCausalLM`` (``gpt2``), ``AutoModelForSeq2SeqLM`` (``t5``) or
+    ``AutoModelForMaskedLM`` (``bert``) and with ``AutoTokenizer.from_pretrained(out_dir)``.
+
+    Parameters
+    ----------
+    out_dir
+        Folder to write. Created if missing; must be empty unless ``overwrite`` is true.
+    arch
+        ``"gpt2"`` (byte-level BPE, ``<|endoftext|>``, a chat template), ``"t5"``
+        (SentencePiece-style BPE with Metaspace; ``<pad>`` 0, ``</s>`` 1 appended, ``<unk>`` 2)
+        or ``"bert"`` (lower-cased WordPiece, ``[CLS] ... [SEP]``, ``[MASK]``).
+    seed
+        Seeds the weight initialisation. The global torch RNG state is left as it was.
+    vocab_size
+        Upper bound on the tokenizer's vocabulary; a small corpus may yield fewer tokens. It
+        must hold the special tokens and the alphabet (257 for gpt2, about 100 for t5 and 150
+        for bert on an ASCII corpus). The model's vocabulary is ``len(tokenizer)``.
+    corpus
+        Sentences to train the tokenizer on; defaults to :data:`DEFAULT_CORPUS`.
+    overwrite
+        Replace what ``out_dir`` holds. Everything in it is deleted, but only after the new
+        model has been built successfully.
+
+    Returns
+    -------
+    Path
+        ``out_dir``.
+
+    Raises
+    ------
+    ConfigError
+        (a ``ValueError``) for an unknown ``arch``, a negative ``seed``, a ``vocab_size`` too
+        small for the alphabet, an empty corpus, or an ``out_dir`` that is a file or is not
+        empty without ``overwrite``. Nothing is written then.
+    TypeError
+        For arguments of the wrong type.
+
+    Notes
+    -----
+    Deterministic: the same arguments give byte-identical ``model.safetensors`` and tokenizer
+    files, in any process (the tokenizer trainers are used only in ways whose output does not
+    depend on hash-map order; see ``_bert_tokenizer``). Weights are float32 on CPU. Building
+    takes well under a second once ``torch`` and ``transformers`` are imported. t5 and bert
+    alphabets hold all printable ASCII; other characters not in the corpus become ``<unk>``.
+    gpt2, like GPT-2, has no pad token.
+    """
+    if arch not in TINY_ARCHS:
+        raise ConfigError(f"unknown arch {arch!r}; expected one of {', '.join(TINY_ARCHS)}")
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise TypeError(f"seed must be an integer, got {seed!r}")
+    if seed < 0:
+        raise ConfigError(f"seed must be >= 0, got {seed}")
+    if isinstance(vocab_size, bool) or not isinstance(vocab_size, int):
+        raise TypeError(f"vocab_size must be an integer, got {vocab_size!r}")
+    texts = _check_corpus(corpus)
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"{out} exists and is not a directory; choose a folder path")
+    if out.is_dir() and any(out.iterdir()) and not overwrite:
+        raise ConfigError(
+            f"{out} is not empty; choose an empty or new folder, or pass overwrite=True "
+            "(--overwrite on the command line) to delete what it holds and write the tiny "
+            "model there"
+        )
+
+    with tempfile.TemporaryDirectory(prefix="steadyeval-tiny-") as staging_name:
+        staging = Path(staging_name)
+        _write_model(staging, arch, seed=seed, vocab_size=vocab_size, corpus=texts)
+        out.mkdir(parents=True, exist_ok=True)
+        for entry in sorted(out.iterdir()):
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry)
+            else:
+                entry.unlink()
+        for entry in sorted(staging.iterdir()):
+            shutil.move(str(entry), str(out / entry.name))
+    return out
+
+
+def _check_corpus(corpus: Sequence[str] | None) -> list[str]:
+    if corpus is None:
+        return list(DEFAULT_CORPUS)
+    if isinstance(corpus, str):
+        raise TypeError("corpus must be a sequence of sentences, not one string; wrap it in [...]")
+    texts = list(corpus)
+    if not texts:
+        raise ConfigError("corpus is empty; pass at least one sentence or None for the default")
+    for i, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise TypeError(f"corpus[{i}] is {type(text).__name__}, expected str")
+    if not any(text.strip() for text in texts):
+        raise ConfigError("corpus holds only blank sentences; pass some text")
+    return texts
+
+
+def _write_model(
+    out: Path, arch: TinyArch, *, seed: int, vocab_size: int, corpus: list[str]
+) -> None:
+    if arch == "gpt2":
+        tokenizer = _gpt2_tokenizer(corpus, vocab_size)
+    elif arch == "t5":
+        tokenizer = _t5_tokenizer(corpus, vocab_size)
+    else:
+        tokenizer = _bert_tokenizer(corpus, vocab_size)
+    model = _random_model(arch, tokenizer, seed)
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    custom_corpus = corpus != list(DEFAULT_CORPUS)
+    readme = _readme(arch, seed=seed, vocab_size=len(tokenizer), custom_corpus=custom_corpus)
+    (out / "README.md").write_text(readme, encoding="utf-8")
+
+
+def _fast_tokenizer(backend: Any, input_names: list[str], **special: str) -> Any:
+    from transformers import PreTrainedTokenizerFast
+
+    return PreTrainedTokenizerFast(  # type: ignore[no-untyped-call]
+        tokenizer_object=backend,
+        model_max_length=_MAX_POSITIONS,
+        model_input_names=input_names,
+        clean_up_tokenization_spaces=False,
+        **special,
+    )
+
+
+def _gpt2_tokenizer(corpus: list[str], vocab_size: int) -> Any:
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    alphabet = sorted(pre_tokenizers.ByteLevel.alphabet())
+    _check_vocab_size("gpt2", vocab_size, 1 + len(alphabet))
+    backend = Tokenizer(models.BPE())
+    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    backend.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=[_GPT2_SPECIAL],
+        initial_alphabet=alphabet,
+        show_progress=False,
+    )
+    backend.train_from_iterator(corpus, trainer=trainer)
+    tokenizer = _fast_tokenizer(
+        backend,
+        ["input_ids", "attention_mask"],
+        bos_token=_GPT2_SPECIAL,
+        eos_token=_GPT2_SPECIAL,
+        unk_token=_GPT2_SPECIAL,
+    )
+    tokenizer.chat_template = _GPT2_CHAT_TEMPLATE
+    return tokenizer
+
+
+def _t5_tokenizer(corpus: list[str], vocab_size: int) -> Any:
+    from tokenizers import (
+        Regex,
+        Tokenizer,
+        decoders,
+        models,
+        normalizers,
+        pre_tokenizers,
+        processors,
+        trainers,
+    )
+
+    pad, eos, unk = _T5_SPECIALS
+    backend = Tokenizer(models.BPE(unk_token=unk))
+    # Like SentencePiece's nmt_nfkc with remove_extra_whitespaces: NFKC, runs of whitespace
+    # (newlines included) become one space, no leading or trailing space.
+    backend.normalizer = normalizers.Sequence(
+        [normalizers.NFKC(), normalizers.Replace(Regex(r"\s+"), " "), normalizers.Strip()]
+    )
+    backend.pre_tokenizer = pre_tokenizers.Metaspace(
+        replacement=_METASPACE, prepend_scheme="always"
+    )
+    backend.decoder = decoders.Metaspace(replacement=_METASPACE, prepend_scheme="always")
+    alphabet = sorted({_METASPACE, *_ASCII, *_corpus_chars(backend.normalizer, corpus)})
+    _check_vocab_size("t5", vocab_size, len(_T5_SPECIALS) + len(alphabet))
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=list(_T5_SPECIALS),
+        initial_alphabet=alphabet,
+        show_progress=False,
+    )
+    backend.train_from_iterator(corpus, trainer=trainer)
+    backend.post_processor = processors.TemplateProcessing(
+        single=f"$A {eos}",
+        pair=f"$A {eos} $B {eos}",
+        special_tokens=[(eos, backend.token_to_id(eos))],
+    )
+    return _fast_tokenizer(
+        backend, ["input_ids", "attention_mask"], pad_token=pad, eos_token=eos, unk_token=unk
+    )
+
+
+def _bert_tokenizer(corpus: list[str], vocab_size: int) -> Any:
+    from tokenizers import (
+        Tokenizer,
+        decoders,
+        models,
+        normalizers,
+        pre_tokenizers,
+        processors,
+        trainers,
+    )
+
+    pad, unk, cls, sep, mask = _BERT_SPECIALS
+    normalizer = normalizers.BertNormalizer(lowercase=True)
+    alphabet = sorted({*(c.lower() for c in _ASCII), *_corpus_chars(normalizer, corpus)})
+    continuations = [f"##{c}" for c in alphabet]
+    _check_vocab_size("bert", vocab_size, len(_BERT_SPECIALS) + 2 * len(alphabet))
+    # The WordPiece trainer numbers the "##x" pieces in hash-map order, which changes from run
+    # to run and with it the tie-breaks between merges. Handing it every "##x" up front, in
+    # sorted order, as if special, fixes their ids; the trained vocabulary is then moved into a
+    # fresh tokenizer so that only the five real special tokens are special.
+    trainer = trainers.WordPieceTrainer(
+        vocab_size=vocab_size,
+        special_tokens=[*_BERT_SPECIALS, *continuations],
+        initial_alphabet=alphabet,
+        show_progress=False,
+    )
+    scratch = Tokenizer(models.WordPiece(unk_token=unk))
+    scratch.normalizer = normalizer
+    scratch.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    scratch.train_from_iterator(corpus, trainer=trainer)
+
+    backend = Tokenizer(
+        models.WordPiece(vocab=scratch.get_vocab(with_added_tokens=False), unk_token=unk)
+    )
+    backend.add_special_tokens(list(_BERT_SPECIALS))
+    backend.normalizer = normalizer
+    backend.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    backend.decoder = decoders.WordPiece(prefix="##")
+    backend.post_processor = processors.TemplateProcessing(
+        single=f"{cls} $A {sep}",
+        pair=f"{cls} $A {sep} $B:1 {sep}:1",
+        special_tokens=[(cls, backend.token_to_id(cls)), (sep, backend.token_to_id(sep))],
+    )
+    return _fast_tokenizer(
+        backend,
+        ["input_ids", "token_type_ids", "attention_mask"],
+        pad_token=pad,
+        unk_token=unk,
+        cls_token=cls,
+        sep_token=sep,
+        mask_token=mask,
+    )
+
+
+def _corpus_chars(normalizer: Any, corpus: list[str]) -> set[str]:
+    """Characters left in the corpus after ``normalizer``, whitespace excluded."""
+    return {c for text in corpus for c in normalizer.normalize_str(text) if not c.isspace()}
+
+
+def _check_vocab_size(arch: str, vocab_size: int, needed: int) -> None:
+    if vocab_size < needed:
+        raise ConfigError(
+            f"vocab_size={vocab_size} is too small for {arch}: its special tokens and alphabet "
+            f"alone take {needed} entries; pass vocab_size >= {needed}"
+        )
+
+
+def _random_model(arch: TinyArch, tokenizer: Any, seed: int) -> Any:
+    """The model for ``tokenizer``, initialised from ``seed`` without touching global RNG state."""
+    import torch
+
+    build = {"gpt2": _gpt2_model, "t5": _t5_model, "bert": _bert_model}[arch]
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = build(tokenizer)
+    return model.to(dtype=torch.float32).eval()
+
+
+def _gpt2_model(tokenizer: Any) -> Any:
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    eos_id = tokenizer.eos_token_id
+    config = GPT2Config(
+        vocab_size=len(tokenizer),
+        n_positions=_MAX_POSITIONS,
+        n_embd=_HIDDEN,
+        n_layer=_LAYERS,
+        n_head=_HEADS,
+        n_inner=_FFN,
+        bos_token_id=eos_id,
+        eos_token_id=eos_id,
+    )
+    model = GPT2LMHeadModel(config)
+    # Like GPT-2 checkpoints: no pad token in the tokenizer, generate() pads with eos.
+    model.generation_config = _generation_config(
+        bos_token_id=eos_id, eos_token_id=eos_id, pad_token_id=eos_id
+    )
+    return model
+
+
+def _t5_model(tokenizer: Any) -> Any:
+    from transformers import T5Config, T5ForConditionalGeneration
+
+    pad_id, eos_id = tokenizer.pad_token_id, tokenizer.eos_token_id
+    config = T5Config(
+        vocab_size=len(tokenizer),
+        d_model=_HIDDEN,
+        d_kv=_HIDDEN // _HEADS,
+        d_ff=_FFN,
+        num_layers=_LAYERS,
+        num_decoder_layers=_LAYERS,
+        num_heads=_HEADS,
+        relative_attention_num_buckets=8,
+        relative_attention_max_distance=32,
+        pad_token_id=pad_id,
+        eos_token_id=eos_id,
+    )
+    config.decoder_start_token_id = pad_id
+    model = T5ForConditionalGeneration(config)
+    model.generation_config = _generation_config(
+        pad_token_id=pad_id, eos_token_id=eos_id, decoder_start_token_id=pad_id
+    )
+    return model
+
+
+def _bert_model(tokenizer: Any) -> Any:
+    from transformers import BertConfig, BertForMaskedLM
+
+    config = BertConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=_HIDDEN,
+        num_hidden_layers=_LAYERS,
+        num_attention_heads=_HEADS,
+        intermediate_size=_FFN,
+        max_position_embeddings=_MAX_POSITIONS,
+        pad_token_id=tokenizer.pad_token_id,
+    )
+    return BertForMaskedLM(config)
+
+
+def _generation_config(**token_ids: int) -> Any:
+    from transformers import GenerationConfig
+
+    return GenerationConfig(do_sample=False, **token_ids)  # type: ignore[no-untyped-call]
+
+
+def _readme(arch: TinyArch, *, seed: int, vocab_size: int, custom_corpus: bool) -> str:
+    corpus = "a corpus passed by the caller" if custom_corpus else "steadyeval's built-in corpus"
+    return f"""\
+# Tiny random {arch} model: a pipeline smoke tool, NOT a real model
+
+This folder was written by steadyeval's `build_tiny_model` (CLI: `steadyeval tiny-model`).
+Its weights are random (seed {seed}) and were never trained, so everything it outputs is noise.
+Use it to test that loading, tokenizing, batching, caching and scoring code runs end to end;
+never report numbers produced with it.
+
+- architecture: {arch} ({_LAYERS} layers, hidden size {_HIDDEN}, {_HEADS} heads), float32
+- tokenizer: trained on {corpus}, {vocab_size} tokens
+- load with: `transformers.{_AUTO_CLASS[arch]}.from_pretrained(DIR)` and
+  `transformers.AutoTokenizer.from_pretrained(DIR)`
+
+The same arguments rebuild byte-identical weights and tokenizer files.
+"""
