@@ -76,17 +76,17 @@ def test_left_truncation_is_flagged(tiny_gpt2: Path) -> None:
 def test_out_of_memory_halves_the_batch_and_retries(
     tiny_gpt2: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    b = load_backend(f"hf:{tiny_gpt2}?batch_size=8")
+    b = load_backend(f"hf:{tiny_gpt2}?batch_size=8&packing=false")
     assert isinstance(b, HFCausalBackend)
     expected = [r.logprob for r in b.score([ScoreRequest(c, x) for c, x in PAIRS])]
     real = b._forward
     sizes: list[int] = []
 
-    def flaky(ids: Any, mask: Any) -> Any:
+    def flaky(ids: Any, mask: Any, pos: Any = None) -> Any:
         sizes.append(ids.shape[0])
         if ids.shape[0] > 2:
             raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2 GiB")
-        return real(ids, mask)
+        return real(ids, mask, pos)
 
     monkeypatch.setattr(b, "_forward", flaky)
     got = [r.logprob for r in b.score([ScoreRequest(c, x) for c, x in PAIRS])]
@@ -185,3 +185,39 @@ def test_chat_without_template_is_a_clear_error(tiny_gpt2: Path, tmp_path: Path)
     b = load_backend(f"hf:{copy}")
     with pytest.raises(ConfigError, match="has none; set chat: false"):
         b.score([ScoreRequest("Hi", " there", chat=True)])
+
+
+def test_packed_scoring_equals_unshared_scoring(tiny_gpt2: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """Options sharing a prompt are forwarded once; scores equal the padded computation."""
+    packed = load_backend(f"hf:{tiny_gpt2}?packing=true&batch_size=8")
+    plain = load_backend(f"hf:{tiny_gpt2}?packing=false")
+    assert isinstance(packed, HFCausalBackend) and isinstance(plain, HFCausalBackend)
+    reqs = [ScoreRequest(c, x) for c, x in PAIRS]
+    for k in range(40):
+        ctx = f"Paragraph {k}: the river flows through the city number {k}.\nQuestion: which?\nAnswer:"
+        reqs += [ScoreRequest(ctx, opt) for opt in (" the river", " the city", " none of the above")]
+    a, b = packed.score(reqs), plain.score(reqs)
+    for x, y in zip(a, b, strict=True):
+        assert x.logprob == pytest.approx(y.logprob, abs=1e-4)
+        assert (x.n_tokens, x.is_greedy, x.truncated) == (y.n_tokens, y.is_greedy, y.truncated)
+    assert packed.tokens_forwarded < 0.5 * plain.tokens_forwarded
+    # Out-of-memory while packing halves the number of rows per forward pass.
+    real = packed._forward
+    sizes: list[int] = []
+
+    def flaky(ids: Any, mask: Any, pos: Any = None) -> Any:
+        sizes.append(ids.shape[0])
+        if ids.shape[0] > 1:
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory")
+        return real(ids, mask, pos)
+
+    monkeypatch.setattr(packed, "_forward", flaky)
+    again = packed.score(reqs)
+    assert [r.logprob for r in again] == pytest.approx([r.logprob for r in a], abs=1e-5)
+    assert sizes[0] > 1 and sizes[-1] == 1
+
+
+def test_packing_check_runs_once_and_agrees(backend: HFCausalBackend) -> None:
+    backend.score([ScoreRequest("Paris is the", " capital")])
+    assert backend._packing is True

@@ -22,6 +22,7 @@ from ..requests import (
 )
 from ._backend import Backend
 from ._hf_common import HFOptions, fingerprint_dir, load_config, resolve_model_dir, run_with_backoff
+from ._packing import PackedRow, pack_sequences
 from ._spec import ModelSpec
 
 __all__ = ["HFCausalBackend", "load_hf"]
@@ -59,6 +60,24 @@ def load_hf(spec: ModelSpec) -> Backend:
 
 
 @dataclass
+class _Prepared:
+    fed: list[int]  # the tokens the model sees (context + continuation minus its last token)
+    targets: list[int]  # the continuation's tokens, predicted from the last len(targets) positions
+    truncated: bool
+
+
+def _response(logits: Any, p: _Prepared) -> ScoreResponse:
+    """Sum the targets' log-probabilities from their logits rows; greedy if each is the argmax."""
+    import torch
+
+    logp = torch.log_softmax(logits.float(), dim=-1).cpu()
+    target = torch.tensor(p.targets, dtype=torch.long)
+    total = float(logp.gather(1, target[:, None]).sum())
+    greedy = bool((logp.argmax(-1) == target).all())
+    return ScoreResponse(total, len(p.targets), greedy, p.truncated, len(p.fed))
+
+
+@dataclass
 class _Encoded:
     tokens: list[int]  # context + continuation, before truncation
     n_cont: int
@@ -91,6 +110,8 @@ class HFCausalBackend:
         self._model: Any = None
         self._batch_size = self.options.batch_size or _AUTO_BATCH
         self._fingerprint: str | None = None
+        self._packing: bool | None = None
+        self.tokens_forwarded = 0  # score tokens actually forwarded (padding excluded)
 
     # -- cheap parts -------------------------------------------------------------------
     @property
@@ -181,9 +202,10 @@ class HFCausalBackend:
         )
         return rendered
 
-    def _forward(self, input_ids: Any, attention_mask: Any) -> Any:
+    def _forward(self, input_ids: Any, attention_mask: Any, position_ids: Any = None) -> Any:
         """One forward pass (a seam for tests that inject out-of-memory errors)."""
-        return self.model(input_ids=input_ids, attention_mask=attention_mask).logits
+        kwargs = {} if position_ids is None else {"position_ids": position_ids}
+        return self.model(input_ids=input_ids, attention_mask=attention_mask, **kwargs).logits
 
     # -- score -----------------------------------------------------------------------------
     def _encode_pair(self, req: ScoreRequest) -> _Encoded:
@@ -204,57 +226,127 @@ class HFCausalBackend:
         n_ctx = len(self._encode(context))
         return _Encoded(whole, len(whole) - n_ctx)
 
+    def _prepare_scores(self, requests: Sequence[ScoreRequest]) -> list[_Prepared]:
+        max_len = self.max_length
+        out = []
+        for req in requests:
+            enc = self._encode_pair(req)
+            fed = enc.tokens[:-1]
+            truncated = len(fed) > max_len
+            fed = fed[-max_len:]
+            n = min(enc.n_cont, len(fed))
+            targets = enc.tokens[len(enc.tokens) - n :] if n else []
+            out.append(_Prepared(fed, targets, truncated))
+        return out
+
     def score(self, requests: Sequence[ScoreRequest]) -> list[ScoreResponse]:
+        """Score continuations; shared prefixes are forwarded once (see ``_packing``)."""
+        prepared = self._prepare_scores(requests)
+        if self._packing is None and prepared:
+            self._packing = self._check_packing(prepared[0])
+        if self._packing:
+            return self._score_packed(prepared)
+        return self._score_padded(prepared)
+
+    def _check_packing(self, probe: _Prepared) -> bool:
+        """Packing needs a model that honours custom 4-D masks and position ids: compare one
+        packed result with the plain computation once, and fall back if they differ."""
+        if self.options.packing is not None:
+            return self.options.packing
+        if not probe.targets:
+            return False
+        twin = _Prepared(
+            [*probe.fed, probe.targets[-1]], [*probe.targets, probe.targets[-1]], False
+        )
+        try:
+            packed = self._score_packed([probe, twin])
+        except Exception as exc:  # any failure means: this architecture cannot be packed
+            log.info("%s: packed scoring unavailable (%s); using padded batches", self.spec, exc)
+            return False
+        plain = self._score_padded([probe, twin])
+        ok = all(abs(a.logprob - b.logprob) < 1e-3 for a, b in zip(packed, plain, strict=True))
+        if not ok:
+            log.warning("%s: packed scoring disagrees with plain scoring; disabled", self.spec)
+        return ok
+
+    def _score_padded(self, prepared: Sequence[_Prepared]) -> list[ScoreResponse]:
         import torch
 
-        encoded = [self._encode_pair(r) for r in requests]
-        max_len = self.max_length
-        order = sorted(range(len(encoded)), key=lambda i: -len(encoded[i].tokens))
+        order = sorted(range(len(prepared)), key=lambda i: -len(prepared[i].fed))
 
         def run_batch(idx: Sequence[int]) -> list[ScoreResponse]:
-            rows = []
-            for i in idx:
-                enc = encoded[i]
-                inp = enc.tokens[:-1]
-                truncated = len(inp) > max_len
-                rows.append(
-                    (
-                        inp[-max_len:],
-                        enc.tokens[-enc.n_cont :] if enc.n_cont else [],
-                        truncated,
-                        len(enc.tokens) - enc.n_cont,
-                    )
-                )
-            width = max(len(r[0]) for r in rows)
-            pad = 0
-            ids = torch.full((len(rows), width), pad, dtype=torch.long)
+            rows = [prepared[i] for i in idx]
+            width = max(len(r.fed) for r in rows)
+            ids = torch.zeros((len(rows), width), dtype=torch.long)
             mask = torch.zeros((len(rows), width), dtype=torch.long)
-            for b, (inp, _, _, _) in enumerate(rows):
-                ids[b, : len(inp)] = torch.tensor(inp, dtype=torch.long)
-                mask[b, : len(inp)] = 1
+            for b, r in enumerate(rows):
+                ids[b, : len(r.fed)] = torch.tensor(r.fed, dtype=torch.long)
+                mask[b, : len(r.fed)] = 1
             with torch.inference_mode():
                 logits = self._forward(ids.to(self.device), mask.to(self.device))
-                logp = torch.log_softmax(logits.float(), dim=-1).cpu()
             out = []
-            for b, (inp, cont, truncated, n_ctx) in enumerate(rows):
-                if not cont:
-                    out.append(ScoreResponse(0.0, 0, True, truncated, n_ctx))
-                    continue
-                start = len(inp) - len(cont)
-                lp = logp[b, start : len(inp)]
-                target = torch.tensor(cont, dtype=torch.long)
-                total = float(lp.gather(1, target[:, None]).sum())
-                greedy = bool((lp.argmax(-1) == target).all())
-                out.append(ScoreResponse(total, len(cont), greedy, truncated, len(inp)))
+            for b, r in enumerate(rows):
+                positions = list(range(len(r.fed) - len(r.targets), len(r.fed)))
+                out.append(_response(logits[b, positions], r))
             return out
 
         results, self._batch_size = run_with_backoff(
             order, self._batch_size, run_batch, on_shrink=self._log_shrink
         )
-        final: list[ScoreResponse | None] = [None] * len(requests)
-        for i, r in zip(order, results, strict=True):
-            final[i] = r
-        return [r for r in final if r is not None]
+        final = dict(zip(order, results, strict=True))
+        self.tokens_forwarded += sum(len(p.fed) for p in prepared)
+        return [final[i] for i in range(len(prepared))]
+
+    def _score_packed(self, prepared: Sequence[_Prepared]) -> list[ScoreResponse]:
+        import torch
+
+        max_nodes = max(512, min(self.max_length, 2048))
+        todo = [i for i, p in enumerate(prepared) if p.targets]
+        rows = pack_sequences([prepared[i].fed for i in todo], max_nodes=max_nodes)
+        rows.sort(key=lambda r: -len(r.tokens))
+        per_batch = max(1, (self._batch_size * 512) // max_nodes)
+        final: dict[int, ScoreResponse] = {
+            i: ScoreResponse(0.0, 0, True, p.truncated, len(p.fed))
+            for i, p in enumerate(prepared)
+            if not p.targets
+        }
+
+        def run_batch(batch: Sequence[PackedRow]) -> list[list[tuple[int, ScoreResponse]]]:
+            width = max(len(r.tokens) for r in batch)
+            ids = torch.zeros((len(batch), width), dtype=torch.long)
+            pos = torch.zeros((len(batch), width), dtype=torch.long)
+            allowed = torch.zeros((len(batch), 1, width, width), dtype=torch.bool)
+            for b, row in enumerate(batch):
+                n = len(row.tokens)
+                ids[b, :n] = torch.tensor(row.tokens, dtype=torch.long)
+                pos[b, :n] = torch.tensor(row.depths, dtype=torch.long)
+                allowed[b, 0, :n, :n] = torch.from_numpy(row.ancestor_mask())
+                idx = torch.arange(n, width)
+                allowed[b, 0, idx, idx] = True  # padding attends to itself only
+            dtype = next(self.model.parameters()).dtype
+            mask = torch.zeros(allowed.shape, dtype=dtype)
+            mask.masked_fill_(~allowed, torch.finfo(dtype).min)
+            with torch.inference_mode():
+                logits = self._forward(
+                    ids.to(self.device), mask.to(self.device), pos.to(self.device)
+                )
+            out = []
+            for b, row in enumerate(batch):
+                got = []
+                for member, path in row.members.items():
+                    p = prepared[todo[member]]
+                    nodes = path[len(path) - len(p.targets) :]
+                    got.append((todo[member], _response(logits[b, nodes], p)))
+                out.append(got)
+            return out
+
+        results, per_batch = run_with_backoff(
+            rows, per_batch, run_batch, on_shrink=self._log_shrink
+        )
+        for got in results:
+            final.update(got)
+        self.tokens_forwarded += sum(len(r.tokens) for r in rows)
+        return [final[i] for i in range(len(prepared))]
 
     def _log_shrink(self, size: int) -> None:
         log.warning("%s: out of memory; retrying with batch size %d", self.spec, size)

@@ -30,6 +30,7 @@ _ALLOWED = {
     "batch_size": "an integer or auto",
     "max_length": "an integer (tokens of context the model sees)",
     "trust_remote_code": "true | false",
+    "packing": "true | false (score shared prefixes once; default: on when the model passes a check)",
 }
 _DTYPES = ("float32", "float16", "bfloat16", "auto")
 T = TypeVar("T")
@@ -44,6 +45,7 @@ class HFOptions:
     batch_size: int | None = None  # None: automatic (start large, halve on OOM)
     max_length: int | None = None
     trust_remote_code: bool = False
+    packing: bool | None = None
 
     @classmethod
     def from_spec(cls, spec: ModelSpec) -> HFOptions:
@@ -64,7 +66,11 @@ class HFOptions:
         trust = o.get("trust_remote_code", "false").lower()
         if trust not in ("true", "false"):
             raise ModelSpecError(f"model spec {spec}: trust_remote_code must be true or false")
+        packing = o.get("packing")
+        if packing is not None and packing.lower() not in ("true", "false"):
+            raise ModelSpecError(f"model spec {spec}: packing must be true or false")
         return cls(
+            packing=None if packing is None else packing.lower() == "true",
             dtype=dtype,
             device=o.get("device", "auto"),
             revision=o.get("revision"),

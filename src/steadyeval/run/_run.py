@@ -291,6 +291,11 @@ def _dispatch(
     for key in missing:
         model, req = plan.unique[key]
         groups[(model, req.kind)].append(key)
+    for keys in groups.values():
+        # A prefix sort: requests sharing a prompt prefix (one item under several formats,
+        # all options of a question) land in the same batch, so a backend that shares
+        # prefixes computes each once. Ties keep plan order, so dispatch is deterministic.
+        keys.sort(key=lambda k: _prompt_text(plan.unique[k][1]))
     show = sys.stderr.isatty() if opts.progress is None else opts.progress
     with Progress(total=plan.n_unique, cached=plan.n_unique - len(missing), enabled=show) as bar:
         for (model, kind), keys in groups.items():
