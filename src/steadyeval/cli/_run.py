@@ -8,7 +8,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from ..run import PlanCounts, RunResult, load_run_config, run_config
+from ..run import PlanCounts, RayExecutor, RunResult, load_run_config, run_config
 
 
 @click.command("run")
@@ -34,6 +34,21 @@ from ..run import PlanCounts, RunResult, load_run_config, run_config
     help="Response cache file (default: $STEADYEVAL_CACHE or ~/.cache/steadyeval).",
 )
 @click.option("--dry-run", is_flag=True, help="Print the plan's counts; call no model.")
+@click.option(
+    "--executor",
+    type=click.Choice(["local", "ray"]),
+    default="local",
+    show_default=True,
+    help="Where batches run: this process, or a Ray cluster.",
+)
+@click.option("--address", help="Ray cluster address (default: start a local cluster).")
+@click.option(
+    "--workers",
+    type=int,
+    default=2,
+    show_default=True,
+    help="Ray actors (model replicas) per model.",
+)
 @click.option("--no-progress", is_flag=True, help="Do not show the progress bar.")
 def run_cmd(
     config: Path | None,
@@ -44,6 +59,9 @@ def run_cmd(
     seed: int | None,
     cache: Path | None,
     dry_run: bool,
+    executor: str,
+    address: str | None,
+    workers: int,
     no_progress: bool,
 ) -> None:
     """Run items × conditions × models into a results table.
@@ -62,8 +80,14 @@ def run_cmd(
     )
     if not dry_run and out is None:
         raise click.UsageError("--out RUN_DIR is required (or use --dry-run)")
+    ray = RayExecutor(address=address, workers=workers) if executor == "ray" else None
     result = run_config(
-        cfg, out=out, cache=cache, dry_run=dry_run, progress=False if no_progress else None
+        cfg,
+        out=out,
+        cache=cache,
+        dry_run=dry_run,
+        progress=False if no_progress else None,
+        executor=ray,
     )
     console = Console()
     if isinstance(result, PlanCounts):

@@ -3,6 +3,7 @@
 from ._config import ConditionConfig, DataConfig, RunConfig, load_run_config
 from ._executor import Executor, LocalExecutor, call_backend
 from ._from_config import load_config_data, run_config
+from ._ray import RayExecutor
 from ._run import PlanCounts, RunOptions, RunResult, run, run_id_for
 
 __all__ = [
@@ -11,6 +12,7 @@ __all__ = [
     "Executor",
     "LocalExecutor",
     "PlanCounts",
+    "RayExecutor",
     "RunConfig",
     "RunOptions",
     "RunResult",

@@ -63,9 +63,9 @@ class ConditionConfig(_Strict):
     name: str
     template: str | TemplateConfig = "qa"
     format: str | FormatConfig = "mc"
-    scoring: Literal[
-        "generate", "option-logprob", "letter-logprob", "top-k", "prompt-logprob"
-    ] = "generate"
+    scoring: Literal["generate", "option-logprob", "letter-logprob", "top-k", "prompt-logprob"] = (
+        "generate"
+    )
     option_order: Literal["original", "shuffled", "rotated"] = "original"
     order_seed: int | None = None
     rotation: int = 0

@@ -1,11 +1,13 @@
 """Executors send batches of requests to a backend and hand the responses back.
 
-Executors never touch the cache: the driving process writes every response it gets back.
+Executors never touch the cache: the driving process writes every batch it gets back, as it
+gets it. ``LocalExecutor`` runs in this process; ``RayExecutor`` (in ``_ray.py``) on a Ray
+cluster.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Protocol, cast
 
 from ..models import Backend
@@ -40,17 +42,22 @@ def call_backend(
 
 
 class Executor(Protocol):
-    """Runs one batch of same-kind requests for a backend and returns the responses."""
+    """Runs batches (``chunks``) of same-kind requests for one backend.
 
-    def map(
-        self, backend: Backend, kind: RequestKind, requests: Sequence[Request]
-    ) -> list[Response]: ...
+    Yields ``(chunk index, responses)`` as each batch completes, in any order; every chunk
+    exactly once. The caller caches each batch as it arrives.
+    """
+
+    def run(
+        self, backend: Backend, kind: RequestKind, chunks: Sequence[Sequence[Request]]
+    ) -> Iterator[tuple[int, list[Response]]]: ...
 
 
 class LocalExecutor:
-    """Runs requests in this process (the backend batches internally)."""
+    """Runs the batches one after another in this process (the backend batches inside)."""
 
-    def map(
-        self, backend: Backend, kind: RequestKind, requests: Sequence[Request]
-    ) -> list[Response]:
-        return call_backend(backend, kind, requests)
+    def run(
+        self, backend: Backend, kind: RequestKind, chunks: Sequence[Sequence[Request]]
+    ) -> Iterator[tuple[int, list[Response]]]:
+        for index, chunk in enumerate(chunks):
+            yield index, call_backend(backend, kind, chunk)

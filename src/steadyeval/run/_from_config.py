@@ -7,6 +7,7 @@ from pathlib import Path
 
 from ..items import Item, load_items
 from ._config import DataConfig, RunConfig
+from ._executor import Executor
 from ._run import PlanCounts, RunOptions, RunResult, run
 
 __all__ = ["load_config_data", "run_config"]
@@ -35,11 +36,12 @@ def run_config(
     cache: Path | None = None,
     dry_run: bool = False,
     progress: bool | None = None,
+    executor: Executor | None = None,
 ) -> RunResult | PlanCounts:
     """Run (or, with ``dry_run``, cost out) everything a config describes."""
     items, pools = load_config_data(config)
     conditions = config.build_conditions()
-    options = RunOptions(out=out, cache=cache, progress=progress)
+    options = RunOptions(out=out, cache=cache, progress=progress, executor=executor)
     if dry_run:
         return run(
             items, conditions, config.models, options=options, shot_pools=pools, dry_run=True

@@ -300,10 +300,10 @@ def _dispatch(
     with Progress(total=plan.n_unique, cached=plan.n_unique - len(missing), enabled=show) as bar:
         for (model, kind), keys in groups.items():
             backend = backends[model]
-            for start in range(0, len(keys), opts.batch_size):
-                chunk = keys[start : start + opts.batch_size]
-                reqs = [plan.unique[k][1] for k in chunk]
-                got = executor.map(backend, kind, reqs)
+            chunks = [keys[i : i + opts.batch_size] for i in range(0, len(keys), opts.batch_size)]
+            requests = [[plan.unique[k][1] for k in chunk] for chunk in chunks]
+            for index, got in executor.run(backend, kind, requests):
+                chunk = chunks[index]
                 cache.put_many((k, model, kind, r) for k, r in zip(chunk, got, strict=True))
                 responses.update(zip(chunk, got, strict=True))
                 bar.advance(len(chunk), model=model)
