@@ -160,9 +160,9 @@ TEMPLATES: Mapping[str, Template] = MappingProxyType(
         "unifiedqa": Template(
             name="unifiedqa",
             body=(
-                "{{ question | lower }} \\n "
-                "{% if options %}{{ options_block | lower }}{% if context %} \\n {% endif %}{% endif %}"
-                "{% if context %}{{ context | lower }}{% endif %}"
+                "{{ question | lower }}"
+                "{% if options %} \\n {{ options_block | lower }}{% endif %}"
+                "{% if context %} \\n {{ context | lower }}{% endif %}"
             ),
             answer=" {{ answer | lower }}",
         ),

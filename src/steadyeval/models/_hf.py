@@ -21,7 +21,14 @@ from ..requests import (
     TopKResponse,
 )
 from ._backend import Backend
-from ._hf_common import HFOptions, fingerprint_dir, load_config, resolve_model_dir, run_with_backoff
+from ._hf_common import (
+    HFOptions,
+    fingerprint_dir,
+    load_config,
+    resolve_model_dir,
+    run_with_backoff,
+    stop_on_text,
+)
 from ._packing import PackedRow, pack_sequences
 from ._spec import ModelSpec
 
@@ -439,21 +446,41 @@ class HFCausalBackend:
         for b, (p, _) in enumerate(prepared):
             ids[b, width - len(p) :] = torch.tensor(p)
             mask[b, width - len(p) :] = 1
-        kwargs: dict[str, Any] = {
+        from transformers import GenerationConfig
+
+        settings: dict[str, Any] = {
             "max_new_tokens": first.max_new_tokens,
             "pad_token_id": pad_id,
+            "eos_token_id": self.tokenizer.eos_token_id,
+            "bos_token_id": self.tokenizer.bos_token_id,
+            "num_beams": 1,
             "do_sample": seed is not None,
         }
         if seed is not None:
-            kwargs.update(temperature=first.temperature, top_p=first.top_p, top_k=0)
-        if first.stop:
-            kwargs.update(stop_strings=list(first.stop), tokenizer=self.tokenizer)
-        with torch.inference_mode(), torch.random.fork_rng(devices=[]):
-            if seed is not None:
-                torch.manual_seed(seed)
-            gen = self.model.generate(
-                input_ids=ids.to(self.device), attention_mask=mask.to(self.device), **kwargs
-            )
+            settings.update(temperature=first.temperature, top_p=first.top_p, top_k=0)
+        config = GenerationConfig(**settings)  # type: ignore[no-untyped-call]
+        kwargs: dict[str, Any] = {}
+        if any(first.stop):
+            # Checked on decoded text: transformers' own stop strings refuse strings a
+            # vocabulary cannot spell.
+            kwargs["stopping_criteria"] = stop_on_text(self.tokenizer, first.stop, width)
+        # generate() fills unset settings from the model's own generation_config (beams,
+        # repetition penalties, ...); a clean config for the call keeps decoding exactly greedy
+        # or plain sampling.
+        model, own = self.model, self.model.generation_config
+        model.generation_config = config
+        try:
+            with torch.inference_mode(), torch.random.fork_rng(devices=[]):
+                if seed is not None:
+                    torch.manual_seed(seed)
+                gen = model.generate(
+                    input_ids=ids.to(self.device),
+                    attention_mask=mask.to(self.device),
+                    generation_config=config,
+                    **kwargs,
+                )
+        finally:
+            model.generation_config = own
         out = []
         eos = self.tokenizer.eos_token_id
         for b, (p, truncated) in enumerate(prepared):

@@ -21,6 +21,7 @@ __all__ = [
     "load_config",
     "resolve_model_dir",
     "run_with_backoff",
+    "stop_on_text",
 ]
 
 _ALLOWED = {
@@ -269,3 +270,26 @@ def _free_memory() -> None:
     gc.collect()
     if torch.cuda.is_available():
         torch.cuda.empty_cache()
+
+
+def stop_on_text(tokenizer: Any, stops: Sequence[str], start: int) -> Any:
+    """Stop a row once its decoded output contains a stop string.
+
+    Checked on the decoded text rather than with ``transformers``' token-level stop strings,
+    which refuse strings the vocabulary cannot spell (T5's SentencePiece vocabulary has no
+    newline, so the common ``"\\n\\n"`` stop could never be produced and is simply never met).
+    """
+    import torch
+    from transformers import StoppingCriteria, StoppingCriteriaList
+
+    wanted = [s for s in stops if s]
+
+    class _StopOnText(StoppingCriteria):
+        def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+            done = [
+                any(s in tokenizer.decode(row[start:], skip_special_tokens=True) for s in wanted)
+                for row in input_ids.tolist()
+            ]
+            return torch.tensor(done, dtype=torch.bool, device=input_ids.device)
+
+    return StoppingCriteriaList([_StopOnText()])

@@ -112,10 +112,21 @@ def score_trial(trial: Trial, responses: Sequence[Response]) -> ScoredTrial:
         (resp,) = responses
         assert isinstance(resp, ScoreResponse)
         return ScoredTrial(
-            output="", parsed=None, parsed_kind="logprob", parsed_option=None, correct=None,
-            refused=False, em=None, f1=None, option_logprobs=None,
-            option_logprobs_per_token=None, option_logprobs_per_char=None, confidence=None,
-            truncated=truncated, n_input_tokens=n_in, sequence_logprob=resp.logprob,
+            output="",
+            parsed=None,
+            parsed_kind="logprob",
+            parsed_option=None,
+            correct=None,
+            refused=False,
+            em=None,
+            f1=None,
+            option_logprobs=None,
+            option_logprobs_per_token=None,
+            option_logprobs_per_char=None,
+            confidence=None,
+            truncated=truncated,
+            n_input_tokens=n_in,
+            sequence_logprob=resp.logprob,
             approximate=resp.approximate,
         )
 
@@ -169,4 +180,5 @@ def score_trial(trial: Trial, responses: Sequence[Response]) -> ScoredTrial:
         confidence=s.confidence,
         truncated=truncated,
         n_input_tokens=n_in,
+        approximate=any(r.approximate for r in scores),
     )
