@@ -23,10 +23,12 @@ BLOCKS = [
 ]
 
 
-@pytest.mark.parametrize(("doc", "index", "code"), BLOCKS,
-                         ids=[f"{d.name}#{i}" for d, i, _ in BLOCKS])
-def test_docs_python_blocks_run(doc: Path, index: int, code: str, tmp_path: Path,
-                                monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    ("doc", "index", "code"), BLOCKS, ids=[f"{d.name}#{i}" for d, i, _ in BLOCKS]
+)
+def test_docs_python_blocks_run(
+    doc: Path, index: int, code: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
     exec(compile(code, f"{doc.name} block {index}", "exec"), {"__name__": "__docs__"})
 
@@ -42,19 +44,22 @@ def test_readme_quickstart(tmp_path: Path) -> None:
     """Run the README's quickstart commands, as written, in a copy of the examples."""
     commands = _block_after((ROOT / "README.md").read_text(), "## Quickstart")
     shutil.copytree(ROOT / "examples", tmp_path / "examples")
-    env = {**os.environ, "STEADYEVAL_CACHE": str(tmp_path / "cache.sqlite"),
-           "HF_HUB_OFFLINE": "1"}
+    env = {**os.environ, "STEADYEVAL_CACHE": str(tmp_path / "cache.sqlite"), "HF_HUB_OFFLINE": "1"}
     outputs = []
     for _ in range(2):  # the second pass must come entirely from the cache
         for line in commands:
             argv = shlex.split(line)
             if argv[0] == "steadyeval":
                 argv = [sys.executable, "-m", "steadyeval", *argv[1:]]
-            if argv[:2] == [sys.executable, "-m"] and "tiny-model" in argv and \
-                    (tmp_path / "tiny-gpt2").exists():
+            if (
+                argv[:2] == [sys.executable, "-m"]
+                and "tiny-model" in argv
+                and (tmp_path / "tiny-gpt2").exists()
+            ):
                 continue
-            done = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True,
-                                  timeout=300)
+            done = subprocess.run(
+                argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+            )
             assert done.returncode == 0, f"{line}\n{done.stdout}\n{done.stderr}"
         outputs.append((tmp_path / "runs" / "quickstart" / "results.parquet").read_bytes())
         summary = (tmp_path / "runs" / "quickstart" / "summary.md").read_text()

@@ -187,8 +187,9 @@ def test_chat_without_template_is_a_clear_error(tiny_gpt2: Path, tmp_path: Path)
         b.score([ScoreRequest("Hi", " there", chat=True)])
 
 
-def test_packed_scoring_equals_unshared_scoring(tiny_gpt2: Path,
-                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_packed_scoring_equals_unshared_scoring(
+    tiny_gpt2: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Options sharing a prompt are forwarded once; scores equal the padded computation."""
     packed = load_backend(f"hf:{tiny_gpt2}?packing=true&batch_size=8")
     plain = load_backend(f"hf:{tiny_gpt2}?packing=false")
@@ -196,7 +197,9 @@ def test_packed_scoring_equals_unshared_scoring(tiny_gpt2: Path,
     reqs = [ScoreRequest(c, x) for c, x in PAIRS]
     for k in range(40):
         ctx = f"Paragraph {k}: the river flows through the city number {k}.\nQuestion: which?\nAnswer:"
-        reqs += [ScoreRequest(ctx, opt) for opt in (" the river", " the city", " none of the above")]
+        reqs += [
+            ScoreRequest(ctx, opt) for opt in (" the river", " the city", " none of the above")
+        ]
     a, b = packed.score(reqs), plain.score(reqs)
     for x, y in zip(a, b, strict=True):
         assert x.logprob == pytest.approx(y.logprob, abs=1e-4)

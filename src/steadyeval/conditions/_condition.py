@@ -74,7 +74,9 @@ class Shots:
     ``selection="random"`` picks them from (``seed``, item id) so every item gets its own,
     reproducible set; ``"first"`` takes them in pool order (as the MMLU reference does).
     The item itself is never its own shot. With ``match="subject"`` only pool items whose
-    ``metadata["subject"]`` equals the item's are used (MMLU's per-subject dev shots).
+    ``metadata["subject"]`` equals the item's are used (MMLU's per-subject dev shots). With
+    ``limit_key="max_shots"`` an item whose ``metadata["max_shots"]`` is m gets at most m shots
+    (e.g. fewer shots where the full prompt would not fit a model's context).
     """
 
     n: int = 0
@@ -82,6 +84,7 @@ class Shots:
     selection: Literal["random", "first"] = "random"
     source: str = "default"
     match: str | None = None  # a metadata key shots must share with the item (e.g. "subject")
+    limit_key: str | None = None  # a metadata key holding a per-item cap on the shot count
 
 
 @dataclass(frozen=True)

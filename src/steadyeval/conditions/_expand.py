@@ -162,16 +162,30 @@ def _usable_shot(shot: Item, cond: Condition) -> bool:
     return bool(shot.gold_texts) or (not shot.answerable and bool(cond.refusal_phrases))
 
 
-def _choose_shots(item: Item, cond: Condition, pool: Sequence[Item]) -> list[Item]:
-    key = cond.shots.match
-    candidates = [
-        s
-        for s in pool
-        if s.id != item.id
-        and _usable_shot(s, cond)
-        and (key is None or s.metadata.get(key) == item.metadata.get(key))
-    ]
+class _ShotIndex:
+    """The usable shots of one pool for one condition, grouped by the match key (built once
+    per condition, so choosing shots does not rescan the pool for every item)."""
+
+    def __init__(self, pool: Sequence[Item], cond: Condition) -> None:
+        key = cond.shots.match
+        self.groups: dict[Any, list[Item]] = {}
+        for s in pool:
+            if _usable_shot(s, cond):
+                group = s.metadata.get(key) if key is not None else None
+                self.groups.setdefault(group, []).append(s)
+
+    def candidates(self, item: Item, cond: Condition) -> list[Item]:
+        key = cond.shots.match
+        group = item.metadata.get(key) if key is not None else None
+        return [s for s in self.groups.get(group, ()) if s.id != item.id]
+
+
+def _choose_shots(item: Item, cond: Condition, index: _ShotIndex) -> list[Item]:
+    candidates = index.candidates(item, cond)
     n = min(cond.shots.n, len(candidates))
+    limit_key = cond.shots.limit_key
+    if limit_key is not None and limit_key in item.metadata:
+        n = min(n, int(item.metadata[limit_key]))
     if cond.shots.selection == "first":
         return candidates[:n]
     rng = np.random.default_rng(_seed_for("shots", cond.shots.seed, item.id))
@@ -179,7 +193,7 @@ def _choose_shots(item: Item, cond: Condition, pool: Sequence[Item]) -> list[Ite
     return [candidates[int(i)] for i in picks]
 
 
-def _render(item: Item, cond: Condition, pool: Sequence[Item]) -> Trial:
+def _render(item: Item, cond: Condition, shots_index: _ShotIndex | None) -> Trial:
     tmpl: Template = cond.template
     options: tuple[str, ...] | None = None
     order: tuple[int, ...] = ()
@@ -189,7 +203,7 @@ def _render(item: Item, cond: Condition, pool: Sequence[Item]) -> Trial:
     variables = _variables(item, cond, options)
     parts: list[str] = []
     header = render_template(tmpl.header, variables, where=f"{tmpl.name!r} header")
-    shots = _choose_shots(item, cond, pool) if cond.shots.n else []
+    shots = _choose_shots(item, cond, shots_index) if shots_index is not None else []
     for shot in shots:
         s_opts: tuple[str, ...] | None = None
         s_order: tuple[int, ...] = ()
@@ -253,10 +267,11 @@ def expand(
                 f"available: {', '.join(sorted(pools))}"
             )
         pool = pools.get(cond.shots.source, items)
+        shots_index = _ShotIndex(pool, cond) if cond.shots.n else None
         for item in items:
             reason = _skip_reason(item, cond)
             if reason is not None:
                 skipped[(cond.name, reason)] += 1
                 continue
-            trials.append(_render(item, cond, pool))
+            trials.append(_render(item, cond, shots_index))
     return Expansion(trials=tuple(trials), skipped=dict(skipped))

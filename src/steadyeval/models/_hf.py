@@ -66,6 +66,21 @@ def load_hf(spec: ModelSpec) -> Backend:
     return backend
 
 
+SLOT = "[Y]"
+
+
+def _before_slot(prompt: str) -> str:
+    """A cloze prompt read by a left-to-right model: the text before its ``[Y]`` slot (the
+    text after the slot is not seen; exact when only punctuation follows)."""
+    return prompt.split(SLOT, 1)[0].rstrip() if SLOT in prompt else prompt
+
+
+def _spaced(prompt: str, candidate: str) -> str:
+    """A candidate as a continuation: preceded by a space unless the prompt ends in one."""
+    before = _before_slot(prompt)
+    return candidate if not before or before[-1].isspace() else " " + candidate
+
+
 @dataclass
 class _Prepared:
     fed: list[int]  # the tokens the model sees (context + continuation minus its last token)
@@ -154,7 +169,14 @@ class HFCausalBackend:
         return 2048
 
     def count_tokens(self, texts: Sequence[str]) -> list[int] | None:
-        return [len(self._encode(t)) for t in texts]
+        """Token counts (with the tokenizer's special tokens), in one batched call."""
+        if not texts:
+            return []
+        tok = self.tokenizer
+        if tok.bos_token and any(t.startswith(tok.bos_token) for t in texts):
+            return [len(self._encode(t)) for t in texts]
+        ids = tok(list(texts), add_special_tokens=True)["input_ids"]
+        return [len(x) for x in ids]
 
     # -- model ---------------------------------------------------------------------------
     @property
@@ -368,9 +390,45 @@ class HFCausalBackend:
         return ids[-limit:], len(ids) > limit
 
     def top_k(self, requests: Sequence[TopKRequest]) -> list[TopKResponse]:
+        """The k most likely next tokens; a cloze prompt with a ``[Y]`` slot is read up to the
+        slot. With ``candidates``, the candidates are ranked by their log-probability as
+        continuations (multi-token candidates scored exactly) and the best k returned."""
+        out: dict[int, TopKResponse] = {}
+        plain = [i for i, r in enumerate(requests) if not r.candidates]
+        ranked = [i for i, r in enumerate(requests) if r.candidates]
+        if plain:
+            got = self._next_tokens([requests[i] for i in plain])
+            out.update(zip(plain, got, strict=True))
+        if ranked:
+            scores = [
+                ScoreRequest(
+                    _before_slot(requests[i].prompt),
+                    _spaced(requests[i].prompt, c),
+                    chat=requests[i].chat,
+                    system=requests[i].system,
+                )
+                for i in ranked
+                for c in requests[i].candidates
+            ]
+            results = iter(self.score(scores))
+            for i in ranked:
+                r = requests[i]
+                got_scores = [next(results) for _ in r.candidates]
+                order = sorted(range(len(r.candidates)), key=lambda j: -got_scores[j].logprob)[
+                    : r.k
+                ]
+                out[i] = TopKResponse(
+                    tokens=tuple(r.candidates[j] for j in order),
+                    logprobs=tuple(got_scores[j].logprob for j in order),
+                    n_input_tokens=max(s.n_input_tokens for s in got_scores),
+                    truncated=any(s.truncated for s in got_scores),
+                )
+        return [out[i] for i in range(len(requests))]
+
+    def _next_tokens(self, requests: Sequence[TopKRequest]) -> list[TopKResponse]:
         import torch
 
-        prepared = [self._prompt_ids(r.prompt, r.chat, r.system, 0) for r in requests]
+        prepared = [self._prompt_ids(_before_slot(r.prompt), r.chat, r.system, 0) for r in requests]
         order = sorted(range(len(prepared)), key=lambda i: -len(prepared[i][0]))
 
         def run_batch(idx: Sequence[int]) -> list[TopKResponse]:

@@ -30,6 +30,9 @@ class ModelSpec:
     def __hash__(self) -> int:
         return hash(str(self))
 
+    def __reduce__(self) -> tuple[type[ModelSpec], tuple[str, str, dict[str, str]]]:
+        return (ModelSpec, (self.backend, self.name, dict(self.options)))
+
     def option(self, key: str, default: str | None = None) -> str | None:
         return self.options.get(key, default)
 
@@ -47,15 +50,17 @@ def parse_model_spec(text: str) -> ModelSpec:
     backend, rest = text.split(":", 1)
     backend = backend.strip().lower()
     name, _, query = rest.partition("?")
+    # Errors below name the backend and model but never echo option values (which could
+    # hold a secret someone pasted into a spec).
+    where = f"model spec {backend}:{name}"
     if not backend or not name:
-        raise ModelSpecError(f"model spec {text!r}: expected BACKEND:NAME_OR_PATH[?key=value&...]")
+        raise ModelSpecError(f"{where}: expected BACKEND:NAME_OR_PATH[?key=value&...]")
     try:
         pairs = parse_qsl(query, keep_blank_values=True, strict_parsing=bool(query))
     except ValueError:
-        raise ModelSpecError(
-            f"model spec {text!r}: options must look like ?key=value&key2=value2"
-        ) from None
+        raise ModelSpecError(f"{where}: options must look like ?key=value&key2=value2") from None
     keys = [k for k, _ in pairs]
-    if len(set(keys)) != len(keys):
-        raise ModelSpecError(f"model spec {text!r}: an option is given twice")
+    dupes = sorted({k for k in keys if keys.count(k) > 1})
+    if dupes:
+        raise ModelSpecError(f"{where}: option {dupes[0]!r} is given twice")
     return ModelSpec(backend=backend, name=name, options=dict(pairs))

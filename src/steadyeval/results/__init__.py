@@ -1,14 +1,32 @@
 """The results table: schema, Parquet I/O and summaries."""
 
+from ._import_common import ImportedRun, parse_condition_map, write_imported_run
+from ._import_inspect import (
+    InspectImportOptions,
+    find_inspect_logs,
+    import_inspect,
+    read_inspect_log,
+)
+from ._import_lmeval import LmEvalImportOptions, find_lmeval_samples, import_lmeval
 from ._schema import RESULTS_SCHEMA, SCHEMA_VERSION, read_results, rows_to_table, write_results
 from ._summary import summarize, summary_markdown
 
 __all__ = [
     "RESULTS_SCHEMA",
     "SCHEMA_VERSION",
+    "ImportedRun",
+    "InspectImportOptions",
+    "LmEvalImportOptions",
+    "find_inspect_logs",
+    "find_lmeval_samples",
+    "import_inspect",
+    "import_lmeval",
+    "parse_condition_map",
+    "read_inspect_log",
     "read_results",
     "rows_to_table",
     "summarize",
     "summary_markdown",
+    "write_imported_run",
     "write_results",
 ]

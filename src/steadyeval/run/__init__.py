@@ -1,6 +1,6 @@
 """Run a plan: expand, dedupe, take cached responses, dispatch the rest, score, write."""
 
-from ._config import ConditionConfig, DataConfig, RunConfig, load_run_config
+from ._config import ConditionConfig, DataConfig, RunConfig, load_run_config, load_yaml_config
 from ._executor import Executor, LocalExecutor, call_backend
 from ._from_config import load_config_data, run_config
 from ._ray import RayExecutor
@@ -19,6 +19,7 @@ __all__ = [
     "call_backend",
     "load_config_data",
     "load_run_config",
+    "load_yaml_config",
     "run",
     "run_config",
     "run_id_for",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -12,7 +12,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from .._errors import ConfigError
 from ..conditions import FORMATS, TEMPLATES, Condition, Format, Generation, Shots, Template
 
-__all__ = ["ConditionConfig", "DataConfig", "RunConfig", "load_run_config"]
+__all__ = [
+    "ConditionConfig",
+    "DataConfig",
+    "RunConfig",
+    "load_run_config",
+    "load_yaml_config",
+]
 
 
 class _Strict(BaseModel):
@@ -43,6 +49,7 @@ class ShotsConfig(_Strict):
     selection: Literal["random", "first"] = "random"
     source: str = "default"
     match: str | None = None
+    limit_key: str | None = None
 
 
 class GenerationConfig(_Strict):
@@ -116,6 +123,7 @@ class ConditionConfig(_Strict):
                     selection=self.shots.selection,
                     source=self.shots.source,
                     match=self.shots.match,
+                    limit_key=self.shots.limit_key,
                 ),
                 chat=self.chat,
                 system=self.system,
@@ -198,16 +206,12 @@ def _node_line(root: Any, loc: Sequence[Any]) -> int | None:
     return line
 
 
-def _format_errors(exc: ValidationError, *, source: str, root: Any) -> str:
+def _format_errors(
+    exc: ValidationError, *, source: str, root: Any, model: type[BaseModel], what: str
+) -> str:
     lines = []
     for err in exc.errors()[:5]:
-        loc = [
-            p
-            for p in err["loc"]
-            if not (
-                isinstance(p, str) and p in {"str", "TemplateConfig", "FormatConfig", "DataConfig"}
-            )
-        ]
+        loc = [p for p in err["loc"] if not (isinstance(p, str) and p[:1].isupper())]
         key = ".".join(str(p) for p in loc) or "(top level)"
         where = source
         line = _node_line(root, loc) if root is not None else None
@@ -215,7 +219,7 @@ def _format_errors(exc: ValidationError, *, source: str, root: Any) -> str:
             where += f", line {line}"
         msg = err["msg"]
         if err["type"] == "extra_forbidden":
-            parent = _model_at(loc[:-1])
+            parent = _model_at(model, loc[:-1])
             allowed = ", ".join(sorted(parent.model_fields)) if parent is not None else "see docs"
             msg = f"unknown key; allowed keys here: {allowed}"
         elif err["type"] == "literal_error":
@@ -224,11 +228,11 @@ def _format_errors(exc: ValidationError, *, source: str, root: Any) -> str:
     more = len(exc.errors()) - 5
     if more > 0:
         lines.append(f"... and {more} more")
-    return "invalid run config:\n  " + "\n  ".join(lines)
+    return f"invalid {what}:\n  " + "\n  ".join(lines)
 
 
-def _model_at(loc: Sequence[Any]) -> type[BaseModel] | None:
-    model: type[BaseModel] = RunConfig
+def _model_at(model: type[BaseModel], loc: Sequence[Any]) -> type[BaseModel] | None:
+    """The pydantic model that validates the mapping at ``loc`` (for its allowed keys)."""
     for part in loc:
         if isinstance(part, int):
             continue
@@ -250,13 +254,22 @@ def _model_at(loc: Sequence[Any]) -> type[BaseModel] | None:
     return model
 
 
-def load_run_config(
-    path: str | Path | None = None, overrides: Mapping[str, Any] | None = None
-) -> RunConfig:
-    """Read a YAML config (optional) and apply ``overrides`` (e.g. from CLI flags).
+M = TypeVar("M", bound=BaseModel)
 
-    An unknown key or a wrong type raises :class:`ConfigError` naming the key, its line in
-    the file and the allowed keys or values.
+
+def load_yaml_config(
+    model: type[M],
+    path: str | Path | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    *,
+    what: str = "config",
+) -> M:
+    """Validate a YAML file (optional) plus ``overrides`` (flags) against a pydantic model.
+
+    Relative data paths and model folders in the file are taken relative to the file when
+    they exist there. Overrides that are ``None``, empty or ``False`` are ignored (flags not
+    given). An unknown key or a wrong value raises :class:`ConfigError` naming the file, the
+    line, the key path and the allowed keys or values.
     """
     raw: dict[str, Any] = {}
     root = None
@@ -267,7 +280,7 @@ def load_run_config(
         try:
             text = p.read_text(encoding="utf-8")
         except OSError as exc:
-            raise ConfigError(f"{p}: cannot read config ({exc.strerror})") from None
+            raise ConfigError(f"{p}: cannot read {what} ({exc.strerror})") from None
         try:
             root = yaml.compose(text)
             loaded = yaml.safe_load(text)
@@ -276,17 +289,28 @@ def load_run_config(
         if loaded is None:
             loaded = {}
         if not isinstance(loaded, dict):
-            raise ConfigError(f"{p}: the config must be a mapping of keys to values")
-        raw = loaded
-        base = p.parent
-        raw = _resolve_paths(raw, base)
+            raise ConfigError(f"{p}: the {what} must be a mapping of keys to values")
+        raw = _resolve_paths(loaded, p.parent)
     for k, v in (overrides or {}).items():
-        if v is not None and v != [] and v != ():
+        if v is not None and v != [] and v != () and v is not False:
             raw[k] = v
     try:
-        return RunConfig.model_validate(raw)
+        return model.model_validate(raw)
     except ValidationError as exc:
-        raise ConfigError(_format_errors(exc, source=source, root=root)) from None
+        raise ConfigError(
+            _format_errors(exc, source=source, root=root, model=model, what=what)
+        ) from None
+
+
+def load_run_config(
+    path: str | Path | None = None, overrides: Mapping[str, Any] | None = None
+) -> RunConfig:
+    """Read a YAML config (optional) and apply ``overrides`` (e.g. from CLI flags).
+
+    An unknown key or a wrong type raises :class:`ConfigError` naming the key, its line in
+    the file and the allowed keys or values.
+    """
+    return load_yaml_config(RunConfig, path, overrides, what="run config")
 
 
 def _resolve_paths(raw: dict[str, Any], base: Path) -> dict[str, Any]:

@@ -164,6 +164,7 @@ def run(
         missing = [k for k in plan.unique if k not in cached]
         if dry_run:
             return _counts(plan, expansion, backends, cached, missing)
+        _preflight(plan, missing, backends)
         t1 = time.perf_counter()
         responses = dict(cached)
         _dispatch(plan, missing, backends, cache, responses, opts)
@@ -269,6 +270,18 @@ def _counts(
         skipped=expansion.n_skipped,
         per_model={m: dict(v) for m, v in per_model.items()},
     )
+
+
+def _preflight(plan: Plan, missing: Sequence[str], backends: Mapping[str, Backend]) -> None:
+    """Let backends that can check a capability up front (e.g. an API server's log-probs) do
+    so before any work of the run is sent."""
+    for name, backend in backends.items():
+        check = getattr(backend, "preflight", None)
+        if check is None:
+            continue
+        todo = [plan.unique[k][1] for k in missing if plan.unique[k][0] == name]
+        if todo:
+            check(todo)
 
 
 def _n_samples(pt: PlannedTrial) -> int:

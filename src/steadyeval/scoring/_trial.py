@@ -156,6 +156,27 @@ def score_trial(trial: Trial, responses: Sequence[Response]) -> ScoredTrial:
 
     assert trial.options is not None
     scores = [r for r in responses if isinstance(r, ScoreResponse)]
+    if all(math.isinf(r.logprob) and r.logprob < 0 for r in scores):
+        # No option has any probability (e.g. an API whose top log-probs list none of the
+        # labels): choosing by the tie rule would bias towards the first option.
+        raw = [r.logprob for r in scores]
+        return ScoredTrial(
+            output="",
+            parsed=None,
+            parsed_kind="unmatched",
+            parsed_option=None,
+            correct=False,
+            refused=False,
+            em=None,
+            f1=None,
+            option_logprobs=raw,
+            option_logprobs_per_token=raw,
+            option_logprobs_per_char=raw,
+            confidence=None,
+            truncated=truncated,
+            n_input_tokens=n_in,
+            approximate=any(r.approximate for r in scores),
+        )
     texts = list(trial.options) if cond.scoring == "option-logprob" else list(trial.labels)
     s = option_scores(
         [r.logprob for r in scores],

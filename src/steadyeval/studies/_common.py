@@ -86,13 +86,24 @@ def run_study(
     """
     resolved = {"study": name, **(config or {}), "design": dict(design.info)}
     if dry_run:
-        return run(design.items, design.conditions, models, options=options,
-                   shot_pools=design.shot_pools, dry_run=True)
-    result = run(design.items, design.conditions, models, options=options,
-                 shot_pools=design.shot_pools, config=json_safe(resolved))
+        return run(
+            design.items,
+            design.conditions,
+            models,
+            options=options,
+            shot_pools=design.shot_pools,
+            dry_run=True,
+        )
+    result = run(
+        design.items,
+        design.conditions,
+        models,
+        options=options,
+        shot_pools=design.shot_pools,
+        config=json_safe(resolved),
+    )
     analysis = analyze(result.table, design.info)
-    summary = {**result.summary, "study": name, "design": dict(design.info),
-               "analysis": analysis}
+    summary = {**result.summary, "study": name, "design": dict(design.info), "analysis": analysis}
     if result.run_dir is not None:
         _write(result.run_dir, summary, summary_markdown(result.summary) + "\n" + render(analysis))
     return StudyResult(result.table, summary, analysis, result.run_dir)

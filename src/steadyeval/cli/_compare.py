@@ -1,0 +1,139 @@
+"""``steadyeval compare``: paired comparison of runs or models on shared items."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from ..compare import Comparison, ConditionDifference, compare_runs
+
+
+def _pct(x: float) -> str:
+    return "–" if math.isnan(x) else f"{100 * x:.1f}%"
+
+
+def _p(x: float) -> str:
+    return "–" if math.isnan(x) else ("<0.001" if x < 0.001 else f"{x:.3f}")
+
+
+def _diff(r: ConditionDifference) -> str:
+    if math.isnan(r.difference):
+        return "–"
+    head = f"{100 * r.difference:+.1f} pp"
+    if math.isnan(r.low):
+        return head
+    return f"{head} [{100 * r.low:+.1f}, {100 * r.high:+.1f}]"
+
+
+def print_comparison(console: Console, comp: Comparison) -> None:
+    """Rich tables: the arms, then one table per pair (B vs the baseline A)."""
+    arms = Table(title="arms", show_lines=False)
+    for col in ("arm", "run", "model"):
+        arms.add_column(col)
+    for a in comp.arms:
+        arms.add_row(a.label, a.run, a.model)
+    console.print(arms)
+    conf = f"{100 * comp.confidence:g}%"
+    for pair in comp.pairs:
+        t = Table(
+            title=f"{pair.b.label} − {pair.a.label} on {comp.outcome}"
+            + (f" (SE clustered by {comp.cluster})" if comp.cluster else "")
+        )
+        for col, just in (
+            ("condition", "left"),
+            ("n", "right"),
+            (pair.a.label, "right"),
+            (pair.b.label, "right"),
+            (f"Δ {pair.b.label}−{pair.a.label} [{conf} CI]", "right"),
+            ("p (z)", "right"),
+            (f"only {pair.a.label}/{pair.b.label}", "right"),
+            ("McNemar p", "right"),
+            ("Holm p", "right"),
+        ):
+            t.add_column(col, justify=just)  # type: ignore[arg-type]
+        rows = list(pair.conditions) + ([pair.overall] if pair.overall else [])
+        for r in rows:
+            t.add_row(
+                r.condition,
+                str(r.n),
+                _pct(r.accuracy_a),
+                _pct(r.accuracy_b),
+                _diff(r),
+                _p(r.pvalue),
+                f"{r.only_a}/{r.only_b}",
+                _p(r.mcnemar_p),
+                _p(r.holm_p),
+            )
+        console.print(t)
+        for w in pair.warnings:
+            console.print(f"[yellow]warning:[/yellow] {w}", highlight=False, markup=True)
+
+
+@click.command("compare")
+@click.argument("runs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option(
+    "--model",
+    "models",
+    multiple=True,
+    metavar="MODEL",
+    help="Keep only this model (repeat for several).",
+)
+@click.option(
+    "--outcome",
+    type=click.Choice(["correct", "refused"]),
+    default="correct",
+    show_default=True,
+    help="The 0/1 column compared.",
+)
+@click.option(
+    "--cluster",
+    metavar="KEY",
+    help="Cluster the SE by a column (e.g. subject) or a metadata key (e.g. paragraph).",
+)
+@click.option(
+    "--confidence", type=float, default=0.95, show_default=True, help="Coverage of the intervals."
+)
+@click.option(
+    "--json",
+    "json_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Also write the comparison as JSON to this file.",
+)
+def command(
+    runs: tuple[Path, ...],
+    models: tuple[str, ...],
+    outcome: str,
+    cluster: str | None,
+    confidence: float,
+    json_path: Path | None,
+) -> None:
+    """Paired comparison of RUN_A RUN_B [...] on the items and conditions they share.
+
+    Units are joined on (item_id, condition, sample_index); the model may differ. Every
+    (run, model) is an arm and each arm is compared with the first: per condition B − A
+    with its paired SE and interval, McNemar's exact test and Holm's adjustment across
+    conditions. Warns when items (item_hash) or prompts (prompt_hash) differ.
+
+    \b
+    Example:
+      steadyeval compare runs/gpt2 runs/pythia --cluster paragraph --json cmp.json
+    """
+    comp = compare_runs(
+        list(runs),
+        models=list(models) or None,
+        outcome=outcome,
+        cluster=cluster,
+        confidence=confidence,
+    )
+    # a pipe or file gets wide tables; a terminal gets its own width
+    print_comparison(Console() if sys.stdout.isatty() else Console(width=160), comp)
+    if json_path is not None:
+        json_path.parent.mkdir(parents=True, exist_ok=True)
+        json_path.write_text(json.dumps(comp.to_dict(), indent=2) + "\n", encoding="utf-8")
+        click.echo(f"wrote {json_path}")

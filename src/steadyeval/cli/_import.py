@@ -1,0 +1,129 @@
+"""``steadyeval import``: other tools' logs into a steadyeval run directory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from ..results._import_common import ImportedRun, parse_condition_map, write_imported_run
+from ..results._import_inspect import InspectImportOptions, import_inspect
+from ..results._import_lmeval import LmEvalImportOptions, import_lmeval
+
+_OUT = click.option(
+    "--out",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Run directory to write (results.parquet, summary.json, summary.md).",
+)
+_MAP = click.option(
+    "--condition-map",
+    "condition_map",
+    multiple=True,
+    metavar="SOURCE=CONDITION",
+    help="Name a task's (or log file's) condition; repeat for several.",
+)
+_MODEL = click.option("--model", metavar="NAME", help="Model name for every row.")
+
+
+def _done(run: ImportedRun, out: Path) -> None:
+    write_imported_run(run, out)
+    s = run.summary
+    t = Table(title=f"imported from {s['imported']['tool']}: run {s['run_id']}")
+    for col in ("model", "condition", "n", "accuracy", "95% CI"):
+        t.add_column(col, justify="left" if col in ("model", "condition") else "right")
+    for r in s["by_condition"]:
+        acc = r["accuracy"]
+        ok = acc == acc
+        t.add_row(
+            r["model"],
+            r["condition"],
+            str(r["n"]),
+            f"{100 * acc:.1f}%" if ok else "–",
+            f"{100 * r['accuracy_low']:.1f}–{100 * r['accuracy_high']:.1f}%" if ok else "–",
+        )
+    Console().print(t)
+    click.echo(
+        f"{s['n_rows']} rows, {s['n_items']} items from {s['imported']['files']} file(s); "
+        f"wrote {out}/results.parquet, summary.json, summary.md"
+    )
+
+
+@click.group("import")
+def command() -> None:
+    """Import another tool's per-sample logs as a run directory, so every steadyeval
+    analysis (report, compare, studies' statistics) applies to it."""
+
+
+@command.command("lm-eval")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@_OUT
+@_MAP
+@_MODEL
+@click.option(
+    "--item-id",
+    "item_id",
+    metavar="FIELD",
+    help="doc field holding the item id (default: lm-eval's doc_id).",
+)
+@click.option(
+    "--metric",
+    metavar="NAME",
+    help="0/1 metric that fills 'correct' (default acc, or exact_match).",
+)
+def lm_eval_cmd(
+    paths: tuple[Path, ...],
+    out: Path,
+    condition_map: tuple[str, ...],
+    model: str | None,
+    item_id: str | None,
+    metric: str | None,
+) -> None:
+    """Import lm-evaluation-harness --log_samples files (samples_*.jsonl, or folders).
+
+    \b
+    Example:
+      lm_eval --model hf --model_args pretrained=gpt2 --tasks arc_easy \\
+              --log_samples --output_path lm-out
+      steadyeval import lm-eval lm-out --out runs/arc --condition-map arc_easy=zero-shot
+    """
+    opts = LmEvalImportOptions(
+        condition_map=parse_condition_map(condition_map),
+        model=model,
+        item_id_field=item_id,
+        metric=metric,
+    )
+    _done(import_lmeval(list(paths), opts), out)
+
+
+@command.command("inspect")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@_OUT
+@_MAP
+@_MODEL
+@click.option(
+    "--scorer",
+    metavar="NAME",
+    help="Which score fills 'correct' (default: each sample's first score).",
+)
+def inspect_cmd(
+    paths: tuple[Path, ...],
+    out: Path,
+    condition_map: tuple[str, ...],
+    model: str | None,
+    scorer: str | None,
+) -> None:
+    """Import Inspect AI logs (.eval or .json files, or folders of them).
+
+    \b
+    Example:
+      steadyeval import inspect logs/ --out runs/inspect --scorer choice
+    """
+    opts = InspectImportOptions(
+        condition_map=parse_condition_map(condition_map),
+        model=model,
+        scorer=scorer,
+    )
+    _done(import_inspect(list(paths), opts), out)

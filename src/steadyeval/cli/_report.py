@@ -1,0 +1,67 @@
+"""``steadyeval report``: one self-contained HTML (or Markdown, JSON) report of a run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import cast
+
+import click
+
+from ..reports import ReportFormat, ReportOptions, write_report
+
+
+@click.command("report")
+@click.argument("run_dir", type=click.Path(file_okay=False, path_type=Path))
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["html", "md", "json"]),
+    default="html",
+    show_default=True,
+    help="Output format; all three hold the same numbers.",
+)
+@click.option(
+    "--output",
+    "-o",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="File to write (default: RUN_DIR/report.<format>).",
+)
+@click.option(
+    "--max-rows",
+    type=int,
+    default=ReportOptions.max_item_rows,
+    show_default=True,
+    help="Most per-item rows in the report; larger runs show every row of random items.",
+)
+@click.option(
+    "--max-chars",
+    type=int,
+    default=ReportOptions.max_chars,
+    show_default=True,
+    help="Outputs in the per-item table are cut to this many characters.",
+)
+@click.option(
+    "--seed",
+    type=int,
+    default=ReportOptions.seed,
+    show_default=True,
+    help="Seed for bootstrap intervals and for sampled rows and examples.",
+)
+def command(
+    run_dir: Path, fmt: str, output: Path | None, max_rows: int, max_chars: int, seed: int
+) -> None:
+    """Write a report of RUN_DIR (a `steadyeval run`, study or import directory).
+
+    The HTML report is one file that needs no network: headline table with intervals,
+    accuracy bars, agreement matrices with McNemar p-values (and the noise floor when the
+    run defines one), spread across conditions, reliability diagrams, accuracy vs shots,
+    the study's own sections and a searchable, sortable per-item table.
+
+    \b
+    Example:
+      steadyeval report runs/quickstart
+      steadyeval report runs/quickstart --format md -o report.md
+    """
+    options = ReportOptions(max_item_rows=max_rows, max_chars=max_chars, seed=seed)
+    path = write_report(run_dir, fmt=cast(ReportFormat, fmt), output=output, options=options)
+    click.echo(f"wrote {path} ({path.stat().st_size / 1024:.0f} KiB)")

@@ -1,0 +1,200 @@
+"""Build a :class:`Report` for any run directory: generic sections plus a study's own."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .._errors import ConfigError, DataError
+from ..results import read_results, summary_markdown
+from ._agreement import agreement_section
+from ._context import ReportContext, ReportOptions, read_summary, registered_sections
+from ._items import item_section
+from ._model import Note, Preformatted, Report, Section
+from ._sections import (
+    calibration_section,
+    headline_section,
+    rank_consistency_section,
+    shots_section,
+    spread_section,
+)
+
+__all__ = ["build_report", "context_from_table", "load_context", "study_sections"]
+
+
+def load_context(run_dir: str | Path, options: ReportOptions | None = None) -> ReportContext:
+    """Read a run directory (``results.parquet`` and, when present, ``summary.json``)."""
+    path = Path(run_dir)
+    if not path.is_dir():
+        raise DataError(f"{path}: not a run directory (expected a folder)")
+    if not (path / "results.parquet").exists():
+        raise DataError(
+            f"{path}: no results.parquet; pass a directory written by `steadyeval run`, "
+            "a study, or `steadyeval import`"
+        )
+    return ReportContext(
+        table=read_results(path),
+        summary=read_summary(path),
+        options=options or ReportOptions(),
+        run_dir=path,
+    )
+
+
+def _facts(ctx: ReportContext) -> tuple[tuple[str, str], ...]:
+    s = ctx.summary
+    t = ctx.table
+    n_items = pc.count_distinct(t["item_id"]).as_py() if t.num_rows else 0
+    facts: list[tuple[str, str]] = []
+    if s.get("run_id"):
+        facts.append(("run", str(s["run_id"])))
+    if ctx.study:
+        facts.append(("study", ctx.study))
+    imported = s.get("imported")
+    if isinstance(imported, Mapping):
+        facts.append(
+            ("imported from", f"{imported.get('tool', '?')} ({imported.get('files', 0)} file(s))")
+        )
+    facts += [
+        ("rows", f"{t.num_rows:,}"),
+        ("items", f"{n_items:,}"),
+        ("models", ", ".join(ctx.models) or "–"),
+        ("conditions", f"{len(ctx.conditions)}"),
+    ]
+    if s.get("n_skipped"):
+        facts.append(("skipped (item, condition) pairs", str(s["n_skipped"])))
+    meta = t.schema.metadata or {}
+    version = meta.get(b"steadyeval.schema_version")
+    if version is not None:
+        facts.append(("schema version", version.decode()))
+    return tuple(facts)
+
+
+def _study_summary_fallback(ctx: ReportContext) -> list[Section]:
+    """The study's own part of ``summary.md``, as text, for a study with no builder."""
+    if ctx.run_dir is None or not (ctx.run_dir / "summary.md").exists():
+        return []
+    text = (ctx.run_dir / "summary.md").read_text(encoding="utf-8")
+    base = {k: v for k, v in ctx.summary.items() if k not in {"analysis", "design", "study"}}
+    try:
+        head = summary_markdown(base)
+    except (KeyError, TypeError):
+        head = ""
+    if head and text.startswith(head):
+        text = text[len(head) :]
+    text = text.strip("\n")
+    if not text:
+        return []
+    return [
+        Section.of(
+            "study",
+            f"{ctx.study} study: analysis",
+            [
+                Note(
+                    f"The {ctx.study} study registers no report sections yet, so its own "
+                    "summary (summary.md) is shown as text."
+                ),
+                Preformatted(text),
+            ],
+            source=f"{ctx.study} study",
+        )
+    ]
+
+
+def study_sections(ctx: ReportContext) -> list[Section]:
+    """Sections contributed by the run's study (see :func:`register_section`); a study that
+    registers none gets its ``summary.md`` analysis shown as text."""
+    if ctx.study is None:
+        return []
+    builders = registered_sections(ctx.study)
+    if not builders:
+        return _study_summary_fallback(ctx)
+    out: list[Section] = []
+    for builder in builders:
+        try:
+            made = builder(ctx)
+        except Exception as exc:
+            name = getattr(builder, "__qualname__", repr(builder))
+            raise RuntimeError(
+                f"report section builder {name} of study {ctx.study!r} failed: {exc}"
+            ) from exc
+        for sec in made:
+            if not isinstance(sec, Section):
+                raise TypeError(
+                    f"report section builder of study {ctx.study!r} returned "
+                    f"{type(sec).__name__}; expected steadyeval.reports.Section"
+                )
+            out.append(sec)
+    return out
+
+
+def build_report(
+    run: str | Path | ReportContext,
+    options: ReportOptions | None = None,
+    *,
+    title: str | None = None,
+) -> Report:
+    """The report of a run: headline, the study's own sections, agreement between
+    conditions, spread, calibration, accuracy vs shots, rank consistency and per-item rows.
+
+    Parameters
+    ----------
+    run : path or ReportContext
+        A run directory, or a context built from a table and summary in memory.
+    options : ReportOptions, optional
+        Bounds and seeds (ignored when ``run`` is a context, which carries its own).
+    title : str, optional
+        Report title (default: the study or run id).
+
+    Returns
+    -------
+    Report
+        Render it with :func:`render_html`, :func:`render_markdown` or :func:`render_json`.
+    """
+    ctx = run if isinstance(run, ReportContext) else load_context(run, options)
+    if ctx.table.num_rows == 0:
+        raise DataError(
+            f"{ctx.run_dir or 'table'}: the results table has no rows; nothing to report"
+        )
+    sections: list[Section] = [headline_section(ctx)]
+    sections += study_sections(ctx)
+    for fn in (
+        agreement_section,
+        spread_section,
+        calibration_section,
+        shots_section,
+        rank_consistency_section,
+    ):
+        sec = fn(ctx)
+        if sec is not None:
+            sections.append(sec)
+    sections.append(item_section(ctx))
+    _check_ids(sections)
+    if title is None:
+        run_id = ctx.summary.get("run_id")
+        head = f"steadyeval {ctx.study} study" if ctx.study else "steadyeval run"
+        title = f"{head} {run_id}" if run_id else head
+    return Report(title=title, sections=tuple(sections), facts=_facts(ctx))
+
+
+def _check_ids(sections: Sequence[Section]) -> None:
+    seen: dict[str, str] = {}
+    for s in sections:
+        if s.id in seen:
+            raise ConfigError(
+                f"two report sections share the id {s.id!r} ({seen[s.id]!r} and {s.title!r}); "
+                "give each section a unique id"
+            )
+        seen[s.id] = s.title
+
+
+def context_from_table(
+    table: pa.Table, summary: Mapping[str, Any] | None = None, options: ReportOptions | None = None
+) -> ReportContext:
+    """A context for a table held in memory (e.g. ``run(...).table``)."""
+    return ReportContext(
+        table=table, summary=dict(summary or {}), options=options or ReportOptions()
+    )

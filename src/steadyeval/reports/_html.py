@@ -1,0 +1,203 @@
+"""Render a :class:`Report` as one self-contained HTML file (Jinja2, autoescaped)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+import jinja2
+from markupsafe import Markup
+
+from .. import __version__
+from ._model import (
+    BarChart,
+    Block,
+    Heatmap,
+    ItemTable,
+    LineChart,
+    Note,
+    Paragraph,
+    Preformatted,
+    Report,
+    Table,
+)
+from ._plots import bar_chart_svg, heatmap_svg, line_chart_svg
+
+__all__ = ["render_html", "script_json"]
+
+_NUMERIC = {"int", "float", "pct", "pct_ci", "diff_ci", "pvalue"}
+
+
+def _json_value(x: Any) -> Any:
+    if isinstance(x, float) and (math.isnan(x) or math.isinf(x)):
+        return None
+    if isinstance(x, tuple | list):
+        return [_json_value(v) for v in x]
+    if isinstance(x, dict):
+        return {str(k): _json_value(v) for k, v in x.items()}
+    return x
+
+
+def script_json(value: Any) -> Markup:
+    """JSON that is safe inside ``<script type="application/json">``.
+
+    ``<``, ``>`` and ``&`` are written as ``\\u003c``, ``\\u003e`` and ``\\u0026`` (so
+    neither ``</script>`` nor ``<!--`` can occur), and U+2028/U+2029 are escaped too.
+    NaN and infinities become ``null``.
+    """
+    text = json.dumps(
+        _json_value(value), ensure_ascii=False, allow_nan=False, separators=(",", ":")
+    )
+    for raw, esc in (
+        ("<", "\\u003c"),
+        (">", "\\u003e"),
+        ("&", "\\u0026"),
+        ("\u2028", "\\u2028"),
+        ("\u2029", "\\u2029"),
+    ):
+        text = text.replace(raw, esc)
+    return Markup(text)
+
+
+@lru_cache(maxsize=1)
+def _environment() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.PackageLoader("steadyeval.reports", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+    )
+
+
+@lru_cache(maxsize=1)
+def _asset(name: str) -> str:
+    return (resources.files("steadyeval.reports") / "templates" / name).read_text("utf-8")
+
+
+def _sort_value(value: Any, kind: str) -> Any:
+    if kind in ("pct_ci", "diff_ci"):
+        value = value[0] if isinstance(value, tuple | list) else value
+    if kind == "bool" and value is not None:
+        return int(bool(value))
+    if kind in _NUMERIC and isinstance(value, int | float):
+        return None if isinstance(value, float) and math.isnan(value) else repr(float(value))
+    return None
+
+
+def _table_view(t: Table) -> dict[str, Any]:
+    rows = []
+    for raw, cells in zip(t.rows, t.cells(), strict=True):
+        row = []
+        for v, text, col in zip(raw, cells, t.columns, strict=True):
+            row.append(
+                {
+                    "text": text,
+                    "v": _sort_value(v, col.kind),
+                    "cls": "num" if col.kind in _NUMERIC else ("text" if col.wide else None),
+                }
+            )
+        rows.append(row)
+    return {
+        "kind": "table",
+        "title": t.title,
+        "headers": [{"name": c.name, "help": c.help} for c in t.columns],
+        "rows": rows,
+        "note": t.note,
+    }
+
+
+def _block_view(b: Block) -> dict[str, Any]:
+    if isinstance(b, Paragraph):
+        return {"kind": "paragraph", "text": b.text}
+    if isinstance(b, Preformatted):
+        return {"kind": "pre", "text": b.text, "title": b.title}
+    if isinstance(b, Note):
+        return {"kind": "note", "text": b.text, "level": b.level}
+    if isinstance(b, Table):
+        return _table_view(b)
+    if isinstance(b, BarChart):
+        return {
+            "kind": "figure",
+            "title": b.title,
+            "svg": bar_chart_svg(b),
+            "legend": None,
+            "note": b.note,
+        }
+    if isinstance(b, Heatmap):
+        return {
+            "kind": "figure",
+            "title": b.title,
+            "svg": heatmap_svg(b),
+            "legend": b.legend,
+            "note": b.note,
+        }
+    if isinstance(b, LineChart):
+        return {
+            "kind": "figure",
+            "title": b.title,
+            "svg": line_chart_svg(b),
+            "legend": None,
+            "note": b.note,
+        }
+    if isinstance(b, ItemTable):
+        data = {
+            "columns": [{"name": c.name, "kind": c.kind, "wide": c.wide} for c in b.columns],
+            "rows": [list(r) for r in b.rows],
+        }
+        return {
+            "kind": "items",
+            "title": b.title,
+            "columns": b.columns,
+            "note": b.note,
+            "data": script_json(data),
+        }
+    raise TypeError(f"cannot render a {type(b).__name__} block; expected one of {Block}")
+
+
+def render_html(report: Report, *, csp: bool = True) -> str:
+    """The report as one HTML document: inline CSS, inline script, inline SVG figures.
+
+    Parameters
+    ----------
+    report : Report
+        What to render.
+    csp : bool
+        Add a Content-Security-Policy that forbids any network access and runs only the
+        report's own script (a second line of defence behind escaping; tests turn it off
+        to check the escaping alone).
+
+    Returns
+    -------
+    str
+        The HTML text. Nothing in it is fetched at view time.
+    """
+    sections = [
+        {
+            "id": s.id,
+            "title": s.title,
+            "source": s.source,
+            "blocks": [_block_view(b) for b in s.blocks],
+        }
+        for s in report.sections
+    ]
+    js = _asset("report.js")
+    if "</script" in js.lower():  # our own asset; guard against an edit that breaks out
+        raise ValueError("report.js must not contain '</script'")
+    digest = hashlib.sha256(repr(report).encode("utf-8", "surrogatepass")).hexdigest()[:24]
+    return (
+        _environment()
+        .get_template("report.html.j2")
+        .render(
+            report=report,
+            sections=sections,
+            css=Markup(_asset("report.css")),
+            js=Markup(js),
+            nonce=digest,
+            csp=csp,
+            version=__version__,
+        )
+    )

@@ -1,0 +1,297 @@
+"""The report data model: a report is sections of blocks (text, tables, figures, item rows).
+
+Every renderer (HTML, Markdown, JSON) reads the same objects, and every number shown as
+text goes through :func:`format_cell`, so a number never differs between formats.
+Figures are data (bars with intervals, a heatmap's cells, line series), not pictures: the
+HTML renderer draws them as inline SVG, Markdown prints their data as a table and JSON
+keeps the values.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeAlias
+
+__all__ = [
+    "Bar",
+    "BarChart",
+    "Block",
+    "CellKind",
+    "Column",
+    "Heatmap",
+    "ItemTable",
+    "LineChart",
+    "Note",
+    "Paragraph",
+    "Point",
+    "Preformatted",
+    "RefLine",
+    "Report",
+    "Section",
+    "Series",
+    "Table",
+    "format_cell",
+]
+
+CellKind = Literal["text", "int", "float", "pct", "pct_ci", "diff_ci", "pvalue", "bool"]
+"""How a cell's value is shown.
+
+``text``: any string. ``int``: an integer count. ``float``: 3 significant decimals.
+``pct``: a share in [0, 1] shown as a percentage. ``pct_ci``: ``(estimate, low, high)``
+shares, shown as ``25.0% [8.9, 53.2]``. ``diff_ci``: a signed difference of shares with its
+interval, shown in percentage points. ``pvalue``: a p-value. ``bool``: yes/no.
+"""
+
+_DASH = "–"
+
+
+def _missing(x: Any) -> bool:
+    return x is None or (isinstance(x, float) and math.isnan(x))
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f}"
+
+
+def format_cell(value: Any, kind: CellKind) -> str:
+    """The text of one cell; the single place numbers become text.
+
+    Parameters
+    ----------
+    value : Any
+        The raw value (``None`` and NaN are shown as a dash).
+    kind : CellKind
+        How to show it (see :data:`CellKind`).
+
+    Returns
+    -------
+    str
+        The cell's text, identical in every output format.
+    """
+    if kind == "pct_ci" or kind == "diff_ci":
+        if _missing(value):
+            return _DASH
+        est, low, high = value
+        if _missing(est):
+            return _DASH
+        head = f"{_pct(est)}%" if kind == "pct_ci" else f"{100 * est:+.1f} pp"
+        if _missing(low) or _missing(high):
+            return head
+        return f"{head} [{100 * low:.1f}, {100 * high:.1f}]"
+    if _missing(value):
+        return _DASH
+    if kind == "text":
+        return str(value)
+    if kind == "int":
+        return str(int(value))
+    if kind == "bool":
+        return "yes" if value else "no"
+    if kind == "pct":
+        return f"{_pct(float(value))}%"
+    if kind == "pvalue":
+        p = float(value)
+        return "<0.001" if p < 0.001 else f"{p:.3f}"
+    if kind == "float":
+        return f"{float(value):.3f}"
+    raise ValueError(f"unknown cell kind {kind!r}; expected one of {CellKind.__args__}")  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True)
+class Column:
+    """A table column: its header, how its cells are shown, an optional tooltip, and
+    ``wide`` for long free text (model outputs) that should wrap."""
+
+    name: str
+    kind: CellKind = "text"
+    help: str | None = None
+    wide: bool = False
+
+
+@dataclass(frozen=True)
+class Paragraph:
+    """Plain text (never markup; the HTML renderer escapes it)."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Preformatted:
+    """Text shown as is, in a monospace block (e.g. a study's own Markdown summary)."""
+
+    text: str
+    title: str | None = None
+
+
+@dataclass(frozen=True)
+class Note:
+    """A highlighted remark: ``info`` or ``warning``."""
+
+    text: str
+    level: Literal["info", "warning"] = "info"
+
+
+@dataclass(frozen=True)
+class Table:
+    """A table of raw values; cells are formatted by column kind."""
+
+    title: str
+    columns: tuple[Column, ...]
+    rows: tuple[tuple[Any, ...], ...]
+    note: str | None = None
+
+    def __post_init__(self) -> None:
+        for i, row in enumerate(self.rows):
+            if len(row) != len(self.columns):
+                raise ValueError(
+                    f"table {self.title!r}: row {i} has {len(row)} cells; expected "
+                    f"{len(self.columns)} (one per column)"
+                )
+
+    def cells(self) -> list[list[str]]:
+        """Every row's formatted cells."""
+        return [
+            [format_cell(v, c.kind) for v, c in zip(row, self.columns, strict=True)]
+            for row in self.rows
+        ]
+
+
+@dataclass(frozen=True)
+class Bar:
+    """One bar: a share with its interval (``low``/``high`` may be NaN)."""
+
+    label: str
+    estimate: float
+    low: float = math.nan
+    high: float = math.nan
+    group: str | None = None
+    n: int | None = None
+
+
+@dataclass(frozen=True)
+class RefLine:
+    """A horizontal reference line (e.g. chance level) on a chart."""
+
+    value: float
+    label: str
+
+
+@dataclass(frozen=True)
+class BarChart:
+    """Horizontal bars with interval whiskers; values are shares in [0, 1]."""
+
+    title: str
+    bars: tuple[Bar, ...]
+    value_label: str = "accuracy"
+    reference: tuple[RefLine, ...] = ()
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class Heatmap:
+    """A matrix of shares (colour) with a text per cell (e.g. flips and a p-value).
+
+    ``values[i][j]`` is in [0, 1] or NaN (no colour); ``text[i][j]`` is shown in the cell;
+    ``marked[i][j]`` draws an outline (e.g. above the noise floor).
+    """
+
+    title: str
+    row_labels: tuple[str, ...]
+    col_labels: tuple[str, ...]
+    values: tuple[tuple[float, ...], ...]
+    text: tuple[tuple[str, ...], ...]
+    marked: tuple[tuple[bool, ...], ...] = ()
+    value_label: str = "share"
+    legend: str | None = None
+    note: str | None = None
+
+    def __post_init__(self) -> None:
+        shape = (len(self.row_labels), len(self.col_labels))
+        for name in ("values", "text", "marked"):
+            grid = getattr(self, name)
+            if name == "marked" and not grid:
+                continue
+            if len(grid) != shape[0] or any(len(r) != shape[1] for r in grid):
+                raise ValueError(f"heatmap {self.title!r}: {name} must be {shape[0]}×{shape[1]}")
+
+
+@dataclass(frozen=True)
+class Point:
+    """A point on a line chart, with an optional vertical interval and count."""
+
+    x: float
+    y: float
+    low: float = math.nan
+    high: float = math.nan
+    n: int | None = None
+
+
+@dataclass(frozen=True)
+class Series:
+    """One line of a line chart."""
+
+    name: str
+    points: tuple[Point, ...]
+
+
+@dataclass(frozen=True)
+class LineChart:
+    """Lines over a numeric x axis; ``diagonal`` draws y = x (reliability diagrams)."""
+
+    title: str
+    series: tuple[Series, ...]
+    x_label: str
+    y_label: str
+    x_range: tuple[float, float] | None = None
+    y_range: tuple[float, float] = (0.0, 1.0)
+    diagonal: bool = False
+    x_is_share: bool = False
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class ItemTable:
+    """The per-item rows: searchable, sortable and paged in HTML.
+
+    ``rows`` hold raw values (already cut to ``max_chars`` characters); ``total_rows`` is how
+    many rows the run has and ``note`` says how the shown rows were chosen and bounded.
+    """
+
+    title: str
+    columns: tuple[Column, ...]
+    rows: tuple[tuple[Any, ...], ...]
+    total_rows: int
+    note: str
+
+
+Block: TypeAlias = (
+    Paragraph | Preformatted | Note | Table | BarChart | Heatmap | LineChart | ItemTable
+)
+
+
+@dataclass(frozen=True)
+class Section:
+    """A titled part of a report; ``id`` is its anchor (letters, digits, dashes)."""
+
+    id: str
+    title: str
+    blocks: tuple[Block, ...]
+    source: str = "steadyeval"
+
+    @classmethod
+    def of(
+        cls, id: str, title: str, blocks: Sequence[Block], source: str = "steadyeval"
+    ) -> Section:
+        """Build a section from any sequence of blocks."""
+        return cls(id=id, title=title, blocks=tuple(blocks), source=source)
+
+
+@dataclass(frozen=True)
+class Report:
+    """A whole report: a title, facts about the run and sections."""
+
+    title: str
+    sections: tuple[Section, ...]
+    facts: tuple[tuple[str, str], ...] = ()
+    warnings: tuple[str, ...] = field(default=())

@@ -1,0 +1,176 @@
+"""What the importers share: the imported-run record, duplicate checks and the run directory."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from .._errors import ConfigError, DataError
+from ._schema import SCHEMA_VERSION, write_results
+from ._summary import summarize, summary_markdown
+
+__all__ = [
+    "ImportedRun",
+    "RowKeys",
+    "canonical",
+    "check_condition_map",
+    "files_digest",
+    "parse_condition_map",
+    "short_hash",
+    "write_imported_run",
+]
+
+
+def canonical(value: Any) -> str:
+    """Canonical JSON (sorted keys, no spaces, UTF-8 kept)."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def short_hash(text: str) -> str:
+    """First 16 hex digits of SHA-256, like the ``prompt_hash`` of a steadyeval run."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def files_digest(paths: Sequence[Path], options: Mapping[str, Any]) -> str:
+    """A run id for an import: hash of the files' names and bytes and the import options."""
+    h = hashlib.sha256()
+    for p in sorted(paths, key=lambda q: q.name):
+        h.update(p.name.encode())
+        h.update(hashlib.sha256(p.read_bytes()).digest())
+    h.update(canonical(dict(options)).encode())
+    return h.hexdigest()[:16]
+
+
+def parse_condition_map(pairs: Iterable[str]) -> dict[str, str]:
+    """``["task=name", ...]`` → ``{"task": "name"}``; a malformed entry is an error."""
+    out: dict[str, str] = {}
+    for raw in pairs:
+        key, sep, value = raw.partition("=")
+        if not sep or not key.strip() or not value.strip():
+            raise ConfigError(
+                f"condition map entry {raw!r}: expected SOURCE=CONDITION, e.g. mmlu=zero-shot"
+            )
+        if key.strip() in out:
+            raise ConfigError(f"condition map entry {raw!r}: {key.strip()!r} is mapped twice")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def check_condition_map(mapping: Mapping[str, str], used: set[str], what: str) -> None:
+    """Every key of the user's map must name something the files hold."""
+    unknown = sorted(set(mapping) - used)
+    if unknown:
+        raise ConfigError(
+            f"--condition-map names {', '.join(map(repr, unknown))}, which no imported file "
+            f"holds; {what} found: {', '.join(sorted(used)) or 'none'}"
+        )
+
+
+@dataclass
+class RowKeys:
+    """Detects two rows with the same (model, condition, item_id, sample_index)."""
+
+    seen: dict[tuple[Any, ...], str] = field(default_factory=dict)
+
+    def add(self, key: tuple[Any, ...], where: str, hint: str) -> None:
+        if key in self.seen:
+            raise DataError(
+                f"{where}: duplicate row for model={key[0]!r}, condition={key[1]!r}, "
+                f"item_id={key[2]!r}, sample_index={key[3]} (first at {self.seen[key]}); {hint}"
+            )
+        self.seen[key] = where
+
+
+@dataclass(frozen=True)
+class ImportedRun:
+    """A results table made from another tool's logs, with its summary.
+
+    Attributes
+    ----------
+    table : pyarrow.Table
+        Rows in the steadyeval results schema; columns the source has no value for are null.
+    summary : dict
+        ``summary.json`` content (the same keys as a steadyeval run, plus ``imported``).
+    """
+
+    table: pa.Table
+    summary: dict[str, Any]
+
+
+def _json_safe(value: Any) -> Any:
+    if isinstance(value, float):
+        return None if math.isnan(value) or math.isinf(value) else value
+    if isinstance(value, Mapping):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_safe(v) for v in value]
+    return value
+
+
+def build_summary(
+    table: pa.Table, run_id: str, tool: str, files: Sequence[Path], options: Mapping[str, Any]
+) -> dict[str, Any]:
+    """``summary.json`` for an imported run (no requests were planned or sent by steadyeval)."""
+    models = list(dict.fromkeys(table.column("model").to_pylist()))
+    conditions = list(dict.fromkeys(table.column("condition").to_pylist()))
+    n_items = len(set(table.column("item_id").to_pylist()))
+    return {
+        "run_id": run_id,
+        "schema_version": SCHEMA_VERSION,
+        "n_rows": table.num_rows,
+        "n_items": n_items,
+        "models": models,
+        "conditions": conditions,
+        "n_skipped": 0,
+        "skipped": [],
+        "plan": {
+            "trials": table.num_rows,
+            "requests": 0,
+            "unique": 0,
+            "cache_hits": 0,
+            "model_calls": 0,
+        },
+        "by_condition": summarize(table),
+        "imported": {
+            "tool": tool,
+            "files": len(files),
+            "paths": [str(p) for p in files],
+            "options": dict(options),
+        },
+    }
+
+
+def write_imported_run(run: ImportedRun, out: str | Path) -> Path:
+    """Write ``results.parquet``, ``summary.json``, ``summary.md`` and ``config.json``."""
+    run_dir = Path(out)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    write_results(run.table, run_dir / "results.parquet")
+    summary = _json_safe(run.summary)
+    imported = summary["imported"]
+    for name, data in (
+        ("summary.json", summary),
+        ("config.json", {"run_id": summary["run_id"], "imported": imported}),
+    ):
+        tmp = run_dir / (name + ".tmp")
+        tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        tmp.replace(run_dir / name)
+    lines = [
+        summary_markdown(summary).rstrip("\n"),
+        "",
+        "## Imported",
+        "",
+        f"Imported from {imported['tool']} ({imported['files']} file(s)); steadyeval sent no "
+        "requests. Files:",
+        "",
+        *(f"- `{p}`" for p in imported["paths"]),
+        "",
+    ]
+    (run_dir / "summary.md").write_text("\n".join(lines), encoding="utf-8")
+    return run_dir

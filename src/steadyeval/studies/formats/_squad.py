@@ -1,0 +1,271 @@
+"""SQuAD 2.0 adapter: the official JSON format and the hub data set, as frozen records."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..._errors import DataError
+
+__all__ = ["SquadArticle", "SquadData", "SquadParagraph", "SquadQuestion", "load_squad"]
+
+
+@dataclass(frozen=True)
+class SquadQuestion:
+    """One SQuAD question.
+
+    ``answers`` are the gold answer texts in file order (annotators may repeat each other);
+    ``plausible_answers`` are SQuAD 2.0's decoy spans for unanswerable questions (empty when
+    the source does not carry them, as the hub's ``squad_v2`` does not).
+    """
+
+    id: str
+    question: str
+    answers: tuple[str, ...]
+    plausible_answers: tuple[str, ...]
+    is_impossible: bool
+
+
+@dataclass(frozen=True)
+class SquadParagraph:
+    """A paragraph and its questions; ``id`` is ``"<title>#<index within the article>"``."""
+
+    id: str
+    title: str
+    context: str
+    questions: tuple[SquadQuestion, ...]
+
+
+@dataclass(frozen=True)
+class SquadArticle:
+    title: str
+    paragraphs: tuple[SquadParagraph, ...]
+
+
+@dataclass(frozen=True)
+class SquadData:
+    """A SQuAD source as articles → paragraphs → questions, in source order."""
+
+    source: str
+    articles: tuple[SquadArticle, ...]
+
+    @property
+    def questions(self) -> list[SquadQuestion]:
+        return [q for a in self.articles for p in a.paragraphs for q in p.questions]
+
+    @property
+    def has_plausible_answers(self) -> bool:
+        """Whether any unanswerable question carries a plausible answer (a decoy)."""
+        return any(q.plausible_answers for q in self.questions if q.is_impossible)
+
+
+def load_squad(source: str | Path, *, split: str = "validation") -> SquadData:
+    """Load SQuAD 2.0 from the official JSON file or a Hugging Face hub data set.
+
+    Parameters
+    ----------
+    source : str or Path
+        A ``.json`` file in the official SQuAD format (``{"version", "data": [{"title",
+        "paragraphs": [{"context", "qas": [...]}]}]}``), or a hub name such as
+        ``"squad_v2"`` (loaded with ``datasets.load_dataset(source, split=split)``).
+    split : str
+        The hub split (ignored for files).
+
+    Raises
+    ------
+    DataError
+        The file is missing or malformed (naming the file, the line of the question where
+        one is known, and the JSON path of the bad field), or the hub cannot be reached.
+
+    Notes
+    -----
+    The hub's ``squad_v2`` has no ``plausible_answers`` column, so its unanswerable
+    questions have no decoy; the official ``dev-v2.0.json`` has them.
+    """
+    path = Path(source)
+    if path.is_file():
+        return _load_json(path)
+    text = str(source)
+    if path.suffix or text.startswith((".", "/", "~")):
+        raise DataError(
+            "file not found", file=text, expected="a SQuAD-format .json file or a hub name"
+        )
+    return _load_hub(text, split)
+
+
+# -- the official JSON format ------------------------------------------------------------
+
+
+class _Where:
+    """Locates errors: the file, and the line where a question id first appears."""
+
+    def __init__(self, path: Path, text: str) -> None:
+        self.path, self.text = str(path), text
+
+    def error(self, field: str, message: str, expected: str, qid: str | None = None) -> DataError:
+        line = None
+        if qid:
+            pos = self.text.find(json.dumps(qid))
+            line = self.text.count("\n", 0, pos) + 1 if pos >= 0 else None
+        return DataError(message, file=self.path, line=line, field=field, expected=expected)
+
+
+def _load_json(path: Path) -> SquadData:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise DataError(f"not UTF-8 text ({exc.reason})", file=str(path)) from None
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DataError(
+            f"invalid JSON: {exc.msg}", file=str(path), line=exc.lineno, expected="SQuAD JSON"
+        ) from None
+    where = _Where(path, text)
+    if not isinstance(raw, dict) or not isinstance(raw.get("data"), list):
+        raise where.error("data", "no list of articles", 'a mapping with a "data" list')
+    articles = [_article(a, f"data[{i}]", where) for i, a in enumerate(raw["data"])]
+    _check_unique_ids(articles, where)
+    return SquadData(source=str(path), articles=tuple(articles))
+
+
+def _str(value: Any, field: str, where: _Where, qid: str | None = None) -> str:
+    if not isinstance(value, str):
+        raise where.error(field, f"got {type(value).__name__}", "a string", qid)
+    return value
+
+
+def _list(value: Any, field: str, where: _Where, qid: str | None = None) -> list[Any]:
+    if not isinstance(value, list):
+        raise where.error(field, f"got {type(value).__name__}", "a list", qid)
+    return value
+
+
+def _article(raw: Any, at: str, where: _Where) -> SquadArticle:
+    if not isinstance(raw, dict):
+        raise where.error(at, f"got {type(raw).__name__}", "an article mapping")
+    title = _str(raw.get("title"), f"{at}.title", where)
+    paragraphs = []
+    for j, p in enumerate(_list(raw.get("paragraphs"), f"{at}.paragraphs", where)):
+        pat = f"{at}.paragraphs[{j}]"
+        if not isinstance(p, dict):
+            raise where.error(pat, f"got {type(p).__name__}", "a paragraph mapping")
+        context = _str(p.get("context"), f"{pat}.context", where)
+        qas = [
+            _question(q, f"{pat}.qas[{k}]", where)
+            for k, q in enumerate(_list(p.get("qas"), f"{pat}.qas", where))
+        ]
+        paragraphs.append(SquadParagraph(f"{title}#{j}", title, context, tuple(qas)))
+    return SquadArticle(title, tuple(paragraphs))
+
+
+def _texts(raw: Any, field: str, where: _Where, qid: str) -> tuple[str, ...]:
+    out = []
+    for i, a in enumerate(_list(raw, field, where, qid)):
+        if not isinstance(a, dict):
+            raise where.error(f"{field}[{i}]", f"got {type(a).__name__}", '{"text": ...}', qid)
+        out.append(_str(a.get("text"), f"{field}[{i}].text", where, qid))
+    return tuple(out)
+
+
+def _question(raw: Any, at: str, where: _Where) -> SquadQuestion:
+    if not isinstance(raw, dict):
+        raise where.error(at, f"got {type(raw).__name__}", "a question mapping")
+    qid = _str(raw.get("id"), f"{at}.id", where)
+    question = _str(raw.get("question"), f"{at}.question", where, qid)
+    answers = _texts(raw.get("answers", []), f"{at}.answers", where, qid)
+    plausible = _texts(raw.get("plausible_answers", []), f"{at}.plausible_answers", where, qid)
+    impossible = raw.get("is_impossible", not answers)
+    if not isinstance(impossible, bool):
+        raise where.error(f"{at}.is_impossible", f"got {impossible!r}", "true or false", qid)
+    if impossible and answers:
+        raise where.error(
+            f"{at}.answers", "an unanswerable question has answers", "an empty list", qid
+        )
+    if not impossible and not answers:
+        raise where.error(f"{at}.answers", "an answerable question has none", "answers", qid)
+    return SquadQuestion(qid, question, answers, plausible, impossible)
+
+
+def _check_unique_ids(articles: Iterable[SquadArticle], where: _Where) -> None:
+    seen: set[str] = set()
+    for a in articles:
+        for p in a.paragraphs:
+            for q in p.questions:
+                if q.id in seen:
+                    raise where.error("id", f"question id {q.id!r} repeats", "unique ids", q.id)
+                seen.add(q.id)
+
+
+# -- the hub data set --------------------------------------------------------------------
+
+
+def _load_hub(name: str, split: str) -> SquadData:
+    try:
+        import datasets
+    except ImportError as exc:  # pragma: no cover - datasets is a dependency
+        raise DataError("the 'datasets' package is not installed", file=name) from exc
+    try:
+        rows = datasets.load_dataset(name, split=split)
+    except (ConnectionError, OSError, ValueError) as exc:
+        raise DataError(
+            f"could not load hub data set {name!r} (split {split!r}): {exc}",
+            file=name,
+            expected="a reachable hub data set (or one in the local cache, with "
+            "HF_DATASETS_OFFLINE=1), or a local SQuAD .json file such as dev-v2.0.json",
+        ) from None
+    return squad_from_rows(rows, source=f"{name}[{split}]")
+
+
+def _row_texts(value: Any) -> tuple[str, ...]:
+    """``{"text": [...]}`` (the hub's column layout) or ``[{"text": ...}, ...]``."""
+    if isinstance(value, Mapping):
+        return tuple(str(t) for t in value.get("text", []))
+    if isinstance(value, list):
+        return tuple(str(a["text"]) if isinstance(a, Mapping) else str(a) for a in value)
+    return ()
+
+
+def squad_from_rows(rows: Iterable[Mapping[str, Any]], *, source: str) -> SquadData:
+    """Group flat hub rows (``id, title, context, question, answers``) into articles.
+
+    Articles keep the order in which their titles first appear, paragraphs the order of
+    their contexts within the article.
+    """
+    articles: dict[str, dict[str, list[SquadQuestion]]] = {}
+    seen: set[str] = set()
+    for n, row in enumerate(rows, start=1):
+        missing = [k for k in ("id", "title", "context", "question") if k not in row]
+        if missing:
+            raise DataError(
+                f"missing column {missing[0]!r}",
+                file=source,
+                line=n,
+                field=missing[0],
+                expected="SQuAD columns id, title, context, question, answers",
+            )
+        qid = str(row["id"])
+        if qid in seen:
+            raise DataError(f"question id {qid!r} repeats", file=source, line=n, field="id")
+        seen.add(qid)
+        answers = _row_texts(row.get("answers"))
+        plausible = _row_texts(row.get("plausible_answers"))
+        q = SquadQuestion(qid, str(row["question"]), answers, plausible, not answers)
+        paras = articles.setdefault(str(row["title"]), {})
+        paras.setdefault(str(row["context"]), []).append(q)
+    return SquadData(
+        source=source,
+        articles=tuple(
+            SquadArticle(
+                title,
+                tuple(
+                    SquadParagraph(f"{title}#{j}", title, context, tuple(qs))
+                    for j, (context, qs) in enumerate(paras.items())
+                ),
+            )
+            for title, paras in articles.items()
+        ),
+    )

@@ -1,0 +1,70 @@
+"""Study 2: prompt and verbalization sensitivity of probing, and the backdoor adjustment.
+
+Factual probes (LAMA / LPAQA style) or any task with several templates are asked under
+every (template, subject name); the analysis reads only the results table: prompt
+preference, model-ranking changes and Kendall's W across templates, verbalization
+stability, backdoor-adjusted scores and rank consistency under three regimes. See
+``docs/study-sensitivity.md``.
+"""
+
+from ._analysis import analyze_sensitivity, analyze_tensor
+from ._data import PROMPT_SETS, Fact, ProbeData, Relation, load_aliases, load_probes, load_vocab
+from ._design import (
+    AnalysisOptions,
+    ProbeOptions,
+    SensitivityWarning,
+    probe_design,
+    task_design,
+    template_names,
+)
+from ._render import render_sensitivity
+from ._slots import SLOT, SlotReader, fills_slots, split_slot
+from ._study import (
+    STUDY,
+    load_templates,
+    reanalyze_sensitivity,
+    run_sensitivity_study,
+    sensitivity_design,
+)
+from ._tensor import (
+    Correctness,
+    adjusted_scores,
+    draw_subsets,
+    rank_consistency_regimes,
+    sampled_adjusted_scores,
+    template_scores,
+)
+
+__all__ = [
+    "PROMPT_SETS",
+    "SLOT",
+    "STUDY",
+    "AnalysisOptions",
+    "Correctness",
+    "Fact",
+    "ProbeData",
+    "ProbeOptions",
+    "Relation",
+    "SensitivityWarning",
+    "SlotReader",
+    "adjusted_scores",
+    "analyze_sensitivity",
+    "analyze_tensor",
+    "draw_subsets",
+    "fills_slots",
+    "load_aliases",
+    "load_probes",
+    "load_templates",
+    "load_vocab",
+    "probe_design",
+    "rank_consistency_regimes",
+    "reanalyze_sensitivity",
+    "render_sensitivity",
+    "run_sensitivity_study",
+    "sampled_adjusted_scores",
+    "sensitivity_design",
+    "split_slot",
+    "task_design",
+    "template_names",
+    "template_scores",
+]

@@ -1,0 +1,361 @@
+"""The study's analysis: everything computed from the results table and ``design.info``.
+
+Scores are on a 0–1 scale (P@1 for probes, accuracy for tasks); the report renders points.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+from numpy.typing import NDArray
+
+from ...stats import StatsWarning, kendall_w, spread
+from ._tensor import (
+    Correctness,
+    adjusted_scores,
+    draw_subsets,
+    rank_consistency_regimes,
+    sampled_adjusted_scores,
+    template_scores,
+)
+
+__all__ = ["analyze_sensitivity", "analyze_tensor"]
+
+
+def _f(x: Any) -> float | None:
+    v = float(x)
+    return None if math.isnan(v) else v
+
+
+def _pct_text(x: float) -> str:
+    return f"{100 * x:.1f}%"
+
+
+def _interval(i: Any) -> dict[str, float | None]:
+    return {"estimate": _f(i.estimate), "low": _f(i.low), "high": _f(i.high)}
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    vals = [v for v in values if v is not None and not math.isnan(v)]
+    return float(np.mean(vals)) if vals else None
+
+
+def _prompt_preference(
+    c: Correctness, scores: NDArray[np.float64], opts: Mapping[str, Any], notes: list[str]
+) -> dict[str, Any]:
+    n_t = len(c.templates)
+    if n_t < 2:
+        notes.append("one template per unit: prompt preference is not applicable")
+        return {"applicable": False, "reason": "one template per unit"}
+    per_unit: dict[str, dict[str, Any]] = {}
+    per_model: dict[str, Any] = {}
+    for m, model in enumerate(c.models):
+        rows: dict[str, Any] = {}
+        for u, unit in enumerate(c.units):
+            s = scores[m, u]
+            sp = spread(
+                c.cells[u][m, :, 0, :].T,
+                n_resamples=int(opts["n_resamples"]),
+                seed=int(opts["seed"]),
+            )
+            rows[unit] = {
+                "scores": [float(v) for v in s],
+                "std": float(np.std(s, ddof=1)),
+                "best": float(s.max()),
+                "worst": float(s.min()),
+                "gap": float(s.max() - s.min()),
+                "best_template": c.templates[int(np.argmax(s))],
+                "worst_template": c.templates[int(np.argmin(s))],
+                "max_p": _interval(sp.max_p),
+                "avg_p": _interval(sp.avg_p),
+                "cps": _interval(sp.cps),
+                "n_facts": int(c.cells[u].shape[3]),
+            }
+        per_unit[model] = rows
+        gaps = [r["gap"] for r in rows.values()]
+        per_model[model] = {
+            "original": _mean([r["scores"][0] for r in rows.values()]),
+            "mean_std": _mean([r["std"] for r in rows.values()]),
+            "mean_gap": _mean(gaps),
+            "share_gap_above": float(np.mean([g > opts["gap"] + 1e-12 for g in gaps])),
+            "mean_max_p": _mean([r["max_p"]["estimate"] for r in rows.values()]),
+            "mean_avg_p": _mean([r["avg_p"]["estimate"] for r in rows.values()]),
+            "mean_cps": _mean([r["cps"]["estimate"] for r in rows.values()]),
+            "mean_best": _mean([r["best"] for r in rows.values()]),
+            "mean_worst": _mean([r["worst"] for r in rows.values()]),
+        }
+    return {"applicable": True, "gap": opts["gap"], "per_model": per_model, "per_unit": per_unit}
+
+
+def _pooled(c: Correctness, opts: Mapping[str, Any]) -> dict[str, Any] | None:
+    """Templates shared by every unit (generic tasks): spread over all items pooled."""
+    if len(c.templates) < 2:
+        return None
+    out = {}
+    for m, model in enumerate(c.models):
+        x = np.concatenate([cell[m, :, 0, :].T for cell in c.cells], axis=0)
+        sp = spread(x, n_resamples=int(opts["n_resamples"]), seed=int(opts["seed"]))
+        out[model] = {
+            "scores": [float(v) for v in sp.per_condition],
+            "std": _interval(sp.std),
+            "best_minus_worst": _interval(sp.best_minus_worst),
+            "max_p": _interval(sp.max_p),
+            "avg_p": _interval(sp.avg_p),
+            "cps": _interval(sp.cps),
+            "n_items": sp.n_items,
+        }
+    return out
+
+
+def _ranks(values: NDArray[np.float64]) -> tuple[int, ...]:
+    order = np.argsort(-values, kind="stable")
+    ranks = np.empty(len(values), dtype=np.int64)
+    ranks[order] = np.arange(1, len(values) + 1)
+    return tuple(int(r) for r in ranks)
+
+
+def _rankings(c: Correctness, scores: NDArray[np.float64], notes: list[str]) -> dict[str, Any]:
+    if len(c.models) < 2:
+        return {"applicable": False, "reason": "one model: no ranking to compare"}
+    if len(c.templates) < 2:
+        return {"applicable": False, "reason": "one template per unit"}
+    per_unit: dict[str, Any] = {}
+    changed = 0
+    undefined = 0
+    for u, unit in enumerate(c.units):
+        by_template = scores[:, u, :].T  # (templates, models)
+        rankings = {_ranks(row) for row in by_template}
+        changed += len(rankings) > 1
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", StatsWarning)
+            w = kendall_w(by_template)
+        if caught:
+            undefined += 1
+        per_unit[unit] = {
+            "n_rankings": len(rankings),
+            "kendall_w": _f(w.statistic),
+            "kendall_w_pvalue": _f(w.pvalue),
+        }
+    if undefined:
+        notes.append(
+            f"Kendall's W is undefined (every template ties all models) on {undefined} of "
+            f"{len(c.units)} units"
+        )
+    return {
+        "applicable": True,
+        "n_units": len(c.units),
+        "units_ranking_changes": changed,
+        "share_units_ranking_changes": changed / len(c.units),
+        "mean_kendall_w": _mean([r["kendall_w"] for r in per_unit.values()]),
+        "per_unit": per_unit,
+    }
+
+
+def _verbalization(c: Correctness, notes: list[str]) -> dict[str, Any]:
+    if c.n_names < 2 or c.predictions is None:
+        notes.append(
+            "no subject has more than one name: verbalization stability is not applicable (K_x = 1)"
+        )
+        return {"applicable": False, "reason": "no aliases in the data (K_x = 1)"}
+    per_model: dict[str, Any] = {}
+    for m, model in enumerate(c.models):
+        stable = total = stable0 = total0 = 0
+        by_name = np.zeros(c.n_names)
+        by_name_n = np.zeros(c.n_names)
+        for u, pred in enumerate(c.predictions):
+            avail = c.names_available(u)
+            multi = avail >= 2
+            p = pred[m]  # (T, X, F)
+            same = np.all((p == p[:, :1, :]) | (p < 0), axis=1)  # (T, F)
+            stable += int(same[:, multi].sum())
+            total += int(multi.sum()) * p.shape[0]
+            stable0 += int(same[0, multi].sum())
+            total0 += int(multi.sum())
+            cell = c.cells[u][m]
+            by_name += np.nansum(cell, axis=(0, 2))
+            by_name_n += (~np.isnan(cell)).sum(axis=(0, 2))
+        per_model[model] = {
+            "stability": stable / total if total else None,
+            "n": total,
+            "stability_original_template": stable0 / total0 if total0 else None,
+            "n_original_template": total0,
+            "score_by_name": [
+                float(s / n) if n else None for s, n in zip(by_name, by_name_n, strict=True)
+            ],
+        }
+    n_multi = sum(int((c.names_available(u) >= 2).sum()) for u in range(len(c.units)))
+    return {"applicable": True, "facts_with_aliases": n_multi, "per_model": per_model}
+
+
+def _adjusted(
+    c: Correctness,
+    scores: NDArray[np.float64],
+    weights: Mapping[str, Sequence[float]] | None,
+    opts: Mapping[str, Any],
+) -> dict[str, Any]:
+    exact = adjusted_scores(c, weights)
+    sampled = sampled_adjusted_scores(
+        c,
+        k_templates=opts["k_templates"],
+        k_names=opts["k_names"],
+        seed=int(opts["seed"]),
+        weights=weights,
+    )
+    per_unit = {
+        model: {
+            unit: {
+                "original": float(scores[m, u, 0]),
+                "exact": float(exact[m, u]),
+                "sampled": float(sampled[m, u]),
+            }
+            for u, unit in enumerate(c.units)
+        }
+        for m, model in enumerate(c.models)
+    }
+    per_model = {
+        model: {
+            "original": float(scores[m, :, 0].mean()),
+            "mean_over_templates": float(scores[m].mean()),
+            "exact": float(exact[m].mean()),
+            "sampled": float(sampled[m].mean()),
+        }
+        for m, model in enumerate(c.models)
+    }
+    return {
+        "weights": "data" if weights is not None else "uniform",
+        "k_templates": opts["k_templates"] or len(c.templates),
+        "k_names": opts["k_names"] or c.n_names,
+        "per_model": per_model,
+        "per_unit": per_unit,
+    }
+
+
+def _consistency(
+    c: Correctness,
+    weights: Mapping[str, Sequence[float]] | None,
+    opts: Mapping[str, Any],
+    notes: list[str],
+) -> dict[str, Any]:
+    if len(c.models) < 2:
+        return {"applicable": False, "reason": "one model: no ranking to compare"}
+    n_units = len(c.units)
+    if n_units < 2:
+        return {"applicable": False, "reason": f"{n_units} unit: no subsets to draw"}
+    size = int(opts["subset_size"])
+    if size >= n_units:
+        new = max(1, n_units // 2)
+        notes.append(
+            f"subset size {size} is not smaller than the number of units ({n_units}); used {new}"
+        )
+        size = new
+    seed = int(opts["seed"])
+    subsets = draw_subsets(n_units, int(opts["n_subsets"]), size, seed)
+    regimes: list[Any] = ["original", "random", "intervention"]
+    sampled = opts["k_templates"] is not None or opts["k_names"] is not None
+    if sampled:
+        regimes.append("intervention_sampled")
+    results = rank_consistency_regimes(
+        c,
+        subsets=subsets,
+        seed=seed + 1,
+        k_templates=opts["k_templates"],
+        k_names=opts["k_names"],
+        weights=weights,
+        regimes=regimes,
+    )
+    fixed = {
+        "original": template_scores(c)[:, :, 0].T,
+        "intervention": adjusted_scores(c, weights).T,
+    }
+    out: dict[str, Any] = {}
+    for name, r in results.items():
+        ties = None
+        if name in fixed:
+            means = np.stack([fixed[name][idx].mean(axis=0) for idx in subsets])
+            ties = float(np.mean([len(set(row.tolist())) < len(row) for row in means]))
+        out[name] = {
+            "tied_subsets": ties,
+            "overall": float(r.overall),
+            "per_model": {m: float(v) for m, v in zip(c.models, r.per_model, strict=True)},
+            "modal_rank": {m: int(v) for m, v in zip(c.models, r.modal_rank, strict=True)},
+            "modal_ranking": {m: int(v) for m, v in zip(c.models, r.modal_ranking, strict=True)},
+        }
+    if out["original"]["tied_subsets"]:
+        notes.append(
+            f"models tie exactly on {_pct_text(out['original']['tied_subsets'])} of the subsets "
+            "under the original templates; a tie ranks the earlier model first, which makes "
+            "rankings look more consistent than they are"
+        )
+    return {
+        "applicable": True,
+        "n_subsets": len(subsets),
+        "subset_size": size,
+        "n_units": n_units,
+        "regimes": out,
+    }
+
+
+def analyze_tensor(
+    c: Correctness,
+    options: Mapping[str, Any],
+    *,
+    weights: Mapping[str, Sequence[float]] | None = None,
+    pooled: bool = False,
+    consistency_units: Correctness | None = None,
+) -> dict[str, Any]:
+    """Every analysis of the study on a correctness tensor (see :func:`analyze_sensitivity`).
+
+    ``options`` holds the :class:`AnalysisOptions` fields (as ``to_dict()`` gives them).
+    ``pooled`` adds the spread over all units' facts pooled (templates shared by all units);
+    ``consistency_units`` is the tensor whose units rank consistency subsamples (default
+    ``c``).
+    """
+    notes: list[str] = []
+    scores = template_scores(c)
+    out: dict[str, Any] = {
+        "models": list(c.models),
+        "units": list(c.units),
+        "templates": list(c.templates),
+        "n_names": c.n_names,
+        "n_facts": int(sum(cell.shape[3] for cell in c.cells)),
+        "prompt_preference": _prompt_preference(c, scores, options, notes),
+        "rankings": _rankings(c, scores, notes),
+        "verbalization": _verbalization(c, notes),
+        "adjusted": _adjusted(c, scores, weights, options),
+        "rank_consistency": _consistency(consistency_units or c, weights, options, notes),
+    }
+    if pooled:
+        out["pooled"] = _pooled(c, options)
+    if len(c.models) < 2:
+        notes.append("one model: rankings and rank consistency are not applicable")
+    out["notes"] = notes
+    return out
+
+
+def analyze_sensitivity(table: pa.Table, info: Mapping[str, Any]) -> dict[str, Any]:
+    """The study's analysis, from the results table and the design facts only.
+
+    Returns a JSON-ready dict: ``prompt_preference`` (per model and unit: the score under
+    every template, std, best, worst, best−worst, MaxP/AvgP/CPS with bootstrap intervals;
+    per model the means and the share of units whose gap exceeds ``gap``), ``rankings``
+    (units where the model ranking changes with the template; Kendall's W of the model
+    rankings across templates), ``verbalization`` (share of facts whose prediction is the
+    same under every name of the subject), ``adjusted`` (backdoor-adjusted scores, exact and
+    sampled), ``rank_consistency`` (three regimes, per model and overall) and ``notes``
+    (what was not applicable, and why).
+    """
+    c = Correctness.from_table(table, info)
+    opts = info["analysis"]
+    weights = info.get("weights")
+    if info.get("unit") == "item":  # units are single items: analyse them pooled
+        result = analyze_tensor(c.pooled(), opts, consistency_units=c)
+    else:
+        result = analyze_tensor(c, opts, weights=weights, pooled=info.get("kind") == "task")
+    result["metric"] = info.get("metric", "score")
+    result["unit"] = info.get("unit", "unit")
+    return result

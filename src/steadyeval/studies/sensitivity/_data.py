@@ -1,0 +1,579 @@
+"""Factual probes (relation templates + facts) in three on-disk layouts, with located errors.
+
+Layouts (see ``docs/study-sensitivity.md``):
+
+*generic*
+    ``relations.jsonl`` — ``{"relation": "P19", "templates": ["[X] was born in [Y] .", ...]}``
+    (optional ``"weights"``: one number per template; ``"template"`` alone is accepted too)
+    and ``facts.jsonl`` — ``{"relation": "P19", "subject": "...", "object": "...",
+    "subject_aliases": [...]}`` (aliases optional).
+*lama*
+    ``relations.jsonl`` (``{"relation", "template", ...}``) and a folder of fact files
+    ``TREx/<relation>.jsonl`` (``{"sub_label", "obj_label", "sub_uri"?, "obj_uri"?}``); a
+    folder named ``S-TEST`` or ``TREx_train`` is accepted as well.
+*lpaqa*
+    ``prompt/<set>/<relation>.txt`` (one template per line) or ``.jsonl``
+    (``{"template", "weight"}``) for the sets ``manual_paraphrase``, ``paraphrase`` and
+    ``mine``, and the fact files ``TREx_train/<relation>.jsonl`` (or ``TREx/``).
+
+The first template of a relation is its *original* template. In the LPAQA layout that is
+line 1 of ``manual_paraphrase`` (the LAMA template); for the other prompt sets it is moved
+to the front, or put there when the set lacks it (``Relation.original_added``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from ..._errors import ConfigError, DataError
+
+__all__ = [
+    "PROMPT_SETS",
+    "Fact",
+    "ProbeData",
+    "Relation",
+    "load_aliases",
+    "load_probes",
+    "load_vocab",
+]
+
+PROMPT_SETS: tuple[str, ...] = ("manual_paraphrase", "paraphrase", "mine")
+Layout = Literal["generic", "lama", "lpaqa"]
+_FACT_FOLDERS = ("TREx", "S-TEST", "TREx_train")
+_LPAQA_FACT_FOLDERS = ("TREx_train", "TREx")
+
+
+@dataclass(frozen=True)
+class Fact:
+    """One (relation, subject, object) triple and the subject's other names.
+
+    ``aliases`` holds the subject's names other than ``subject`` (in file order, no
+    repeats). ``where`` is ``"file:line"`` for messages.
+    """
+
+    relation: str
+    subject: str
+    object: str
+    aliases: tuple[str, ...] = ()
+    subject_uri: str | None = None
+    object_uri: str | None = None
+    where: str = ""
+
+    @property
+    def subject_key(self) -> str:
+        return self.subject_uri or self.subject
+
+    @property
+    def object_key(self) -> str:
+        return self.object_uri or self.object
+
+
+@dataclass(frozen=True)
+class Relation:
+    """A relation's templates (index 0 is the original) and optional template weights."""
+
+    id: str
+    templates: tuple[str, ...]
+    weights: tuple[float, ...] | None = None
+    label: str | None = None
+    original_added: bool = False
+    where: str = ""
+
+
+@dataclass(frozen=True)
+class ProbeData:
+    """Relations and facts as loaded (no limit applied), plus notes on what was dropped."""
+
+    source: str
+    layout: Layout
+    prompt_set: str | None
+    relations: tuple[Relation, ...]
+    facts: tuple[Fact, ...]
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def facts_of(self, relation: str) -> list[Fact]:
+        return [f for f in self.facts if f.relation == relation]
+
+
+# -- low-level readers -------------------------------------------------------------------------
+
+
+def _jsonl(path: Path) -> Iterator[tuple[int, Any]]:
+    try:
+        fh = path.open("r", encoding="utf-8")
+    except OSError as exc:
+        raise DataError(f"cannot read ({exc.strerror})", file=str(path)) from None
+    with fh:
+        try:
+            for lineno, text in enumerate(fh, start=1):
+                if not text.strip():
+                    continue
+                try:
+                    yield lineno, json.loads(text)
+                except json.JSONDecodeError as exc:
+                    raise DataError(
+                        f"invalid JSON: {exc.msg} at column {exc.colno}",
+                        file=str(path),
+                        line=lineno,
+                        expected="one JSON object per line",
+                    ) from None
+        except UnicodeDecodeError as exc:
+            raise DataError(f"not UTF-8 text ({exc.reason})", file=str(path)) from None
+
+
+def _obj(rec: Any, path: Path, line: int, example: str) -> Mapping[str, Any]:
+    if not isinstance(rec, Mapping):
+        raise DataError(
+            f"a line must be a JSON object, got {type(rec).__name__}",
+            file=str(path),
+            line=line,
+            expected=example,
+        )
+    return rec
+
+
+def _str(rec: Mapping[str, Any], key: str, path: Path, line: int, *, optional: bool = False) -> Any:
+    value = rec.get(key)
+    if value is None and optional:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise DataError(
+            "missing" if value is None else f"got {value!r:.60}",
+            file=str(path),
+            line=line,
+            field=key,
+            expected="a non-empty string",
+        )
+    return value
+
+
+def _check_template(t: Any, path: Path, line: int, fld: str) -> str:
+    if not isinstance(t, str) or t.count("[Y]") != 1 or "[X]" not in t:
+        raise DataError(
+            f"got {t!r:.80}",
+            file=str(path),
+            line=line,
+            field=fld,
+            expected="a template string with the subject slot [X] and exactly one [Y]",
+        )
+    return t
+
+
+def _weights(value: Any, n: int, path: Path, line: int) -> tuple[float, ...] | None:
+    if value is None:
+        return None
+    ok = isinstance(value, list) and len(value) == n
+    ok = ok and all(
+        isinstance(w, int | float) and not isinstance(w, bool) and math.isfinite(w) and w >= 0
+        for w in value
+    )
+    if not ok or sum(value) <= 0:
+        raise DataError(
+            f"got {value!r:.80}",
+            file=str(path),
+            line=line,
+            field="weights",
+            expected=f"a list of {n} non-negative numbers (one per template), not all 0",
+        )
+    return tuple(float(w) for w in value)
+
+
+def _names(value: Any, path: Path, line: int, fld: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(a, str) and a.strip() for a in value):
+        raise DataError(
+            f"got {value!r:.80}",
+            file=str(path),
+            line=line,
+            field=fld,
+            expected="a list of non-empty strings",
+        )
+    return tuple(value)
+
+
+# -- relations ---------------------------------------------------------------------------------
+
+
+def _read_relations(path: Path, fact_files: Path | None = None) -> tuple[list[Relation], list[str]]:
+    """Relations in file order. With ``fact_files`` (a folder), relations without a fact file
+    there are skipped (noted) before their templates are checked."""
+    example = '{"relation": "P19", "templates": ["[X] was born in [Y] ."]}'
+    out: list[Relation] = []
+    notes: list[str] = []
+    seen: dict[str, int] = {}
+    for line, raw in _jsonl(path):
+        rec = _obj(raw, path, line, example)
+        rid = _str(rec, "relation", path, line)
+        if rid in seen:
+            raise DataError(
+                f"relation {rid!r} repeats (first on line {seen[rid]})",
+                file=str(path),
+                line=line,
+                field="relation",
+                expected="each relation once",
+            )
+        seen[rid] = line
+        if fact_files is not None and not (fact_files / f"{rid}.jsonl").is_file():
+            notes.append(f"relation {rid}: no fact file {fact_files.name}/{rid}.jsonl; skipped")
+            continue
+        if "templates" in rec:
+            raw_t = rec["templates"]
+            if not isinstance(raw_t, list) or not raw_t:
+                raise DataError(
+                    f"got {raw_t!r:.60}",
+                    file=str(path),
+                    line=line,
+                    field="templates",
+                    expected="a non-empty list of template strings",
+                )
+            templates = [
+                _check_template(t, path, line, f"templates[{k}]") for k, t in enumerate(raw_t)
+            ]
+        elif "template" in rec:
+            templates = [_check_template(rec["template"], path, line, "template")]
+        else:
+            raise DataError(
+                "no templates",
+                file=str(path),
+                line=line,
+                field="templates",
+                expected="'templates' (a list) or 'template' (a string)",
+            )
+        weights = _weights(rec.get("weights"), len(templates), path, line)
+        templates, weights = _dedupe_templates(templates, weights)
+        label = rec.get("label") if isinstance(rec.get("label"), str) else None
+        out.append(Relation(rid, tuple(templates), weights, label, where=f"{path}:{line}"))
+    if not out:
+        raise DataError("no relations", file=str(path), expected=f"lines such as {example}")
+    return out, notes
+
+
+def _dedupe_templates(
+    templates: Sequence[str], weights: Sequence[float] | None
+) -> tuple[list[str], tuple[float, ...] | None]:
+    keep = [i for i, t in enumerate(templates) if t not in templates[:i]]
+    w = None if weights is None else tuple(weights[i] for i in keep)
+    return [templates[i] for i in keep], w
+
+
+# -- facts -------------------------------------------------------------------------------------
+
+
+def _read_generic_facts(path: Path) -> list[Fact]:
+    example = '{"relation": "P19", "subject": "Dante", "object": "Florence"}'
+    facts = []
+    for line, raw in _jsonl(path):
+        rec = _obj(raw, path, line, example)
+        facts.append(
+            Fact(
+                relation=_str(rec, "relation", path, line),
+                subject=_str(rec, "subject", path, line),
+                object=_str(rec, "object", path, line),
+                aliases=_names(rec.get("subject_aliases"), path, line, "subject_aliases"),
+                subject_uri=_str(rec, "subject_uri", path, line, optional=True),
+                object_uri=_str(rec, "object_uri", path, line, optional=True),
+                where=f"{path}:{line}",
+            )
+        )
+    return facts
+
+
+def _read_trex(path: Path, relation: str) -> list[Fact]:
+    example = '{"sub_label": "Dante", "obj_label": "Florence", "sub_uri": "Q1067"}'
+    facts = []
+    for line, raw in _jsonl(path):
+        rec = _obj(raw, path, line, example)
+        facts.append(
+            Fact(
+                relation=relation,
+                subject=_str(rec, "sub_label", path, line),
+                object=_str(rec, "obj_label", path, line),
+                aliases=_names(rec.get("sub_aliases"), path, line, "sub_aliases"),
+                subject_uri=_str(rec, "sub_uri", path, line, optional=True),
+                object_uri=_str(rec, "obj_uri", path, line, optional=True),
+                where=f"{path}:{line}",
+            )
+        )
+    return facts
+
+
+def _fact_folder(root: Path, names: Sequence[str]) -> Path | None:
+    for name in names:
+        if (root / name).is_dir():
+            return root / name
+    return None
+
+
+# -- layouts -----------------------------------------------------------------------------------
+
+
+def _detect(root: Path) -> Layout:
+    if (root / "relations.jsonl").is_file() and (root / "facts.jsonl").is_file():
+        return "generic"
+    if (root / "prompt").is_dir():
+        return "lpaqa"
+    if (root / "relations.jsonl").is_file() and _fact_folder(root, _FACT_FOLDERS) is not None:
+        return "lama"
+    found = sorted(p.name for p in root.iterdir()) if root.is_dir() else []
+    raise DataError(
+        f"no known probe layout (found: {', '.join(found[:12]) or 'nothing'})",
+        file=str(root),
+        expected=(
+            "relations.jsonl + facts.jsonl (generic), relations.jsonl + TREx/ (LAMA) "
+            "or prompt/<set>/ + TREx_train/ (LPAQA)"
+        ),
+    )
+
+
+def _load_generic(root: Path) -> tuple[list[Relation], list[Fact], list[str]]:
+    relations, notes = _read_relations(root / "relations.jsonl")
+    return relations, _read_generic_facts(root / "facts.jsonl"), notes
+
+
+def _load_lama(root: Path) -> tuple[list[Relation], list[Fact], list[str]]:
+    folder = _fact_folder(root, _FACT_FOLDERS)
+    assert folder is not None
+    relations, notes = _read_relations(root / "relations.jsonl", folder)
+    facts: list[Fact] = []
+    for rel in relations:
+        facts.extend(_read_trex(folder / f"{rel.id}.jsonl", rel.id))
+    return relations, facts, notes
+
+
+def _lpaqa_templates(path: Path) -> tuple[list[str], tuple[float, ...] | None]:
+    templates: list[str] = []
+    weights: list[float] = []
+    if path.suffix == ".txt":
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise DataError(f"cannot read ({exc})", file=str(path)) from None
+        for line, text in enumerate(lines, start=1):
+            if text.strip():
+                templates.append(_check_template(text.strip(), path, line, "template"))
+        w: tuple[float, ...] | None = None
+    else:
+        for line, raw in _jsonl(path):
+            rec = _obj(raw, path, line, '{"template": "[X] was born in [Y] .", "weight": 0.1}')
+            templates.append(_check_template(rec.get("template"), path, line, "template"))
+            value = rec.get("weight")
+            ok = isinstance(value, int | float) and not isinstance(value, bool)
+            if value is not None and not (ok and math.isfinite(value) and value >= 0):
+                raise DataError(
+                    f"got {value!r:.40}",
+                    file=str(path),
+                    line=line,
+                    field="weight",
+                    expected="a non-negative number",
+                )
+            weights.append(float(value) if value is not None else math.nan)
+        w = None if any(math.isnan(x) for x in weights) else tuple(weights)
+        if w is not None and sum(w) <= 0:
+            w = None
+    if not templates:
+        raise DataError("no templates", file=str(path), expected="at least one template")
+    t, w = _dedupe_templates(templates, w)
+    return t, w
+
+
+def _template_file(folder: Path, relation: str) -> Path | None:
+    for suffix in (".txt", ".jsonl"):
+        if (folder / f"{relation}{suffix}").is_file():
+            return folder / f"{relation}{suffix}"
+    return None
+
+
+def _load_lpaqa(root: Path, prompt_set: str) -> tuple[list[Relation], list[Fact], list[str]]:
+    folder = root / "prompt" / prompt_set
+    if not folder.is_dir():
+        have = sorted(p.name for p in (root / "prompt").iterdir() if p.is_dir())
+        raise ConfigError(
+            f"{root}: prompt set {prompt_set!r} not found under prompt/ "
+            f"(available: {', '.join(have) or 'none'})"
+        )
+    facts_dir = _fact_folder(root, _LPAQA_FACT_FOLDERS)
+    if facts_dir is None:
+        raise DataError(
+            "no fact folder", file=str(root), expected="TREx_train/<relation>.jsonl (or TREx/)"
+        )
+    manual = root / "prompt" / "manual_paraphrase"
+    relations: list[Relation] = []
+    facts: list[Fact] = []
+    notes: list[str] = []
+    ids = sorted(
+        {p.stem for p in folder.iterdir() if p.suffix in (".txt", ".jsonl")},
+        key=_relation_order,
+    )
+    for rid in ids:
+        tpath = _template_file(folder, rid)
+        assert tpath is not None
+        templates, weights = _lpaqa_templates(tpath)
+        added = False
+        mpath = _template_file(manual, rid) if manual.is_dir() else None
+        if prompt_set != "manual_paraphrase" and mpath is not None:
+            original = _lpaqa_templates(mpath)[0][0]
+            if original in templates:
+                k = templates.index(original)
+                templates.insert(0, templates.pop(k))
+                if weights is not None:
+                    wl = list(weights)
+                    wl.insert(0, wl.pop(k))
+                    weights = tuple(wl)
+            else:
+                templates.insert(0, original)
+                weights = None if weights is None else (0.0, *weights)
+                added = True
+        fpath = facts_dir / f"{rid}.jsonl"
+        if not fpath.is_file():
+            notes.append(f"relation {rid}: no fact file {fpath.name}; skipped")
+            continue
+        relations.append(Relation(rid, tuple(templates), weights, None, added, where=str(tpath)))
+        facts.extend(_read_trex(fpath, rid))
+    return relations, facts, notes
+
+
+def _relation_order(rid: str) -> tuple[int, str]:
+    digits = rid[1:] if rid[:1] in "Pp" else rid
+    return (int(digits), rid) if digits.isdigit() else (1 << 30, rid)
+
+
+def _dedupe_facts(
+    facts: Sequence[Fact], relations: Sequence[Relation]
+) -> tuple[list[Fact], list[str]]:
+    known = {r.id for r in relations}
+    out: list[Fact] = []
+    seen: set[tuple[str, str, str]] = set()
+    dupes = 0
+    unknown: dict[str, int] = {}
+    for f in facts:
+        if f.relation not in known:
+            unknown[f.relation] = unknown.get(f.relation, 0) + 1
+            continue
+        key = (f.relation, f.subject_key, f.object_key)
+        if key in seen:
+            dupes += 1
+            continue
+        seen.add(key)
+        out.append(f)
+    notes = []
+    if dupes:
+        notes.append(f"{dupes} repeated (relation, subject, object) facts dropped")
+    for rid, n in sorted(unknown.items()):
+        notes.append(f"{n} facts of relation {rid!r} dropped: it has no templates")
+    return out, notes
+
+
+def load_probes(source: str | Path, *, prompt_set: str | None = None) -> ProbeData:
+    """Load relations (templates) and facts from a directory in one of the three layouts.
+
+    Parameters
+    ----------
+    source : str or Path
+        The directory (layout detected from its files).
+    prompt_set : str, optional
+        LPAQA layout only: ``manual_paraphrase`` (default), ``paraphrase`` or ``mine``.
+
+    Returns
+    -------
+    ProbeData
+        Relations in file order (LPAQA: by number), facts in file order with exact repeats
+        dropped (noted), facts of relations without templates dropped (noted).
+
+    Raises
+    ------
+    DataError
+        A file or line is malformed (the message names the file, line and field), or the
+        directory matches no layout.
+    ConfigError
+        ``prompt_set`` is unknown, or given for a layout that has no prompt sets.
+    """
+    root = Path(source)
+    if not root.is_dir():
+        raise DataError("not a directory", file=str(root), expected="a probe data directory")
+    layout = _detect(root)
+    if layout != "lpaqa" and prompt_set is not None:
+        raise ConfigError(
+            f"--prompt-set {prompt_set!r} applies to the LPAQA layout only; {root} is in the "
+            f"{layout} layout"
+        )
+    if layout == "generic":
+        relations, facts, notes = _load_generic(root)
+    elif layout == "lama":
+        relations, facts, notes = _load_lama(root)
+    else:
+        prompt_set = prompt_set or "manual_paraphrase"
+        if prompt_set not in PROMPT_SETS:
+            raise ConfigError(
+                f"unknown prompt set {prompt_set!r}; choose one of {', '.join(PROMPT_SETS)}"
+            )
+        relations, facts, notes = _load_lpaqa(root, prompt_set)
+    facts, more = _dedupe_facts(facts, relations)
+    notes.extend(more)
+    with_facts = {f.relation for f in facts}
+    for r in relations:
+        if r.id not in with_facts:
+            notes.append(f"relation {r.id}: no facts")
+    relations = [r for r in relations if r.id in with_facts]
+    if not facts:
+        raise DataError("no facts for any relation", file=str(root), expected="facts to probe")
+    return ProbeData(str(root), layout, prompt_set, tuple(relations), tuple(facts), tuple(notes))
+
+
+# -- aliases and vocabularies ------------------------------------------------------------------
+
+
+def load_aliases(path: str | Path) -> dict[str, tuple[str, ...]]:
+    """Read subject aliases: JSONL lines ``{"subject": "United States", "aliases": [...]}``
+    (matched against a fact's subject label) or ``{"uri": "Q30", "aliases": [...]}``
+    (matched against its subject URI). Returns ``{key: aliases}``; URI keys win."""
+    p = Path(path)
+    out: dict[str, tuple[str, ...]] = {}
+    for line, raw in _jsonl(p):
+        rec = _obj(raw, p, line, '{"subject": "United States", "aliases": ["USA", "America"]}')
+        key = rec.get("uri", rec.get("subject"))
+        if not isinstance(key, str) or not key.strip():
+            raise DataError(
+                "no subject",
+                file=str(p),
+                line=line,
+                field="subject",
+                expected="'subject' (a label) or 'uri' (a subject URI)",
+            )
+        names = _names(rec.get("aliases"), p, line, "aliases")
+        if not names:
+            raise DataError(
+                "no aliases",
+                file=str(p),
+                line=line,
+                field="aliases",
+                expected="a non-empty list of strings",
+            )
+        if key in out:
+            raise DataError(
+                f"{key!r} is listed twice",
+                file=str(p),
+                line=line,
+                field="subject",
+                expected="one line per subject",
+            )
+        out[key] = names
+    return out
+
+
+def load_vocab(path: str | Path) -> frozenset[str]:
+    """A candidate vocabulary: one word per line (e.g. LAMA's ``common_vocab_cased.txt``)."""
+    p = Path(path)
+    try:
+        words = p.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DataError(f"cannot read ({exc})", file=str(p)) from None
+    vocab = frozenset(w.strip() for w in words if w.strip())
+    if not vocab:
+        raise DataError("empty vocabulary", file=str(p), expected="one word per line")
+    return vocab

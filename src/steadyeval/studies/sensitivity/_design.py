@@ -1,0 +1,475 @@
+"""The study's design: items × (template, name) conditions, and the facts the analysis needs.
+
+**Factual probes.** One item per fact (id ``relation/subject/object``, URIs when known);
+``Item.answers`` holds every gold object of the fact's (relation, subject), its own first;
+``Item.aliases`` the subject's names (canonical first, at most ``max_names``). Templates
+differ per relation, but the core crosses every item with every condition, so condition
+``tKK`` means *each relation's K-th template*: its body maps the item's
+``metadata.relation`` to that relation's K-th template and puts the subject's name at
+``[X]``. Every relation therefore contributes the same number of templates
+(``templates_per_relation``, by default the smallest count among the relations; relations
+with fewer are dropped and listed). Template 0 is the relation's original template. Each
+template is crossed with the name index ``i`` (``Condition(alias=i)``): the core skips, and
+counts, facts whose subject has fewer names. Scoring is top-k over the vocabulary (P@1 from
+the top token) or, with ``candidates="relation"``, over the relation's objects.
+
+**Generic tasks.** Any items with a list of templates shared by all items, crossed with the
+subject's names when items have aliases; the analyses then use accuracy.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+
+from ..._errors import ConfigError
+from ...conditions import FORMATS, Condition, Format, Generation, Scoring, Template
+from ...items import Item
+from .._common import StudyDesign
+from ._data import Fact, ProbeData, Relation
+from ._slots import split_slot
+
+__all__ = [
+    "AnalysisOptions",
+    "ProbeOptions",
+    "SensitivityWarning",
+    "probe_design",
+    "task_design",
+    "template_names",
+]
+
+
+class SensitivityWarning(UserWarning):
+    """Something in the design or analysis is not applicable or was reduced; see message."""
+
+
+@dataclass(frozen=True)
+class ProbeOptions:
+    """How factual probes become items and conditions.
+
+    Attributes
+    ----------
+    limit_per_relation : int, optional
+        At most this many facts per relation: a seeded uniform sample (``seed``), kept in
+        file order.
+    templates_per_relation : int, optional
+        Templates used per relation (the original and the next ones in file order). Default:
+        the smallest count among the relations. Relations with fewer are dropped.
+    max_names : int
+        At most this many names per subject (the canonical one and aliases).
+    candidates : {"vocabulary", "relation"}
+        P@1 over the model's whole vocabulary, or over the relation's objects (all objects
+        of the relation in the data, before ``limit_per_relation``).
+    vocab : frozenset of str, optional
+        Keep only facts whose object is in this vocabulary (LAMA's common vocabulary).
+    aliases : mapping, optional
+        Extra subject names keyed by subject URI or label (see :func:`load_aliases`).
+    relations : sequence of str, optional
+        Use only these relations.
+    seed : int
+        Seed of the fact sample.
+    top_k : int
+        Tokens kept per prediction.
+    """
+
+    limit_per_relation: int | None = None
+    templates_per_relation: int | None = None
+    max_names: int = 5
+    candidates: Literal["vocabulary", "relation"] = "vocabulary"
+    vocab: frozenset[str] | None = None
+    aliases: Mapping[str, Sequence[str]] | None = None
+    relations: Sequence[str] | None = None
+    seed: int = 42
+    top_k: int = 10
+
+    def __post_init__(self) -> None:
+        for name in ("limit_per_relation", "templates_per_relation"):
+            v = getattr(self, name)
+            if v is not None and (not isinstance(v, int) or v < 1):
+                raise ConfigError(f"{name} must be a positive integer; got {v!r}")
+        if self.max_names < 1:
+            raise ConfigError(f"max_names must be at least 1; got {self.max_names}")
+        if self.candidates not in ("vocabulary", "relation"):
+            raise ConfigError(
+                f"candidates must be 'vocabulary' or 'relation'; got {self.candidates!r}"
+            )
+        if self.top_k < 1:
+            raise ConfigError(f"top_k must be at least 1; got {self.top_k}")
+
+
+@dataclass(frozen=True)
+class AnalysisOptions:
+    """How the analysis reads the table (stored in the design, so ``reanalyze`` repeats it).
+
+    Attributes
+    ----------
+    n_subsets, subset_size : int
+        Rank consistency: subsets of units (relations) drawn without replacement.
+    seed : int
+        Seed of every draw (subsets, random templates/names, sampled intervention).
+    k_templates, k_names : int, optional
+        The sampled backdoor adjustment draws ``k_templates`` templates per unit and
+        ``k_names`` names per fact. ``None``: all (the sampled score equals the exact one).
+    weights : {"uniform", "data"}
+        P(template) in the adjustment: uniform, or the template weights from the data.
+    gap : float
+        Best−worst gap (0–1 scale) counted in the share of units "above the gap".
+    n_resamples : int
+        Bootstrap resamples of :func:`steadyeval.stats.spread`.
+    """
+
+    n_subsets: int = 1000
+    subset_size: int = 20
+    seed: int = 42
+    k_templates: int | None = None
+    k_names: int | None = None
+    weights: Literal["uniform", "data"] = "uniform"
+    gap: float = 0.10
+    n_resamples: int = 1000
+
+    def __post_init__(self) -> None:
+        for name in ("n_subsets", "subset_size", "n_resamples"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{name} must be at least 1; got {getattr(self, name)}")
+        for name in ("k_templates", "k_names"):
+            v = getattr(self, name)
+            if v is not None and v < 1:
+                raise ConfigError(f"{name} must be at least 1; got {v}")
+        if self.weights not in ("uniform", "data"):
+            raise ConfigError(f"weights must be 'uniform' or 'data'; got {self.weights!r}")
+        if not 0 <= self.gap <= 1:
+            raise ConfigError(f"gap must be in [0, 1] (a share, not points); got {self.gap}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "n_subsets": self.n_subsets,
+            "subset_size": self.subset_size,
+            "seed": self.seed,
+            "k_templates": self.k_templates,
+            "k_names": self.k_names,
+            "weights": self.weights,
+            "gap": self.gap,
+            "n_resamples": self.n_resamples,
+        }
+
+
+def template_names(n: int) -> list[str]:
+    """``t00``, ``t01``, ... (wider when there are 100 or more)."""
+    width = max(2, len(str(n - 1)))
+    return [f"t{k:0{width}d}" for k in range(n)]
+
+
+def _condition_name(template: str, alias: int, n_names: int) -> str:
+    return template if n_names == 1 else f"{template}-a{alias}"
+
+
+def _seed_for(*parts: object) -> int:
+    digest = hashlib.sha256("\x1f".join(map(str, parts)).encode()).digest()
+    return int.from_bytes(digest[:8], "little")
+
+
+def _lit(text: str) -> str:
+    """A Jinja string literal for ``text``."""
+    return json.dumps(text, ensure_ascii=False)
+
+
+def _dispatch_body(by_relation: Mapping[str, str]) -> str:
+    pairs = ", ".join(f"{_lit(r)}: {_lit(t)}" for r, t in by_relation.items())
+    return "{{ {" + pairs + "}[metadata.relation] | replace('[X]', entity) }}"
+
+
+def _slot_is_final(template: str) -> bool:
+    after = split_slot(template)[2]
+    return all(not ch.isalnum() for ch in after)
+
+
+# -- probes ------------------------------------------------------------------------------------
+
+
+def _names_for(fact: Fact, extra: Mapping[str, Sequence[str]] | None, cap: int) -> tuple[str, ...]:
+    names = [fact.subject, *fact.aliases]
+    if extra:
+        more = extra.get(fact.subject_uri or "\x00") or extra.get(fact.subject) or ()
+        names.extend(more)
+    return tuple(dict.fromkeys(n for n in names if n.strip()))[:cap]
+
+
+def _choose_relations(
+    data: ProbeData, opts: ProbeOptions
+) -> tuple[list[Relation], int, dict[str, str]]:
+    rels = list(data.relations)
+    dropped: dict[str, str] = {}
+    if opts.relations is not None:
+        known = {r.id for r in rels}
+        missing = [r for r in opts.relations if r not in known]
+        if missing:
+            raise ConfigError(
+                f"relations not in {data.source}: {', '.join(missing)}; "
+                f"available: {', '.join(sorted(known))}"
+            )
+        rels = [r for r in rels if r.id in set(opts.relations)]
+    k = opts.templates_per_relation or min(len(r.templates) for r in rels)
+    for r in rels:
+        if len(r.templates) < k:
+            dropped[r.id] = f"has {len(r.templates)} templates; {k} per relation were asked for"
+    rels = [r for r in rels if r.id not in dropped]
+    if not rels:
+        raise ConfigError(
+            f"no relation has {k} templates; lower templates_per_relation "
+            f"(counts: {sorted({len(r.templates) for r in data.relations})})"
+        )
+    return rels, k, dropped
+
+
+def _sample(facts: list[Fact], limit: int | None, seed: int, relation: str) -> list[Fact]:
+    if limit is None or len(facts) <= limit:
+        return facts
+    rng = np.random.default_rng(_seed_for("facts", seed, relation))
+    keep = sorted(int(i) for i in rng.choice(len(facts), size=limit, replace=False))
+    return [facts[i] for i in keep]
+
+
+def _probe_items(
+    data: ProbeData, rels: Sequence[Relation], opts: ProbeOptions
+) -> tuple[list[Item], dict[str, Any]]:
+    items: list[Item] = []
+    per_relation: dict[str, dict[str, int]] = {}
+    for rel in rels:
+        all_facts = data.facts_of(rel.id)
+        facts = [f for f in all_facts if opts.vocab is None or f.object in opts.vocab]
+        golds: dict[str, list[str]] = {}
+        for f in all_facts:
+            golds.setdefault(f.subject_key, [])
+            if f.object not in golds[f.subject_key]:
+                golds[f.subject_key].append(f.object)
+        objects = list(
+            dict.fromkeys(
+                f.object for f in all_facts if opts.vocab is None or f.object in opts.vocab
+            )
+        )
+        chosen = _sample(facts, opts.limit_per_relation, opts.seed, rel.id)
+        per_relation[rel.id] = {
+            "facts": len(all_facts),
+            "in_vocab": len(facts),
+            "used": len(chosen),
+            "objects": len(objects),
+        }
+        for f in chosen:
+            answers = [f.object, *(o for o in golds[f.subject_key] if o != f.object)]
+            options = tuple(objects) if opts.candidates == "relation" else None
+            if options is not None:
+                answers = [a for a in answers if a in objects]
+            meta: dict[str, Any] = {"relation": rel.id, "subject": f.subject, "object": f.object}
+            if f.subject_uri:
+                meta["subject_uri"] = f.subject_uri
+            if f.object_uri:
+                meta["object_uri"] = f.object_uri
+            items.append(
+                Item(
+                    id=f"{rel.id}/{f.subject_key}/{f.object_key}",
+                    question=rel.templates[0],
+                    options=options,
+                    answers=tuple(answers),
+                    gold_options=tuple(objects.index(a) for a in answers) if options else (),
+                    aliases=_names_for(f, opts.aliases, opts.max_names),
+                    metadata=meta,
+                )
+            )
+    return items, per_relation
+
+
+def _weights_info(
+    rels: Sequence[Relation], k: int, mode: str, source: str
+) -> dict[str, list[float]] | None:
+    if mode == "uniform":
+        return None
+    missing = [r.id for r in rels if r.weights is None]
+    if missing:
+        raise ConfigError(
+            f"weights='data' but {source} has no template weights for relation(s) "
+            f"{', '.join(missing[:5])}; use weights='uniform' or add weights"
+        )
+    out = {}
+    for r in rels:
+        assert r.weights is not None
+        w = list(r.weights[:k])
+        if sum(w) <= 0:
+            raise ConfigError(f"{r.where}: the first {k} template weights sum to 0")
+        out[r.id] = [x / sum(w) for x in w]
+    return out
+
+
+def probe_design(
+    data: ProbeData,
+    probe: ProbeOptions | None = None,
+    analysis: AnalysisOptions | None = None,
+) -> StudyDesign:
+    """Items and conditions for factual probes (calls no model).
+
+    ``design.info`` holds everything the analysis needs besides the table: the template
+    names, each relation's template texts, the (template, name) of every condition, template
+    weights, and the analysis options; plus how the data were reduced (for the report).
+    """
+    opts = probe or ProbeOptions()
+    aopts = analysis or AnalysisOptions()
+    rels, k, dropped = _choose_relations(data, opts)
+    items, per_relation = _probe_items(data, rels, opts)
+    if not items:
+        raise ConfigError(
+            f"no facts left in {data.source} after the vocabulary filter; check vocab"
+        )
+    n_names = max(len(i.aliases) for i in items)
+    if n_names == 1:
+        warnings.warn(
+            "no subject has an alias: verbalization stability is not applicable (K_x = 1)",
+            SensitivityWarning,
+            stacklevel=2,
+        )
+    names = template_names(k)
+    fmt = Format(name="cloze", kind="free")
+    cand: Literal["vocabulary", "options"] = (
+        "options" if opts.candidates == "relation" else "vocabulary"
+    )
+    conditions: list[Condition] = []
+    roles: dict[str, dict[str, Any]] = {}
+    for t, tname in enumerate(names):
+        body = _dispatch_body({r.id: r.templates[t] for r in rels})
+        template = Template(name=tname, body=body, answer="")
+        for a in range(n_names):
+            cname = _condition_name(tname, a, n_names)
+            conditions.append(
+                Condition(
+                    name=cname,
+                    template=template,
+                    format=fmt,
+                    scoring="top-k",
+                    top_k=opts.top_k,
+                    candidates=cand,
+                    alias=a,
+                )
+            )
+            roles[cname] = {"template": tname, "alias": a}
+    info: dict[str, Any] = {
+        "kind": "probes",
+        "metric": "P@1",
+        "unit": "relation",
+        "templates": names,
+        "template_text": {r.id: list(r.templates[:k]) for r in rels},
+        "slot_final": {r.id: [_slot_is_final(x) for x in r.templates[:k]] for r in rels},
+        "conditions": roles,
+        "max_names": n_names,
+        "weights": _weights_info(rels, k, aopts.weights, data.source),
+        "analysis": aopts.to_dict(),
+        "data": {
+            "source": data.source,
+            "layout": data.layout,
+            "prompt_set": data.prompt_set,
+            "relations": [r.id for r in rels],
+            "relations_dropped": dropped,
+            "templates_per_relation": k,
+            "original_added": [r.id for r in rels if r.original_added],
+            "facts": per_relation,
+            "n_items": len(items),
+            "subjects_with_aliases": sum(1 for i in items if len(i.aliases) > 1),
+            "limit_per_relation": opts.limit_per_relation,
+            "candidates": opts.candidates,
+            "vocab_filter": opts.vocab is not None,
+            "max_names": opts.max_names,
+            "notes": list(data.notes)
+            + [
+                f"relation {r}: no facts left after the vocabulary filter"
+                for r, n in per_relation.items()
+                if n["used"] == 0
+            ],
+        },
+    }
+    return StudyDesign(items=items, conditions=conditions, info=info)
+
+
+# -- generic tasks -----------------------------------------------------------------------------
+
+
+def _unit_key(items: Sequence[Item]) -> str:
+    for key in ("relation", "subject"):
+        if all(isinstance(i.metadata.get(key), str) for i in items):
+            return key
+    return "item"
+
+
+def task_design(
+    items: Sequence[Item],
+    templates: Sequence[Template],
+    *,
+    scoring: Scoring | None = None,
+    format: Format | None = None,
+    generation: Generation | None = None,
+    max_names: int = 5,
+    analysis: AnalysisOptions | None = None,
+    info: Mapping[str, Any] | None = None,
+) -> StudyDesign:
+    """Items asked under several templates (and subject names): the same analyses, accuracy.
+
+    Parameters
+    ----------
+    items : sequence of Item
+        The task's items. Units (for rank consistency and per-unit preference) are
+        ``metadata["relation"]`` when every item has one, else ``metadata["subject"]``,
+        else the items themselves.
+    templates : sequence of Template
+        At least 2, distinct names; the first is the *original* template.
+    scoring, format : optional
+        Default: multiple choice by option log-probability when every item has options,
+        else free generation.
+    max_names : int
+        Names per item (``Item.aliases``) crossed with the templates.
+    """
+    if len(templates) < 2:
+        raise ConfigError(f"a sensitivity study needs at least 2 templates; got {len(templates)}")
+    names = [t.name for t in templates]
+    if len(set(names)) != len(names):
+        raise ConfigError(f"template names must be unique; got {names}")
+    if not items:
+        raise ConfigError("no items")
+    aopts = analysis or AnalysisOptions()
+    if aopts.weights == "data":
+        raise ConfigError("weights='data' needs template weights; generic tasks use 'uniform'")
+    mc = all(i.options for i in items)
+    fmt = format or (FORMATS["mc"] if mc else FORMATS["free"])
+    score: Scoring = scoring or ("option-logprob" if mc else "generate")
+    n_names = max(1, min(max_names, max(len(i.aliases) for i in items)))
+    conditions = []
+    roles: dict[str, dict[str, Any]] = {}
+    for t in templates:
+        for a in range(n_names):
+            cname = _condition_name(t.name, a, n_names)
+            conditions.append(
+                Condition(
+                    name=cname,
+                    template=t,
+                    format=fmt,
+                    scoring=score,
+                    generation=generation or Generation(),
+                    alias=a if n_names > 1 else None,
+                )
+            )
+            roles[cname] = {"template": t.name, "alias": a}
+    unit = _unit_key(items)
+    design_info: dict[str, Any] = {
+        "kind": "task",
+        "metric": "accuracy",
+        "unit": unit,
+        "templates": names,
+        "template_text": {"*": [t.body for t in templates]},
+        "conditions": roles,
+        "max_names": n_names,
+        "weights": None,
+        "analysis": aopts.to_dict(),
+        "data": {"n_items": len(items), "scoring": score, "format": fmt.name, **(info or {})},
+    }
+    return StudyDesign(items=list(items), conditions=conditions, info=design_info)

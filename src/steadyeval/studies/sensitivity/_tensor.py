@@ -1,0 +1,360 @@
+"""The correctness tensor (model × template × name × fact, per unit) and the pure
+computations on it: template scores, the backdoor adjustment (exact and sampled), and the
+three rank-consistency regimes."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+import pyarrow as pa
+from numpy.typing import NDArray
+
+from ..._errors import ConfigError
+from ...stats import RankConsistencyResult, rank_consistency
+
+__all__ = [
+    "Correctness",
+    "Regime",
+    "adjusted_scores",
+    "draw_subsets",
+    "rank_consistency_regimes",
+    "sampled_adjusted_scores",
+    "template_scores",
+]
+
+Regime = Literal["original", "random", "intervention", "intervention_sampled"]
+FloatArray = NDArray[np.float64]
+IntArray = NDArray[np.int64]
+
+
+@dataclass(frozen=True, eq=False)
+class Correctness:
+    """Per-fact correctness of every model under every (template, name), unit by unit.
+
+    Attributes
+    ----------
+    models, units, templates : tuple of str
+        Axes; ``templates[0]`` is the original template.
+    n_names : int
+        Name axis length (name 0 is the canonical name).
+    cells : tuple of ndarray, shape (n_models, n_templates, n_names, n_facts_u)
+        One array per unit: 1.0 correct, 0.0 wrong, NaN not asked (the fact's subject has
+        no such name).
+    facts : tuple of tuple of str
+        The fact (item) ids of each unit, in the order of the last axis.
+    predictions : tuple of ndarray of int, optional
+        Same shapes as ``cells``: a code per distinct prediction, -1 where not asked.
+    """
+
+    models: tuple[str, ...]
+    units: tuple[str, ...]
+    templates: tuple[str, ...]
+    n_names: int
+    cells: tuple[FloatArray, ...]
+    facts: tuple[tuple[str, ...], ...]
+    predictions: tuple[IntArray, ...] | None = None
+
+    def __post_init__(self) -> None:
+        shape = (len(self.models), len(self.templates), self.n_names)
+        if len(self.cells) != len(self.units) or len(self.facts) != len(self.units):
+            raise ValueError("cells, facts and units must have one entry per unit")
+        for u, c in zip(self.units, self.cells, strict=True):
+            if c.ndim != 4 or c.shape[:3] != shape or c.shape[3] == 0:
+                raise ValueError(f"unit {u!r}: cells must have shape {shape} + (n_facts >= 1,)")
+            if bool(np.any(np.isnan(c[:, :, 0, :]))):
+                raise ValueError(f"unit {u!r}: every fact must be asked with its name 0")
+
+    def names_available(self, u: int) -> IntArray:
+        """Number of names of each fact of unit ``u`` (names are 0..n-1)."""
+        asked = ~np.isnan(self.cells[u][0, 0])  # (n_names, n_facts)
+        counts: IntArray = asked.sum(axis=0).astype(np.int64)
+        return counts
+
+    def pooled(self, name: str = "all") -> Correctness:
+        """The same tensor with every unit's facts pooled into one unit."""
+        return Correctness(
+            models=self.models,
+            units=(name,),
+            templates=self.templates,
+            n_names=self.n_names,
+            cells=(np.concatenate(self.cells, axis=3),),
+            facts=(tuple(f for fs in self.facts for f in fs),),
+            predictions=None
+            if self.predictions is None
+            else (np.concatenate(self.predictions, axis=3),),
+        )
+
+    @classmethod
+    def from_table(cls, table: pa.Table, info: Mapping[str, Any]) -> Correctness:
+        """Build the tensor from a results table and the design facts (``design.info``)."""
+        return _from_table(table, info)
+
+
+def _from_table(table: pa.Table, info: Mapping[str, Any]) -> Correctness:
+    roles: Mapping[str, Mapping[str, Any]] = info["conditions"]
+    templates = tuple(info["templates"])
+    t_index = {t: k for k, t in enumerate(templates)}
+    n_names = int(info["max_names"])
+    unit_key = info["unit"]
+    need = ["model", "condition", "item_id", "correct", "parsed", "sample_index"]
+    if unit_key in ("relation", "subject"):
+        need.append(unit_key)
+    missing = [c for c in need if c not in table.column_names]
+    if missing:
+        raise ConfigError(f"results table lacks column(s) {', '.join(missing)}")
+    cols = table.select(need).to_pydict()
+    models: dict[str, int] = {}
+    units: dict[str, int] = {}
+    facts: list[dict[str, int]] = []
+    entries: list[tuple[int, int, int, int, int, float, str]] = []
+    unknown = set()
+    for i in range(table.num_rows):
+        cond = cols["condition"][i]
+        role = roles.get(cond)
+        if role is None:
+            unknown.add(cond)
+            continue
+        if cols["correct"][i] is None:
+            raise ConfigError(
+                f"row {i} (condition {cond!r}, item {cols['item_id'][i]!r}) has no correctness; "
+                "the sensitivity analysis needs a scoring that decides correct/wrong"
+            )
+        unit = cols["item_id"][i] if unit_key == "item" else cols[unit_key][i]
+        if unit is None:
+            raise ConfigError(f"row {i} (item {cols['item_id'][i]!r}) has no {unit_key}")
+        m = models.setdefault(cols["model"][i], len(models))
+        u = units.setdefault(unit, len(units))
+        if u == len(facts):
+            facts.append({})
+        f = facts[u].setdefault(cols["item_id"][i], len(facts[u]))
+        parsed = cols["parsed"][i]
+        entries.append(
+            (
+                m,
+                u,
+                t_index[role["template"]],
+                int(role["alias"]),
+                f,
+                1.0 if cols["correct"][i] else 0.0,
+                "\x00" if parsed is None else str(parsed),
+            )
+        )
+    if unknown:
+        raise ConfigError(
+            f"conditions {', '.join(sorted(unknown))} are not in the study's design; "
+            "was this table made by another study?"
+        )
+    if not entries:
+        raise ConfigError("the results table has no rows for this study's conditions")
+    shape = (len(models), len(templates), n_names)
+    sums = [np.zeros((*shape, len(fs))) for fs in facts]
+    counts = [np.zeros((*shape, len(fs))) for fs in facts]
+    preds = [np.full((*shape, len(fs)), -1, dtype=np.int64) for fs in facts]
+    codes: dict[str, int] = {}
+    for m, u, p, x, f, ok, parsed in entries:
+        sums[u][m, p, x, f] += ok
+        counts[u][m, p, x, f] += 1
+        if preds[u][m, p, x, f] < 0:  # the first sample's prediction
+            preds[u][m, p, x, f] = codes.setdefault(parsed, len(codes))
+    with np.errstate(invalid="ignore"):
+        cells = tuple(s / c for s, c in zip(sums, counts, strict=True))
+    return Correctness(
+        models=tuple(models),
+        units=tuple(units),
+        templates=templates,
+        n_names=n_names,
+        cells=cells,
+        facts=tuple(tuple(fs) for fs in facts),
+        predictions=tuple(preds),
+    )
+
+
+# -- scores ------------------------------------------------------------------------------------
+
+
+def template_scores(c: Correctness) -> FloatArray:
+    """Score of each model on each unit under each template, canonical name:
+    shape (n_models, n_units, n_templates)."""
+    return np.stack([cell[:, :, 0, :].mean(axis=2) for cell in c.cells], axis=1)
+
+
+def _weights(c: Correctness, weights: Mapping[str, Sequence[float]] | None, u: int) -> FloatArray:
+    n = len(c.templates)
+    if weights is None:
+        return np.full(n, 1.0 / n)
+    w = np.asarray(weights[c.units[u]], dtype=np.float64)
+    if w.shape != (n,) or bool(np.any(w < 0)) or w.sum() <= 0:
+        raise ConfigError(f"unit {c.units[u]!r}: weights must be {n} non-negative numbers")
+    normalised: FloatArray = w / w.sum()
+    return normalised
+
+
+def adjusted_scores(
+    c: Correctness, weights: Mapping[str, Sequence[float]] | None = None
+) -> FloatArray:
+    """The backdoor-adjusted score of each model on each unit, shape (n_models, n_units).
+
+    ``sum_p sum_x P(p) P(x | fact) score(m, u, p, x)`` averaged over the unit's facts, with
+    P(p) uniform (or ``weights[unit]``, normalised) and P(x | fact) uniform over the fact's
+    names.
+    """
+    out = np.empty((len(c.models), len(c.units)))
+    for u, cell in enumerate(c.cells):
+        w = _weights(c, weights, u)
+        per_name = np.nanmean(cell, axis=2)  # (M, P, F): mean over the fact's names
+        out[:, u] = np.einsum("p,mpf->mf", w, per_name).mean(axis=1)
+    return out
+
+
+def _draw_templates(
+    rng: np.random.Generator, n: int, k: int, w: FloatArray, uniform: bool
+) -> IntArray:
+    if uniform:
+        return rng.choice(n, size=min(k, n), replace=False).astype(np.int64)
+    return rng.choice(n, size=k, replace=True, p=w).astype(np.int64)
+
+
+def _name_mask(rng: np.random.Generator, n_avail: IntArray, n_names: int, k: int) -> FloatArray:
+    """(n_names, n_facts) 0/1: ``min(k, n_avail[f])`` names drawn per fact without
+    replacement."""
+    keys = rng.random((n_names, n_avail.size))
+    keys[np.arange(n_names)[:, None] >= n_avail[None, :]] = np.inf
+    ranks = np.argsort(np.argsort(keys, axis=0), axis=0)
+    return (ranks < np.minimum(k, n_avail)[None, :]).astype(np.float64)
+
+
+def _sampled_unit(
+    cell: FloatArray,
+    rng: np.random.Generator,
+    m: int,
+    k_templates: int,
+    k_names: int,
+    w: FloatArray,
+    uniform: bool,
+    n_avail: IntArray,
+) -> float:
+    t = _draw_templates(rng, cell.shape[1], k_templates, w, uniform)
+    mask = _name_mask(rng, n_avail, cell.shape[2], k_names)
+    sub = np.nan_to_num(cell[m][t])  # (k, X, F)
+    per_fact = (sub * mask[None]).sum(axis=(0, 1)) / (len(t) * mask.sum(axis=0))
+    return float(per_fact.mean())
+
+
+def sampled_adjusted_scores(
+    c: Correctness,
+    *,
+    k_templates: int | None,
+    k_names: int | None,
+    seed: int | np.random.Generator,
+    weights: Mapping[str, Sequence[float]] | None = None,
+) -> FloatArray:
+    """The adjustment approximated by sampling, shape (n_models, n_units).
+
+    Per unit, ``k_templates`` templates are drawn (uniform weights: without replacement, as
+    in the paper; other weights: i.i.d. with probability P(p), an unbiased estimate) and, per
+    fact, ``min(k_names, names)`` of its names without replacement; the model's unit score
+    is the mean over facts of the mean over the drawn (template, name) cells. The draws are
+    shared by all models. ``None`` means all templates / all names.
+    """
+    rng = np.random.default_rng(seed)
+    out = np.empty((len(c.models), len(c.units)))
+    kt = k_templates or len(c.templates)
+    kn = k_names or c.n_names
+    for u, cell in enumerate(c.cells):
+        w = _weights(c, weights, u)
+        uniform = weights is None
+        state = rng.bit_generator.state
+        for m in range(len(c.models)):
+            rng.bit_generator.state = state  # the same draws for every model
+            out[m, u] = _sampled_unit(cell, rng, m, kt, kn, w, uniform, c.names_available(u))
+    return out
+
+
+# -- rank consistency --------------------------------------------------------------------------
+
+
+def draw_subsets(
+    n_units: int, n_subsets: int, subset_size: int, seed: int | np.random.Generator
+) -> list[IntArray]:
+    """``n_subsets`` subsets of ``subset_size`` unit indices, each without replacement."""
+    rng = np.random.default_rng(seed)
+    return [
+        rng.choice(n_units, size=subset_size, replace=False).astype(np.int64)
+        for _ in range(n_subsets)
+    ]
+
+
+def _expanded(
+    c: Correctness,
+    subsets: Sequence[IntArray],
+    value: Any,
+) -> tuple[FloatArray, list[IntArray]]:
+    rows: list[FloatArray] = []
+    blocks: list[IntArray] = []
+    for sub in subsets:
+        start = len(rows)
+        for u in sub:
+            rows.append(np.array([value(int(u), m) for m in range(len(c.models))]))
+        blocks.append(np.arange(start, len(rows), dtype=np.int64))
+    return np.stack(rows), blocks
+
+
+def rank_consistency_regimes(
+    c: Correctness,
+    *,
+    subsets: Sequence[Sequence[int]] | Sequence[IntArray],
+    seed: int | np.random.Generator,
+    k_templates: int | None = None,
+    k_names: int | None = None,
+    weights: Mapping[str, Sequence[float]] | None = None,
+    regimes: Sequence[Regime] = ("original", "random", "intervention"),
+) -> dict[str, RankConsistencyResult]:
+    """Rank consistency of the model ranking over ``subsets`` of units, per regime.
+
+    Regimes: ``original`` — every unit scored under its original template and the canonical
+    names; ``random`` — on every subset, each model gets, per unit, one template drawn
+    uniformly and, per fact, one of the subject's names; ``intervention`` — the exact
+    backdoor-adjusted scores; ``intervention_sampled`` — on every subset, each model's unit
+    scores are the sampled adjustment (``k_templates``, ``k_names``, drawn per model).
+    Ranking and consistency follow :func:`steadyeval.stats.rank_consistency` (rank 1 is the
+    best mean over the subset's units; ties go to the earlier model).
+    """
+    if len(c.models) < 2:
+        raise ConfigError("rank consistency needs at least 2 models")
+    subs = [np.asarray(s, dtype=np.int64) for s in subsets]
+    rng = np.random.default_rng(seed)
+    out: dict[str, RankConsistencyResult] = {}
+    base = template_scores(c)[:, :, 0].T  # (U, M)
+    adjusted = adjusted_scores(c, weights).T
+    avail = [c.names_available(u) for u in range(len(c.units))]
+    kt = k_templates or len(c.templates)
+    kn = k_names or c.n_names
+    for regime in regimes:
+        if regime == "original":
+            out[regime] = rank_consistency(base, subsets=subs)
+        elif regime == "intervention":
+            out[regime] = rank_consistency(adjusted, subsets=subs)
+        elif regime == "random":
+
+            def random_value(u: int, m: int) -> float:
+                cell = c.cells[u]
+                p = int(rng.integers(cell.shape[1]))
+                x = np.floor(rng.random(cell.shape[3]) * avail[u]).astype(np.int64)
+                return float(cell[m, p, x, np.arange(cell.shape[3])].mean())
+
+            scores, blocks = _expanded(c, subs, random_value)
+            out[regime] = rank_consistency(scores, subsets=blocks)
+        elif regime == "intervention_sampled":
+
+            def sampled_value(u: int, m: int) -> float:
+                w = _weights(c, weights, u)
+                return _sampled_unit(c.cells[u], rng, m, kt, kn, w, weights is None, avail[u])
+
+            scores, blocks = _expanded(c, subs, sampled_value)
+            out[regime] = rank_consistency(scores, subsets=blocks)
+        else:
+            raise ConfigError(f"unknown regime {regime!r}")
+    return out

@@ -1,0 +1,55 @@
+"""``steadyeval report``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from steadyeval.cli import main
+
+
+def test_report_command_formats_and_bounds(scripted_run: Path, tmp_path: Path) -> None:
+    runner = CliRunner()
+    done = runner.invoke(main, ["report", str(scripted_run), "--max-rows", "20"])
+    assert done.exit_code == 0, done.output
+    page = (scripted_run / "report.html").read_text()
+    assert done.output.startswith(f"wrote {scripted_run / 'report.html'} (")
+    assert "at most 20 rows" in page
+    out = tmp_path / "r.json"
+    done = runner.invoke(
+        main,
+        [
+            "report",
+            str(scripted_run),
+            "--format",
+            "json",
+            "-o",
+            str(out),
+            "--max-chars",
+            "10",
+            "--seed",
+            "3",
+        ],
+    )
+    assert done.exit_code == 0, done.output
+    items = next(
+        b
+        for s in json.loads(out.read_text())["sections"]
+        for b in s["blocks"]
+        if b["type"] == "item_table"
+    )
+    assert max(len(r[4] or "") for r in items["rows"]) == 10
+    done = runner.invoke(
+        main, ["report", str(scripted_run), "--format", "md", "-o", str(tmp_path / "r.md")]
+    )
+    assert done.exit_code == 0 and (tmp_path / "r.md").read_text().startswith("# steadyeval run")
+
+
+def test_report_command_errors(tmp_path: Path) -> None:
+    done = CliRunner().invoke(main, ["report", str(tmp_path)])
+    assert done.exit_code == 2
+    assert "no results.parquet" in done.output
+    done = CliRunner().invoke(main, ["report", str(tmp_path), "--max-rows", "0"])
+    assert done.exit_code == 2 and "max_item_rows must be a positive integer" in done.output

@@ -1,0 +1,421 @@
+"""The generic sections' numbers, checked against direct computations."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from steadyeval import stats
+from steadyeval.reports import (
+    BarChart,
+    Column,
+    Heatmap,
+    ItemTable,
+    LineChart,
+    Note,
+    Paragraph,
+    Preformatted,
+    ReportContext,
+    ReportOptions,
+    Section,
+    Table,
+    build_report,
+    context_from_table,
+    register_section,
+    render_html,
+    render_markdown,
+)
+from steadyeval.reports._agreement import noise_floor
+from steadyeval.results import rows_to_table, write_results
+
+
+def _rows(
+    outcomes: dict[str, Sequence[int | None]], model: str = "m", **extra: Any
+) -> list[dict[str, Any]]:
+    out = []
+    for cond, values in outcomes.items():
+        for i, v in enumerate(values):
+            out.append(
+                {
+                    "model": model,
+                    "item_id": f"i{i}",
+                    "condition": cond,
+                    "sample_index": 0,
+                    "correct": None if v is None else bool(v),
+                    "metadata": "{}",
+                    **extra,
+                }
+            )
+    return out
+
+
+def _blocks(report: Any, kind: type) -> list[Any]:
+    return [b for s in report.sections for b in s.blocks if isinstance(b, kind)]
+
+
+def _section(report: Any, sid: str) -> Section:
+    return next(s for s in report.sections if s.id == sid)
+
+
+A = [1, 1, 0, 0, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 0, 1, 1, 1, 1]
+B = [1, 0, 0, 1, 0, 0, 1, 0, 0, 1, 0, 0, 1, 1, 0, 0, 0, 1, 1, 0]
+C = [1, 1, 0, 0, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 0, 1, 1, 1, 0]
+
+
+def test_agreement_pairs_match_stats_directly() -> None:
+    table = rows_to_table(_rows({"a": A, "b": B, "c": C}))
+    report = build_report(context_from_table(table, {"conditions": ["a", "b", "c"]}))
+    pairs = next(t for t in _blocks(report, Table) if "pairs of conditions on correct" in t.title)
+    got = {(r[1], r[2]): r for r in pairs.rows}
+    raw = []
+    for x, y, xs, ys in (("a", "b", A, B), ("a", "c", A, C), ("b", "c", B, C)):
+        t = stats.agreement_table(xs, ys)
+        row = got[(x, y)]
+        assert row[3:9] == (t.n, t.both, t.only_a, t.only_b, t.neither, t.discordant)
+        assert row[9] == pytest.approx(t.mcnemar().pvalue)
+        raw.append(t.mcnemar().pvalue)
+    holm = stats.holm(raw).pvalues
+    for (x, y), h in zip((("a", "b"), ("a", "c"), ("b", "c")), holm, strict=True):
+        assert got[(x, y)][10] == pytest.approx(h)
+    hm = _blocks(report, Heatmap)[0]
+    assert hm.row_labels == ("a", "b", "c")
+    ab = stats.agreement_table(A, B)
+    assert hm.values[0][1] == pytest.approx(ab.discordant / ab.n) == hm.values[1][0]
+    assert hm.text[0][1].startswith(f"{ab.discordant}/{ab.n}\n")
+    assert not hm.marked  # no noise floor in this run
+
+
+def test_units_missing_in_one_condition_are_left_out_of_that_pair() -> None:
+    table = rows_to_table(_rows({"a": [1, 0, 1, None], "b": [1, 1, None, 0]}))
+    report = build_report(context_from_table(table))
+    pairs = next(t for t in _blocks(report, Table) if "pairs of conditions" in t.title)
+    assert pairs.rows[0][3:9] == (2, 1, 0, 1, 0, 1)
+
+
+def test_refusal_matrix_and_noise_floor_marking() -> None:
+    refused = {
+        "free": [1, 1, 0, 0, 1, 0, 0, 0],
+        "nota": [1, 0, 1, 0, 1, 1, 1, 0],
+        "refusal": [1, 0, 1, 1, 1, 1, 1, 1],
+    }
+    rows = []
+    for cond, vals in refused.items():
+        for i, v in enumerate(vals):
+            rows.append(
+                {
+                    "model": "m",
+                    "item_id": f"i{i}",
+                    "condition": cond,
+                    "sample_index": 0,
+                    "correct": bool(v),
+                    "refused": bool(v),
+                    "metadata": "{}",
+                }
+            )
+    analysis = {
+        "noise_floor": [
+            {
+                "model": "m",
+                "subset": "unanswerable",
+                "outcome": "refused",
+                "phrase": {"a": "nota", "b": "refusal", "flips": 1},
+            },
+            {
+                "model": "m",
+                "subset": "answerable",
+                "outcome": "refused",
+                "phrase": {"a": "nota", "b": "refusal", "flips": 1},
+            },
+            {"model": "other", "subset": "answerable", "phrase": {"a": "x", "b": "y", "flips": 9}},
+        ]
+    }
+    ctx = context_from_table(rows_to_table(rows), {"study": "formats-test", "analysis": analysis})
+    report = build_report(ctx)
+    maps = {h.title: h for h in _blocks(report, Heatmap)}
+    hm = maps["m: agreement on refused"]
+    # the floor pair nota/refusal flips on 2 units here; free vs nota flips on 4, free vs
+    # refusal on 5: only those exceed the floor
+    idx = {c: i for i, c in enumerate(hm.row_labels)}
+    assert hm.marked[idx["free"]][idx["nota"]] and hm.marked[idx["free"]][idx["refusal"]]
+    assert not hm.marked[idx["nota"]][idx["refusal"]]
+    assert "noise floor: 2 flips between nota and refusal" in (hm.legend or "")
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        (None, None),
+        (7, 7.0),
+        ({"flips": 5, "a": "x", "b": "y"}, 5.0),
+        (
+            [
+                {"model": "m", "phrase": {"a": "x", "b": "y", "flips": 3}},
+                {"model": "m", "phrase": {"a": "x", "b": "y", "flips": 4}},
+            ],
+            7.0,
+        ),
+        ([{"model": "m", "phrase": {"a": "x", "b": "y", "flips": None}}], None),
+        ([{"model": "other", "flips": 3}], None),
+        ([{"model": "m", "outcome": "correct", "flips": 2}], None),
+    ],
+)
+def test_noise_floor_readers(raw: Any, expected: float | None) -> None:
+    got = noise_floor({} if raw is None else {"noise_floor": raw}, "m", "refused")
+    assert (got.flips if got else None) == expected
+
+
+def test_spread_section_matches_stats_spread() -> None:
+    table = rows_to_table(_rows({"a": A, "b": B, "c": C}))
+    opts = ReportOptions(n_resamples=300, seed=4)
+    report = build_report(context_from_table(table, options=opts))
+    row = next(t for t in _blocks(report, Table) if t.title.startswith("Worst and best")).rows[0]
+    s = stats.spread(np.array([A, B, C], dtype=float).T, n_resamples=300, seed=4)
+    assert row[1:4] == (20, 3, "b")
+    assert row[4] == (s.min.estimate, s.min.low, s.min.high)
+    assert row[7] == (s.best_minus_worst.estimate, s.best_minus_worst.low, s.best_minus_worst.high)
+    assert row[10] == (s.cps.estimate, s.cps.low, s.cps.high)
+
+
+def test_spread_resamples_are_bounded_on_large_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    from steadyeval.reports import _sections
+
+    monkeypatch.setattr(_sections, "BOOTSTRAP_CELL_BUDGET", 60 * 250)
+    table = rows_to_table(_rows({"a": A, "b": B, "c": C}))
+    report = build_report(context_from_table(table, options=ReportOptions(n_resamples=1000)))
+    text = " ".join(p.text for p in _blocks(report, Paragraph))
+    assert "250 resamples: fewer than the 1000 asked for" in text
+
+
+def test_calibration_and_shots() -> None:
+    rng = np.random.default_rng(0)
+    rows = []
+    for k, cond in ((0, "zero"), (5, "five")):
+        for i in range(40):
+            conf = float(rng.uniform(0.3, 1.0))
+            rows.append(
+                {
+                    "model": "m",
+                    "item_id": f"i{i}",
+                    "condition": cond,
+                    "sample_index": 0,
+                    "n_shots": k,
+                    "confidence": conf,
+                    "correct": bool(rng.uniform() < conf),
+                    "metadata": "{}",
+                }
+            )
+    table = rows_to_table(rows)
+    report = build_report(context_from_table(table))
+    cal = next(t for t in _blocks(report, Table) if t.title.startswith("Calibration"))
+    zero = [r for r in rows if r["condition"] == "zero"]
+    conf = np.array([r["confidence"] for r in zero])
+    corr = np.array([r["correct"] for r in zero])
+    ece = stats.expected_calibration_error(conf, corr, n_bins=10).statistic
+    assert cal.rows[0][:3] == ("m", "zero", 40)
+    assert cal.rows[0][5] == pytest.approx(ece)
+    diagram = next(b for b in _blocks(report, LineChart) if "reliability" in b.title)
+    bins = stats.reliability_bins(conf, corr, n_bins=10)
+    assert [p.n for p in diagram.series[0].points] == [int(c) for c in bins.count if c]
+    shots = next(t for t in _blocks(report, Table) if t.title == "Accuracy by number of shots")
+    se = stats.clustered_se(corr.astype(float), [r["item_id"] for r in zero])
+    iv = se.interval(0.95)
+    assert shots.rows[0][:4] == ("m", 0, 1, 40)
+    assert shots.rows[0][4] == pytest.approx((se.mean, iv.low, iv.high))
+
+
+def test_rank_consistency_from_the_analysis() -> None:
+    table = rows_to_table(_rows({"a": A}))
+    analysis = {
+        "models": ["m1", "m2"],
+        "rank_consistency": {
+            "original": {"per_model": [0.5, 0.75], "overall": 0.255},
+            "intervention": {"per_model": {"m1": 0.9, "m2": 0.8}, "overall": 0.685},
+        },
+    }
+    report = build_report(context_from_table(table, {"analysis": analysis}))
+    sec = _section(report, "rank-consistency")
+    bars = [b for b in sec.blocks if isinstance(b, BarChart)]
+    assert [(x.label, x.estimate) for x in bars[0].bars] == [
+        ("m1", 0.5),
+        ("m2", 0.75),
+        ("overall", 0.255),
+    ]
+    assert bars[1].title == "Rank consistency: intervention"
+    # the sensitivity study's layout: regimes under "regimes", with design facts
+    sens = {
+        "models": ["m1", "m2"],
+        "rank_consistency": {
+            "applicable": True,
+            "n_subsets": 1000,
+            "subset_size": 20,
+            "n_units": 41,
+            "regimes": {
+                "original": {
+                    "overall": 0.255,
+                    "per_model": {"m1": 0.4, "m2": 0.6},
+                    "modal_rank": {"m1": 2, "m2": 1},
+                },
+                "random": {
+                    "overall": 0.055,
+                    "per_model": {"m1": 0.3, "m2": 0.35},
+                    "modal_rank": {"m1": 1, "m2": 2},
+                },
+            },
+        },
+    }
+    sec = _section(build_report(context_from_table(table, {"analysis": sens})), "rank-consistency")
+    table_rc = next(b for b in sec.blocks if isinstance(b, Table))
+    assert table_rc.rows[:3] == (
+        ("original", "m1", 0.4, 2),
+        ("original", "m2", 0.6, 1),
+        ("original", "overall", 0.255, None),
+    )
+    assert "1000 subsets of 20 of 41 units" in next(
+        b.text for b in sec.blocks if isinstance(b, Paragraph)
+    )
+    off = {"rank_consistency": {"applicable": False, "reason": "one model"}}
+    assert "rank-consistency" not in [
+        s.id for s in build_report(context_from_table(table, {"analysis": off})).sections
+    ]
+    bad = {"rank_consistency": {"per_model": [0.1], "models": ["x", "y"]}}
+    with pytest.raises(ValueError, match="per_model must map model"):
+        build_report(context_from_table(table, {"analysis": bad}))
+
+
+def test_item_table_is_bounded_and_keeps_items_whole() -> None:
+    rng = np.random.default_rng(1)
+    rows = []
+    for i in range(300):
+        for c in ("a", "b", "c"):
+            rows.append(
+                {
+                    "model": "m",
+                    "item_id": f"i{i}",
+                    "condition": c,
+                    "sample_index": 0,
+                    "correct": bool(rng.uniform() < 0.5),
+                    "output": "x" * 500,
+                    "metadata": "{}",
+                }
+            )
+    table = rows_to_table(rows)
+    opts = ReportOptions(max_item_rows=100, max_chars=40, n_resamples=50)
+    report = build_report(context_from_table(table, options=opts))
+    items = _blocks(report, ItemTable)[0]
+    assert items.total_rows == 900 and len(items.rows) == 99
+    per_item: dict[str, int] = {}
+    for r in items.rows:
+        per_item[r[0]] = per_item.get(r[0], 0) + 1
+        assert len(r[4]) == 40 and r[4].endswith("…")
+    assert set(per_item.values()) == {3}  # every shown item has all its conditions
+    assert "99 of 900 rows: every row of 33 of 300 items drawn at random (seed 0)" in items.note
+    assert "at most 100 rows" in items.note and "cut at 40 characters" in items.note
+    again = _blocks(build_report(context_from_table(table, options=opts)), ItemTable)[0]
+    assert again.rows == items.rows  # seeded
+    small = _blocks(
+        build_report(
+            context_from_table(table, options=ReportOptions(max_item_rows=2000, n_resamples=50))
+        ),
+        ItemTable,
+    )[0]
+    assert len(small.rows) == 900 and small.note.startswith("All 900 rows.")
+
+
+def test_html_size_is_bounded_by_the_item_limit() -> None:
+    rows = [
+        {
+            "model": "m",
+            "item_id": f"i{i}",
+            "condition": c,
+            "sample_index": 0,
+            "correct": i % 2 == 0,
+            "output": "y" * 1000,
+            "metadata": "{}",
+        }
+        for i in range(2000)
+        for c in ("a", "b")
+    ]
+    table = rows_to_table(rows)
+    opts = ReportOptions(max_item_rows=200, max_chars=100, n_resamples=50)
+    page = render_html(build_report(context_from_table(table, options=opts)))
+    assert len(page.encode()) < 200_000
+    assert page.count("y" * 99) == 200
+
+
+def _demo_sections(ctx: ReportContext) -> list[Section]:
+    flips = ctx.analysis["flips"]
+    return [
+        Section.of(
+            "demo-study",
+            "Demo study",
+            [
+                Paragraph(f"{flips} items flip."),
+                Table("Flips", (Column("flips", "int"),), ((flips,),)),
+            ],
+            source="demo study",
+        )
+    ]
+
+
+def test_registered_study_sections_appear_in_every_format() -> None:
+    register_section("demo_unit_study", _demo_sections)
+    register_section("demo_unit_study", _demo_sections)  # idempotent
+    table = rows_to_table(_rows({"a": A, "b": B}))
+    ctx = context_from_table(table, {"study": "demo_unit_study", "analysis": {"flips": 48}})
+    report = build_report(ctx)
+    ids = [s.id for s in report.sections]
+    assert ids[:2] == ["headline", "demo-study"] and ids.count("demo-study") == 1
+    assert "48 items flip." in render_html(report)
+    assert "## Demo study" in render_markdown(report)
+
+    def broken(ctx: ReportContext) -> list[Section]:
+        raise KeyError("rates")
+
+    register_section("demo_broken_study", broken)
+    with pytest.raises(RuntimeError, match="broken of study 'demo_broken_study' failed"):
+        build_report(context_from_table(table, {"study": "demo_broken_study"}))
+    with pytest.raises(ValueError, match="non-empty string"):
+        register_section("", _demo_sections)
+
+
+def test_study_without_sections_shows_its_summary_md(tmp_path: Path) -> None:
+    from steadyeval.results import summary_markdown
+
+    table = rows_to_table(_rows({"a": A, "b": B}))
+    write_results(table, tmp_path / "results.parquet")
+    base = {
+        "run_id": "r1",
+        "n_rows": 40,
+        "n_items": 20,
+        "models": ["m"],
+        "conditions": ["a", "b"],
+        "n_skipped": 0,
+        "skipped": [],
+        "by_condition": [],
+        "plan": {"requests": 0, "unique": 0, "cache_hits": 0, "model_calls": 0},
+    }
+    summary = {**base, "study": "no_such_study_here", "analysis": {}}
+    (tmp_path / "summary.json").write_text(json.dumps(summary))
+    (tmp_path / "summary.md").write_text(summary_markdown(base) + "\n# Study part\n\n<b>x</b>\n")
+    report = build_report(tmp_path, ReportOptions(n_resamples=50))
+    sec = _section(report, "study")
+    assert isinstance(sec.blocks[0], Note)
+    pre = sec.blocks[1]
+    assert isinstance(pre, Preformatted) and pre.text == "# Study part\n\n<b>x</b>"
+    assert "&lt;b&gt;x&lt;/b&gt;" in render_html(report)
+
+
+def test_errors_name_the_problem(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"no results\.parquet"):
+        build_report(tmp_path)
+    with pytest.raises(ValueError, match="max_item_rows must be a positive integer"):
+        ReportOptions(max_item_rows=0)
+    write_results(rows_to_table(_rows({"a": A})), tmp_path / "results.parquet")
+    (tmp_path / "summary.json").write_text("{\n  oops\n}")
+    with pytest.raises(ValueError, match=r"summary.json, line 2: not valid JSON"):
+        build_report(tmp_path)

@@ -1,0 +1,303 @@
+"""The study end to end on tiny local models: P@1 equals a direct forward pass, names, the
+shared LPAQA data, reanalysis and the CLI."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from click.testing import CliRunner
+from transformers import AutoModelForCausalLM, AutoModelForMaskedLM, AutoTokenizer
+
+from steadyeval.cli._main import main
+from steadyeval.run import RunOptions
+from steadyeval.scoring import normalize_answer
+from steadyeval.studies import StudyResult
+from steadyeval.studies.sensitivity import (
+    AnalysisOptions,
+    ProbeOptions,
+    SensitivityWarning,
+    reanalyze_sensitivity,
+    run_sensitivity_study,
+    sensitivity_design,
+)
+
+EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "probes-study"
+FAST = AnalysisOptions(n_subsets=50, subset_size=2, n_resamples=50)
+SUBJECTS = [
+    "Paris",
+    "the river",
+    "the old bridge",
+    "Tokyo",
+    "the library",
+    "Water",
+    "A week",
+    "The moon",
+]
+TEMPLATES = {
+    "near": ["[X] is close to [Y] .", "[Y] lies near [X] .", "Near [X] there is [Y]"],
+    "part": ["[X] is part of [Y] .", "[X] belongs to [Y] .", "[Y] contains [X] ."],
+}
+
+
+@pytest.fixture(scope="module")
+def tiny_bert(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from steadyeval.models._tiny import build_tiny_model
+
+    return build_tiny_model(tmp_path_factory.mktemp("models") / "bert", "bert", seed=0)
+
+
+def _masked_top1(tok: Any, model: Any, prompt: str) -> str:
+    left, _, right = prompt.partition("[Y]")
+    ids = tok(left + tok.mask_token + right)["input_ids"]
+    pos = ids.index(tok.mask_token_id)
+    with torch.no_grad():
+        logits = model(torch.tensor([ids])).logits[0, pos].clone()
+    logits[list(tok.all_special_ids)] = float("-inf")
+    return str(tok.decode([int(logits.argmax())]))
+
+
+def _causal_top1(tok: Any, model: Any, prompt: str) -> str:
+    ids = tok(prompt.partition("[Y]")[0].rstrip())["input_ids"]
+    ids = ids or [tok.bos_token_id if tok.bos_token_id is not None else tok.eos_token_id]
+    with torch.no_grad():
+        logits = model(torch.tensor([ids])).logits[0, -1]
+    return str(tok.decode([int(logits.argmax())]))
+
+
+def _write(path: Path, rows: list[dict[str, Any]]) -> None:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+
+
+def test_p_at_1_equals_a_direct_forward_pass(
+    tiny_bert: Path, tiny_gpt2: Path, tmp_path: Path
+) -> None:
+    """Golds are what one of the models predicts under template 0 (so P@1 is not 0), or a
+    word no model predicts; the study's P@1 per (model, relation, template) must equal the
+    one computed here from the models' logits."""
+    bert = (
+        AutoTokenizer.from_pretrained(tiny_bert),
+        AutoModelForMaskedLM.from_pretrained(tiny_bert).eval(),
+    )
+    gpt2 = (
+        AutoTokenizer.from_pretrained(tiny_gpt2),
+        AutoModelForCausalLM.from_pretrained(tiny_gpt2).eval(),
+    )
+    predict = {
+        f"hf:{tiny_bert}": lambda p: _masked_top1(*bert, p),
+        f"hf:{tiny_gpt2}": lambda p: _causal_top1(*gpt2, p),
+    }
+    facts = []
+    for r, templates in TEMPLATES.items():
+        for i, s in enumerate(SUBJECTS):
+            first = templates[0].replace("[X]", s)
+            gold = [predict[f"hf:{tiny_bert}"], predict[f"hf:{tiny_gpt2}"]][i % 2](first)
+            gold = gold.strip().lstrip("#") if i % 3 else "zebra"
+            facts.append({"relation": r, "subject": s, "object": gold or "zebra"})
+    _write(
+        tmp_path / "relations.jsonl",
+        [{"relation": r, "templates": t} for r, t in TEMPLATES.items()],
+    )
+    _write(tmp_path / "facts.jsonl", facts)
+    with pytest.warns(SensitivityWarning, match="no subject has an alias"):
+        design = sensitivity_design(tmp_path, analysis=FAST)
+    result = run_sensitivity_study(
+        design, list(predict), options=RunOptions(out=tmp_path / "run", progress=False)
+    )
+    assert isinstance(result, StudyResult)
+    pp = result.analysis["prompt_preference"]["per_unit"]
+    hits: dict[tuple[str, str, int], list[bool]] = defaultdict(list)
+    for item in design.items:
+        r = item.metadata["relation"]
+        golds = {normalize_answer(a) for a in item.answers}
+        for t, template in enumerate(TEMPLATES[r]):
+            for model, fn in predict.items():
+                top = fn(template.replace("[X]", item.aliases[0])).strip()
+                hits[(model, r, t)].append(bool(top) and normalize_answer(top) in golds)
+    assert any(any(v) for v in hits.values())
+    for (model, r, t), v in hits.items():
+        assert pp[model][r]["scores"][t] == pytest.approx(sum(v) / len(v)), (model, r, t)
+
+
+def test_aliases_file_gives_verbalization_stability(tiny_bert: Path, tmp_path: Path) -> None:
+    """A LAMA-layout data set plus an alias file (by URI and by label), one masked model."""
+    _write(
+        tmp_path / "relations.jsonl",
+        [
+            {"relation": "P1", "template": "[X] is located in [Y] ."},
+            {"relation": "P2", "template": "The capital of [X] is [Y] ."},
+        ],
+    )
+    (tmp_path / "TREx").mkdir()
+    countries = [
+        ("Q142", "France", "Europe"),
+        ("Q30", "United States", "America"),
+        ("Q17", "Japan", "Asia"),
+        ("Q183", "Germany", "Europe"),
+    ]
+    _write(
+        tmp_path / "TREx" / "P1.jsonl",
+        [{"sub_uri": u, "sub_label": s, "obj_label": o} for u, s, o in countries],
+    )
+    _write(
+        tmp_path / "TREx" / "P2.jsonl",
+        [
+            {"sub_uri": "Q142", "sub_label": "France", "obj_label": "Paris"},
+            {"sub_uri": "Q17", "sub_label": "Japan", "obj_label": "Tokyo"},
+        ],
+    )
+    _write(
+        tmp_path / "aliases.jsonl",
+        [
+            {"uri": "Q30", "aliases": ["USA", "America", "the States"]},
+            {"subject": "France", "aliases": ["the French Republic"]},
+            {"subject": "Japan", "aliases": ["Nippon", "Nihon"]},
+        ],
+    )
+    design = sensitivity_design(tmp_path, aliases=tmp_path / "aliases.jsonl", analysis=FAST)
+    assert design.info["max_names"] == 4
+    result = run_sensitivity_study(
+        design, [f"hf:{tiny_bert}"], options=RunOptions(out=tmp_path / "run", progress=False)
+    )
+    assert isinstance(result, StudyResult)
+    skipped = {(s["condition"], s["count"]) for s in result.summary["skipped"]}
+    assert ("t00-a1", 1) in skipped and ("t00-a3", 5) in skipped  # Germany; all but the USA
+    preds: dict[str, set[str]] = defaultdict(set)
+    for row in result.table.to_pylist():
+        preds[row["item_id"]].add(row["parsed"])
+    multi = [i.id for i in design.items if len(i.aliases) > 1]
+    verb = result.analysis["verbalization"]
+    assert verb["applicable"] and verb["facts_with_aliases"] == len(multi) == 5
+    v = verb["per_model"][f"hf:{tiny_bert}"]
+    assert v["n"] == 5
+    assert v["stability"] == sum(len(preds[i]) == 1 for i in multi) / 5
+    assert result.analysis["rankings"]["applicable"] is False
+    assert result.analysis["rank_consistency"]["applicable"] is False
+    assert result.analysis["prompt_preference"]["applicable"] is False  # one template
+    md = (tmp_path / "run" / "summary.md").read_text()
+    assert "### Verbalization" in md and "Not applicable: one model" in md
+
+
+def test_shared_lpaqa_two_models(
+    shared_data: Path, tiny_bert: Path, tiny_gpt2: Path, tmp_path: Path
+) -> None:
+    with pytest.warns(SensitivityWarning):
+        design = sensitivity_design(
+            shared_data / "lama" / "lpaqa",
+            prompt_set="manual_paraphrase",
+            probe=ProbeOptions(limit_per_relation=2, templates_per_relation=3),
+            analysis=AnalysisOptions(n_subsets=100, subset_size=20, n_resamples=50, k_templates=2),
+        )
+    models = [f"hf:{tiny_bert}", f"hf:{tiny_gpt2}"]
+    result = run_sensitivity_study(
+        design, models, options=RunOptions(out=tmp_path / "run", progress=False)
+    )
+    assert isinstance(result, StudyResult)
+    assert result.table.num_rows == 41 * 2 * 3 * 2
+    a = result.analysis
+    assert a["units"] == design.info["data"]["relations"] and len(a["units"]) == 41
+    assert set(a["rank_consistency"]["regimes"]) == {
+        "original",
+        "random",
+        "intervention",
+        "intervention_sampled",
+    }
+    assert a["rank_consistency"]["subset_size"] == 20
+    assert a["rankings"]["applicable"] and a["prompt_preference"]["applicable"]
+    assert a["verbalization"]["applicable"] is False
+    for m in models:
+        assert set(a["adjusted"]["per_model"][m]) == {
+            "original",
+            "mean_over_templates",
+            "exact",
+            "sampled",
+        }
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["study"] == "sensitivity"
+    assert summary["analysis"]["rank_consistency"] == a["rank_consistency"]
+    assert reanalyze_sensitivity(tmp_path / "run") == summary["analysis"]
+
+
+def test_cli(tiny_bert: Path, tiny_gpt2: Path, tmp_path: Path) -> None:
+    runner = CliRunner()
+    r = runner.invoke(main, ["study", "sensitivity", "--help"])
+    assert r.exit_code == 0 and "--prompt-set" in r.output
+    base = [
+        "study",
+        "sensitivity",
+        "--model",
+        f"hf:{tiny_gpt2}",
+        "--model",
+        f"hf:{tiny_bert}",
+        "--data",
+        str(EXAMPLE),
+        "--subsets",
+        "50",
+        "--subset-size",
+        "2",
+        "--no-progress",
+    ]
+    r = runner.invoke(main, [*base, "--dry-run"])
+    assert r.exit_code == 0, r.output
+    assert "dry run:" in r.output
+    r = runner.invoke(main, base)
+    assert r.exit_code != 0 and "--out" in r.output
+    r = runner.invoke(main, [*base, "--k-names", "1", "--out", str(tmp_path / "run")])
+    assert r.exit_code == 0, r.output
+    assert "rank consistency (overall)" in r.output
+    md = (tmp_path / "run" / "summary.md").read_text()
+    for heading in (
+        "## Prompt and verbalization sensitivity",
+        "### Rank consistency",
+        "### Verbalization",
+        "### Per relation",
+    ):
+        assert heading in md
+    r = runner.invoke(main, [*base, "--prompt-set", "mine", "--dry-run"])
+    assert r.exit_code == 2 and "LPAQA layout only" in r.output
+
+
+def test_generic_task(tiny_gpt2: Path, tmp_path: Path) -> None:
+    """Multiple choice under three wordings: the same analyses, with accuracy."""
+    items = [
+        {"id": f"q{i}", "question": q, "options": opts, "answer": a, "metadata": {"subject": s}}
+        for i, (q, opts, a, s) in enumerate(
+            [
+                ("What is the capital of France?", ["Paris", "Rome"], "Paris", "geo"),
+                ("What is the capital of Italy?", ["Berlin", "Rome"], "Rome", "geo"),
+                ("Which is larger?", ["ten", "three"], "ten", "math"),
+                ("What is two plus two?", ["four", "five"], "four", "math"),
+                ("Where does the sun rise?", ["east", "west"], "east", "nature"),
+                ("Is the ocean salty?", ["yes", "no"], "yes", "nature"),
+            ]
+        )
+    ]
+    _write(tmp_path / "items.jsonl", items)
+    _write(
+        tmp_path / "templates.jsonl",
+        [
+            {"name": "qa", "body": "Question: {{ question }}\nAnswer:"},
+            {"name": "terse", "body": "{{ question }}"},
+            {"name": "options", "body": "{{ question }}\n{{ options_block }}\nThe answer is"},
+        ],
+    )
+    design = sensitivity_design(tmp_path, analysis=FAST)
+    result = run_sensitivity_study(
+        design,
+        [f"hf:{tiny_gpt2}", f"hf:{tiny_gpt2}?dtype=float32"],
+        options=RunOptions(out=tmp_path / "run", progress=False),
+    )
+    assert isinstance(result, StudyResult)
+    a = result.analysis
+    assert a["metric"] == "accuracy" and a["unit"] == "subject"
+    assert a["units"] == ["geo", "math", "nature"]
+    assert a["templates"] == ["qa", "terse", "options"]
+    acc = {(r["model"], r["condition"]): r["accuracy"] for r in result.summary["by_condition"]}
+    for m in a["models"]:
+        assert a["pooled"][m]["scores"] == pytest.approx(
+            [acc[(m, t)] for t in ("qa", "terse", "options")]
+        )
