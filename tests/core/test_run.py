@@ -187,3 +187,24 @@ def test_kill_9_mid_run_then_resume_loses_and_duplicates_nothing(tmp_path: Path)
     assert pq.read_table(tmp_path / "resumed" / "results.parquet").equals(
         pq.read_table(tmp_path / "fresh" / "results.parquet")
     )
+
+
+def test_verbalizer_condition_runs(tmp_path: Path) -> None:
+    item = Item(
+        id="nli",
+        question="A man sleeps. Is he awake?",
+        options=("entailment", "contradiction"),
+        gold_options=(1,),
+    )
+    cond = Condition(
+        name="v",
+        template=TEMPLATES["qa"],
+        format=FORMATS["mc"],
+        scoring="option-logprob",
+        verbalizer={"entailment": "Yes", "contradiction": "No"},
+        verbalizer_name="yes-no",
+    )
+    assert cond.to_dict()["verbalizer"] == {"entailment": "Yes", "contradiction": "No"}
+    res = run([item], [cond], [backend()], options=RunOptions(progress=False))
+    row = res.table.to_pylist()[0]
+    assert row["options"] == ["Yes", "No"] and row["verbalizer"] == "yes-no"

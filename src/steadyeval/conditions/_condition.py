@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, Literal
 
@@ -138,7 +138,7 @@ class Condition:
             )
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
+        d = asdict(replace(self, verbalizer=None))  # asdict cannot deep-copy a mappingproxy
         d["verbalizer"] = None if self.verbalizer is None else dict(self.verbalizer)
         return d
 

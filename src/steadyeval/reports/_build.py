@@ -140,6 +140,9 @@ def build_report(
     """The report of a run: headline, the study's own sections, agreement between
     conditions, spread, calibration, accuracy vs shots, rank consistency and per-item rows.
 
+    A study section whose id is that of a generic section (``agreement``, ``spread``,
+    ``calibration``, ``shots``, ``rank-consistency``) takes that section's place.
+
     Parameters
     ----------
     run : path or ReportContext
@@ -160,7 +163,9 @@ def build_report(
             f"{ctx.run_dir or 'table'}: the results table has no rows; nothing to report"
         )
     sections: list[Section] = [headline_section(ctx)]
-    sections += study_sections(ctx)
+    own = study_sections(ctx)
+    sections += own
+    replaced = {s.id for s in own}  # a study section may take a generic section's place
     for fn in (
         agreement_section,
         spread_section,
@@ -169,7 +174,7 @@ def build_report(
         rank_consistency_section,
     ):
         sec = fn(ctx)
-        if sec is not None:
+        if sec is not None and sec.id not in replaced:
             sections.append(sec)
     sections.append(item_section(ctx))
     _check_ids(sections)

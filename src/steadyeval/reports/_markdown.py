@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from ._model import (
     BarChart,
     Block,
+    CellKind,
     Column,
     Heatmap,
     ItemTable,
@@ -61,6 +62,13 @@ def _table(t: Table | ItemTable, rows: Sequence[Sequence[object]] | None = None)
     cells = [[format_cell(v, c.kind) for v, c in zip(r, cols, strict=True)] for r in raw]
     numeric = [c.kind not in ("text", "bool") for c in cols]
     return _grid([c.name for c in cols], cells, numeric)
+
+
+def _x_kind(x: float, share: bool) -> CellKind:
+    """A line chart's x as a share, a whole number (shots, an index) or a decimal."""
+    if share:
+        return "pct"
+    return "int" if float(x).is_integer() else "float"
 
 
 def _block(b: Block, level: int) -> list[str]:
@@ -118,7 +126,7 @@ def _block(b: Block, level: int) -> list[str]:
         rows = [
             [
                 s.name,
-                format_cell(p.x, "pct" if b.x_is_share else "float"),
+                format_cell(p.x, _x_kind(p.x, b.x_is_share)),
                 format_cell((p.y, p.low, p.high), "pct_ci"),
                 format_cell(p.n, "int"),
             ]

@@ -38,7 +38,8 @@ __all__ = [
 CellKind = Literal["text", "int", "float", "pct", "pct_ci", "diff_ci", "pvalue", "bool"]
 """How a cell's value is shown.
 
-``text``: any string. ``int``: an integer count. ``float``: 3 significant decimals.
+``text``: any string. ``int``: an integer count. ``float``: 3 decimals (3 significant
+digits below 0.001, so a small non-zero value never shows as 0.000).
 ``pct``: a share in [0, 1] shown as a percentage. ``pct_ci``: ``(estimate, low, high)``
 shares, shown as ``25.0% [8.9, 53.2]``. ``diff_ci``: a signed difference of shares with its
 interval, shown in percentage points. ``pvalue``: a p-value. ``bool``: yes/no.
@@ -94,7 +95,8 @@ def format_cell(value: Any, kind: CellKind) -> str:
         p = float(value)
         return "<0.001" if p < 0.001 else f"{p:.3f}"
     if kind == "float":
-        return f"{float(value):.3f}"
+        x = float(value)
+        return f"{x:.3g}" if 0 < abs(x) < 1e-3 else f"{x:.3f}"
     raise ValueError(f"unknown cell kind {kind!r}; expected one of {CellKind.__args__}")  # type: ignore[attr-defined]
 
 

@@ -1,0 +1,182 @@
+"""CLS: fine-tuning a classification head on an encoder (the FewNLU baseline)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ._checkpoint import TrainOutcome
+from ._loop import TrainConfig, fit, resolve_device
+from ._pet import effective_max_length, quiet_transformers
+
+__all__ = ["ClsExample", "cls_logprobs", "train_cls"]
+
+
+@dataclass(frozen=True)
+class ClsExample:
+    """One example for a classification head.
+
+    ``inputs`` holds one text segment pair per *input*: a classification task has one pair
+    and ``n_labels`` classes; a choice task (COPA) has one pair per choice and the head
+    scores each pair (a multiple-choice head). ``b`` may be None for single-text inputs.
+    """
+
+    inputs: tuple[tuple[str, str | None], ...]
+    gold: int
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "inputs", tuple((a, b) for a, b in self.inputs))
+        if not self.inputs:
+            raise ValueError("a CLS example needs at least one input")
+
+
+def _load(base: str | Path, n_labels: int | None, seed: int) -> tuple[Any, Any]:
+    import torch
+    from transformers import (
+        AutoModelForMultipleChoice,
+        AutoModelForSequenceClassification,
+        AutoTokenizer,
+    )
+
+    with quiet_transformers():
+        tokenizer = AutoTokenizer.from_pretrained(base)
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)  # the new head's initialisation
+            if n_labels is None:
+                model = AutoModelForMultipleChoice.from_pretrained(base, dtype=torch.float32)
+            else:
+                model = AutoModelForSequenceClassification.from_pretrained(
+                    base, num_labels=n_labels, dtype=torch.float32
+                )
+    return tokenizer, model
+
+
+class _Encoder:
+    def __init__(self, tokenizer: Any, max_length: int, choice: bool) -> None:
+        self.tokenizer = tokenizer
+        self.max_length = max_length
+        self.choice = choice
+
+    def logits(self, model: Any, examples: Sequence[ClsExample]) -> Any:
+        device = next(model.parameters()).device
+        pairs = [p for ex in examples for p in ex.inputs]
+        a = [p[0] for p in pairs]
+        b = [p[1] for p in pairs]
+        enc = self.tokenizer(
+            a,
+            None if all(x is None for x in b) else [x or "" for x in b],
+            truncation="longest_first" if any(x is not None for x in b) else True,
+            max_length=self.max_length,
+            padding=True,
+            return_tensors="pt",
+        )
+        enc = {k: v.to(device) for k, v in enc.items()}
+        if self.choice:
+            n = len(examples[0].inputs)
+            enc = {k: v.view(len(examples), n, -1) for k, v in enc.items()}
+        return model(**enc).logits
+
+
+def _check(examples: Sequence[ClsExample], n_labels: int | None, where: str) -> None:
+    for i, ex in enumerate(examples):
+        if n_labels is None:
+            width = len(examples[0].inputs)
+            if len(ex.inputs) != width:
+                raise ValueError(
+                    f"{where} example {i}: {len(ex.inputs)} choices, expected {width} "
+                    "(a multiple-choice head needs the same number of choices everywhere)"
+                )
+            top = width
+        else:
+            if len(ex.inputs) != 1:
+                raise ValueError(f"{where} example {i}: a classification input has one pair")
+            top = n_labels
+        if not 0 <= ex.gold < top:
+            raise ValueError(f"{where} example {i}: gold {ex.gold} outside 0..{top - 1}")
+
+
+def train_cls(
+    base: str | Path,
+    train: Sequence[ClsExample],
+    dev: Sequence[ClsExample],
+    config: TrainConfig,
+    *,
+    n_labels: int | None,
+    seed: int,
+    out_dir: str | Path,
+) -> TrainOutcome:
+    """Fine-tune ``base`` with a new classification head and save it to ``out_dir``.
+
+    ``n_labels`` classes on one input per example (``AutoModelForSequenceClassification``),
+    or, with ``n_labels=None``, a multiple-choice head over each example's inputs
+    (``AutoModelForMultipleChoice``). Cross-entropy loss; best-dev (accuracy) weights kept
+    as in :func:`steadyeval.train.train_pet`. The head is initialised from ``seed``.
+    """
+    import torch
+
+    train_list, dev_list = list(train), list(dev)
+    _check(train_list, n_labels, "train")
+    _check(dev_list, n_labels, "dev")
+    tokenizer, model = _load(base, n_labels, seed)
+    model.to(resolve_device(config.device))
+    max_length = effective_max_length(tokenizer, model.config, config.max_length)
+    enc = _Encoder(tokenizer, max_length, n_labels is None)
+
+    def loss_fn(indices: list[int]) -> Any:
+        batch = [train_list[i] for i in indices]
+        logits = enc.logits(model, batch)
+        gold = torch.tensor([ex.gold for ex in batch], device=logits.device)
+        return torch.nn.functional.cross_entropy(logits.float(), gold)
+
+    def evaluate() -> float:
+        preds = _predict(model, enc, dev_list)
+        hits = [
+            int(max(range(len(p)), key=lambda j: (p[j], -j))) == ex.gold
+            for p, ex in zip(preds, dev_list, strict=True)
+        ]
+        return sum(hits) / len(hits)
+
+    outcome = fit(
+        model, loss_fn, len(train_list), evaluate if dev_list else None, config, seed=seed
+    )
+    with quiet_transformers():
+        model.to("cpu").save_pretrained(out_dir)
+        tokenizer.save_pretrained(out_dir)
+    return TrainOutcome(
+        outcome.best_step, outcome.best_dev, outcome.history, {"max_length": max_length}
+    )
+
+
+def _predict(model: Any, enc: _Encoder, examples: Sequence[ClsExample]) -> list[list[float]]:
+    import torch
+
+    out: list[list[float]] = []
+    for start in range(0, len(examples), 32):
+        logits = enc.logits(model, examples[start : start + 32])
+        logp = torch.log_softmax(logits.float(), dim=-1).cpu()
+        out.extend([float(x) for x in row] for row in logp)
+    return out
+
+
+def cls_logprobs(
+    model_dir: str | Path,
+    examples: Sequence[ClsExample],
+    *,
+    n_labels: int | None,
+    max_length: int = 512,
+    device: str = "auto",
+) -> list[list[float]]:
+    """Log-probabilities of each class (or choice) for ``examples`` under a CLS checkpoint."""
+    import torch
+
+    examples = list(examples)
+    _check(examples, n_labels, "evaluation")
+    tokenizer, model = _load(model_dir, n_labels, 0)
+    model.to(resolve_device(device)).eval()
+    enc = _Encoder(
+        tokenizer, effective_max_length(tokenizer, model.config, max_length), n_labels is None
+    )
+    with torch.no_grad():
+        return _predict(model, enc, examples)

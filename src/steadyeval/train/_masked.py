@@ -1,0 +1,176 @@
+"""Prompts with a ``[Y]`` answer slot for masked LMs: encoding and option scores.
+
+An option's score is computed exactly as the ``hf-masked`` backend scores a request whose
+context holds the slot and whose continuation is the option, so a checkpoint selected on
+these scores is evaluated on the same scale by the pipeline:
+
+* the option (whitespace stripped) is written into the slot and the whole text tokenised;
+  the option's tokens are found by their character offsets;
+* a one-token option is masked and its log-probability read at the mask (PET's score);
+  an n-token option gets the pseudo-log-likelihood: n inputs, each masking one of its
+  tokens, the n log-probabilities summed;
+* inputs longer than ``max_length`` keep their special tokens and lose body tokens from the
+  left, or from the right once a left cut would reach the slot.
+
+A softmax over the options' scores is PET's softmax over the verbalizer logits at the mask.
+``tests/train`` checks that these scores equal the backend's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["MASK_SLOT", "MaskedPrompts", "PromptExample"]
+
+MASK_SLOT = "[Y]"
+
+
+@dataclass(frozen=True)
+class PromptExample:
+    """A rendered prompt with one ``[Y]`` slot, the answers that may fill it, and the gold one.
+
+    Parameters
+    ----------
+    prompt : str
+        Text containing :data:`MASK_SLOT` exactly once.
+    options : tuple of str
+        The verbalized answers (e.g. ``("no", "yes")``).
+    gold : int
+        Index of the right answer in ``options``.
+    """
+
+    prompt: str
+    options: tuple[str, ...]
+    gold: int
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "options", tuple(self.options))
+        n = self.prompt.count(MASK_SLOT)
+        if n != 1:
+            raise ValueError(
+                f"prompt must contain the answer slot {MASK_SLOT} exactly once; found {n} in "
+                f"{self.prompt[:80]!r}"
+            )
+        if not self.options or any(not o.strip() for o in self.options):
+            raise ValueError(f"prompt {self.prompt[:60]!r}: options must be non-empty text")
+        if not 0 <= self.gold < len(self.options):
+            raise ValueError(
+                f"prompt {self.prompt[:60]!r}: gold index {self.gold} outside "
+                f"0..{len(self.options) - 1}"
+            )
+
+
+@dataclass(frozen=True)
+class Filled:
+    """A prompt tokenised with an option in its slot: ids (special tokens included, after
+    any truncation) and the ``[start, end)`` token positions of the option."""
+
+    ids: tuple[int, ...]
+    start: int
+    end: int
+    truncated: bool
+
+
+class MaskedPrompts:
+    """Encodes ``[Y]`` prompts for one (fast) tokenizer and scores options with a masked LM."""
+
+    def __init__(self, tokenizer: Any, max_length: int) -> None:
+        if tokenizer.mask_token_id is None:
+            raise ValueError("the tokenizer has no mask token; PET needs a masked LM")
+        if not getattr(tokenizer, "is_fast", False):
+            raise ValueError("PET needs a fast tokenizer (tokenizer.json) to locate the slot")
+        self.tokenizer = tokenizer
+        self.max_length = max_length
+        self._filled: dict[tuple[str, str], Filled] = {}
+
+    def fill(self, prompt: str, option: str) -> Filled:
+        """Tokenise ``prompt`` with ``option`` in its slot and locate the option's tokens."""
+        key = (prompt, option)
+        if key not in self._filled:
+            self._filled[key] = self._fill(prompt, option)
+        return self._filled[key]
+
+    def _fill(self, prompt: str, option: str) -> Filled:
+        left, _, right = prompt.partition(MASK_SLOT)
+        filler = option.strip()
+        text = left + filler + right
+        enc = self.tokenizer(
+            text, return_offsets_mapping=True, return_special_tokens_mask=True, verbose=False
+        )  # over-long inputs are cut below, not warned about
+        ids: list[int] = enc["input_ids"]
+        special: list[int] = enc["special_tokens_mask"]
+        a, b = len(left), len(left) + len(filler)
+        span = [
+            i
+            for i, (s, e) in enumerate(enc["offset_mapping"])
+            if not special[i] and e > s and s < b and e > a
+        ]
+        if not span or span != list(range(span[0], span[-1] + 1)):
+            raise ValueError(f"cannot locate {filler!r} in the tokens of {text[:120]!r}")
+        first, last = enc["offset_mapping"][span[0]], enc["offset_mapping"][span[-1]]
+        if text[first[0] : a].strip() or text[b : last[1]].strip():
+            raise ValueError(
+                f"{filler!r} does not start and end on token boundaries in {text[:120]!r}; "
+                f"put a space or punctuation around {MASK_SLOT}"
+            )
+        return self._window(ids, special, span[0], span[-1] + 1)
+
+    def _window(self, ids: list[int], special: list[int], start: int, end: int) -> Filled:
+        limit = self.max_length
+        if len(ids) <= limit:
+            return Filled(tuple(ids), start, end, False)
+        n_pre = next((i for i, s in enumerate(special) if not s), len(ids))
+        n_suf = next((i for i, s in enumerate(reversed(special)) if not s), 0)
+        room = limit - n_pre - n_suf
+        if end - start > room:
+            raise ValueError(f"an option of {end - start} tokens does not fit in {limit} tokens")
+        body = ids[n_pre : len(ids) - n_suf]
+        cut = min(len(body) - room, start - n_pre)
+        kept = ids[:n_pre] + body[cut : cut + room] + ids[len(ids) - n_suf :]
+        return Filled(tuple(kept), start - cut, end - cut, True)
+
+    def scores(
+        self, model: Any, examples: Sequence[PromptExample], *, batch_size: int = 32
+    ) -> list[Any]:
+        """One 1-D tensor of option scores per example (differentiable when grads are on)."""
+        import torch
+
+        device = next(model.parameters()).device
+        mask_id = self.tokenizer.mask_token_id
+        unique: dict[tuple[tuple[int, ...], int], int] = {}
+        # terms[e][o] = [(unique input index, target token id), ...]
+        terms: list[list[list[tuple[int, int]]]] = []
+        for ex in examples:
+            row = []
+            for option in ex.options:
+                f = self.fill(ex.prompt, option)
+                parts = []
+                for p in range(f.start, f.end):
+                    key = ((*f.ids[:p], mask_id, *f.ids[p + 1 :]), p)
+                    parts.append((unique.setdefault(key, len(unique)), f.ids[p]))
+                row.append(parts)
+            terms.append(row)
+        keys = list(unique)
+        pad = self.tokenizer.pad_token_id or 0
+        rows: list[Any] = []
+        for start in range(0, len(keys), batch_size):
+            chunk = keys[start : start + batch_size]
+            width = max(len(ids) for ids, _ in chunk)
+            ids_t = torch.full((len(chunk), width), pad, dtype=torch.long)
+            att = torch.zeros((len(chunk), width), dtype=torch.long)
+            for b, (ids, _) in enumerate(chunk):
+                ids_t[b, : len(ids)] = torch.tensor(ids, dtype=torch.long)
+                att[b, : len(ids)] = 1
+            pos = torch.tensor([p for _, p in chunk], dtype=torch.long, device=device)
+            logits = model(input_ids=ids_t.to(device), attention_mask=att.to(device)).logits
+            picked = logits[torch.arange(len(chunk), device=device), pos]
+            rows.append(torch.log_softmax(picked.float(), dim=-1))
+        logp = torch.cat(rows) if rows else None
+        out = []
+        for row in terms:
+            assert logp is not None
+            sums = [torch.stack([logp[u, t] for u, t in parts]).sum() for parts in row]
+            out.append(torch.stack(sums))
+        return out
