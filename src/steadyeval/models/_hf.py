@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from .._errors import ConfigError, ModelSpecError
 from ..requests import (
     GenerateRequest,
@@ -344,29 +346,50 @@ class HFCausalBackend:
             width = max(len(r.tokens) for r in batch)
             ids = torch.zeros((len(batch), width), dtype=torch.long)
             pos = torch.zeros((len(batch), width), dtype=torch.long)
-            allowed = torch.zeros((len(batch), 1, width, width), dtype=torch.bool)
+            allowed = np.zeros((len(batch), 1, width, width), dtype=np.bool_)
+            diagonal = np.arange(width)
             for b, row in enumerate(batch):
                 n = len(row.tokens)
                 ids[b, :n] = torch.tensor(row.tokens, dtype=torch.long)
                 pos[b, :n] = torch.tensor(row.depths, dtype=torch.long)
-                allowed[b, 0, :n, :n] = torch.from_numpy(row.ancestor_mask())
-                idx = torch.arange(n, width)
-                allowed[b, 0, idx, idx] = True  # padding attends to itself only
+                allowed[b, 0, :n, :n] = row.ancestor_mask()
+                allowed[b, 0, diagonal[n:], diagonal[n:]] = True  # padding sees itself only
             dtype = next(self.model.parameters()).dtype
             mask = torch.zeros(allowed.shape, dtype=dtype)
-            mask.masked_fill_(~allowed, torch.finfo(dtype).min)
+            mask.masked_fill_(~torch.from_numpy(allowed), torch.finfo(dtype).min)
             with torch.inference_mode():
                 logits = self._forward(
                     ids.to(self.device), mask.to(self.device), pos.to(self.device)
                 )
-            out = []
+            # One gather and one log-softmax for every target position of the batch.
+            rows_idx: list[int] = []
+            nodes_idx: list[int] = []
+            targets: list[int] = []
+            spans: list[tuple[int, int, int, _Prepared]] = []  # (row, member, start, prepared)
             for b, row in enumerate(batch):
-                got = []
                 for member, path in row.members.items():
                     p = prepared[todo[member]]
-                    nodes = path[len(path) - len(p.targets) :]
-                    got.append((todo[member], _response(logits[b, nodes], p)))
-                out.append(got)
+                    spans.append((b, member, len(targets), p))
+                    rows_idx += [b] * len(p.targets)
+                    nodes_idx += path[len(path) - len(p.targets) :]
+                    targets += p.targets
+            with torch.inference_mode():
+                picked = logits[torch.tensor(rows_idx), torch.tensor(nodes_idx)].float()
+                logp = torch.log_softmax(picked, dim=-1).cpu()
+            target = torch.tensor(targets, dtype=torch.long)
+            token_lp = logp.gather(1, target[:, None])[:, 0]
+            is_top = logp.argmax(-1) == target
+            out: list[list[tuple[int, ScoreResponse]]] = [[] for _ in batch]
+            for b, member, start, p in spans:
+                end = start + len(p.targets)
+                resp = ScoreResponse(
+                    float(token_lp[start:end].sum()),
+                    len(p.targets),
+                    bool(is_top[start:end].all()),
+                    p.truncated,
+                    len(p.fed),
+                )
+                out[b].append((todo[member], resp))
             return out
 
         results, per_batch = run_with_backoff(

@@ -55,9 +55,12 @@ class PackedRow:
         """``mask[i, j]``: node i may attend to node j (j is i or one of its ancestors)."""
         n = len(self.tokens)
         mask = np.zeros((n, n), dtype=np.bool_)
-        for i, parent in enumerate(self.parents):  # parents always precede children
+        parents = self.parents
+        # Runs of a chain (each node the child of the one before) copy one row at a time in
+        # numpy; only branch points need a copy from elsewhere.
+        for i, parent in enumerate(parents):  # parents always precede children
             if parent >= 0:
-                mask[i] = mask[parent]
+                mask[i, : parent + 1] = mask[parent, : parent + 1]
             mask[i, i] = True
         return mask
 
