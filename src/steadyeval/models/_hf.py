@@ -24,8 +24,8 @@ from ..requests import (
 )
 from ._backend import Backend
 from ._hf_common import (
+    HFBackendBase,
     HFOptions,
-    fingerprint_dir,
     load_config,
     resolve_model_dir,
     run_with_backoff,
@@ -37,8 +37,6 @@ from ._spec import ModelSpec
 __all__ = ["HFCausalBackend", "load_hf"]
 
 log = logging.getLogger(__name__)
-
-_AUTO_BATCH = 64
 
 
 def load_hf(spec: ModelSpec) -> Backend:
@@ -107,7 +105,7 @@ class _Encoded:
     n_cont: int
 
 
-class HFCausalBackend:
+class HFCausalBackend(HFBackendBase):
     """A causal LM from ``transformers``.
 
     *score*: the summed log-probability of the continuation's tokens, with the
@@ -120,20 +118,12 @@ class HFCausalBackend:
     """
 
     kind = "hf-causal"
+    auto_class = "AutoModelForCausalLM"
 
     def __init__(
         self, spec: ModelSpec, *, _resolved: tuple[HFOptions, Path, Any] | None = None
     ) -> None:
-        self.spec = spec
-        if _resolved is None:
-            options = HFOptions.from_spec(spec)
-            model_dir = resolve_model_dir(spec, options)
-            _resolved = (options, model_dir, load_config(model_dir, options))
-        self.options, self.model_dir, self.config = _resolved
-        self._tokenizer: Any = None
-        self._model: Any = None
-        self._batch_size = self.options.batch_size or _AUTO_BATCH
-        self._fingerprint: str | None = None
+        super().__init__(spec, _resolved=_resolved)
         self._packing: bool | None = None
         self.tokens_forwarded = 0  # score tokens actually forwarded (padding excluded)
 
@@ -141,11 +131,6 @@ class HFCausalBackend:
     @property
     def supported_kinds(self) -> frozenset[RequestKind]:
         return frozenset({"score", "generate", "top-k"})
-
-    def fingerprint(self) -> str:
-        if self._fingerprint is None:
-            self._fingerprint = fingerprint_dir(self.kind, self.spec, self.model_dir, self.options)
-        return self._fingerprint
 
     @property
     def tokenizer(self) -> Any:
@@ -179,27 +164,6 @@ class HFCausalBackend:
             return [len(self._encode(t)) for t in texts]
         ids = tok(list(texts), add_special_tokens=True)["input_ids"]
         return [len(x) for x in ids]
-
-    # -- model ---------------------------------------------------------------------------
-    @property
-    def model(self) -> Any:
-        if self._model is None:
-            from transformers import AutoModelForCausalLM
-            from transformers.utils import logging as hf_logging
-
-            hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
-            model: Any = AutoModelForCausalLM.from_pretrained(
-                self.model_dir,
-                dtype=self.options.torch_dtype(),
-                trust_remote_code=self.options.trust_remote_code,
-            )
-            model.eval()
-            self._model = model.to(self.options.torch_device())
-        return self._model
-
-    @property
-    def device(self) -> Any:
-        return next(self.model.parameters()).device
 
     def _encode(self, text: str, *, special: bool = True) -> list[int]:
         """Token ids of ``text``. With ``special``, the tokenizer's own special tokens (e.g. a
@@ -399,9 +363,6 @@ class HFCausalBackend:
             final.update(got)
         self.tokens_forwarded += sum(len(r.tokens) for r in rows)
         return [final[i] for i in range(len(prepared))]
-
-    def _log_shrink(self, size: int) -> None:
-        log.warning("%s: out of memory; retrying with batch size %d", self.spec, size)
 
     # -- top-k -----------------------------------------------------------------------------
     def _prompt_ids(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import struct
 from collections.abc import Callable, Iterable, Sequence
@@ -15,6 +16,8 @@ from .._errors import ModelSpecError
 from ._spec import ModelSpec
 
 __all__ = [
+    "AUTO_BATCH",
+    "HFBackendBase",
     "HFOptions",
     "fingerprint_dir",
     "is_oom",
@@ -33,6 +36,8 @@ _ALLOWED = {
     "trust_remote_code": "true | false",
     "packing": "true | false (score shared prefixes once; default: on when the model passes a check)",
 }
+log = logging.getLogger(__name__)
+
 _DTYPES = ("float32", "float16", "bfloat16", "auto")
 T = TypeVar("T")
 R = TypeVar("R")
@@ -293,3 +298,66 @@ def stop_on_text(tokenizer: Any, stops: Sequence[str], start: int) -> Any:
             return torch.tensor(done, dtype=torch.bool, device=input_ids.device)
 
     return StoppingCriteriaList([_StopOnText()])
+
+
+AUTO_BATCH = 64
+
+
+class HFBackendBase:
+    """What every ``transformers`` backend shares: options, lazy weights, fingerprint, device.
+
+    Subclasses set ``kind`` (the fingerprint's backend name) and ``auto_class`` (the
+    ``transformers`` Auto class that loads their weights), and may check the config in
+    ``_check_config``. Construction reads only the config; weights load on first use.
+    """
+
+    kind: str = ""
+    auto_class: str = ""
+
+    def __init__(
+        self, spec: ModelSpec, *, _resolved: tuple[HFOptions, Path, Any] | None = None
+    ) -> None:
+        self.spec = spec
+        if _resolved is None:
+            options = HFOptions.from_spec(spec)
+            model_dir = resolve_model_dir(spec, options)
+            _resolved = (options, model_dir, load_config(model_dir, options))
+        self.options, self.model_dir, self.config = _resolved
+        self._check_config()
+        self._tokenizer: Any = None
+        self._tokenizer_limit: int | None = None
+        self._model: Any = None
+        self._batch_size = self.options.batch_size or AUTO_BATCH
+        self._fingerprint: str | None = None
+
+    def _check_config(self) -> None:
+        """Raise if the config is not a model this backend can run."""
+
+    def fingerprint(self) -> str:
+        if self._fingerprint is None:
+            self._fingerprint = fingerprint_dir(self.kind, self.spec, self.model_dir, self.options)
+        return self._fingerprint
+
+    @property
+    def model(self) -> Any:
+        if self._model is None:
+            import transformers
+            from transformers.utils import logging as hf_logging
+
+            hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+            auto = getattr(transformers, self.auto_class)
+            model: Any = auto.from_pretrained(
+                self.model_dir,
+                dtype=self.options.torch_dtype(),
+                trust_remote_code=self.options.trust_remote_code,
+            )
+            model.eval()
+            self._model = model.to(self.options.torch_device())
+        return self._model
+
+    @property
+    def device(self) -> Any:
+        return next(self.model.parameters()).device
+
+    def _log_shrink(self, size: int) -> None:
+        log.warning("%s: out of memory; retrying with batch size %d", self.spec, size)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from .._errors import ConfigError, UnsupportedRequestError
@@ -24,8 +23,10 @@ from ..requests import (
     TopKRequest,
     TopKResponse,
 )
-from ._hf_common import HFOptions, fingerprint_dir, load_config, resolve_model_dir, run_with_backoff
-from ._spec import ModelSpec
+from ._hf_common import (
+    HFBackendBase,
+    run_with_backoff,
+)
 
 __all__ = ["SLOT", "HFMaskedBackend"]
 
@@ -33,7 +34,6 @@ log = logging.getLogger(__name__)
 
 #: The literal that marks the slot a masked LM fills.
 SLOT = "[Y]"
-_AUTO_BATCH = 64
 _DEFAULT_MAX_LENGTH = 512
 
 
@@ -63,7 +63,7 @@ class _AtMask:
     top: tuple[tuple[int, float], ...]
 
 
-class HFMaskedBackend:
+class HFMaskedBackend(HFBackendBase):
     """A masked LM from ``transformers`` (``AutoModelForMaskedLM``), used as a cloze probe.
 
     *top-k*: the ``[Y]`` slot becomes one mask token; the result is the k most likely
@@ -85,41 +85,24 @@ class HFMaskedBackend:
     """
 
     kind = "hf-masked"
+    auto_class = "AutoModelForMaskedLM"
 
-    def __init__(
-        self, spec: ModelSpec, *, _resolved: tuple[HFOptions, Path, Any] | None = None
-    ) -> None:
-        self.spec = spec
-        if _resolved is None:
-            options = HFOptions.from_spec(spec)
-            model_dir = resolve_model_dir(spec, options)
-            _resolved = (options, model_dir, load_config(model_dir, options))
-        self.options, self.model_dir, self.config = _resolved
+    def _check_config(self) -> None:
         if getattr(self.config, "is_encoder_decoder", False):
             raise ConfigError(
-                f"{spec}: {self.model_dir} holds an encoder-decoder model "
+                f"{self.spec}: {self.model_dir} holds an encoder-decoder model "
                 f"({self.config.model_type}); use hf-seq2seq: or hf:"
             )
         if not self.options.trust_remote_code and not _has_masked_head(self.config):
             raise ConfigError(
-                f"{spec}: {self.model_dir} holds a {self.config.model_type} model, which has no "
+                f"{self.spec}: {self.model_dir} holds a {self.config.model_type} model, which has no "
                 "masked-LM head in transformers; use hf: to pick the right backend"
             )
-        self._tokenizer: Any = None
-        self._tokenizer_limit: int | None = None
-        self._model: Any = None
-        self._batch_size = self.options.batch_size or _AUTO_BATCH
-        self._fingerprint: str | None = None
 
     # -- cheap parts -------------------------------------------------------------------
     @property
     def supported_kinds(self) -> frozenset[RequestKind]:
         return frozenset({"score", "top-k"})
-
-    def fingerprint(self) -> str:
-        if self._fingerprint is None:
-            self._fingerprint = fingerprint_dir(self.kind, self.spec, self.model_dir, self.options)
-        return self._fingerprint
 
     @property
     def tokenizer(self) -> Any:
@@ -157,27 +140,6 @@ class HFMaskedBackend:
     def count_tokens(self, texts: Sequence[str]) -> list[int] | None:
         mask = self.tokenizer.mask_token
         return [len(self.tokenizer(t.replace(SLOT, mask))["input_ids"]) for t in texts]
-
-    # -- model ---------------------------------------------------------------------------
-    @property
-    def model(self) -> Any:
-        if self._model is None:
-            from transformers import AutoModelForMaskedLM
-            from transformers.utils import logging as hf_logging
-
-            hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
-            model: Any = AutoModelForMaskedLM.from_pretrained(
-                self.model_dir,
-                dtype=self.options.torch_dtype(),
-                trust_remote_code=self.options.trust_remote_code,
-            )
-            model.eval()
-            self._model = model.to(self.options.torch_device())
-        return self._model
-
-    @property
-    def device(self) -> Any:
-        return next(self.model.parameters()).device
 
     # -- prompts ---------------------------------------------------------------------------
     def _split(self, prompt: str, chat: bool) -> tuple[str, str]:
@@ -315,9 +277,6 @@ class HFMaskedBackend:
     def _forward(self, input_ids: Any, attention_mask: Any) -> Any:
         """One forward pass (a seam for tests that inject out-of-memory errors)."""
         return self.model(input_ids=input_ids, attention_mask=attention_mask).logits
-
-    def _log_shrink(self, size: int) -> None:
-        log.warning("%s: out of memory; retrying with batch size %d", self.spec, size)
 
     # -- score -----------------------------------------------------------------------------
     def _filled_for(self, context: str, filler: str, chat: bool) -> _Filled:

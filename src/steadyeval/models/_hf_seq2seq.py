@@ -8,7 +8,6 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from pathlib import Path
 from typing import Any
 
 from .._errors import ConfigError
@@ -22,20 +21,15 @@ from ..requests import (
     TopKResponse,
 )
 from ._hf_common import (
-    HFOptions,
-    fingerprint_dir,
-    load_config,
-    resolve_model_dir,
+    HFBackendBase,
     run_with_backoff,
     stop_on_text,
 )
-from ._spec import ModelSpec
 
 __all__ = ["HFSeq2SeqBackend"]
 
 log = logging.getLogger(__name__)
 
-_AUTO_BATCH = 64
 _DEFAULT_MAX_LENGTH = 512  # T5's and UnifiedQA's input length
 _RAW_KEYS = (
     "n_positions",
@@ -62,7 +56,7 @@ class _Pair:
     target: tuple[int, ...]  # decoder target, the tokenizer's special tokens (EOS) included
 
 
-class HFSeq2SeqBackend:
+class HFSeq2SeqBackend(HFBackendBase):
     """An encoder-decoder model from ``transformers`` (``AutoModelForSeq2SeqLM``).
 
     *score*: the context is the encoder input and the continuation the decoder target; the
@@ -82,36 +76,19 @@ class HFSeq2SeqBackend:
     """
 
     kind = "hf-seq2seq"
+    auto_class = "AutoModelForSeq2SeqLM"
 
-    def __init__(
-        self, spec: ModelSpec, *, _resolved: tuple[HFOptions, Path, Any] | None = None
-    ) -> None:
-        self.spec = spec
-        if _resolved is None:
-            options = HFOptions.from_spec(spec)
-            model_dir = resolve_model_dir(spec, options)
-            _resolved = (options, model_dir, load_config(model_dir, options))
-        self.options, self.model_dir, self.config = _resolved
+    def _check_config(self) -> None:
         if not getattr(self.config, "is_encoder_decoder", False):
             raise ConfigError(
-                f"{spec}: {self.model_dir} holds a {self.config.model_type} model, which is not "
+                f"{self.spec}: {self.model_dir} holds a {self.config.model_type} model, which is not "
                 "an encoder-decoder; use hf: to pick the right backend"
             )
-        self._tokenizer: Any = None
-        self._tokenizer_limit: int | None = None
-        self._model: Any = None
-        self._batch_size = self.options.batch_size or _AUTO_BATCH
-        self._fingerprint: str | None = None
 
     # -- cheap parts -------------------------------------------------------------------
     @property
     def supported_kinds(self) -> frozenset[RequestKind]:
         return frozenset({"score", "generate", "top-k"})
-
-    def fingerprint(self) -> str:
-        if self._fingerprint is None:
-            self._fingerprint = fingerprint_dir(self.kind, self.spec, self.model_dir, self.options)
-        return self._fingerprint
 
     @property
     def tokenizer(self) -> Any:
@@ -142,27 +119,6 @@ class HFSeq2SeqBackend:
 
     def count_tokens(self, texts: Sequence[str]) -> list[int] | None:
         return [len(self.tokenizer(t)["input_ids"]) for t in texts]
-
-    # -- model ---------------------------------------------------------------------------
-    @property
-    def model(self) -> Any:
-        if self._model is None:
-            from transformers import AutoModelForSeq2SeqLM
-            from transformers.utils import logging as hf_logging
-
-            hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
-            model: Any = AutoModelForSeq2SeqLM.from_pretrained(
-                self.model_dir,
-                dtype=self.options.torch_dtype(),
-                trust_remote_code=self.options.trust_remote_code,
-            )
-            model.eval()
-            self._model = model.to(self.options.torch_device())
-        return self._model
-
-    @property
-    def device(self) -> Any:
-        return next(self.model.parameters()).device
 
     @cached_property
     def _raw_config(self) -> dict[str, Any]:
@@ -282,9 +238,6 @@ class HFSeq2SeqBackend:
                 attention_mask=enc_mask[index],
                 decoder_input_ids=dec_ids.to(device),
             ).logits
-
-    def _log_shrink(self, size: int) -> None:
-        log.warning("%s: out of memory; retrying with batch size %d", self.spec, size)
 
     def _order(self, sources: Sequence[_Input]) -> list[int]:
         """Longest inputs first; equal inputs next to each other (so they share a batch)."""
