@@ -36,13 +36,14 @@ def _cell(text: str) -> str:
         .replace("\n", " ")
         .replace("\r", " ")
         .replace("<", "&lt;")
-        .replace(">", "&gt;")
     )
 
 
 def _text(text: str) -> str:
-    """Running text: angle brackets escaped so raw HTML in data stays text."""
-    return text.replace("<", "&lt;").replace(">", "&gt;")
+    """Running text: ``<`` escaped so raw HTML in data stays text (a lone ``>`` cannot open a
+    tag, so outputs like ``no answer>`` stay readable); a leading ``>`` would start a quote."""
+    text = text.replace("<", "&lt;")
+    return "\\" + text if text.startswith(">") else text
 
 
 def _grid(

@@ -184,8 +184,12 @@ def test_summary_markdown_has_the_seed_layout(scripted_run: Any) -> None:
     result, _, _, out = scripted_run
     md = (out / "summary.md").read_text()
     assert "### Unanswerable questions (n = 6)" in md
-    assert "| free form | 3 | 0 | 0 | 3 (near the decoy: 3) |" in md
-    assert "| list, no escape | 1 (no escape offered) | 3 | 2 |" in md
+    # refused, decoy, other option, answered, near the decoy, unmatched, control, truncated
+    assert "| free form | 3 | 0 | 0 | 3 | 3 | 0 | – | 0 |" in md
+    assert "| list, no escape | 1 | 3 | 2 | – | – | 0 | – | 0 |" in md
+    assert (
+        '| list + "none of the above" | unanswerable | refused | 4 | 6 | 66.7% [30.0, 90.3] |' in md
+    )
     assert "### Paired: refused, unanswerable questions" in md
     assert '| free form | list + "none of the above" | 3 | 4 | 2 | 1 | 1 | 2 | 3 |' in md
     assert "### Examples: 3 of" in md

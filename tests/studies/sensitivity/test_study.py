@@ -179,7 +179,7 @@ def test_aliases_file_gives_verbalization_stability(tiny_bert: Path, tmp_path: P
     assert result.analysis["rank_consistency"]["applicable"] is False
     assert result.analysis["prompt_preference"]["applicable"] is False  # one template
     md = (tmp_path / "run" / "summary.md").read_text()
-    assert "### Verbalization" in md and "Not applicable: one model" in md
+    assert "## Verbalization" in md and "Not applicable: one model" in md
 
 
 def test_shared_lpaqa_two_models(
@@ -252,9 +252,9 @@ def test_cli(tiny_bert: Path, tiny_gpt2: Path, tmp_path: Path) -> None:
     md = (tmp_path / "run" / "summary.md").read_text()
     for heading in (
         "## Prompt and verbalization sensitivity",
-        "### Rank consistency",
-        "### Verbalization",
-        "### Per relation",
+        "## Rank consistency",
+        "## Verbalization",
+        "## Per relation",
     ):
         assert heading in md
     r = runner.invoke(main, [*base, "--prompt-set", "mine", "--dry-run"])

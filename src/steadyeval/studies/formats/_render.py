@@ -6,13 +6,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...reports import sections_markdown
-from ._report import formats_sections
+from ._report import formats_report_sections
 
 __all__ = ["render_formats"]
 
 
 def render_formats(analysis: Mapping[str, Any]) -> str:
     """Render :func:`analyze_formats`' result as Markdown: the sections of the study's
-    report (:func:`formats_sections`) without their figures, whose numbers are in the
+    report (:func:`formats_report_sections`) without their figures, whose numbers are in the
     tables."""
-    return sections_markdown(formats_sections(analysis, figures=False))
+    return sections_markdown(formats_report_sections(analysis, figures=False))

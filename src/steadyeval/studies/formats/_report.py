@@ -8,7 +8,7 @@ with the noise floor), so a number never differs between the two.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ...reports import (
@@ -23,8 +23,9 @@ from ...reports import (
     Table,
     format_cell,
 )
+from ._analysis import ANSWERABLE_OUTCOMES, UNANSWERABLE_OUTCOMES
 
-__all__ = ["condition_labels", "formats_report", "formats_sections"]
+__all__ = ["condition_labels", "formats_report", "formats_report_sections"]
 
 SOURCE = "formats study"
 
@@ -36,6 +37,8 @@ _APPLICABLE = {
     "control": {"refused", "decoy", "other", "unmatched", "correct", "wrong", "control"},
 }
 _LABELS = {"free": "free form", "list": "list, no escape"}
+#: Outcomes in a fixed order (``summary.json`` sorts the keys of the analysis' dicts).
+_OUTCOMES = {"unanswerable": UNANSWERABLE_OUTCOMES, "answerable": ANSWERABLE_OUTCOMES}
 _VERBS = {"refused": ("refuses", "refuse"), "correct": ("is correct", "correct")}
 _PHRASE_HELP = "flips between two formats that differ in one phrase"
 _ORDER_HELP = "mean flips of A and B against themselves under other option orders"
@@ -54,6 +57,12 @@ def condition_labels(analysis: Mapping[str, Any]) -> dict[str, str]:
     """Readable names of the study's conditions (``list-nota`` → ``list + "none of the
     above"``); variants keep their condition name."""
     return {c["name"]: _label(c) for c in analysis["conditions"]}
+
+
+def _in_order(names: Mapping[str, str], keys: Iterable[str]) -> list[str]:
+    """``keys`` in the study's condition order (``summary.json`` sorts dict keys)."""
+    present = set(keys)
+    return [n for n in names if n in present] + sorted(present - set(names))
 
 
 def _ci(rate: Mapping[str, Any]) -> tuple[Any, Any, Any]:
@@ -103,9 +112,9 @@ def _outcome_blocks(
                 ),
                 tuple(rows),
                 note=(
-                    "The list with no escape offers no refusal option: its refusals are answers "
-                    "that refused anyway. 'Near the decoy': free-form answers whose token F1 "
-                    "with the decoy reaches the unmatched threshold."
+                    "'list, no escape' offers no refusal option: its refusals are answers that "
+                    "refused anyway. 'near the decoy': free-form answers whose token F1 with "
+                    "the decoy reaches the threshold for matching an option."
                 ),
             )
         )
@@ -155,7 +164,7 @@ def _outcome_blocks(
         )
         if figures:
             blocks.append(_bars("Answerable questions: correct by format", ans, names, "correct"))
-    rows = [
+    rates: list[tuple[Any, ...]] = [
         (
             names[r["condition"]],
             r["subset"],
@@ -167,10 +176,10 @@ def _outcome_blocks(
             v["n_clusters"],
         )
         for r in recs
-        for outcome, v in r["rates"].items()
-        if outcome in _APPLICABLE[r["role"]]
+        for outcome in _OUTCOMES[r["subset"]]
+        if outcome in _APPLICABLE[r["role"]] and (v := r["rates"].get(outcome)) is not None
     ]
-    if rows:
+    if rates:
         blocks.append(
             Table(
                 "Every rate (95% Wilson interval; standard error clustered by paragraph)",
@@ -184,7 +193,7 @@ def _outcome_blocks(
                     Column("clustered SE", "pct", "standard error clustered by paragraph"),
                     Column("paragraphs", "int"),
                 ),
-                tuple(rows),
+                tuple(rates),
             )
         )
     return blocks
@@ -315,8 +324,8 @@ def _pair_blocks(
         if ph["flips"] is not None:
             pair = f"{names.get(ph['a'], ph['a'])} vs {names.get(ph['b'], ph['b'])}"
             rows.append((f["subset"], f["outcome"], f"{pair} (one phrase differs)", ph["flips"]))
-        for name, flips in f["order"].items():
-            for k, n in enumerate(flips, start=1):
+        for name in _in_order(names, f["order"]):
+            for k, n in enumerate(f["order"][name], start=1):
                 what = f"{names[name]} vs itself under option order {k}"
                 rows.append((f["subset"], f["outcome"], what, n))
     if rows:
@@ -438,7 +447,7 @@ def _examples(a: Mapping[str, Any], names: Mapping[str, str], model: str) -> lis
     ex = [e for e in a["examples"] if e["model"] == model]
     if not ex:
         return []
-    formats = list(dict.fromkeys(n for e in ex for n in e["outputs"]))
+    formats = _in_order(names, {n for e in ex for n in e["outputs"]})
 
     def shown(o: Mapping[str, Any] | None) -> str | None:
         if o is None:
@@ -519,7 +528,7 @@ def _determinism(det: Mapping[str, Any]) -> Section:
     return Section.of("formats-determinism", "Determinism check", blocks, source=SOURCE)
 
 
-def formats_sections(analysis: Mapping[str, Any], *, figures: bool = True) -> list[Section]:
+def formats_report_sections(analysis: Mapping[str, Any], *, figures: bool = True) -> list[Section]:
     """The study's report sections from :func:`analyze_formats`' result (as stored in
     ``summary.json``): per model the seed's outcome tables, every rate with its Wilson
     interval and clustered SE, the paired tables with McNemar and Holm, the noise floor,
@@ -557,4 +566,4 @@ def formats_sections(analysis: Mapping[str, Any], *, figures: bool = True) -> li
 
 def formats_report(ctx: ReportContext) -> list[Section]:
     """The study's sections of ``steadyeval report`` (registered for study ``formats``)."""
-    return formats_sections(ctx.analysis)
+    return formats_report_sections(ctx.analysis)

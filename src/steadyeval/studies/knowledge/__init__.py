@@ -1,7 +1,10 @@
 """The knowledge study (MMLU): accuracy per subject and category, accuracy vs shots,
 calibration, option order (cyclic rotations), template sensitivity, option vs letter scoring
-and a memorisation check, all computed from the results table."""
+and a memorisation check, all computed from the results table. Its report sections
+(:func:`knowledge_report_sections`) are registered for ``steadyeval report`` at import and
+give ``summary.md`` and the CLI their tables."""
 
+from ...reports import register_section
 from ._analysis import analyze_knowledge, knowledge_frame
 from ._data import LETTERS, MMLUData, load_mmlu
 from ._design import (
@@ -19,7 +22,8 @@ from ._design import (
     reanalyze_knowledge,
     run_knowledge,
 )
-from ._render import Section, category_rows, knowledge_sections, render_knowledge
+from ._render import Section, knowledge_sections, render_knowledge
+from ._report import knowledge_report, knowledge_report_sections
 from ._subjects import CATEGORIES, SUBCATEGORIES, SUBJECTS, SubjectInfo, subject_info
 
 __all__ = [
@@ -38,12 +42,13 @@ __all__ = [
     "ShotFit",
     "SubjectInfo",
     "analyze_knowledge",
-    "category_rows",
     "condition_name",
     "fit_shots",
     "knowledge_conditions",
     "knowledge_design",
     "knowledge_frame",
+    "knowledge_report",
+    "knowledge_report_sections",
     "knowledge_sections",
     "load_mmlu",
     "reanalyze_knowledge",
@@ -51,3 +56,5 @@ __all__ = [
     "run_knowledge",
     "subject_info",
 ]
+
+register_section("knowledge", knowledge_report)

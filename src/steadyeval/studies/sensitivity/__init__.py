@@ -3,10 +3,12 @@
 Factual probes (LAMA / LPAQA style) or any task with several templates are asked under
 every (template, subject name); the analysis reads only the results table: prompt
 preference, model-ranking changes and Kendall's W across templates, verbalization
-stability, backdoor-adjusted scores and rank consistency under three regimes. See
-``docs/study-sensitivity.md``.
+stability, backdoor-adjusted scores and rank consistency under three regimes. Its report
+sections (:func:`sensitivity_report_sections`) are registered for ``steadyeval report`` at
+import and give ``summary.md`` its tables. See ``docs/study-sensitivity.md``.
 """
 
+from ...reports import register_section
 from ._analysis import analyze_sensitivity, analyze_tensor
 from ._data import PROMPT_SETS, Fact, ProbeData, Relation, load_aliases, load_probes, load_vocab
 from ._design import (
@@ -18,6 +20,7 @@ from ._design import (
     template_names,
 )
 from ._render import render_sensitivity
+from ._report import REGIMES, sensitivity_report, sensitivity_report_sections
 from ._slots import SLOT, SlotReader, fills_slots, split_slot
 from ._study import (
     STUDY,
@@ -37,6 +40,7 @@ from ._tensor import (
 
 __all__ = [
     "PROMPT_SETS",
+    "REGIMES",
     "SLOT",
     "STUDY",
     "AnalysisOptions",
@@ -63,8 +67,12 @@ __all__ = [
     "run_sensitivity_study",
     "sampled_adjusted_scores",
     "sensitivity_design",
+    "sensitivity_report",
+    "sensitivity_report_sections",
     "split_slot",
     "task_design",
     "template_names",
     "template_scores",
 ]
+
+register_section("sensitivity", sensitivity_report)
