@@ -65,18 +65,52 @@ class PackedRow:
         return mask
 
 
+def _shared(a: Sequence[int], b: Sequence[int]) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def _groups(seqs: Sequence[Sequence[int]], order: Sequence[int]) -> list[list[int]]:
+    """Runs of sorted sequences that share a long prefix (at least half of the shorter one):
+    one item's options and formats. Rows are cut between groups, not inside them."""
+    groups: list[list[int]] = []
+    prev: Sequence[int] = ()
+    for i in order:
+        seq = seqs[i]
+        if groups and _shared(prev, seq) * 2 >= min(len(prev), len(seq)) > 0:
+            groups[-1].append(i)
+        else:
+            groups.append([i])
+        prev = seq
+    return groups
+
+
 def pack_sequences(seqs: Sequence[Sequence[int]], *, max_nodes: int) -> list[PackedRow]:
-    """Pack sequences into rows of at most ``max_nodes`` trie nodes (a longer sequence gets a
-    row of its own). Sorting first puts sequences with shared prefixes next to each other."""
+    """Pack sequences into rows of at most ``max_nodes`` trie nodes.
+
+    Sorting puts sequences with shared prefixes next to each other; a group of sequences
+    sharing a long prefix is kept in one row when it fits, so its prefix is forwarded once
+    (a group, or a sequence, longer than a row is split greedily).
+    """
     order = sorted(range(len(seqs)), key=lambda i: list(seqs[i]))
     rows: list[PackedRow] = []
     current = PackedRow()
-    for i in order:
-        extra = current.cost(seqs[i])
-        if current.tokens and len(current.tokens) + extra > max_nodes:
+    for group in _groups(seqs, order):
+        trial = PackedRow()
+        for i in group:
+            trial.add(i, seqs[i])
+        if current.tokens and len(current.tokens) + len(trial.tokens) > max_nodes:
             rows.append(current)
             current = PackedRow()
-        current.add(i, seqs[i])
+        for i in group:
+            if current.tokens and len(current.tokens) + current.cost(seqs[i]) > max_nodes:
+                rows.append(current)
+                current = PackedRow()
+            current.add(i, seqs[i])
     if current.tokens or current.members:
         rows.append(current)
     return rows

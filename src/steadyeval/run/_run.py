@@ -313,13 +313,41 @@ def _dispatch(
     with Progress(total=plan.n_unique, cached=plan.n_unique - len(missing), enabled=show) as bar:
         for (model, kind), keys in groups.items():
             backend = backends[model]
-            chunks = [keys[i : i + opts.batch_size] for i in range(0, len(keys), opts.batch_size)]
+            chunks = _chunks(keys, [_prompt_text(plan.unique[k][1]) for k in keys], opts.batch_size)
             requests = [[plan.unique[k][1] for k in chunk] for chunk in chunks]
             for index, got in executor.run(backend, kind, requests):
                 chunk = chunks[index]
                 cache.put_many((k, model, kind, r) for k, r in zip(chunk, got, strict=True))
                 responses.update(zip(chunk, got, strict=True))
                 bar.advance(len(chunk), model=model)
+
+
+def _chunks(keys: Sequence[str], texts: Sequence[str], size: int) -> list[list[str]]:
+    """Batches of about ``size`` prefix-sorted requests, cut where a request shares little
+    prefix with the one before (so one item's formats and options stay together), and never
+    longer than four times ``size``."""
+
+    def shared(a: str, b: str) -> int:
+        n = 0
+        for x, y in zip(a, b, strict=False):
+            if x != y:
+                break
+            n += 1
+        return n
+
+    chunks: list[list[str]] = []
+    current: list[str] = []
+    for i, key in enumerate(keys):
+        if current and len(current) >= size:
+            prev, text = texts[i - 1], texts[i]
+            related = shared(prev, text) * 2 >= min(len(prev), len(text)) > 0
+            if not related or len(current) >= 4 * size:
+                chunks.append(current)
+                current = []
+        current.append(key)
+    if current:
+        chunks.append(current)
+    return chunks
 
 
 def _row_key(keys: Sequence[str]) -> str:
