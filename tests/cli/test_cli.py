@@ -142,6 +142,7 @@ def _count(path: Path) -> int:
         return 0
 
 
+@pytest.mark.timeout(300)  # three CLI processes with a real (tiny) model
 def test_kill_9_mid_run_then_resume_gives_the_same_table(
     tiny_gpt2: Path, tmp_path: Path, env: dict[str, str]
 ) -> None:

@@ -313,7 +313,13 @@ def _dispatch(
     with Progress(total=plan.n_unique, cached=plan.n_unique - len(missing), enabled=show) as bar:
         for (model, kind), keys in groups.items():
             backend = backends[model]
-            chunks = _chunks(keys, [_prompt_text(plan.unique[k][1]) for k in keys], opts.batch_size)
+            if kind == "score":  # keep prefix groups together for shared-prefix scoring
+                texts = [_prompt_text(plan.unique[k][1]) for k in keys]
+                chunks = _chunks(keys, texts, opts.batch_size)
+            else:
+                chunks = [
+                    keys[i : i + opts.batch_size] for i in range(0, len(keys), opts.batch_size)
+                ]
             requests = [[plan.unique[k][1] for k in chunk] for chunk in chunks]
             for index, got in executor.run(backend, kind, requests):
                 chunk = chunks[index]
