@@ -3,24 +3,34 @@
 1. Pipeline: time per item of a run at 100 items vs 1,000 items (tiny local GPT-2, three
    multiple-choice formats scored by option log-probability, cold caches, model loaded and
    warmed up first). Target: per-item time at 1,000 ≤ 1.2 × at 100.
-2. Analyses: a 1,000,000-row results table (a real formats-study run on a tiny model, its
-   rows tiled with fresh item ids) is read from Parquet, then summarised and analysed by the
-   formats study. Target: analysis time ≤ 3 × the read time.
+2. Analyses: for each study (formats, knowledge, sensitivity) a real run on tiny local models
+   (made once through the CLI into ``--work``) is tiled to a 1,000,000-row results table with
+   fresh item ids (and, in the metadata, fresh ids that key items: paragraph and base ids,
+   so each tile is new items on new paragraphs, as in a larger run). The table is written
+   to Parquet, read back (the median of three reads), and analysed. Target: each analysis
+   ≤ 3 × the read time. Time spent in ``stats.spread`` (bootstrap resampling of items) is
+   shown apart.
 
-    python bench/scaling.py [--rows 1000000] [--work bench/.work]
+    python bench/scaling.py [--rows 1000000] [--work bench/.work] [--skip-pipeline]
+                            [--studies formats,knowledge,sensitivity]
 
-Not a test: it prints ratios measured in the same process, so machine noise cancels.
+Not a test: it prints ratios measured in the same process, so machine noise cancels. One
+line per analysis: its time and its ratio to the time of reading that table from Parquet.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
+import os
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -31,7 +41,11 @@ from steadyeval.models import build_tiny_model
 from steadyeval.results import summarize
 
 HERE = Path(__file__).resolve().parent
-SQUAD = HERE.parents[1] / "shared" / "data" / "squad2" / "dev-v2.0.controlled_subset.json"
+DATA = HERE.parents[1] / "shared" / "data"
+SQUAD = DATA / "squad2" / "dev-v2.0.controlled_subset.json"
+MMLU = DATA / "mmlu" / "hendrycks_format"
+LPAQA = DATA / "lama" / "lpaqa"
+STUDIES = ("formats", "knowledge", "sensitivity")
 
 
 def synthetic_items(n: int) -> list[Item]:
@@ -47,11 +61,15 @@ def synthetic_items(n: int) -> list[Item]:
     ]
 
 
-def pipeline(work: Path) -> None:
-    model = work / "tiny-gpt2"
+def tiny(work: Path, kind: str) -> Path:
+    model = work / f"tiny-{kind}"
     if not (model / "model.safetensors").exists():
-        build_tiny_model(model, "gpt2", seed=0, overwrite=True)
-    backend = load_backend(f"hf:{model}")
+        build_tiny_model(model, kind, seed=0, overwrite=True)  # type: ignore[arg-type]
+    return model
+
+
+def pipeline(work: Path) -> None:
+    backend = load_backend(f"hf:{tiny(work, 'gpt2')}")
     qa = TEMPLATES["qa"]
     conds = [
         Condition(name="mc", template=qa, format=FORMATS["mc"], scoring="option-logprob"),
@@ -87,51 +105,74 @@ def pipeline(work: Path) -> None:
     )
 
 
-def formats_run(work: Path) -> Path:
-    out = work / "formats-run"
-    if (out / "results.parquet").exists():
+# -- small real runs, made once through the CLI --------------------------------------------
+
+
+def _study_run(work: Path, name: str, args: list[str]) -> Path:
+    out = work / f"{name}-run"
+    if (out / "results.parquet").exists() and (out / "summary.json").exists():
         return out
-    model = work / "tiny-gpt2"
-    cmd = [
-        sys.executable,
-        "-m",
-        "steadyeval",
-        "study",
-        "formats",
-        "--model",
-        f"hf:{model}",
-        "--data",
-        str(SQUAD),
-        "--answerable",
-        "50",
-        "--unanswerable",
-        "50",
-        "--scoring",
-        "logprob",
-        "--out",
-        str(out),
-        "--no-progress",
-    ]
-    subprocess.run(
-        cmd,
-        check=True,
-        capture_output=True,
-        env={
-            "STEADYEVAL_CACHE": str(work / "formats-cache.sqlite"),
-            "PATH": "/usr/bin:/bin",
-            "HF_HUB_OFFLINE": "1",
-        },
-    )
+    cmd = [sys.executable, "-m", "steadyeval", "study", *args, "--out", str(out), "--no-progress"]
+    env = {
+        "STEADYEVAL_CACHE": str(work / f"{name}-cache.sqlite"),
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HF_HUB_OFFLINE": "1",
+        "HF_DATASETS_OFFLINE": "1",
+    }
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed:\n{done.stderr[-3000:]}")
     return out
 
 
-def analyses(work: Path, rows: int) -> None:
-    from steadyeval.studies.formats import analyze_formats
+def formats_run(work: Path) -> Path:
+    """The answer-format study, 50 + 50 SQuAD 2.0 questions, lists scored by log-prob."""
+    gpt2 = tiny(work, "gpt2")
+    return _study_run(
+        work,
+        "formats",
+        ["formats", "--model", f"hf:{gpt2}", "--data", str(SQUAD), "--answerable", "50",
+         "--unanswerable", "50", "--scoring", "logprob"],
+    )  # fmt: skip
 
-    run_dir = formats_run(work)
-    base = pq.read_table(run_dir / "results.parquet")
-    info = json.loads((run_dir / "summary.json").read_text())["design"]
-    copies = -(-rows // base.num_rows)
+
+def knowledge_run(work: Path) -> Path:
+    """MMLU, 2 questions × 57 subjects: letter and option scoring, two prompt headers, 0 and
+    1 shot, the 3 other rotations, and the memorisation check (33 conditions)."""
+    gpt2 = tiny(work, "gpt2")
+    return _study_run(
+        work,
+        "knowledge",
+        ["knowledge", "--model", f"hf:{gpt2}", "--data", str(MMLU), "--shots", "0,1",
+         "--limit-per-subject", "2", "--scoring", "letter,option",
+         "--templates", "reference,single-space", "--rotations", "--memorisation"],
+    )  # fmt: skip
+
+
+def sensitivity_run(work: Path) -> Path:
+    """LPAQA's 41 T-REx relations, 4 facts each, 3 templates, a tiny GPT-2 and a tiny BERT
+    (default analysis options: 1,000 subsets of 20 relations, 1,000 bootstrap resamples)."""
+    gpt2, bert = tiny(work, "gpt2"), tiny(work, "bert")
+    return _study_run(
+        work,
+        "sensitivity",
+        ["sensitivity", "--model", f"hf:{gpt2}", "--model", f"hf:{bert}", "--data", str(LPAQA),
+         "--limit-per-relation", "4", "--templates-per-relation", "3"],
+    )  # fmt: skip
+
+
+# -- tiling ----------------------------------------------------------------------------------
+
+#: Metadata keys whose values identify items or their clusters; each tile gets fresh ones.
+_ID_KEYS = ("base_id", "paragraph_id")
+
+
+def tile(base: pa.Table, rows: int) -> pa.Table:
+    """``base`` repeated (whole copies, about ``rows`` rows in all, so every item keeps all
+    its conditions); copy k suffixes item ids (and the id keys of the metadata) with
+    ``#k``."""
+    copies = max(1, round(rows / base.num_rows))
+    keys = "|".join(_ID_KEYS)
     tiles = []
     for k in range(copies):
         t = base.set_column(
@@ -139,24 +180,102 @@ def analyses(work: Path, rows: int) -> None:
             "item_id",
             pc.binary_join_element_wise(base["item_id"], pa.scalar(f"#{k}"), ""),
         )
+        meta = pc.replace_substring_regex(
+            t["metadata"], pattern=f'"({keys})":"([^"]*)"', replacement=f'"\\1":"\\2#{k}"'
+        )
+        t = t.set_column(t.schema.get_field_index("metadata"), "metadata", meta)
         tiles.append(t)
-    big = pa.concat_tables(tiles).slice(0, rows)
-    path = work / "big.parquet"
-    pq.write_table(big, path, compression="zstd")
-    t0 = time.perf_counter()
-    table = pq.read_table(path)
-    read = time.perf_counter() - t0
-    t1 = time.perf_counter()
-    summarize(table)
-    summ = time.perf_counter() - t1
-    t2 = time.perf_counter()
-    analyze_formats(table, info)
-    fmt = time.perf_counter() - t2
+    return pa.concat_tables(tiles)
+
+
+class _SpreadClock:
+    """Time spent in ``stats.spread`` (the bootstrap over items) while it is installed."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self.calls = 0
+
+    def __enter__(self) -> _SpreadClock:
+        import steadyeval.stats
+        import steadyeval.studies.sensitivity._analysis as sens
+
+        self._saved = steadyeval.stats.spread
+        inner = self._saved
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            t0 = time.perf_counter()
+            try:
+                return inner(*args, **kwargs)
+            finally:
+                self.seconds += time.perf_counter() - t0
+                self.calls += 1
+
+        steadyeval.stats.spread = timed  # type: ignore[assignment]
+        sens.spread = timed  # type: ignore[assignment]
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        import steadyeval.stats
+        import steadyeval.studies.sensitivity._analysis as sens
+
+        steadyeval.stats.spread = self._saved  # type: ignore[assignment]
+        sens.spread = self._saved  # type: ignore[assignment]
+
+
+def bench_study(work: Path, study: str, rows: int) -> None:
+    from steadyeval.studies.formats import analyze_formats
+    from steadyeval.studies.knowledge import analyze_knowledge
+    from steadyeval.studies.sensitivity import analyze_sensitivity
+
+    make, analyze = {
+        "formats": (formats_run, analyze_formats),
+        "knowledge": (knowledge_run, analyze_knowledge),
+        "sensitivity": (sensitivity_run, analyze_sensitivity),
+    }[study]
+    run_dir = make(work)
+    base = pq.read_table(run_dir / "results.parquet")
+    info = json.loads((run_dir / "summary.json").read_text())["design"]
+    path = work / f"big-{study}.parquet"
+    big = tile(base, rows)
     print(
-        f"analyses on {table.num_rows:,} rows: read {read:.2f} s; summarize {summ:.2f} s "
-        f"({summ / read:.2f}x); formats analysis {fmt:.2f} s ({fmt / read:.2f}x) "
-        "(target <= 3x)"
+        f"{study}: a {base.num_rows:,}-row run × {big.num_rows // base.num_rows:,} = "
+        f"{big.num_rows:,} rows, {big.num_columns} columns",
+        flush=True,
     )
+    pq.write_table(big, path, compression="zstd")
+    del base, big
+    gc.collect()
+    _measure(study, path, analyze, info)
+    gc.collect()
+
+
+def _measure(
+    study: str, path: Path, analyze: Callable[[pa.Table, Any], Any], info: dict[str, Any]
+) -> None:
+    reads = []
+    for _ in range(3):  # the median of three reads: the baseline varies with machine load
+        t0 = time.perf_counter()
+        table = pq.read_table(path)
+        reads.append(time.perf_counter() - t0)
+    read = sorted(reads)[1]
+    steps: list[tuple[str, Callable[[], Any]]] = [
+        (f"analyze_{study}", lambda: analyze(table, info))
+    ]
+    if study == "formats":
+        steps.insert(0, ("summarize", lambda: summarize(table)))
+    for name, fn in steps:
+        with _SpreadClock() as clock:
+            t0 = time.perf_counter()
+            fn()
+            secs = time.perf_counter() - t0
+        extra = ""
+        if clock.calls:
+            extra = f"; of which stats.spread {clock.seconds:.2f} s ({clock.calls} calls)"
+        print(
+            f"  {name:<20} read {read:5.2f} s  analysis {secs:6.2f} s  "
+            f"{secs / read:5.2f}x read (target <= 3x){extra}",
+            flush=True,
+        )
 
 
 def main() -> None:
@@ -164,11 +283,17 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--work", type=Path, default=HERE / ".work")
     ap.add_argument("--skip-pipeline", action="store_true")
+    ap.add_argument("--studies", default=",".join(STUDIES), help="comma-separated subset")
     args = ap.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
+    studies = [s for s in args.studies.split(",") if s]
+    unknown = sorted(set(studies) - set(STUDIES))
+    if unknown:
+        ap.error(f"--studies: unknown {', '.join(unknown)}; choose from {', '.join(STUDIES)}")
     if not args.skip_pipeline:
         pipeline(args.work)
-    analyses(args.work, args.rows)
+    for study in studies:
+        bench_study(args.work, study, args.rows)
 
 
 if __name__ == "__main__":

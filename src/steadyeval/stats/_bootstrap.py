@@ -34,11 +34,13 @@ def bootstrap_row_means(
     """
     n, k = values.shape
     out = np.empty((n_resamples, k), dtype=np.float64)
+    columns = np.ascontiguousarray(values.T)  # gather one contiguous column at a time
     chunk = max(1, _CHUNK_ELEMENTS // max(1, n * k))
     for start in range(0, n_resamples, chunk):
         stop = min(n_resamples, start + chunk)
         idx = rng.integers(0, n, size=(stop - start, n))
-        out[start:stop] = values[idx].mean(axis=1)
+        for j in range(k):
+            out[start:stop, j] = columns[j][idx].mean(axis=1)
     return out
 
 

@@ -2,24 +2,29 @@
 
 Outcomes per format, paired refusal tables with McNemar and Holm, the noise floor, option
 order stability, decoy removal, sampling, the determinism check and seeded examples.
+
+The work is done on numpy columns (:class:`~._frame.FormatsFrame`): selections are index
+arrays, pairs are joins on integer keys, per-item checks are group reductions, and text is
+normalised once per distinct string, so a million-row table takes seconds. The row-wise rule
+for one row is :func:`classify`; the columns give the same category for every row.
 """
 
 from __future__ import annotations
 
 import itertools
-import json
 import math
 import warnings
-from collections import defaultdict
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 
 from ... import stats
 from ...scoring import UNMATCHED_F1_THRESHOLD, normalize_answer, token_f1
 from ._design import stable_rng
+from ._frame import FormatsFrame, Ints, constant_within, last_per_key, pair_rows
 
 __all__ = [
     "ANSWERABLE_OUTCOMES",
@@ -33,24 +38,9 @@ UNANSWERABLE_OUTCOMES = ("refused", "decoy", "other", "answered", "unmatched", "
 ANSWERABLE_OUTCOMES = ("correct", "refused", "wrong", "unmatched", "control")
 SUBSETS = ("unanswerable", "answerable")
 
-_COLUMNS = [
-    "model",
-    "item_id",
-    "condition",
-    "sample_index",
-    "output",
-    "parsed",
-    "parsed_kind",
-    "parsed_option",
-    "correct",
-    "refused",
-    "truncated",
-    "answerable",
-    "em",
-    "f1",
-    "option_logprobs",
-    "metadata",
-]
+#: Every category, in the order of the codes :func:`_labels` gives.
+_LABELS = ("refused", "decoy", "other", "answered", "unmatched", "control", "correct", "wrong")
+_CODE = {c: np.int8(i) for i, c in enumerate(_LABELS)}
 
 Row = dict[str, Any]
 
@@ -84,9 +74,9 @@ def classify(row: Row, role: str, escape: str | None) -> str:
     return "answered"
 
 
-def _rate(k: int, n: int, indicator: np.ndarray, clusters: Sequence[str]) -> dict[str, Any]:
+def _rate(k: int, n: int, indicator: npt.NDArray[np.bool_], clusters: Ints) -> dict[str, Any]:
     ci = stats.wilson_interval(k, n)
-    se = _quiet(stats.clustered_se, indicator.astype(float), list(clusters))
+    se = _quiet(stats.clustered_se, indicator.astype(float), clusters)
     return {
         "count": k,
         "rate": k / n,
@@ -98,61 +88,81 @@ def _rate(k: int, n: int, indicator: np.ndarray, clusters: Sequence[str]) -> dic
 
 
 class _Table:
-    """The results table as rows, indexed by (model, condition, variant, subset)."""
+    """The frame plus the design facts, indexed by (model, condition, variant, subset)."""
 
     def __init__(self, table: pa.Table, info: Mapping[str, Any]) -> None:
-        rows = table.select(_COLUMNS).to_pylist()
-        meta_cache: dict[str, dict[str, Any]] = {}
-        for r in rows:
-            r["meta"] = meta_cache.setdefault(r["metadata"], json.loads(r["metadata"]))
-        self.rows: list[Row] = rows
+        self.f = FormatsFrame(table)
         self.conditions: dict[str, dict[str, Any]] = {c["name"]: c for c in info["conditions"]}
-        self.models: list[str] = list(dict.fromkeys(r["model"] for r in rows))
-        self.item_order: dict[str, int] = {}
-        for r in rows:
-            self.item_order.setdefault(r["item_id"], len(self.item_order))
-        self._index: dict[tuple[str, str], list[Row]] = defaultdict(list)
-        for r in rows:
-            self._index[(r["model"], r["condition"])].append(r)
+        self.models: list[str] = list(self.f.models)
 
     def base_names(self) -> list[str]:
         return [n for n, c in self.conditions.items() if c["variant"] == "base"]
 
     def select(
         self, model: str, condition: str, subset: str | None = None, variant: str = "base"
-    ) -> list[Row]:
+    ) -> Ints:
         """Rows of one (model, condition), first sample, items of one variant and subset."""
-        out = []
-        for r in self._index.get((model, condition), []):
-            if r["meta"].get("variant", "base") != variant:
-                continue
-            if subset is not None and r["answerable"] != (subset == "answerable"):
-                continue
-            if r["sample_index"] == 0:
-                out.append(r)
-        return out
+        return self.f.select(model, condition, subset, variant)
 
-    def samples(self, model: str, condition: str) -> list[Row]:
-        return [
-            r
-            for r in self._index.get((model, condition), [])
-            if r["meta"].get("variant", "base") == "base"
-        ]
+    def samples(self, model: str, condition: str) -> Ints:
+        """Rows of one (model, condition), every sample, items of the base variant."""
+        return self.f.select(model, condition, None, "base", first_sample=False)
+
+
+def _labels(f: FormatsFrame, rows: Ints, role: str, escape: str | None) -> npt.NDArray[np.int8]:
+    """Codes (into ``_LABELS``) of :func:`classify` for every row of ``rows``."""
+    out = np.full(rows.size, _CODE["answered"], dtype=np.int8)
+    option = f.kind[rows] == f.kind_code.get("option", -2)
+    out[option] = _CODE["other"]
+    out[option & (f.parsed_option[rows] == f.decoy_option[rows])] = _CODE["decoy"]
+    answerable = f.answerable[rows] == 1
+    out[answerable] = np.where(f.correct[rows][answerable] == 1, _CODE["correct"], _CODE["wrong"])
+    out[f.kind[rows] == f.kind_code.get("unmatched", -2)] = _CODE["unmatched"]
+    refused = f.refused[rows] == 1
+    out[refused] = _CODE["refused"]
+    if role == "control" and escape is not None and refused.any():
+        picked = f.normalized("parsed", rows[refused]) == f.norm_code(escape)
+        where = np.flatnonzero(refused)[picked]
+        out[where] = _CODE["control"]
+    return out
 
 
 # -- outcomes ------------------------------------------------------------------------------------
 
 
+def _near_decoy(f: FormatsFrame, rows: Ints) -> int:
+    """Rows whose output is within the unmatched-F1 threshold of the item's decoy text."""
+    decoys = [f.metas[int(m)].get("decoy") for m in f.meta_code[rows]]
+    keep = np.asarray([bool(d) for d in decoys], dtype=bool)
+    outputs = f.strings("output", rows[keep])
+    cache: dict[tuple[str, Any], bool] = {}
+    near = 0
+    for out, decoy in zip(outputs, [d for d in decoys if d], strict=True):
+        key = (out or "", decoy)
+        hit = cache.get(key)
+        if hit is None:
+            hit = cache[key] = token_f1(key[0], decoy) >= UNMATCHED_F1_THRESHOLD
+        near += hit
+    return near
+
+
+def _mean_finite(values: npt.NDArray[np.float64]) -> float | None:
+    """Sum / count of the non-NaN values, summed left to right (as a Python loop would)."""
+    finite = values[~np.isnan(values)].tolist()
+    return sum(finite) / len(finite) if finite else None
+
+
 def _outcomes(t: _Table, model: str, subset: str, name: str) -> dict[str, Any] | None:
+    f = t.f
     rows = t.select(model, name, subset)
-    if not rows:
+    if not rows.size:
         return None
     cond = t.conditions[name]
     cats = UNANSWERABLE_OUTCOMES if subset == "unanswerable" else ANSWERABLE_OUTCOMES
-    labels = [classify(r, cond["role"], cond["escape"]) for r in rows]
-    clusters = [str(r["meta"].get("paragraph_id", r["item_id"])) for r in rows]
-    n = len(rows)
-    arr = np.array(labels)
+    labels = _labels(f, rows, cond["role"], cond["escape"])
+    clusters = f.label_codes("paragraph_id")[rows]
+    n = int(rows.size)
+    counts = {c: int(np.sum(labels == _CODE[c])) for c in cats}
     out: dict[str, Any] = {
         "model": model,
         "subset": subset,
@@ -161,66 +171,51 @@ def _outcomes(t: _Table, model: str, subset: str, name: str) -> dict[str, Any] |
         "role": cond["role"],
         "escape": cond["escape"],
         "n": n,
-        "counts": {c: int(np.sum(arr == c)) for c in cats},
-        "rates": {c: _rate(int(np.sum(arr == c)), n, arr == c, clusters) for c in cats},
-        "truncated": sum(bool(r["truncated"]) for r in rows),
-        "refused_without_escape": (
-            int(np.sum(arr == "refused")) if cond["role"] in ("list",) else None
-        ),
+        "counts": counts,
+        "rates": {c: _rate(counts[c], n, labels == _CODE[c], clusters) for c in cats},
+        "truncated": int(np.sum(f.truncated[rows] == 1)),
+        "refused_without_escape": counts["refused"] if cond["role"] in ("list",) else None,
     }
     if subset == "unanswerable" and cond["role"] == "free":
-        near = [
-            r
-            for r, lab in zip(rows, labels, strict=True)
-            if lab == "answered"
-            and r["meta"].get("decoy")
-            and token_f1(r["output"] or "", r["meta"]["decoy"]) >= UNMATCHED_F1_THRESHOLD
-        ]
-        out["near_decoy"] = len(near)
+        out["near_decoy"] = _near_decoy(f, rows[labels == _CODE["answered"]])
     if subset == "answerable" and cond["role"] == "free":
-        ems = [r["em"] for r in rows if r["em"] is not None and not math.isnan(r["em"])]
-        f1s = [r["f1"] for r in rows if r["f1"] is not None and not math.isnan(r["f1"])]
-        out["em"] = sum(ems) / len(ems) if ems else None
-        out["f1"] = sum(f1s) / len(f1s) if f1s else None
+        out["em"] = _mean_finite(f.em[rows])
+        out["f1"] = _mean_finite(f.f1[rows])
     return out
 
 
 # -- paired comparisons --------------------------------------------------------------------------
 
 
+def _field(f: FormatsFrame, field: str) -> npt.NDArray[np.int8]:
+    return {"refused": f.refused, "correct": f.correct}[field]
+
+
 def _paired(
-    a_rows: Sequence[Row], b_rows: Sequence[Row], key: str, field: str = "refused"
-) -> tuple[dict[str, Any], list[str]] | None:
-    """Agreement table and McNemar on ``field`` over the items both sides have (by ``key``)."""
-    b_by = {_key(r, key): r for r in b_rows}
-    common = [(r, b_by[_key(r, key)]) for r in a_rows if _key(r, key) in b_by]
-    if not common:
+    f: FormatsFrame, a_rows: Ints, b_rows: Ints, key: str, field: str = "refused"
+) -> dict[str, Any] | None:
+    """Agreement table and McNemar on ``field`` over the items both sides have (by ``key``;
+    an ``a`` row pairs with the last ``b`` row of its key)."""
+    keys = f.key_codes(key)
+    ia, ib = pair_rows(keys[a_rows], keys[b_rows])
+    if not ia.size:
         return None
-    a = np.array([bool(x[field]) for x, _ in common])
-    b = np.array([bool(y[field]) for _, y in common])
-    table = stats.agreement_table(a, b)
+    values = _field(f, field)
+    table = stats.agreement_table(values[a_rows[ia]] == 1, values[b_rows[ib]] == 1)
     exact = _quiet(stats.mcnemar, table.only_a, table.only_b, method="exact")
     midp = _quiet(stats.mcnemar, table.only_a, table.only_b, method="midp")
-    flipped = [_key(x, key) for (x, _), fa, fb in zip(common, a, b, strict=True) if fa != fb]
-    return (
-        {
-            "n": table.n,
-            "both": table.both,
-            "neither": table.neither,
-            "only_a": table.only_a,
-            "only_b": table.only_b,
-            "flips": table.discordant,
-            "total_a": table.successes_a,
-            "total_b": table.successes_b,
-            "p_exact": exact.pvalue,
-            "p_midp": midp.pvalue,
-        },
-        flipped,
-    )
-
-
-def _key(row: Row, key: str) -> str:
-    return str(row["meta"].get(key, row["item_id"])) if key != "item_id" else row["item_id"]
+    return {
+        "n": table.n,
+        "both": table.both,
+        "neither": table.neither,
+        "only_a": table.only_a,
+        "only_b": table.only_b,
+        "flips": table.discordant,
+        "total_a": table.successes_a,
+        "total_b": table.successes_b,
+        "p_exact": exact.pvalue,
+        "p_midp": midp.pvalue,
+    }
 
 
 def _with_holm(records: list[dict[str, Any]]) -> None:
@@ -234,15 +229,18 @@ def _with_holm(records: list[dict[str, Any]]) -> None:
             records[i]["p_holm"] = float(p)
 
 
+def _order_variants(t: _Table, name: str) -> list[str]:
+    return [v for v, c in t.conditions.items() if c["variant"] == "order" and c["base"] == name]
+
+
 def _order_floor(t: _Table, model: str, subset: str, name: str, field: str) -> list[int]:
     """Flips on ``field`` between a list condition and itself under each seeded option order."""
     base = t.select(model, name, subset)
     out = []
-    for v, c in t.conditions.items():
-        if c["variant"] == "order" and c["base"] == name:
-            res = _paired(base, t.select(model, v, subset), "item_id", field)
-            if res is not None:
-                out.append(res[0]["flips"])
+    for v in _order_variants(t, name):
+        res = _paired(t.f, base, t.select(model, v, subset), "item_id", field)
+        if res is not None:
+            out.append(res["flips"])
     return out
 
 
@@ -258,12 +256,13 @@ def _pairs(t: _Table, info: Mapping[str, Any]) -> tuple[list[dict[str, Any]], li
             phrase = None
             if floor_a in t.conditions and floor_b in t.conditions:
                 res = _paired(
+                    t.f,
                     t.select(model, floor_a, subset),
                     t.select(model, floor_b, subset),
                     "item_id",
                     field,
                 )
-                phrase = res[0]["flips"] if res else None
+                phrase = res["flips"] if res else None
             order = {n: _order_floor(t, model, subset, n, field) for n in names}
             order = {n: v for n, v in order.items() if v}
             order_mean = {n: float(np.mean(v)) for n, v in order.items()}
@@ -281,7 +280,7 @@ def _pairs(t: _Table, info: Mapping[str, Any]) -> tuple[list[dict[str, Any]], li
             family = []
             for a, b in itertools.combinations(names, 2):
                 res = _paired(
-                    t.select(model, a, subset), t.select(model, b, subset), "item_id", field
+                    t.f, t.select(model, a, subset), t.select(model, b, subset), "item_id", field
                 )
                 if res is None:
                     continue
@@ -293,7 +292,7 @@ def _pairs(t: _Table, info: Mapping[str, Any]) -> tuple[list[dict[str, Any]], li
                         "outcome": field,
                         "a": a,
                         "b": b,
-                        **res[0],
+                        **res,
                         "noise_floor": phrase,
                         "order_floor": float(np.mean(own)) if own else None,
                     }
@@ -306,33 +305,39 @@ def _pairs(t: _Table, info: Mapping[str, Any]) -> tuple[list[dict[str, Any]], li
 # -- beyond the seed -------------------------------------------------------------------------
 
 
-def _answer_key(row: Row) -> tuple[Any, ...]:
-    """What a question's answer is, comparable across option orders (original indices)."""
-    text = normalize_answer(row["output"] or "") if row["parsed_kind"] == "unmatched" else None
-    return (row["refused"], row["parsed_kind"], row["parsed_option"], text)
+def _answer_codes(f: FormatsFrame, rows: Ints) -> tuple[npt.NDArray[Any], ...]:
+    """What a question's answer is, comparable across option orders (original indices):
+    ``(refused, parsed_kind, parsed_option, normalised output if unmatched)`` of ``rows``
+    as integer columns; two rows give the same answer when all four codes are equal."""
+    unmatched = f.kind[rows] == f.kind_code.get("unmatched", -2)
+    text = np.full(rows.size, -1, dtype=np.int64)
+    if unmatched.any():
+        text[unmatched] = f.normalized("output", rows[unmatched])
+    return f.refused[rows], f.kind[rows], f.parsed_option[rows], text
 
 
 def _orders(t: _Table) -> list[dict[str, Any]]:
+    f = t.f
     out = []
     for model in t.models:
         for name in t.base_names():
-            variants = [
-                v for v, c in t.conditions.items() if c["variant"] == "order" and c["base"] == name
-            ]
+            variants = _order_variants(t, name)
             if not variants:
                 continue
             for subset in SUBSETS:
                 per = [t.select(model, n, subset) for n in (name, *variants)]
-                if not per[0]:
+                if not per[0].size:
                     continue
-                by_item: dict[str, list[Row]] = defaultdict(list)
-                for rows in per:
-                    for r in rows:
-                        by_item[r["item_id"]].append(r)
-                full = [rs for rs in by_item.values() if len(rs) == len(per)]
-                stable = sum(len({r["refused"] for r in rs}) == 1 for rs in full)
-                same = sum(len({_answer_key(r) for r in rs}) == 1 for rs in full)
-                n = len(full)
+                rows = np.concatenate(per)
+                items = f.item[rows]
+                uniq, count = np.unique(items, return_counts=True)
+                full_items = uniq[count == len(per)]
+                in_full = np.isin(items, full_items)
+                _, stable_items = constant_within(items[in_full], f.refused[rows[in_full]])
+                _, same_items = constant_within(items[in_full], *_answer_codes(f, rows[in_full]))
+                stable = int(stable_items.sum())
+                same = int(same_items.sum())
+                n = int(full_items.size)
                 ci = stats.wilson_interval(stable, n)
                 out.append(
                     {
@@ -346,9 +351,7 @@ def _orders(t: _Table) -> list[dict[str, Any]]:
                         "low": ci.low,
                         "high": ci.high,
                         "same_answer": same,
-                        "refusals_per_order": [
-                            sum(bool(r["refused"]) for r in rows) for rows in per
-                        ],
+                        "refusals_per_order": [int(np.sum(f.refused[r] == 1)) for r in per],
                     }
                 )
     return out
@@ -361,12 +364,12 @@ def _no_decoy(t: _Table) -> list[dict[str, Any]]:
             if t.conditions[name]["role"] == "free":
                 continue
             without = t.select(model, name, "unanswerable", variant="no-decoy")
-            if not without:
+            if not without.size:
                 continue
-            res = _paired(t.select(model, name, "unanswerable"), without, "base_id")
+            res = _paired(t.f, t.select(model, name, "unanswerable"), without, "base_id")
             if res is None:
                 continue
-            rec = {"model": model, "condition": name, **res[0]}
+            rec = {"model": model, "condition": name, **res}
             rec["refused_with_decoy"] = rec.pop("total_a")
             rec["refused_without_decoy"] = rec.pop("total_b")
             out.append(rec)
@@ -374,44 +377,51 @@ def _no_decoy(t: _Table) -> list[dict[str, Any]]:
 
 
 def _sampling(t: _Table) -> list[dict[str, Any]]:
+    f = t.f
     out = []
     for model in t.models:
         for name, cond in t.conditions.items():
             if cond["variant"] != "sampled":
                 continue
             for subset in SUBSETS:
-                rows = [
-                    r for r in t.samples(model, name) if r["answerable"] == (subset == "answerable")
-                ]
-                if not rows:
+                rows = t.samples(model, name)
+                rows = rows[f.answerable[rows] == (1 if subset == "answerable" else 0)]
+                if not rows.size:
                     continue
-                per: dict[str, list[bool]] = defaultdict(list)
-                para: dict[str, str] = {}
-                for r in rows:
-                    per[r["item_id"]].append(bool(r["refused"]))
-                    para[r["item_id"]] = str(r["meta"].get("paragraph_id", r["item_id"]))
-                ids = list(per)
-                frac = np.array([np.mean(per[i]) for i in ids])
-                se = _quiet(stats.clustered_se, frac, [para[i] for i in ids])
-                greedy = {
-                    r["item_id"]: bool(r["refused"]) for r in t.select(model, cond["base"], subset)
-                }
-                majority = {i: bool(np.mean(per[i]) > 0.5) for i in ids}
-                common = [i for i in ids if i in greedy]
+                items = f.item[rows]
+                # Items in the order they first appear; per item: samples, refusals, and the
+                # paragraph of its last row.
+                uniq, first = np.unique(items, return_index=True)
+                order = np.argsort(first, kind="stable")
+                ids = uniq[order]
+                pos = np.searchsorted(uniq, items)
+                n_per = np.bincount(pos, minlength=uniq.size)[order]
+                k_per = np.bincount(pos, weights=f.refused[rows] == 1, minlength=uniq.size)
+                k_per = k_per[order].astype(np.int64)
+                _, last = last_per_key(items)
+                para = f.label_codes("paragraph_id")[rows[last]][order]
+                frac = k_per / n_per
+                se = _quiet(stats.clustered_se, frac, para)
+                greedy_rows = t.select(model, cond["base"], subset)
+                g_items, g_last = last_per_key(f.item[greedy_rows])
+                greedy_of = f.refused[greedy_rows[g_last]] == 1
+                in_greedy = np.isin(ids, g_items)
+                greedy = greedy_of[np.searchsorted(g_items, ids[in_greedy])]
+                majority = (frac > 0.5)[in_greedy]
                 out.append(
                     {
                         "model": model,
                         "subset": subset,
                         "condition": name,
                         "base": cond["base"],
-                        "n_items": len(ids),
-                        "n_samples": max(len(v) for v in per.values()),
+                        "n_items": int(ids.size),
+                        "n_samples": int(n_per.max()),
                         "refusal_rate": float(frac.mean()),
                         "se_clustered": se.se,
-                        "unanimous": sum(len(set(v)) == 1 for v in per.values()),
-                        "greedy_refused": sum(greedy[i] for i in common),
-                        "majority_refused": sum(majority[i] for i in common),
-                        "greedy_vs_majority_flips": sum(greedy[i] != majority[i] for i in common),
+                        "unanimous": int(np.sum((k_per == 0) | (k_per == n_per))),
+                        "greedy_refused": int(greedy.sum()),
+                        "majority_refused": int(majority.sum()),
+                        "greedy_vs_majority_flips": int(np.sum(greedy != majority)),
                     }
                 )
     return out
@@ -421,13 +431,23 @@ def _determinism(t: _Table, info: Mapping[str, Any]) -> dict[str, Any] | None:
     check = info.get("determinism")
     if not check:
         return None
-    main = {(r["model"], r["item_id"], r["condition"]): r for r in t.rows if r["sample_index"] == 0}
+    f = t.f
+    wanted = {rec["item_id"] for rec in check["rows"]}
+    codes = [i for i, item in enumerate(f.item_ids) if item in wanted]
+    rows = np.flatnonzero(np.isin(f.item, codes) & (f.sample_index == 0))
+    cols = ("model", "item_id", "condition", "output", "parsed", "option_logprobs")
+    values = {c: f.strings(c, rows) for c in cols}
+    main: dict[tuple[str, str, str], Row] = {}
+    for i in range(rows.size):
+        r = {c: values[c][i] for c in cols}
+        main[(r["model"], r["item_id"], r["condition"])] = r
     same, compared, max_diff = 0, 0, 0.0
     mismatches: list[dict[str, Any]] = []
     for rec in check["rows"]:
-        r = main.get((rec["model"], rec["item_id"], rec["condition"]))
-        if r is None:
+        hit = main.get((rec["model"], rec["item_id"], rec["condition"]))
+        if hit is None:
             continue
+        r = hit
         compared += 1
         equal = rec["output"] == r["output"] and rec["parsed"] == r["parsed"]
         if rec.get("option_logprobs") and r["option_logprobs"]:
@@ -451,39 +471,43 @@ def _determinism(t: _Table, info: Mapping[str, Any]) -> dict[str, Any] | None:
 
 
 def _examples(t: _Table, info: Mapping[str, Any]) -> list[dict[str, Any]]:
+    f = t.f
     k = int(info.get("examples", 5))
     names = t.base_names()
     out = []
     for model in t.models:
-        by_item: dict[str, dict[str, Row]] = defaultdict(dict)
-        for name in names:
-            for r in t.select(model, name):
-                by_item[r["item_id"]][name] = r
-        flipping = sorted(
-            (i for i, rs in by_item.items() if len({r["refused"] for r in rs.values()}) > 1),
-            key=t.item_order.__getitem__,
-        )
-        if not flipping or k == 0:
+        parts = [t.select(model, name) for name in names]
+        rows = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+        which = np.repeat(np.arange(len(names), dtype=np.int64), [p.size for p in parts])
+        # One row per (item, format): the last, as a mapping filled row by row keeps.
+        _, last = last_per_key(f.item[rows] * max(len(names), 1) + which)
+        rows, which = rows[last], which[last]
+        items, constant = constant_within(f.item[rows], f.refused[rows])
+        flipping = items[~constant]  # item codes are the table's first-seen order
+        if not flipping.size or k == 0:
             continue
         rng = stable_rng(int(info.get("seed", 0)), "examples", model)
         picks = sorted(
-            int(i) for i in rng.choice(len(flipping), size=min(k, len(flipping)), replace=False)
+            int(i) for i in rng.choice(flipping.size, size=min(k, flipping.size), replace=False)
         )
         for i in picks:
-            rs = by_item[flipping[i]]
-            meta = next(iter(rs.values()))["meta"]
-            first = next(iter(rs.values()))
+            mine = np.flatnonzero(f.item[rows] == flipping[i])
+            mine = mine[np.argsort(which[mine], kind="stable")]
+            rs = rows[mine]
+            outputs, refused = f.strings("output", rs), f.strings("refused", rs)
+            meta = f.metas[int(f.meta_code[rs[0]])]
             out.append(
                 {
                     "model": model,
-                    "item_id": flipping[i],
+                    "item_id": f.item_ids[int(flipping[i])],
                     "title": meta.get("title"),
                     "question": meta.get("question"),
-                    "answerable": first["answerable"],
+                    "answerable": f.strings("answerable", rs[:1])[0],
                     "decoy": meta.get("decoy"),
-                    "n_flipping": len(flipping),
+                    "n_flipping": int(flipping.size),
                     "outputs": {
-                        n: {"output": r["output"], "refused": r["refused"]} for n, r in rs.items()
+                        names[int(w)]: {"output": o, "refused": r}
+                        for w, o, r in zip(which[mine], outputs, refused, strict=True)
                     },
                 }
             )

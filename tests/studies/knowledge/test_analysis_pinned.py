@@ -1,0 +1,105 @@
+"""``analyze_knowledge`` returns exactly the pinned dicts of ``tests/golden/knowledge``.
+
+The inputs and expected outputs come from ``tests/golden/knowledge/make_golden.py`` (first
+written before the analysis was vectorised): same keys in the same order, same Python types,
+same numbers (floats within 1e-12 relative).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+from steadyeval.studies.knowledge import analyze_knowledge, knowledge_frame
+from steadyeval.studies.knowledge._analysis import _COLUMNS, _argmax, _rotation
+from steadyeval.studies.knowledge._subjects import subject_info
+
+from ..pinned import assert_same, cases, load_case
+
+CASES = cases("knowledge")
+
+
+def test_golden_cases_are_present() -> None:
+    assert CASES == ["ambiguous", "hand-built", "scripted-full"]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_analysis_equals_the_pinned_output(case: str) -> None:
+    table, design, expected = load_case("knowledge", case)
+    assert_same(analyze_knowledge(table, design), expected)
+
+
+def test_chunks_and_extra_columns_change_nothing() -> None:
+    table, design, expected = load_case("knowledge", "scripted-full")
+    chunked = pa.concat_tables([table.slice(0, 400), table.slice(400, 1), table.slice(401)])
+    wider = chunked.append_column("prompt", pa.array(["p"] * table.num_rows))
+    assert_same(analyze_knowledge(wider, design), expected)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_knowledge_frame_equals_the_row_rule(case: str) -> None:
+    """Category/subcategory from each item's first row, rotation by the row rule."""
+    table, _, _ = load_case("knowledge", case)
+    frame = knowledge_frame(table)
+    expected = table.select(_COLUMNS).to_pandas()
+    cats: dict[str, tuple[str, str]] = {}
+    for item_id, meta, subject in zip(
+        expected["item_id"], expected["metadata"], expected["subject"], strict=True
+    ):
+        if item_id not in cats:
+            m = json.loads(meta) if meta else {}
+            info = subject_info(str(subject))
+            cats[item_id] = (
+                m.get("category") or (info.category if info else "uncategorised"),
+                m.get("subcategory") or (info.subcategory if info else "uncategorised"),
+            )
+    expected["category"] = expected["item_id"].map(lambda i: cats[i][0])
+    expected["subcategory"] = expected["item_id"].map(lambda i: cats[i][1])
+    expected["rotation"] = [
+        _rotation(r) for r in expected[["option_order", "option_source"]].to_dict("records")
+    ]
+    pd.testing.assert_frame_equal(frame, expected, check_exact=True)
+
+
+def test_rotations_need_the_original_order_and_reject_repeated_cells() -> None:
+    table, design, _ = load_case("knowledge", "hand-built")
+    rows = table.to_pylist()
+    rot = [r for r in rows if r["condition"] == "letter-reference-0shot-rot1"]
+    doubled = pa.Table.from_pylist(rows + rot[:1], schema=table.schema)
+    with pytest.raises(ValueError, match="duplicate entries"):
+        analyze_knowledge(doubled, design)
+
+
+def _option_scoring_by_rows(table: pa.Table) -> dict[tuple[str, str], dict[str, float]]:
+    """Accuracy under each normalisation, row by row with the module's rule."""
+    hits: dict[tuple[str, str], dict[str, list[bool]]] = {}
+    for r in table.to_pylist():
+        if r["scoring"] != "option-logprob" or r["correct"] is None:
+            continue
+        gold = list(r["option_source"]).index(r["gold_options"][0])
+        per = hits.setdefault((r["model"], r["condition"]), {"none": [], "token": [], "char": []})
+        for norm, col in (("none", ""), ("token", "_per_token"), ("char", "_per_char")):
+            per[norm].append(_argmax(r["option_logprobs" + col]) == gold)
+    return {k: {n: sum(v) / len(v) for n, v in per.items()} for k, per in hits.items()}
+
+
+def test_option_scoring_follows_the_row_rule_with_nan_scores() -> None:
+    """NaN option scores take the row-by-row rule; the result is the row rule's."""
+    table, design, _ = load_case("knowledge", "scripted-full")
+    lp = table.column("option_logprobs").to_pylist()
+    for i in [k for k, v in enumerate(lp) if v][:3]:
+        lp[i] = [-1.0, math.nan, -0.5, math.nan][: len(lp[i])]
+    nan_table = table.set_column(
+        table.schema.get_field_index("option_logprobs"),
+        "option_logprobs",
+        pa.array(lp, table.schema.field("option_logprobs").type),
+    )
+    got = {
+        (g["model"], g["condition"]): g["accuracy"]
+        for g in analyze_knowledge(nan_table, design)["option_scoring"]
+    }
+    assert got == _option_scoring_by_rows(nan_table)
