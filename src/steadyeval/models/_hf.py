@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import logging
 from collections.abc import Sequence
@@ -24,6 +23,7 @@ from ..requests import (
 )
 from ._backend import Backend
 from ._hf_common import (
+    BatchedGeneration,
     HFBackendBase,
     HFOptions,
     load_config,
@@ -105,7 +105,7 @@ class _Encoded:
     n_cont: int
 
 
-class HFCausalBackend(HFBackendBase):
+class HFCausalBackend(BatchedGeneration, HFBackendBase):
     """A causal LM from ``transformers``.
 
     *score*: the summed log-probability of the continuation's tokens, with the
@@ -447,31 +447,6 @@ class HFCausalBackend(HFBackendBase):
         return [final[i] for i in range(len(requests))]
 
     # -- generate --------------------------------------------------------------------------
-    def generate(self, requests: Sequence[GenerateRequest]) -> list[GenerateResponse]:
-        out: dict[int, GenerateResponse] = {}
-        greedy = [i for i, r in enumerate(requests) if r.temperature == 0]
-        sampled = [i for i, r in enumerate(requests) if r.temperature != 0]
-        # Greedy requests with the same settings are batched (left padding).
-        groups: dict[tuple[int, tuple[str, ...]], list[int]] = {}
-        for i in greedy:
-            r = requests[i]
-            groups.setdefault((r.max_new_tokens, r.stop), []).append(i)
-        for idx in groups.values():
-            idx.sort(key=lambda i: -len(requests[i].prompt))
-
-            def run_batch(batch: Sequence[int]) -> list[GenerateResponse]:
-                return self._generate_batch([requests[i] for i in batch], seed=None)
-
-            results, self._batch_size = run_with_backoff(
-                idx, self._batch_size, run_batch, on_shrink=self._log_shrink
-            )
-            out.update(zip(idx, results, strict=True))
-        for i in sampled:
-            r = requests[i]
-            digest = hashlib.sha256(f"{r.seed}\x1f{r.sample_index}\x1f{r.prompt}".encode()).digest()
-            (out[i],) = self._generate_batch([r], seed=int.from_bytes(digest[:4], "little"))
-        return [out[i] for i in range(len(requests))]
-
     def _generate_batch(
         self, reqs: Sequence[GenerateRequest], seed: int | None
     ) -> list[GenerateResponse]:

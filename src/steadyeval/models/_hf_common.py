@@ -13,10 +13,12 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from .._errors import ModelSpecError
+from ..requests import GenerateRequest, GenerateResponse
 from ._spec import ModelSpec
 
 __all__ = [
     "AUTO_BATCH",
+    "BatchedGeneration",
     "HFBackendBase",
     "HFOptions",
     "fingerprint_dir",
@@ -361,3 +363,44 @@ class HFBackendBase:
 
     def _log_shrink(self, size: int) -> None:
         log.warning("%s: out of memory; retrying with batch size %d", self.spec, size)
+
+
+class BatchedGeneration:
+    """``generate`` for backends with ``_generate_batch(requests, seed)``: greedy requests
+    with the same settings are batched (longest first, halving on out-of-memory); sampled
+    requests run one at a time, seeded from (seed, sample index, prompt) so reruns
+    reproduce them."""
+
+    _batch_size: int
+
+    def _generate_batch(
+        self, reqs: Sequence[GenerateRequest], seed: int | None
+    ) -> list[GenerateResponse]:
+        raise NotImplementedError
+
+    _log_shrink: Callable[[int], None]  # provided by HFBackendBase
+
+    def generate(self, requests: Sequence[GenerateRequest]) -> list[GenerateResponse]:
+        out: dict[int, GenerateResponse] = {}
+        greedy = [i for i, r in enumerate(requests) if r.temperature == 0]
+        sampled = [i for i, r in enumerate(requests) if r.temperature != 0]
+        # Greedy requests with the same settings are batched (left padding).
+        groups: dict[tuple[int, tuple[str, ...]], list[int]] = {}
+        for i in greedy:
+            r = requests[i]
+            groups.setdefault((r.max_new_tokens, r.stop), []).append(i)
+        for idx in groups.values():
+            idx.sort(key=lambda i: -len(requests[i].prompt))
+
+            def run_batch(batch: Sequence[int]) -> list[GenerateResponse]:
+                return self._generate_batch([requests[i] for i in batch], seed=None)
+
+            results, self._batch_size = run_with_backoff(
+                idx, self._batch_size, run_batch, on_shrink=self._log_shrink
+            )
+            out.update(zip(idx, results, strict=True))
+        for i in sampled:
+            r = requests[i]
+            digest = hashlib.sha256(f"{r.seed}\x1f{r.sample_index}\x1f{r.prompt}".encode()).digest()
+            (out[i],) = self._generate_batch([r], seed=int.from_bytes(digest[:4], "little"))
+        return [out[i] for i in range(len(requests))]

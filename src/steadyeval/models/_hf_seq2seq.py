@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 from collections.abc import Sequence
@@ -21,6 +20,7 @@ from ..requests import (
     TopKResponse,
 )
 from ._hf_common import (
+    BatchedGeneration,
     HFBackendBase,
     run_with_backoff,
     stop_on_text,
@@ -56,7 +56,7 @@ class _Pair:
     target: tuple[int, ...]  # decoder target, the tokenizer's special tokens (EOS) included
 
 
-class HFSeq2SeqBackend(HFBackendBase):
+class HFSeq2SeqBackend(BatchedGeneration, HFBackendBase):
     """An encoder-decoder model from ``transformers`` (``AutoModelForSeq2SeqLM``).
 
     *score*: the context is the encoder input and the continuation the decoder target; the
@@ -371,31 +371,6 @@ class HFSeq2SeqBackend(HFBackendBase):
         return out
 
     # -- generate --------------------------------------------------------------------------
-    def generate(self, requests: Sequence[GenerateRequest]) -> list[GenerateResponse]:
-        out: dict[int, GenerateResponse] = {}
-        greedy = [i for i, r in enumerate(requests) if r.temperature == 0]
-        sampled = [i for i, r in enumerate(requests) if r.temperature != 0]
-        groups: dict[tuple[int, tuple[str, ...]], list[int]] = {}
-        for i in greedy:
-            r = requests[i]
-            groups.setdefault((r.max_new_tokens, r.stop), []).append(i)
-        for idx in groups.values():
-            idx.sort(key=lambda i: -len(requests[i].prompt))
-
-            def run_batch(batch: Sequence[int]) -> list[GenerateResponse]:
-                return self._generate_batch([requests[i] for i in batch], seed=None)
-
-            results, self._batch_size = run_with_backoff(
-                idx, self._batch_size, run_batch, on_shrink=self._log_shrink
-            )
-            out.update(zip(idx, results, strict=True))
-        for i in sampled:
-            r = requests[i]
-            # The same derivation as the causal backend: seed, sample index and prompt.
-            digest = hashlib.sha256(f"{r.seed}\x1f{r.sample_index}\x1f{r.prompt}".encode()).digest()
-            (out[i],) = self._generate_batch([r], seed=int.from_bytes(digest[:4], "little"))
-        return [out[i] for i in range(len(requests))]
-
     def _generation_config(self, first: GenerateRequest, sample: bool) -> Any:
         """Greedy or pure sampling: only the model's token ids are taken from its defaults."""
         from transformers import GenerationConfig
