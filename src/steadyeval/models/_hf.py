@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from .._errors import ConfigError, ModelSpecError
+from .._errors import ModelSpecError
 from ..requests import (
     GenerateRequest,
     GenerateResponse,
@@ -22,6 +22,7 @@ from ..requests import (
     TopKResponse,
 )
 from ._backend import Backend
+from ._causal_text import CausalText
 from ._hf_common import (
     BatchedGeneration,
     HFBackendBase,
@@ -125,6 +126,7 @@ class HFCausalBackend(BatchedGeneration, HFBackendBase):
     ) -> None:
         super().__init__(spec, _resolved=_resolved)
         self._packing: bool | None = None
+        self._causal_text: CausalText | None = None
         self.tokens_forwarded = 0  # score tokens actually forwarded (padding excluded)
 
     # -- cheap parts -------------------------------------------------------------------
@@ -161,41 +163,15 @@ class HFCausalBackend(BatchedGeneration, HFBackendBase):
             return []
         tok = self.tokenizer
         if tok.bos_token and any(t.startswith(tok.bos_token) for t in texts):
-            return [len(self._encode(t)) for t in texts]
+            return [len(self._text.encode(t)) for t in texts]
         ids = tok(list(texts), add_special_tokens=True)["input_ids"]
         return [len(x) for x in ids]
 
-    def _encode(self, text: str, *, special: bool = True) -> list[int]:
-        """Token ids of ``text``. With ``special``, the tokenizer's own special tokens (e.g. a
-        Llama-style BOS) are added as lm-evaluation-harness adds them, unless the text
-        already starts with the BOS text (as chat-templated prompts do)."""
-        tok = self.tokenizer
-        if special and tok.bos_token and text.startswith(tok.bos_token):
-            special = False
-        ids: list[int] = tok(text, add_special_tokens=special)["input_ids"]
-        return ids
-
-    def _prefix_token(self) -> int:
-        tok = self.tokenizer
-        for tid in (tok.bos_token_id, tok.eos_token_id):
-            if tid is not None:
-                return int(tid)
-        raise ConfigError(f"{self.spec}: an empty context needs a BOS or EOS token")
-
-    def _chat(self, text: str, system: str | None) -> str:
-        tok = self.tokenizer
-        if not getattr(tok, "chat_template", None):
-            raise ConfigError(
-                f"{self.spec}: the condition asks for a chat template but the tokenizer has "
-                "none; set chat: false for this model"
-            )
-        messages = ([{"role": "system", "content": system}] if system else []) + [
-            {"role": "user", "content": text}
-        ]
-        rendered: str = tok.apply_chat_template(
-            messages, tokenize=False, add_generation_prompt=True
-        )
-        return rendered
+    @property
+    def _text(self) -> CausalText:
+        if self._causal_text is None:
+            self._causal_text = CausalText(self.tokenizer, str(self.spec))
+        return self._causal_text
 
     def _forward(self, input_ids: Any, attention_mask: Any, position_ids: Any = None) -> Any:
         """One forward pass (a seam for tests that inject out-of-memory errors)."""
@@ -203,29 +179,11 @@ class HFCausalBackend(BatchedGeneration, HFBackendBase):
         return self.model(input_ids=input_ids, attention_mask=attention_mask, **kwargs).logits
 
     # -- score -----------------------------------------------------------------------------
-    def _encode_pair(self, req: ScoreRequest) -> _Encoded:
-        context, continuation = req.context, req.continuation
-        if req.chat:
-            context = self._chat(context, req.system)
-        n_spaces = len(context) - len(context.rstrip())
-        if n_spaces:
-            continuation = context[-n_spaces:] + continuation
-            context = context[:-n_spaces]
-        if context == "":
-            cont = self._encode(continuation, special=False)
-            prefix = self._prefix_token()
-            if cont and cont[0] == prefix:  # the continuation already starts with it
-                return _Encoded(cont, len(cont) - 1)
-            return _Encoded([prefix, *cont], len(cont))
-        whole = self._encode(context + continuation)
-        n_ctx = len(self._encode(context))
-        return _Encoded(whole, len(whole) - n_ctx)
-
     def _prepare_scores(self, requests: Sequence[ScoreRequest]) -> list[_Prepared]:
         max_len = self.max_length
         out = []
         for req in requests:
-            enc = self._encode_pair(req)
+            enc = _Encoded(*self._text.encode_pair(req))
             fed = enc.tokens[:-1]
             truncated = len(fed) > max_len
             fed = fed[-max_len:]
@@ -368,8 +326,8 @@ class HFCausalBackend(BatchedGeneration, HFBackendBase):
     def _prompt_ids(
         self, prompt: str, chat: bool, system: str | None, room: int
     ) -> tuple[list[int], bool]:
-        text = self._chat(prompt, system) if chat else prompt
-        ids = self._encode(text) or [self._prefix_token()]
+        text = self._text.chat(prompt, system) if chat else prompt
+        ids = self._text.encode(text) or [self._text.prefix_token()]
         limit = max(1, self.max_length - room)
         return ids[-limit:], len(ids) > limit
 

@@ -371,14 +371,10 @@ class BatchedGeneration:
     requests run one at a time, seeded from (seed, sample index, prompt) so reruns
     reproduce them."""
 
+    # Provided by the classes this is mixed into (HFBackendBase and the backend itself).
     _batch_size: int
-
-    def _generate_batch(
-        self, reqs: Sequence[GenerateRequest], seed: int | None
-    ) -> list[GenerateResponse]:
-        raise NotImplementedError
-
-    _log_shrink: Callable[[int], None]  # provided by HFBackendBase
+    _log_shrink: Callable[[int], None]
+    _generate_batch: Callable[[Sequence[GenerateRequest], int | None], list[GenerateResponse]]
 
     def generate(self, requests: Sequence[GenerateRequest]) -> list[GenerateResponse]:
         out: dict[int, GenerateResponse] = {}
@@ -393,7 +389,7 @@ class BatchedGeneration:
             idx.sort(key=lambda i: -len(requests[i].prompt))
 
             def run_batch(batch: Sequence[int]) -> list[GenerateResponse]:
-                return self._generate_batch([requests[i] for i in batch], seed=None)
+                return self._generate_batch([requests[i] for i in batch], None)
 
             results, self._batch_size = run_with_backoff(
                 idx, self._batch_size, run_batch, on_shrink=self._log_shrink
@@ -402,5 +398,5 @@ class BatchedGeneration:
         for i in sampled:
             r = requests[i]
             digest = hashlib.sha256(f"{r.seed}\x1f{r.sample_index}\x1f{r.prompt}".encode()).digest()
-            (out[i],) = self._generate_batch([r], seed=int.from_bytes(digest[:4], "little"))
+            (out[i],) = self._generate_batch([r], int.from_bytes(digest[:4], "little"))
         return [out[i] for i in range(len(requests))]

@@ -40,6 +40,7 @@ from ..requests import (
     TopKRequest,
     TopKResponse,
 )
+from ._causal_text import CausalText
 from ._hf_common import HFOptions, fingerprint_dir, resolve_model_dir
 from ._openai import sample_seed
 from ._spec import ModelSpec
@@ -184,6 +185,7 @@ class VLLMEngine:
         self.module = module
         self.llm = module.LLM(**kwargs)
         self.tokenizer = self.llm.get_tokenizer()
+        self.text = CausalText(self.tokenizer, self.where)
         self.max_len = self._max_model_len(kwargs)
 
     def _max_model_len(self, kwargs: dict[str, Any]) -> int:
@@ -191,58 +193,17 @@ class VLLMEngine:
         value = getattr(cfg, "max_model_len", None) or kwargs.get("max_model_len")
         return int(value) if value else 2048
 
-    # -- tokenisation (the hf causal backend's rules) ------------------------------------
-    def _encode(self, text: str, *, special: bool = True) -> list[int]:
-        tok = self.tokenizer
-        if special and tok.bos_token and text.startswith(tok.bos_token):
-            special = False
-        ids: list[int] = tok(text, add_special_tokens=special)["input_ids"]
-        return ids
-
-    def _prefix_token(self) -> int:
-        tok = self.tokenizer
-        for tid in (tok.bos_token_id, tok.eos_token_id):
-            if tid is not None:
-                return int(tid)
-        raise ConfigError(f"{self.where}: an empty context needs a BOS or EOS token")
-
-    def _chat(self, text: str, system: str | None) -> str:
-        tok = self.tokenizer
-        if not getattr(tok, "chat_template", None):
-            raise ConfigError(
-                f"{self.where}: the condition asks for a chat template but the tokenizer has "
-                "none; set chat: false for this model"
-            )
-        messages = ([{"role": "system", "content": system}] if system else []) + [
-            {"role": "user", "content": text}
-        ]
-        rendered: str = tok.apply_chat_template(
-            messages, tokenize=False, add_generation_prompt=True
-        )
-        return rendered
-
+    # -- tokenisation (the hf causal backend's rules, shared) ----------------------------
     def encode_pair(self, req: ScoreRequest) -> tuple[list[int], int]:
         """Token ids of context + continuation and how many of them are the continuation."""
-        context, continuation = req.context, req.continuation
-        if req.chat:
-            context = self._chat(context, req.system)
-        n_spaces = len(context) - len(context.rstrip())
-        if n_spaces:
-            continuation = context[-n_spaces:] + continuation
-            context = context[:-n_spaces]
-        if context == "":
-            cont = self._encode(continuation, special=False)
-            prefix = self._prefix_token()
-            if cont and cont[0] == prefix:
-                return cont, len(cont) - 1
-            return [prefix, *cont], len(cont)
-        whole = self._encode(context + continuation)
-        return whole, len(whole) - len(self._encode(context))
+        return self.text.encode_pair(req)
 
     def _prompt(
         self, text: str, chat: bool, system: str | None, room: int
     ) -> tuple[list[int], bool]:
-        ids = self._encode(self._chat(text, system) if chat else text) or [self._prefix_token()]
+        ids = self.text.encode(self.text.chat(text, system) if chat else text) or [
+            self.text.prefix_token()
+        ]
         limit = max(1, self.max_len - room)
         return ids[-limit:], len(ids) > limit
 
