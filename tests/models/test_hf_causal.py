@@ -224,3 +224,56 @@ def test_packed_scoring_equals_unshared_scoring(
 def test_packing_check_runs_once_and_agrees(backend: HFCausalBackend) -> None:
     backend.score([ScoreRequest("Paris is the", " capital")])
     assert backend._packing is True
+
+
+def _shared_prompts(b: HFCausalBackend) -> list[GenerateRequest]:
+    """Prompts sharing paragraphs, with stop strings taken from each prompt's own greedy
+    output (so some rows stop early and some run to the length limit), and a one-token
+    prompt beside the long ones."""
+    prompts = ["A"]
+    for k in range(6):
+        paragraph = f"Paragraph {k}: the river flows through the city number {k} and the hills."
+        for q in ("which river?", "where is the city?", "how many hills are there in all?"):
+            prompts.append(f"{paragraph}\nQuestion: {q}\nAnswer:")
+    free = b.generate([GenerateRequest(p, 10) for p in prompts])
+    reqs = []
+    for p, r in zip(prompts, free, strict=True):
+        reqs.append(GenerateRequest(p, 10))
+        if len(r.text) > 4:
+            reqs.append(GenerateRequest(p, 10, stop=(r.text[2:4],)))
+            reqs.append(GenerateRequest(p, 10, stop=(r.text[2:4], "\n")))
+    return reqs
+
+
+def test_packed_generation_equals_generate(tiny_gpt2: Path) -> None:
+    """Greedy prompts sharing a paragraph are prefilled once; the decoded text, token counts
+    and finish reasons equal transformers' generate() on the unshared prompts."""
+    packed = load_backend(f"hf:{tiny_gpt2}?packing=true&batch_size=64")
+    plain = load_backend(f"hf:{tiny_gpt2}?packing=false&batch_size=1")
+    assert isinstance(plain, HFCausalBackend)
+    reqs = _shared_prompts(plain)
+    a, b = packed.generate(reqs), plain.generate(reqs)
+    assert a == b
+    assert {r.finish_reason for r in a} == {"stop", "length"}
+    assert any(r.n_output_tokens < 10 for r in a)  # some rows left the batch early
+
+
+def test_packed_generation_check_and_fallback(
+    tiny_gpt2: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    b = load_backend(f"hf:{tiny_gpt2}?batch_size=8")
+    assert isinstance(b, HFCausalBackend)
+    reqs = _shared_prompts(b)[:9]
+    b._packed_generation = None
+    expected = b.generate(reqs)
+    assert b._packed_generation is True  # the one-time check passed
+    # A model whose cache cannot be gathered decodes with generate(), same answers.
+    b2 = load_backend(f"hf:{tiny_gpt2}?batch_size=8")
+    assert isinstance(b2, HFCausalBackend)
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise TypeError("no plain cache")
+
+    monkeypatch.setattr("steadyeval.models._hf.packed_greedy", broken)
+    assert b2.generate(reqs) == expected
+    assert b2._packed_generation is False

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,7 @@ from ._hf_common import (
     run_with_backoff,
     stop_on_text,
 )
+from ._packed_decode import packed_greedy
 from ._packing import PackedRow, pack_sequences
 from ._spec import ModelSpec
 
@@ -126,6 +127,7 @@ class HFCausalBackend(BatchedGeneration, HFBackendBase):
     ) -> None:
         super().__init__(spec, _resolved=_resolved)
         self._packing: bool | None = None
+        self._packed_generation: bool | None = None
         self._causal_text: CausalText | None = None
         self.tokens_forwarded = 0  # score tokens actually forwarded (padding excluded)
 
@@ -408,10 +410,85 @@ class HFCausalBackend(BatchedGeneration, HFBackendBase):
     def _generate_batch(
         self, reqs: Sequence[GenerateRequest], seed: int | None
     ) -> list[GenerateResponse]:
+        prepared = [self._prompt_ids(r.prompt, r.chat, r.system, r.max_new_tokens) for r in reqs]
+        if seed is None and self._packed_generation_ok(reqs[0]):
+            return self._generate_packed(reqs, prepared)
+        return self._generate_plain(reqs, prepared, seed)
+
+    def _packed_generation_ok(self, probe: GenerateRequest) -> bool:
+        """Greedy prompts are prefilled with shared prefixes (``_packed_decode``) when the
+        model honours custom masks and position ids and keeps a plain key/value cache: checked
+        once, on one prompt, against ``generate``."""
+        if self.options.packing is not None:
+            return self.options.packing
+        if self._packed_generation is None:
+            short = replace(probe, max_new_tokens=min(probe.max_new_tokens, 4))
+            prepared = [
+                self._prompt_ids(short.prompt, short.chat, short.system, short.max_new_tokens)
+            ]
+            try:
+                packed = self._generate_packed([short], prepared)
+            except Exception as exc:  # any failure: this architecture decodes with generate()
+                log.info("%s: packed generation unavailable (%s)", self.spec, exc)
+                self._packed_generation = False
+                return False
+            plain = self._generate_plain([short], prepared, None)
+            self._packed_generation = packed == plain
+            if not self._packed_generation:
+                log.warning("%s: packed generation disagrees with generate(); disabled", self.spec)
+        return self._packed_generation
+
+    def _generate_packed(
+        self, reqs: Sequence[GenerateRequest], prepared: Sequence[tuple[list[int], bool]]
+    ) -> list[GenerateResponse]:
         import torch
 
         first = reqs[0]
-        prepared = [self._prompt_ids(r.prompt, r.chat, r.system, r.max_new_tokens) for r in reqs]
+        with torch.inference_mode():
+            decoded = packed_greedy(
+                self.model,
+                self.tokenizer,
+                [p for p, _ in prepared],
+                max_new_tokens=first.max_new_tokens,
+                stops=first.stop,
+                max_nodes=max(512, min(self.max_length, 2048)),
+            )
+        return [
+            self._generation_response(first, d.tokens, d.hit_eos, p, truncated)
+            for d, (p, truncated) in zip(decoded, prepared, strict=True)
+        ]
+
+    def _generation_response(
+        self,
+        req: GenerateRequest,
+        new: list[int],
+        hit_eos: bool,
+        prompt: list[int],
+        truncated: bool,
+    ) -> GenerateResponse:
+        """The response for the new tokens (end of sequence and padding already removed)."""
+        text = self.tokenizer.decode(new, skip_special_tokens=True)
+        cut = [text.index(s) for s in req.stop if s and s in text]
+        if cut:
+            text = text[: min(cut)]
+        stopped = bool(cut) or hit_eos or len(new) < req.max_new_tokens
+        return GenerateResponse(
+            text=text,
+            n_input_tokens=len(prompt),
+            n_output_tokens=len(new),
+            truncated=truncated,
+            finish_reason="stop" if stopped else "length",
+        )
+
+    def _generate_plain(
+        self,
+        reqs: Sequence[GenerateRequest],
+        prepared: Sequence[tuple[list[int], bool]],
+        seed: int | None,
+    ) -> list[GenerateResponse]:
+        import torch
+
+        first = reqs[0]
         width = max(len(p) for p, _ in prepared)
         pad_id = self.tokenizer.pad_token_id
         if pad_id is None:
@@ -460,29 +537,11 @@ class HFCausalBackend(BatchedGeneration, HFBackendBase):
         eos = self.tokenizer.eos_token_id
         for b, (p, truncated) in enumerate(prepared):
             new = [int(t) for t in gen[b, width:].tolist()]
-            n_new = len(new)
             hit_eos = False
             if eos is not None and eos in new:
                 new = new[: new.index(eos)]
                 hit_eos = True
             while new and new[-1] == pad_id:
                 new.pop()
-            text = self.tokenizer.decode(new, skip_special_tokens=True)
-            cut = [text.index(s) for s in first.stop if s and s in text]
-            if cut:
-                text = text[: min(cut)]
-            finish = (
-                "stop"
-                if (cut or hit_eos)
-                else ("length" if n_new >= first.max_new_tokens else "stop")
-            )
-            out.append(
-                GenerateResponse(
-                    text=text,
-                    n_input_tokens=len(p),
-                    n_output_tokens=len(new),
-                    truncated=truncated,
-                    finish_reason=finish,
-                )
-            )
+            out.append(self._generation_response(first, new, hit_eos, p, truncated))
         return out
