@@ -45,3 +45,30 @@ def test_spread_invalid() -> None:
         stats.spread([[1, 0], [0, 1]], n_resamples=10, seed=None)  # type: ignore[arg-type]
     with pytest.raises(stats.StatsInputError, match="2-D"):
         stats.spread([1, 0], n_resamples=10, seed=0)
+
+
+def test_repeated_rows_draw_counts_with_the_same_bootstrap_distribution(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """0/1 scores under 3 conditions have at most 8 distinct rows; the bootstrap then draws
+    how often each row is picked (multinomial) instead of n item indices. Its distribution
+    (means, spreads, correlations of the column means) equals the index bootstrap's."""
+    from steadyeval.stats import _bootstrap
+
+    rng = np.random.default_rng(5)
+    p = rng.uniform(0.2, 0.9, size=(4000, 1)) + np.array([[0.0, -0.1, 0.05]])
+    x = (rng.uniform(size=(4000, 3)) < np.clip(p, 0, 1)).astype(float)
+    counts = _bootstrap.bootstrap_row_means(x, 4000, np.random.default_rng(1))
+    monkeypatch.setattr(_bootstrap, "_FEW_ROWS", 10**9)  # force the index bootstrap
+    index = _bootstrap.bootstrap_row_means(x, 4000, np.random.default_rng(1))
+    se = x.std(axis=0) / np.sqrt(len(x))
+    assert np.abs(counts.mean(axis=0) - x.mean(axis=0)).max() < 4 * se.max() / np.sqrt(4000)
+    assert counts.std(axis=0) == pytest.approx(index.std(axis=0), rel=0.06)
+    assert counts.std(axis=0) == pytest.approx(se, rel=0.06)
+    assert np.corrcoef(counts.T) == pytest.approx(np.corrcoef(index.T), abs=0.05)
+    # A small table keeps the index bootstrap (few items per distinct row).
+    monkeypatch.setattr(_bootstrap, "_FEW_ROWS", 16)
+    small = x[:40]
+    a = _bootstrap.bootstrap_row_means(small, 50, np.random.default_rng(2))
+    idx = np.random.default_rng(2).integers(0, 40, size=(50, 40))
+    assert a == pytest.approx(small[idx].mean(axis=1))

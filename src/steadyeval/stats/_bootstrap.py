@@ -21,6 +21,7 @@ from ._validate import (
 __all__ = ["BootstrapResult", "bootstrap_row_means", "paired_bootstrap"]
 
 _CHUNK_ELEMENTS = 1 << 22
+_FEW_ROWS = 16
 
 
 def bootstrap_row_means(
@@ -28,11 +29,21 @@ def bootstrap_row_means(
 ) -> NDArray[np.float64]:
     """Column means of ``values`` (items × columns) over items resampled with replacement.
 
-    Returns an array of shape ``(n_resamples, n_columns)``. Every resample draws ``n_items``
-    row indices uniformly with replacement from ``rng``; all columns share the same rows
-    (a paired bootstrap). Work is chunked to bound memory.
+    Returns an array of shape ``(n_resamples, n_columns)``. All columns share the same
+    resampled items (a paired bootstrap). A resample draws ``n_items`` items uniformly with
+    replacement; its column means depend only on how often it drew each distinct row. So
+    when rows repeat a lot (0/1 scores under a few conditions: at most one distinct row per
+    ``_FEW_ROWS`` items), the counts of the distinct rows are drawn directly — they are
+    multinomial with the rows' frequencies, the same bootstrap distribution at a cost that
+    does not grow with the items. Otherwise row indices are drawn and gathered, chunked to
+    bound memory.
     """
     n, k = values.shape
+    distinct, freq = np.unique(values, axis=0, return_counts=True)
+    if distinct.shape[0] * _FEW_ROWS <= n:
+        counts = rng.multinomial(n, freq / n, size=n_resamples)
+        means: NDArray[np.float64] = (counts @ distinct) / n
+        return means
     out = np.empty((n_resamples, k), dtype=np.float64)
     columns = np.ascontiguousarray(values.T)  # gather one contiguous column at a time
     chunk = max(1, _CHUNK_ELEMENTS // max(1, n * k))
