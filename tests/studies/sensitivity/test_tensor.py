@@ -188,3 +188,31 @@ def test_tensor_shape_errors() -> None:
         _tensor([np.full((1, 1, 1, 1), NAN)])
     with pytest.raises(ValueError, match="shape"):
         Correctness(("A",), ("u",), ("t0",), 1, (np.zeros((1, 2, 1, 1)),), (("f",),))
+
+
+def test_random_regime_draws_a_template_per_model_and_a_name_per_fact() -> None:
+    """One unit per subset. Unit 0 (one name per fact): A is right under template 0 only, B
+    on half the facts under both templates, so A ranks first exactly when it draws template
+    0 (half the subsets). Unit 1 (two names per fact, templates alike): A is right under name 0
+    only, so its score is the share of facts that drew name 0 (about a half, never 0 or 1)."""
+    from steadyeval.studies.sensitivity._tensor import _random_regime
+
+    one = np.full((2, 2, 2, 40), NAN)  # name 1 never asked
+    one[:, :, 0] = 0.0
+    one[0, 0, 0] = 1.0
+    one[1, :, 0, :20] = 1.0
+    two = np.zeros((2, 2, 2, 40))
+    two[0, :, 0] = 1.0
+    two[1] = 0.5
+    c = _tensor([one, two], models=("A", "B"))
+    subsets = [np.array([k % 2]) for k in range(2000)]
+    avail = [c.names_available(u) for u in range(2)]
+    scores, blocks = _random_regime(c, subsets, np.random.default_rng(0), avail)
+    assert scores.shape == (2000, 2) and [b.tolist() for b in blocks[:2]] == [[0], [1]]
+    a0 = scores[0::2, 0]
+    assert set(a0.tolist()) == {0.0, 1.0} and abs(a0.mean() - 0.5) < 0.05
+    assert (scores[0::2, 1] == 0.5).all()
+    a1 = scores[1::2, 0]
+    assert a1.min() > 0.0 and a1.max() < 1.0 and abs(a1.mean() - 0.5) < 0.02
+    r = rank_consistency_regimes(c, subsets=subsets[0::2], seed=0, regimes=("random",))["random"]
+    assert abs(r.per_model[0] - 0.5) < 0.05

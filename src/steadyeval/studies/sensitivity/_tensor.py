@@ -358,6 +358,36 @@ def _expanded(
     return np.stack(rows), blocks
 
 
+def _random_regime(
+    c: Correctness, subsets: Sequence[IntArray], rng: np.random.Generator, avail: list[IntArray]
+) -> tuple[FloatArray, list[IntArray]]:
+    """Unit scores of the ``random`` regime, one row per (subset, unit): per subset, every
+    model draws one template per unit; on units whose facts have several names, one name
+    per fact as well."""
+    n_models = len(c.models)
+    models = np.arange(n_models)
+    # Units whose facts have one name each score a template by the mean over facts.
+    by_template = np.stack([cell[:, :, 0, :].mean(axis=2) for cell in c.cells])  # (U, M, T)
+    multi = [bool(np.any(a > 1)) for a in avail]
+    columns = [np.arange(cell.shape[3]) for cell in c.cells]
+    n_templates = len(c.templates)
+    rows: list[FloatArray] = []
+    blocks: list[IntArray] = []
+    start = 0
+    for sub in subsets:
+        picks = rng.integers(n_templates, size=(len(sub), n_models))
+        values = by_template[sub[:, None], models[None, :], picks]
+        for j, u in enumerate(sub):
+            if multi[u]:
+                cell = c.cells[u]
+                names = np.floor(rng.random((n_models, cell.shape[3])) * avail[u]).astype(np.int64)
+                values[j] = [cell[m, picks[j, m], names[m], columns[u]].mean() for m in models]
+        rows.append(values)
+        blocks.append(np.arange(start, start + len(sub), dtype=np.int64))
+        start += len(sub)
+    return np.concatenate(rows), blocks
+
+
 def rank_consistency_regimes(
     c: Correctness,
     *,
@@ -394,27 +424,7 @@ def rank_consistency_regimes(
         elif regime == "intervention":
             out[regime] = rank_consistency(adjusted, subsets=subs)
         elif regime == "random":
-            # A unit whose facts have one name each always draws name 0: its score under a
-            # template is then fixed, and only the draws (which keep the stream) remain.
-            one_name = [
-                cell[:, :, 0, :].mean(axis=2) if bool(np.all(avail[u] == 1)) else None
-                for u, cell in enumerate(c.cells)
-            ]
-            columns = [np.arange(cell.shape[3]) for cell in c.cells]
-
-            def random_value(
-                u: int, m: int, one_name: list[Any] = one_name, columns: list[Any] = columns
-            ) -> float:
-                cell = c.cells[u]
-                p = int(rng.integers(cell.shape[1]))
-                draws = rng.random(cell.shape[3])
-                fixed = one_name[u]
-                if fixed is not None:
-                    return float(fixed[m, p])
-                x = np.floor(draws * avail[u]).astype(np.int64)
-                return float(cell[m, p, x, columns[u]].mean())
-
-            scores, blocks = _expanded(c, subs, random_value)
+            scores, blocks = _random_regime(c, subs, rng, avail)
             out[regime] = rank_consistency(scores, subsets=blocks)
         elif regime == "intervention_sampled":
 
