@@ -72,3 +72,16 @@ def test_repeated_rows_draw_counts_with_the_same_bootstrap_distribution(
     a = _bootstrap.bootstrap_row_means(small, 50, np.random.default_rng(2))
     idx = np.random.default_rng(2).integers(0, 40, size=(50, 40))
     assert a == pytest.approx(small[idx].mean(axis=1))
+
+
+def test_distinct_rows_match_numpy_unique() -> None:
+    from steadyeval.stats._bootstrap import _distinct_rows
+
+    rng = np.random.default_rng(0)
+    for x in (
+        (rng.random((500, 5)) < 0.3).astype(float),  # 0/1: coded as integers
+        np.round(rng.random((500, 2)), 1),  # other values: numpy's row-wise unique
+    ):
+        rows, freq = _distinct_rows(x)
+        want_rows, want_freq = np.unique(x, axis=0, return_counts=True)
+        assert np.array_equal(rows, want_rows) and np.array_equal(freq, want_freq)

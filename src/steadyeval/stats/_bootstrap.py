@@ -39,7 +39,7 @@ def bootstrap_row_means(
     bound memory.
     """
     n, k = values.shape
-    distinct, freq = np.unique(values, axis=0, return_counts=True)
+    distinct, freq = _distinct_rows(values)
     if distinct.shape[0] * _FEW_ROWS <= n:
         counts = rng.multinomial(n, freq / n, size=n_resamples)
         means: NDArray[np.float64] = (counts @ distinct) / n
@@ -53,6 +53,21 @@ def bootstrap_row_means(
         for j in range(k):
             out[start:stop, j] = columns[j][idx].mean(axis=1)
     return out
+
+
+def _distinct_rows(values: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
+    """The distinct rows of ``values`` and how often each occurs (0/1 rows are coded as
+    integers first: a one-dimensional sort instead of a row-wise one). Rows come in
+    lexicographic order either way."""
+    k = values.shape[1]
+    if k < 63 and bool(np.all((values == 0.0) | (values == 1.0))):
+        shifts = np.arange(k - 1, -1, -1, dtype=np.int64)  # the first column is the top bit
+        codes = values.astype(np.int64) @ (np.int64(1) << shifts)
+        uniq, freq = np.unique(codes, return_counts=True)
+        bits = (uniq[:, None] >> shifts) & 1
+        return bits.astype(np.float64), freq
+    rows, freq = np.unique(values, axis=0, return_counts=True)
+    return rows, freq
 
 
 @dataclass(frozen=True, slots=True)
