@@ -9,8 +9,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from .._errors import ModelSpecError
 from ..requests import (
     GenerateRequest,
@@ -33,7 +31,7 @@ from ._hf_common import (
     stop_on_text,
 )
 from ._packed_decode import packed_greedy
-from ._packing import PackedRow, pack_sequences
+from ._packing import PackedRow, pack_sequences, row_tensors
 from ._spec import ModelSpec
 
 __all__ = ["HFCausalBackend", "load_hf"]
@@ -267,20 +265,7 @@ class HFCausalBackend(BatchedGeneration, HFBackendBase):
         }
 
         def run_batch(batch: Sequence[PackedRow]) -> list[list[tuple[int, ScoreResponse]]]:
-            width = max(len(r.tokens) for r in batch)
-            ids = torch.zeros((len(batch), width), dtype=torch.long)
-            pos = torch.zeros((len(batch), width), dtype=torch.long)
-            allowed = np.zeros((len(batch), 1, width, width), dtype=np.bool_)
-            diagonal = np.arange(width)
-            for b, row in enumerate(batch):
-                n = len(row.tokens)
-                ids[b, :n] = torch.tensor(row.tokens, dtype=torch.long)
-                pos[b, :n] = torch.tensor(row.depths, dtype=torch.long)
-                allowed[b, 0, :n, :n] = row.ancestor_mask()
-                allowed[b, 0, diagonal[n:], diagonal[n:]] = True  # padding sees itself only
-            dtype = next(self.model.parameters()).dtype
-            mask = torch.zeros(allowed.shape, dtype=dtype)
-            mask.masked_fill_(~torch.from_numpy(allowed), torch.finfo(dtype).min)
+            ids, pos, mask = row_tensors(batch, next(self.model.parameters()).dtype)
             with torch.inference_mode():
                 logits = self._forward(
                     ids.to(self.device), mask.to(self.device), pos.to(self.device)

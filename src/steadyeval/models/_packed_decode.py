@@ -14,9 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
-from ._packing import PackedRow, pack_sequences
+from ._packing import PackedRow, pack_sequences, row_tensors
 
 __all__ = ["Decoded", "packed_greedy"]
 
@@ -27,41 +25,24 @@ class Decoded:
     hit_eos: bool
 
 
-def _cache_names(base: Any) -> tuple[str, str]:
-    """The cache's argument and output names: ``cache`` in transformers >= 5.2x,
+def _cache_name(base: Any) -> str:
+    """The key/value cache's argument and output name: ``cache`` in recent transformers,
     ``past_key_values`` before."""
     import inspect
 
-    if "cache" in inspect.signature(base.forward).parameters:
-        return "cache", "cache"
-    return "past_key_values", "past_key_values"
+    return "cache" if "cache" in inspect.signature(base.forward).parameters else "past_key_values"
 
 
 def _prefill(model: Any, rows: Sequence[PackedRow], device: Any) -> tuple[Any, Any]:
     """One forward pass over the packed rows: the last hidden states and the key/value cache."""
-    import torch
-
-    width = max(len(r.tokens) for r in rows)
-    ids = torch.zeros((len(rows), width), dtype=torch.long)
-    pos = torch.zeros((len(rows), width), dtype=torch.long)
-    allowed = np.zeros((len(rows), 1, width, width), dtype=np.bool_)
-    diagonal = np.arange(width)
-    for b, row in enumerate(rows):
-        n = len(row.tokens)
-        ids[b, :n] = torch.tensor(row.tokens, dtype=torch.long)
-        pos[b, :n] = torch.tensor(row.depths, dtype=torch.long)
-        allowed[b, 0, :n, :n] = row.ancestor_mask()
-        allowed[b, 0, diagonal[n:], diagonal[n:]] = True  # padding sees itself only
-    dtype = next(model.parameters()).dtype
-    mask = torch.zeros(allowed.shape, dtype=dtype)
-    mask.masked_fill_(~torch.from_numpy(allowed), torch.finfo(dtype).min)
+    ids, pos, mask = row_tensors(rows, next(model.parameters()).dtype)
     out = model.base_model(
         input_ids=ids.to(device),
         attention_mask=mask.to(device),
         position_ids=pos.to(device),
         use_cache=True,
     )
-    return out.last_hidden_state, getattr(out, _cache_names(model.base_model)[1])
+    return out.last_hidden_state, getattr(out, _cache_name(model.base_model))
 
 
 def packed_greedy(
@@ -83,7 +64,7 @@ def packed_greedy(
     from transformers.cache_utils import DynamicLayer
 
     device = next(model.parameters()).device
-    cache_in, cache_out = _cache_names(model.base_model)
+    cache_name = _cache_name(model.base_model)
     head = model.get_output_embeddings()
     eos = tokenizer.eos_token_id
     wanted = [s for s in stops if s]
@@ -144,9 +125,9 @@ def packed_greedy(
             attention_mask=attn,
             position_ids=positions[:, None].to(device),
             use_cache=True,
-            **{cache_in: cache},
+            **{cache_name: cache},
         )
         positions = positions + 1
-        cache = getattr(result, cache_out)
+        cache = getattr(result, cache_name)
         last = result.last_hidden_state[:, -1]
     return out

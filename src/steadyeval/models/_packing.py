@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["PackedRow", "pack_sequences", "trie_size"]
+__all__ = ["PackedRow", "pack_sequences", "row_tensors", "trie_size"]
 
 
 @dataclass
@@ -124,3 +125,25 @@ def trie_size(seqs: Sequence[Sequence[int]]) -> int:
         for k in range(1, len(s) + 1):
             seen.add(tuple(s[:k]))
     return len(seen)
+
+
+def row_tensors(rows: Sequence[PackedRow], dtype: Any) -> tuple[Any, Any, Any]:
+    """Torch inputs for a batch of packed rows: token ids, position ids (each node's depth)
+    and an additive 4-D attention mask of ``dtype`` (0 where a node may attend, the dtype's
+    minimum elsewhere; padding sees only itself)."""
+    import torch
+
+    width = max(len(r.tokens) for r in rows)
+    ids = torch.zeros((len(rows), width), dtype=torch.long)
+    pos = torch.zeros((len(rows), width), dtype=torch.long)
+    allowed = np.zeros((len(rows), 1, width, width), dtype=np.bool_)
+    diagonal = np.arange(width)
+    for b, row in enumerate(rows):
+        n = len(row.tokens)
+        ids[b, :n] = torch.tensor(row.tokens, dtype=torch.long)
+        pos[b, :n] = torch.tensor(row.depths, dtype=torch.long)
+        allowed[b, 0, :n, :n] = row.ancestor_mask()
+        allowed[b, 0, diagonal[n:], diagonal[n:]] = True
+    mask = torch.zeros(allowed.shape, dtype=dtype)
+    mask.masked_fill_(~torch.from_numpy(allowed), torch.finfo(dtype).min)
+    return ids, pos, mask

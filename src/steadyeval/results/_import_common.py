@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,6 +12,7 @@ from typing import Any
 import pyarrow as pa
 
 from .._errors import ConfigError, DataError
+from .._json import json_safe, write_json
 from ._schema import SCHEMA_VERSION, write_results
 from ._summary import summarize, summary_markdown
 
@@ -104,16 +104,6 @@ class ImportedRun:
     summary: dict[str, Any]
 
 
-def _json_safe(value: Any) -> Any:
-    if isinstance(value, float):
-        return None if math.isnan(value) or math.isinf(value) else value
-    if isinstance(value, Mapping):
-        return {str(k): _json_safe(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_json_safe(v) for v in value]
-    return value
-
-
 def build_summary(
     table: pa.Table, run_id: str, tool: str, files: Sequence[Path], options: Mapping[str, Any]
 ) -> dict[str, Any]:
@@ -152,15 +142,13 @@ def write_imported_run(run: ImportedRun, out: str | Path) -> Path:
     run_dir = Path(out)
     run_dir.mkdir(parents=True, exist_ok=True)
     write_results(run.table, run_dir / "results.parquet")
-    summary = _json_safe(run.summary)
+    summary = json_safe(run.summary)
     imported = summary["imported"]
     for name, data in (
         ("summary.json", summary),
         ("config.json", {"run_id": summary["run_id"], "imported": imported}),
     ):
-        tmp = run_dir / (name + ".tmp")
-        tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-        tmp.replace(run_dir / name)
+        write_json(run_dir / name, data)
     lines = [
         summary_markdown(summary).rstrip("\n"),
         "",

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
-import math
 import sys
 import time
 from collections import defaultdict
@@ -15,6 +13,7 @@ from typing import Any, Literal, overload
 
 import pyarrow as pa
 
+from .._json import write_json
 from ..cache import ResponseCache
 from ..conditions import Condition, Expansion, expand
 from ..items import Item, canonical_json
@@ -204,33 +203,17 @@ def run(
         run_dir = Path(opts.out)
         run_dir.mkdir(parents=True, exist_ok=True)
         write_results(table, run_dir / "results.parquet")
-        _write_json(run_dir / "summary.json", _json_safe(summary))
+        write_json(run_dir / "summary.json", summary)
         (run_dir / "summary.md").write_text(summary_markdown(summary), encoding="utf-8")
         resolved = dict(config or {})
         resolved.setdefault("models", list(backends))
         resolved.setdefault("conditions", [c.to_dict() for c in conditions])
         resolved.setdefault("n_items", len(items))
-        _write_json(run_dir / "config.json", {"run_id": rid, **resolved})
+        write_json(run_dir / "config.json", {"run_id": rid, **resolved})
         timings["total"] = time.perf_counter() - t0
         counts = {"rows": table.num_rows, "model_calls": n_sent, "cache_hits": len(cached)}
-        _write_json(run_dir / "provenance.json", provenance(fingerprints, timings, counts))
+        write_json(run_dir / "provenance.json", provenance(fingerprints, timings, counts))
     return RunResult(table=table, summary=summary, run_dir=run_dir)
-
-
-def _json_safe(value: Any) -> Any:
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _json_safe(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_json_safe(v) for v in value]
-    return value
-
-
-def _write_json(path: Path, data: Any) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
-    tmp.replace(path)
 
 
 def _counts(

@@ -11,6 +11,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from .._json import json_safe, write_json
 from ..conditions import Condition
 from ..items import Item
 from ..models import Backend, ModelSpec
@@ -42,29 +43,8 @@ class StudyResult:
     run_dir: Path | None
 
 
-def json_safe(value: Any) -> Any:
-    """NaN/inf → None, tuples → lists, numpy scalars → Python, recursively."""
-    import math
-
-    import numpy as np
-
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float):
-        return None if math.isnan(value) or math.isinf(value) else value
-    if isinstance(value, Mapping):
-        return {str(k): json_safe(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [json_safe(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return json_safe(value.tolist())
-    return value
-
-
 def _write(run_dir: Path, summary: dict[str, Any], markdown: str) -> None:
-    tmp = run_dir / "summary.json.tmp"
-    tmp.write_text(json.dumps(json_safe(summary), indent=2, sort_keys=True) + "\n")
-    tmp.replace(run_dir / "summary.json")
+    write_json(run_dir / "summary.json", summary)
     (run_dir / "summary.md").write_text(markdown, encoding="utf-8")
 
 

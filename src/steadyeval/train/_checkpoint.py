@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .._json import write_json
 from ..items import canonical_json
 
 __all__ = [
@@ -161,7 +162,7 @@ class CheckpointStore:
                 payload=dict(payload),
                 extra=dict(outcome.extra),
             )
-            _write_json(staging / MANIFEST, info.to_manifest())
+            write_json(staging / MANIFEST, info.to_manifest())
             try:
                 os.replace(staging, final)
             except OSError:
@@ -215,9 +216,3 @@ def stamp_weights(folder: str | Path) -> None:
             digest.update(t.view(torch.uint8).numpy().tobytes())
         metadata[_DIGEST_KEY] = digest.hexdigest()
         save_file(tensors, str(path), metadata=metadata)
-
-
-def _write_json(path: Path, data: Any) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    tmp.replace(path)

@@ -19,10 +19,10 @@ import pyarrow as pa
 import yaml
 
 from ..._errors import ConfigError
+from ..._json import write_json
 from ...items import Item, canonical_json
 from ...results import read_results, write_results
 from ...stats import KFold, MDLSplits, MultiSplits, StatsInputError
-from .._common import json_safe
 from ._analysis import analyze
 from ._methods import Method, MethodContext, Unit, get_method, hparams_id
 from ._render import hparams_label, render
@@ -484,7 +484,7 @@ def _write_run(
 ) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     write_results(table, out_dir / "results.parquet")
-    _write_json(out_dir / "summary.json", json_safe(summary))
+    write_json(out_dir / "summary.json", summary)
     (out_dir / "summary.md").write_text(
         render(summary["analysis"], summary["design"]), encoding="utf-8"
     )
@@ -507,7 +507,7 @@ def _write_run(
         "labelled": [i.id for i in labelled],
         "test": [i.id for i in test],
     }
-    _write_json(out_dir / "config.json", json_safe(resolved))
+    write_json(out_dir / "config.json", resolved)
 
 
 def reanalyze_fewshot(run_dir: str | Path) -> dict[str, Any]:
@@ -521,12 +521,6 @@ def reanalyze_fewshot(run_dir: str | Path) -> dict[str, Any]:
     info = summary["design"]
     analysis = analyze(table, info)
     summary["analysis"] = analysis
-    _write_json(run_dir / "summary.json", json_safe(summary))
+    write_json(run_dir / "summary.json", summary)
     (run_dir / "summary.md").write_text(render(analysis, info), encoding="utf-8")
     return analysis
-
-
-def _write_json(path: Path, data: Any) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    tmp.replace(path)
