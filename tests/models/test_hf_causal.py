@@ -245,9 +245,14 @@ def _shared_prompts(b: HFCausalBackend) -> list[GenerateRequest]:
     return reqs
 
 
-def test_packed_generation_equals_generate(tiny_gpt2: Path) -> None:
+@pytest.mark.parametrize("positions_per_row", [256, 10])
+def test_packed_generation_equals_generate(
+    tiny_gpt2: Path, positions_per_row: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Greedy prompts sharing a paragraph are prefilled once; the decoded text, token counts
-    and finish reasons equal transformers' generate() on the unshared prompts."""
+    and finish reasons equal transformers' generate() on the unshared prompts (with a small
+    cache budget, one batch's prompts decode in several groups)."""
+    monkeypatch.setattr("steadyeval.models._hf.DECODE_POSITIONS_PER_ROW", positions_per_row)
     packed = load_backend(f"hf:{tiny_gpt2}?packing=true&batch_size=64")
     plain = load_backend(f"hf:{tiny_gpt2}?packing=false&batch_size=1")
     assert isinstance(plain, HFCausalBackend)
@@ -256,6 +261,18 @@ def test_packed_generation_equals_generate(tiny_gpt2: Path) -> None:
     assert a == b
     assert {r.finish_reason for r in a} == {"stop", "length"}
     assert any(r.n_output_tokens < 10 for r in a)  # some rows left the batch early
+
+
+def test_decode_groups_respect_the_budget() -> None:
+    from steadyeval.models._packed_decode import decode_groups
+
+    lengths = [30, 5, 12, 30, 7, 200]
+    groups = decode_groups(lengths, room=10, budget=100)
+    assert sorted(i for g in groups for i in g) == list(range(6))
+    assert groups[0] == [5]  # longer than the budget: alone
+    for g in groups:
+        assert len(g) == 1 or len(g) * (max(lengths[i] for i in g) + 10) <= 100
+    assert groups[1:] == [[0, 3], [2, 4, 1]]
 
 
 def test_packed_generation_check_and_fallback(

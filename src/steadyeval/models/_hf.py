@@ -67,6 +67,8 @@ def load_hf(spec: ModelSpec) -> Backend:
 
 
 SLOT = "[Y]"
+# Packed generation decodes in groups of at most batch_size × this many cached positions.
+DECODE_POSITIONS_PER_ROW = 256
 
 
 def _before_slot(prompt: str) -> str:
@@ -437,6 +439,7 @@ class HFCausalBackend(BatchedGeneration, HFBackendBase):
                 max_new_tokens=first.max_new_tokens,
                 stops=first.stop,
                 max_nodes=max(512, min(self.max_length, 2048)),
+                budget=self._batch_size * DECODE_POSITIONS_PER_ROW,
             )
         return [
             self._generation_response(first, d.tokens, d.hit_eos, p, truncated)

@@ -5,7 +5,10 @@ rows (see ``_packing``): every shared token is forwarded once. Each prompt's key
 are then gathered from its row along its trie path — a token's keys and values depend only on
 its ancestors and its position, so the gathered cache is the one an unshared prefill would
 build — left-padded into one batch, and decoded greedily. Rows that finish (end of sequence or
-a stop string in the decoded text) leave the batch, so later steps compute only live rows.
+a stop string in the decoded text) leave the batch, so later steps compute mostly live rows.
+The new tokens' keys and values are written into room reserved in the gathered cache (the
+plain cache concatenates, copying itself at every step), and prompts decode in groups under
+a budget of cached positions, which bounds memory.
 """
 
 from __future__ import annotations
@@ -23,6 +26,47 @@ __all__ = ["Decoded", "packed_greedy"]
 class Decoded:
     tokens: list[int]  # the new tokens, end-of-sequence excluded
     hit_eos: bool
+
+
+_ROOMY: Any = None
+
+
+def _roomy_layer() -> Any:
+    """A dynamic cache layer over a buffer with room for the new tokens: ``update`` writes
+    in place, where the plain layer concatenates (copying the whole cache at every step)."""
+    global _ROOMY
+    if _ROOMY is None:
+        from transformers.cache_utils import DynamicLayer
+
+        class RoomyLayer(DynamicLayer):  # type: ignore[misc,no-untyped-call]
+            def __init__(self, keys: Any, values: Any, used: int) -> None:
+                super().__init__()  # type: ignore[no-untyped-call]
+                self._keys, self._values, self._n = keys, values, used
+                self.device = keys.device
+                self.is_initialized = True
+                self._expose()
+
+            def _expose(self) -> None:
+                self.keys = self._keys[:, :, : self._n]
+                self.values = self._values[:, :, : self._n]
+
+            def update(self, key_states: Any, value_states: Any, *args: Any, **kwargs: Any) -> Any:
+                end = self._n + key_states.shape[-2]
+                if end > self._keys.shape[-2]:
+                    raise RuntimeError("packed decoding: the cache has no room left")
+                self._keys[:, :, self._n : end] = key_states
+                self._values[:, :, self._n : end] = value_states
+                self._n = end
+                self._expose()
+                return self.keys, self.values
+
+            def batch_select_indices(self, indices: Any) -> None:
+                self._keys = self._keys[indices]
+                self._values = self._values[indices]
+                self._expose()
+
+        _ROOMY = RoomyLayer
+    return _ROOMY
 
 
 def _cache_name(base: Any) -> str:
@@ -45,6 +89,19 @@ def _prefill(model: Any, rows: Sequence[PackedRow], device: Any) -> tuple[Any, A
     return out.last_hidden_state, getattr(out, _cache_name(model.base_model))
 
 
+def decode_groups(lengths: Sequence[int], room: int, budget: int) -> list[list[int]]:
+    """Prompts (indices, longest first) in decoding groups whose left-padded caches hold at
+    most ``budget`` token positions each (a prompt longer than that decodes alone)."""
+    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
+    groups: list[list[int]] = []
+    for i in order:
+        if groups and (len(groups[-1]) + 1) * (lengths[groups[-1][0]] + room) <= budget:
+            groups[-1].append(i)
+        else:
+            groups.append([i])
+    return groups
+
+
 def packed_greedy(
     model: Any,
     tokenizer: Any,
@@ -53,73 +110,115 @@ def packed_greedy(
     max_new_tokens: int,
     stops: Sequence[str],
     max_nodes: int,
+    budget: int,
 ) -> list[Decoded]:
-    """Greedy continuations of ``prompts`` (token ids), prefilled with shared prefixes.
+    """Greedy continuations of ``prompts`` (token ids), prefilled with shared prefixes and
+    decoded in groups of at most ``budget`` cached token positions.
 
     Raises if the model's cache is not a plain growing key/value cache (the caller falls back
     to ``generate``).
     """
-    import torch
-    from transformers import DynamicCache
     from transformers.cache_utils import DynamicLayer
 
     device = next(model.parameters()).device
-    cache_name = _cache_name(model.base_model)
+    rows = pack_sequences(prompts, max_nodes=max_nodes)
+    hidden, packed = _prefill(model, rows, device)
+    if any(type(layer) is not DynamicLayer for layer in packed.layers):
+        raise TypeError("packed decoding needs a plain dynamic key/value cache")
+    where = {
+        member: (r, path) for r, row in enumerate(rows) for member, path in row.members.items()
+    }
+    out = [Decoded([], False) for _ in prompts]
+    for group in decode_groups([len(p) for p in prompts], max_new_tokens, budget):
+        _decode(
+            model,
+            tokenizer,
+            hidden,
+            packed,
+            [where[i] for i in group],
+            [out[i] for i in group],
+            max_new_tokens=max_new_tokens,
+            stops=stops,
+            device=device,
+        )
+    return out
+
+
+def _decode(
+    model: Any,
+    tokenizer: Any,
+    hidden: Any,
+    packed: Any,
+    paths: Sequence[tuple[int, list[int]]],
+    out: Sequence[Decoded],
+    *,
+    max_new_tokens: int,
+    stops: Sequence[str],
+    device: Any,
+) -> None:
+    """Decode one group: gather each prompt's keys and values along its trie path into a
+    left-padded buffer with room for the new tokens, then greedy steps, filling ``out``."""
+    import torch
+    from transformers import DynamicCache
+
+    n = len(paths)
+    longest = max(len(path) for _, path in paths)
+    attn = torch.zeros((n, longest), dtype=torch.long)
+    last_nodes = torch.tensor([[r, path[-1]] for r, path in paths], dtype=torch.long)
+    roomy = _roomy_layer()
+    layers = []
+    for layer in packed.layers:
+        heads, dim_k, dim_v = layer.keys.shape[1], layer.keys.shape[3], layer.values.shape[3]
+        keys = layer.keys.new_zeros((n, heads, longest + max_new_tokens, dim_k))
+        values = layer.values.new_zeros((n, heads, longest + max_new_tokens, dim_v))
+        for b, (r, path) in enumerate(paths):
+            index = torch.tensor(path, dtype=torch.long, device=device)
+            keys[b, :, longest - len(path) : longest] = layer.keys[r].index_select(1, index)
+            values[b, :, longest - len(path) : longest] = layer.values[r].index_select(1, index)
+        layers.append(roomy(keys, values, longest))
+    for b, (_, path) in enumerate(paths):
+        attn[b, longest - len(path) :] = 1
+    cache = DynamicCache()
+    cache.layers = layers
+    last = hidden[last_nodes[:, 0], last_nodes[:, 1]]
     head = model.get_output_embeddings()
+    cache_name = _cache_name(model.base_model)
     eos = tokenizer.eos_token_id
     wanted = [s for s in stops if s]
-    n = len(prompts)
-    rows = pack_sequences(prompts, max_nodes=max_nodes)
-    hidden, packed_cache = _prefill(model, rows, device)
-    if any(type(layer) is not DynamicLayer for layer in packed_cache.layers):
-        raise TypeError("packed decoding needs a plain dynamic key/value cache")
-
-    # Where each prompt lives: its row and, left-padded to the longest, its trie path.
-    longest = max(len(p) for p in prompts)
-    row_of = torch.zeros(n, dtype=torch.long)
-    nodes = torch.zeros((n, longest), dtype=torch.long)
-    attn = torch.zeros((n, longest), dtype=torch.long)
-    for r, row in enumerate(rows):
-        for member, path in row.members.items():
-            row_of[member] = r
-            nodes[member, longest - len(path) :] = torch.tensor(path, dtype=torch.long)
-            attn[member, longest - len(path) :] = 1
-    cache = DynamicCache()
-    for layer_idx, layer in enumerate(packed_cache.layers):
-        # [rows, heads, width, dim] -> [prompts, heads, longest, dim] along each path
-        keys = layer.keys.permute(0, 2, 1, 3)[row_of[:, None], nodes].permute(0, 2, 1, 3)
-        values = layer.values.permute(0, 2, 1, 3)[row_of[:, None], nodes].permute(0, 2, 1, 3)
-        cache.update(keys.contiguous(), values.contiguous(), layer_idx)
-    last = hidden[row_of, nodes[:, -1]]
-    del hidden, packed_cache
-
-    positions = torch.tensor([len(p) for p in prompts], dtype=torch.long)
+    positions = torch.tensor([len(path) for _, path in paths], dtype=torch.long)
     attn = attn.to(device)
-    live = list(range(n))  # prompt index of each batch row
-    out = [Decoded([], False) for _ in range(n)]
+    rows_of_batch = list(range(n))  # the prompt of each row of the batch
+    done = [False] * n
     for step in range(max_new_tokens):
         next_tokens = head(last).argmax(-1).tolist()
-        keep: list[int] = []
-        for b, i in enumerate(live):
+        for b, i in enumerate(rows_of_batch):
+            if done[i]:
+                continue
             tok = int(next_tokens[b])
             if eos is not None and tok == eos:
-                out[i].hit_eos = True
+                out[i].hit_eos = done[i] = True
                 continue
             out[i].tokens.append(tok)
             if wanted:
                 text = tokenizer.decode(out[i].tokens, skip_special_tokens=True)
-                if any(s in text for s in wanted):
-                    continue
-            keep.append(b)
-        if not keep or step == max_new_tokens - 1:
+                done[i] = any(s in text for s in wanted)
+        live = [b for b, i in enumerate(rows_of_batch) if not done[i]]
+        if not live or step == max_new_tokens - 1:
             break
-        if len(keep) < len(live):
-            index = torch.tensor(keep, dtype=torch.long, device=device)
+        # Finished rows leave the batch once a quarter of it has finished (dropping them
+        # copies the cache; until then they ride along and their tokens are ignored).
+        if len(live) <= 0.75 * len(rows_of_batch):
+            index = torch.tensor(live, dtype=torch.long, device=device)
             cache.batch_select_indices(index)
             attn, positions = attn[index], positions[index.cpu()]
-            live = [live[b] for b in keep]
-        step_ids = torch.tensor([[out[i].tokens[-1]] for i in live], dtype=torch.long)
-        attn = torch.cat([attn, torch.ones((len(live), 1), dtype=attn.dtype, device=device)], 1)
+            rows_of_batch = [rows_of_batch[b] for b in live]
+        filler = eos if eos is not None else 0
+        step_ids = torch.tensor(
+            [[out[i].tokens[-1] if out[i].tokens else filler] for i in rows_of_batch],
+            dtype=torch.long,
+        )
+        ones = torch.ones((len(rows_of_batch), 1), dtype=attn.dtype, device=device)
+        attn = torch.cat([attn, ones], 1)
         result = model.base_model(
             input_ids=step_ids.to(device),
             attention_mask=attn,
@@ -130,4 +229,3 @@ def packed_greedy(
         positions = positions + 1
         cache = getattr(result, cache_name)
         last = result.last_hidden_state[:, -1]
-    return out
