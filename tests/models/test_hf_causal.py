@@ -266,13 +266,13 @@ def test_packed_generation_equals_generate(
 def test_decode_groups_respect_the_budget() -> None:
     from steadyeval.models._packed_decode import decode_groups
 
-    lengths = [30, 5, 12, 30, 7, 200]
-    groups = decode_groups(lengths, room=10, budget=100)
+    prompts = [[1] * 30, [2] * 5, [1] * 12 + [3], [1] * 30 + [4], [2] * 7, [5] * 200]
+    groups = decode_groups(prompts, room=10, budget=100)
     assert sorted(i for g in groups for i in g) == list(range(6))
-    assert groups[0] == [5]  # longer than the budget: alone
     for g in groups:
-        assert len(g) == 1 or len(g) * (max(lengths[i] for i in g) + 10) <= 100
-    assert groups[1:] == [[0, 3], [2, 4, 1]]
+        assert len(g) == 1 or len(g) * (max(len(prompts[i]) for i in g) + 10) <= 100
+    # prefix order: 0 and its extension 3 together; 200 tokens exceed the budget alone
+    assert groups == [[0, 3], [2, 1, 4], [5]]
 
 
 def test_packed_generation_check_and_fallback(

@@ -7,8 +7,9 @@ its ancestors and its position, so the gathered cache is the one an unshared pre
 build — left-padded into one batch, and decoded greedily. Rows that finish (end of sequence or
 a stop string in the decoded text) leave the batch, so later steps compute mostly live rows.
 The new tokens' keys and values are written into room reserved in the gathered cache (the
-plain cache concatenates, copying itself at every step), and prompts decode in groups under
-a budget of cached positions, which bounds memory.
+plain cache concatenates, copying itself at every step). Prompts are prefilled and decoded in
+groups (in prefix order, so shared prefixes stay together) under a budget of cached
+positions, which bounds memory.
 """
 
 from __future__ import annotations
@@ -89,16 +90,21 @@ def _prefill(model: Any, rows: Sequence[PackedRow], device: Any) -> tuple[Any, A
     return out.last_hidden_state, getattr(out, _cache_name(model.base_model))
 
 
-def decode_groups(lengths: Sequence[int], room: int, budget: int) -> list[list[int]]:
-    """Prompts (indices, longest first) in decoding groups whose left-padded caches hold at
-    most ``budget`` token positions each (a prompt longer than that decodes alone)."""
-    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
+def decode_groups(prompts: Sequence[Sequence[int]], room: int, budget: int) -> list[list[int]]:
+    """Prompts (indices) in prefix order, cut into groups whose left-padded caches hold at
+    most ``budget`` token positions each (a prompt longer than that goes alone). Prefix order
+    keeps prompts that share a prefix in one group, so the prefix is prefilled once."""
+    order = sorted(range(len(prompts)), key=lambda i: list(prompts[i]))
     groups: list[list[int]] = []
+    longest = 0
     for i in order:
-        if groups and (len(groups[-1]) + 1) * (lengths[groups[-1][0]] + room) <= budget:
+        wider = max(longest, len(prompts[i]))
+        if groups and (len(groups[-1]) + 1) * (wider + room) <= budget:
             groups[-1].append(i)
+            longest = wider
         else:
             groups.append([i])
+            longest = len(prompts[i])
     return groups
 
 
@@ -112,8 +118,9 @@ def packed_greedy(
     max_nodes: int,
     budget: int,
 ) -> list[Decoded]:
-    """Greedy continuations of ``prompts`` (token ids), prefilled with shared prefixes and
-    decoded in groups of at most ``budget`` cached token positions.
+    """Greedy continuations of ``prompts`` (token ids). Prompts go in groups of at most
+    ``budget`` cached token positions (memory stays bounded); each group is packed and
+    prefilled with its shared prefixes once, then decoded.
 
     Raises if the model's cache is not a plain growing key/value cache (the caller falls back
     to ``generate``).
@@ -121,26 +128,25 @@ def packed_greedy(
     from transformers.cache_utils import DynamicLayer
 
     device = next(model.parameters()).device
-    rows = pack_sequences(prompts, max_nodes=max_nodes)
-    hidden, packed = _prefill(model, rows, device)
-    if any(type(layer) is not DynamicLayer for layer in packed.layers):
-        raise TypeError("packed decoding needs a plain dynamic key/value cache")
-    where = {
-        member: (r, path) for r, row in enumerate(rows) for member, path in row.members.items()
-    }
     out = [Decoded([], False) for _ in prompts]
-    for group in decode_groups([len(p) for p in prompts], max_new_tokens, budget):
+    for group in decode_groups(prompts, max_new_tokens, budget):
+        rows = pack_sequences([prompts[i] for i in group], max_nodes=max_nodes)
+        hidden, packed = _prefill(model, rows, device)
+        if any(type(layer) is not DynamicLayer for layer in packed.layers):
+            raise TypeError("packed decoding needs a plain dynamic key/value cache")
+        paths = {j: (r, path) for r, row in enumerate(rows) for j, path in row.members.items()}
         _decode(
             model,
             tokenizer,
             hidden,
             packed,
-            [where[i] for i in group],
+            [paths[j] for j in range(len(group))],
             [out[i] for i in group],
             max_new_tokens=max_new_tokens,
             stops=stops,
             device=device,
         )
+        del hidden, packed
     return out
 
 
