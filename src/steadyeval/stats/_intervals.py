@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Literal
@@ -58,6 +59,13 @@ def _counts(k: int, n: int) -> tuple[int, int]:
     return k_, n_
 
 
+@functools.lru_cache(maxsize=64)
+def _two_sided_z(confidence: float) -> float:
+    """The normal quantile of a two-sided ``confidence`` interval (1.96 for 95%); cached,
+    since analyses ask for thousands of intervals at one confidence."""
+    return float(sps.norm.ppf(0.5 + confidence / 2.0))
+
+
 def wilson_interval(k: int, n: int, confidence: float = 0.95) -> Interval:
     """Wilson score interval for a binomial proportion.
 
@@ -98,7 +106,7 @@ def wilson_interval(k: int, n: int, confidence: float = 0.95) -> Interval:
     """
     k_, n_ = _counts(k, n)
     conf = check_confidence(confidence)
-    z = float(sps.norm.ppf(0.5 + conf / 2.0))
+    z = _two_sided_z(conf)
     z2 = z * z
     center = (k_ + z2 / 2.0) / (n_ + z2)
     half = z / (n_ + z2) * math.sqrt(k_ * (n_ - k_) / n_ + z2 / 4.0)
@@ -179,7 +187,7 @@ class MeanSE:
     def interval(self, confidence: float = 0.95) -> Interval:
         """Normal-approximation interval ``mean ± z * se``."""
         conf = check_confidence(confidence)
-        z = float(sps.norm.ppf(0.5 + conf / 2.0))
+        z = _two_sided_z(conf)
         return Interval(self.mean, self.mean - z * self.se, self.mean + z * self.se, conf)
 
 
@@ -438,7 +446,7 @@ def paired_difference(
         m = clt_se(d)
     else:
         m = clustered_se(d, clusters, correction=correction)
-    z_crit = float(sps.norm.ppf(0.5 + conf / 2.0))
+    z_crit = _two_sided_z(conf)
     if math.isnan(m.se):
         stat = pval = math.nan
     elif m.se == 0.0:

@@ -93,6 +93,21 @@ def _rotation(row: Mapping[Any, Any]) -> float:
     return math.nan  # shuffled or unknown: not a rotation
 
 
+def _sorted_codes(column: pa.ChunkedArray) -> NDArray[np.int64] | None:
+    """Each value's rank among the column's sorted distinct values (``pd.factorize(...,
+    sort=True)``'s codes), from a dictionary encoding: the million strings are never turned
+    into Python objects. None for a column with nulls or not of strings."""
+    if column.null_count or not pa.types.is_string(column.type):
+        return None
+    encoded = pc.dictionary_encode(column.combine_chunks())
+    values = encoded.dictionary.to_pylist()
+    order = sorted(range(len(values)), key=values.__getitem__)
+    rank = np.empty(len(values), dtype=np.int64)
+    rank[order] = np.arange(len(values), dtype=np.int64)
+    codes: NDArray[np.int64] = rank[encoded.indices.to_numpy(zero_copy_only=False)]
+    return codes
+
+
 def _rotations_of(table: pa.Table) -> NDArray[np.float64]:
     """Per row: 0 for the original order, the first shown option's source index for a
     rotation, NaN otherwise."""
@@ -117,8 +132,8 @@ def _categories(
     item's first row (metadata, else MMLU's subject table). Each distinct (metadata,
     subject) is looked at once."""
     _, first_rows = np.unique(items, return_index=True)  # per item code, its first row
-    metas = df["metadata"].to_numpy(dtype=object)[first_rows]
-    subjects = df["subject"].to_numpy(dtype=object)[first_rows]
+    metas = df["metadata"].iloc[first_rows].to_numpy(dtype=object)
+    subjects = df["subject"].iloc[first_rows].to_numpy(dtype=object)
     pairs: dict[tuple[Any, Any], tuple[str, str]] = {}
     cat = np.empty(first_rows.size, dtype=object)
     sub = np.empty(first_rows.size, dtype=object)
@@ -152,7 +167,9 @@ def _frame(table: pa.Table, *, lists: bool) -> pd.DataFrame:
     scalar = table if lists else table.drop_columns(list(_LIST_COLUMNS))
     df: pd.DataFrame = scalar.to_pandas()
     # Item ids as their ranks in sorted order.
-    items = pd.factorize(df["item_id"], sort=True)[0].astype(np.int64)
+    items = _sorted_codes(table.column("item_id"))
+    if items is None:
+        items = pd.factorize(df["item_id"], sort=True)[0].astype(np.int64)
     cat, sub = _categories(df, items)
     if lists:
         df["category"] = pd.Series(cat[items], index=df.index)
@@ -168,7 +185,12 @@ def _frame(table: pa.Table, *, lists: bool) -> pd.DataFrame:
     df["item_id"] = items
     for c in _LABEL_COLUMNS:
         if not isinstance(df[c].dtype, pd.CategoricalDtype):
-            df[c] = df[c].astype("category")
+            codes = _sorted_codes(table.column(c)) if c in table.column_names else None
+            if codes is None:
+                df[c] = df[c].astype("category")
+            else:
+                labels = sorted(set(pc.unique(table.column(c)).to_pylist()))
+                df[c] = pd.Categorical.from_codes(codes, categories=pd.Index(labels))
     return df.drop(columns="metadata")
 
 
@@ -519,20 +541,18 @@ def _argmaxes(table: pa.Table, column: str, rows: NDArray[np.int64]) -> NDArray[
 def _option_scoring(df: pd.DataFrame, table: pa.Table) -> list[dict[str, Any]]:
     """Accuracy of option-scored conditions under each normalisation (``df``'s index holds
     the rows' positions in ``table``, whose list columns are read)."""
+    opt = df.loc[df["scoring"] == "option-logprob", ["model", "condition"]]
+    if opt.empty:
+        return []
+    # The list columns are read once for every option-scored row, then split by condition.
+    rows = opt.index.to_numpy(dtype=np.int64)
+    gold = _gold_positions(table, rows)
+    norms = {"none": "option_logprobs", "token": "option_logprobs_per_token"}
+    norms["char"] = "option_logprobs_per_char"
+    hits = opt.assign(**{n: _argmaxes(table, col, rows) == gold for n, col in norms.items()})
     out = []
-    for (model, cond), g in df[df["scoring"] == "option-logprob"].groupby(
-        ["model", "condition"], observed=True
-    ):
-        rows = g.index.to_numpy(dtype=np.int64)
-        gold = _gold_positions(table, rows)
-        acc = {}
-        for norm, col in (
-            ("none", "option_logprobs"),
-            ("token", "option_logprobs_per_token"),
-            ("char", "option_logprobs_per_char"),
-        ):
-            hits = _argmaxes(table, col, rows) == gold
-            acc[norm] = float(np.mean(hits))
+    for (model, cond), g in hits.groupby(["model", "condition"], observed=True):
+        acc = {n: float(np.mean(g[n].to_numpy())) for n in norms}
         out.append({"model": model, "condition": cond, "n": len(g), "accuracy": acc})
     return out
 
