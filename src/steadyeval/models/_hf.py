@@ -505,28 +505,10 @@ class HFCausalBackend(BatchedGeneration, HFBackendBase):
         if seed is not None:
             settings.update(temperature=first.temperature, top_p=first.top_p, top_k=0)
         config = GenerationConfig(**settings)  # type: ignore[no-untyped-call]
-        kwargs: dict[str, Any] = {}
-        if any(first.stop):
-            # Checked on decoded text: transformers' own stop strings refuse strings a
-            # vocabulary cannot spell.
-            kwargs["stopping_criteria"] = stop_on_text(self.tokenizer, first.stop, width)
-        # generate() fills unset settings from the model's own generation_config (beams,
-        # repetition penalties, ...); a clean config for the call keeps decoding exactly greedy
-        # or plain sampling.
-        model, own = self.model, self.model.generation_config
-        model.generation_config = config
-        try:
-            with torch.inference_mode(), torch.random.fork_rng(devices=[]):
-                if seed is not None:
-                    torch.manual_seed(seed)
-                gen = model.generate(
-                    input_ids=ids.to(self.device),
-                    attention_mask=mask.to(self.device),
-                    generation_config=config,
-                    **kwargs,
-                )
-        finally:
-            model.generation_config = own
+        # Stop strings are checked on decoded text: transformers' own stop strings refuse
+        # strings a vocabulary cannot spell.
+        stopping = stop_on_text(self.tokenizer, first.stop, width) if any(first.stop) else None
+        gen = self._generate_with(ids, mask, config, seed, stopping)
         out = []
         eos = self.tokenizer.eos_token_id
         for b, (p, truncated) in enumerate(prepared):

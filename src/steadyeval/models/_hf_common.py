@@ -361,6 +361,32 @@ class HFBackendBase:
     def device(self) -> Any:
         return next(self.model.parameters()).device
 
+    def _generate_with(
+        self, ids: Any, mask: Any, config: Any, seed: int | None, stopping: Any = None
+    ) -> Any:
+        """``model.generate`` under ``config`` alone. generate() fills every setting left
+        unset from the model's own generation_config (beams, min_length, repetition
+        penalties, forced EOS, ...), so that one is swapped out for the call: decoding stays
+        exactly greedy or plain sampling. Sampling is seeded without touching the global
+        random state."""
+        import torch
+
+        kwargs: dict[str, Any] = {} if stopping is None else {"stopping_criteria": stopping}
+        model, own = self.model, self.model.generation_config
+        model.generation_config = config
+        try:
+            with torch.inference_mode(), torch.random.fork_rng(devices=[]):
+                if seed is not None:
+                    torch.manual_seed(seed)
+                return model.generate(
+                    input_ids=ids.to(self.device),
+                    attention_mask=mask.to(self.device),
+                    generation_config=config,
+                    **kwargs,
+                )
+        finally:
+            model.generation_config = own
+
     def _log_shrink(self, size: int) -> None:
         log.warning("%s: out of memory; retrying with batch size %d", self.spec, size)
 

@@ -408,26 +408,10 @@ class HFSeq2SeqBackend(BatchedGeneration, HFBackendBase):
             mask[b, : len(s.ids)] = 1
         config = self._generation_config(first, sample=seed is not None)
         prefix = self._decoder_prefix
-        kwargs: dict[str, Any] = {}
-        if any(first.stop):
-            kwargs["stopping_criteria"] = stop_on_text(self.tokenizer, first.stop, len(prefix))
-        # generate() fills every setting left unset in `config` from the model's own
-        # generation_config (beams, min_length, n-gram blocking, forced EOS, ...); swapping in
-        # `config` for the call keeps decoding exactly greedy or plain sampling.
-        model, own = self.model, self.model.generation_config
-        model.generation_config = config
-        try:
-            with torch.inference_mode(), torch.random.fork_rng(devices=[]):
-                if seed is not None:
-                    torch.manual_seed(seed)
-                gen = model.generate(
-                    input_ids=ids.to(self.device),
-                    attention_mask=mask.to(self.device),
-                    generation_config=config,
-                    **kwargs,
-                )
-        finally:
-            model.generation_config = own
+        stopping = (
+            stop_on_text(self.tokenizer, first.stop, len(prefix)) if any(first.stop) else None
+        )
+        gen = self._generate_with(ids, mask, config, seed, stopping)
         eos = config.eos_token_id
         eos_ids = set(eos) if isinstance(eos, list) else {eos}
         out = []
