@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -29,11 +29,11 @@ def json_safe(value: Any) -> Any:
     return value
 
 
-def write_json(path: Path, data: Any) -> None:
-    """Write ``data`` (made :func:`json_safe`; other objects, e.g. paths, as text) as indented
-    JSON with sorted keys, through a temporary file renamed over ``path``: a crash never
-    leaves half a file."""
+def write_json(path: Path, data: Any, *, default: Callable[[Any], Any] | None = None) -> None:
+    """Write ``data`` (made :func:`json_safe`) as indented JSON with sorted keys, through a
+    temporary file renamed over ``path``: a crash never leaves half a file. Other objects
+    raise ``TypeError`` unless ``default`` converts them (e.g. ``str`` for paths)."""
     tmp = path.with_name(path.name + ".tmp")
-    text = json.dumps(json_safe(data), indent=2, sort_keys=True, default=str)
+    text = json.dumps(json_safe(data), indent=2, sort_keys=True, default=default)
     tmp.write_text(text + "\n", encoding="utf-8")
     tmp.replace(path)

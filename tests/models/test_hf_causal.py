@@ -260,7 +260,7 @@ def test_packed_generation_equals_generate(
     a, b = packed.generate(reqs), plain.generate(reqs)
     assert a == b
     assert {r.finish_reason for r in a} == {"stop", "length"}
-    assert any(r.n_output_tokens < 10 for r in a)  # some rows left the batch early
+    assert any(r.n_output_tokens < 10 for r in a)  # some stopped before the limit
 
 
 def test_decode_groups_respect_the_budget() -> None:
@@ -294,3 +294,53 @@ def test_packed_generation_check_and_fallback(
     monkeypatch.setattr("steadyeval.models._hf.packed_greedy", broken)
     assert b2.generate(reqs) == expected
     assert b2._packed_generation is False
+
+
+def _ignores_the_trie(real: Any) -> Any:
+    """``row_tensors`` of a model that ignores custom masks and position ids: a plain causal
+    mask over the packed row, positions 0..n-1."""
+
+    def fake(rows: Any, dtype: Any) -> Any:
+        ids, pos, mask = real(rows, dtype)
+        width = ids.shape[1]
+        causal = torch.full((width, width), torch.finfo(dtype).min).triu(1)
+        return ids, torch.arange(width).expand_as(pos), causal.expand_as(mask).clone()
+
+    return fake
+
+
+def test_packing_checks_catch_a_model_that_ignores_the_mask(
+    tiny_gpt2: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The one-time checks branch from the probe, so a model ignoring the trie fails them
+    (a single chain would not) and both paths fall back to the unshared computation."""
+    from steadyeval.models import _hf, _packed_decode
+
+    monkeypatch.setattr(_hf, "row_tensors", _ignores_the_trie(_hf.row_tensors))
+    monkeypatch.setattr(
+        _packed_decode, "row_tensors", _ignores_the_trie(_packed_decode.row_tensors)
+    )
+    b = load_backend(f"hf:{tiny_gpt2}?batch_size=8")
+    assert isinstance(b, HFCausalBackend)
+    prompt = "Paragraph 1: the river flows through the city.\nQuestion: which river?\nAnswer:"
+    b.score([ScoreRequest(prompt, " the river"), ScoreRequest(prompt, " the city")])
+    b.generate([GenerateRequest(prompt, 6), GenerateRequest(prompt + " no", 6)])
+    assert b._packing is False and b._packed_generation is False
+
+
+def test_packed_generation_rows_leave_the_batch_and_eos(tiny_gpt2: Path) -> None:
+    """One stop string met by some rows only (the tiny model repeats its last token), and a
+    prompt ending in the end-of-sequence token: rows leave the batch at different steps."""
+    packed = load_backend(f"hf:{tiny_gpt2}?packing=true&batch_size=64")
+    plain = load_backend(f"hf:{tiny_gpt2}?packing=false&batch_size=1")
+    assert isinstance(packed, HFCausalBackend)
+    eos = packed.tokenizer.eos_token
+    reqs = [
+        GenerateRequest(f"Paragraph {k}: the river flows.\nAnswer:{end}", 8, stop=("A",))
+        for k in range(4)
+        for end in (" A", " B", " B A", " C", eos)
+    ]
+    a, b = packed.generate(reqs), plain.generate(reqs)
+    assert a == b
+    assert {r.finish_reason for r in a} == {"stop", "length"}
+    assert {r.n_output_tokens for r in a} >= {0, 8}  # eos at once; run to the limit

@@ -25,12 +25,13 @@ from ._hf_common import (
     BatchedGeneration,
     HFBackendBase,
     HFOptions,
+    is_oom,
     load_config,
     resolve_model_dir,
     run_with_backoff,
     stop_on_text,
 )
-from ._packed_decode import packed_greedy
+from ._packed_decode import UnsupportedCache, packed_greedy
 from ._packing import PackedRow, pack_sequences, row_tensors
 from ._spec import ModelSpec
 
@@ -81,6 +82,13 @@ def _spaced(prompt: str, candidate: str) -> str:
     """A candidate as a continuation: preceded by a space unless the prompt ends in one."""
     before = _before_slot(prompt)
     return candidate if not before or before[-1].isspace() else " " + candidate
+
+
+def _branches(ids: Sequence[int]) -> list[list[int]]:
+    """Two sequences branching from ``ids`` at its last token: another last token, and that
+    one token longer (the packing checks: a chain alone passes a model ignoring the mask)."""
+    other = ids[-1] + 1 if ids[-1] > 0 else 1
+    return [[*ids[:-1], other], [*ids[:-1], other, ids[-1]]]
 
 
 @dataclass
@@ -210,21 +218,23 @@ class HFCausalBackend(BatchedGeneration, HFBackendBase):
         return max(512, min(self.max_length, 2048))
 
     def _check_packing(self, probe: _Prepared) -> bool:
-        """Packing needs a model that honours custom 4-D masks and position ids: compare one
-        packed result with the plain computation once, and fall back if they differ."""
+        """Packing needs a model that honours custom 4-D masks and position ids: once, score
+        the probe and two sequences branching from it (another last token; and that, one
+        token longer) packed and plain, and fall back if they differ. A chain alone would
+        pass on a model that ignores the mask."""
         if self.options.packing is not None:
             return self.options.packing
         if not probe.targets:
             return False
-        twin = _Prepared(
-            [*probe.fed, probe.targets[-1]], [*probe.targets, probe.targets[-1]], False
-        )
+        probes = [probe, *(_Prepared(f, probe.targets, False) for f in _branches(probe.fed))]
         try:
-            packed = self._score_packed([probe, twin])
+            packed = self._score_packed(probes)
         except Exception as exc:  # any failure means: this architecture cannot be packed
+            if is_oom(exc):
+                raise
             log.info("%s: packed scoring unavailable (%s); using padded batches", self.spec, exc)
             return False
-        plain = self._score_padded([probe, twin])
+        plain = self._score_padded(probes)
         ok = all(abs(a.logprob - b.logprob) < 1e-3 for a, b in zip(packed, plain, strict=True))
         if not ok:
             log.warning("%s: packed scoring disagrees with plain scoring; disabled", self.spec)
@@ -405,27 +415,50 @@ class HFCausalBackend(BatchedGeneration, HFBackendBase):
     ) -> list[GenerateResponse]:
         prepared = [self._prompt_ids(r.prompt, r.chat, r.system, r.max_new_tokens) for r in reqs]
         if seed is None and self._packed_generation_ok(reqs[0]):
-            return self._generate_packed(reqs, prepared)
+            try:
+                return self._generate_packed(reqs, prepared)
+            except UnsupportedCache as exc:  # packing forced on a model it cannot serve
+                log.info("%s: packed generation unavailable (%s)", self.spec, exc)
+                self._packed_generation = False
         return self._generate_plain(reqs, prepared, seed)
+
+    def _greedy_order(self, request: GenerateRequest) -> Any:
+        """Greedy requests are cut into batches in prefix order while packed generation may
+        be used (prompts sharing a passage land in one batch, so it is prefilled once)."""
+        if self._packed_generation is False or self.options.packing is False:
+            return super()._greedy_order(request)
+        return request.prompt
 
     def _packed_generation_ok(self, probe: GenerateRequest) -> bool:
         """Greedy prompts are prefilled with shared prefixes (``_packed_decode``) when the
-        model honours custom masks and position ids and keeps a plain key/value cache: checked
-        once, on one prompt, against ``generate``."""
-        if self.options.packing is not None:
-            return self.options.packing
+        model honours custom masks and position ids (scoring's numeric check, on the probe)
+        and keeps a plain key/value cache: checked once against ``generate`` on the probe and
+        two prompts branching from it (another last token; and that, one token longer)."""
+        if self._packed_generation is None and self.options.packing is not None:
+            self._packed_generation = self.options.packing
         if self._packed_generation is None:
             short = replace(probe, max_new_tokens=min(probe.max_new_tokens, 4))
-            prepared = [
-                self._prompt_ids(short.prompt, short.chat, short.system, short.max_new_tokens)
-            ]
+            ids, truncated = self._prompt_ids(
+                short.prompt, short.chat, short.system, short.max_new_tokens
+            )
+            if self._packing is None:  # the prefill's masks and positions: scoring's check
+                self._packing = self._check_packing(_Prepared(list(ids), [ids[-1]], False))
+            if not self._packing:
+                self._packed_generation = False
+                return False
+            prepared = [(ids, truncated), *((b, truncated) for b in _branches(ids))]
+            reqs = [short] * len(prepared)
             try:
-                packed = self._generate_packed([short], prepared)
+                packed = self._generate_packed(reqs, prepared)
             except Exception as exc:  # any failure: this architecture decodes with generate()
+                if is_oom(exc):
+                    raise
                 log.info("%s: packed generation unavailable (%s)", self.spec, exc)
                 self._packed_generation = False
                 return False
-            plain = self._generate_plain([short], prepared, None)
+            plain = [
+                self._generate_plain([r], [p], None)[0] for r, p in zip(reqs, prepared, strict=True)
+            ]
             self._packed_generation = packed == plain
             if not self._packed_generation:
                 log.warning("%s: packed generation disagrees with generate(); disabled", self.spec)
@@ -448,7 +481,9 @@ class HFCausalBackend(BatchedGeneration, HFBackendBase):
                 budget=self._batch_size * DECODE_POSITIONS_PER_ROW,
             )
         return [
-            self._generation_response(first, d.tokens, d.hit_eos, p, truncated)
+            self._generation_response(
+                first, d.tokens, d.hit_eos, len(d.tokens) >= first.max_new_tokens, p, truncated
+            )
             for d, (p, truncated) in zip(decoded, prepared, strict=True)
         ]
 
@@ -457,15 +492,17 @@ class HFCausalBackend(BatchedGeneration, HFBackendBase):
         req: GenerateRequest,
         new: list[int],
         hit_eos: bool,
+        ran_full: bool,
         prompt: list[int],
         truncated: bool,
     ) -> GenerateResponse:
-        """The response for the new tokens (end of sequence and padding already removed)."""
+        """The response for the new tokens (end of sequence and padding already removed);
+        ``ran_full``: decoding went on for ``max_new_tokens`` steps."""
         text = self.tokenizer.decode(new, skip_special_tokens=True)
         cut = [text.index(s) for s in req.stop if s and s in text]
         if cut:
             text = text[: min(cut)]
-        stopped = bool(cut) or hit_eos or len(new) < req.max_new_tokens
+        stopped = bool(cut) or hit_eos or not ran_full
         return GenerateResponse(
             text=text,
             n_input_tokens=len(prompt),
@@ -513,11 +550,12 @@ class HFCausalBackend(BatchedGeneration, HFBackendBase):
         eos = self.tokenizer.eos_token_id
         for b, (p, truncated) in enumerate(prepared):
             new = [int(t) for t in gen[b, width:].tolist()]
+            ran_full = len(new) >= first.max_new_tokens
             hit_eos = False
             if eos is not None and eos in new:
                 new = new[: new.index(eos)]
                 hit_eos = True
             while new and new[-1] == pad_id:
                 new.pop()
-            out.append(self._generation_response(first, new, hit_eos, p, truncated))
+            out.append(self._generation_response(first, new, hit_eos, ran_full, p, truncated))
         return out

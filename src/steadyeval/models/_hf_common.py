@@ -402,6 +402,10 @@ class BatchedGeneration:
     _log_shrink: Callable[[int], None]
     _generate_batch: Callable[[Sequence[GenerateRequest], int | None], list[GenerateResponse]]
 
+    def _greedy_order(self, request: GenerateRequest) -> Any:
+        """Sort key of greedy requests before they are cut into batches: longest first."""
+        return -len(request.prompt)
+
     def generate(self, requests: Sequence[GenerateRequest]) -> list[GenerateResponse]:
         out: dict[int, GenerateResponse] = {}
         greedy = [i for i, r in enumerate(requests) if r.temperature == 0]
@@ -412,7 +416,7 @@ class BatchedGeneration:
             r = requests[i]
             groups.setdefault((r.max_new_tokens, r.stop), []).append(i)
         for idx in groups.values():
-            idx.sort(key=lambda i: -len(requests[i].prompt))
+            idx.sort(key=lambda i: self._greedy_order(requests[i]))
 
             def run_batch(batch: Sequence[int]) -> list[GenerateResponse]:
                 return self._generate_batch([requests[i] for i in batch], None)

@@ -20,7 +20,12 @@ from typing import Any
 
 from ._packing import PackedRow, pack_sequences, row_tensors
 
-__all__ = ["Decoded", "packed_greedy"]
+__all__ = ["Decoded", "UnsupportedCache", "packed_greedy"]
+
+
+class UnsupportedCache(TypeError):
+    """The model's key/value cache is not a plain growing one (sliding windows, shared
+    layers, ...): decode with ``generate`` instead."""
 
 
 @dataclass
@@ -62,6 +67,7 @@ def _roomy_layer() -> Any:
                 return self.keys, self.values
 
             def batch_select_indices(self, indices: Any) -> None:
+                indices = indices.to(self._keys.device)
                 self._keys = self._keys[indices]
                 self._values = self._values[indices]
                 self._expose()
@@ -122,8 +128,8 @@ def packed_greedy(
     ``budget`` cached token positions (memory stays bounded); each group is packed and
     prefilled with its shared prefixes once, then decoded.
 
-    Raises if the model's cache is not a plain growing key/value cache (the caller falls back
-    to ``generate``).
+    Raises :class:`UnsupportedCache` if the model's cache is not a plain growing key/value
+    cache (the caller falls back to ``generate``).
     """
     from transformers.cache_utils import DynamicLayer
 
@@ -133,7 +139,7 @@ def packed_greedy(
         rows = pack_sequences([prompts[i] for i in group], max_nodes=max_nodes)
         hidden, packed = _prefill(model, rows, device)
         if any(type(layer) is not DynamicLayer for layer in packed.layers):
-            raise TypeError("packed decoding needs a plain dynamic key/value cache")
+            raise UnsupportedCache("packed decoding needs a plain dynamic key/value cache")
         paths = {j: (r, path) for r, row in enumerate(rows) for j, path in row.members.items()}
         _decode(
             model,
@@ -173,12 +179,13 @@ def _decode(
     last_nodes = torch.tensor([[r, path[-1]] for r, path in paths], dtype=torch.long)
     roomy = _roomy_layer()
     layers = []
+    indices = [torch.tensor(path, dtype=torch.long) for _, path in paths]
     for layer in packed.layers:
         heads, dim_k, dim_v = layer.keys.shape[1], layer.keys.shape[3], layer.values.shape[3]
         keys = layer.keys.new_zeros((n, heads, longest + max_new_tokens, dim_k))
         values = layer.values.new_zeros((n, heads, longest + max_new_tokens, dim_v))
-        for b, (r, path) in enumerate(paths):
-            index = torch.tensor(path, dtype=torch.long, device=device)
+        for b, ((r, path), index) in enumerate(zip(paths, indices, strict=True)):
+            index = index.to(layer.keys.device)  # layers may sit on different devices
             keys[b, :, longest - len(path) : longest] = layer.keys[r].index_select(1, index)
             values[b, :, longest - len(path) : longest] = layer.values[r].index_select(1, index)
         layers.append(roomy(keys, values, longest))

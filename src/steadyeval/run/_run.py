@@ -203,16 +203,18 @@ def run(
         run_dir = Path(opts.out)
         run_dir.mkdir(parents=True, exist_ok=True)
         write_results(table, run_dir / "results.parquet")
-        write_json(run_dir / "summary.json", summary)
+        write_json(run_dir / "summary.json", summary, default=str)
         (run_dir / "summary.md").write_text(summary_markdown(summary), encoding="utf-8")
         resolved = dict(config or {})
         resolved.setdefault("models", list(backends))
         resolved.setdefault("conditions", [c.to_dict() for c in conditions])
         resolved.setdefault("n_items", len(items))
-        write_json(run_dir / "config.json", {"run_id": rid, **resolved})
+        write_json(run_dir / "config.json", {"run_id": rid, **resolved}, default=str)
         timings["total"] = time.perf_counter() - t0
         counts = {"rows": table.num_rows, "model_calls": n_sent, "cache_hits": len(cached)}
-        write_json(run_dir / "provenance.json", provenance(fingerprints, timings, counts))
+        write_json(
+            run_dir / "provenance.json", provenance(fingerprints, timings, counts), default=str
+        )
     return RunResult(table=table, summary=summary, run_dir=run_dir)
 
 
