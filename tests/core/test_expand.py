@@ -147,3 +147,18 @@ def test_letter_scoring_needs_mc_format() -> None:
             format=Format(name="f", kind="free"),
             scoring="letter-logprob",
         )
+
+
+def test_generation_settings_are_checked() -> None:
+    from steadyeval import Generation
+
+    for bad in (
+        {"max_new_tokens": 0},
+        {"n_samples": 0},
+        {"temperature": -0.5},
+        {"top_p": 0.0},
+        {"top_p": 1.5},
+    ):
+        with pytest.raises(ValueError, match="generation:"):
+            Generation(**bad)
+    assert Generation(max_new_tokens=1, temperature=0.7, top_p=0.9, n_samples=3).n_samples == 3

@@ -98,6 +98,18 @@ class Generation:
     stop: tuple[str, ...] = ("\n\n",)
     seed: int = 0
 
+    def __post_init__(self) -> None:
+        if self.max_new_tokens < 1 or self.n_samples < 1:
+            raise ValueError(
+                f"generation: max_new_tokens and n_samples must be at least 1; got "
+                f"{self.max_new_tokens} and {self.n_samples}"
+            )
+        if self.temperature < 0 or not 0 < self.top_p <= 1:
+            raise ValueError(
+                f"generation: temperature must be >= 0 and top_p in (0, 1]; got "
+                f"{self.temperature} and {self.top_p}"
+            )
+
 
 def _frozen_map(value: Mapping[str, str] | None) -> Mapping[str, str] | None:
     return None if value is None else MappingProxyType(dict(value))

@@ -68,8 +68,10 @@ def load_hf(spec: ModelSpec) -> Backend:
 
 
 SLOT = "[Y]"
-# Packed generation decodes in groups of at most batch_size × this many cached positions.
-DECODE_POSITIONS_PER_ROW = 256
+# Packed generation decodes in groups of at most batch_size × this many cached positions
+# (issue-12 benchmark, batch 64: 64 → 784 MB peak RSS, 25.5 s; 128 → 968 MB, 22–26 s;
+# 256 → 1,110 MB, 22–23 s: memory grows with it, time barely moves past 128).
+DECODE_POSITIONS_PER_ROW = 128
 
 
 def _before_slot(prompt: str) -> str:

@@ -84,16 +84,27 @@ def _cache_name(base: Any) -> str:
     return "cache" if "cache" in inspect.signature(base.forward).parameters else "past_key_values"
 
 
-def _prefill(model: Any, rows: Sequence[PackedRow], device: Any) -> tuple[Any, Any]:
-    """One forward pass over the packed rows: the last hidden states and the key/value cache."""
-    ids, pos, mask = row_tensors(rows, next(model.parameters()).dtype)
-    out = model.base_model(
-        input_ids=ids.to(device),
-        attention_mask=mask.to(device),
-        position_ids=pos.to(device),
-        use_cache=True,
-    )
-    return out.last_hidden_state, getattr(out, _cache_name(model.base_model))
+def _prefill(model: Any, rows: Sequence[PackedRow], device: Any) -> list[tuple[Any, Any]]:
+    """Forward each packed row on its own (the attention over a row is the largest transient;
+    one row at a time keeps it small): per row, its last hidden states and its key/value
+    cache."""
+    from transformers.cache_utils import DynamicLayer
+
+    dtype = next(model.parameters()).dtype
+    out = []
+    for row in rows:
+        ids, pos, mask = row_tensors([row], dtype)
+        result = model.base_model(
+            input_ids=ids.to(device),
+            attention_mask=mask.to(device),
+            position_ids=pos.to(device),
+            use_cache=True,
+        )
+        cache = getattr(result, _cache_name(model.base_model))
+        if any(type(layer) is not DynamicLayer for layer in cache.layers):
+            raise UnsupportedCache("packed decoding needs a plain dynamic key/value cache")
+        out.append((result.last_hidden_state[0], cache))
+    return out
 
 
 def decode_groups(prompts: Sequence[Sequence[int]], room: int, budget: int) -> list[list[int]]:
@@ -131,74 +142,83 @@ def packed_greedy(
     Raises :class:`UnsupportedCache` if the model's cache is not a plain growing key/value
     cache (the caller falls back to ``generate``).
     """
-    from transformers.cache_utils import DynamicLayer
 
     device = next(model.parameters()).device
     out = [Decoded([], False) for _ in prompts]
     for group in decode_groups(prompts, max_new_tokens, budget):
         rows = pack_sequences([prompts[i] for i in group], max_nodes=max_nodes)
-        hidden, packed = _prefill(model, rows, device)
-        if any(type(layer) is not DynamicLayer for layer in packed.layers):
-            raise UnsupportedCache("packed decoding needs a plain dynamic key/value cache")
         paths = {j: (r, path) for r, row in enumerate(rows) for j, path in row.members.items()}
+        cache, attn, last = _gather(
+            _prefill(model, rows, device), [paths[j] for j in range(len(group))], max_new_tokens
+        )  # the rows' own caches are freed here: only the gathered buffers stay
         _decode(
             model,
             tokenizer,
-            hidden,
-            packed,
-            [paths[j] for j in range(len(group))],
+            cache,
+            attn,
+            last,
             [out[i] for i in group],
             max_new_tokens=max_new_tokens,
             stops=stops,
             device=device,
         )
-        del hidden, packed
     return out
+
+
+def _gather(
+    prefilled: Sequence[tuple[Any, Any]], paths: Sequence[tuple[int, list[int]]], room: int
+) -> tuple[Any, Any, Any]:
+    """Each prompt's keys and values along its trie path, left-padded into one buffer per
+    layer with ``room`` free positions: the cache, its attention mask and each prompt's last
+    hidden state."""
+    import torch
+    from transformers import DynamicCache
+
+    n = len(paths)
+    longest = max(len(path) for _, path in paths)
+    roomy = _roomy_layer()
+    indices = [torch.tensor(path, dtype=torch.long) for _, path in paths]
+    layers = []
+    for layer_idx, first in enumerate(prefilled[0][1].layers):
+        heads, dim_k, dim_v = first.keys.shape[1], first.keys.shape[3], first.values.shape[3]
+        keys = first.keys.new_zeros((n, heads, longest + room, dim_k))
+        values = first.values.new_zeros((n, heads, longest + room, dim_v))
+        for b, ((r, path), index) in enumerate(zip(paths, indices, strict=True)):
+            layer = prefilled[r][1].layers[layer_idx]
+            index = index.to(layer.keys.device)  # layers may sit on different devices
+            keys[b, :, longest - len(path) : longest] = layer.keys[0].index_select(1, index)
+            values[b, :, longest - len(path) : longest] = layer.values[0].index_select(1, index)
+        layers.append(roomy(keys, values, longest))
+    cache = DynamicCache()
+    cache.layers = layers
+    attn = torch.zeros((n, longest), dtype=torch.long)
+    for b, (_, path) in enumerate(paths):
+        attn[b, longest - len(path) :] = 1
+    last = torch.stack([prefilled[r][0][path[-1]] for r, path in paths])
+    return cache, attn, last
 
 
 def _decode(
     model: Any,
     tokenizer: Any,
-    hidden: Any,
-    packed: Any,
-    paths: Sequence[tuple[int, list[int]]],
+    cache: Any,
+    attn: Any,
+    last: Any,
     out: Sequence[Decoded],
     *,
     max_new_tokens: int,
     stops: Sequence[str],
     device: Any,
 ) -> None:
-    """Decode one group: gather each prompt's keys and values along its trie path into a
-    left-padded buffer with room for the new tokens, then greedy steps, filling ``out``."""
+    """Greedy steps for one group from its gathered cache, filling ``out``."""
     import torch
-    from transformers import DynamicCache
 
-    n = len(paths)
-    longest = max(len(path) for _, path in paths)
-    attn = torch.zeros((n, longest), dtype=torch.long)
-    last_nodes = torch.tensor([[r, path[-1]] for r, path in paths], dtype=torch.long)
-    roomy = _roomy_layer()
-    layers = []
-    indices = [torch.tensor(path, dtype=torch.long) for _, path in paths]
-    for layer in packed.layers:
-        heads, dim_k, dim_v = layer.keys.shape[1], layer.keys.shape[3], layer.values.shape[3]
-        keys = layer.keys.new_zeros((n, heads, longest + max_new_tokens, dim_k))
-        values = layer.values.new_zeros((n, heads, longest + max_new_tokens, dim_v))
-        for b, ((r, path), index) in enumerate(zip(paths, indices, strict=True)):
-            index = index.to(layer.keys.device)  # layers may sit on different devices
-            keys[b, :, longest - len(path) : longest] = layer.keys[r].index_select(1, index)
-            values[b, :, longest - len(path) : longest] = layer.values[r].index_select(1, index)
-        layers.append(roomy(keys, values, longest))
-    for b, (_, path) in enumerate(paths):
-        attn[b, longest - len(path) :] = 1
-    cache = DynamicCache()
-    cache.layers = layers
-    last = hidden[last_nodes[:, 0], last_nodes[:, 1]]
+    n = len(out)
     head = model.get_output_embeddings()
     cache_name = _cache_name(model.base_model)
     eos = tokenizer.eos_token_id
     wanted = [s for s in stops if s]
-    positions = torch.tensor([len(path) for _, path in paths], dtype=torch.long)
+    positions = attn.sum(dim=1)  # each prompt's length: its first new token's position
     attn = attn.to(device)
     rows_of_batch = list(range(n))  # the prompt of each row of the batch
     done = [False] * n
