@@ -21,17 +21,17 @@ class ScoredTrial:
     output: str
     parsed: str | None
     parsed_kind: str  # "option" | "refusal" | "unmatched" | "free" | "token"
-    parsed_option: int | None  # index into the item's original options
-    correct: bool | None
-    refused: bool
-    em: float | None
-    f1: float | None
-    option_logprobs: list[float] | None
-    option_logprobs_per_token: list[float] | None
-    option_logprobs_per_char: list[float] | None
-    confidence: float | None
     truncated: bool
     n_input_tokens: int
+    parsed_option: int | None = None  # index into the item's original options
+    correct: bool | None = None
+    refused: bool = False
+    em: float | None = None
+    f1: float | None = None
+    option_logprobs: list[float] | None = None
+    option_logprobs_per_token: list[float] | None = None
+    option_logprobs_per_char: list[float] | None = None
+    confidence: float | None = None
     sequence_logprob: float | None = None
     approximate: bool = False
 
@@ -70,15 +70,10 @@ def score_trial(trial: Trial, responses: Sequence[Response]) -> ScoredTrial:
                 output=text,
                 parsed=text.strip(),
                 parsed_kind="refusal" if refused else "free",
-                parsed_option=None,
                 correct=correct,
                 refused=refused,
                 em=em,
                 f1=f1,
-                option_logprobs=None,
-                option_logprobs_per_token=None,
-                option_logprobs_per_char=None,
-                confidence=None,
                 truncated=truncated,
                 n_input_tokens=n_in,
             )
@@ -98,12 +93,6 @@ def score_trial(trial: Trial, responses: Sequence[Response]) -> ScoredTrial:
             parsed_option=_source(trial, m.position),
             correct=_correct(trial, m.kind, m.position, refused),
             refused=refused,
-            em=None,
-            f1=None,
-            option_logprobs=None,
-            option_logprobs_per_token=None,
-            option_logprobs_per_char=None,
-            confidence=None,
             truncated=truncated,
             n_input_tokens=n_in,
         )
@@ -115,15 +104,6 @@ def score_trial(trial: Trial, responses: Sequence[Response]) -> ScoredTrial:
             output="",
             parsed=None,
             parsed_kind="logprob",
-            parsed_option=None,
-            correct=None,
-            refused=False,
-            em=None,
-            f1=None,
-            option_logprobs=None,
-            option_logprobs_per_token=None,
-            option_logprobs_per_char=None,
-            confidence=None,
             truncated=truncated,
             n_input_tokens=n_in,
             sequence_logprob=resp.logprob,
@@ -141,14 +121,7 @@ def score_trial(trial: Trial, responses: Sequence[Response]) -> ScoredTrial:
             output=top,
             parsed=top,
             parsed_kind="token",
-            parsed_option=None,
             correct=correct,
-            refused=False,
-            em=None,
-            f1=None,
-            option_logprobs=None,
-            option_logprobs_per_token=None,
-            option_logprobs_per_char=None,
             confidence=conf,
             truncated=truncated,
             n_input_tokens=n_in,
@@ -164,15 +137,10 @@ def score_trial(trial: Trial, responses: Sequence[Response]) -> ScoredTrial:
             output="",
             parsed=None,
             parsed_kind="unmatched",
-            parsed_option=None,
             correct=False,
-            refused=False,
-            em=None,
-            f1=None,
             option_logprobs=raw,
             option_logprobs_per_token=raw,
             option_logprobs_per_char=raw,
-            confidence=None,
             truncated=truncated,
             n_input_tokens=n_in,
             approximate=any(r.approximate for r in scores),
@@ -193,8 +161,6 @@ def score_trial(trial: Trial, responses: Sequence[Response]) -> ScoredTrial:
         parsed_option=_source(trial, s.choice),
         correct=_correct(trial, kind, s.choice, refused),
         refused=refused,
-        em=None,
-        f1=None,
         option_logprobs=s.raw,
         option_logprobs_per_token=s.per_token,
         option_logprobs_per_char=s.per_char,
