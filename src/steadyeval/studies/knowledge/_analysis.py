@@ -93,10 +93,10 @@ def _rotation(row: Mapping[Any, Any]) -> float:
     return math.nan  # shuffled or unknown: not a rotation
 
 
-def _sorted_codes(column: pa.ChunkedArray) -> NDArray[np.int64] | None:
+def _sorted_codes(column: pa.ChunkedArray) -> tuple[NDArray[np.int64], list[str]] | None:
     """Each value's rank among the column's sorted distinct values (``pd.factorize(...,
-    sort=True)``'s codes), from a dictionary encoding: the million strings are never turned
-    into Python objects. None for a column with nulls or not of strings."""
+    sort=True)``'s codes) and those values, from a dictionary encoding: the million strings
+    are never turned into Python objects. None for a column with nulls or not of strings."""
     if column.null_count or not pa.types.is_string(column.type):
         return None
     encoded = pc.dictionary_encode(column.combine_chunks())
@@ -105,7 +105,7 @@ def _sorted_codes(column: pa.ChunkedArray) -> NDArray[np.int64] | None:
     rank = np.empty(len(values), dtype=np.int64)
     rank[order] = np.arange(len(values), dtype=np.int64)
     codes: NDArray[np.int64] = rank[encoded.indices.to_numpy(zero_copy_only=False)]
-    return codes
+    return codes, [values[i] for i in order]
 
 
 def _rotations_of(table: pa.Table) -> NDArray[np.float64]:
@@ -167,9 +167,11 @@ def _frame(table: pa.Table, *, lists: bool) -> pd.DataFrame:
     scalar = table if lists else table.drop_columns(list(_LIST_COLUMNS))
     df: pd.DataFrame = scalar.to_pandas()
     # Item ids as their ranks in sorted order.
-    items = _sorted_codes(table.column("item_id"))
-    if items is None:
+    coded = _sorted_codes(table.column("item_id"))
+    if coded is None:
         items = pd.factorize(df["item_id"], sort=True)[0].astype(np.int64)
+    else:
+        items = coded[0]
     cat, sub = _categories(df, items)
     if lists:
         df["category"] = pd.Series(cat[items], index=df.index)
@@ -185,12 +187,11 @@ def _frame(table: pa.Table, *, lists: bool) -> pd.DataFrame:
     df["item_id"] = items
     for c in _LABEL_COLUMNS:
         if not isinstance(df[c].dtype, pd.CategoricalDtype):
-            codes = _sorted_codes(table.column(c)) if c in table.column_names else None
-            if codes is None:
+            coded = _sorted_codes(table.column(c)) if c in table.column_names else None
+            if coded is None:
                 df[c] = df[c].astype("category")
             else:
-                labels = sorted(set(pc.unique(table.column(c)).to_pylist()))
-                df[c] = pd.Categorical.from_codes(codes, categories=pd.Index(labels))
+                df[c] = pd.Categorical.from_codes(coded[0], categories=pd.Index(coded[1]))
     return df.drop(columns="metadata")
 
 
