@@ -279,6 +279,12 @@ def _free_memory() -> None:
         torch.cuda.empty_cache()
 
 
+def stop_hit(tokenizer: Any, tokens: Sequence[int], stops: Sequence[str]) -> bool:
+    """Whether the decoded ``tokens`` contain one of ``stops`` (empty stops never match)."""
+    text = tokenizer.decode(tokens, skip_special_tokens=True)
+    return any(s in text for s in stops if s)
+
+
 def stop_on_text(tokenizer: Any, stops: Sequence[str], start: int) -> Any:
     """Stop a row once its decoded output contains a stop string.
 
@@ -289,14 +295,9 @@ def stop_on_text(tokenizer: Any, stops: Sequence[str], start: int) -> Any:
     import torch
     from transformers import StoppingCriteria, StoppingCriteriaList
 
-    wanted = [s for s in stops if s]
-
     class _StopOnText(StoppingCriteria):
         def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
-            done = [
-                any(s in tokenizer.decode(row[start:], skip_special_tokens=True) for s in wanted)
-                for row in input_ids.tolist()
-            ]
+            done = [stop_hit(tokenizer, row[start:], stops) for row in input_ids.tolist()]
             return torch.tensor(done, dtype=torch.bool, device=input_ids.device)
 
     return StoppingCriteriaList([_StopOnText()])

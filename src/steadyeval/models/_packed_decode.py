@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ._hf_common import stop_hit
 from ._packing import PackedRow, pack_sequences, row_tensors
 
 __all__ = ["Decoded", "UnsupportedCache", "packed_greedy"]
@@ -217,7 +218,8 @@ def _decode(
     head = model.get_output_embeddings()
     cache_name = _cache_name(model.base_model)
     eos = tokenizer.eos_token_id
-    wanted = [s for s in stops if s]
+    stops = [s for s in stops if s]
+    filler = eos if eos is not None else 0  # fed to finished rows that had no token
     positions = attn.sum(dim=1)  # each prompt's length: its first new token's position
     attn = attn.to(device)
     rows_of_batch = list(range(n))  # the prompt of each row of the batch
@@ -232,9 +234,7 @@ def _decode(
                 out[i].hit_eos = done[i] = True
                 continue
             out[i].tokens.append(tok)
-            if wanted:
-                text = tokenizer.decode(out[i].tokens, skip_special_tokens=True)
-                done[i] = any(s in text for s in wanted)
+            done[i] = bool(stops) and stop_hit(tokenizer, out[i].tokens, stops)
         live = [b for b, i in enumerate(rows_of_batch) if not done[i]]
         if not live or step == max_new_tokens - 1:
             break
@@ -245,7 +245,6 @@ def _decode(
             cache.batch_select_indices(index)
             attn, positions = attn[index], positions[index.cpu()]
             rows_of_batch = [rows_of_batch[b] for b in live]
-        filler = eos if eos is not None else 0
         step_ids = torch.tensor(
             [[out[i].tokens[-1] if out[i].tokens else filler] for i in rows_of_batch],
             dtype=torch.long,
