@@ -1,0 +1,86 @@
+"""Whole runs pinned before the refactor of issue 16 must come out the same (CHANGES.md lists
+what may differ). See ``tests/golden/pipeline/cases.py``."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from steadyeval.cli._main import main
+from steadyeval.models._tiny import build_tiny_model
+from tests.golden.pipeline.cases import CASES, HERE, ROOT, Case, argv, snapshot, write_inputs
+from tests.golden.pipeline.compare import compare
+
+# Each case runs a whole study on tiny models; minutes, not seconds, on a busy 2-core machine.
+pytestmark = pytest.mark.timeout(900)
+
+
+@pytest.fixture(scope="session")
+def inputs() -> dict[str, str]:
+    """Models and data under the fixed folder the pins were made in, built once per test run
+    (several xdist workers share them through a lock)."""
+    run = os.environ.get("PYTEST_XDIST_TESTRUNUID", str(os.getpid()))
+    ROOT.mkdir(parents=True, exist_ok=True)
+    with (ROOT.parent / "steadyeval-pinned.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        marker = ROOT / "inputs.json"
+        if marker.is_file():
+            stored = json.loads(marker.read_text())
+            if stored["run"] == run:
+                return dict(stored["values"])
+        for child in ROOT.iterdir():
+            if child.is_dir() and child.name not in ("runs", "caches"):
+                shutil.rmtree(child)
+        values = write_inputs(ROOT, lambda p, arch: build_tiny_model(p, arch, seed=0))
+        marker.write_text(json.dumps({"run": run, "values": values}))
+        return values
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_pinned_run_is_unchanged(
+    case: Case, inputs: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = ROOT / "runs" / case.name
+    cache = ROOT / "caches" / f"{case.name}.sqlite"
+    shutil.rmtree(out, ignore_errors=True)
+    for stale in cache.parent.glob(f"{case.name}.sqlite*"):
+        stale.unlink()
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    monkeypatch.setenv("STEADYEVAL_CACHE", str(cache))
+    torch = pytest.importorskip("torch")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        result = CliRunner().invoke(main, argv(case, inputs, out), catch_exceptions=False)
+    finally:
+        torch.set_num_threads(threads)
+    assert result.exit_code == 0, result.output
+    fresh = snapshot(out, {str(ROOT): "<tmp>"})
+    pinned = json.loads((HERE / f"{case.name}.json").read_text(encoding="utf-8"))
+    problems = compare(case.name, pinned, fresh)
+    assert not problems, f"{len(problems)} differences:\n" + "\n".join(problems[:40])
+
+
+def test_a_difference_is_caught() -> None:
+    """The comparison itself can fail: an unlisted change of one value is reported."""
+    pinned = json.loads((HERE / "quickstart.json").read_text(encoding="utf-8"))
+    fresh = json.loads(json.dumps(pinned))
+    fresh["results"]["correct"][3] = not fresh["results"]["correct"][3]
+    fresh["summary"]["n_rows"] += 1
+    fresh["results"]["brand_new"] = [None] * len(fresh["results"]["correct"])
+    problems = compare("quickstart", pinned, fresh)
+    assert any(p.startswith("results.correct[3]") for p in problems)
+    assert any(p.startswith("summary.n_rows") for p in problems)
+    assert any(p.startswith("results.brand_new") for p in problems)
+    assert compare("quickstart", pinned, pinned) == []
+
+
+def test_pins_are_where_the_cases_say() -> None:
+    assert sorted(p.stem for p in HERE.glob("*.json")) == sorted(c.name for c in CASES)
+    assert Path(HERE / "make_golden.py").is_file()
