@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from steadyeval import FORMATS, TEMPLATES, Condition, Format, Generation, Item, expand
-from steadyeval.requests import GenerateRequest, ScoreRequest, requests_for
+from steadyeval.requests import GenerateRequest, ScoreRequest
+from steadyeval.scoring import requests_for
 
 SQUAD = Path(__file__).resolve().parents[2] / "shared" / "data" / "squad2"
 SQUAD_FILE = SQUAD / "dev-v2.0.controlled_subset.json"

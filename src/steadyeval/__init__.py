@@ -8,6 +8,7 @@ from ._errors import (
     ConfigError,
     DataError,
     ModelSpecError,
+    SteadyevalDeprecationWarning,
     SteadyevalError,
     UnsupportedRequestError,
 )
@@ -34,6 +35,7 @@ __all__ = [
     "RunOptions",
     "RunResult",
     "Shots",
+    "SteadyevalDeprecationWarning",
     "SteadyevalError",
     "Template",
     "UnsupportedRequestError",

@@ -6,6 +6,7 @@ __all__ = [
     "ConfigError",
     "DataError",
     "ModelSpecError",
+    "SteadyevalDeprecationWarning",
     "SteadyevalError",
     "UnsupportedRequestError",
 ]
@@ -60,3 +61,8 @@ class ModelSpecError(SteadyevalError, ValueError):
 
 class UnsupportedRequestError(SteadyevalError):
     """A backend was asked for a request kind it does not support."""
+
+
+class SteadyevalDeprecationWarning(DeprecationWarning):
+    """A deprecated name or option was used; the message names its replacement. The CLI
+    prints these as ``warning: ...`` lines."""

@@ -1,11 +1,19 @@
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from steadyeval import FORMATS, TEMPLATES, Condition, Generation, Item, expand
-from steadyeval.requests import GenerateRequest, ScoreRequest, build_plan, request_key, requests_for
+from steadyeval.conditions import Trial
+from steadyeval.requests import GenerateRequest, Request, ScoreRequest, build_plan, request_key
+from steadyeval.scoring import requests_for
 
 ITEMS = [
     Item(id=f"q{i}", question=f"Q{i}?", options=("x", "y"), gold_options=(0,)) for i in range(5)
 ]
+
+
+def _asked(trials: Sequence[Trial]) -> list[tuple[Trial, tuple[Request, ...]]]:
+    return [(t, requests_for(t)) for t in trials]
 
 
 def test_identical_requests_are_sent_once_across_conditions() -> None:
@@ -21,10 +29,10 @@ def test_identical_requests_are_sent_once_across_conditions() -> None:
         scoring="option-logprob",
         order_seed=99,
     )
-    plan = build_plan(expand(ITEMS, [a, b]).trials, {"m": "fp"})
+    plan = build_plan(_asked(expand(ITEMS, [a, b]).trials), {"m": "fp"})
     assert plan.n_requests == 20 and plan.n_unique == 10
     # Another model never shares keys.
-    plan2 = build_plan(expand(ITEMS, [a]).trials, {"m": "fp", "n": "fp2"})
+    plan2 = build_plan(_asked(expand(ITEMS, [a]).trials), {"m": "fp", "n": "fp2"})
     assert plan2.n_unique == 20
 
 

@@ -1,18 +1,44 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
 
-from steadyeval import FORMATS, TEMPLATES, Condition, Item, expand
-from steadyeval.requests import GenerateResponse, ScoreResponse, TopKResponse
+from steadyeval import (
+    FORMATS,
+    TEMPLATES,
+    Condition,
+    ConfigError,
+    Item,
+    RunOptions,
+    SteadyevalDeprecationWarning,
+    expand,
+    parse_model_spec,
+    run,
+)
+from steadyeval.conditions import Trial
+from steadyeval.requests import (
+    GenerateResponse,
+    Request,
+    Response,
+    ScoreRequest,
+    ScoreResponse,
+    TopKResponse,
+)
 from steadyeval.scoring import (
+    ScoredTrial,
+    ScoringMode,
     exact_match,
+    get_scoring,
     is_refusal,
     match_option,
     normalize_answer,
     option_scores,
+    register_scoring,
     score_trial,
+    scoring_names,
     softmax,
     token_f1,
 )
@@ -100,3 +126,72 @@ def test_score_trial_logprob_and_topk() -> None:
     top = _trial("free", "top-k", options=None, gold_options=(), answers=("Paris",))
     r = score_trial(top, [TopKResponse(tokens=(" Paris", "Rome"), logprobs=(-0.1, -2.0))])
     assert r.correct and r.parsed == "Paris" and r.confidence == pytest.approx(math.exp(-0.1))
+
+
+# -- the scoring registry -----------------------------------------------------------------------
+class _GoldRank(ScoringMode):
+    """A test mode: scores the options like option-logprob but records the gold option's
+    rank among them as the output (0 = best)."""
+
+    name = "test-gold-rank"
+    needs_options = True
+
+    def requests(self, trial: Trial) -> tuple[Request, ...]:
+        assert trial.options is not None
+        return tuple(
+            ScoreRequest(context=trial.prompt, continuation=" " + o) for o in trial.options
+        )
+
+    def score(self, trial: Trial, responses: Sequence[Response]) -> ScoredTrial:
+        lps = [r.logprob for r in responses if isinstance(r, ScoreResponse)]
+        gold = trial.gold_displayed[0]
+        rank = sum(lp > lps[gold] for lp in lps)
+        return ScoredTrial(
+            output=str(rank),
+            parsed=str(rank),
+            parsed_kind="free",
+            correct=rank == 0,
+            truncated=False,
+            n_input_tokens=0,
+            option_logprobs=lps,
+        )
+
+
+def test_a_registered_mode_runs_through_the_pipeline(tmp_path: Path) -> None:
+    from tests.scripted_backend import ScriptedBackend
+
+    mode = register_scoring(_GoldRank(), replace=True)
+    assert get_scoring("test-gold-rank") is mode and "test-gold-rank" in scoring_names()
+    items = [
+        Item(id=f"q{i}", question=f"Q{i}?", options=("a", "b", "c"), gold_options=(i % 3,))
+        for i in range(4)
+    ]
+    cond = Condition(
+        name="rank", template=TEMPLATES["qa"], format=FORMATS["mc"], scoring="test-gold-rank"
+    )
+    with pytest.raises(ConfigError, match="needs a multiple-choice format"):
+        Condition(name="x", template=TEMPLATES["qa"], format=FORMATS["free"], scoring=mode.name)
+    backend = ScriptedBackend(spec=parse_model_spec("scripted:m"))
+    result = run(items, [cond], [backend], options=RunOptions(progress=False))
+    rows = result.table.to_pylist()
+    assert [r["scoring"] for r in rows] == ["test-gold-rank"] * 4
+    for r in rows:
+        lps = r["option_logprobs"]
+        gold = r["gold_options"][0]
+        assert r["output"] == str(sum(lp > lps[gold] for lp in lps))
+        assert r["correct"] == (r["output"] == "0")
+    assert backend.calls["score"] == 12
+
+
+def test_unknown_and_deprecated_scoring_names() -> None:
+    with pytest.raises(ConfigError, match=r"condition 'x': unknown scoring 'beam'; choose from"):
+        Condition(name="x", template=TEMPLATES["qa"], format=FORMATS["mc"], scoring="beam")
+    with pytest.warns(SteadyevalDeprecationWarning, match="use 'option-logprob'"):
+        cond = Condition(
+            name="x", template=TEMPLATES["qa"], format=FORMATS["mc"], scoring="logprob"
+        )
+    assert cond.scoring == "option-logprob"
+    with pytest.raises(TypeError):
+        register_scoring("generate")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="already registered"):
+        register_scoring(type(get_scoring("generate"))())  # a second Generate

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import importlib
 import sys
+import warnings
 from typing import Any
 
 import click
 
 from .. import __version__
-from .._errors import SteadyevalError
+from .._errors import SteadyevalDeprecationWarning, SteadyevalError
 
 
 class _Group(click.Group):
@@ -17,7 +18,18 @@ class _Group(click.Group):
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
-            return super().invoke(ctx)
+            with warnings.catch_warnings():
+                warnings.simplefilter("always", SteadyevalDeprecationWarning)
+                shown = warnings.showwarning
+
+                def show(message: Any, category: type[Warning], *args: Any, **kw: Any) -> None:
+                    if issubclass(category, SteadyevalDeprecationWarning):
+                        click.echo(f"warning: {message}", err=True)
+                    else:
+                        shown(message, category, *args, **kw)
+
+                warnings.showwarning = show
+                return super().invoke(ctx)
         except SteadyevalError as exc:
             click.echo(f"error: {exc}", err=True)
             sys.exit(2)

@@ -20,8 +20,9 @@ from ..studies.formats import load_formats_config, render_formats, run_formats_s
 @click.option("--seed", type=int, help="Sampling seed (default 2022).")
 @click.option(
     "--scoring",
-    type=click.Choice(["generate", "logprob"]),
-    help="Lists: greedy generation mapped to an option (default), or option log-probability.",
+    type=click.Choice(["generate", "option-logprob", "logprob"]),
+    help="Lists: greedy generation mapped to an option (default), or option log-probability "
+    "(logprob: the deprecated name of option-logprob).",
 )
 @click.option("--limit", type=int, help="Keep the first N of each sample (same questions).")
 @click.option(

@@ -1,6 +1,6 @@
 """Conditions (template, format, order, shots, chat, verbalizer, alias) and ``expand``."""
 
-from ._condition import FORMATS, TEMPLATES, Condition, Format, Generation, Scoring, Shots, Template
+from ._condition import FORMATS, TEMPLATES, Condition, Format, Generation, Shots, Template
 from ._expand import Expansion, Trial, expand, render_template
 
 __all__ = [
@@ -10,7 +10,6 @@ __all__ = [
     "Expansion",
     "Format",
     "Generation",
-    "Scoring",
     "Shots",
     "Template",
     "Trial",

@@ -8,7 +8,9 @@ from dataclasses import asdict, dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, Literal
 
+from .._errors import ConfigError
 from ..items import canonical_json
+from ..scoring import canonical_scoring, get_scoring
 
 __all__ = [
     "FORMATS",
@@ -16,19 +18,9 @@ __all__ = [
     "Condition",
     "Format",
     "Generation",
-    "Scoring",
     "Shots",
     "Template",
 ]
-
-Scoring = Literal["generate", "option-logprob", "letter-logprob", "top-k", "prompt-logprob"]
-SCORINGS: tuple[str, ...] = (
-    "generate",
-    "option-logprob",
-    "letter-logprob",
-    "top-k",
-    "prompt-logprob",
-)
 
 
 @dataclass(frozen=True)
@@ -122,7 +114,7 @@ class Condition:
     name: str
     template: Template
     format: Format
-    scoring: Scoring = "generate"
+    scoring: str = "generate"  # a registered scoring mode (steadyeval.scoring)
     option_order: Literal["original", "shuffled", "rotated"] = "original"
     order_seed: int = 0
     rotation: int = 0
@@ -142,12 +134,11 @@ class Condition:
     def __post_init__(self) -> None:
         object.__setattr__(self, "verbalizer", _frozen_map(self.verbalizer))
         object.__setattr__(self, "refusal_phrases", tuple(self.refusal_phrases))
-        if self.scoring not in SCORINGS:
-            raise ValueError(f"condition {self.name!r}: scoring {self.scoring!r} not in {SCORINGS}")
-        if self.scoring in ("option-logprob", "letter-logprob") and self.format.kind != "mc":
-            raise ValueError(
-                f"condition {self.name!r}: scoring {self.scoring!r} needs a multiple-choice format"
-            )
+        try:
+            object.__setattr__(self, "scoring", canonical_scoring(self.scoring))
+        except ConfigError as exc:
+            raise ConfigError(f"condition {self.name!r}: {exc}") from None
+        get_scoring(self.scoring).check(self)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(replace(self, verbalizer=None))  # asdict cannot deep-copy a mappingproxy

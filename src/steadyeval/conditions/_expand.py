@@ -15,6 +15,7 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from .._errors import ConfigError
 from ..items import Item
+from ..scoring import get_scoring
 from ._condition import Condition, Template
 
 __all__ = ["Expansion", "Trial", "expand", "render_template"]
@@ -145,7 +146,7 @@ def _shot_answer(
 ) -> str:
     if cond.format.kind == "mc" and options is not None:
         pos = order.index(shot.gold_options[0]) if shot.answerable else order.index(-1)
-        if cond.scoring == "option-logprob":
+        if get_scoring(cond.scoring).shot_answer == "text":
             return options[pos]
         return cond.format.labels[pos]
     if not shot.answerable and cond.refusal_phrases:

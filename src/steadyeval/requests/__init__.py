@@ -1,6 +1,6 @@
 """Requests as data: kinds, content keys, planning and deduplication."""
 
-from ._plan import Plan, PlannedTrial, build_plan, requests_for
+from ._plan import Plan, PlannedTrial, build_plan
 from ._request import (
     REQUEST_KINDS,
     GenerateRequest,
@@ -34,7 +34,6 @@ __all__ = [
     "build_plan",
     "request_key",
     "request_payload",
-    "requests_for",
     "response_from_dict",
     "response_to_dict",
 ]

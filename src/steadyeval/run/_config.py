@@ -7,10 +7,11 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .._errors import ConfigError
 from ..conditions import FORMATS, TEMPLATES, Condition, Format, Generation, Shots, Template
+from ..scoring import canonical_scoring
 
 __all__ = [
     "ConditionConfig",
@@ -70,9 +71,7 @@ class ConditionConfig(_Strict):
     name: str
     template: str | TemplateConfig = "qa"
     format: str | FormatConfig = "mc"
-    scoring: Literal["generate", "option-logprob", "letter-logprob", "top-k", "prompt-logprob"] = (
-        "generate"
-    )
+    scoring: str = "generate"
     option_order: Literal["original", "shuffled", "rotated"] = "original"
     order_seed: int | None = None
     rotation: int = 0
@@ -87,6 +86,11 @@ class ConditionConfig(_Strict):
     top_k: int = Field(10, gt=0)
     candidates: Literal["vocabulary", "options"] = "vocabulary"
     items: Literal["all", "with-options", "without-options"] = "all"
+
+    @field_validator("scoring")
+    @classmethod
+    def _known_scoring(cls, value: str) -> str:
+        return canonical_scoring(value)
 
     def build(self, seed: int) -> Condition:
         if isinstance(self.template, str):
@@ -224,6 +228,8 @@ def _format_errors(
             msg = f"unknown key; allowed keys here: {allowed}"
         elif err["type"] == "literal_error":
             msg = f"{msg} (got {err.get('input')!r})"
+        elif err["type"] == "value_error":
+            msg = msg.removeprefix("Value error, ")
         lines.append(f"{where}: {key}: {msg}")
     more = len(exc.errors()) - 5
     if more > 0:

@@ -20,7 +20,7 @@ from ..items import Item, canonical_json
 from ..models import Backend, ModelSpec, check_kinds, load_backend
 from ..requests import Plan, PlannedTrial, Request, RequestKind, Response, build_plan
 from ..results import SCHEMA_VERSION, rows_to_table, summarize, summary_markdown, write_results
-from ..scoring import score_trial
+from ..scoring import get_scoring, requests_for
 from ._executor import Executor, LocalExecutor
 from ._progress import Progress
 from ._provenance import provenance
@@ -152,7 +152,7 @@ def run(
     backends = _resolve_models(models)
     expansion: Expansion = expand(items, conditions, shot_pools=shot_pools)
     fingerprints = {name: b.fingerprint() for name, b in backends.items()}
-    plan = build_plan(expansion.trials, fingerprints)
+    plan = build_plan([(t, requests_for(t)) for t in expansion.trials], fingerprints)
     for name, kinds in _kinds(plan).items():
         check_kinds(backends[name], kinds)
     timings["plan"] = time.perf_counter() - t0
@@ -270,10 +270,7 @@ def _preflight(plan: Plan, missing: Sequence[str], backends: Mapping[str, Backen
 
 
 def _n_samples(pt: PlannedTrial) -> int:
-    cond = pt.trial.condition
-    if cond.scoring == "generate" and cond.generation.temperature > 0:
-        return cond.generation.n_samples
-    return 1
+    return len(get_scoring(pt.trial.condition.scoring).samples(len(pt.keys)))
 
 
 def _dispatch(
@@ -380,11 +377,11 @@ def _rows(pt: PlannedTrial, responses: Mapping[str, Response], run_id: str) -> l
         "hparams": _opt_str(meta.get("hparams")),
         "metadata": canonical_json(meta),
     }
-    # A generate trial has one request per sample; other scorings use all keys at once.
-    samples = [[k] for k in pt.keys] if cond.scoring == "generate" else [list(pt.keys)]
+    mode = get_scoring(cond.scoring)
     rows = []
-    for index, keys in enumerate(samples):
-        scored = score_trial(trial, [responses[k] for k in keys])
+    for index, part in enumerate(mode.samples(len(pt.keys))):
+        keys = [pt.keys[i] for i in part]
+        scored = mode.score(trial, [responses[k] for k in keys])
         rows.append(
             {
                 **base,

@@ -1,5 +1,18 @@
-"""Pure scoring: responses to parsed answers, correctness, refusals, EM/F1, option scores."""
+"""Pure scoring: scoring modes (a registry), parsed answers, correctness, refusals, EM/F1,
+option scores."""
 
+from . import _builtin  # noqa: F401  (registers the built-in modes)
+from ._builtin import GENERATE, LETTER_LOGPROB, OPTION_LOGPROB, PROMPT_LOGPROB, TOP_K
+from ._modes import (
+    ScoredTrial,
+    ScoringMode,
+    canonical_scoring,
+    get_scoring,
+    register_scoring,
+    requests_for,
+    score_trial,
+    scoring_names,
+)
 from ._options import OptionScores, option_scores, softmax
 from ._text import (
     UNMATCHED_F1_THRESHOLD,
@@ -11,20 +24,30 @@ from ._text import (
     normalize_answer,
     token_f1,
 )
-from ._trial import ScoredTrial, score_trial
 
 __all__ = [
+    "GENERATE",
+    "LETTER_LOGPROB",
+    "OPTION_LOGPROB",
+    "PROMPT_LOGPROB",
+    "TOP_K",
     "UNMATCHED_F1_THRESHOLD",
     "OptionMatch",
     "OptionScores",
     "ScoredTrial",
+    "ScoringMode",
+    "canonical_scoring",
     "exact_match",
+    "get_scoring",
     "is_refusal",
     "match_option",
     "max_over_golds",
     "normalize_answer",
     "option_scores",
+    "register_scoring",
+    "requests_for",
     "score_trial",
+    "scoring_names",
     "softmax",
     "token_f1",
 ]

@@ -16,6 +16,7 @@ from __future__ import annotations
 import csv
 import json
 import random
+import shlex
 import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -168,72 +169,66 @@ def write_inspect(folder: Path) -> Path:
 @dataclass(frozen=True)
 class Case:
     name: str
-    argv: tuple[str, ...]  # "{key}" placeholders: models, data, out
-    results: bool = True  # whether the run writes results.parquet
+    command: str  # a shell-quoted command line; "{key}" placeholders: models, data, out
 
 
 CASES: tuple[Case, ...] = (
     Case(
         "quickstart",
-        ("run", "{examples}/run.yaml", "--model", "hf:{gpt2}", "--out", "{out}"),
+        "run {examples}/run.yaml --model hf:{gpt2} --out {out}",
     ),
     Case(
         "probes-masked",
-        ("run", "{examples}/probes.yaml", "--model", "hf-masked:{bert}", "--out", "{out}"),
+        "run {examples}/probes.yaml --model hf-masked:{bert} --out {out}",
     ),
     Case(
         "formats-generate",
-        ("study", "formats", "--model", "hf:{gpt2}", "--data", "{examples}/squad-mini.json",
-         "--answerable", "6", "--unanswerable", "6", "--orders", "1", "--no-decoy",
-         "--control", "--temperature", "0.8", "--samples", "2", "--determinism", "2",
-         "--out", "{out}"),
-    ),  # fmt: skip
+        "study formats --model hf:{gpt2} --data {examples}/squad-mini.json "
+        "--answerable 6 --unanswerable 6 --orders 1 --no-decoy --control --temperature "
+        "0.8 --samples 2 --determinism 2 --out {out}",
+    ),
     Case(
         "formats-logprob-t5",
-        ("study", "formats", "--model", "hf-seq2seq:{t5}", "--data",
-         "{examples}/squad-mini.json", "--answerable", "6", "--unanswerable", "6",
-         "--scoring", "logprob", "--template", "unifiedqa", "--escape", "I don't know",
-         "--out", "{out}"),
-    ),  # fmt: skip
+        "study formats --model hf-seq2seq:{t5} --data {examples}/squad-mini.json "
+        "--answerable 6 --unanswerable 6 --scoring logprob --template unifiedqa "
+        '--escape "I don\'t know" --out {out}',
+    ),
     Case(
         "sensitivity-probes",
-        ("study", "sensitivity", "--model", "hf:{bert}", "--model", "hf:{gpt2}", "--data",
-         "{examples}/probes-study", "--subset-size", "2", "--subsets", "50", "--out", "{out}"),
-    ),  # fmt: skip
+        "study sensitivity --model hf:{bert} --model hf:{gpt2} --data "
+        "{examples}/probes-study --subset-size 2 --subsets 50 --out {out}",
+    ),
     Case(
         "knowledge",
-        ("study", "knowledge", "--model", "hf:{gpt2}", "--data", "{mmlu}", "--shots", "0,1",
-         "--scoring", "letter,option", "--templates", "reference,single-space",
-         "--rotations", "--memorisation", "--out", "{out}"),
-    ),  # fmt: skip
+        "study knowledge --model hf:{gpt2} --data {mmlu} --shots 0,1 --scoring "
+        "letter,option --templates reference,single-space --rotations --memorisation "
+        "--out {out}",
+    ),
     Case(
         "fewshot-icl",
-        ("study", "fewshot", "--model", "hf:{gpt2}", "--task", "rte", "--labelled", "{rte}",
-         "--test-from-labelled", "4", "--method", "icl", "--strategy", "cv", "--strategy",
-         "mdl", "--k", "2", "--k-values", "2", "--final-seeds", "1", "--threads", "1",
-         "--out", "{out}", "--quiet"),
-    ),  # fmt: skip
+        "study fewshot --model hf:{gpt2} --task rte --labelled {rte} "
+        "--test-from-labelled 4 --method icl --strategy cv --strategy mdl --k 2 "
+        "--k-values 2 --final-seeds 1 --threads 1 --out {out} --quiet",
+    ),
     Case(
         "fewshot-pet",
-        ("study", "fewshot", "--model", "hf:{bert}", "--task", "rte", "--labelled", "{rte}",
-         "--test-from-labelled", "4", "--method", "pet", "--strategy", "multisplit", "--k",
-         "2", "--k-values", "2", "--space", "{space}", "--threads", "1", "--out", "{out}",
-         "--quiet"),
-    ),  # fmt: skip
+        "study fewshot --model hf:{bert} --task rte --labelled {rte} "
+        "--test-from-labelled 4 --method pet --strategy multisplit --k 2 --k-values 2 "
+        "--space {space} --threads 1 --out {out} --quiet",
+    ),
     Case(
         "fewshot-cls",
-        ("study", "fewshot", "--model", "hf:{bert}", "--task", "rte", "--labelled", "{rte}",
-         "--test-from-labelled", "4", "--method", "cls", "--strategy", "multisplit", "--k",
-         "2", "--k-values", "2", "--space", "{space}", "--threads", "1", "--out", "{out}",
-         "--quiet"),
-    ),  # fmt: skip
+        "study fewshot --model hf:{bert} --task rte --labelled {rte} "
+        "--test-from-labelled 4 --method cls --strategy multisplit --k 2 --k-values 2 "
+        "--space {space} --threads 1 --out {out} --quiet",
+    ),
     Case(
         "import-lmeval",
-        ("import", "lm-eval", "{lmeval}", "--model", "m", "--out", "{out}"),
+        "import lm-eval {lmeval} --model m --out {out}",
     ),
     Case(
         "import-inspect",
-        ("import", "inspect", "{inspect}", "--out", "{out}"),
+        "import inspect {inspect} --out {out}",
     ),
 )
 
@@ -268,7 +263,7 @@ def write_inputs(root: Path, build_model: Callable[[Path, str], Path]) -> dict[s
 
 
 def argv(case: Case, values: Mapping[str, str], out: Path) -> list[str]:
-    return [a.format(**values, out=str(out)) for a in case.argv]
+    return [a.format(**values, out=str(out)) for a in shlex.split(case.command)]
 
 
 # -- what a run is reduced to ------------------------------------------------------------------

@@ -74,7 +74,9 @@ class Comparison:
         seen: dict[Any, Any] = {}
         for old, new in self.renames.items():
             if new in seen and seen[new] != old:
-                self.problems.append(f"renamed values {seen[new]!r} and {old!r} both became {new!r}")
+                self.problems.append(
+                    f"renamed values {seen[new]!r} and {old!r} both became {new!r}"
+                )
             seen[new] = old
 
     # -- walking --------------------------------------------------------------------------

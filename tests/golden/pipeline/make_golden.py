@@ -16,7 +16,7 @@ from click.testing import CliRunner
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
-from tests.golden.pipeline.cases import (  # noqa: E402
+from tests.golden.pipeline.cases import (
     CASES,
     HERE,
     ROOT,

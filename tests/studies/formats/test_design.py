@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from steadyeval._errors import ConfigError, DataError
+from steadyeval._errors import ConfigError, DataError, SteadyevalDeprecationWarning
 from steadyeval.scoring import normalize_answer
 from steadyeval.studies.formats import (
     FormatsConfig,
@@ -180,7 +180,7 @@ def test_conditions_for_unifiedqa_and_decoders() -> None:
     assert by["list~sampled"].generation.n_samples == 3
     roles = {d["name"]: d["role"] for d in described}
     assert roles["list-control"] == "control" and roles["list-escape-1"] == "escape"
-    logprob, _ = build_conditions(FormatsDesignOptions(template="qa", scoring="logprob"))
+    logprob, _ = build_conditions(FormatsDesignOptions(template="qa", scoring="option-logprob"))
     assert [c.scoring for c in logprob] == ["generate"] + ["option-logprob"] * 3
     assert logprob[1].format.name == "mc" and logprob[0].generation.stop == ("\n",)
 
@@ -197,8 +197,11 @@ def test_config_yaml_errors_name_key_and_line(tmp_path: Path, squad_file: Path) 
     path.write_text("models: [hf:x]\ndata: d.json\nscoring: beam\n")
     with pytest.raises(ConfigError, match=r"line 3: scoring: .*'beam'"):
         load_formats_config(path)
-    cfg = load_formats_config(path, {"scoring": "logprob", "seed": 7})
-    assert cfg.scoring == "logprob" and cfg.seed == 7 and cfg.answerable == 300
+    cfg = load_formats_config(path, {"scoring": "option-logprob", "seed": 7})
+    assert cfg.scoring == "option-logprob" and cfg.seed == 7 and cfg.answerable == 300
+    with pytest.warns(SteadyevalDeprecationWarning, match="'logprob' is deprecated"):
+        old = load_formats_config(path, {"scoring": "logprob"})
+    assert old.scoring == "option-logprob"
 
 
 def test_design_checks_template_and_noise_floor(squad_file: Path) -> None:

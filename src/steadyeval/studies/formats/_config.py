@@ -6,9 +6,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ...run._config import load_yaml_config
+from ...scoring import canonical_scoring
+from ._design import ListScoring
 
 __all__ = ["FormatsConfig", "SamplingConfig", "load_formats_config"]
 
@@ -42,7 +44,7 @@ class FormatsConfig(_Strict):
     answerable: int = Field(300, ge=0)
     unanswerable: int = Field(300, ge=0)
     seed: int = 2022
-    scoring: Literal["generate", "logprob"] = "generate"
+    scoring: ListScoring = "generate"
     limit: int | None = Field(None, gt=0)
     template: Literal["auto", "unifiedqa", "unifiedqa-title", "qa"] = "auto"
     refusal_text: str = Field("no answer>", min_length=1)
@@ -56,6 +58,12 @@ class FormatsConfig(_Strict):
     sampling: SamplingConfig | None = None
     determinism: int = Field(0, ge=0)
     examples: int = Field(5, ge=0)
+
+    @field_validator("scoring", mode="before")
+    @classmethod
+    def _scoring_alias(cls, value: Any) -> Any:
+        """``logprob`` is the deprecated name of ``option-logprob``."""
+        return canonical_scoring(value) if value == "logprob" else value
 
     @model_validator(mode="after")
     def _some_items(self) -> FormatsConfig:

@@ -35,7 +35,7 @@ import numpy as np
 from ..._errors import ConfigError
 from ...conditions import FORMATS, TEMPLATES, Condition, Format, Generation, Template
 from ...items import Item
-from ...scoring import normalize_answer
+from ...scoring import GENERATE, normalize_answer
 from ._squad import SquadData, SquadParagraph, SquadQuestion
 
 __all__ = [
@@ -288,12 +288,16 @@ UNIFIEDQA_TITLE = Template(
 )
 
 
+#: How the option lists are answered: generation mapped to an option, or option scores.
+ListScoring = Literal["generate", "option-logprob"]
+
+
 @dataclass(frozen=True)
 class FormatsDesignOptions:
     """The settings that shape the conditions (see :class:`FormatsConfig` for each)."""
 
     template: Literal["unifiedqa", "unifiedqa-title", "qa"]
-    scoring: Literal["generate", "logprob"] = "generate"
+    scoring: ListScoring = "generate"
     refusal_text: str = "no answer>"
     escapes: tuple[str, ...] = ()
     refusal_phrases: tuple[str, ...] = ("no answer>",)
@@ -358,7 +362,7 @@ def build_conditions(opts: FormatsDesignOptions) -> tuple[list[Condition], list[
                 opts.control_word,
             )
         )
-    list_scoring = "option-logprob" if opts.scoring == "logprob" else "generate"
+    list_scoring = opts.scoring
 
     conditions: list[Condition] = []
     described: list[dict[str, Any]] = []
@@ -383,13 +387,13 @@ def build_conditions(opts: FormatsDesignOptions) -> tuple[list[Condition], list[
             name=name,
             template=template,
             format=fmt,
-            scoring=scoring,  # type: ignore[arg-type]
+            scoring=scoring,
             generation=kw.pop("generation", greedy),
             refusal_phrases=opts.refusal_phrases,
             **kw,
         )
 
-    add(make("free", FORMATS["free"], "generate"), "free", "", "base", "free")
+    add(make("free", FORMATS["free"], GENERATE), "free", "", "base", "free")
     for name, fmt, role, escape in lists:
         add(make(name, fmt, list_scoring), role, escape, "base", name)
     for k in range(1, opts.orders + 1):
@@ -407,15 +411,15 @@ def build_conditions(opts: FormatsDesignOptions) -> tuple[list[Condition], list[
             seed=opts.sampling_seed,
         )
         add(
-            make("free~sampled", FORMATS["free"], "generate", generation=sampled),
+            make("free~sampled", FORMATS["free"], GENERATE, generation=sampled),
             "free",
             "",
             "sampled",
             "free",
         )
-        if list_scoring == "generate":
+        if list_scoring == GENERATE:
             for name, fmt, role, escape in lists:
-                cond = make(f"{name}~sampled", fmt, "generate", generation=sampled)
+                cond = make(f"{name}~sampled", fmt, GENERATE, generation=sampled)
                 add(cond, role, escape, "sampled", name)
     return conditions, described
 

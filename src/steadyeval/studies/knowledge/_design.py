@@ -14,8 +14,9 @@ from ..._errors import ConfigError
 from ...conditions import Condition, Format, Shots, Template, Trial, expand
 from ...items import Item
 from ...models import Backend, ModelSpec, load_backend
-from ...requests import ScoreRequest, requests_for
+from ...requests import ScoreRequest
 from ...run import PlanCounts, RunOptions
+from ...scoring import LETTER_LOGPROB, OPTION_LOGPROB, requests_for
 from .._common import StudyDesign, StudyResult, reanalyze, run_study
 from ._data import LETTERS, MMLUData, Split, load_mmlu
 
@@ -71,9 +72,7 @@ MMLU_FORMAT = Format(
 _QUESTION_FORMAT = Format(name="question", kind="free")
 
 #: ``--scoring`` names → the core scoring.
-SCORINGS: Mapping[str, Literal["letter-logprob", "option-logprob"]] = MappingProxyType(
-    {"letter": "letter-logprob", "option": "option-logprob"}
-)
+SCORINGS: Mapping[str, str] = MappingProxyType({"letter": LETTER_LOGPROB, "option": OPTION_LOGPROB})
 
 #: The metadata key shots are matched on (see :func:`knowledge_design`).
 SHOT_SET = "shot_set"

@@ -29,8 +29,9 @@ from typing import Any, Literal
 import numpy as np
 
 from ..._errors import ConfigError
-from ...conditions import FORMATS, Condition, Format, Generation, Scoring, Template
+from ...conditions import FORMATS, Condition, Format, Generation, Template
 from ...items import Item
+from ...scoring import GENERATE, OPTION_LOGPROB
 from .._common import StudyDesign
 from ._data import Fact, ProbeData, Relation
 from ._slots import split_slot
@@ -406,7 +407,7 @@ def task_design(
     items: Sequence[Item],
     templates: Sequence[Template],
     *,
-    scoring: Scoring | None = None,
+    scoring: str | None = None,
     format: Format | None = None,
     generation: Generation | None = None,
     max_names: int = 5,
@@ -441,7 +442,7 @@ def task_design(
         raise ConfigError("weights='data' needs template weights; generic tasks use 'uniform'")
     mc = all(i.options for i in items)
     fmt = format or (FORMATS["mc"] if mc else FORMATS["free"])
-    score: Scoring = scoring or ("option-logprob" if mc else "generate")
+    score = scoring or (OPTION_LOGPROB if mc else GENERATE)
     n_names = max(1, min(max_names, max(len(i.aliases) for i in items)))
     conditions = []
     roles: dict[str, dict[str, Any]] = {}

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..._errors import ConfigError, DataError
-from ...conditions import Scoring, Template
+from ...conditions import Template
 from ...items import load_jsonl
 from ...models import Backend, ModelSpec, load_backend
 from ...run import PlanCounts, RunOptions
@@ -95,7 +95,7 @@ def sensitivity_design(
     analysis: AnalysisOptions | None = None,
     aliases: str | Path | None = None,
     vocab: str | Path | None = None,
-    scoring: Scoring | None = None,
+    scoring: str | None = None,
 ) -> StudyDesign:
     """The study's design for a data directory (loads the data; calls no model).
 

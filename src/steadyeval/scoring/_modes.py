@@ -1,0 +1,144 @@
+"""Scoring modes: how a condition's answers are asked for and turned into scored trials.
+
+A mode is one object in one registry. It declares its name once, checks the conditions that
+use it, builds the requests a trial needs and scores the responses. The planner, the runner,
+``expand`` (how a shot shows its answer) and the configs all look the mode up here; adding a
+mode is one class plus :func:`register_scoring`.
+"""
+
+from __future__ import annotations
+
+import warnings
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar, Literal
+
+from .._errors import ConfigError, SteadyevalDeprecationWarning
+from ..requests import Request, Response
+
+if TYPE_CHECKING:
+    from ..conditions import Condition, Trial
+
+__all__ = [
+    "ScoredTrial",
+    "ScoringMode",
+    "canonical_scoring",
+    "get_scoring",
+    "register_scoring",
+    "requests_for",
+    "score_trial",
+    "scoring_names",
+]
+
+ParsedKind = Literal["option", "refusal", "unmatched", "free", "token", "logprob"]
+
+
+@dataclass(frozen=True)
+class ScoredTrial:
+    """Everything scoring decides about one (trial, model, sample)."""
+
+    output: str
+    parsed: str | None
+    parsed_kind: ParsedKind
+    truncated: bool
+    n_input_tokens: int
+    parsed_option: int | None = None  # index into the item's original options
+    correct: bool | None = None
+    refused: bool = False
+    em: float | None = None
+    f1: float | None = None
+    option_logprobs: list[float] | None = None
+    option_logprobs_per_token: list[float] | None = None
+    option_logprobs_per_char: list[float] | None = None
+    confidence: float | None = None
+    sequence_logprob: float | None = None
+    approximate: bool = False
+
+
+class ScoringMode(ABC):
+    """One way of asking for and scoring answers.
+
+    Subclasses set :attr:`name` and implement :meth:`requests` and :meth:`score`; the other
+    members have defaults.
+    """
+
+    #: The name conditions, configs, the CLI and the ``scoring`` column use.
+    name: ClassVar[str]
+    #: Whether the mode needs a multiple-choice format (options to score).
+    needs_options: ClassVar[bool] = False
+    #: How a multiple-choice shot shows its answer: the option's label or its text.
+    shot_answer: ClassVar[Literal["label", "text"]] = "label"
+    #: One line for ``--help`` and the docs.
+    doc: ClassVar[str] = ""
+
+    def check(self, condition: Condition) -> None:
+        """Raise :class:`ConfigError` when ``condition`` cannot use this mode."""
+        if self.needs_options and condition.format.kind != "mc":
+            raise ConfigError(
+                f"condition {condition.name!r}: scoring {self.name!r} needs a "
+                "multiple-choice format"
+            )
+
+    @abstractmethod
+    def requests(self, trial: Trial) -> tuple[Request, ...]:
+        """The requests ``trial`` needs, in a fixed order."""
+
+    def samples(self, n_requests: int) -> list[range]:
+        """Which of a trial's requests make each result row (default: one row from all)."""
+        return [range(n_requests)]
+
+    @abstractmethod
+    def score(self, trial: Trial, responses: Sequence[Response]) -> ScoredTrial:
+        """Score one row's responses (in :meth:`requests` order)."""
+
+
+_REGISTRY: dict[str, ScoringMode] = {}
+#: Old names still accepted, with a deprecation warning.
+_ALIASES: dict[str, str] = {"logprob": "option-logprob"}
+
+
+def register_scoring(mode: ScoringMode, *, replace: bool = False) -> ScoringMode:
+    """Add ``mode`` under ``mode.name``; returns it (usable at import time)."""
+    if not isinstance(mode, ScoringMode):
+        raise TypeError(f"expected a ScoringMode instance, got {type(mode).__name__}")
+    if mode.name in _REGISTRY and not replace and _REGISTRY[mode.name] is not mode:
+        raise ValueError(f"scoring {mode.name!r} is already registered; pass replace=True")
+    _REGISTRY[mode.name] = mode
+    return mode
+
+
+def scoring_names() -> tuple[str, ...]:
+    """The registered modes' names, in registration order."""
+    return tuple(_REGISTRY)
+
+
+def canonical_scoring(name: str) -> str:
+    """``name``, or the current name of a deprecated alias (with a warning); unknown names
+    raise :class:`ConfigError` listing the known ones."""
+    if name in _ALIASES:
+        new = _ALIASES[name]
+        warnings.warn(
+            f"scoring {name!r} is deprecated; use {new!r}",
+            SteadyevalDeprecationWarning,
+            stacklevel=3,
+        )
+        return new
+    if name not in _REGISTRY:
+        raise ConfigError(f"unknown scoring {name!r}; choose from {', '.join(_REGISTRY)}")
+    return name
+
+
+def get_scoring(name: str) -> ScoringMode:
+    """The registered mode called ``name`` (see :func:`canonical_scoring`)."""
+    return _REGISTRY[canonical_scoring(name)]
+
+
+def requests_for(trial: Trial) -> tuple[Request, ...]:
+    """The requests ``trial`` needs, from its condition's scoring mode."""
+    return get_scoring(trial.condition.scoring).requests(trial)
+
+
+def score_trial(trial: Trial, responses: Sequence[Response]) -> ScoredTrial:
+    """Score one row's ``responses`` (a trial's, in :func:`requests_for` order, one sample)."""
+    return get_scoring(trial.condition.scoring).score(trial, responses)
