@@ -120,7 +120,9 @@ def test_bad_config_names_key_line_and_allowed(tmp_path: Path, env: dict[str, st
         "data: items.jsonl\nmodels: [hf:x]\nconditions:\n  - name: a\n    scoring: guess\n"
     )
     r = CliRunner().invoke(main, ["run", str(cfg), "--dry-run"])
-    assert "line 5: conditions.0.scoring: unknown scoring 'guess'; choose from generate," in r.output
+    assert (
+        "line 5: conditions.0.scoring: unknown scoring 'guess'; choose from generate," in r.output
+    )
 
 
 def test_missing_out_and_unknown_model(tmp_path: Path, env: dict[str, str]) -> None:
