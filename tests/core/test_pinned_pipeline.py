@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from steadyeval.cli._main import main
 from steadyeval.models._tiny import build_tiny_model
 from tests.golden.pipeline.cases import CASES, HERE, ROOT, Case, argv, snapshot, write_inputs
-from tests.golden.pipeline.compare import compare
+from tests.golden.pipeline.compare import compare, upgrade
 
 # Each case runs a whole study on tiny models; minutes, not seconds, on a busy 2-core machine.
 pytestmark = pytest.mark.timeout(900)
@@ -70,7 +70,8 @@ def test_pinned_run_is_unchanged(
 def test_a_difference_is_caught() -> None:
     """The comparison itself can fail: an unlisted change of one value is reported."""
     pinned = json.loads((HERE / "quickstart.json").read_text(encoding="utf-8"))
-    fresh = json.loads(json.dumps(pinned))
+    same = upgrade(pinned)
+    fresh = json.loads(json.dumps(same))
     fresh["results"]["correct"][3] = not fresh["results"]["correct"][3]
     fresh["summary"]["n_rows"] += 1
     fresh["results"]["brand_new"] = [None] * len(fresh["results"]["correct"])
@@ -78,7 +79,7 @@ def test_a_difference_is_caught() -> None:
     assert any(p.startswith("results.correct[3]") for p in problems)
     assert any(p.startswith("summary.n_rows") for p in problems)
     assert any(p.startswith("results.brand_new") for p in problems)
-    assert compare("quickstart", pinned, pinned) == []
+    assert compare("quickstart", pinned, same) == []
 
 
 def test_pins_are_where_the_cases_say() -> None:

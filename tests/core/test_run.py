@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import dataclasses
 import json
 import signal
 import sqlite3
@@ -8,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -15,6 +17,7 @@ from steadyeval import (
     FORMATS,
     TEMPLATES,
     Condition,
+    ConfigError,
     Generation,
     Item,
     RunOptions,
@@ -24,6 +27,7 @@ from steadyeval import (
     read_results,
     run,
 )
+from steadyeval.results import StudyColumn, study_columns
 from tests.scripted_backend import ScriptedBackend
 
 ITEMS = [
@@ -99,7 +103,36 @@ def test_run_writes_the_run_directory(tmp_path: Path) -> None:
     prov = json.loads((tmp_path / "r" / "provenance.json").read_text())
     assert prov["models"] == {"scripted:a": "scripted:a"} and "dispatch" in prov["timings_s"]
     row = t.to_pylist()[0]
-    assert row["schema_version"] == 1 and row["subject"] == "s0"
+    assert row["schema_version"] == 2 and "subject" not in row  # study columns are declared
+    assert json.loads(row["metadata"])["subject"] == "s0"
+
+
+def test_declared_columns_are_lifted_typed_and_documented(tmp_path: Path) -> None:
+    columns = [
+        StudyColumn("subject", "string", "the item's subject"),
+        StudyColumn("n", "int", "a number", key="number"),
+    ]
+    items = [
+        dataclasses.replace(i, metadata={**i.metadata, "number": k}) for k, i in enumerate(ITEMS)
+    ]
+    result = run(
+        items,
+        CONDITIONS[:1],
+        [backend()],
+        options=RunOptions(out=tmp_path / "r", progress=False),
+        columns=columns,
+    )
+    t = read_results(tmp_path / "r")
+    assert t.column_names[-2:] == ["subject", "n"]
+    assert t.schema.field("n").type == pa.int64() and t.schema.field("subject").metadata == {
+        b"doc": b"the item's subject"
+    }
+    assert study_columns(t) == columns
+    by_item = dict(zip(t["item_id"].to_pylist(), t["n"].to_pylist(), strict=True))
+    assert by_item == {i.id: k for k, i in enumerate(ITEMS)}
+    assert result.table.equals(t)
+    with pytest.raises(ConfigError, match="shadow a core column"):
+        StudyColumn("correct")
 
 
 def test_dry_run_counts_and_warm_rerun_is_byte_identical(tmp_path: Path) -> None:

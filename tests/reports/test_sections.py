@@ -31,7 +31,8 @@ from steadyeval.reports import (
     render_markdown,
 )
 from steadyeval.reports._agreement import noise_floor
-from steadyeval.results import rows_to_table, write_results
+from steadyeval.results import write_results
+from tests.results_table import table_of
 
 
 def _rows(
@@ -68,7 +69,7 @@ C = [1, 1, 0, 0, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 0, 1, 1, 1, 0]
 
 
 def test_agreement_pairs_match_stats_directly() -> None:
-    table = rows_to_table(_rows({"a": A, "b": B, "c": C}))
+    table = table_of(_rows({"a": A, "b": B, "c": C}))
     report = build_report(context_from_table(table, {"conditions": ["a", "b", "c"]}))
     pairs = next(t for t in _blocks(report, Table) if "pairs of conditions on correct" in t.title)
     got = {(r[1], r[2]): r for r in pairs.rows}
@@ -91,7 +92,7 @@ def test_agreement_pairs_match_stats_directly() -> None:
 
 
 def test_units_missing_in_one_condition_are_left_out_of_that_pair() -> None:
-    table = rows_to_table(_rows({"a": [1, 0, 1, None], "b": [1, 1, None, 0]}))
+    table = table_of(_rows({"a": [1, 0, 1, None], "b": [1, 1, None, 0]}))
     report = build_report(context_from_table(table))
     pairs = next(t for t in _blocks(report, Table) if "pairs of conditions" in t.title)
     assert pairs.rows[0][3:9] == (2, 1, 0, 1, 0, 1)
@@ -134,7 +135,7 @@ def test_refusal_matrix_and_noise_floor_marking() -> None:
             {"model": "other", "subset": "answerable", "phrase": {"a": "x", "b": "y", "flips": 9}},
         ]
     }
-    ctx = context_from_table(rows_to_table(rows), {"study": "formats-test", "analysis": analysis})
+    ctx = context_from_table(table_of(rows), {"study": "formats-test", "analysis": analysis})
     report = build_report(ctx)
     maps = {h.title: h for h in _blocks(report, Heatmap)}
     hm = maps["m: agreement on refused"]
@@ -170,7 +171,7 @@ def test_noise_floor_readers(raw: Any, expected: float | None) -> None:
 
 
 def test_spread_section_matches_stats_spread() -> None:
-    table = rows_to_table(_rows({"a": A, "b": B, "c": C}))
+    table = table_of(_rows({"a": A, "b": B, "c": C}))
     opts = ReportOptions(n_resamples=300, seed=4)
     report = build_report(context_from_table(table, options=opts))
     row = next(t for t in _blocks(report, Table) if t.title.startswith("Worst and best")).rows[0]
@@ -185,7 +186,7 @@ def test_spread_resamples_are_bounded_on_large_runs(monkeypatch: pytest.MonkeyPa
     from steadyeval.reports import _sections
 
     monkeypatch.setattr(_sections, "BOOTSTRAP_CELL_BUDGET", 60 * 250)
-    table = rows_to_table(_rows({"a": A, "b": B, "c": C}))
+    table = table_of(_rows({"a": A, "b": B, "c": C}))
     report = build_report(context_from_table(table, options=ReportOptions(n_resamples=1000)))
     text = " ".join(p.text for p in _blocks(report, Paragraph))
     assert "250 resamples: fewer than the 1000 asked for" in text
@@ -209,7 +210,7 @@ def test_calibration_and_shots() -> None:
                     "metadata": "{}",
                 }
             )
-    table = rows_to_table(rows)
+    table = table_of(rows)
     report = build_report(context_from_table(table))
     cal = next(t for t in _blocks(report, Table) if t.title.startswith("Calibration"))
     zero = [r for r in rows if r["condition"] == "zero"]
@@ -229,7 +230,7 @@ def test_calibration_and_shots() -> None:
 
 
 def test_rank_consistency_from_the_analysis() -> None:
-    table = rows_to_table(_rows({"a": A}))
+    table = table_of(_rows({"a": A}))
     analysis = {
         "models": ["m1", "m2"],
         "rank_consistency": {
@@ -303,7 +304,7 @@ def test_item_table_is_bounded_and_keeps_items_whole() -> None:
                     "metadata": "{}",
                 }
             )
-    table = rows_to_table(rows)
+    table = table_of(rows)
     opts = ReportOptions(max_item_rows=100, max_chars=40, n_resamples=50)
     report = build_report(context_from_table(table, options=opts))
     items = _blocks(report, ItemTable)[0]
@@ -340,7 +341,7 @@ def test_html_size_is_bounded_by_the_item_limit() -> None:
         for i in range(2000)
         for c in ("a", "b")
     ]
-    table = rows_to_table(rows)
+    table = table_of(rows)
     opts = ReportOptions(max_item_rows=200, max_chars=100, n_resamples=50)
     page = render_html(build_report(context_from_table(table, options=opts)))
     assert len(page.encode()) < 200_000
@@ -365,7 +366,7 @@ def _demo_sections(ctx: ReportContext) -> list[Section]:
 def test_registered_study_sections_appear_in_every_format() -> None:
     register_section("demo_unit_study", _demo_sections)
     register_section("demo_unit_study", _demo_sections)  # idempotent
-    table = rows_to_table(_rows({"a": A, "b": B}))
+    table = table_of(_rows({"a": A, "b": B}))
     ctx = context_from_table(table, {"study": "demo_unit_study", "analysis": {"flips": 48}})
     report = build_report(ctx)
     ids = [s.id for s in report.sections]
@@ -386,7 +387,7 @@ def test_registered_study_sections_appear_in_every_format() -> None:
 def test_study_without_sections_shows_its_summary_md(tmp_path: Path) -> None:
     from steadyeval.results import summary_markdown
 
-    table = rows_to_table(_rows({"a": A, "b": B}))
+    table = table_of(_rows({"a": A, "b": B}))
     write_results(table, tmp_path / "results.parquet")
     base = {
         "run_id": "r1",
@@ -415,7 +416,7 @@ def test_errors_name_the_problem(tmp_path: Path) -> None:
         build_report(tmp_path)
     with pytest.raises(ValueError, match="max_item_rows must be a positive integer"):
         ReportOptions(max_item_rows=0)
-    write_results(rows_to_table(_rows({"a": A})), tmp_path / "results.parquet")
+    write_results(table_of(_rows({"a": A})), tmp_path / "results.parquet")
     (tmp_path / "summary.json").write_text("{\n  oops\n}")
     with pytest.raises(ValueError, match=r"summary.json, line 2: not valid JSON"):
         build_report(tmp_path)

@@ -16,7 +16,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from steadyeval.results import RESULTS_SCHEMA
+from steadyeval.results import RESULTS_SCHEMA_V1
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 
@@ -60,7 +60,7 @@ def load_case(study: str, name: str) -> tuple[pa.Table, dict[str, Any], Any]:
     if "metadata" in columns:
         values = data["metadata_values"]
         columns["metadata"] = [values[i] for i in columns["metadata"]]
-    arrays = [pa.array(v, type=RESULTS_SCHEMA.field(c).type) for c, v in columns.items()]
+    arrays = [pa.array(v, type=RESULTS_SCHEMA_V1.field(c).type) for c, v in columns.items()]
     table = pa.Table.from_arrays(arrays, names=list(columns))
     expected = json.loads((folder / f"{name}.expected.json").read_text(encoding="utf-8"))
     return table, data["design"], expected

@@ -1,6 +1,6 @@
 """Items and the loaders that read them."""
 
-from ._item import Item, canonical_json
+from ._item import Item, canonical_json, plain_json
 from ._loaders import items_from_records, load_csv, load_hf, load_items, load_jsonl
 
 __all__ = [
@@ -11,4 +11,5 @@ __all__ = [
     "load_hf",
     "load_items",
     "load_jsonl",
+    "plain_json",
 ]

@@ -10,7 +10,7 @@ from functools import cached_property
 from types import MappingProxyType
 from typing import Any
 
-__all__ = ["Item", "canonical_json"]
+__all__ = ["Item", "canonical_json", "plain_json"]
 
 
 def canonical_json(value: Any) -> str:
@@ -26,11 +26,12 @@ def _freeze(value: Any) -> Any:
     return value
 
 
-def _thaw(value: Any) -> Any:
+def plain_json(value: Any) -> Any:
+    """A frozen value (mappings, tuples) as plain JSON data (dicts, lists)."""
     if isinstance(value, Mapping):
-        return {k: _thaw(v) for k, v in value.items()}
+        return {k: plain_json(v) for k, v in value.items()}
     if isinstance(value, tuple):
-        return [_thaw(v) for v in value]
+        return [plain_json(v) for v in value]
     return value
 
 
@@ -97,7 +98,7 @@ class Item:
             "gold_options": list(self.gold_options),
             "answerable": self.answerable,
             "aliases": list(self.aliases),
-            "metadata": _thaw(self.metadata),
+            "metadata": plain_json(self.metadata),
         }
 
     @cached_property

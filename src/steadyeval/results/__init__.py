@@ -8,25 +8,43 @@ from ._import_inspect import (
     read_inspect_log,
 )
 from ._import_lmeval import LmEvalImportOptions, find_lmeval_samples, import_lmeval
-from ._schema import RESULTS_SCHEMA, SCHEMA_VERSION, read_results, rows_to_table, write_results
+from ._row import ResultRow, prompt_hash, row_key
+from ._schema import (
+    RESULTS_SCHEMA,
+    RESULTS_SCHEMA_V1,
+    SCHEMA_VERSION,
+    StudyColumn,
+    read_results,
+    rows_to_table,
+    study_columns,
+    upgrade_table,
+    write_results,
+)
 from ._summary import summarize, summary_markdown
 
 __all__ = [
     "RESULTS_SCHEMA",
+    "RESULTS_SCHEMA_V1",
     "SCHEMA_VERSION",
     "ImportedRun",
     "InspectImportOptions",
     "LmEvalImportOptions",
+    "ResultRow",
+    "StudyColumn",
     "find_inspect_logs",
     "find_lmeval_samples",
     "import_inspect",
     "import_lmeval",
     "parse_condition_map",
+    "prompt_hash",
     "read_inspect_log",
     "read_results",
+    "row_key",
     "rows_to_table",
+    "study_columns",
     "summarize",
     "summary_markdown",
+    "upgrade_table",
     "write_imported_run",
     "write_results",
 ]

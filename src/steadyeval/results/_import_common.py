@@ -13,7 +13,8 @@ import pyarrow as pa
 
 from .._errors import ConfigError, DataError
 from .._json import json_safe, write_json
-from ._schema import SCHEMA_VERSION, write_results
+from ._row import ResultRow, prompt_hash
+from ._schema import SCHEMA_VERSION, StudyColumn, write_results
 from ._summary import summarize, summary_markdown
 
 __all__ = [
@@ -22,6 +23,7 @@ __all__ = [
     "canonical",
     "check_condition_map",
     "files_digest",
+    "lifted_columns",
     "parse_condition_map",
     "short_hash",
     "write_imported_run",
@@ -34,8 +36,8 @@ def canonical(value: Any) -> str:
 
 
 def short_hash(text: str) -> str:
-    """First 16 hex digits of SHA-256, like the ``prompt_hash`` of a steadyeval run."""
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    """First 16 hex digits of SHA-256 (the formula of every ``prompt_hash``)."""
+    return prompt_hash(text)
 
 
 def files_digest(paths: Sequence[Path], options: Mapping[str, Any]) -> str:
@@ -46,6 +48,23 @@ def files_digest(paths: Sequence[Path], options: Mapping[str, Any]) -> str:
         h.update(hashlib.sha256(p.read_bytes()).digest())
     h.update(canonical(dict(options)).encode())
     return h.hexdigest()[:16]
+
+
+#: Metadata keys an importer lifts into study columns when the imported samples have them.
+LIFTED = {
+    "subject": "the sample's subject (from the source's document or metadata)",
+    "relation": "the sample's relation (from the source's document or metadata)",
+    "split": "the sample's split (from the source's document or metadata)",
+}
+
+
+def lifted_columns(rows: Sequence[ResultRow]) -> list[StudyColumn]:
+    """Study columns for the :data:`LIFTED` keys some row's metadata holds as text."""
+    return [
+        StudyColumn(name, "string", doc)
+        for name, doc in LIFTED.items()
+        if any(isinstance(r.metadata.get(name), str) for r in rows)
+    ]
 
 
 def parse_condition_map(pairs: Iterable[str]) -> dict[str, str]:

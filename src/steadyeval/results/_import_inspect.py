@@ -25,9 +25,11 @@ from ._import_common import (
     canonical,
     check_condition_map,
     files_digest,
+    lifted_columns,
     short_hash,
 )
-from ._schema import SCHEMA_VERSION, rows_to_table
+from ._row import ResultRow
+from ._schema import rows_to_table
 
 __all__ = ["InspectImportOptions", "find_inspect_logs", "import_inspect", "read_inspect_log"]
 
@@ -227,7 +229,7 @@ def _iter_rows(
     opts: InspectImportOptions,
     run_id: str,
     keys: RowKeys,
-) -> Iterator[dict[str, Any]]:
+) -> Iterator[ResultRow]:
     spec = header["eval"]
     task = str(spec.get("task", path.stem))
     stem = path.name.removesuffix(path.suffix)
@@ -305,39 +307,32 @@ def _iter_rows(
             },
         }
         prompt = _prompt(sample)
-        yield {
-            "schema_version": SCHEMA_VERSION,
-            "run_id": run_id,
-            "model": model,
-            "item_id": item_id,
-            "item_hash": short_hash(
+        yield ResultRow(
+            run_id=run_id,
+            model=model,
+            item_id=item_id,
+            item_hash=short_hash(
                 canonical({"input": sample.get("input"), "choices": choices, "target": target})
             ),
-            "condition": condition,
-            "template": task,
-            "format": "mc" if options else "free",
-            "scoring": "generate",
-            "sample_index": sample_index,
-            "prompt": prompt,
-            "prompt_hash": short_hash(prompt),
-            "options": options,
-            "option_source": list(range(len(options))) if options else None,
-            "output": output,
-            "parsed": parsed,
-            "parsed_kind": kind,
-            "parsed_option": parsed_option,
-            "correct": _correct(value),
-            "gold": [options[g] for g in gold_options] if options and gold_options else targets,
-            "gold_options": gold_options,
-            "subject": meta_item.get("subject")
-            if isinstance(meta_item.get("subject"), str)
-            else None,
-            "relation": meta_item.get("relation")
-            if isinstance(meta_item.get("relation"), str)
-            else None,
-            "split": meta_item.get("split") if isinstance(meta_item.get("split"), str) else None,
-            "metadata": canonical(meta),
-        }
+            condition=condition,
+            template=task,
+            format="mc" if options else "free",
+            scoring="generate",
+            sample_index=sample_index,
+            prompt=prompt,
+            options=tuple(options) if options else None,
+            option_source=tuple(range(len(options))) if options else None,
+            output=output,
+            parsed=parsed,
+            parsed_kind=kind,
+            parsed_option=parsed_option,
+            correct=_correct(value),
+            gold=tuple(options[g] for g in gold_options)
+            if options and gold_options
+            else tuple(targets),
+            gold_options=tuple(gold_options) if gold_options is not None else None,
+            metadata=meta,
+        )
 
 
 def import_inspect(
@@ -375,7 +370,8 @@ def import_inspect(
     ``parsed_option`` and ``parsed`` (that option's text) and target letters give
     ``gold_options``. ``item_hash`` hashes input, choices and target, so the same sample
     in two logs compares equal. Sample metadata goes into ``metadata`` (with Inspect's
-    facts under ``metadata.inspect``).
+    facts under ``metadata.inspect``); ``subject``, ``relation`` and ``split``, where samples
+    have them, also become study columns.
     """
     opts = options or InspectImportOptions()
     files = find_inspect_logs(paths)
@@ -383,7 +379,7 @@ def import_inspect(
         raise DataError("no Inspect logs given")
     run_id = files_digest(files, {"tool": "inspect", **opts.as_dict()})
     keys = RowKeys()
-    rows: list[dict[str, Any]] = []
+    rows: list[ResultRow] = []
     used: set[str] = set()
     for path in files:
         header, samples = read_inspect_log(path)
@@ -391,6 +387,6 @@ def import_inspect(
         used.add(path.name.removesuffix(path.suffix))
         rows += _iter_rows(path, header, samples, opts, run_id, keys)
     check_condition_map(opts.condition_map, used, "tasks and log file names")
-    table = rows_to_table(rows)
+    table = rows_to_table(rows, lifted_columns(rows))
     summary = build_summary(table, run_id, "inspect", files, opts.as_dict())
     return ImportedRun(table=table, summary=summary)

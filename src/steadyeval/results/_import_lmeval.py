@@ -22,11 +22,12 @@ from ._import_common import (
     ImportedRun,
     RowKeys,
     build_summary,
-    canonical,
     check_condition_map,
     files_digest,
+    lifted_columns,
 )
-from ._schema import SCHEMA_VERSION, rows_to_table
+from ._row import ResultRow
+from ._schema import rows_to_table
 
 __all__ = ["LmEvalImportOptions", "find_lmeval_samples", "import_lmeval"]
 
@@ -252,10 +253,6 @@ def _softmax_at(lls: Sequence[float], k: int) -> float:
     return exps[k] / sum(exps)
 
 
-def _str_or_none(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
-
-
 def _row(
     rec: dict[str, Any],
     *,
@@ -291,19 +288,19 @@ def _row(
         pick = max(range(len(lls)), key=lambda i: (lls[i], -i))
         gold = _gold_index(target, options)
         row.update(
-            options=options,
-            option_source=list(range(len(options))),
+            options=tuple(options),
+            option_source=tuple(range(len(options))),
             parsed=options[pick],
             output=options[pick],
             parsed_kind="option",
             parsed_option=pick,
-            option_logprobs=lls,
-            option_logprobs_per_char=[
+            option_logprobs=tuple(lls),
+            option_logprobs_per_char=tuple(
                 ll / len(o) if len(o) else math.nan for ll, o in zip(lls, options, strict=True)
-            ],
+            ),
             confidence=_softmax_at(lls, pick),
-            gold=[options[i] for i in gold],
-            gold_options=gold,
+            gold=tuple(options[i] for i in gold),
+            gold_options=tuple(gold),
             scoring="option-logprob",
             format="mc",
         )
@@ -319,7 +316,7 @@ def _row(
             output=None if raw is None else str(raw),
             parsed=None if parsed is None else str(parsed),
             parsed_kind="free",
-            gold=[str(target)] if target is not None else None,
+            gold=(str(target),) if target is not None else None,
             scoring="generate",
             format="free",
             em=_float(metrics.get("exact_match")),
@@ -332,7 +329,7 @@ def _row(
             output=str(args[0][1]) if kind == _LL and len(args[0]) > 1 else None,
             scoring=kind,
             format="free",
-            gold=[str(target)] if kind == _LL and target is not None else None,
+            gold=(str(target),) if kind == _LL and target is not None else None,
         )
         if kind == _LL and row["correct"] is None and greedy is not None:
             row["correct"] = greedy
@@ -377,10 +374,11 @@ def import_lmeval(
     ``option_logprobs`` the filtered log-likelihoods, ``parsed`` the arg-max option and
     ``confidence`` its softmax share; ``correct`` is ``acc``. Generation: ``output`` is the
     raw generation, ``parsed`` the filtered answer, ``correct`` is ``exact_match`` (``em``
-    too). ``item_hash`` and ``prompt_hash`` are lm-eval's ``doc_hash`` and ``prompt_hash``,
-    so two imports of the same documents and prompts compare equal. The document's fields
-    go into ``metadata`` (``subject``, ``relation``, ``split`` also fill their columns);
-    lm-eval's own facts go under ``metadata.lm_eval``.
+    too). ``item_hash`` is lm-eval's ``doc_hash``; ``prompt_hash`` hashes the prompt as on
+    every steadyeval row (lm-eval's own is ``metadata.lm_eval.prompt_hash``), so two imports
+    of the same documents and prompts compare equal. The document's fields go into
+    ``metadata``; ``subject``, ``relation`` and ``split``, where documents have them, also
+    become study columns. lm-eval's own facts go under ``metadata.lm_eval``.
     """
     opts = options or LmEvalImportOptions()
     files = find_lmeval_samples(paths)
@@ -398,7 +396,7 @@ def import_lmeval(
         loaded.append((path, task, results, recs))
     used: set[str] = set()
     keys = RowKeys()
-    rows: list[dict[str, Any]] = []
+    rows: list[ResultRow] = []
     for path, task, results, recs in loaded:
         configs = results.get("configs") if isinstance(results.get("configs"), Mapping) else {}
         assert isinstance(configs, Mapping)
@@ -455,32 +453,26 @@ def import_lmeval(
                     "metric": metric,
                     "metrics": metrics,
                     "target": rec.get("target"),
+                    "prompt_hash": rec.get("prompt_hash"),
                     "file": path.name,
                     "line": lineno,
                 },
             }
             rows.append(
-                {
-                    "schema_version": SCHEMA_VERSION,
-                    "run_id": run_id,
-                    "model": model,
-                    "item_id": item_id,
-                    "item_hash": rec.get("doc_hash") or None,
-                    "condition": condition,
-                    "condition_id": None,
-                    "template": task,
-                    "n_shots": int(n_shot) if isinstance(n_shot, int) else None,
-                    "chat": chat,
-                    "sample_index": 0,
-                    "prompt_hash": rec.get("prompt_hash") or None,
-                    "subject": _str_or_none(doc.get("subject")),
-                    "relation": _str_or_none(doc.get("relation")),
-                    "split": _str_or_none(doc.get("split")),
-                    "metadata": canonical(meta),
+                ResultRow(
+                    run_id=run_id,
+                    model=model,
+                    item_id=item_id,
+                    item_hash=rec.get("doc_hash") or None,
+                    condition=condition,
+                    template=task,
+                    n_shots=int(n_shot) if isinstance(n_shot, int) else None,
+                    chat=chat,
+                    metadata=meta,
                     **body,
-                }
+                )
             )
     check_condition_map(opts.condition_map, used, "tasks (and task/filter)")
-    table = rows_to_table(rows)
+    table = rows_to_table(rows, lifted_columns(rows))
     summary = build_summary(table, run_id, "lm-eval", files, opts.as_dict())
     return ImportedRun(table=table, summary=summary)

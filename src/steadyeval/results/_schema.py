@@ -1,115 +1,277 @@
-"""The results table: one row per (item, condition, model, sample). The contract."""
+"""The results table: one row per (item, condition, model, sample). The contract.
+
+The core schema holds what every run shares. A study adds its own typed, documented columns
+(:class:`StudyColumn`), lifted from each row's item metadata; their declarations travel in
+the file's schema metadata. Version 1 files (whose core also held ``relation``, ``subject``,
+``split`` and ``hparams``) are upgraded on reading (:func:`upgrade_table`).
+"""
 
 from __future__ import annotations
 
+import json
 import os
+import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-__all__ = ["RESULTS_SCHEMA", "SCHEMA_VERSION", "read_results", "rows_to_table", "write_results"]
+from .._errors import ConfigError, DataError
+from ..items import canonical_json, plain_json
+from ._row import ResultRow
 
-SCHEMA_VERSION = 1
+__all__ = [
+    "RESULTS_SCHEMA",
+    "RESULTS_SCHEMA_V1",
+    "SCHEMA_VERSION",
+    "StudyColumn",
+    "read_results",
+    "rows_to_table",
+    "study_columns",
+    "upgrade_table",
+    "write_results",
+]
+
+SCHEMA_VERSION = 2
 
 _LIST_F = pa.list_(pa.float64())
 _LIST_S = pa.list_(pa.string())
 _LIST_I = pa.list_(pa.int32())
 
-RESULTS_SCHEMA = pa.schema(
-    [
-        ("schema_version", pa.int32()),
-        ("run_id", pa.string()),
-        ("model", pa.string()),
-        ("item_id", pa.string()),
-        ("item_hash", pa.string()),
-        ("condition", pa.string()),
-        ("condition_id", pa.string()),
-        ("template", pa.string()),
-        ("format", pa.string()),
-        ("option_order", pa.string()),
-        ("n_shots", pa.int32()),
-        ("n_shots_used", pa.int32()),
-        ("chat", pa.bool_()),
-        ("verbalizer", pa.string()),
-        ("alias", pa.string()),
-        ("scoring", pa.string()),
-        ("sample_index", pa.int32()),
-        ("prompt", pa.string()),
-        ("prompt_hash", pa.string()),
-        ("request_key", pa.string()),
-        ("request_keys", _LIST_S),
-        ("options", _LIST_S),
-        ("option_source", _LIST_I),
-        ("output", pa.string()),
-        ("parsed", pa.string()),
-        ("parsed_kind", pa.string()),
-        ("parsed_option", pa.int32()),
-        ("correct", pa.bool_()),
-        ("refused", pa.bool_()),
-        ("em", pa.float64()),
-        ("f1", pa.float64()),
-        ("option_logprobs", _LIST_F),
-        ("option_logprobs_per_token", _LIST_F),
-        ("option_logprobs_per_char", _LIST_F),
-        ("confidence", pa.float64()),
-        ("sequence_logprob", pa.float64()),
-        ("approximate", pa.bool_()),
-        ("truncated", pa.bool_()),
-        ("n_input_tokens", pa.int32()),
-        ("gold", _LIST_S),
-        ("gold_options", _LIST_I),
-        ("answerable", pa.bool_()),
-        ("relation", pa.string()),
-        ("subject", pa.string()),
-        ("split", pa.string()),
-        ("hparams", pa.string()),
-        ("metadata", pa.string()),
-    ],
-    metadata={"steadyeval.schema_version": str(SCHEMA_VERSION)},
+_CORE: list[tuple[str, pa.DataType]] = [
+    ("schema_version", pa.int32()),
+    ("run_id", pa.string()),
+    ("model", pa.string()),
+    ("item_id", pa.string()),
+    ("item_hash", pa.string()),
+    ("condition", pa.string()),
+    ("condition_id", pa.string()),
+    ("template", pa.string()),
+    ("format", pa.string()),
+    ("option_order", pa.string()),
+    ("n_shots", pa.int32()),
+    ("n_shots_used", pa.int32()),
+    ("chat", pa.bool_()),
+    ("verbalizer", pa.string()),
+    ("alias", pa.string()),
+    ("scoring", pa.string()),
+    ("sample_index", pa.int32()),
+    ("prompt", pa.string()),
+    ("prompt_hash", pa.string()),
+    ("request_key", pa.string()),
+    ("request_keys", _LIST_S),
+    ("options", _LIST_S),
+    ("option_source", _LIST_I),
+    ("output", pa.string()),
+    ("parsed", pa.string()),
+    ("parsed_kind", pa.string()),
+    ("parsed_option", pa.int32()),
+    ("correct", pa.bool_()),
+    ("refused", pa.bool_()),
+    ("em", pa.float64()),
+    ("f1", pa.float64()),
+    ("option_logprobs", _LIST_F),
+    ("option_logprobs_per_token", _LIST_F),
+    ("option_logprobs_per_char", _LIST_F),
+    ("confidence", pa.float64()),
+    ("sequence_logprob", pa.float64()),
+    ("approximate", pa.bool_()),
+    ("truncated", pa.bool_()),
+    ("n_input_tokens", pa.int32()),
+    ("gold", _LIST_S),
+    ("gold_options", _LIST_I),
+    ("answerable", pa.bool_()),
+    ("metadata", pa.string()),
+]
+_VERSION_KEY = b"steadyeval.schema_version"
+_COLUMNS_KEY = b"steadyeval.study_columns"
+
+RESULTS_SCHEMA = pa.schema(_CORE, metadata={_VERSION_KEY: str(SCHEMA_VERSION)})
+
+#: Version 1's core: version 2's plus four columns only some studies used.
+_V1_ONLY = ("relation", "subject", "split", "hparams")
+RESULTS_SCHEMA_V1 = pa.schema(
+    [*_CORE[:-1], *((name, pa.string()) for name in _V1_ONLY), _CORE[-1]],
+    metadata={_VERSION_KEY: b"1"},
 )
 
+ColumnType = Literal["string", "int", "float", "bool", "json"]
+_ARROW: dict[str, pa.DataType] = {
+    "string": pa.string(),
+    "int": pa.int64(),
+    "float": pa.float64(),
+    "bool": pa.bool_(),
+    "json": pa.string(),
+}
 
-def rows_to_table(rows: Sequence[dict[str, Any]]) -> pa.Table:
-    """Build a table with :data:`RESULTS_SCHEMA` (missing nullable columns become null).
 
-    Columns outside the schema are appended after it (sorted by name) as extra study columns.
+@dataclass(frozen=True)
+class StudyColumn:
+    """A column a study (or a run config) adds to the results table.
+
+    Parameters
+    ----------
+    name : str
+        The column's name; it must not be a core column.
+    type : {"string", "int", "float", "bool", "json"}
+        Its Arrow type (``json``: canonical JSON text). A ``string`` column holds other JSON
+        values as canonical JSON text.
+    doc : str
+        What it holds, for the docs and the file's schema metadata.
+    key : str, optional
+        The item metadata key it is lifted from (default: ``name``). Rows whose item has no
+        such key get null.
     """
-    names = RESULTS_SCHEMA.names
-    extra = sorted({k for r in rows for k in r} - set(names))
-    arrays = [pa.array([r.get(f.name) for r in rows], type=f.type) for f in RESULTS_SCHEMA]
+
+    name: str
+    type: ColumnType = "string"
+    doc: str = ""
+    key: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.key == self.name:
+            object.__setattr__(self, "key", None)
+        if self.name in RESULTS_SCHEMA.names:
+            raise ConfigError(f"study column {self.name!r} would shadow a core column")
+        if self.type not in _ARROW:
+            raise ConfigError(
+                f"study column {self.name!r}: type {self.type!r} is not one of {', '.join(_ARROW)}"
+            )
+
+    @property
+    def source(self) -> str:
+        return self.key or self.name
+
+    def value(self, raw: Any) -> Any:
+        if raw is None:
+            return None
+        if self.type == "json" or (self.type == "string" and not isinstance(raw, str)):
+            return canonical_json(plain_json(raw))
+        return raw
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "type": self.type, "doc": self.doc, "key": self.source}
+
+
+def _metadata_json(rows: Sequence[ResultRow]) -> list[str]:
+    """Canonical JSON of each row's metadata, computed once per distinct mapping object."""
+    memo: dict[int, str] = {}
+    out = []
+    for r in rows:
+        key = id(r.metadata)
+        text = memo.get(key)
+        if text is None:
+            text = memo[key] = canonical_json(plain_json(r.metadata))
+        out.append(text)
+    return out
+
+
+def rows_to_table(rows: Sequence[ResultRow], columns: Sequence[StudyColumn] = ()) -> pa.Table:
+    """The results table of ``rows``: the core schema, then the study's ``columns`` in order
+    (each lifted from the rows' metadata), declared in the schema metadata."""
+    names = [c.name for c in columns]
+    if len(set(names)) != len(names):
+        raise ConfigError(f"study columns repeat a name: {names}")
+    n = len(rows)
+    values: dict[str, Any] = {
+        "schema_version": [SCHEMA_VERSION] * n,
+        "prompt_hash": [r.prompt_hash for r in rows],
+        "metadata": _metadata_json(rows),
+    }
+    arrays = []
+    for f in RESULTS_SCHEMA:
+        data = values.get(f.name)
+        if data is None:
+            data = [getattr(r, f.name) for r in rows]
+        arrays.append(pa.array(data, type=f.type))
     fields = list(RESULTS_SCHEMA)
-    for name in extra:
-        arr = pa.array([r.get(name) for r in rows])
-        arrays.append(arr)
-        fields.append(pa.field(name, arr.type))
-    return pa.Table.from_arrays(arrays, schema=pa.schema(fields, metadata=RESULTS_SCHEMA.metadata))
+    for c in columns:
+        arrays.append(pa.array([c.value(r.metadata.get(c.source)) for r in rows], _ARROW[c.type]))
+        fields.append(pa.field(c.name, _ARROW[c.type], metadata={b"doc": c.doc.encode()}))
+    meta = dict(RESULTS_SCHEMA.metadata or {})
+    meta[_COLUMNS_KEY] = json.dumps([c.to_dict() for c in columns]).encode()
+    return pa.Table.from_arrays(arrays, schema=pa.schema(fields, metadata=meta))
+
+
+def study_columns(table: pa.Table) -> list[StudyColumn]:
+    """The study columns ``table`` declares (from its schema metadata)."""
+    raw = (table.schema.metadata or {}).get(_COLUMNS_KEY)
+    if not raw:
+        return []
+    return [
+        StudyColumn(d["name"], d["type"], d.get("doc", ""), d.get("key")) for d in json.loads(raw)
+    ]
 
 
 def write_results(table: pa.Table, path: str | Path) -> Path:
-    """Write ``table`` to Parquet atomically (temp file, then rename). Deterministic bytes."""
+    """Write ``table`` to Parquet atomically (a temporary file of this process, then a rename).
+    Deterministic bytes."""
     path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    pq.write_table(table, tmp, compression="zstd", write_statistics=True)
-    os.replace(tmp, path)
+    tmp = path.with_name(f"{path.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp")
+    try:
+        pq.write_table(table, tmp, compression="zstd", write_statistics=True)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
     return path
 
 
+def upgrade_table(table: pa.Table) -> pa.Table:
+    """A version 1 table in version 2's layout (a version 2 table is returned unchanged).
+
+    Version 1's ``relation``, ``subject``, ``split`` and ``hparams`` core columns become
+    study columns of the same name when any row has a value, and are dropped otherwise;
+    columns a version 1 study appended stay as they are. Nothing else changes.
+    """
+    version = int((table.schema.metadata or {}).get(_VERSION_KEY, b"0"))
+    if version == SCHEMA_VERSION:
+        return table
+    if version != 1:
+        raise DataError(f"cannot upgrade a results table of schema_version {version}")
+    extra = []
+    for name in table.column_names:
+        if name in RESULTS_SCHEMA.names:
+            continue
+        if name in _V1_ONLY and table.column(name).null_count == table.num_rows:
+            continue
+        extra.append(name)
+    core = [table.column(f.name).cast(f.type) for f in RESULTS_SCHEMA if f.name != "schema_version"]
+    arrays = [pa.array([SCHEMA_VERSION] * table.num_rows, pa.int32()), *core]
+    fields = list(RESULTS_SCHEMA)
+    declared = []
+    for name in extra:
+        arrays.append(table.column(name))
+        doc = "a version 1 core column" if name in _V1_ONLY else "a version 1 study column"
+        fields.append(
+            pa.field(name, table.schema.field(name).type, metadata={b"doc": doc.encode()})
+        )
+        if name in _V1_ONLY:
+            declared.append(StudyColumn(name, "string", doc).to_dict())
+    meta = dict(RESULTS_SCHEMA.metadata or {})
+    meta[_COLUMNS_KEY] = json.dumps(declared).encode()
+    return pa.Table.from_arrays(arrays, schema=pa.schema(fields, metadata=meta))
+
+
 def read_results(path: str | Path) -> pa.Table:
-    """Read a results table; rejects files from an unknown (newer) schema version."""
+    """Read a results table (a file, or a run directory's ``results.parquet``).
+
+    Version 1 files are upgraded (:func:`upgrade_table`); files of a newer version than
+    this steadyeval knows are refused.
+    """
     path = Path(path)
     if path.is_dir():
         path = path / "results.parquet"
     table = pq.read_table(path)
     meta = table.schema.metadata or {}
-    version = meta.get(b"steadyeval.schema_version")
+    version = meta.get(_VERSION_KEY)
     if version is None:
-        raise ValueError(f"{path}: not a steadyeval results file (no schema_version)")
+        raise DataError(f"{path}: not a steadyeval results file (no schema_version)")
     if int(version) > SCHEMA_VERSION:
-        raise ValueError(
+        raise DataError(
             f"{path}: schema_version {int(version)} is newer than this steadyeval "
             f"understands ({SCHEMA_VERSION}); upgrade steadyeval"
         )
-    return table
+    return upgrade_table(table)

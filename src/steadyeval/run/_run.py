@@ -19,7 +19,15 @@ from ..conditions import Condition, Expansion, expand
 from ..items import Item, canonical_json
 from ..models import Backend, ModelSpec, check_kinds, load_backend
 from ..requests import Plan, PlannedTrial, Request, RequestKind, Response, build_plan
-from ..results import SCHEMA_VERSION, rows_to_table, summarize, summary_markdown, write_results
+from ..results import (
+    SCHEMA_VERSION,
+    ResultRow,
+    StudyColumn,
+    rows_to_table,
+    summarize,
+    summary_markdown,
+    write_results,
+)
 from ..scoring import get_scoring, requests_for
 from ._executor import Executor, LocalExecutor
 from ._progress import Progress
@@ -83,12 +91,16 @@ def _kinds(plan: Plan) -> dict[str, set[RequestKind]]:
 
 
 def run_id_for(
-    items: Sequence[Item], conditions: Sequence[Condition], models: Sequence[str]
+    items: Sequence[Item],
+    conditions: Sequence[Condition],
+    models: Sequence[str],
+    columns: Sequence[StudyColumn] = (),
 ) -> str:
     body = {
         "items": [i.hash for i in items],
         "conditions": [c.to_dict() for c in conditions],
         "models": list(models),
+        "columns": [c.to_dict() for c in columns],
         "schema_version": SCHEMA_VERSION,
     }
     return hashlib.sha256(canonical_json(body).encode()).hexdigest()[:16]
@@ -110,6 +122,7 @@ def run(
     shot_pools: Mapping[str, Sequence[Item]] | None = ...,
     dry_run: Literal[False] = ...,
     config: Mapping[str, Any] | None = ...,
+    columns: Sequence[StudyColumn] = ...,
 ) -> RunResult: ...
 @overload
 def run(
@@ -121,6 +134,7 @@ def run(
     shot_pools: Mapping[str, Sequence[Item]] | None = ...,
     dry_run: Literal[True],
     config: Mapping[str, Any] | None = ...,
+    columns: Sequence[StudyColumn] = ...,
 ) -> PlanCounts: ...
 
 
@@ -133,6 +147,7 @@ def run(
     shot_pools: Mapping[str, Sequence[Item]] | None = None,
     dry_run: bool = False,
     config: Mapping[str, Any] | None = None,
+    columns: Sequence[StudyColumn] = (),
 ) -> RunResult | PlanCounts:
     """Run every item under every condition on every model; return the results table.
 
@@ -141,6 +156,9 @@ def run(
     rest in batches (each batch committed to the cache as it returns), then score every
     trial and write the run directory (``results.parquet``, ``summary.json``,
     ``summary.md``, ``config.json``, ``provenance.json``) if ``options.out`` is set.
+
+    ``columns`` are study columns (:class:`~steadyeval.results.StudyColumn`) lifted from the
+    items' metadata into typed columns of the table.
 
     With ``dry_run=True`` nothing is sent: the plan's counts are returned instead.
     An interrupted run (crash, ``kill -9``, Ctrl-C) keeps every response already cached; the
@@ -172,9 +190,9 @@ def run(
         cache.close()
 
     t2 = time.perf_counter()
-    rid = run_id_for(items, conditions, list(backends))
+    rid = run_id_for(items, conditions, list(backends), columns)
     rows = [row for pt in plan.trials for row in _rows(pt, responses, rid)]
-    table = rows_to_table(rows)
+    table = rows_to_table(rows, columns)
     timings["score"] = time.perf_counter() - t2
     n_sent = len(missing)
     summary = {
@@ -338,78 +356,15 @@ def _chunks(keys: Sequence[str], texts: Sequence[str], size: int) -> list[list[s
     return chunks
 
 
-def _row_key(keys: Sequence[str]) -> str:
-    if len(keys) == 1:
-        return keys[0]
-    return hashlib.sha256("\n".join(keys).encode()).hexdigest()
-
-
-def _rows(pt: PlannedTrial, responses: Mapping[str, Response], run_id: str) -> list[dict[str, Any]]:
-    trial, cond, item = pt.trial, pt.trial.condition, pt.trial.item
-    meta = dict(item.to_dict()["metadata"])
-    base = {
-        "schema_version": SCHEMA_VERSION,
-        "run_id": run_id,
-        "model": pt.model,
-        "item_id": item.id,
-        "item_hash": item.hash,
-        "condition": cond.name,
-        "condition_id": cond.id,
-        "template": cond.template.name,
-        "format": cond.format.name,
-        "option_order": cond.option_order,
-        "n_shots": cond.shots.n,
-        "n_shots_used": trial.n_shots_used,
-        "chat": cond.chat,
-        "verbalizer": cond.verbalizer_name,
-        "alias": trial.alias,
-        "scoring": cond.scoring,
-        "prompt": trial.prompt,
-        "prompt_hash": hashlib.sha256(trial.prompt.encode()).hexdigest()[:16],
-        "options": list(trial.options) if trial.options is not None else None,
-        "option_source": list(trial.option_source) if trial.options is not None else None,
-        "gold": list(item.gold_texts),
-        "gold_options": list(item.gold_options),
-        "answerable": item.answerable,
-        "relation": _opt_str(meta.get("relation")),
-        "subject": _opt_str(meta.get("subject")),
-        "split": _opt_str(meta.get("split")),
-        "hparams": _opt_str(meta.get("hparams")),
-        "metadata": canonical_json(meta),
-    }
-    mode = get_scoring(cond.scoring)
+def _rows(pt: PlannedTrial, responses: Mapping[str, Response], run_id: str) -> list[ResultRow]:
+    mode = get_scoring(pt.trial.condition.scoring)
     rows = []
     for index, part in enumerate(mode.samples(len(pt.keys))):
         keys = [pt.keys[i] for i in part]
-        scored = mode.score(trial, [responses[k] for k in keys])
+        scored = mode.score(pt.trial, [responses[k] for k in keys])
         rows.append(
-            {
-                **base,
-                "sample_index": index,
-                "request_key": _row_key(keys),
-                "request_keys": keys,
-                "output": scored.output,
-                "parsed": scored.parsed,
-                "parsed_kind": scored.parsed_kind,
-                "parsed_option": scored.parsed_option,
-                "correct": scored.correct,
-                "refused": scored.refused,
-                "em": scored.em,
-                "f1": scored.f1,
-                "option_logprobs": scored.option_logprobs,
-                "option_logprobs_per_token": scored.option_logprobs_per_token,
-                "option_logprobs_per_char": scored.option_logprobs_per_char,
-                "confidence": scored.confidence,
-                "sequence_logprob": scored.sequence_logprob,
-                "approximate": scored.approximate,
-                "truncated": scored.truncated,
-                "n_input_tokens": scored.n_input_tokens,
-            }
+            ResultRow.for_trial(
+                pt.trial, scored, run_id=run_id, model=pt.model, sample_index=index, keys=keys
+            )
         )
     return rows
-
-
-def _opt_str(value: Any) -> str | None:
-    if value is None:
-        return None
-    return value if isinstance(value, str) else canonical_json(value)

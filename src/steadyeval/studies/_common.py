@@ -15,7 +15,7 @@ from .._json import json_safe, write_json
 from ..conditions import Condition
 from ..items import Item
 from ..models import Backend, ModelSpec
-from ..results import read_results, summary_markdown
+from ..results import StudyColumn, read_results, summary_markdown
 from ..run import PlanCounts, RunOptions, run
 
 __all__ = ["StudyDesign", "StudyResult", "json_safe", "reanalyze", "run_study"]
@@ -33,6 +33,7 @@ class StudyDesign:
     conditions: Sequence[Condition]
     shot_pools: Mapping[str, Sequence[Item]] = field(default_factory=dict)
     info: Mapping[str, Any] = field(default_factory=dict)
+    columns: Sequence[StudyColumn] = ()
 
 
 @dataclass(frozen=True)
@@ -73,6 +74,7 @@ def run_study(
             options=options,
             shot_pools=design.shot_pools,
             dry_run=True,
+            columns=design.columns,
         )
     result = run(
         design.items,
@@ -81,6 +83,7 @@ def run_study(
         options=options,
         shot_pools=design.shot_pools,
         config=json_safe(resolved),
+        columns=design.columns,
     )
     analysis = analyze(result.table, design.info)
     summary = {**result.summary, "study": name, "design": dict(design.info), "analysis": analysis}

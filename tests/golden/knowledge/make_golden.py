@@ -86,11 +86,11 @@ def scripted_full(work: Path) -> tuple[pa.Table, dict[str, object]]:
 
 
 def ambiguous() -> pa.Table:
-    from steadyeval.results import rows_to_table
+    from tests.results_table import table_of
 
     rows = [_row("reference", 0, 0, i, c) for i, c in enumerate(CORRECT[("reference", 0, 0)])]
     rows += [{**r, "condition": "copy"} for r in rows]
-    return rows_to_table(rows)
+    return table_of(rows)
 
 
 def main() -> None:

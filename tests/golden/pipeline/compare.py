@@ -136,10 +136,39 @@ def _short(value: Any) -> str:
     return text if len(text) <= 120 else text[:117] + "..."
 
 
+def upgrade(pinned: Mapping[str, Any]) -> dict[str, Any]:
+    """The pinned (schema version 1) columns mapped to the current schema by the product's
+    own :func:`steadyeval.results.upgrade_table`."""
+    import pyarrow as pa
+
+    from steadyeval.results import RESULTS_SCHEMA_V1, upgrade_table
+
+    columns = dict(pinned["results"])
+    n = len(columns["item_id"])
+    arrays, fields = [], []
+    for f in RESULTS_SCHEMA_V1:
+        arrays.append(pa.array(columns.pop(f.name, [None] * n), type=f.type))
+        fields.append(f)
+    for name, values in columns.items():  # a v1 study's own columns, types inferred
+        arr = pa.array(values)
+        arrays.append(arr)
+        fields.append(pa.field(name, arr.type))
+    table = upgrade_table(
+        pa.Table.from_arrays(arrays, schema=pa.schema(fields, RESULTS_SCHEMA_V1.metadata))
+    )
+    results = {
+        name: table.column(name).to_pylist()
+        for name in table.column_names
+        if name in pinned["results"] or name not in RESULTS_SCHEMA_V1.names
+    }
+    return {**pinned, "results": results}
+
+
 def compare(case: str, pinned: Mapping[str, Any], fresh: Mapping[str, Any]) -> list[str]:
-    """Every difference between ``pinned`` (v1, already column-mapped) and ``fresh`` that no
-    rule of CHANGES.md allows. Results are compared first, so renames learnt from their
-    columns apply to the summary."""
+    """Every difference between ``pinned`` (schema version 1) and ``fresh`` that no rule of
+    CHANGES.md allows, after :func:`upgrade`. Results are compared first, so renames learnt
+    from their columns apply to the summary."""
+    pinned = upgrade(pinned)
     cmp = Comparison(case, load_rules())
     # Renamed columns first, so every later string compare knows the renames.
     old_r, new_r = pinned["results"], fresh["results"]

@@ -12,7 +12,7 @@ import pytest
 
 from steadyeval import stats
 from steadyeval.items import canonical_json
-from steadyeval.results import rows_to_table
+from tests.results_table import table_of
 from steadyeval.studies.knowledge import analyze_knowledge, render_knowledge
 
 AA, US, VI = "abstract_algebra", "high_school_us_history", "virology"
@@ -85,7 +85,7 @@ def _table() -> pa.Table:
                 "truncated": False,
             }
         )
-    return rows_to_table(rows)
+    return table_of(rows)
 
 
 @pytest.fixture(scope="module")
@@ -242,7 +242,7 @@ def test_option_scoring_and_letter_vs_option() -> None:
                 "parsed_option": 2,
             }
         )
-    a = analyze_knowledge(rows_to_table(rows))
+    a = analyze_knowledge(table_of(rows))
     (o,) = a["option_scoring"]
     assert o["accuracy"] == {"none": 0.0, "token": 0.5, "char": 1.0}
     (lv,) = a["letter_vs_option"]
@@ -252,7 +252,7 @@ def test_option_scoring_and_letter_vs_option() -> None:
 def test_ambiguous_conditions_are_reported_not_mixed() -> None:
     rows = [_row("reference", 0, 0, i, c) for i, c in enumerate(CORRECT[("reference", 0, 0)])]
     rows += [{**r, "condition": "copy"} for r in rows]
-    a = analyze_knowledge(rows_to_table(rows))
+    a = analyze_knowledge(table_of(rows))
     assert a["rotations"] == [] and a["shots"] == []
     assert "several conditions share" in a["notes"][0]
     assert len(a["accuracy"]) == 2

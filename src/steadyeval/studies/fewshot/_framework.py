@@ -272,11 +272,9 @@ def _label(table: pa.Table, u: _Usage) -> pa.Table:
     n = table.num_rows
     head = u.strategy if u.strategy == "final" else f"{u.strategy}/K={u.k}"
     split = [f"{head}/{u.index}/{p}" for p in table.column("part").to_pylist()]
-    table = table.set_column(
-        table.schema.get_field_index("split"), "split", pa.array(split, pa.string())
-    )
     return (
-        table.append_column("strategy", pa.array([u.strategy] * n, pa.string()))
+        table.append_column("split", pa.array(split, pa.string()))
+        .append_column("strategy", pa.array([u.strategy] * n, pa.string()))
         .append_column("n_splits", pa.array([u.k] * n, pa.int32()))
         .append_column("split_index", pa.array([u.index] * n, pa.int32()))
     )

@@ -24,7 +24,7 @@ from ..._errors import ConfigError
 from ...conditions import Condition, Format, Shots, Template, expand
 from ...items import Item, canonical_json
 from ...models import Backend, load_backend, parse_model_spec
-from ...results import SCHEMA_VERSION, rows_to_table
+from ...results import ResultRow, StudyColumn, rows_to_table
 from ...run import RunOptions, run
 from ...train import (
     MASK_SLOT,
@@ -56,6 +56,9 @@ __all__ = [
 ]
 
 Hparams = Mapping[str, Any]
+
+#: The columns a unit's rows carry (from :func:`tag_items`).
+COLUMNS = (StudyColumn("hparams", "string", "the hyperparameter setting (canonical JSON)"),)
 
 
 def hparams_id(hparams: Hparams) -> str:
@@ -232,6 +235,7 @@ def _run_rows(
         [model],
         options=RunOptions(cache=ctx.cache, progress=False),
         shot_pools=shot_pools,
+        columns=COLUMNS,
     )
     if result.table.num_rows != len(items):
         reasons = "; ".join(f"{s['reason']} ({s['count']})" for s in result.summary["skipped"])
@@ -530,7 +534,7 @@ class CLSMethod:
             _cls_row(task, item, lp, f"cls:{info.path}", f"cls-{hid}", hid, key[:16])
             for item, lp in zip(items, logps, strict=True)
         ]
-        return rows_to_table(rows)
+        return rows_to_table(rows, COLUMNS)
 
 
 def _cls_row(
@@ -541,54 +545,43 @@ def _cls_row(
     condition: str,
     hid: str,
     run_id: str,
-) -> dict[str, Any]:
+) -> ResultRow:
     assert item.options is not None
     choice = max(range(len(logprobs)), key=lambda j: (logprobs[j], -j))
     prompt = " [SEP] ".join(
         " | ".join(x for x in pair if x is not None) for pair in task.cls_inputs(item)
     )
-    meta = item.to_dict()["metadata"]
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "run_id": run_id,
-        "model": model,
-        "item_id": item.id,
-        "item_hash": item.hash,
-        "condition": condition,
-        "condition_id": hid,
-        "template": None,
-        "format": "classifier",
-        "option_order": "original",
-        "n_shots": 0,
-        "n_shots_used": 0,
-        "chat": False,
-        "verbalizer": None,
-        "alias": None,
-        "scoring": "classifier-head",
-        "sample_index": 0,
-        "prompt": prompt,
-        "prompt_hash": hashlib.sha256(prompt.encode()).hexdigest()[:16],
-        "request_key": None,
-        "request_keys": [],
-        "options": list(item.options),
-        "option_source": list(range(len(item.options))),
-        "output": item.options[choice],
-        "parsed": item.options[choice],
-        "parsed_kind": "option",
-        "parsed_option": choice,
-        "correct": choice in item.gold_options,
-        "refused": False,
-        "option_logprobs": [float(x) for x in logprobs],
-        "confidence": math.exp(logprobs[choice]),
-        "approximate": False,
-        "truncated": None,
-        "gold": list(item.gold_texts),
-        "gold_options": list(item.gold_options),
-        "answerable": item.answerable,
-        "split": None,
-        "hparams": meta.get("hparams"),
-        "metadata": canonical_json(meta),
-    }
+    return ResultRow(
+        run_id=run_id,
+        model=model,
+        item_id=item.id,
+        item_hash=item.hash,
+        condition=condition,
+        condition_id=hid,
+        format="classifier",
+        option_order="original",
+        n_shots=0,
+        n_shots_used=0,
+        chat=False,
+        scoring="classifier-head",
+        prompt=prompt,
+        request_keys=(),
+        options=item.options,
+        option_source=tuple(range(len(item.options))),
+        output=item.options[choice],
+        parsed=item.options[choice],
+        parsed_kind="option",
+        parsed_option=choice,
+        correct=choice in item.gold_options,
+        refused=False,
+        option_logprobs=tuple(float(x) for x in logprobs),
+        confidence=math.exp(logprobs[choice]),
+        approximate=False,
+        gold=item.gold_texts,
+        gold_options=item.gold_options,
+        answerable=item.answerable,
+        metadata=item.metadata,
+    )
 
 
 METHODS: dict[str, Method] = {"icl": ICLMethod(), "pet": PETMethod(), "cls": CLSMethod()}

@@ -15,6 +15,7 @@ from ...conditions import Condition, Format, Shots, Template, Trial, expand
 from ...items import Item
 from ...models import Backend, ModelSpec, load_backend
 from ...requests import ScoreRequest
+from ...results import StudyColumn
 from ...run import PlanCounts, RunOptions
 from ...scoring import LETTER_LOGPROB, OPTION_LOGPROB, requests_for
 from .._common import StudyDesign, StudyResult, reanalyze, run_study
@@ -76,6 +77,11 @@ SCORINGS: Mapping[str, str] = MappingProxyType({"letter": LETTER_LOGPROB, "optio
 
 #: The metadata key shots are matched on (see :func:`knowledge_design`).
 SHOT_SET = "shot_set"
+#: The study's columns.
+COLUMNS = (
+    StudyColumn("subject", "string", "the MMLU subject (e.g. abstract_algebra)"),
+    StudyColumn("split", "string", "the MMLU split the question comes from (test or val)"),
+)
 MEMORISATION_CONDITION = "question-logprob"
 
 
@@ -417,7 +423,9 @@ def knowledge_design(
         "seed": config.seed,
         "shot_fit": fit.info(),
     }
-    return StudyDesign(items=items, conditions=conditions, shot_pools={"dev": dev}, info=info)
+    return StudyDesign(
+        items=items, conditions=conditions, shot_pools={"dev": dev}, info=info, columns=COLUMNS
+    )
 
 
 # -- running ---------------------------------------------------------------------------------

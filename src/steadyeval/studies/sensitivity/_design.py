@@ -31,6 +31,7 @@ import numpy as np
 from ..._errors import ConfigError
 from ...conditions import FORMATS, Condition, Format, Generation, Template
 from ...items import Item
+from ...results import StudyColumn
 from ...scoring import GENERATE, OPTION_LOGPROB
 from .._common import StudyDesign
 from ._data import Fact, ProbeData, Relation
@@ -44,6 +45,13 @@ __all__ = [
     "task_design",
     "template_names",
 ]
+
+
+#: The study's columns: the unit the analysis groups by, and the probed subject.
+COLUMNS = (
+    StudyColumn("relation", "string", "the probed relation (factual probes), else the item's"),
+    StudyColumn("subject", "string", "the fact's subject (factual probes), else the item's"),
+)
 
 
 class SensitivityWarning(UserWarning):
@@ -390,7 +398,7 @@ def probe_design(
             ],
         },
     }
-    return StudyDesign(items=items, conditions=conditions, info=info)
+    return StudyDesign(items=items, conditions=conditions, info=info, columns=COLUMNS)
 
 
 # -- generic tasks -----------------------------------------------------------------------------
@@ -473,4 +481,4 @@ def task_design(
         "analysis": aopts.to_dict(),
         "data": {"n_items": len(items), "scoring": score, "format": fmt.name, **(info or {})},
     }
-    return StudyDesign(items=list(items), conditions=conditions, info=design_info)
+    return StudyDesign(items=list(items), conditions=conditions, info=design_info, columns=COLUMNS)

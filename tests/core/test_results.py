@@ -1,0 +1,80 @@
+"""The results table: the typed row, schema version 2, and version 1 files read back."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from steadyeval import DataError, read_results
+from steadyeval.results import (
+    RESULTS_SCHEMA,
+    RESULTS_SCHEMA_V1,
+    SCHEMA_VERSION,
+    ResultRow,
+    StudyColumn,
+    prompt_hash,
+    rows_to_table,
+    study_columns,
+)
+
+
+def _v1_file(path: Path) -> Path:
+    n = 3
+    data = {f.name: [None] * n for f in RESULTS_SCHEMA_V1}
+    data.update(
+        schema_version=[1] * n,
+        run_id=["r"] * n,
+        model=["hf:x"] * n,
+        item_id=["a", "b", "c"],
+        condition=["c"] * n,
+        correct=[True, False, None],
+        subject=["algebra", None, "history"],
+        metadata=["{}"] * n,
+    )
+    table = pa.Table.from_pydict(data, schema=RESULTS_SCHEMA_V1)
+    table = table.append_column("part", pa.array(["dev", "test", "dev"]))
+    table = table.replace_schema_metadata(RESULTS_SCHEMA_V1.metadata)
+    pq.write_table(table, path)
+    return path
+
+
+def test_a_version_1_file_reads_as_version_2(tmp_path: Path) -> None:
+    t = read_results(_v1_file(tmp_path / "v1.parquet"))
+    assert SCHEMA_VERSION == 2
+    assert t.column("schema_version").to_pylist() == [2, 2, 2]
+    # relation, split and hparams held nothing: dropped; subject held values: a study column.
+    assert t.column_names == [*RESULTS_SCHEMA.names, "subject", "part"]
+    assert t.column("subject").to_pylist() == ["algebra", None, "history"]
+    assert t.column("part").to_pylist() == ["dev", "test", "dev"]  # a v1 study's own column
+    assert [c.name for c in study_columns(t)] == ["subject"]
+    assert t.column("correct").to_pylist() == [True, False, None]
+
+
+def test_newer_and_foreign_files_are_refused(tmp_path: Path) -> None:
+    plain = tmp_path / "plain.parquet"
+    pq.write_table(pa.table({"x": [1]}), plain)
+    with pytest.raises(DataError, match="not a steadyeval results file"):
+        read_results(plain)
+    future = tmp_path / "future.parquet"
+    table = rows_to_table([ResultRow(run_id="r", model="m", item_id="i", condition="c")])
+    meta = {**table.schema.metadata, b"steadyeval.schema_version": b"99"}
+    pq.write_table(table.replace_schema_metadata(meta), future)
+    with pytest.raises(DataError, match="schema_version 99 is newer"):
+        read_results(future)
+
+
+def test_rows_fill_the_core_schema_and_derive_prompt_hash() -> None:
+    rows = [
+        ResultRow(run_id="r", model="m", item_id="i", condition="c", prompt="Q: 2+2?"),
+        ResultRow(run_id="r", model="m", item_id="j", condition="c", metadata={"k": [1, 2]}),
+    ]
+    t = rows_to_table(rows, [StudyColumn("k", "json", "a list")])
+    assert t.schema.names == [*RESULTS_SCHEMA.names, "k"]
+    want = hashlib.sha256(b"Q: 2+2?").hexdigest()[:16]
+    assert t.column("prompt_hash").to_pylist() == [want, None] and prompt_hash("Q: 2+2?") == want
+    assert t.column("k").to_pylist() == [None, "[1,2]"]
+    assert t.column("metadata").to_pylist() == ["{}", '{"k":[1,2]}']
