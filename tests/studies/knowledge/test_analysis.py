@@ -12,8 +12,8 @@ import pytest
 
 from steadyeval import stats
 from steadyeval.items import canonical_json
-from tests.results_table import table_of
 from steadyeval.studies.knowledge import analyze_knowledge, render_knowledge
+from tests.results_table import table_of
 
 AA, US, VI = "abstract_algebra", "high_school_us_history", "virology"
 ITEMS = [(AA, 0), (AA, 1), (AA, 2), (AA, 3), (US, 0), (US, 1), (VI, 0), (VI, 1)]
