@@ -33,3 +33,11 @@ def tiny_gpt2(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from steadyeval.models._tiny import build_tiny_model
 
     return build_tiny_model(tmp_path_factory.mktemp("models") / "gpt2", "gpt2", seed=0)
+
+
+@pytest.fixture(scope="session")
+def tiny_bert(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny random BERT written by the product's own builder (session-scoped)."""
+    from steadyeval.models._tiny import build_tiny_model
+
+    return build_tiny_model(tmp_path_factory.mktemp("models") / "bert", "bert", seed=0)

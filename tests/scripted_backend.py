@@ -10,7 +10,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from steadyeval.models import ModelSpec, register_backend
+from steadyeval.models import BaseBackend, ModelSpec, register_backend
 from steadyeval.requests import (
     GenerateRequest,
     GenerateResponse,
@@ -27,7 +27,7 @@ def _unit(text: str) -> float:
 
 
 @dataclass
-class ScriptedBackend:
+class ScriptedBackend(BaseBackend):
     """Scripted test backend. ``answers`` maps a substring of a prompt to the generated text;
     unmatched prompts echo a deterministic pseudo-answer. Score log-probs are a hash of the
     (context, continuation) pair, so they are stable but carry no meaning."""

@@ -12,8 +12,10 @@ ITEMS = [
 ]
 
 
-def _asked(trials: Sequence[Trial]) -> list[tuple[Trial, tuple[Request, ...]]]:
-    return [(t, requests_for(t)) for t in trials]
+def _units(
+    trials: Sequence[Trial], fingerprints: dict[str, str]
+) -> list[tuple[str, str, Trial, tuple[Request, ...]]]:
+    return [(m, fp, t, requests_for(t)) for m, fp in fingerprints.items() for t in trials]
 
 
 def test_identical_requests_are_sent_once_across_conditions() -> None:
@@ -29,10 +31,10 @@ def test_identical_requests_are_sent_once_across_conditions() -> None:
         scoring="option-logprob",
         order_seed=99,
     )
-    plan = build_plan(_asked(expand(ITEMS, [a, b]).trials), {"m": "fp"})
+    plan = build_plan(_units(expand(ITEMS, [a, b]).trials, {"m": "fp"}))
     assert plan.n_requests == 20 and plan.n_unique == 10
     # Another model never shares keys.
-    plan2 = build_plan(_asked(expand(ITEMS, [a]).trials), {"m": "fp", "n": "fp2"})
+    plan2 = build_plan(_units(expand(ITEMS, [a]).trials, {"m": "fp", "n": "fp2"}))
     assert plan2.n_unique == 20
 
 

@@ -442,7 +442,10 @@ def test_unifiedqa_conditions_run_end_to_end(tiny_t5: Path, tmp_path: Path) -> N
     result = run(items, conditions, [spec], options=RunOptions(out=tmp_path / "run"))
     rows = result.table.to_pylist()
     assert len(rows) == 6
-    assert {r["model"] for r in rows} == {spec}
+    assert {r["model"] for r in rows} == {load_backend(spec).identity()}
+    assert rows[0]["model"].startswith("hf-seq2seq:t5#") and rows[0]["model"].endswith(
+        "?max_length=128"
+    )
     long = [r for r in rows if r["item_id"] == "q1"]
     assert all(r["truncated"] and r["n_input_tokens"] == 128 for r in long)
     assert all(not r["truncated"] for r in rows if r["item_id"] == "q2")
@@ -480,7 +483,7 @@ def test_cli_runs_the_example_config_with_a_seq2seq_model(tiny_t5: Path, tmp_pat
     )
     assert done.returncode == 0, done.stderr
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
-    assert summary["models"] == [spec] and summary["n_items"] == 6
+    assert summary["models"] == [load_backend(spec).identity()] and summary["n_items"] == 6
     table = pq.read_table(tmp_path / "out" / "results.parquet")
     n_items = 6
     assert (
@@ -488,5 +491,5 @@ def test_cli_runs_the_example_config_with_a_seq2seq_model(tiny_t5: Path, tmp_pat
         == summary["n_rows"]
         == n_items * len(summary["conditions"]) - summary["n_skipped"]
     )
-    assert set(table.column("model").to_pylist()) == {spec}
+    assert set(table.column("model").to_pylist()) == set(summary["models"])
     assert set(table.column("condition").to_pylist()) == set(summary["conditions"])

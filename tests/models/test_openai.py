@@ -557,7 +557,8 @@ def test_the_key_is_never_written_anywhere(
     assert set(srv.record.auth_headers) == {f"Bearer {key}"}  # the key was used ...
     table = pq.read_table(out / "results.parquet")
     assert table.num_rows == 10
-    assert set(table["model"].to_pylist()) == {str(parse_model_spec(model))}
+    # The identity keeps the server and the name, not the key's variable or run settings.
+    assert set(table["model"].to_pylist()) == {f"openai:toy?base_url={srv.url}"}
     # ... and an error reply that echoes it is scrubbed before it is shown.
     state["echo_key"] = True
     monkeypatch.setenv("TOY_KEY", key)

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Iterable, Sequence
-from typing import Protocol, runtime_checkable
+from dataclasses import dataclass
+from typing import ClassVar, Protocol, runtime_checkable
+from urllib.parse import urlencode
 
 from .._errors import ModelSpecError, UnsupportedRequestError
 from ..requests import (
     GenerateRequest,
     GenerateResponse,
+    Request,
     RequestKind,
     ScoreRequest,
     ScoreResponse,
@@ -21,11 +24,44 @@ from ._spec import ModelSpec, parse_model_spec
 __all__ = [
     "Backend",
     "BackendFactory",
+    "BaseBackend",
+    "Capabilities",
     "check_kinds",
     "load_backend",
     "register_backend",
     "registered_backends",
+    "spec_identity",
 ]
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a backend declares about the model it serves (defaults: a plain text model).
+
+    Attributes
+    ----------
+    fills_slots : bool
+        It fills a cloze slot ``[Y]`` itself (masked LMs). Other backends read cloze prompts
+        through :class:`~steadyeval.models.SlotReader`, which the runner puts around them.
+    max_length : int or None
+        Tokens of context the model sees, when known (studies fit few-shot prompts to it).
+    input_format : str or None
+        An input encoding the model was trained on and expects, e.g. ``"unifiedqa"``
+        (question, options and passage joined by ``\\n``, lowercased). Settable in a spec
+        as ``?input_format=unifiedqa``; a study's ``template: auto`` follows it.
+    """
+
+    fills_slots: bool = False
+    max_length: int | None = None
+    input_format: str | None = None
+
+
+def spec_identity(spec: ModelSpec, name: str, run_only: Iterable[str]) -> str:
+    """``BACKEND:NAME[?options]`` with ``name`` for the spec's name and without the options
+    that change how a run goes but never an output (``run_only``)."""
+    kept = {k: v for k, v in spec.options.items() if k not in set(run_only)}
+    tail = f"?{urlencode(kept, safe='/:')}" if kept else ""
+    return f"{spec.backend}:{name}{tail}"
 
 
 @runtime_checkable
@@ -39,6 +75,16 @@ class Backend(Protocol):
     @property
     def supported_kinds(self) -> frozenset[RequestKind]: ...
 
+    @property
+    def capabilities(self) -> Capabilities:
+        """What the backend declares about its model (:class:`Capabilities`)."""
+        ...
+
+    def identity(self) -> str:
+        """The ``model`` column: which model this is, without run-only options or absolute
+        paths (a hub name and revision, or a folder's name and content fingerprint)."""
+        ...
+
     def fingerprint(self) -> str:
         """A string that changes whenever the model's outputs could change."""
         ...
@@ -47,11 +93,65 @@ class Backend(Protocol):
         """Token counts for a dry run, or None if the backend cannot count cheaply."""
         ...
 
+    def preflight(self, requests: Sequence[Request]) -> None:
+        """Check up front, before any of a run's work is sent, that ``requests`` can be
+        answered (e.g. an API server's log-probabilities); raise if not."""
+        ...
+
     def score(self, requests: Sequence[ScoreRequest]) -> list[ScoreResponse]: ...
 
     def generate(self, requests: Sequence[GenerateRequest]) -> list[GenerateResponse]: ...
 
     def top_k(self, requests: Sequence[TopKRequest]) -> list[TopKResponse]: ...
+
+    def close(self) -> None:
+        """Called by the runner once a run has sent this backend its last request (a
+        backend may release what it holds; it must still work if called again)."""
+        ...
+
+
+class BaseBackend:
+    """Defaults for the optional members of :class:`Backend`: a backend subclasses this and
+    provides ``spec``, ``supported_kinds``, ``fingerprint()`` and the request kinds it serves.
+
+    ``run_only_options`` names the spec options that never change an output (batch size,
+    device, timeouts, concurrency); :meth:`identity` leaves them out.
+    """
+
+    spec: ModelSpec
+    run_only_options: ClassVar[frozenset[str]] = frozenset()
+
+    @property
+    def supported_kinds(self) -> frozenset[RequestKind]:
+        return frozenset()
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return Capabilities()
+
+    def identity(self) -> str:
+        return spec_identity(self.spec, self.spec.name, self.run_only_options)
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int] | None:
+        return None
+
+    def preflight(self, requests: Sequence[Request]) -> None:
+        return None
+
+    def close(self) -> None:
+        return None
+
+    def _unsupported(self, kind: RequestKind) -> UnsupportedRequestError:
+        return UnsupportedRequestError(f"backend {self.spec} does not support {kind} requests")
+
+    def score(self, requests: Sequence[ScoreRequest]) -> list[ScoreResponse]:
+        raise self._unsupported("score")
+
+    def generate(self, requests: Sequence[GenerateRequest]) -> list[GenerateResponse]:
+        raise self._unsupported("generate")
+
+    def top_k(self, requests: Sequence[TopKRequest]) -> list[TopKResponse]:
+        raise self._unsupported("top-k")
 
 
 BackendFactory = Callable[[ModelSpec], Backend]

@@ -67,23 +67,15 @@ def load_hf(spec: ModelSpec) -> Backend:
     return backend
 
 
-SLOT = "[Y]"
 # Packed generation decodes in groups of at most batch_size × this many cached positions
 # (issue-12 benchmark, batch 64: 64 → 784 MB peak RSS, 25.5 s; 128 → 968 MB, 22–26 s;
 # 256 → 1,110 MB, 22–23 s: memory grows with it, time barely moves past 128).
 DECODE_POSITIONS_PER_ROW = 128
 
 
-def _before_slot(prompt: str) -> str:
-    """A cloze prompt read by a left-to-right model: the text before its ``[Y]`` slot (the
-    text after the slot is not seen; exact when only punctuation follows)."""
-    return prompt.split(SLOT, 1)[0].rstrip() if SLOT in prompt else prompt
-
-
 def _spaced(prompt: str, candidate: str) -> str:
     """A candidate as a continuation: preceded by a space unless the prompt ends in one."""
-    before = _before_slot(prompt)
-    return candidate if not before or before[-1].isspace() else " " + candidate
+    return candidate if not prompt or prompt[-1].isspace() else " " + candidate
 
 
 def _branches(ids: Sequence[int]) -> list[list[int]]:
@@ -339,9 +331,10 @@ class HFCausalBackend(BatchedGeneration, HFBackendBase):
         return ids[-limit:], len(ids) > limit
 
     def top_k(self, requests: Sequence[TopKRequest]) -> list[TopKResponse]:
-        """The k most likely next tokens; a cloze prompt with a ``[Y]`` slot is read up to the
-        slot. With ``candidates``, the candidates are ranked by their log-probability as
-        continuations (multi-token candidates scored exactly) and the best k returned."""
+        """The k most likely next tokens. With ``candidates``, the candidates are ranked by
+        their log-probability as continuations (multi-token candidates scored exactly) and the
+        best k returned. (Cloze prompts with a ``[Y]`` slot are read by the runner's
+        :class:`~steadyeval.models.SlotReader`.)"""
         out: dict[int, TopKResponse] = {}
         plain = [i for i, r in enumerate(requests) if not r.candidates]
         ranked = [i for i, r in enumerate(requests) if r.candidates]
@@ -351,7 +344,7 @@ class HFCausalBackend(BatchedGeneration, HFBackendBase):
         if ranked:
             scores = [
                 ScoreRequest(
-                    _before_slot(requests[i].prompt),
+                    requests[i].prompt,
                     _spaced(requests[i].prompt, c),
                     chat=requests[i].chat,
                     system=requests[i].system,
@@ -377,7 +370,7 @@ class HFCausalBackend(BatchedGeneration, HFBackendBase):
     def _next_tokens(self, requests: Sequence[TopKRequest]) -> list[TopKResponse]:
         import torch
 
-        prepared = [self._prompt_ids(_before_slot(r.prompt), r.chat, r.system, 0) for r in requests]
+        prepared = [self._prompt_ids(r.prompt, r.chat, r.system, 0) for r in requests]
         order = sorted(range(len(prepared)), key=lambda i: -len(prepared[i][0]))
 
         def run_batch(idx: Sequence[int]) -> list[TopKResponse]:

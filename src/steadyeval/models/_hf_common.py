@@ -14,6 +14,8 @@ from typing import Any, TypeVar
 
 from .._errors import ModelSpecError
 from ..requests import GenerateRequest, GenerateResponse
+from ._backend import BaseBackend, Capabilities, spec_identity
+from ._known import known_input_format
 from ._spec import ModelSpec
 
 __all__ = [
@@ -21,9 +23,11 @@ __all__ = [
     "BatchedGeneration",
     "HFBackendBase",
     "HFOptions",
+    "content_hashes",
     "fingerprint_dir",
     "is_oom",
     "load_config",
+    "model_identity",
     "resolve_model_dir",
     "run_with_backoff",
     "stop_on_text",
@@ -37,7 +41,10 @@ _ALLOWED = {
     "max_length": "an integer (tokens of context the model sees)",
     "trust_remote_code": "true | false",
     "packing": "true | false (score shared prefixes once; default: on when the model passes a check)",
+    "input_format": "an input encoding the model expects, e.g. unifiedqa (see Capabilities)",
 }
+#: Options that change how a run goes, never an output: left out of the model's identity.
+RUN_ONLY = frozenset({"device", "batch_size", "trust_remote_code", "packing", "input_format"})
 log = logging.getLogger(__name__)
 
 _DTYPES = ("float32", "float16", "bfloat16", "auto")
@@ -54,6 +61,7 @@ class HFOptions:
     max_length: int | None = None
     trust_remote_code: bool = False
     packing: bool | None = None
+    input_format: str | None = None
 
     @classmethod
     def from_spec(cls, spec: ModelSpec) -> HFOptions:
@@ -78,6 +86,7 @@ class HFOptions:
         if packing is not None and packing.lower() not in ("true", "false"):
             raise ModelSpecError(f"model spec {spec}: packing must be true or false")
         return cls(
+            input_format=o.get("input_format") or None,
             packing=None if packing is None else packing.lower() == "true",
             dtype=dtype,
             device=o.get("device", "auto"),
@@ -168,13 +177,29 @@ def load_config(model_dir: Path, options: HFOptions) -> Any:
         raise ModelSpecError(f"{model_dir}: not a Hugging Face model directory ({exc})") from None
 
 
-def _safetensors_header(path: Path) -> bytes:
+_WINDOWS = 16  # sampled windows of a weights file's data
+_WINDOW = 1 << 16  # bytes per window
+
+
+def _weights_sample(path: Path) -> bytes:
+    """A weights file's safetensors header (names, shapes, dtypes, offsets, metadata), its
+    size, and 16 windows of 64 KiB spread over its data: different trainings of one
+    architecture differ there, and reading them costs milliseconds, not a full read."""
+    size = path.stat().st_size
     with path.open("rb") as fh:
-        head = fh.read(8)
-        if len(head) < 8:
-            return b""
-        (n,) = struct.unpack("<Q", head)
-        return head + fh.read(min(n, 100_000_000))
+        head, start = b"", 0
+        if path.suffix == ".safetensors":
+            raw = fh.read(8)
+            if len(raw) == 8:
+                (n,) = struct.unpack("<Q", raw)
+                head = raw + fh.read(min(n, 100_000_000))
+                start = 8 + n
+        parts = [head, str(size).encode()]
+        span = max(size - start - _WINDOW, 0)
+        for k in range(_WINDOWS):
+            fh.seek(start + span * k // max(_WINDOWS - 1, 1))
+            parts.append(fh.read(_WINDOW))
+    return b"\0".join(parts)
 
 
 _TOKENIZER_FILES = (
@@ -199,35 +224,47 @@ def _hash_files(paths: Iterable[Path], read: Callable[[Path], bytes]) -> str:
     return h.hexdigest()[:16]
 
 
-def fingerprint_dir(kind: str, spec: ModelSpec, model_dir: Path, options: HFOptions) -> str:
-    """Backend, name, revision, dtype, and hashes of config, weights' headers and tokenizer.
-
-    Weights are identified by their safetensors headers (tensor names, shapes, dtypes,
-    offsets and metadata), not a full read; ``.bin`` weights by size and modification time.
-    """
-    weights = list(model_dir.glob("*.safetensors"))
-    if weights:
-        w = _hash_files(weights, _safetensors_header)
-    else:
-        bins = list(model_dir.glob("*.bin"))
-        w = _hash_files(bins, lambda p: f"{p.stat().st_size}:{p.stat().st_mtime_ns}".encode())
+def content_hashes(model_dir: Path) -> dict[str, str]:
+    """Hashes of a model folder's config, tokenizer files and weights (sampled, see
+    :func:`_weights_sample`): what identifies its content wherever it lies."""
+    weights = list(model_dir.glob("*.safetensors")) or list(model_dir.glob("*.bin"))
     tok = _hash_files(
         (model_dir / n for n in _TOKENIZER_FILES if (model_dir / n).exists()),
         lambda p: p.read_bytes(),
     )
     cfg_path = model_dir / "config.json"
     cfg = _hash_files([cfg_path] if cfg_path.exists() else [], lambda p: p.read_bytes())
+    return {"config": cfg, "weights": _hash_files(weights, _weights_sample), "tokenizer": tok}
+
+
+def fingerprint_dir(kind: str, spec: ModelSpec, model_dir: Path, options: HFOptions) -> str:
+    """Backend, name, revision, dtype, context length, and the folder's content hashes."""
     body = {
         "backend": kind,
         "name": spec.name,
         "revision": options.revision,
         "dtype": options.dtype,
         "max_length": options.max_length,
-        "config": cfg,
-        "weights": w,
-        "tokenizer": tok,
+        **content_hashes(model_dir),
     }
     return json.dumps(body, sort_keys=True, separators=(",", ":"))
+
+
+def model_identity(spec: ModelSpec, model_dir: Path, run_only: Iterable[str]) -> str:
+    """The ``model`` column of an HF-style model: ``BACKEND:HUB_NAME@COMMIT`` for a hub model
+    (the snapshot's commit, else the requested revision), ``BACKEND:FOLDER#CONTENT`` for a
+    local folder (its name and the first 12 hex digits of its content hashes; no path), plus
+    the options that change outputs (e.g. ``dtype``, ``max_length``)."""
+    if Path(spec.name).expanduser().is_dir():
+        digest = hashlib.sha256(
+            json.dumps(content_hashes(model_dir), sort_keys=True).encode()
+        ).hexdigest()[:12]
+        name = f"{model_dir.resolve().name}#{digest}"
+    else:
+        snapshot = model_dir.name if model_dir.parent.name == "snapshots" else None
+        revision = snapshot[:12] if snapshot else spec.options.get("revision")
+        name = f"{spec.name}@{revision}" if revision else spec.name
+    return spec_identity(spec, name, {*run_only, "revision"})
 
 
 def is_oom(exc: BaseException) -> bool:
@@ -306,7 +343,7 @@ def stop_on_text(tokenizer: Any, stops: Sequence[str], start: int) -> Any:
 AUTO_BATCH = 64
 
 
-class HFBackendBase:
+class HFBackendBase(BaseBackend):
     """What every ``transformers`` backend shares: options, lazy weights, fingerprint, device.
 
     Subclasses set ``kind`` (the fingerprint's backend name) and ``auto_class`` (the
@@ -316,6 +353,9 @@ class HFBackendBase:
 
     kind: str = ""
     auto_class: str = ""
+    run_only_options = RUN_ONLY
+    #: Whether the model fills a cloze slot itself (masked LMs).
+    fills_slots: bool = False
 
     def __init__(
         self, spec: ModelSpec, *, _resolved: tuple[HFOptions, Path, Any] | None = None
@@ -332,6 +372,7 @@ class HFBackendBase:
         self._model: Any = None
         self._batch_size = self.options.batch_size or AUTO_BATCH
         self._fingerprint: str | None = None
+        self._identity: str | None = None
 
     def _check_config(self) -> None:
         """Raise if the config is not a model this backend can run."""
@@ -340,6 +381,24 @@ class HFBackendBase:
         if self._fingerprint is None:
             self._fingerprint = fingerprint_dir(self.kind, self.spec, self.model_dir, self.options)
         return self._fingerprint
+
+    def identity(self) -> str:
+        if self._identity is None:
+            self._identity = model_identity(self.spec, self.model_dir, self.run_only_options)
+        return self._identity
+
+    @property
+    def max_length(self) -> int:
+        """Tokens of context: the ``max_length`` option, else the model's (subclasses)."""
+        return self.options.max_length or 2048
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return Capabilities(
+            fills_slots=self.fills_slots,
+            max_length=self.max_length,
+            input_format=self.options.input_format or known_input_format(self.spec.name),
+        )
 
     @property
     def model(self) -> Any:

@@ -27,13 +27,12 @@ from ._hf_common import (
     HFBackendBase,
     run_with_backoff,
 )
+from ._slots import SLOT
 
-__all__ = ["SLOT", "HFMaskedBackend"]
+__all__ = ["HFMaskedBackend"]
 
 log = logging.getLogger(__name__)
 
-#: The literal that marks the slot a masked LM fills.
-SLOT = "[Y]"
 _DEFAULT_MAX_LENGTH = 512
 
 
@@ -86,6 +85,7 @@ class HFMaskedBackend(HFBackendBase):
 
     kind = "hf-masked"
     auto_class = "AutoModelForMaskedLM"
+    fills_slots = True
 
     def _check_config(self) -> None:
         if getattr(self.config, "is_encoder_decoder", False):

@@ -40,6 +40,8 @@ from ..requests import (
     TopKRequest,
     TopKResponse,
 )
+from ._backend import BaseBackend, Capabilities
+from ._known import known_input_format
 from ._openai_http import HTTPClient, RetryPolicy, Secret, ServerError
 from ._spec import ModelSpec, parse_model_spec
 
@@ -77,7 +79,13 @@ _ALLOWED = {
     "max_tokens_total": "stop once this many tokens (prompt + output, as the server counts "
     "them) have been used",
     "logprobs": "auto (probe the server) | none (it gives none: only generation)",
+    "input_format": "an input encoding the model expects, e.g. unifiedqa (see Capabilities)",
 }
+#: Options that change how a run goes, never an output: left out of the model's identity.
+RUN_ONLY = frozenset(
+    {"api_key_env", "max_concurrency", "max_retries", "backoff_base", "backoff_max", "timeout",
+     "max_tokens_total", "logprobs", "input_format"}
+)  # fmt: skip
 Capability = Literal["prompt-logprobs", "completion-logprobs", "chat-logprobs"]
 _CAPABILITY_TEXT: dict[Capability, str] = {
     "prompt-logprobs": "prompt log-probabilities (/completions with echo=true and logprobs)",
@@ -115,6 +123,7 @@ class OpenAIOptions:
     policy: RetryPolicy = field(default_factory=RetryPolicy)
     max_tokens_total: int | None = None
     logprobs: Literal["auto", "none"] = "auto"
+    input_format: str | None = None
 
     @classmethod
     def from_spec(cls, spec: ModelSpec) -> OpenAIOptions:
@@ -159,6 +168,7 @@ class OpenAIOptions:
             ),
             max_tokens_total=num("max_tokens_total", int, None),
             logprobs="none" if logprobs == "none" else "auto",
+            input_format=o.get("input_format") or None,
         )
 
 
@@ -347,7 +357,7 @@ def _chat_top(choice: Mapping[str, Any], where: str) -> list[Mapping[str, Any]]:
 
 
 # -- the backend -----------------------------------------------------------------------------
-class OpenAIBackend:
+class OpenAIBackend(BaseBackend):
     """A model behind an OpenAI-compatible API (see the module docstring and
     docs/backends-api.md).
 
@@ -356,6 +366,13 @@ class OpenAIBackend:
     """
 
     kind = "openai"
+    run_only_options = RUN_ONLY
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return Capabilities(
+            input_format=self.options.input_format or known_input_format(self.spec.name)
+        )
 
     def __init__(self, spec: ModelSpec) -> None:
         self.spec = spec

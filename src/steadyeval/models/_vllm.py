@@ -40,8 +40,10 @@ from ..requests import (
     TopKRequest,
     TopKResponse,
 )
+from ._backend import BaseBackend, Capabilities
 from ._causal_text import CausalText
-from ._hf_common import HFOptions, fingerprint_dir, resolve_model_dir
+from ._hf_common import HFOptions, fingerprint_dir, model_identity, resolve_model_dir
+from ._known import known_input_format
 from ._openai import sample_seed
 from ._spec import ModelSpec
 
@@ -59,7 +61,13 @@ _ALLOWED = {
     "prefix_caching": "true | false (default true)",
     "quantization": "a vLLM quantization method, e.g. awq, gptq, fp8",
     "trust_remote_code": "true | false (default false)",
+    "input_format": "an input encoding the model expects, e.g. unifiedqa (see Capabilities)",
 }
+#: Options that change how a run goes, never an output: left out of the model's identity.
+RUN_ONLY = frozenset(
+    {"tensor_parallel_size", "data_parallel_size", "gpu_memory_utilization", "max_logprobs",
+     "prefix_caching", "trust_remote_code", "input_format"}
+)  # fmt: skip
 _DTYPES = ("auto", "float16", "bfloat16", "float32")
 
 
@@ -93,6 +101,7 @@ class VLLMOptions:
     prefix_caching: bool = True
     quantization: str | None = None
     trust_remote_code: bool = False
+    input_format: str | None = None
 
     @classmethod
     def from_spec(cls, spec: ModelSpec) -> VLLMOptions:
@@ -132,6 +141,7 @@ class VLLMOptions:
             prefix_caching=_bool(spec, "prefix_caching", o.get("prefix_caching", "true")),
             quantization=o.get("quantization"),
             trust_remote_code=_bool(spec, "trust_remote_code", o.get("trust_remote_code", "false")),
+            input_format=o.get("input_format") or None,
         )
 
     def engine_kwargs(self, model_dir: Path) -> dict[str, Any]:
@@ -428,7 +438,7 @@ class ReplicaPool:
 
 
 # -- the backend -----------------------------------------------------------------------------
-class VLLMBackend:
+class VLLMBackend(BaseBackend):
     """A model served by vLLM's offline engine (see the module docstring).
 
     Parameters
@@ -442,6 +452,7 @@ class VLLMBackend:
     """
 
     kind = "vllm"
+    run_only_options = RUN_ONLY
 
     def __init__(self, spec: ModelSpec, *, engine_module: Any = "vllm") -> None:
         self.spec = spec
@@ -461,10 +472,23 @@ class VLLMBackend:
         self._engine: VLLMEngine | ReplicaPool | None = None
         self._tokenizer: Any = None
         self._fingerprint: str | None = None
+        self._identity: str | None = None
 
     @property
     def supported_kinds(self) -> frozenset[RequestKind]:
         return frozenset({"score", "generate", "top-k"})
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return Capabilities(
+            max_length=self.options.max_model_len,
+            input_format=self.options.input_format or known_input_format(self.spec.name),
+        )
+
+    def identity(self) -> str:
+        if self._identity is None:
+            self._identity = model_identity(self.spec, self.model_dir, self.run_only_options)
+        return self._identity
 
     def fingerprint(self) -> str:
         """Like the ``hf`` backends' (model files, revision, dtype, context length), under

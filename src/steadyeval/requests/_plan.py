@@ -37,19 +37,16 @@ class Plan:
         return len(self.unique)
 
 
-def build_plan(
-    asked: Sequence[tuple[Trial, Sequence[Request]]], fingerprints: dict[str, str]
-) -> Plan:
-    """Plan every ``(trial, its requests)`` for every model (``{model name: fingerprint}``);
-    dedupe by key."""
+def build_plan(units: Sequence[tuple[str, str, Trial, Sequence[Request]]]) -> Plan:
+    """Plan ``(model name, model fingerprint, trial, the trial's requests)`` units: key every
+    request and dedupe by key (a key names one model's answer to one request)."""
     planned: list[PlannedTrial] = []
     unique: dict[str, tuple[str, Request]] = {}
     total = 0
-    for model, fp in fingerprints.items():
-        for trial, reqs in asked:
-            keys = tuple(request_key(fp, r) for r in reqs)
-            total += len(reqs)
-            for k, r in zip(keys, reqs, strict=True):
-                unique.setdefault(k, (model, r))
-            planned.append(PlannedTrial(trial=trial, model=model, keys=keys))
+    for model, fp, trial, reqs in units:
+        keys = tuple(request_key(fp, r) for r in reqs)
+        total += len(reqs)
+        for k, r in zip(keys, reqs, strict=True):
+            unique.setdefault(k, (model, r))
+        planned.append(PlannedTrial(trial=trial, model=model, keys=keys))
     return Plan(trials=tuple(planned), unique=unique, n_requests=total)

@@ -1,12 +1,14 @@
 """Run a plan: expand, dedupe, take cached responses, dispatch the rest, score, write."""
 
 from ._config import ConditionConfig, DataConfig, RunConfig, load_run_config, load_yaml_config
+from ._dispatch import PlanCounts
 from ._executor import Executor, LocalExecutor, call_backend
 from ._from_config import load_config_data, run_config
 from ._ray import RayExecutor
-from ._run import PlanCounts, RunOptions, RunResult, run, run_id_for
+from ._run import Block, RunOptions, RunResult, run, run_blocks, run_id_for
 
 __all__ = [
+    "Block",
     "ConditionConfig",
     "DataConfig",
     "Executor",
@@ -21,6 +23,7 @@ __all__ = [
     "load_run_config",
     "load_yaml_config",
     "run",
+    "run_blocks",
     "run_config",
     "run_id_for",
 ]

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import hashlib
-import sys
 import time
-from collections import defaultdict
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,11 +12,12 @@ from typing import Any, Literal, overload
 
 import pyarrow as pa
 
+from .._errors import ConfigError
 from .._json import write_json
 from ..cache import ResponseCache
-from ..conditions import Condition, Expansion, expand
+from ..conditions import Condition, Trial, expand
 from ..items import Item, canonical_json
-from ..models import Backend, ModelSpec, check_kinds, load_backend
+from ..models import Backend, ModelSpec, check_kinds, load_backend, with_slots
 from ..requests import Plan, PlannedTrial, Request, RequestKind, Response, build_plan
 from ..results import (
     SCHEMA_VERSION,
@@ -29,11 +29,13 @@ from ..results import (
     write_results,
 )
 from ..scoring import get_scoring, requests_for
-from ._executor import Executor, LocalExecutor
-from ._progress import Progress
+from ._dispatch import PlanCounts, count_plan, dispatch, preflight
+from ._executor import Executor
 from ._provenance import provenance
 
-__all__ = ["PlanCounts", "RunOptions", "RunResult", "run"]
+__all__ = ["Block", "PlanCounts", "RunOptions", "RunResult", "run", "run_blocks"]
+
+ModelLike = str | ModelSpec | Backend
 
 
 @dataclass(frozen=True)
@@ -48,75 +50,125 @@ class RunOptions:
 
 
 @dataclass(frozen=True)
-class PlanCounts:
-    """What a run would cost, before spending it."""
-
-    trials: int
-    rows: int
-    requests: int
-    unique_requests: int
-    cache_hits: int
-    to_send: int
-    input_tokens: int
-    input_tokens_estimated: bool
-    skipped: int
-    per_model: dict[str, dict[str, int]] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
 class RunResult:
     table: pa.Table
     summary: dict[str, Any]
     run_dir: Path | None
 
 
-def _resolve_models(models: Sequence[str | ModelSpec | Backend]) -> dict[str, Backend]:
-    out: dict[str, Backend] = {}
-    for m in models:
-        backend = m if isinstance(m, Backend) else load_backend(m)
-        name = str(backend.spec)
-        if name in out:
-            raise ValueError(f"model {name} is listed twice")
-        out[name] = backend
-    if not out:
-        raise ValueError("no models given; pass at least one model spec such as hf:/path/to/model")
-    return out
+@dataclass(frozen=True)
+class Block:
+    """Items crossed with conditions and models: what one :func:`run` call asks. A run of
+    several blocks (e.g. a study's splits, each with its own model) plans, dedupes, caches
+    and writes them as one table."""
+
+    items: Sequence[Item]
+    conditions: Sequence[Condition]
+    models: Sequence[ModelLike]
+    shot_pools: Mapping[str, Sequence[Item]] = field(default_factory=dict)
 
 
-def _kinds(plan: Plan) -> dict[str, set[RequestKind]]:
-    kinds: dict[str, set[RequestKind]] = defaultdict(set)
+def _as_list(models: ModelLike | Sequence[ModelLike]) -> list[ModelLike]:
+    if isinstance(models, str | ModelSpec | Backend):
+        return [models]
+    return list(models)
+
+
+class _Models:
+    """The backends of a run by identity: one per model, each reading cloze slots (a
+    :class:`~steadyeval.models.SlotReader` around backends that do not fill them)."""
+
+    def __init__(self) -> None:
+        self.by_name: dict[str, Backend] = {}
+        self._seen: dict[int, str] = {}
+
+    def add_block(self, models: Sequence[ModelLike]) -> list[str]:
+        names: list[str] = []
+        for m in models:
+            name = self._seen.get(id(m))
+            if name is None:
+                backend = with_slots(m if isinstance(m, Backend) else load_backend(m))
+                name = backend.identity()
+                self.by_name.setdefault(name, backend)
+                self._seen[id(m)] = name
+            if name in names:
+                raise ConfigError(
+                    f"a model is listed twice ({name}; specs differing only in run settings "
+                    "such as batch_size are the same model); list each model once"
+                )
+            names.append(name)
+        if not names:
+            raise ConfigError(
+                "no models given; pass at least one model spec such as hf:/path/to/model"
+            )
+        return names
+
+
+@dataclass
+class _Planned:
+    """Every block expanded and planned: trials, the plan, skips, the backends."""
+
+    plan: Plan
+    models: _Models
+    skipped: Counter[tuple[str, str]]
+    conditions: list[str]
+    items: list[str]
+    body: list[dict[str, Any]]
+
+
+def _plan(blocks: Sequence[Block]) -> _Planned:
+    models = _Models()
+    units: list[tuple[str, str, Trial, Sequence[Request]]] = []
+    skipped: Counter[tuple[str, str]] = Counter()
+    defined: dict[str, str] = {}  # condition name -> id, across blocks
+    items: dict[str, None] = {}
+    body = []
+    for block in blocks:
+        names = models.add_block(_as_list(block.models))
+        for cond in block.conditions:
+            if defined.setdefault(cond.name, cond.id) != cond.id:
+                raise ConfigError(
+                    f"condition {cond.name!r} is defined twice, differently; give each its own name"
+                )
+        expansion = expand(block.items, block.conditions, shot_pools=block.shot_pools)
+        skipped.update(expansion.skipped)
+        asked = [(t, requests_for(t)) for t in expansion.trials]
+        for name in names:
+            fp = models.by_name[name].fingerprint()
+            units.extend((name, fp, t, reqs) for t, reqs in asked)
+        items.update(dict.fromkeys(i.id for i in block.items))
+        body.append(
+            {
+                "items": [i.hash for i in block.items],
+                "conditions": [c.to_dict() for c in block.conditions],
+                "models": names,
+            }
+        )
+    plan = build_plan(units)
+    kinds: dict[str, set[RequestKind]] = {}
     for model, req in plan.unique.values():
-        kinds[model].add(req.kind)
-    return kinds
+        kinds.setdefault(model, set()).add(req.kind)
+    for name, used in kinds.items():
+        check_kinds(models.by_name[name], used)
+    return _Planned(plan, models, skipped, list(defined), list(items), body)
 
 
-def run_id_for(
-    items: Sequence[Item],
-    conditions: Sequence[Condition],
-    models: Sequence[str],
-    columns: Sequence[StudyColumn] = (),
-) -> str:
-    body = {
-        "items": [i.hash for i in items],
-        "conditions": [c.to_dict() for c in conditions],
-        "models": list(models),
+def run_id_for(body: Sequence[Mapping[str, Any]], columns: Sequence[StudyColumn] = ()) -> str:
+    """A hash of what a run asks: each block's item hashes, conditions and models, and the
+    study columns; the same inputs give the same id."""
+    payload = {
+        "blocks": list(body),
         "columns": [c.to_dict() for c in columns],
         "schema_version": SCHEMA_VERSION,
     }
-    return hashlib.sha256(canonical_json(body).encode()).hexdigest()[:16]
-
-
-def _prompt_text(req: Request) -> str:
-    if req.kind == "score":
-        return req.context + req.continuation  # type: ignore[union-attr]
-    return req.prompt  # type: ignore[union-attr]
+    return hashlib.sha256(canonical_json(payload).encode()).hexdigest()[:16]
 
 
 @overload
 def run(
     items: Sequence[Item],
     conditions: Sequence[Condition],
-    models: Sequence[str | ModelSpec | Backend],
+    models: ModelLike | Sequence[ModelLike],
     *,
     options: RunOptions | None = ...,
     shot_pools: Mapping[str, Sequence[Item]] | None = ...,
@@ -128,7 +180,7 @@ def run(
 def run(
     items: Sequence[Item],
     conditions: Sequence[Condition],
-    models: Sequence[str | ModelSpec | Backend],
+    models: ModelLike | Sequence[ModelLike],
     *,
     options: RunOptions | None = ...,
     shot_pools: Mapping[str, Sequence[Item]] | None = ...,
@@ -141,7 +193,7 @@ def run(
 def run(
     items: Sequence[Item],
     conditions: Sequence[Condition],
-    models: Sequence[str | ModelSpec | Backend],
+    models: ModelLike | Sequence[ModelLike],
     *,
     options: RunOptions | None = None,
     shot_pools: Mapping[str, Sequence[Item]] | None = None,
@@ -157,203 +209,142 @@ def run(
     trial and write the run directory (``results.parquet``, ``summary.json``,
     ``summary.md``, ``config.json``, ``provenance.json``) if ``options.out`` is set.
 
-    ``columns`` are study columns (:class:`~steadyeval.results.StudyColumn`) lifted from the
-    items' metadata into typed columns of the table.
+    ``models`` is a model spec (``"hf:gpt2"``), a backend, or a list of them. ``columns``
+    are study columns (:class:`~steadyeval.results.StudyColumn`) lifted from the items'
+    metadata into typed columns of the table.
 
     With ``dry_run=True`` nothing is sent: the plan's counts are returned instead.
     An interrupted run (crash, ``kill -9``, Ctrl-C) keeps every response already cached; the
     same call again resumes and calls the model only for what is missing.
     """
+    block = Block(items, conditions, _as_list(models), shot_pools or {})
+    if dry_run:
+        return run_blocks([block], options=options, dry_run=True, columns=columns)
+    return run_blocks([block], options=options, config=config, columns=columns)
+
+
+@overload
+def run_blocks(
+    blocks: Sequence[Block],
+    *,
+    options: RunOptions | None = ...,
+    dry_run: Literal[False] = ...,
+    config: Mapping[str, Any] | None = ...,
+    columns: Sequence[StudyColumn] = ...,
+) -> RunResult: ...
+@overload
+def run_blocks(
+    blocks: Sequence[Block],
+    *,
+    options: RunOptions | None = ...,
+    dry_run: Literal[True],
+    config: Mapping[str, Any] | None = ...,
+    columns: Sequence[StudyColumn] = ...,
+) -> PlanCounts: ...
+
+
+def run_blocks(
+    blocks: Sequence[Block],
+    *,
+    options: RunOptions | None = None,
+    dry_run: bool = False,
+    config: Mapping[str, Any] | None = None,
+    columns: Sequence[StudyColumn] = (),
+) -> RunResult | PlanCounts:
+    """Run several blocks as one run (see :func:`run`): one plan, one dispatch, one table
+    (rows in block order), one run directory."""
     opts = options or RunOptions()
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
-    backends = _resolve_models(models)
-    expansion: Expansion = expand(items, conditions, shot_pools=shot_pools)
-    fingerprints = {name: b.fingerprint() for name, b in backends.items()}
-    plan = build_plan([(t, requests_for(t)) for t in expansion.trials], fingerprints)
-    for name, kinds in _kinds(plan).items():
-        check_kinds(backends[name], kinds)
+    planned = _plan(blocks)
+    plan, backends = planned.plan, planned.models.by_name
     timings["plan"] = time.perf_counter() - t0
-
     cache = ResponseCache(opts.cache)
     try:
         cached = cache.get_many(list(plan.unique))
         missing = [k for k in plan.unique if k not in cached]
         if dry_run:
-            return _counts(plan, expansion, backends, cached, missing)
-        _preflight(plan, missing, backends)
+            return count_plan(plan, backends, cached, missing, sum(planned.skipped.values()))
+        preflight(plan, missing, backends)
         t1 = time.perf_counter()
         responses = dict(cached)
-        _dispatch(plan, missing, backends, cache, responses, opts)
+        dispatch(
+            plan,
+            missing,
+            backends,
+            cache,
+            responses,
+            batch_size=opts.batch_size,
+            progress=opts.progress,
+            executor=opts.executor,
+        )
         timings["dispatch"] = time.perf_counter() - t1
     finally:
         cache.close()
 
     t2 = time.perf_counter()
-    rid = run_id_for(items, conditions, list(backends), columns)
+    rid = run_id_for(planned.body, columns)
     rows = [row for pt in plan.trials for row in _rows(pt, responses, rid)]
     table = rows_to_table(rows, columns)
     timings["score"] = time.perf_counter() - t2
-    n_sent = len(missing)
-    summary = {
-        "run_id": rid,
-        "schema_version": SCHEMA_VERSION,
-        "n_rows": table.num_rows,
-        "n_items": len(items),
-        "models": list(backends),
-        "conditions": [c.name for c in conditions],
-        "n_skipped": expansion.n_skipped,
-        "skipped": [
-            {"condition": c, "reason": r, "count": n}
-            for (c, r), n in sorted(expansion.skipped.items())
-        ],
-        "plan": {
-            "trials": len(plan.trials),
-            "requests": plan.n_requests,
-            "unique": plan.n_unique,
-            "cache_hits": len(cached),
-            "model_calls": n_sent,
-        },
-        "by_condition": summarize(table),
-    }
+    summary = _summary(table, planned, rid, n_cached=len(cached), n_sent=len(missing))
     run_dir = None
     if opts.out is not None:
         run_dir = Path(opts.out)
-        run_dir.mkdir(parents=True, exist_ok=True)
-        write_results(table, run_dir / "results.parquet")
-        write_json(run_dir / "summary.json", summary, default=str)
-        (run_dir / "summary.md").write_text(summary_markdown(summary), encoding="utf-8")
-        resolved = dict(config or {})
-        resolved.setdefault("models", list(backends))
-        resolved.setdefault("conditions", [c.to_dict() for c in conditions])
-        resolved.setdefault("n_items", len(items))
-        write_json(run_dir / "config.json", {"run_id": rid, **resolved}, default=str)
+        _write(run_dir, table, summary, planned, config)
         timings["total"] = time.perf_counter() - t0
-        counts = {"rows": table.num_rows, "model_calls": n_sent, "cache_hits": len(cached)}
+        fingerprints = {name: b.fingerprint() for name, b in backends.items()}
+        counts = {"rows": table.num_rows, "model_calls": len(missing), "cache_hits": len(cached)}
         write_json(
             run_dir / "provenance.json", provenance(fingerprints, timings, counts), default=str
         )
     return RunResult(table=table, summary=summary, run_dir=run_dir)
 
 
-def _counts(
-    plan: Plan,
-    expansion: Expansion,
-    backends: Mapping[str, Backend],
-    cached: Mapping[str, Response],
-    missing: Sequence[str],
-) -> PlanCounts:
-    by_model: dict[str, list[Request]] = defaultdict(list)
-    per_model: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    for key in missing:
-        model, req = plan.unique[key]
-        by_model[model].append(req)
-    for key, (model, _) in plan.unique.items():
-        per_model[model]["unique_requests"] += 1
-        per_model[model]["cache_hits"] += key in cached
-    tokens, estimated = 0, False
-    for model, reqs in by_model.items():
-        texts = [_prompt_text(r) for r in reqs]
-        counted = backends[model].count_tokens(texts)
-        if counted is None:
-            estimated = True
-            counted = [max(1, len(t) // 4) for t in texts]
-        tokens += sum(counted)
-        per_model[model]["to_send"] = len(reqs)
-    rows = sum(_n_samples(pt) for pt in plan.trials)
-    return PlanCounts(
-        trials=len(plan.trials),
-        rows=rows,
-        requests=plan.n_requests,
-        unique_requests=plan.n_unique,
-        cache_hits=len(cached),
-        to_send=len(missing),
-        input_tokens=tokens,
-        input_tokens_estimated=estimated,
-        skipped=expansion.n_skipped,
-        per_model={m: dict(v) for m, v in per_model.items()},
-    )
+def _summary(
+    table: pa.Table, planned: _Planned, rid: str, *, n_cached: int, n_sent: int
+) -> dict[str, Any]:
+    plan = planned.plan
+    return {
+        "run_id": rid,
+        "schema_version": SCHEMA_VERSION,
+        "n_rows": table.num_rows,
+        "n_items": len(planned.items),
+        "models": list(planned.models.by_name),
+        "conditions": planned.conditions,
+        "n_skipped": sum(planned.skipped.values()),
+        "skipped": [
+            {"condition": c, "reason": r, "count": n}
+            for (c, r), n in sorted(planned.skipped.items())
+        ],
+        "plan": {
+            "trials": len(plan.trials),
+            "requests": plan.n_requests,
+            "unique": plan.n_unique,
+            "cache_hits": n_cached,
+            "model_calls": n_sent,
+        },
+        "by_condition": summarize(table),
+    }
 
 
-def _preflight(plan: Plan, missing: Sequence[str], backends: Mapping[str, Backend]) -> None:
-    """Let backends that can check a capability up front (e.g. an API server's log-probs) do
-    so before any work of the run is sent."""
-    for name, backend in backends.items():
-        check = getattr(backend, "preflight", None)
-        if check is None:
-            continue
-        todo = [plan.unique[k][1] for k in missing if plan.unique[k][0] == name]
-        if todo:
-            check(todo)
-
-
-def _n_samples(pt: PlannedTrial) -> int:
-    return len(get_scoring(pt.trial.condition.scoring).samples(len(pt.keys)))
-
-
-def _dispatch(
-    plan: Plan,
-    missing: Sequence[str],
-    backends: Mapping[str, Backend],
-    cache: ResponseCache,
-    responses: dict[str, Response],
-    opts: RunOptions,
+def _write(
+    run_dir: Path,
+    table: pa.Table,
+    summary: dict[str, Any],
+    planned: _Planned,
+    config: Mapping[str, Any] | None,
 ) -> None:
-    executor = opts.executor or LocalExecutor()
-    groups: dict[tuple[str, RequestKind], list[str]] = defaultdict(list)
-    for key in missing:
-        model, req = plan.unique[key]
-        groups[(model, req.kind)].append(key)
-    for keys in groups.values():
-        # A prefix sort: requests sharing a prompt prefix (one item under several formats,
-        # all options of a question) land in the same batch, so a backend that shares
-        # prefixes computes each once. Ties keep plan order, so dispatch is deterministic.
-        keys.sort(key=lambda k: _prompt_text(plan.unique[k][1]))
-    show = sys.stderr.isatty() if opts.progress is None else opts.progress
-    with Progress(total=plan.n_unique, cached=plan.n_unique - len(missing), enabled=show) as bar:
-        for (model, kind), keys in groups.items():
-            backend = backends[model]
-            if kind == "score":  # keep prefix groups together for shared-prefix scoring
-                texts = [_prompt_text(plan.unique[k][1]) for k in keys]
-                chunks = _chunks(keys, texts, opts.batch_size)
-            else:
-                chunks = [
-                    keys[i : i + opts.batch_size] for i in range(0, len(keys), opts.batch_size)
-                ]
-            requests = [[plan.unique[k][1] for k in chunk] for chunk in chunks]
-            for index, got in executor.run(backend, kind, requests):
-                chunk = chunks[index]
-                cache.put_many((k, model, kind, r) for k, r in zip(chunk, got, strict=True))
-                responses.update(zip(chunk, got, strict=True))
-                bar.advance(len(chunk), model=model)
-
-
-def _chunks(keys: Sequence[str], texts: Sequence[str], size: int) -> list[list[str]]:
-    """Batches of about ``size`` prefix-sorted requests, cut where a request shares little
-    prefix with the one before (so one item's formats and options stay together), and never
-    longer than four times ``size``."""
-
-    def shared(a: str, b: str) -> int:
-        n = 0
-        for x, y in zip(a, b, strict=False):
-            if x != y:
-                break
-            n += 1
-        return n
-
-    chunks: list[list[str]] = []
-    current: list[str] = []
-    for i, key in enumerate(keys):
-        if current and len(current) >= size:
-            prev, text = texts[i - 1], texts[i]
-            related = shared(prev, text) * 2 >= min(len(prev), len(text)) > 0
-            if not related or len(current) >= 4 * size:
-                chunks.append(current)
-                current = []
-        current.append(key)
-    if current:
-        chunks.append(current)
-    return chunks
+    run_dir.mkdir(parents=True, exist_ok=True)
+    write_results(table, run_dir / "results.parquet")
+    write_json(run_dir / "summary.json", summary, default=str)
+    (run_dir / "summary.md").write_text(summary_markdown(summary), encoding="utf-8")
+    resolved = dict(config or {})
+    resolved.setdefault("models", list(planned.models.by_name))
+    if len(planned.body) == 1:
+        resolved.setdefault("conditions", planned.body[0]["conditions"])
+    resolved.setdefault("n_items", len(planned.items))
+    write_json(run_dir / "config.json", {"run_id": summary["run_id"], **resolved}, default=str)
 
 
 def _rows(pt: PlannedTrial, responses: Mapping[str, Response], run_id: str) -> list[ResultRow]:

@@ -21,6 +21,7 @@ import yaml
 from ..._errors import ConfigError
 from ..._json import write_json
 from ...items import Item, canonical_json
+from ...models import load_backend
 from ...results import read_results, write_results
 from ...stats import KFold, MDLSplits, MultiSplits, StatsInputError
 from ._analysis import analyze
@@ -455,7 +456,7 @@ def _design(
     return {
         "task": task.name,
         "method": method.name,
-        "model": model,
+        "model": load_backend(model).identity(),
         "grid": info_grid(grid),
         "strategies": list(config.strategies),
         "k": config.k,

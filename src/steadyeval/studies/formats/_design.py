@@ -35,6 +35,7 @@ import numpy as np
 from ..._errors import ConfigError
 from ...conditions import FORMATS, TEMPLATES, Condition, Format, Generation, Template
 from ...items import Item
+from ...models import Backend
 from ...scoring import GENERATE, normalize_answer
 from ._squad import SquadData, SquadParagraph, SquadQuestion
 
@@ -425,17 +426,20 @@ def build_conditions(opts: FormatsDesignOptions) -> tuple[list[Condition], list[
 
 
 def check_template(
-    models: Sequence[str], template: str
+    backends: Sequence[Backend], template: str
 ) -> Literal["unifiedqa", "unifiedqa-title", "qa"]:
-    """Resolve ``template="auto"``: UnifiedQA's encoding when every model is a UnifiedQA."""
+    """Resolve ``template="auto"`` from the models' declared input format
+    (:class:`~steadyeval.models.Capabilities`): UnifiedQA's encoding when every model expects
+    it, the plain ``qa`` template when none does."""
     if template != "auto":
         return template  # type: ignore[return-value]
-    uqa = ["unifiedqa" in m.lower() for m in models]
+    uqa = [b.capabilities.input_format == "unifiedqa" for b in backends]
     if all(uqa):
         return "unifiedqa"
     if not any(uqa):
         return "qa"
     raise ConfigError(
         "template: auto cannot serve UnifiedQA and other models in one study "
-        f"({', '.join(models)}); set template to unifiedqa, unifiedqa-title or qa"
+        f"({', '.join(b.identity() for b in backends)}); set template to unifiedqa, "
+        "unifiedqa-title or qa"
     )

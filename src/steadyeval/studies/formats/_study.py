@@ -31,14 +31,15 @@ __all__ = ["formats_design", "reanalyze_formats", "run_formats_study"]
 STUDY = "formats"
 
 
-def formats_design(config: FormatsConfig) -> StudyDesign:
-    """Items and conditions for ``config`` (loads the data; calls no model).
+def formats_design(config: FormatsConfig, backends: Sequence[Backend]) -> StudyDesign:
+    """Items and conditions for ``config`` (loads the data; calls no model). ``backends``
+    are the models' (``template: auto`` follows their declared input format).
 
     ``design.info`` holds what the analysis needs besides the table: the seed, the
     conditions' roles, the noise-floor pair, and how the items were chosen (counts of
     qualifying, skipped and article-fallback questions).
     """
-    template = check_template(config.models, config.template)
+    template = check_template(backends, config.template)
     data = load_squad(config.data, split=config.split)
     built = build_items(
         data,
@@ -136,8 +137,8 @@ def run_formats_study(
     into ``out``. With ``dry_run`` nothing is sent: the plan's counts are returned. The
     optional determinism check (``config.determinism`` questions) always calls the model.
     """
-    design = formats_design(config)
     backends = [load_backend(m) for m in config.models]
+    design = formats_design(config, backends)
     options = RunOptions(out=out, cache=cache, progress=progress)
     if not dry_run and config.determinism:
         greedy = [

@@ -280,13 +280,13 @@ class _Counter:
 def _counters(backends: Sequence[Backend]) -> tuple[list[_Counter], list[str], dict[str, int]]:
     counters, unchecked, lengths = [], [], {}
     for b in backends:
-        limit = getattr(b, "max_length", None)
+        limit = b.capabilities.max_length
         can_count = b.count_tokens(["a"]) is not None
-        if isinstance(limit, int) and limit > 0 and can_count:
+        if limit is not None and limit > 0 and can_count:
             counters.append(_Counter(b, limit))
-            lengths[str(b.spec)] = limit
+            lengths[b.identity()] = limit
         else:
-            unchecked.append(str(b.spec))
+            unchecked.append(b.identity())
     return counters, unchecked, lengths
 
 
@@ -343,7 +343,7 @@ def fit_shots(
     few = [c for c in conditions if c.shots.n > 0 and c.scoring != "prompt-logprob"]
     top = max((c.shots.n for c in few), default=0)
     counters, unchecked, lengths = _counters(backends)
-    checked = tuple(str(c.backend.spec) for c in counters)
+    checked = tuple(c.backend.identity() for c in counters)
     if not few or not counters:
         return ShotFit({}, checked, tuple(unchecked), (), lengths)
     caps: dict[str, int] = {}

@@ -21,7 +21,6 @@ from ._design import (
 )
 from ._render import render_sensitivity
 from ._report import REGIMES, sensitivity_report, sensitivity_report_sections
-from ._slots import SLOT, SlotReader, fills_slots, split_slot
 from ._study import (
     STUDY,
     load_templates,
@@ -41,7 +40,6 @@ from ._tensor import (
 __all__ = [
     "PROMPT_SETS",
     "REGIMES",
-    "SLOT",
     "STUDY",
     "AnalysisOptions",
     "Correctness",
@@ -50,12 +48,10 @@ __all__ = [
     "ProbeOptions",
     "Relation",
     "SensitivityWarning",
-    "SlotReader",
     "adjusted_scores",
     "analyze_sensitivity",
     "analyze_tensor",
     "draw_subsets",
-    "fills_slots",
     "load_aliases",
     "load_probes",
     "load_templates",
@@ -69,7 +65,6 @@ __all__ = [
     "sensitivity_design",
     "sensitivity_report",
     "sensitivity_report_sections",
-    "split_slot",
     "task_design",
     "template_names",
     "template_scores",

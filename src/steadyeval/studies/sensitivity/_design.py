@@ -31,11 +31,11 @@ import numpy as np
 from ..._errors import ConfigError
 from ...conditions import FORMATS, Condition, Format, Generation, Template
 from ...items import Item
+from ...models import split_slot
 from ...results import StudyColumn
 from ...scoring import GENERATE, OPTION_LOGPROB
 from .._common import StudyDesign
 from ._data import Fact, ProbeData, Relation
-from ._slots import split_slot
 
 __all__ = [
     "AnalysisOptions",

@@ -10,14 +10,13 @@ from typing import Any
 from ..._errors import ConfigError, DataError
 from ...conditions import Template
 from ...items import load_jsonl
-from ...models import Backend, ModelSpec, load_backend
+from ...models import Backend, ModelSpec
 from ...run import PlanCounts, RunOptions
 from .._common import StudyDesign, StudyResult, reanalyze, run_study
 from ._analysis import analyze_sensitivity
 from ._data import load_aliases, load_probes, load_vocab
 from ._design import AnalysisOptions, ProbeOptions, probe_design, task_design
 from ._render import render_sensitivity
-from ._slots import SlotReader, fills_slots
 
 __all__ = [
     "STUDY",
@@ -150,18 +149,6 @@ def _limit_task(items: Sequence[Any], limit: int) -> list[Any]:
     return out
 
 
-def _backends(
-    models: Sequence[str | ModelSpec | Backend], kind: str
-) -> list[str | ModelSpec | Backend]:
-    if kind != "probes":
-        return list(models)
-    out: list[str | ModelSpec | Backend] = []
-    for m in models:
-        backend = m if isinstance(m, Backend) else load_backend(m)
-        out.append(backend if fills_slots(backend) else SlotReader(backend))
-    return out
-
-
 def run_sensitivity_study(
     design: StudyDesign,
     models: Sequence[str | ModelSpec | Backend],
@@ -173,17 +160,16 @@ def run_sensitivity_study(
     """Run ``design`` on ``models`` and analyse the table (see :func:`analyze_sensitivity`).
 
     For factual probes, models that do not fill a ``[Y]`` slot themselves (every backend but
-    masked LMs) are wrapped in a :class:`SlotReader`, which reads the prompt up to the slot.
+    masked LMs) read the prompt up to the slot (:class:`~steadyeval.models.SlotReader`).
     With one model the study runs; rankings and rank consistency are reported as not
     applicable.
     """
     if not models:
         raise ConfigError("no models given; pass at least one model spec (two for rankings)")
-    backends = _backends(models, str(design.info.get("kind")))
     return run_study(
         STUDY,
         design,
-        backends,
+        models,
         analyze=analyze_sensitivity,
         render=render_sensitivity,
         options=options,

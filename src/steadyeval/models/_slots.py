@@ -1,9 +1,10 @@
-"""Cloze prompts with an answer slot ``[Y]`` for models that read left to right.
+"""The cloze slot ``[Y]``: the one place that defines it, and how a backend that cannot fill
+it is made to read slot prompts.
 
-A probe's prompt keeps the template's ``[Y]`` (``"Dante was born in [Y] ."``): a masked LM's
-backend puts its mask token there. A causal LM cannot look past the slot, so
-:class:`SlotReader` wraps its backend and, for every top-k request whose prompt holds
-``[Y]``:
+A cloze prompt keeps its template's ``[Y]`` (``"Dante was born in [Y] ."``). A backend that
+fills the slot itself declares ``Capabilities(fills_slots=True)`` (masked LMs put their mask
+token there). Every other backend is wrapped by :func:`with_slots` in a :class:`SlotReader`,
+which, for each top-k request whose prompt holds ``[Y]``:
 
 * without candidates, asks for the next token after the text before the slot (trailing
   whitespace removed, so GPT-2 style tokens such as ``" Florence"`` are predicted);
@@ -11,32 +12,31 @@ backend puts its mask token there. A causal LM cannot look past the slot, so
   ``whitespace-before-slot + candidate`` after the text before the slot (score requests, so
   multi-token candidates are scored whole).
 
-The text after the slot is dropped — exact when only punctuation follows (``" ."``), an
-approximation otherwise (e.g. ``"[Y] native [X] ."`` reads as an empty context); the design
-records which templates end at the slot. Requests without a slot pass through unchanged.
-The wrapper's fingerprint extends the model's, so its cached responses never mix with those of
-the plain backend.
+The text after the slot is dropped: exact when only punctuation follows (``" ."``), an
+approximation otherwise. Requests without a slot pass through unchanged. The reader keeps the
+backend's fingerprint and identity: a backend without slot filling is always read this way.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ...models import Backend, ModelSpec
-from ...requests import (
+from ..requests import (
     GenerateRequest,
     GenerateResponse,
+    Request,
     RequestKind,
     ScoreRequest,
     ScoreResponse,
     TopKRequest,
     TopKResponse,
 )
+from ._backend import Backend, BaseBackend, Capabilities
 
-__all__ = ["SLOT", "SlotReader", "fills_slots", "split_slot"]
+__all__ = ["SLOT", "SlotReader", "split_slot", "with_slots"]
 
+#: The literal that marks the answer's place in a cloze prompt.
 SLOT = "[Y]"
-_VERSION = "slot-reader-1"
 
 
 def split_slot(prompt: str) -> tuple[str, str, str]:
@@ -47,29 +47,42 @@ def split_slot(prompt: str) -> tuple[str, str, str]:
     return context, before[len(context) :], after
 
 
-def fills_slots(backend: Backend) -> bool:
-    """True for backends that fill ``[Y]`` themselves (masked LMs)."""
-    return getattr(backend, "kind", None) == "hf-masked" or bool(
-        getattr(backend, "fills_slots", False)
-    )
+def with_slots(backend: Backend) -> Backend:
+    """``backend`` itself when it fills slots, else a :class:`SlotReader` around it."""
+    if backend.capabilities.fills_slots or isinstance(backend, SlotReader):
+        return backend
+    return SlotReader(backend)
 
 
-class SlotReader:
+class SlotReader(BaseBackend):
     """A backend wrapper that reads ``[Y]`` cloze prompts left to right (see module doc)."""
 
     def __init__(self, inner: Backend) -> None:
         self.inner = inner
-        self.spec: ModelSpec = inner.spec
+        self.spec = inner.spec
 
     @property
     def supported_kinds(self) -> frozenset[RequestKind]:
         return self.inner.supported_kinds
 
+    @property
+    def capabilities(self) -> Capabilities:
+        return self.inner.capabilities
+
+    def identity(self) -> str:
+        return self.inner.identity()
+
     def fingerprint(self) -> str:
-        return f"{self.inner.fingerprint()}+{_VERSION}"
+        return self.inner.fingerprint()
 
     def count_tokens(self, texts: Sequence[str]) -> list[int] | None:
         return self.inner.count_tokens([split_slot(t)[0] if SLOT in t else t for t in texts])
+
+    def preflight(self, requests: Sequence[Request]) -> None:
+        self.inner.preflight(requests)
+
+    def close(self) -> None:
+        self.inner.close()
 
     def score(self, requests: Sequence[ScoreRequest]) -> list[ScoreResponse]:
         return self.inner.score(requests)
@@ -79,22 +92,18 @@ class SlotReader:
 
     def top_k(self, requests: Sequence[TopKRequest]) -> list[TopKResponse]:
         out: list[TopKResponse | None] = [None] * len(requests)
-        plain: list[int] = []
-        ranked: list[int] = []
-        for i, r in enumerate(requests):
-            (ranked if r.candidates and SLOT in r.prompt else plain).append(i)
+        plain = [i for i, r in enumerate(requests) if not (r.candidates and SLOT in r.prompt)]
+        ranked = [i for i, r in enumerate(requests) if r.candidates and SLOT in r.prompt]
         if plain:
             reqs = [
                 TopKRequest(
-                    prompt=split_slot(requests[i].prompt)[0]
-                    if SLOT in requests[i].prompt
-                    else requests[i].prompt,
-                    k=requests[i].k,
-                    chat=requests[i].chat,
-                    system=requests[i].system,
-                    candidates=requests[i].candidates,
+                    prompt=split_slot(r.prompt)[0] if SLOT in r.prompt else r.prompt,
+                    k=r.k,
+                    chat=r.chat,
+                    system=r.system,
+                    candidates=r.candidates,
                 )
-                for i in plain
+                for r in (requests[i] for i in plain)
             ]
             for i, resp in zip(plain, self.inner.top_k(reqs), strict=True):
                 out[i] = resp
