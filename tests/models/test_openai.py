@@ -35,7 +35,6 @@ from steadyeval import (
 )
 from steadyeval.cache import ResponseCache
 from steadyeval.cli import main
-from steadyeval.models import parse_model_spec
 from steadyeval.models._openai import (
     _PROBE_PROMPT,
     PromptLogprobs,

@@ -20,18 +20,17 @@ from steadyeval.reports import (
     Note,
     Paragraph,
     Preformatted,
-    ReportContext,
     ReportOptions,
     Section,
     Table,
     build_report,
     context_from_table,
-    register_section,
     render_html,
     render_markdown,
 )
 from steadyeval.reports._agreement import noise_floor
 from steadyeval.results import write_results
+from steadyeval.studies import Study, StudyConfig, StudyDesign, register_study
 from tests.results_table import table_of
 
 
@@ -348,24 +347,46 @@ def test_html_size_is_bounded_by_the_item_limit() -> None:
     assert page.count("y" * 99) == 200
 
 
-def _demo_sections(ctx: ReportContext) -> list[Section]:
-    flips = ctx.analysis["flips"]
-    return [
-        Section.of(
-            "demo-study",
-            "Demo study",
-            [
-                Paragraph(f"{flips} items flip."),
-                Table("Flips", (Column("flips", "int"),), ((flips,),)),
-            ],
-            source="demo study",
-        )
-    ]
+class _DemoStudy(Study):
+    """A study for this test only: its sections show one number of its analysis."""
+
+    name = "demo_unit_study"
+    question = "a demo"
+    config = StudyConfig
+
+    def design(self, config: Any, backends: Any, options: Any) -> StudyDesign:
+        return StudyDesign(blocks=())
+
+    def analyze(self, table: Any, info: Any) -> dict[str, Any]:
+        return {"flips": 48}
+
+    def sections(self, analysis: Any, info: Any, *, figures: bool = True) -> list[Section]:
+        flips = analysis["flips"]
+        return [
+            Section.of(
+                "demo-study",
+                "Demo study",
+                [
+                    Paragraph(f"{flips} items flip."),
+                    Table("Flips", (Column("flips", "int"),), ((flips,),)),
+                ],
+                source="demo study",
+            )
+        ]
+
+
+class _BrokenStudy(_DemoStudy):
+    name = "demo_broken_study"
+
+    def sections(self, analysis: Any, info: Any, *, figures: bool = True) -> list[Section]:
+        raise KeyError("rates")
 
 
 def test_registered_study_sections_appear_in_every_format() -> None:
-    register_section("demo_unit_study", _demo_sections)
-    register_section("demo_unit_study", _demo_sections)  # idempotent
+    study = register_study(_DemoStudy(), replace=True)
+    assert register_study(study) is study  # the same object again: no error
+    with pytest.raises(ValueError, match="already registered"):
+        register_study(_DemoStudy())
     table = table_of(_rows({"a": A, "b": B}))
     ctx = context_from_table(table, {"study": "demo_unit_study", "analysis": {"flips": 48}})
     report = build_report(ctx)
@@ -373,15 +394,9 @@ def test_registered_study_sections_appear_in_every_format() -> None:
     assert ids[:2] == ["headline", "demo-study"] and ids.count("demo-study") == 1
     assert "48 items flip." in render_html(report)
     assert "## Demo study" in render_markdown(report)
-
-    def broken(ctx: ReportContext) -> list[Section]:
-        raise KeyError("rates")
-
-    register_section("demo_broken_study", broken)
-    with pytest.raises(RuntimeError, match="broken of study 'demo_broken_study' failed"):
+    register_study(_BrokenStudy(), replace=True)
+    with pytest.raises(RuntimeError, match="sections of study 'demo_broken_study' failed"):
         build_report(context_from_table(table, {"study": "demo_broken_study"}))
-    with pytest.raises(ValueError, match="non-empty string"):
-        register_section("", _demo_sections)
 
 
 def test_study_without_sections_shows_its_summary_md(tmp_path: Path) -> None:

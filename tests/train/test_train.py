@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 import torch
 
+from steadyeval import ConfigError
 from steadyeval.models import load_backend
 from steadyeval.models._tiny import DEFAULT_CORPUS, build_tiny_model
-from steadyeval.requests import ScoreRequest
+from steadyeval.requests import ClassifyRequest, ScoreRequest
 from steadyeval.train import (
     MANIFEST,
     CheckpointStore,
@@ -22,7 +23,6 @@ from steadyeval.train import (
     TrainOutcome,
     checkpoint_key,
     checkpoint_spec,
-    cls_logprobs,
     score_masked,
     train_cls,
     train_pet,
@@ -143,7 +143,11 @@ def test_cls_head_trains_and_scores(tiny_bert: Path, tmp_path: Path) -> None:
     )
     assert outcome.best_dev is not None
     test = data(32, 2)
-    logps = cls_logprobs(tmp_path / "cls", test, n_labels=2)
+    # The checkpoint is an ordinary model: the hf-classifier backend answers classify requests.
+    head = load_backend(f"hf:{tmp_path / 'cls'}")
+    assert head.supported_kinds == frozenset({"classify"})
+    got = head.classify([ClassifyRequest(e.inputs) for e in test])
+    logps = [list(r.logprobs) for r in got]
     assert all(sum(torch.tensor(lp).exp()) == pytest.approx(1.0, abs=1e-5) for lp in logps)
     assert _accuracy(logps, [PromptExample("[Y]", ("a", "b"), e.gold) for e in test]) > 0.7
     # A multiple-choice head (COPA-style: one input pair per choice).
@@ -160,7 +164,11 @@ def test_cls_head_trains_and_scores(tiny_bert: Path, tmp_path: Path) -> None:
         seed=0,
         out_dir=tmp_path / "mc",
     )
-    assert len(cls_logprobs(tmp_path / "mc", choice[:3], n_labels=None)[0]) == 2
+    mc = load_backend(f"hf-classifier:{tmp_path / 'mc'}")
+    (resp,) = mc.classify([ClassifyRequest(choice[0].inputs, choices=True)])
+    assert len(resp.logprobs) == 2 and resp.n_input_tokens > 0
+    with pytest.raises(ConfigError, match="this head takes one pair per choice"):
+        mc.classify([ClassifyRequest(choice[0].inputs[:1])])
 
 
 def test_checkpoint_store_trains_once_and_survives_a_crash(tmp_path: Path) -> None:

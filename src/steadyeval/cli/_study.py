@@ -1,22 +1,170 @@
-"""``steadyeval study``: a group; each study's command lives in ``_study_<name>.py``."""
+"""``steadyeval study NAME``: one command per registered study, built from the study's config.
+
+Each field of a study's config (pydantic) becomes an option: ``--field-name`` (or the flag a
+field names), typed from its annotation, its help from the field's description. Lists repeat
+(or take comma-separated values where the field says so); a nested config exposes the flags
+it names. A CONFIG file (YAML) holds the same keys; flags override it. The shared options
+(``--out``, ``--cache``, ``--dry-run``, ``--no-progress``) come last.
+"""
 
 from __future__ import annotations
 
-import importlib
+import types
+import typing
+from pathlib import Path
+from typing import Any, Literal, get_args, get_origin
 
 import click
+from pydantic import BaseModel
+from pydantic.fields import FieldInfo
+
+from ..run import PlanCounts, RunOptions
+from ..studies import Study, get_study, run_study, study_names
+from ._options import check_out, echo_counts, echo_footer, shared_options
+
+__all__ = ["study_command", "study_group"]
+
+# (config key, nested key or None, how to read the value)
+_Dest = tuple[str, str | None, str]
 
 
-@click.group("study")
+def _unwrap(annotation: Any) -> Any:
+    """``X | None`` → ``X``; a union of several types → ``str``."""
+    if get_origin(annotation) in (typing.Union, types.UnionType):
+        args = [a for a in get_args(annotation) if a is not type(None)]
+        return args[0] if len(args) == 1 else str
+    return annotation
+
+
+def _click_type(annotation: Any, extra: dict[str, Any]) -> Any:
+    if get_origin(annotation) is Literal:
+        return click.Choice([*map(str, get_args(annotation)), *extra.get("aliases", [])])
+    if annotation in (int, float):
+        return annotation
+    return str
+
+
+def _help(field: FieldInfo) -> str:
+    text = field.description or ""
+    default = field.default
+    if default not in (None, [], (), False) and not field.is_required():
+        shown = ",".join(map(str, default)) if isinstance(default, list | tuple) else default
+        text += f" [default: {shown}]"
+    return text
+
+
+def _options(name: str, field: FieldInfo) -> list[tuple[click.Option, _Dest]]:
+    extra: dict[str, Any] = dict(field.json_schema_extra or {})  # type: ignore[arg-type]
+    if extra.get("cli") is False:
+        return []
+    annotation = _unwrap(field.annotation)
+    flag = "--" + str(extra.get("flag", name.replace("_", "-")))
+    dest = name.replace("-", "_")
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        out = []
+        for sub, sub_flag in dict(extra.get("flags", {})).items():
+            sub_field = annotation.model_fields[sub]
+            opt = click.Option(
+                [f"--{sub_flag}", f"{dest}__{sub}"],
+                type=_click_type(_unwrap(sub_field.annotation), {}),
+                help=sub_field.description,
+            )
+            out.append((opt, (name, sub, "value")))
+        return out
+    meta = {"metavar": extra["metavar"]} if "metavar" in extra else {}
+    if annotation is bool:
+        how = "invert" if extra.get("invert") else "flag"
+        return [
+            (click.Option([flag, dest], is_flag=True, help=field.description), (name, None, how))
+        ]
+    if get_origin(annotation) is list:
+        (inner,) = get_args(annotation)
+        comma = bool(extra.get("comma"))
+        opt = click.Option(
+            [flag, dest],
+            multiple=True,
+            type=str if comma else _click_type(inner, extra),
+            help=_help(field) + ("" if comma else " Repeatable."),
+            **meta,
+        )
+        return [(opt, (name, None, "comma" if comma else "list"))]
+    opt = click.Option([flag, dest], type=_click_type(annotation, extra), help=_help(field), **meta)
+    return [(opt, (name, None, "value"))]
+
+
+def _overrides(values: dict[str, Any], dests: dict[str, _Dest]) -> dict[str, Any]:
+    """The config keys the user gave on the command line."""
+    out: dict[str, Any] = {}
+    for param, (key, sub, how) in dests.items():
+        value = values.get(param)
+        if value is None or value == () or value is False:
+            continue
+        if how == "invert":
+            value = False
+        elif how == "comma":
+            value = [v.strip() for part in value for v in part.split(",") if v.strip()]
+        elif how == "list":
+            value = list(value)
+        if sub is not None:
+            out.setdefault(key, {})[sub] = value
+        else:
+            out[key] = value
+    return out
+
+
+def study_command(study: Study) -> click.Command:
+    """The ``steadyeval study NAME`` command of ``study``."""
+    made = [o for n, f in study.config.model_fields.items() for o in _options(n, f)]
+    dests = {opt.name: dest for opt, dest in made if opt.name is not None}
+
+    def callback(config: Path | None, **values: Any) -> None:
+        out, dry_run, cache = values.pop("out"), values.pop("dry_run"), values.pop("cache")
+        quiet = values.pop("no_progress") | values.pop("quiet")
+        check_out(out, dry_run)
+        cfg = study.load_config(config, _overrides(values, dests))
+        options = RunOptions(out=out, cache=cache, progress=False if quiet else None)
+        result = run_study(study, cfg, options=options, dry_run=dry_run)
+        if isinstance(result, PlanCounts):
+            echo_counts(result)
+            return
+        click.echo(study.markdown(result.analysis, result.summary["design"]))
+        echo_footer(result.summary, result.run_dir)
+
+    doc = (study.__doc__ or study.question).strip()
+    example = getattr(study, "example", "")
+    help_text = f"{doc}\n\nA CONFIG file (YAML) holds the same keys; flags override it."
+    if example:
+        help_text += f"\n\n\b\nExample:\n{example}"
+    command = click.Command(
+        study.name,
+        callback=callback,
+        params=[
+            click.Argument(
+                ["config"], required=False, type=click.Path(dir_okay=False, path_type=Path)
+            ),
+            *(opt for opt, _ in made),
+        ],
+        help=help_text,
+        short_help=study.question,
+    )
+    command.params += shared_options()
+    command.params.append(click.Option(["--quiet"], is_flag=True, hidden=True))  # old name
+    return command
+
+
+class _StudyGroup(click.Group):
+    """Lists every registered study; builds a study's command when it is asked for (so
+    ``steadyeval --help`` imports no study)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return study_names()
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in study_names():
+            return None
+        return study_command(get_study(name))
+
+
+@click.group("study", cls=_StudyGroup)
 def study_group() -> None:
     """Run one of the studies (each writes a run directory with its analysis)."""
-
-
-for _name in ("formats", "sensitivity", "knowledge", "fewshot"):
-    try:
-        _module = importlib.import_module(f"steadyeval.cli._study_{_name}")
-    except ModuleNotFoundError as _exc:
-        if _exc.name != f"steadyeval.cli._study_{_name}":
-            raise
-        continue
-    study_group.add_command(_module.command)

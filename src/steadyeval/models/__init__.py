@@ -11,11 +11,15 @@ from ._backend import (
     registered_backends,
     spec_identity,
 )
+from ._hf_classifier import classifier_logits
+from ._hf_common import RUN_ONLY as HF_RUN_OPTIONS
+from ._hf_common import model_folder
 from ._slots import SLOT, SlotReader, split_slot, with_slots
 from ._spec import ModelSpec, parse_model_spec
 from ._tiny import TINY_ARCHS, build_tiny_model
 
 __all__ = [
+    "HF_RUN_OPTIONS",
     "SLOT",
     "TINY_ARCHS",
     "Backend",
@@ -26,7 +30,9 @@ __all__ = [
     "SlotReader",
     "build_tiny_model",
     "check_kinds",
+    "classifier_logits",
     "load_backend",
+    "model_folder",
     "parse_model_spec",
     "register_backend",
     "registered_backends",

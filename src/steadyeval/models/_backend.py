@@ -10,6 +10,8 @@ from urllib.parse import urlencode
 
 from .._errors import ModelSpecError, UnsupportedRequestError
 from ..requests import (
+    ClassifyRequest,
+    ClassifyResponse,
     GenerateRequest,
     GenerateResponse,
     Request,
@@ -104,6 +106,8 @@ class Backend(Protocol):
 
     def top_k(self, requests: Sequence[TopKRequest]) -> list[TopKResponse]: ...
 
+    def classify(self, requests: Sequence[ClassifyRequest]) -> list[ClassifyResponse]: ...
+
     def close(self) -> None:
         """Called by the runner once a run has sent this backend its last request (a
         backend may release what it holds; it must still work if called again)."""
@@ -153,6 +157,9 @@ class BaseBackend:
     def top_k(self, requests: Sequence[TopKRequest]) -> list[TopKResponse]:
         raise self._unsupported("top-k")
 
+    def classify(self, requests: Sequence[ClassifyRequest]) -> list[ClassifyResponse]:
+        raise self._unsupported("classify")
+
 
 BackendFactory = Callable[[ModelSpec], Backend]
 
@@ -162,6 +169,7 @@ _BUILTIN: dict[str, str] = {
     "hf-causal": "steadyeval.models._hf:HFCausalBackend",
     "hf-seq2seq": "steadyeval.models._hf_seq2seq:HFSeq2SeqBackend",
     "hf-masked": "steadyeval.models._hf_masked:HFMaskedBackend",
+    "hf-classifier": "steadyeval.models._hf_classifier:HFClassifierBackend",
     "openai": "steadyeval.models._openai:OpenAIBackend",
     "vllm": "steadyeval.models._vllm:VLLMBackend",
 }

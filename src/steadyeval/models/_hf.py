@@ -48,6 +48,8 @@ def load_hf(spec: ModelSpec) -> Backend:
     archs = " ".join(getattr(config, "architectures", None) or [])
     if getattr(config, "is_encoder_decoder", False):
         kind = "seq2seq"
+    elif "ForSequenceClassification" in archs or "ForMultipleChoice" in archs:
+        kind = "classifier"
     elif "MaskedLM" in archs or config.model_type in {"bert", "roberta", "distilbert", "electra"}:
         kind = "masked"
     else:
@@ -62,7 +64,8 @@ def load_hf(spec: ModelSpec) -> Backend:
             f"model {spec.name!r} is a {kind} model ({config.model_type}); "
             f"this version of steadyeval has no hf-{kind} backend"
         ) from None
-    cls = getattr(module, "HFSeq2SeqBackend" if kind == "seq2seq" else "HFMaskedBackend")
+    names = {"seq2seq": "HFSeq2SeqBackend", "classifier": "HFClassifierBackend"}
+    cls = getattr(module, names.get(kind, "HFMaskedBackend"))
     backend: Backend = cls(spec, _resolved=resolved)
     return backend
 

@@ -20,6 +20,7 @@ from ._spec import ModelSpec
 
 __all__ = [
     "AUTO_BATCH",
+    "HF_BACKENDS",
     "BatchedGeneration",
     "HFBackendBase",
     "HFOptions",
@@ -27,6 +28,7 @@ __all__ = [
     "fingerprint_dir",
     "is_oom",
     "load_config",
+    "model_folder",
     "model_identity",
     "resolve_model_dir",
     "run_with_backoff",
@@ -166,6 +168,25 @@ def resolve_model_dir(spec: ModelSpec, options: HFOptions) -> Path:
             f"Pass a local directory instead, e.g. --model {spec.backend}:/path/to/model "
             "(`steadyeval tiny-model DIR` writes a tiny test model)"
         ) from None
+
+
+#: The backends whose models are ``transformers`` folders (local or hub).
+HF_BACKENDS = frozenset({"hf", "hf-causal", "hf-seq2seq", "hf-masked", "hf-classifier", "vllm"})
+
+
+def model_folder(spec: str | ModelSpec) -> Path:
+    """The local folder of a ``transformers`` model spec: the path itself, or its hub
+    snapshot (see :func:`resolve_model_dir`). Other backends have no folder: an error."""
+    if isinstance(spec, str):
+        from ._spec import parse_model_spec
+
+        spec = parse_model_spec(spec)
+    if spec.backend not in HF_BACKENDS:
+        raise ModelSpecError(
+            f"model {spec}: a transformers model folder is needed here (fine-tuning); give "
+            f"the model as hf:PATH or hf:HUB_NAME, not {spec.backend}:"
+        )
+    return resolve_model_dir(spec, HFOptions.from_spec(spec))
 
 
 def load_config(model_dir: Path, options: HFOptions) -> Any:

@@ -22,6 +22,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..requests import (
+    ClassifyRequest,
+    ClassifyResponse,
     GenerateRequest,
     GenerateResponse,
     Request,
@@ -89,6 +91,9 @@ class SlotReader(BaseBackend):
 
     def generate(self, requests: Sequence[GenerateRequest]) -> list[GenerateResponse]:
         return self.inner.generate(requests)
+
+    def classify(self, requests: Sequence[ClassifyRequest]) -> list[ClassifyResponse]:
+        return self.inner.classify(requests)
 
     def top_k(self, requests: Sequence[TopKRequest]) -> list[TopKResponse]:
         out: list[TopKResponse | None] = [None] * len(requests)

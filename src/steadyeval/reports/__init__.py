@@ -3,7 +3,7 @@
 A :class:`Report` is sections of blocks (paragraphs, notes, tables, bar charts, heatmaps,
 line charts, the per-item table). :func:`build_report` computes the generic sections from
 ``results.parquet`` (and ``summary.json``) and adds the sections a study registered with
-:func:`register_section`. See ``docs/reports.md``.
+:func:`~steadyeval.studies.register_study`. See ``docs/reports.md``.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Literal
 
 from ._build import build_report, context_from_table, load_context, study_sections
-from ._context import ReportContext, ReportOptions, SectionBuilder, register_section
+from ._context import ReportContext, ReportOptions
 from ._html import render_html, script_json
 from ._json import REPORT_JSON_SCHEMA, render_json, report_to_dict
 from ._markdown import render_markdown, sections_markdown
@@ -57,14 +57,12 @@ __all__ = [
     "ReportFormat",
     "ReportOptions",
     "Section",
-    "SectionBuilder",
     "Series",
     "Table",
     "build_report",
     "context_from_table",
     "format_cell",
     "load_context",
-    "register_section",
     "render",
     "render_html",
     "render_json",

@@ -12,7 +12,7 @@ import pyarrow.compute as pc
 from .._errors import ConfigError, DataError
 from ..results import read_results, summary_markdown
 from ._agreement import agreement_section
-from ._context import ReportContext, ReportOptions, read_summary, registered_sections
+from ._context import ReportContext, ReportOptions, read_summary
 from ._items import item_section
 from ._model import Note, Preformatted, Report, Section
 from ._sections import (
@@ -94,8 +94,8 @@ def _study_summary_fallback(ctx: ReportContext) -> list[Section]:
             f"{ctx.study} study: analysis",
             [
                 Note(
-                    f"The {ctx.study} study registers no report sections yet, so its own "
-                    "summary (summary.md) is shown as text."
+                    f"No study called {ctx.study!r} is registered here, so its own summary "
+                    "(summary.md) is shown as text."
                 ),
                 Preformatted(text),
             ],
@@ -105,30 +105,27 @@ def _study_summary_fallback(ctx: ReportContext) -> list[Section]:
 
 
 def study_sections(ctx: ReportContext) -> list[Section]:
-    """Sections contributed by the run's study (see :func:`register_section`); a study that
-    registers none gets its ``summary.md`` analysis shown as text."""
+    """The sections of the run's study (found in the study registry, built from the run's
+    analysis); a study the registry does not know gets its ``summary.md`` shown as text."""
     if ctx.study is None:
         return []
-    builders = registered_sections(ctx.study)
-    if not builders:
+    from ..studies import find_study
+
+    study = find_study(ctx.study)
+    if study is None:
         return _study_summary_fallback(ctx)
-    out: list[Section] = []
-    for builder in builders:
-        try:
-            made = builder(ctx)
-        except Exception as exc:
-            name = getattr(builder, "__qualname__", repr(builder))
-            raise RuntimeError(
-                f"report section builder {name} of study {ctx.study!r} failed: {exc}"
-            ) from exc
-        for sec in made:
-            if not isinstance(sec, Section):
-                raise TypeError(
-                    f"report section builder of study {ctx.study!r} returned "
-                    f"{type(sec).__name__}; expected steadyeval.reports.Section"
-                )
-            out.append(sec)
-    return out
+    design = ctx.summary.get("design")
+    try:
+        made = study.sections(ctx.analysis, design if isinstance(design, dict) else {})
+    except Exception as exc:
+        raise RuntimeError(f"the report sections of study {ctx.study!r} failed: {exc}") from exc
+    for sec in made:
+        if not isinstance(sec, Section):
+            raise TypeError(
+                f"study {ctx.study!r} returned {type(sec).__name__} as a report section; "
+                "expected steadyeval.reports.Section"
+            )
+    return list(made)
 
 
 def build_report(

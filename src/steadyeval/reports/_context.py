@@ -1,10 +1,9 @@
-"""What a section builder sees (the run's table, summary and analysis) and the study registry."""
+"""What a section builder sees: the run's table, summary and analysis."""
 
 from __future__ import annotations
 
-import importlib
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -16,15 +15,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .._errors import ConfigError, DataError
-from ._model import Section
 
-__all__ = [
-    "ReportContext",
-    "ReportOptions",
-    "SectionBuilder",
-    "register_section",
-    "registered_sections",
-]
+__all__ = ["ReportContext", "ReportOptions", "read_summary"]
 
 
 @dataclass(frozen=True)
@@ -140,51 +132,6 @@ def _ordered(declared: Any, column: pd.Series) -> list[str]:  # type: ignore[typ
         taken = set(first)
         return first + [x for x in present if x not in taken]
     return present
-
-
-SectionBuilder = Callable[[ReportContext], Sequence[Section]]
-"""A study's report contributor: sections built from ``ctx.analysis`` (and the table)."""
-
-_REGISTRY: dict[str, list[SectionBuilder]] = {}
-
-
-def register_section(study: str, builder: SectionBuilder) -> SectionBuilder:
-    """Register ``builder`` to add sections to reports of runs whose ``summary["study"]``
-    is ``study``. Registering the same function twice has no effect.
-
-    Parameters
-    ----------
-    study : str
-        The study name written into ``summary.json`` by ``run_study(name, ...)``.
-    builder : callable
-        ``builder(ctx: ReportContext) -> Sequence[Section]``.
-
-    Returns
-    -------
-    callable
-        ``builder`` itself, so this can be used as ``register_section("x", f)`` at import.
-    """
-    if not isinstance(study, str) or not study:
-        raise ConfigError(f"study must be a non-empty string; got {study!r}")
-    if not callable(builder):
-        raise TypeError(f"builder must be callable (ctx) -> sections; got {builder!r}")
-    found = _REGISTRY.setdefault(study, [])
-    if builder not in found:
-        found.append(builder)
-    return builder
-
-
-def registered_sections(study: str) -> list[SectionBuilder]:
-    """Builders for ``study``; imports ``steadyeval.studies.<study>`` first (where studies
-    register themselves) when nothing is registered yet."""
-    if study not in _REGISTRY and study.isidentifier():
-        module = f"steadyeval.studies.{study}"
-        try:
-            importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            if exc.name != module:
-                raise
-    return list(_REGISTRY.get(study, []))
 
 
 def read_summary(run_dir: Path) -> dict[str, Any]:

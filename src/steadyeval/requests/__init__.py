@@ -3,6 +3,8 @@
 from ._plan import Plan, PlannedTrial, build_plan
 from ._request import (
     REQUEST_KINDS,
+    ClassifyRequest,
+    ClassifyResponse,
     GenerateRequest,
     GenerateResponse,
     Request,
@@ -20,6 +22,8 @@ from ._request import (
 
 __all__ = [
     "REQUEST_KINDS",
+    "ClassifyRequest",
+    "ClassifyResponse",
     "GenerateRequest",
     "GenerateResponse",
     "Plan",

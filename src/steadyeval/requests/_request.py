@@ -9,6 +9,8 @@ from typing import Any, ClassVar, Literal
 from ..items import canonical_json
 
 __all__ = [
+    "ClassifyRequest",
+    "ClassifyResponse",
     "GenerateRequest",
     "GenerateResponse",
     "Request",
@@ -23,8 +25,8 @@ __all__ = [
     "response_to_dict",
 ]
 
-RequestKind = Literal["score", "generate", "top-k"]
-REQUEST_KINDS: tuple[RequestKind, ...] = ("score", "generate", "top-k")
+RequestKind = Literal["score", "generate", "top-k", "classify"]
+REQUEST_KINDS: tuple[RequestKind, ...] = ("score", "generate", "top-k", "classify")
 
 
 @dataclass(frozen=True)
@@ -78,7 +80,26 @@ class TopKRequest:
         object.__setattr__(self, "candidates", tuple(self.candidates))
 
 
-Request = ScoreRequest | GenerateRequest | TopKRequest
+@dataclass(frozen=True)
+class ClassifyRequest:
+    """A classification head's log-probabilities for ``inputs``: over its labels for one
+    text pair, or, with ``choices``, over the pairs (one per choice; a multiple-choice
+    head). The second text of a pair may be None."""
+
+    kind: ClassVar[RequestKind] = "classify"
+    inputs: tuple[tuple[str, str | None], ...]
+    choices: bool = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "inputs", tuple((a, b) for a, b in self.inputs))
+        if not self.inputs or (not self.choices and len(self.inputs) != 1):
+            raise ValueError(
+                "a classify request needs one input pair, or one pair per choice with "
+                f"choices=True; got {len(self.inputs)} pair(s), choices={self.choices}"
+            )
+
+
+Request = ScoreRequest | GenerateRequest | TopKRequest | ClassifyRequest
 
 
 @dataclass(frozen=True)
@@ -108,11 +129,19 @@ class TopKResponse:
     truncated: bool = False
 
 
-Response = ScoreResponse | GenerateResponse | TopKResponse
+@dataclass(frozen=True)
+class ClassifyResponse:
+    logprobs: tuple[float, ...]
+    n_input_tokens: int = 0
+    truncated: bool = False
+
+
+Response = ScoreResponse | GenerateResponse | TopKResponse | ClassifyResponse
 _RESPONSE_TYPES: dict[str, type[Any]] = {
     "score": ScoreResponse,
     "generate": GenerateResponse,
     "top-k": TopKResponse,
+    "classify": ClassifyResponse,
 }
 
 
@@ -143,5 +172,7 @@ def response_from_dict(kind: str, data: dict[str, Any]) -> Response:
     cls = _RESPONSE_TYPES[kind]
     if cls is TopKResponse:
         data = {**data, "tokens": tuple(data["tokens"]), "logprobs": tuple(data["logprobs"])}
+    elif cls is ClassifyResponse:
+        data = {**data, "logprobs": tuple(data["logprobs"])}
     resp: Response = cls(**data)
     return resp

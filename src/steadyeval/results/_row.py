@@ -35,8 +35,9 @@ class ResultRow:
     """One row of the results table: an item asked under a condition of a model (one sample).
 
     Fields hold what every run shares (``docs/results.md`` describes each column).
-    ``metadata`` holds the item's own fields (JSON values); a study's columns are lifted from
-    it by :func:`~steadyeval.results.rows_to_table` (see :class:`StudyColumn`).
+    ``metadata`` holds the item's own fields (JSON values); ``tags`` values its run gave all
+    rows of a block (e.g. a study's split). A study's columns are taken from ``tags`` by name,
+    else lifted from ``metadata`` (see :class:`StudyColumn`).
     ``prompt_hash`` is derived from ``prompt`` when the table is built.
     """
 
@@ -81,6 +82,7 @@ class ResultRow:
     gold_options: tuple[int, ...] | None = None
     answerable: bool | None = None
     metadata: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    tags: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
 
     @property
     def prompt_hash(self) -> str | None:
@@ -96,6 +98,7 @@ class ResultRow:
         model: str,
         sample_index: int,
         keys: Sequence[str],
+        tags: Mapping[str, Any] | None = None,
     ) -> ResultRow:
         """The row of one sample of ``trial`` on ``model``, scored as ``scored``."""
         cond, item = trial.condition, trial.item
@@ -142,6 +145,7 @@ class ResultRow:
             gold_options=item.gold_options,
             answerable=item.answerable,
             metadata=item.metadata,
+            tags=tags or MappingProxyType({}),
         )
 
 

@@ -122,8 +122,8 @@ class StudyColumn:
     doc : str
         What it holds, for the docs and the file's schema metadata.
     key : str, optional
-        The item metadata key it is lifted from (default: ``name``). Rows whose item has no
-        such key get null.
+        The item metadata key it is lifted from (default: ``name``) when the row's ``tags``
+        (values a run gives a whole block) do not hold ``name``. Rows with neither get null.
     """
 
     name: str
@@ -189,7 +189,8 @@ def rows_to_table(rows: Sequence[ResultRow], columns: Sequence[StudyColumn] = ()
         arrays.append(pa.array(data, type=f.type))
     fields = list(RESULTS_SCHEMA)
     for c in columns:
-        arrays.append(pa.array([c.value(r.metadata.get(c.source)) for r in rows], _ARROW[c.type]))
+        raw = [r.tags[c.name] if c.name in r.tags else r.metadata.get(c.source) for r in rows]
+        arrays.append(pa.array([c.value(v) for v in raw], _ARROW[c.type]))
         fields.append(pa.field(c.name, _ARROW[c.type], metadata={b"doc": c.doc.encode()}))
     meta = dict(RESULTS_SCHEMA.metadata or {})
     meta[_COLUMNS_KEY] = json.dumps([c.to_dict() for c in columns]).encode()

@@ -1,6 +1,13 @@
 """Run a plan: expand, dedupe, take cached responses, dispatch the rest, score, write."""
 
-from ._config import ConditionConfig, DataConfig, RunConfig, load_run_config, load_yaml_config
+from ._config import (
+    ConditionConfig,
+    DataConfig,
+    RunConfig,
+    load_run_config,
+    load_yaml_config,
+    validate_config,
+)
 from ._dispatch import PlanCounts
 from ._executor import Executor, LocalExecutor, call_backend
 from ._from_config import load_config_data, run_config
@@ -26,4 +33,5 @@ __all__ = [
     "run_blocks",
     "run_config",
     "run_id_for",
+    "validate_config",
 ]

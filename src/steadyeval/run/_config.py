@@ -19,6 +19,7 @@ __all__ = [
     "RunConfig",
     "load_run_config",
     "load_yaml_config",
+    "validate_config",
 ]
 
 
@@ -226,10 +227,10 @@ def _format_errors(
             parent = _model_at(model, loc[:-1])
             allowed = ", ".join(sorted(parent.model_fields)) if parent is not None else "see docs"
             msg = f"unknown key; allowed keys here: {allowed}"
-        elif err["type"] == "literal_error":
-            msg = f"{msg} (got {err.get('input')!r})"
         elif err["type"] == "value_error":
             msg = msg.removeprefix("Value error, ")
+        elif isinstance(err.get("input"), str | int | float | bool):
+            msg = f"{msg} (got {err['input']!r})"
         lines.append(f"{where}: {key}: {msg}")
     more = len(exc.errors()) - 5
     if more > 0:
@@ -296,12 +297,25 @@ def load_yaml_config(
             loaded = {}
         if not isinstance(loaded, dict):
             raise ConfigError(f"{p}: the {what} must be a mapping of keys to values")
-        raw = _resolve_paths(loaded, p.parent)
+        raw = _resolve_paths(loaded, p.parent, _path_keys(model))
     for k, v in (overrides or {}).items():
         if v is not None and v != [] and v != () and v is not False:
             raw[k] = v
+    return validate_config(model, raw, what=what, source=source, root=root)
+
+
+def validate_config(
+    model: type[M],
+    data: Mapping[str, Any],
+    *,
+    what: str = "config",
+    source: str = "<python>",
+    root: Any = None,
+) -> M:
+    """``data`` validated as ``model``; errors raise :class:`ConfigError` naming the key (and,
+    with a YAML ``root``, its line) and what is allowed."""
     try:
-        return model.model_validate(raw)
+        return model.model_validate(dict(data))
     except ValidationError as exc:
         raise ConfigError(
             _format_errors(exc, source=source, root=root, model=model, what=what)
@@ -319,7 +333,17 @@ def load_run_config(
     return load_yaml_config(RunConfig, path, overrides, what="run config")
 
 
-def _resolve_paths(raw: dict[str, Any], base: Path) -> dict[str, Any]:
+def _path_keys(model: type[BaseModel]) -> set[str]:
+    """The model's keys that hold paths (fields marked ``json_schema_extra={"path": True}``)."""
+    keys = {"data"}
+    for name, field in model.model_fields.items():
+        extra = field.json_schema_extra
+        if isinstance(extra, dict) and extra.get("path"):
+            keys.add(name)
+    return keys
+
+
+def _resolve_paths(raw: dict[str, Any], base: Path, keys: set[str]) -> dict[str, Any]:
     """Make relative data paths in a config file relative to the file's folder."""
 
     def fix(value: Any) -> Any:
@@ -330,8 +354,8 @@ def _resolve_paths(raw: dict[str, Any], base: Path) -> dict[str, Any]:
         return value
 
     out = dict(raw)
-    if "data" in out:
-        out["data"] = fix(out["data"])
+    for key in keys & set(out):
+        out[key] = fix(out[key])
     if isinstance(out.get("shot_pools"), dict):
         out["shot_pools"] = {k: fix(v) for k, v in out["shot_pools"].items()}
     if isinstance(out.get("models"), list):

@@ -10,7 +10,15 @@ from dataclasses import dataclass, field
 
 from ..cache import ResponseCache
 from ..models import Backend
-from ..requests import Plan, PlannedTrial, Request, RequestKind, Response
+from ..requests import (
+    ClassifyRequest,
+    Plan,
+    PlannedTrial,
+    Request,
+    RequestKind,
+    Response,
+    ScoreRequest,
+)
 from ..scoring import get_scoring
 from ._executor import Executor, LocalExecutor
 from ._progress import Progress
@@ -35,9 +43,12 @@ class PlanCounts:
 
 
 def prompt_text(req: Request) -> str:
-    if req.kind == "score":
-        return req.context + req.continuation  # type: ignore[union-attr]
-    return req.prompt  # type: ignore[union-attr]
+    """The text a request feeds the model (for prefix order and token estimates)."""
+    if isinstance(req, ScoreRequest):
+        return req.context + req.continuation
+    if isinstance(req, ClassifyRequest):
+        return "\n".join(a + "\n" + (b or "") for a, b in req.inputs)
+    return req.prompt
 
 
 def n_rows(pt: PlannedTrial) -> int:

@@ -12,6 +12,7 @@ from typing import Protocol, cast
 
 from ..models import Backend
 from ..requests import (
+    ClassifyRequest,
     GenerateRequest,
     Request,
     RequestKind,
@@ -32,6 +33,8 @@ def call_backend(
         out = backend.score(cast(Sequence[ScoreRequest], requests))
     elif kind == "generate":
         out = backend.generate(cast(Sequence[GenerateRequest], requests))
+    elif kind == "classify":
+        out = backend.classify(cast(Sequence[ClassifyRequest], requests))
     else:
         out = backend.top_k(cast(Sequence[TopKRequest], requests))
     if len(out) != len(requests):

@@ -66,6 +66,8 @@ class Block:
     conditions: Sequence[Condition]
     models: Sequence[ModelLike]
     shot_pools: Mapping[str, Sequence[Item]] = field(default_factory=dict)
+    #: Values of study columns shared by every row of the block (e.g. which split it is).
+    tags: Mapping[str, Any] = field(default_factory=dict)
 
 
 def _as_list(models: ModelLike | Sequence[ModelLike]) -> list[ModelLike]:
@@ -109,6 +111,7 @@ class _Planned:
     """Every block expanded and planned: trials, the plan, skips, the backends."""
 
     plan: Plan
+    tags: list[Mapping[str, Any]]  # per planned trial, in plan order
     models: _Models
     skipped: Counter[tuple[str, str]]
     conditions: list[str]
@@ -119,6 +122,7 @@ class _Planned:
 def _plan(blocks: Sequence[Block]) -> _Planned:
     models = _Models()
     units: list[tuple[str, str, Trial, Sequence[Request]]] = []
+    tags: list[Mapping[str, Any]] = []
     skipped: Counter[tuple[str, str]] = Counter()
     defined: dict[str, str] = {}  # condition name -> id, across blocks
     items: dict[str, None] = {}
@@ -136,12 +140,14 @@ def _plan(blocks: Sequence[Block]) -> _Planned:
         for name in names:
             fp = models.by_name[name].fingerprint()
             units.extend((name, fp, t, reqs) for t, reqs in asked)
+            tags.extend([block.tags] * len(asked))
         items.update(dict.fromkeys(i.id for i in block.items))
         body.append(
             {
                 "items": [i.hash for i in block.items],
                 "conditions": [c.to_dict() for c in block.conditions],
                 "models": names,
+                **({"tags": dict(block.tags)} if block.tags else {}),
             }
         )
     plan = build_plan(units)
@@ -150,7 +156,7 @@ def _plan(blocks: Sequence[Block]) -> _Planned:
         kinds.setdefault(model, set()).add(req.kind)
     for name, used in kinds.items():
         check_kinds(models.by_name[name], used)
-    return _Planned(plan, models, skipped, list(defined), list(items), body)
+    return _Planned(plan, tags, models, skipped, list(defined), list(items), body)
 
 
 def run_id_for(body: Sequence[Mapping[str, Any]], columns: Sequence[StudyColumn] = ()) -> str:
@@ -284,7 +290,11 @@ def run_blocks(
 
     t2 = time.perf_counter()
     rid = run_id_for(planned.body, columns)
-    rows = [row for pt in plan.trials for row in _rows(pt, responses, rid)]
+    rows = [
+        row
+        for pt, tags in zip(plan.trials, planned.tags, strict=True)
+        for row in _rows(pt, responses, rid, tags)
+    ]
     table = rows_to_table(rows, columns)
     timings["score"] = time.perf_counter() - t2
     summary = _summary(table, planned, rid, n_cached=len(cached), n_sent=len(missing))
@@ -347,7 +357,9 @@ def _write(
     write_json(run_dir / "config.json", {"run_id": summary["run_id"], **resolved}, default=str)
 
 
-def _rows(pt: PlannedTrial, responses: Mapping[str, Response], run_id: str) -> list[ResultRow]:
+def _rows(
+    pt: PlannedTrial, responses: Mapping[str, Response], run_id: str, tags: Mapping[str, Any]
+) -> list[ResultRow]:
     mode = get_scoring(pt.trial.condition.scoring)
     rows = []
     for index, part in enumerate(mode.samples(len(pt.keys))):
@@ -355,7 +367,13 @@ def _rows(pt: PlannedTrial, responses: Mapping[str, Response], run_id: str) -> l
         scored = mode.score(pt.trial, [responses[k] for k in keys])
         rows.append(
             ResultRow.for_trial(
-                pt.trial, scored, run_id=run_id, model=pt.model, sample_index=index, keys=keys
+                pt.trial,
+                scored,
+                run_id=run_id,
+                model=pt.model,
+                sample_index=index,
+                keys=keys,
+                tags=tags,
             )
         )
     return rows

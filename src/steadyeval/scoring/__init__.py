@@ -1,8 +1,8 @@
 """Pure scoring: scoring modes (a registry), parsed answers, correctness, refusals, EM/F1,
 option scores."""
 
-from . import _builtin  # noqa: F401  (registers the built-in modes)
 from ._builtin import GENERATE, LETTER_LOGPROB, OPTION_LOGPROB, PROMPT_LOGPROB, TOP_K
+from ._classifier import CLASSIFIER_HEAD, INPUTS_KEY
 from ._modes import (
     ScoredTrial,
     ScoringMode,
@@ -26,7 +26,9 @@ from ._text import (
 )
 
 __all__ = [
+    "CLASSIFIER_HEAD",
     "GENERATE",
+    "INPUTS_KEY",
     "LETTER_LOGPROB",
     "OPTION_LOGPROB",
     "PROMPT_LOGPROB",

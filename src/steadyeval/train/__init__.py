@@ -15,10 +15,11 @@ from ._checkpoint import (
     checkpoint_spec,
     stamp_weights,
 )
-from ._cls import ClsExample, cls_logprobs, train_cls
+from ._cls import ClsExample, train_cls
 from ._loop import TrainConfig, fit, resolve_device
 from ._masked import MASK_SLOT, MaskedPrompts, PromptExample
 from ._pet import effective_max_length, quiet_transformers, score_masked, train_pet
+from ._trained import TrainedModel
 
 __all__ = [
     "MANIFEST",
@@ -30,9 +31,9 @@ __all__ = [
     "PromptExample",
     "TrainConfig",
     "TrainOutcome",
+    "TrainedModel",
     "checkpoint_key",
     "checkpoint_spec",
-    "cls_logprobs",
     "effective_max_length",
     "fit",
     "quiet_transformers",

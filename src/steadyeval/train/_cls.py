@@ -7,11 +7,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..models import classifier_logits
 from ._checkpoint import TrainOutcome
 from ._loop import TrainConfig, fit, resolve_device
 from ._pet import effective_max_length, quiet_transformers
 
-__all__ = ["ClsExample", "cls_logprobs", "train_cls"]
+__all__ = ["ClsExample", "train_cls"]
 
 
 @dataclass(frozen=True)
@@ -54,29 +55,22 @@ def _load(base: str | Path, n_labels: int | None, seed: int) -> tuple[Any, Any]:
 
 
 class _Encoder:
+    """Encodes examples' text pairs the way the ``hf-classifier`` backend does."""
+
     def __init__(self, tokenizer: Any, max_length: int, choice: bool) -> None:
         self.tokenizer = tokenizer
         self.max_length = max_length
         self.choice = choice
 
     def logits(self, model: Any, examples: Sequence[ClsExample]) -> Any:
-        device = next(model.parameters()).device
-        pairs = [p for ex in examples for p in ex.inputs]
-        a = [p[0] for p in pairs]
-        b = [p[1] for p in pairs]
-        enc = self.tokenizer(
-            a,
-            None if all(x is None for x in b) else [x or "" for x in b],
-            truncation="longest_first" if any(x is not None for x in b) else True,
+        logits, _, _ = classifier_logits(
+            model,
+            self.tokenizer,
+            [ex.inputs for ex in examples],
             max_length=self.max_length,
-            padding=True,
-            return_tensors="pt",
+            choices=self.choice,
         )
-        enc = {k: v.to(device) for k, v in enc.items()}
-        if self.choice:
-            n = len(examples[0].inputs)
-            enc = {k: v.view(len(examples), n, -1) for k, v in enc.items()}
-        return model(**enc).logits
+        return logits
 
 
 def _check(examples: Sequence[ClsExample], n_labels: int | None, where: str) -> None:
@@ -112,7 +106,8 @@ def train_cls(
     ``n_labels`` classes on one input per example (``AutoModelForSequenceClassification``),
     or, with ``n_labels=None``, a multiple-choice head over each example's inputs
     (``AutoModelForMultipleChoice``). Cross-entropy loss; best-dev (accuracy) weights kept
-    as in :func:`steadyeval.train.train_pet`. The head is initialised from ``seed``.
+    as in :func:`steadyeval.train.train_pet`. The head is initialised from ``seed``. The
+    saved checkpoint is an ``hf-classifier`` model (``hf-classifier:FOLDER?max_length=N``).
     """
     import torch
 
@@ -158,25 +153,3 @@ def _predict(model: Any, enc: _Encoder, examples: Sequence[ClsExample]) -> list[
         logp = torch.log_softmax(logits.float(), dim=-1).cpu()
         out.extend([float(x) for x in row] for row in logp)
     return out
-
-
-def cls_logprobs(
-    model_dir: str | Path,
-    examples: Sequence[ClsExample],
-    *,
-    n_labels: int | None,
-    max_length: int = 512,
-    device: str = "auto",
-) -> list[list[float]]:
-    """Log-probabilities of each class (or choice) for ``examples`` under a CLS checkpoint."""
-    import torch
-
-    examples = list(examples)
-    _check(examples, n_labels, "evaluation")
-    tokenizer, model = _load(model_dir, n_labels, 0)
-    model.to(resolve_device(device)).eval()
-    enc = _Encoder(
-        tokenizer, effective_max_length(tokenizer, model.config, max_length), n_labels is None
-    )
-    with torch.no_grad():
-        return _predict(model, enc, examples)

@@ -64,6 +64,16 @@ class Comparison:
                 return r.rule
         return None
 
+    def allows(self, path: str, rule: str) -> bool:
+        """Whether some rule of this case says ``rule`` for ``path``."""
+        bare = re.sub(r"\[\d+\]", "", path)
+        return any(
+            r.rule == rule
+            and fnmatch.fnmatchcase(self.case, r.case)
+            and fnmatch.fnmatchcase(bare, r.path)
+            for r in self.rules
+        )
+
     def rename(self, path: str, old: Any, new: Any) -> None:
         known = self.renames.get(old, new)
         if known != new:
@@ -101,12 +111,12 @@ class Comparison:
     def _mapping(self, old: Mapping[str, Any], new: Mapping[str, Any], path: str) -> None:
         keys = {self.renames.get(k, k): k for k in old}
         for k_new in new:
-            if k_new not in keys and self.rule(f"{path}.{k_new}") != "added":
+            if k_new not in keys and not self.allows(f"{path}.{k_new}", "added"):
                 self.problems.append(f"{path}.{k_new}: new key not listed as added")
         for k_new, k_old in keys.items():
             sub = f"{path}.{k_new}"
             if k_new not in new:
-                if self.rule(sub) != "removed" and self.rule(f"{path}.{k_old}") != "removed":
+                if not (self.allows(sub, "removed") or self.allows(f"{path}.{k_old}", "removed")):
                     self.problems.append(f"{sub}: pinned key missing, not listed as removed")
                 continue
             self.walk(old[k_old], new[k_new], sub)
@@ -176,11 +186,11 @@ def compare(case: str, pinned: Mapping[str, Any], fresh: Mapping[str, Any]) -> l
     for column in [*ordered, *(c for c in new_r if c not in old_r)]:
         path = f"results.{column}"
         if column not in new_r:
-            if cmp.rule(path) != "removed":
+            if not cmp.allows(path, "removed"):
                 cmp.problems.append(f"{path}: pinned column missing, not listed as removed")
             continue
         if column not in old_r:
-            if cmp.rule(path) != "added":
+            if not cmp.allows(path, "added"):
                 cmp.problems.append(f"{path}: new column not listed as added")
             continue
         cmp.walk(old_r[column], new_r[column], path)

@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 import math
 import random
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -15,10 +17,11 @@ import scipy.stats
 import torch
 from click.testing import CliRunner
 
-from steadyeval import ConfigError, DataError, read_results
+from steadyeval import ConfigError, DataError, PlanCounts, RunOptions, load_backend, read_results
+from steadyeval._json import json_safe
 from steadyeval.cli._main import main
 from steadyeval.models._tiny import build_tiny_model
-from steadyeval.studies import json_safe
+from steadyeval.studies import reanalyze, run_study
 from steadyeval.studies.fewshot import (
     TASKS,
     FewShotConfig,
@@ -30,8 +33,6 @@ from steadyeval.studies.fewshot import (
     load_space,
     load_task_items,
     make_splitter,
-    reanalyze_fewshot,
-    run_fewshot,
     split_off_test,
 )
 from steadyeval.studies.fewshot._framework import _splits
@@ -114,7 +115,10 @@ def _multirc_items(n_groups: int) -> list:
 @pytest.mark.parametrize("strategy", ["multisplit", "cv", "mdl"])
 def test_grouped_splits_keep_groups_together(strategy: str) -> None:
     items = _multirc_items(16)
-    config = FewShotConfig(task="MultiRC", strategies=(strategy,), k=4)
+    config = FewShotConfig(
+        models=["hf:x"], task="MultiRC", labelled="unused", test_from_labelled=4,
+        strategies=[strategy], k=4,
+    )  # fmt: skip
     for train, dev in _splits(strategy, 4, config, items):
         tg = {i.metadata["group"] for i in train}
         dg = {i.metadata["group"] for i in dev}
@@ -186,7 +190,8 @@ def test_spearman_is_nan_with_a_note_when_undefined() -> None:
 @pytest.mark.parametrize("name", FEWGLUE)
 def test_fewglue_training_sets_load_and_every_pattern_renders(shared_data: Path, name: str) -> None:
     from steadyeval.conditions import expand
-    from steadyeval.studies.fewshot._methods import ICLMethod, PETMethod, verbalize
+    from steadyeval.studies.fewshot import ICLMethod, PETMethod, verbalize
+    from steadyeval.studies.fewshot._methods import icl_condition
 
     task = get_task(name)
     items = load_task_items(task, shared_data / "fewglue" / "FewGLUE" / name / "train.jsonl")
@@ -205,7 +210,7 @@ def test_fewglue_training_sets_load_and_every_pattern_renders(shared_data: Path,
         ):
             words = None if task.kind == "choice" else task.verbalizers[h["verbalizer"]]
             cond = (
-                grid_method.condition(task, h, 0)
+                icl_condition(task, h, 0)
                 if isinstance(grid_method, ICLMethod)
                 else grid_method.condition(task, h)
             )
@@ -310,15 +315,20 @@ def test_space_and_grid_errors(tmp_path: Path) -> None:
 
 
 # -- methods through the pipeline ----------------------------------------------------------------
+def _config(data: Path, model: Path, **kw: Any) -> dict[str, Any]:
+    return {"models": [f"hf:{model}"], "task": "RTE", "labelled": str(data),
+            "test_from_labelled": 4, **kw}  # fmt: skip
+
+
 def test_icl_runs_through_the_pipeline_and_resumes(tiny_gpt2: Path, tmp_path: Path) -> None:
-    items = load_task_items("RTE", _rte_file(tmp_path / "rte.jsonl", 14))
-    labelled, test = split_off_test(items, 4, seed=0)
-    config = FewShotConfig(
-        task="RTE",
+    data = _rte_file(tmp_path / "rte.jsonl", 14)
+    config = _config(
+        data,
+        tiny_gpt2,
         method="icl",
-        strategies=("multisplit", "cv", "mdl"),
+        strategies=["multisplit", "cv", "mdl"],
         k=2,
-        k_values=(2, 4),
+        k_values=[2, 4],
         final_seeds=2,
         space={
             "pattern": ["question", "based-on", "pet-quote"],
@@ -327,8 +337,9 @@ def test_icl_runs_through_the_pipeline_and_resumes(tiny_gpt2: Path, tmp_path: Pa
         },
     )
     out = tmp_path / "run"
-    result = run_fewshot(labelled, test, f"hf:{tiny_gpt2}", config, out=out)
+    result = run_study("fewshot", config, options=RunOptions(out=out, progress=False))
     table = result.table
+    labelled, test = split_off_test(load_task_items("RTE", data), 4, seed=0)
     # rows = sum over (strategy, K, split) of (dev + test items) x settings, plus the final runs
     n = len(labelled)
     dev_sizes = {
@@ -339,7 +350,7 @@ def test_icl_runs_through_the_pipeline_and_resumes(tiny_gpt2: Path, tmp_path: Pa
     expected = sum((d + len(test)) * 3 for s in dev_sizes.values() for ds in s.values() for d in ds)
     n_final = len({r["selected"] for r in result.analysis["side_by_side"]}) * 2 * len(test)
     assert n == 10 and table.num_rows == expected + n_final
-    assert set(table.column("model").to_pylist()) == {f"hf:{tiny_gpt2}"}
+    assert set(table.column("model").to_pylist()) == {load_backend(f"hf:{tiny_gpt2}").identity()}
     assert set(table.column("scoring").to_pylist()) == {"option-logprob"}
     splits = set(table.column("split").to_pylist())
     assert "cv/K=4/3/dev" in splits and "final/1/test" in splits
@@ -353,32 +364,32 @@ def test_icl_runs_through_the_pipeline_and_resumes(tiny_gpt2: Path, tmp_path: Pa
     assert all(len(result.analysis["strategies"][s]["by_k"]) == 2 for s in ("cv", "mdl"))
     assert all(r["final_test_mean"] is not None for r in side)
     # 54 (setting, split) results; Multi-Splits' K=2 splits are the first two of its K=4
-    # splits, so those share units; plus the final retraining units.
+    # splits, so those share units (and their requests: each is sent once).
+    cfg = FewShotConfig(**config)
     distinct_splits = {
         (tuple(i.id for i in tr), tuple(i.id for i in dv))
         for s in ("multisplit", "cv", "mdl")
         for k in (2, 4)
-        for tr, dv in _splits(s, k, config, labelled)
+        for tr, dv in _splits(s, k, cfg, labelled)
     }
     assert len(distinct_splits) == 16
-    n_units = 3 * 16 + len({r["selected"] for r in side}) * 2
-    assert result.summary["units"] == {"distinct": n_units, "evaluated": n_units, "reused": 0}
+    assert result.summary["design"]["units"] == {"distinct": 3 * 16, "usages": 54}
     on_disk = read_results(out)
     assert on_disk.num_rows == table.num_rows
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["analysis"]["k"] == 2 and "rho(dev, test)" in (out / "summary.md").read_text()
-    # A rerun evaluates nothing: every unit is read back from out/units.
-    again = run_fewshot(labelled, test, f"hf:{tiny_gpt2}", config, out=out)
-    assert again.summary["units"]["evaluated"] == 0
+    assert (
+        summary["analysis"]["k"] == 2 and "(2) rho(dev, test)" in (out / "summary.md").read_text()
+    )
+    # A rerun sends nothing: every answer comes from the response cache.
+    again = run_study("fewshot", config, options=RunOptions(out=out, progress=False))
+    assert again.summary["plan"]["model_calls"] == 0
     assert again.table.equals(table)
-    assert json_safe(reanalyze_fewshot(out)) == summary["analysis"]
+    assert json_safe(reanalyze(out)) == summary["analysis"]
 
 
 def test_pet_trains_once_and_scores_through_hf_masked(
     tiny_bert: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    items = load_task_items("RTE", _rte_file(tmp_path / "rte.jsonl", 12))
-    labelled, test = split_off_test(items, 4, seed=0)
     space = {
         "pattern": ["question", "based-on", "pet-quote"],
         "steps": [4],
@@ -387,14 +398,18 @@ def test_pet_trains_once_and_scores_through_hf_masked(
         "learning_rate": [1e-3],
         "max_length": [64],
     }
-    config = FewShotConfig(
-        task="RTE", method="pet", strategies=("cv",), k=2, k_values=(2,), space=space
-    )
+    config = _config(
+        _rte_file(tmp_path / "rte.jsonl", 12), tiny_bert, method="pet", strategies=["cv"],
+        k=2, k_values=[2], space=space,
+    )  # fmt: skip
     out = tmp_path / "run"
-    result = run_fewshot(labelled, test, f"hf:{tiny_bert}", config, out=out)
+    options = RunOptions(out=out, cache=tmp_path / "cache.sqlite", progress=False)
+    dry = run_study("fewshot", config, options=options, dry_run=True)
+    assert isinstance(dry, PlanCounts) and not (out / "checkpoints").exists()  # trains nothing
+    result = run_study("fewshot", config, options=options)
     models = set(result.table.column("model").to_pylist())
     assert len(models) == 6 and all(
-        m.startswith("hf-masked:") and "max_length=64" in m for m in models
+        m.startswith("hf-masked:pet-") and m.endswith("?max_length=64") for m in models
     )
     ckpts = sorted((out / "checkpoints").iterdir())
     assert len(ckpts) == 6
@@ -404,44 +419,45 @@ def test_pet_trains_once_and_scores_through_hf_masked(
         rows = [
             r
             for r in result.table.to_pylist()
-            if r["model"].split("?")[0] == f"hf-masked:{ckpt}" and r["part"] == "dev"
+            if r["model"].startswith(f"hf-masked:pet-{ckpt.name[:12]}") and r["part"] == "dev"
         ]
         assert rows and manifest["best_dev"] == pytest.approx(
             sum(r["correct"] for r in rows) / len(rows)
         )
-    # Rerun without the stored units: checkpoints are reused, nothing is trained.
-    import shutil
-
-    shutil.rmtree(out / "units")
-    import steadyeval.studies.fewshot._methods as methods
+    import steadyeval.studies.fewshot._builtin as builtin
 
     def boom(*args: object, **kwargs: object) -> None:
         raise AssertionError("retrained a finished checkpoint")
 
-    monkeypatch.setattr(methods, "train_pet", boom)
-    again = run_fewshot(labelled, test, f"hf:{tiny_bert}", config, out=out)
-    assert again.table.equals(result.table)
+    monkeypatch.setattr(builtin, "train_pet", boom)
+    # A rerun with an empty response cache scores the stored checkpoints again ...
+    fresh = RunOptions(out=out, cache=tmp_path / "fresh.sqlite", progress=False)
+    again = run_study("fewshot", config, options=fresh)
+    assert again.summary["plan"]["model_calls"] > 0 and again.table.equals(result.table)
+    # ... and one with a warm cache needs neither the training nor the checkpoints.
+    for ckpt in ckpts:
+        shutil.rmtree(ckpt)
+    warm = run_study("fewshot", config, options=options)
+    assert warm.summary["plan"]["model_calls"] == 0 and warm.table.equals(result.table)
 
 
 def test_cls_rows_join_the_results_table(tiny_bert: Path, tmp_path: Path) -> None:
-    items = load_task_items("RTE", _rte_file(tmp_path / "rte.jsonl", 12))
-    labelled, test = split_off_test(items, 4, seed=0)
-    config = FewShotConfig(
-        task="RTE",
-        method="cls",
-        strategies=("multisplit",),
-        k=2,
-        k_values=(2,),
+    config = _config(
+        _rte_file(tmp_path / "rte.jsonl", 12), tiny_bert, method="cls",
+        strategies=["multisplit"], k=2, k_values=[2], keep_checkpoints=False,
         space={"steps": [2], "max_length": [64], "learning_rate": [1e-4, 1e-3, 1e-2]},
-        keep_checkpoints=False,
-    )
-    result = run_fewshot(labelled, test, f"hf:{tiny_bert}", config, out=tmp_path / "run")
+    )  # fmt: skip
+    result = run_study("fewshot", config, options=RunOptions(out=tmp_path / "run"))
     assert not [p for p in (tmp_path / "run" / "checkpoints").iterdir() if p.is_dir()]
     t = result.table
     assert set(t.column("scoring").to_pylist()) == {"classifier-head"}
+    assert {m.split("-")[0] for m in t.column("model").to_pylist()} == {"hf"}
+    assert all(m.startswith("hf-classifier:cls-") for m in t.column("model").to_pylist())
     assert t.num_rows == 3 * 2 * (4 + 4)  # settings x splits x (dev + test)
     lps = t.column("option_logprobs").to_pylist()
     assert all(sum(math.exp(x) for x in lp) == pytest.approx(1.0, abs=1e-5) for lp in lps)
+    prompts = t.column("prompt").to_pylist()
+    assert all(" | " in p for p in prompts)  # the pair as the row's prompt: premise | hypothesis
 
 
 # -- CLI --------------------------------------------------------------------------------------------
@@ -477,9 +493,11 @@ def test_cli_study_fewshot(tiny_gpt2: Path, tmp_path: Path) -> None:
     ]
     res = runner.invoke(main, args)
     assert res.exit_code == 0, res.output
-    assert "Spearman(dev, test)" in res.output and "#1: pattern=" in res.output
+    assert "(2) rho(dev, test)" in res.output and "| pattern=question" in res.output
     assert (out / "summary.md").is_file()
     both = runner.invoke(main, [*args, "--test", str(data)])
-    assert both.exit_code == 2 and "exactly one of --test" in both.output
+    assert (
+        both.exit_code == 2 and "exactly one of test (a file) and test_from_labelled" in both.output
+    )
     bad = runner.invoke(main, [*args[:-3], "--k", "9", "--out", str(out), "--quiet"])
     assert bad.exit_code == 2 and "cv with K=9" in bad.output

@@ -13,17 +13,17 @@ import pyarrow.parquet as pq
 import pytest
 from statsmodels.stats.contingency_tables import mcnemar as sm_mcnemar
 
+from steadyeval._json import json_safe
 from steadyeval.items import Item
 from steadyeval.models import ModelSpec, register_backend
 from steadyeval.requests import GenerateRequest, GenerateResponse
-from steadyeval.studies import StudyResult, json_safe
+from steadyeval.run import RunOptions
+from steadyeval.studies import StudyResult, reanalyze, run_study
 from steadyeval.studies.formats import (
+    FORMATS_STUDY,
     FormatsConfig,
     analyze_formats,
     formats_design,
-    reanalyze_formats,
-    render_formats,
-    run_formats_study,
 )
 
 from ...scripted_backend import ScriptedBackend
@@ -95,13 +95,17 @@ def scripted_run(
 ) -> tuple[StudyResult, RuleScriptedBackend, FormatsConfig, Path]:
     cfg = FormatsConfig(models=["scripted-formats:rules"], data=str(squad_file), answerable=6,
                         unanswerable=6, seed=11, examples=3)  # fmt: skip
-    design = formats_design(cfg)
+    design = formats_design(cfg, [])
     backend = RuleScriptedBackend(
         spec=ModelSpec("scripted-formats", "rules"), rule=_rule(design.items)
     )
     register_backend("scripted-formats", lambda spec: backend, replace=True)
     out = tmp_path_factory.mktemp("runs") / "scripted"
-    result = run_formats_study(cfg, out=out, cache=out.parent / "cache.sqlite", progress=False)
+    result = run_study(
+        "formats",
+        cfg,
+        options=RunOptions(out=out, cache=out.parent / "cache.sqlite", progress=False),
+    )
     assert isinstance(result, StudyResult)
     return result, backend, cfg, out
 
@@ -171,11 +175,15 @@ def test_rerun_is_cached_and_reanalysis_is_offline(scripted_run: Any) -> None:
     assert table.num_rows == 12 * 4
     assert set(table.column("format").to_pylist()) == {"free", "mc", "mc-nota", "mc-refusal"}
     before = (out / "results.parquet").read_bytes()
-    again = run_formats_study(cfg, out=out, cache=out.parent / "cache.sqlite", progress=False)
+    again = run_study(
+        "formats",
+        cfg,
+        options=RunOptions(out=out, cache=out.parent / "cache.sqlite", progress=False),
+    )
     assert isinstance(again, StudyResult)
     assert again.summary["plan"]["model_calls"] == 0 and backend.calls["generate"] == calls
     assert (out / "results.parquet").read_bytes() == before
-    assert json_safe(reanalyze_formats(out)) == json_safe(result.analysis)
+    assert json_safe(reanalyze(out)) == json_safe(result.analysis)
     offline = analyze_formats(table, summary["design"])
     assert json_safe(offline["pairs"]) == json_safe(result.analysis["pairs"])
 
@@ -193,7 +201,7 @@ def test_summary_markdown_has_the_seed_layout(scripted_run: Any) -> None:
     assert "### Paired: refused, unanswerable questions" in md
     assert '| free form | list + "none of the above" | 3 | 4 | 2 | 1 | 1 | 2 | 3 |' in md
     assert "### Examples: 3 of" in md
-    assert render_formats(result.analysis) in md
+    assert FORMATS_STUDY.markdown(result.analysis, result.summary["design"]) in md
     examples = result.analysis["examples"]
     assert len(examples) == 3
     assert all(len({o["refused"] for o in e["outputs"].values()}) == 2 for e in examples)

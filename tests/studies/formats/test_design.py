@@ -8,14 +8,16 @@ from pathlib import Path
 import pytest
 
 from steadyeval._errors import ConfigError, DataError, SteadyevalDeprecationWarning
+from steadyeval.models import BaseBackend, Capabilities, parse_model_spec
+from steadyeval.models._known import KNOWN_INPUT_FORMATS
 from steadyeval.scoring import normalize_answer
 from steadyeval.studies.formats import (
+    FORMATS_STUDY,
     FormatsConfig,
     FormatsDesignOptions,
     build_conditions,
     build_items,
     formats_design,
-    load_formats_config,
     load_squad,
     qualify,
     squad_from_rows,
@@ -191,31 +193,47 @@ def test_config_yaml_errors_name_key_and_line(tmp_path: Path, squad_file: Path) 
         f"models: [hf:x]\ndata: {squad_file}\nsampling:\n  temperature: 0.5\n  sample: 3\n"
     )
     with pytest.raises(ConfigError) as err:
-        load_formats_config(path)
+        FORMATS_STUDY.load_config(path)
     assert f"{path}, line 5: sampling.sample: unknown key" in str(err.value)
     assert "n_samples" in str(err.value)
     path.write_text("models: [hf:x]\ndata: d.json\nscoring: beam\n")
     with pytest.raises(ConfigError, match=r"line 3: scoring: .*'beam'"):
-        load_formats_config(path)
-    cfg = load_formats_config(path, {"scoring": "option-logprob", "seed": 7})
+        FORMATS_STUDY.load_config(path)
+    cfg = FORMATS_STUDY.load_config(path, {"scoring": "option-logprob", "seed": 7})
     assert cfg.scoring == "option-logprob" and cfg.seed == 7 and cfg.answerable == 300
     with pytest.warns(SteadyevalDeprecationWarning, match="'logprob' is deprecated"):
-        old = load_formats_config(path, {"scoring": "logprob"})
+        old = FORMATS_STUDY.load_config(path, {"scoring": "logprob"})
     assert old.scoring == "option-logprob"
 
 
+class _Declared(BaseBackend):
+    """Scripted (tests only): a backend that declares an input format and answers nothing."""
+
+    def __init__(self, name: str, input_format: str | None) -> None:
+        self.spec = parse_model_spec(f"scripted:{name}")
+        self.input_format = input_format
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return Capabilities(input_format=self.input_format)
+
+    def fingerprint(self) -> str:
+        return self.spec.name
+
+
 def test_design_checks_template_and_noise_floor(squad_file: Path) -> None:
-    mixed = FormatsConfig(models=["hf-seq2seq:allenai/unifiedqa-t5-large", "hf:gpt2"],
-                          data=str(squad_file), answerable=2, unanswerable=2)  # fmt: skip
+    uqa_model, plain = _Declared("uqa", "unifiedqa"), _Declared("plain", None)
+    cfg = FormatsConfig(models=["x"], data=str(squad_file), answerable=2, unanswerable=2)
     with pytest.raises(ConfigError, match="set template"):
-        formats_design(mixed)
+        formats_design(cfg, [uqa_model, plain])
     bad = FormatsConfig(models=["hf:x"], data=str(squad_file), answerable=2, unanswerable=2,
                         noise_floor=("list-nota", "list-idk"))  # fmt: skip
     with pytest.raises(ConfigError, match="noise_floor: no condition 'list-idk'"):
-        formats_design(bad)
-    uqa = FormatsConfig(models=["hf-seq2seq:allenai/unifiedqa-t5-large"], data=str(squad_file),
-                        answerable=2, unanswerable=2)  # fmt: skip
-    design = formats_design(uqa)
+        formats_design(bad, [])
+    assert formats_design(cfg, [plain]).info["template"] == "qa"
+    # The hub's UnifiedQA checkpoints declare their input format without any option.
+    assert KNOWN_INPUT_FORMATS["allenai/unifiedqa-t5-large"] == "unifiedqa"
+    design = formats_design(cfg, [uqa_model])
     assert design.info["template"] == "unifiedqa"
     assert design.info["refusal_phrases"] == ["no answer>"]
     prompt_cond = design.conditions[2]

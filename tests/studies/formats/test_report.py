@@ -29,14 +29,14 @@ from steadyeval.reports import (
     render_markdown,
     sections_markdown,
 )
-from steadyeval.studies import StudyResult
+from steadyeval.run import RunOptions
+from steadyeval.studies import StudyResult, run_study
 from steadyeval.studies.formats import (
+    FORMATS_STUDY,
     FormatsConfig,
     condition_labels,
     formats_design,
     formats_report_sections,
-    render_formats,
-    run_formats_study,
 )
 
 from .test_analysis import RuleScriptedBackend, _rule
@@ -97,11 +97,15 @@ def run_dir(squad_file: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     cfg = FormatsConfig(models=["scripted-formats:rules"], data=str(squad_file), answerable=6,
                         unanswerable=6, seed=11, examples=3)  # fmt: skip
     backend = RuleScriptedBackend(
-        spec=ModelSpec("scripted-formats", "rules"), rule=_rule(formats_design(cfg).items)
+        spec=ModelSpec("scripted-formats", "rules"), rule=_rule(formats_design(cfg, []).items)
     )
     register_backend("scripted-formats", lambda spec: backend, replace=True)
     out = tmp_path_factory.mktemp("report") / "run"
-    result = run_formats_study(cfg, out=out, cache=out.parent / "cache.sqlite", progress=False)
+    result = run_study(
+        "formats",
+        cfg,
+        options=RunOptions(out=out, cache=out.parent / "cache.sqlite", progress=False),
+    )
     assert isinstance(result, StudyResult)
     return out
 
@@ -135,7 +139,7 @@ def test_refusal_rate_is_the_same_in_every_format(run_dir: Path, report: Report)
 def test_summary_md_is_the_report_sections_without_figures(run_dir: Path, report: Report) -> None:
     analysis = _analysis(run_dir)  # as summary.json stores it (keys sorted)
     md = (run_dir / "summary.md").read_text()
-    assert md.endswith(render_formats(analysis))
+    assert md.endswith(FORMATS_STUDY.markdown(analysis, {}))
     study = [s for s in report.sections if s.source == "formats study"]
     assert [s.id for s in study] == ["formats-model-1"]
     assert sections_markdown(formats_report_sections(analysis)) == sections_markdown(study)

@@ -15,14 +15,14 @@ from click.testing import CliRunner
 from statsmodels.stats.contingency_tables import mcnemar as sm_mcnemar
 
 from steadyeval.cli import main
-from steadyeval.run import PlanCounts
-from steadyeval.studies import StudyResult
-from steadyeval.studies.formats import FormatsConfig, run_formats_study
+from steadyeval.run import PlanCounts, RunOptions
+from steadyeval.studies import StudyResult, run_study
+from steadyeval.studies.formats import FormatsConfig
 
 
 def _run(out: Path, **kw: Any) -> StudyResult:
     cfg = FormatsConfig(**{"answerable": 4, "unanswerable": 4, "seed": 5, **kw})
-    result = run_formats_study(cfg, out=out, progress=False)
+    result = run_study("formats", cfg, options=RunOptions(out=out, progress=False))
     assert isinstance(result, StudyResult)
     return result
 
@@ -57,7 +57,8 @@ def test_tiny_causal_generate_then_warm_rerun(
     again = _run(tmp_path / "run", models=models, data=str(squad_file), max_new_tokens=6)
     assert again.summary["plan"]["model_calls"] == 0
     assert (tmp_path / "run" / "results.parquet").read_bytes() == before
-    dry = run_formats_study(
+    dry = run_study(
+        "formats",
         FormatsConfig(
             models=models,
             data=str(squad_file),
@@ -75,7 +76,7 @@ def test_tiny_causal_logprob_pairs_equal_statsmodels(
     tiny_gpt2: Path, squad_file: Path, tmp_path: Path
 ) -> None:
     result = _run(tmp_path / "run", models=[f"hf:{tiny_gpt2}"], data=str(squad_file),
-                  answerable=6, unanswerable=6, scoring="logprob")  # fmt: skip
+                  answerable=6, unanswerable=6, scoring="option-logprob")  # fmt: skip
     _check_counts(result, 12 * 4)
     table = pq.read_table(tmp_path / "run" / "results.parquet")
     scorings = dict(zip(table.column("condition").to_pylist(), table.column("scoring").to_pylist(),
@@ -119,7 +120,7 @@ def test_extras_orders_no_decoy_control_sampling_determinism(
     tiny_gpt2: Path, squad_file: Path, tmp_path: Path
 ) -> None:
     result = _run(tmp_path / "run", models=[f"hf:{tiny_gpt2}"], data=str(squad_file),
-                  answerable=2, unanswerable=2, scoring="logprob", orders=2, no_decoy=True,
+                  answerable=2, unanswerable=2, scoring="option-logprob", orders=2, no_decoy=True,
                   control=True, sampling={"temperature": 1.0, "n_samples": 2},
                   determinism=2, max_new_tokens=3)  # fmt: skip
     a = result.analysis
@@ -162,6 +163,7 @@ def test_cli_end_to_end(tiny_gpt2: Path, squad_file: Path, tmp_path: Path,
         capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
+    assert "warning: scoring 'logprob' is deprecated; use 'option-logprob'" in done.stderr
     assert "### Unanswerable questions (n = 3)" in done.stdout
     assert (tmp_path / "runs" / "a" / "summary.md").is_file()
     # The same study from a config file, in-process: every answer comes from the cache.
@@ -170,7 +172,7 @@ def test_cli_end_to_end(tiny_gpt2: Path, squad_file: Path, tmp_path: Path,
     config = tmp_path / "study.yaml"
     config.write_text(
         f"models: ['hf:{tiny_gpt2}']\ndata: {squad_file}\nanswerable: 3\nunanswerable: 3\n"
-        "scoring: logprob\nmax_new_tokens: 4\n"
+        "scoring: option-logprob\nmax_new_tokens: 4\n"
     )
     runner = CliRunner()
     again = runner.invoke(main, ["study", "formats", str(config), "--out", "runs/b",

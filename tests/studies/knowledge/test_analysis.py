@@ -12,7 +12,7 @@ import pytest
 
 from steadyeval import stats
 from steadyeval.items import canonical_json
-from steadyeval.studies.knowledge import analyze_knowledge, render_knowledge
+from steadyeval.studies.knowledge import KNOWLEDGE_STUDY, analyze_knowledge
 from tests.results_table import table_of
 
 AA, US, VI = "abstract_algebra", "high_school_us_history", "virology"
@@ -259,7 +259,9 @@ def test_ambiguous_conditions_are_reported_not_mixed() -> None:
 
 
 def test_render_is_json_safe_markdown(analysis: dict[str, Any]) -> None:
-    md = render_knowledge(json.loads(json.dumps(analysis, default=str).replace("NaN", "null")))
+    md = KNOWLEDGE_STUDY.markdown(
+        json.loads(json.dumps(analysis, default=str).replace("NaN", "null")), {}
+    )
     assert "## Knowledge study (MMLU)" in md and "### Accuracy per category" in md
     for title in (
         "Accuracy vs shots",

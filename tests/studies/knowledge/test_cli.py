@@ -83,7 +83,8 @@ def test_dry_run_and_errors(mini_mmlu: Path, tiny_gpt2: Path, tmp_path: Path) ->
     bad = _invoke("--model", model, "--data", str(tmp_path / "missing"), "--dry-run")
     assert bad.exit_code == 2 and "missing: not a directory" in bad.output
     shots = _invoke("--model", model, "--data", str(mini_mmlu), "--shots", "0,x", "--dry-run")
-    assert shots.exit_code == 2 and "shot counts such as 0,1,5" in shots.output
+    assert shots.exit_code == 2 and "shots.1: Input should be a valid integer" in shots.output
+    assert "(got 'x')" in shots.output
     tmpl = _invoke("--model", model, "--data", str(mini_mmlu), "--templates", "fancy", "--dry-run")
     assert tmpl.exit_code == 2 and "unknown template 'fancy'" in tmpl.output
     no_out = _invoke("--model", model, "--data", str(mini_mmlu))

@@ -22,14 +22,11 @@ from steadyeval.reports import (
     format_cell,
     sections_markdown,
 )
-from steadyeval.studies import StudyResult
+from steadyeval.studies import StudyResult, run_study
 from steadyeval.studies.knowledge import (
-    KnowledgeConfig,
+    KNOWLEDGE_STUDY,
     analyze_knowledge,
     knowledge_report_sections,
-    knowledge_sections,
-    render_knowledge,
-    run_knowledge,
 )
 
 from ..formats.test_report import FALLBACK, row_in_all_formats
@@ -61,9 +58,8 @@ def test_category_accuracy_is_the_same_in_every_format(
     assert text == format_cell((stem["accuracy"], stem["low"], stem["high"]), "pct_ci")
     assert text == "50.0% [15.0, 85.0]"
     assert raw == {"estimate": 0.5, "low": stem["low"], "high": stem["high"]}
-    # the CLI prints the same text
-    cli = {s.title: s for s in knowledge_sections(analysis)}[CATEGORY_TABLE]
-    assert cli.rows[0][cli.header.index("STEM (n=4)")] == text
+    # the CLI prints summary.md's part, which shows the same text
+    assert f"| {text} |" in KNOWLEDGE_STUDY.markdown(analysis, {})
 
 
 def test_study_shots_and_calibration_replace_the_generic_ones(
@@ -91,17 +87,16 @@ def test_study_shots_and_calibration_replace_the_generic_ones(
     ]
     # summary.md: the same sections, figures left out (their numbers are in the tables)
     lean = knowledge_report_sections(analysis, figures=False)
-    assert render_knowledge(analysis) == sections_markdown(lean)
+    assert KNOWLEDGE_STUDY.markdown(analysis, {}) == sections_markdown(lean)
     assert not any(isinstance(b, BarChart | LineChart) for s in lean for b in s.blocks)
 
 
 @pytest.fixture(scope="module")
 def run_dir(mini_mmlu: Path, tiny_gpt2: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     tmp = tmp_path_factory.mktemp("knowledge_report")
-    result = run_knowledge(
-        [f"hf:{tiny_gpt2}"],
-        mini_mmlu,
-        KnowledgeConfig(shots=(0, 1), scorings=("letter",)),
+    result = run_study(
+        "knowledge",
+        {"models": [f"hf:{tiny_gpt2}"], "data": str(mini_mmlu), "shots": [0, 1]},
         options=RunOptions(out=tmp / "run", cache=tmp / "cache.sqlite", progress=False),
     )
     assert isinstance(result, StudyResult)
@@ -110,7 +105,7 @@ def run_dir(mini_mmlu: Path, tiny_gpt2: Path, tmp_path_factory: pytest.TempPathF
 
 def test_cli_report_shows_the_study_sections(run_dir: Path) -> None:
     analysis = json.loads((run_dir / "summary.json").read_text())["analysis"]
-    assert (run_dir / "summary.md").read_text().endswith(render_knowledge(analysis))
+    assert (run_dir / "summary.md").read_text().endswith(KNOWLEDGE_STUDY.markdown(analysis, {}))
     result = CliRunner().invoke(main, ["report", str(run_dir), "--format", "md"])
     assert result.exit_code == 0, result.output
     md = (run_dir / "report.md").read_text()

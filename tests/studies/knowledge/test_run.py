@@ -11,10 +11,10 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from steadyeval import RunOptions
-from steadyeval.studies import StudyResult, json_safe
-from steadyeval.studies.knowledge import KnowledgeConfig, reanalyze_knowledge, run_knowledge
+from steadyeval._json import json_safe
+from steadyeval.studies import StudyResult, reanalyze, run_study
 
-CONFIG = KnowledgeConfig(shots=(0, 1), scorings=("letter", "option"), memorisation=True)
+CONFIG = {"shots": [0, 1], "scorings": ["letter-logprob", "option-logprob"], "memorisation": True}
 
 
 @pytest.fixture(scope="module")
@@ -22,10 +22,9 @@ def study(
     mini_mmlu: Path, tiny_gpt2: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> tuple[StudyResult, Path]:
     tmp = tmp_path_factory.mktemp("knowledge_run")
-    result = run_knowledge(
-        [f"hf:{tiny_gpt2}"],
-        mini_mmlu,
-        CONFIG,
+    result = run_study(
+        "knowledge",
+        {"models": [f"hf:{tiny_gpt2}"], "data": str(mini_mmlu), **CONFIG},
         options=RunOptions(out=tmp / "run", cache=tmp / "cache.sqlite", progress=False),
     )
     assert isinstance(result, StudyResult)
@@ -127,7 +126,7 @@ def test_run_directory_and_row_count(study: tuple[StudyResult, Path]) -> None:
     }
     md = (tmp / "run" / "summary.md").read_text()
     assert "## Knowledge study (MMLU)" in md and "### Accuracy per category" in md
-    again = reanalyze_knowledge(tmp / "run")  # from results.parquet alone
+    again = reanalyze(tmp / "run")  # from results.parquet alone
     assert json.loads(json.dumps(json_safe(again))) == summary["analysis"]
 
 
@@ -135,10 +134,9 @@ def test_warm_cache_rerun_is_byte_identical(
     study: tuple[StudyResult, Path], mini_mmlu: Path, tiny_gpt2: Path
 ) -> None:
     _, tmp = study
-    again = run_knowledge(
-        [f"hf:{tiny_gpt2}"],
-        mini_mmlu,
-        CONFIG,
+    again = run_study(
+        "knowledge",
+        {"models": [f"hf:{tiny_gpt2}"], "data": str(mini_mmlu), **CONFIG},
         options=RunOptions(out=tmp / "run2", cache=tmp / "cache.sqlite", progress=False),
     )
     assert isinstance(again, StudyResult)

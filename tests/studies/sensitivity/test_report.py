@@ -22,12 +22,11 @@ from steadyeval.reports import (
     sections_markdown,
 )
 from steadyeval.run import RunOptions
-from steadyeval.studies import StudyResult
+from steadyeval.studies import StudyResult, run_design
 from steadyeval.studies.sensitivity import (
+    SENSITIVITY_STUDY,
     AnalysisOptions,
     analyze_tensor,
-    render_sensitivity,
-    run_sensitivity_study,
     sensitivity_design,
     sensitivity_report_sections,
 )
@@ -78,7 +77,7 @@ def test_sections_of_a_hand_made_tensor() -> None:
         "Rank consistency: random template and name per model",
         "Rank consistency: intervention (exact adjustment)",
     ]
-    md = render_sensitivity(a)
+    md = SENSITIVITY_STUDY.markdown(a, {})
     assert md == sections_markdown(sensitivity_report_sections(a, figures=False))
     assert "| u1 | A | 90.0% | 90.0% | t0 | 10.0% | t1 | 80.0% |" in md
     assert "## Verbalization\n\nNot applicable: no aliases in the data (K_x = 1)." in md
@@ -112,7 +111,8 @@ def run_dir(tiny_gpt2: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     design = sensitivity_design(
         tmp, analysis=AnalysisOptions(n_subsets=50, subset_size=2, n_resamples=50)
     )
-    result = run_sensitivity_study(
+    result = run_design(
+        "sensitivity",
         design,
         [f"hf:{tiny_gpt2}", f"hf:{tiny_gpt2}?dtype=float32"],
         options=RunOptions(out=tmp / "run", cache=tmp / "cache.sqlite", progress=False),
@@ -143,7 +143,7 @@ def test_adjusted_score_is_the_same_in_every_format(run_dir: Path, report: Repor
         "qa",
     )
     assert text == format_cell(qa, "pct") and raw == qa
-    assert (run_dir / "summary.md").read_text().endswith(render_sensitivity(analysis))
+    assert (run_dir / "summary.md").read_text().endswith(SENSITIVITY_STUDY.markdown(analysis, {}))
 
 
 def test_cli_report_shows_the_study_sections(run_dir: Path, report: Report) -> None:

@@ -14,15 +14,14 @@ from click.testing import CliRunner
 from transformers import AutoModelForCausalLM, AutoModelForMaskedLM, AutoTokenizer
 
 from steadyeval.cli._main import main
+from steadyeval.models import load_backend
 from steadyeval.run import RunOptions
 from steadyeval.scoring import normalize_answer
-from steadyeval.studies import StudyResult
+from steadyeval.studies import StudyResult, reanalyze, run_design
 from steadyeval.studies.sensitivity import (
     AnalysisOptions,
     ProbeOptions,
     SensitivityWarning,
-    reanalyze_sensitivity,
-    run_sensitivity_study,
     sensitivity_design,
 )
 
@@ -105,8 +104,11 @@ def test_p_at_1_equals_a_direct_forward_pass(
     _write(tmp_path / "facts.jsonl", facts)
     with pytest.warns(SensitivityWarning, match="no subject has an alias"):
         design = sensitivity_design(tmp_path, analysis=FAST)
-    result = run_sensitivity_study(
-        design, list(predict), options=RunOptions(out=tmp_path / "run", progress=False)
+    result = run_design(
+        "sensitivity",
+        design,
+        list(predict),
+        options=RunOptions(out=tmp_path / "run", progress=False),
     )
     assert isinstance(result, StudyResult)
     pp = result.analysis["prompt_preference"]["per_unit"]
@@ -120,7 +122,8 @@ def test_p_at_1_equals_a_direct_forward_pass(
                 hits[(model, r, t)].append(bool(top) and normalize_answer(top) in golds)
     assert any(any(v) for v in hits.values())
     for (model, r, t), v in hits.items():
-        assert pp[model][r]["scores"][t] == pytest.approx(sum(v) / len(v)), (model, r, t)
+        name = load_backend(model).identity()
+        assert pp[name][r]["scores"][t] == pytest.approx(sum(v) / len(v)), (model, r, t)
 
 
 def test_aliases_file_gives_verbalization_stability(tiny_bert: Path, tmp_path: Path) -> None:
@@ -160,8 +163,11 @@ def test_aliases_file_gives_verbalization_stability(tiny_bert: Path, tmp_path: P
     )
     design = sensitivity_design(tmp_path, aliases=tmp_path / "aliases.jsonl", analysis=FAST)
     assert design.info["max_names"] == 4
-    result = run_sensitivity_study(
-        design, [f"hf:{tiny_bert}"], options=RunOptions(out=tmp_path / "run", progress=False)
+    result = run_design(
+        "sensitivity",
+        design,
+        [f"hf:{tiny_bert}"],
+        options=RunOptions(out=tmp_path / "run", progress=False),
     )
     assert isinstance(result, StudyResult)
     skipped = {(s["condition"], s["count"]) for s in result.summary["skipped"]}
@@ -172,7 +178,7 @@ def test_aliases_file_gives_verbalization_stability(tiny_bert: Path, tmp_path: P
     multi = [i.id for i in design.items if len(i.aliases) > 1]
     verb = result.analysis["verbalization"]
     assert verb["applicable"] and verb["facts_with_aliases"] == len(multi) == 5
-    v = verb["per_model"][f"hf:{tiny_bert}"]
+    v = verb["per_model"][load_backend(f"hf:{tiny_bert}").identity()]
     assert v["n"] == 5
     assert v["stability"] == sum(len(preds[i]) == 1 for i in multi) / 5
     assert result.analysis["rankings"]["applicable"] is False
@@ -193,8 +199,8 @@ def test_shared_lpaqa_two_models(
             analysis=AnalysisOptions(n_subsets=100, subset_size=20, n_resamples=50, k_templates=2),
         )
     models = [f"hf:{tiny_bert}", f"hf:{tiny_gpt2}"]
-    result = run_sensitivity_study(
-        design, models, options=RunOptions(out=tmp_path / "run", progress=False)
+    result = run_design(
+        "sensitivity", design, models, options=RunOptions(out=tmp_path / "run", progress=False)
     )
     assert isinstance(result, StudyResult)
     assert result.table.num_rows == 41 * 2 * 3 * 2
@@ -210,7 +216,7 @@ def test_shared_lpaqa_two_models(
     assert a["rankings"]["applicable"] and a["prompt_preference"]["applicable"]
     assert a["verbalization"]["applicable"] is False
     for m in models:
-        assert set(a["adjusted"]["per_model"][m]) == {
+        assert set(a["adjusted"]["per_model"][load_backend(m).identity()]) == {
             "original",
             "mean_over_templates",
             "exact",
@@ -219,7 +225,7 @@ def test_shared_lpaqa_two_models(
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["study"] == "sensitivity"
     assert summary["analysis"]["rank_consistency"] == a["rank_consistency"]
-    assert reanalyze_sensitivity(tmp_path / "run") == summary["analysis"]
+    assert reanalyze(tmp_path / "run") == summary["analysis"]
 
 
 def test_cli(tiny_bert: Path, tiny_gpt2: Path, tmp_path: Path) -> None:
@@ -248,7 +254,7 @@ def test_cli(tiny_bert: Path, tiny_gpt2: Path, tmp_path: Path) -> None:
     assert r.exit_code != 0 and "--out" in r.output
     r = runner.invoke(main, [*base, "--k-names", "1", "--out", str(tmp_path / "run")])
     assert r.exit_code == 0, r.output
-    assert "rank consistency (overall)" in r.output
+    assert "## Rank consistency" in r.output and "## Verbalization" in r.output
     md = (tmp_path / "run" / "summary.md").read_text()
     for heading in (
         "## Prompt and verbalization sensitivity",
@@ -286,7 +292,8 @@ def test_generic_task(tiny_gpt2: Path, tmp_path: Path) -> None:
         ],
     )
     design = sensitivity_design(tmp_path, analysis=FAST)
-    result = run_sensitivity_study(
+    result = run_design(
+        "sensitivity",
         design,
         [f"hf:{tiny_gpt2}", f"hf:{tiny_gpt2}?dtype=float32"],
         options=RunOptions(out=tmp_path / "run", progress=False),

@@ -4,45 +4,47 @@ For each hyperparameter setting and each of K splits of a small labelled set, a 
 PET, CLS, or a plug-in) adapts on the train part and is scored on the dev part and a test
 set; split strategies (Multi-Splits, cross-validation, MDL) are judged by the test score of
 the setting they choose, the dev–test rank correlation across settings, and stability as K
-changes. See ``docs/study-fewshot.md``.
+changes. The study (:data:`FEWSHOT_STUDY`) is registered as ``fewshot``. See
+``docs/study-fewshot.md``.
 """
 
+from . import _builtin  # noqa: F401  (registers ICL, PET and CLS)
 from ._analysis import analyze, select
+from ._builtin import CLSMethod, ICLMethod, PETMethod
 from ._framework import (
+    COLUMNS,
     STRATEGIES,
     FewShotConfig,
-    FewShotResult,
     build_grid,
+    fewshot_design,
+    final_design,
     load_space,
     make_splitter,
-    reanalyze_fewshot,
-    run_fewshot,
-    unit_key,
 )
 from ._methods import (
     METHODS,
-    CLSMethod,
-    ICLMethod,
     Method,
     MethodContext,
-    Param,
-    PETMethod,
     Unit,
     get_method,
-    hparams_id,
     register_method,
     tag_items,
+    verbalize,
 )
-from ._render import render
+from ._params import Param, hparams_id
+from ._report import fewshot_report_sections, hparams_label
+from ._study import FEWSHOT_STUDY, FewShotStudy
 from ._tasks import TASKS, FewShotTask, get_task, item_groups, load_task_items, split_off_test
 
 __all__ = [
+    "COLUMNS",
+    "FEWSHOT_STUDY",
     "METHODS",
     "STRATEGIES",
     "TASKS",
     "CLSMethod",
     "FewShotConfig",
-    "FewShotResult",
+    "FewShotStudy",
     "FewShotTask",
     "ICLMethod",
     "Method",
@@ -52,19 +54,20 @@ __all__ = [
     "Unit",
     "analyze",
     "build_grid",
+    "fewshot_design",
+    "fewshot_report_sections",
+    "final_design",
     "get_method",
     "get_task",
     "hparams_id",
+    "hparams_label",
     "item_groups",
     "load_space",
     "load_task_items",
     "make_splitter",
-    "reanalyze_fewshot",
     "register_method",
-    "render",
-    "run_fewshot",
     "select",
     "split_off_test",
     "tag_items",
-    "unit_key",
+    "verbalize",
 ]

@@ -2,35 +2,31 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from ...run._config import load_yaml_config
 from ...scoring import canonical_scoring
+from .._protocol import StudyConfig
 from ._design import ListScoring
 
-__all__ = ["FormatsConfig", "SamplingConfig", "load_formats_config"]
+__all__ = ["FormatsConfig", "SamplingConfig"]
 
 #: Phrases scored as refusals for decoder models (which were never taught ``no answer>``).
 DECODER_REFUSALS: tuple[str, ...] = ("no answer", "unanswerable", "none of the above")
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class SamplingConfig(_Strict):
+class SamplingConfig(BaseModel):
     """Temperature sampling, in addition to greedy decoding."""
 
-    temperature: float = Field(gt=0)
-    n_samples: int = Field(5, ge=2)
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    temperature: float = Field(gt=0, description="Also sample at this temperature.")
+    n_samples: int = Field(5, ge=2, description="Samples per question when sampling.")
     seed: int | None = None
 
 
-class FormatsConfig(_Strict):
+class FormatsConfig(StudyConfig):
     """Everything that defines a run of the answer-format study.
 
     The defaults are the seed's: 300 answerable and 300 unanswerable SQuAD 2.0 questions,
@@ -38,26 +34,56 @@ class FormatsConfig(_Strict):
     above", the list + the model's own refusal text), greedy decoding of up to 24 tokens.
     """
 
-    models: list[str] = Field(min_length=1)
-    data: str
-    split: str = "validation"
-    answerable: int = Field(300, ge=0)
-    unanswerable: int = Field(300, ge=0)
-    seed: int = 2022
-    scoring: ListScoring = "generate"
-    limit: int | None = Field(None, gt=0)
-    template: Literal["auto", "unifiedqa", "unifiedqa-title", "qa"] = "auto"
-    refusal_text: str = Field("no answer>", min_length=1)
-    escapes: list[str] = []
-    refusal_phrases: list[str] | None = None
-    max_new_tokens: int = Field(24, gt=0)
-    noise_floor: tuple[str, str] = ("list-nota", "list-refusal")
-    orders: int = Field(0, ge=0)
-    no_decoy: bool = False
-    control: bool = False
-    sampling: SamplingConfig | None = None
-    determinism: int = Field(0, ge=0)
-    examples: int = Field(5, ge=0)
+    data: str = Field(
+        description="SQuAD 2.0 .json file or hub name (squad_v2)",
+        json_schema_extra={"metavar": "SOURCE", "path": True},
+    )
+    split: str = Field("validation", description="Hub split.")
+    answerable: int = Field(300, ge=0, description="Answerable questions to sample.")
+    unanswerable: int = Field(300, ge=0, description="Unanswerable questions to sample.")
+    seed: int = Field(2022, description="Sampling seed.")
+    scoring: ListScoring = Field(
+        "generate",
+        description="Lists: greedy generation mapped to an option, or option log-probability "
+        "(logprob: the deprecated name of option-logprob).",
+        json_schema_extra={"aliases": ["logprob"]},
+    )
+    limit: int | None = Field(
+        None, gt=0, description="Keep the first N of each sample (same questions)."
+    )
+    template: Literal["auto", "unifiedqa", "unifiedqa-title", "qa"] = Field(
+        "auto",
+        description="Prompt encoding (auto: UnifiedQA's for models that declare it, else qa).",
+    )
+    refusal_text: str = Field(
+        "no answer>", min_length=1, description="The model's own refusal text."
+    )
+    escapes: list[str] = Field(
+        [], description="Extra escape phrasing; repeatable.", json_schema_extra={"flag": "escape"}
+    )
+    refusal_phrases: list[str] | None = Field(
+        None,
+        description="Phrases scored as refusals; repeatable.",
+        json_schema_extra={"flag": "refusal-phrase"},
+    )
+    max_new_tokens: int = Field(24, gt=0, description="Generation limit.")
+    noise_floor: tuple[str, str] = Field(
+        ("list-nota", "list-refusal"),
+        description="The two escape lists whose disagreement is the noise floor.",
+        json_schema_extra={"cli": False},
+    )
+    orders: int = Field(0, ge=0, description="Also ask the lists under K seeded option orders.")
+    no_decoy: bool = Field(False, description="Also ask unanswerable lists without the decoy.")
+    control: bool = Field(False, description="Add a list whose last option is a random word.")
+    sampling: SamplingConfig | None = Field(
+        None,
+        description="Temperature sampling in addition to greedy decoding.",
+        json_schema_extra={"flags": {"temperature": "temperature", "n_samples": "samples"}},
+    )
+    determinism: int = Field(
+        0, ge=0, description="Rerun N questions uncached.", json_schema_extra={"metavar": "N"}
+    )
+    examples: int = Field(5, ge=0, description="Flipping questions shown per model.")
 
     @field_validator("scoring", mode="before")
     @classmethod
@@ -78,15 +104,3 @@ class FormatsConfig(_Strict):
             return tuple(self.refusal_phrases)
         extra = () if template.startswith("unifiedqa") else DECODER_REFUSALS
         return tuple(dict.fromkeys((self.refusal_text, *extra)))
-
-
-def load_formats_config(
-    path: str | Path | None = None, overrides: Mapping[str, Any] | None = None
-) -> FormatsConfig:
-    """Read a YAML config (optional) and apply ``overrides`` (flags given on the command line).
-
-    Relative data paths and model folders in the file are taken relative to the file. An
-    unknown key or a wrong value raises :class:`ConfigError` naming the key, its line and
-    what is allowed.
-    """
-    return load_yaml_config(FormatsConfig, path, overrides, what="formats-study config")

@@ -434,7 +434,7 @@ def check_template(
     if template != "auto":
         return template  # type: ignore[return-value]
     uqa = [b.capabilities.input_format == "unifiedqa" for b in backends]
-    if all(uqa):
+    if uqa and all(uqa):
         return "unifiedqa"
     if not any(uqa):
         return "qa"

@@ -18,14 +18,13 @@ from ...reports import (
     Column,
     Heatmap,
     Paragraph,
-    ReportContext,
     Section,
     Table,
     format_cell,
 )
 from ._analysis import ANSWERABLE_OUTCOMES, UNANSWERABLE_OUTCOMES
 
-__all__ = ["condition_labels", "formats_report", "formats_report_sections"]
+__all__ = ["condition_labels", "formats_report_sections"]
 
 SOURCE = "formats study"
 
@@ -562,8 +561,3 @@ def formats_report_sections(analysis: Mapping[str, Any], *, figures: bool = True
     if det:
         out.append(_determinism(det))
     return out
-
-
-def formats_report(ctx: ReportContext) -> list[Section]:
-    """The study's sections of ``steadyeval report`` (registered for study ``formats``)."""
-    return formats_report_sections(ctx.analysis)

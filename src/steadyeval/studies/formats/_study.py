@@ -1,18 +1,22 @@
-"""Run the answer-format study: data → design → (determinism check) → run_study → analysis."""
+"""The answer-format study on the study protocol: data → design → (determinism check) →
+runner → analysis → report sections."""
 
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+import pyarrow as pa
 
 from ..._errors import ConfigError
 from ...conditions import Condition
 from ...items import Item
-from ...models import Backend, load_backend
-from ...run import PlanCounts, RunOptions, run
-from .._common import StudyDesign, StudyResult, reanalyze, run_study
+from ...models import Backend
+from ...reports import Section
+from ...run import RunOptions, run
+from .._protocol import Study, StudyDesign
 from ._analysis import analyze_formats
 from ._config import FormatsConfig
 from ._design import (
@@ -23,12 +27,10 @@ from ._design import (
     check_template,
     stable_rng,
 )
-from ._render import render_formats
+from ._report import formats_report_sections
 from ._squad import load_squad
 
-__all__ = ["formats_design", "reanalyze_formats", "run_formats_study"]
-
-STUDY = "formats"
+__all__ = ["FORMATS_STUDY", "FormatsStudy", "formats_design"]
 
 
 def formats_design(config: FormatsConfig, backends: Sequence[Backend]) -> StudyDesign:
@@ -86,7 +88,7 @@ def formats_design(config: FormatsConfig, backends: Sequence[Backend]) -> StudyD
         "noise_floor": list(config.noise_floor),
         "examples": config.examples,
     }
-    return StudyDesign(items=built.items, conditions=conditions, info=info)
+    return StudyDesign.of(built.items, conditions, backends, info=info)
 
 
 def _determinism_check(
@@ -122,48 +124,46 @@ def _determinism_check(
     }
 
 
-def run_formats_study(
-    config: FormatsConfig,
-    *,
-    out: Path | None = None,
-    cache: Path | None = None,
-    dry_run: bool = False,
-    progress: bool | None = None,
-) -> StudyResult | PlanCounts:
-    """Run the answer-format study that ``config`` describes.
+class FormatsStudy(Study):
+    """Study 1: does a "none of the above" option restore the refusals a free-form answer
+    has? (``docs/study-formats.md``)"""
 
-    Writes ``results.parquet`` (one row per question × condition × model; the ``format``
-    column holds the format's name) and ``summary.json`` / ``summary.md`` with the analysis
-    into ``out``. With ``dry_run`` nothing is sent: the plan's counts are returned. The
-    optional determinism check (``config.determinism`` questions) always calls the model.
-    """
-    backends = [load_backend(m) for m in config.models]
-    design = formats_design(config, backends)
-    options = RunOptions(out=out, cache=cache, progress=progress)
-    if not dry_run and config.determinism:
+    name = "formats"
+    question = (
+        'does a "none of the above" option restore the refusals free-form answers have? (SQuAD 2.0)'
+    )
+    config = FormatsConfig
+
+    def design(
+        self, config: FormatsConfig, backends: Sequence[Backend], options: RunOptions
+    ) -> StudyDesign:
+        return formats_design(config, backends)
+
+    def before_run(
+        self,
+        config: FormatsConfig,
+        design: StudyDesign,
+        backends: Sequence[Backend],
+        options: RunOptions,
+    ) -> StudyDesign:
+        """The optional determinism check (``config.determinism`` questions, uncached)."""
+        if not config.determinism:
+            return design
         greedy = [
             c
             for c, d in zip(design.conditions, design.info["conditions"], strict=True)
             if d["variant"] == "base"
         ]
         check = _determinism_check(design.items, greedy, backends, config.determinism, config.seed)
-        design = StudyDesign(
-            items=design.items,
-            conditions=design.conditions,
-            info={**design.info, "determinism": check},
-        )
-    return run_study(
-        STUDY,
-        design,
-        backends,
-        analyze=analyze_formats,
-        render=render_formats,
-        options=options,
-        dry_run=dry_run,
-        config=config.model_dump(mode="json"),
-    )
+        return StudyDesign(design.blocks, {**design.info, "determinism": check}, design.columns)
+
+    def analyze(self, table: pa.Table, info: Mapping[str, Any]) -> dict[str, Any]:
+        return analyze_formats(table, info)
+
+    def sections(
+        self, analysis: Mapping[str, Any], info: Mapping[str, Any], *, figures: bool = True
+    ) -> list[Section]:
+        return formats_report_sections(analysis, figures=figures)
 
 
-def reanalyze_formats(run_dir: str | Path) -> dict[str, Any]:
-    """Recompute the analysis of a finished run from its ``results.parquet`` (no model)."""
-    return reanalyze(run_dir, analyze=analyze_formats, render=render_formats)
+FORMATS_STUDY = FormatsStudy()

@@ -3,38 +3,33 @@
 from __future__ import annotations
 
 import dataclasses
-from collections import Counter
+import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal
 
-from ..._errors import ConfigError
-from ...conditions import Condition, Format, Shots, Template, Trial, expand
+from pydantic import Field, field_validator
+
+from ..._errors import SteadyevalDeprecationWarning
+from ...conditions import Condition, Format, Shots, Template
 from ...items import Item
-from ...models import Backend, ModelSpec, load_backend
-from ...requests import ScoreRequest
+from ...models import Backend
 from ...results import StudyColumn
-from ...run import PlanCounts, RunOptions
-from ...scoring import LETTER_LOGPROB, OPTION_LOGPROB, requests_for
-from .._common import StudyDesign, StudyResult, reanalyze, run_study
-from ._data import LETTERS, MMLUData, Split, load_mmlu
+from ...scoring import LETTER_LOGPROB, OPTION_LOGPROB, PROMPT_LOGPROB
+from .._protocol import StudyConfig, StudyDesign
+from ._data import LETTERS, MMLUData
+from ._fit import SHOT_SET, fit_shots
 
 __all__ = [
+    "COLUMNS",
     "MMLU_FORMAT",
     "QUESTION_ONLY",
     "SCORINGS",
-    "SHOT_SET",
     "TEMPLATES",
     "KnowledgeConfig",
-    "ShotFit",
     "condition_name",
-    "fit_shots",
     "knowledge_conditions",
     "knowledge_design",
-    "reanalyze_knowledge",
-    "run_knowledge",
 ]
 
 _INTRO = "The following are multiple choice questions (with answers) about"
@@ -72,11 +67,6 @@ MMLU_FORMAT = Format(
 )
 _QUESTION_FORMAT = Format(name="question", kind="free")
 
-#: ``--scoring`` names → the core scoring.
-SCORINGS: Mapping[str, str] = MappingProxyType({"letter": LETTER_LOGPROB, "option": OPTION_LOGPROB})
-
-#: The metadata key shots are matched on (see :func:`knowledge_design`).
-SHOT_SET = "shot_set"
 #: The study's columns.
 COLUMNS = (
     StudyColumn("subject", "string", "the MMLU subject (e.g. abstract_algebra)"),
@@ -85,73 +75,124 @@ COLUMNS = (
 MEMORISATION_CONDITION = "question-logprob"
 
 
-@dataclass(frozen=True)
-class KnowledgeConfig:
+_LABELS = {LETTER_LOGPROB: "letter", OPTION_LOGPROB: "option"}
+#: The study's scorings by their short names (condition names use these; as ``--scoring``
+#: values they are deprecated aliases).
+SCORINGS: Mapping[str, str] = MappingProxyType({v: k for k, v in _LABELS.items()})
+
+
+def _comma(value: Any) -> Any:
+    """``"0,5"`` → ``["0", "5"]`` (flags and YAML may give a comma-separated string)."""
+    return [v.strip() for v in value.split(",") if v.strip()] if isinstance(value, str) else value
+
+
+class KnowledgeConfig(StudyConfig):
     """What the knowledge study asks. The default is the reference setting: letter scoring,
-    the reference template, 5 dev shots, original option order.
+    the reference template, 5 dev shots, original option order."""
 
-    Parameters
-    ----------
-    shots : tuple of int
-        Shot counts; one condition each (accuracy vs shots when several).
-    templates : tuple of str
-        Names in :data:`TEMPLATES`.
-    scorings : tuple of str
-        ``"letter"`` (log-probability of `` A`` … `` D`` as the next token) and/or
-        ``"option"`` (log-probability of each option's text).
-    normalization : {"none", "token", "char"}
-        Which option score decides an ``"option"`` answer (all three are kept per row).
-    rotations : bool
-        Also ask every question under the 3 other cyclic rotations of its options.
-    memorisation : bool
-        Also score each question's log-probability with an empty context.
-    seed : int
-        Seed of the analysis' bootstrap (nothing in the design is random).
-    """
+    data: str = Field(
+        description="A folder in the original MMLU layout (dev/, test/ with "
+        "<subject>_<split>.csv) or a hub data set such as cais/mmlu.",
+        json_schema_extra={"metavar": "DIR|HUB_NAME", "path": True},
+    )
+    subjects: list[str] | None = Field(
+        None,
+        description="Only these subjects (comma-separated, e.g. anatomy,virology).",
+        json_schema_extra={"comma": True, "metavar": "A,B,..."},
+    )
+    split: Literal["test", "val"] = Field("test", description="The split to evaluate.")
+    limit_per_subject: int | None = Field(
+        None, gt=0, description="Evaluate only the first N questions of each subject."
+    )
+    shots: list[int] = Field(
+        [5],
+        description="Shot counts (first dev examples of the subject); one condition each.",
+        json_schema_extra={"comma": True, "metavar": "K,K,..."},
+    )
+    templates: list[str] = Field(
+        ["reference"],
+        description="Prompt headers: reference (two spaces after 'about', as the reference "
+        "code) and/or single-space.",
+        json_schema_extra={"comma": True, "metavar": "NAME,..."},
+    )
+    scorings: list[str] = Field(
+        [LETTER_LOGPROB],
+        description="letter-logprob (log-probability of ' A'..' D') and/or option-logprob (of "
+        "each option text); letter and option are deprecated names.",
+        json_schema_extra={"flag": "scoring", "comma": True, "metavar": "SCORING,..."},
+    )
+    normalization: Literal["none", "token", "char"] = Field(
+        "none", description="Which option score decides an option-scored answer."
+    )
+    rotations: bool = Field(
+        False, description="Also ask every question under the 3 other cyclic rotations."
+    )
+    memorisation: bool = Field(
+        False, description="Also score each question's log-probability (memorisation check)."
+    )
+    seed: int = Field(0, description="Seed of the bootstrap (nothing in the design is random).")
 
-    shots: tuple[int, ...] = (5,)
-    templates: tuple[str, ...] = ("reference",)
-    scorings: tuple[str, ...] = ("letter",)
-    normalization: Literal["none", "token", "char"] = "none"
-    rotations: bool = False
-    memorisation: bool = False
-    seed: int = 0
+    _split_lists = field_validator("subjects", "shots", "templates", "scorings", mode="before")(
+        _comma
+    )
 
-    def __post_init__(self) -> None:
-        for name in ("shots", "templates", "scorings"):
-            value = tuple(getattr(self, name))
-            if not value:
-                raise ConfigError(f"knowledge study: {name} is empty; give at least one")
-            if len(set(value)) != len(value):
-                raise ConfigError(f"knowledge study: {name} repeat: {', '.join(map(str, value))}")
-            object.__setattr__(self, name, value)
-        for k in self.shots:
-            if isinstance(k, bool) or not isinstance(k, int) or k < 0:
-                raise ConfigError(
-                    f"knowledge study: shots must be integers >= 0; got {k!r} (e.g. 0,1,5)"
+    @field_validator("shots", "templates", "scorings")
+    @classmethod
+    def _distinct(cls, value: list[Any]) -> list[Any]:
+        if not value:
+            raise ValueError("is empty; give at least one")
+        if len(set(value)) != len(value):
+            raise ValueError(f"repeats a value: {', '.join(map(str, value))}")
+        return value
+
+    @field_validator("shots")
+    @classmethod
+    def _counts(cls, value: list[int]) -> list[int]:
+        if any(k < 0 for k in value):
+            raise ValueError(f"shots must be integers >= 0; got {value} (e.g. 0,1,5)")
+        return value
+
+    @field_validator("templates")
+    @classmethod
+    def _known_templates(cls, value: list[str]) -> list[str]:
+        unknown = [t for t in value if t not in TEMPLATES]
+        if unknown:
+            raise ValueError(f"unknown template {unknown[0]!r}; choose from {', '.join(TEMPLATES)}")
+        return value
+
+    @field_validator("scorings")
+    @classmethod
+    def _known_scorings(cls, value: list[str]) -> list[str]:
+        out = []
+        for s in value:
+            if s in SCORINGS:  # the old short names
+                warnings.warn(
+                    f"scoring {s!r} is deprecated; use {SCORINGS[s]!r}",
+                    SteadyevalDeprecationWarning,
+                    stacklevel=2,
                 )
-        for t in self.templates:
-            if t not in TEMPLATES:
-                raise ConfigError(
-                    f"knowledge study: unknown template {t!r}; choose from {', '.join(TEMPLATES)}"
-                )
-        for s in self.scorings:
-            if s not in SCORINGS:
-                raise ConfigError(
-                    f"knowledge study: unknown scoring {s!r}; choose from {', '.join(SCORINGS)}"
-                )
-        if self.normalization not in ("none", "token", "char"):
-            raise ConfigError(
-                f"knowledge study: normalization {self.normalization!r} not in none, token, char"
-            )
+                s = SCORINGS[s]
+            if s not in _LABELS:
+                raise ValueError(f"unknown scoring {s!r}; choose from {', '.join(_LABELS)}")
+            out.append(s)
+        return out
 
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+    def design_dict(self) -> dict[str, Any]:
+        """The settings that shape the conditions (``summary.json`` → ``design.config``)."""
+        return self.model_dump(
+            mode="json",
+            include={
+                "shots", "templates", "scorings", "normalization", "rotations",
+                "memorisation", "seed",
+            },
+        )  # fmt: skip
 
 
 def condition_name(scoring: str, template: str, shots: int, rotation: int = 0) -> str:
-    """``letter-reference-5shot`` (``-rot1`` … for rotated options)."""
-    return f"{scoring}-{template}-{shots}shot" + (f"-rot{rotation}" if rotation else "")
+    """``letter-reference-5shot`` (``-rot1`` … for rotated options) for scoring
+    ``letter-logprob``."""
+    label = _LABELS.get(scoring, scoring)
+    return f"{label}-{template}-{shots}shot" + (f"-rot{rotation}" if rotation else "")
 
 
 def knowledge_conditions(config: KnowledgeConfig) -> list[Condition]:
@@ -168,11 +209,13 @@ def knowledge_conditions(config: KnowledgeConfig) -> list[Condition]:
                             name=condition_name(scoring, template, k, r),
                             template=TEMPLATES[template],
                             format=MMLU_FORMAT,
-                            scoring=SCORINGS[scoring],
+                            scoring=scoring,
                             option_order="rotated" if r else "original",
                             rotation=r,
                             shots=Shots(n=k, selection="first", source="dev", match=SHOT_SET),
-                            normalization=config.normalization if scoring == "option" else "none",
+                            normalization=config.normalization
+                            if scoring == OPTION_LOGPROB
+                            else "none",
                         )
                     )
     if config.memorisation:
@@ -181,196 +224,10 @@ def knowledge_conditions(config: KnowledgeConfig) -> list[Condition]:
                 name=MEMORISATION_CONDITION,
                 template=QUESTION_ONLY,
                 format=_QUESTION_FORMAT,
-                scoring="prompt-logprob",
+                scoring=PROMPT_LOGPROB,
             )
         )
     return out
-
-
-# -- fitting the shots into the context ------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ShotFit:
-    """Per-item shot caps so that every prompt fits every model's context.
-
-    Attributes
-    ----------
-    caps : mapping of str to int
-        Item id → the most shots its prompts can hold, for items that cannot hold all of
-        the largest shot count asked for. Every condition uses ``min(its shots, cap)``.
-    checked : tuple of str
-        Models whose tokenizer and context length were used.
-    unchecked : tuple of str
-        Models that cannot count tokens or do not say their context length (their prompts
-        may be truncated by the backend, which flags it in the ``truncated`` column).
-    too_long : tuple of str
-        Items whose prompt does not fit even without shots.
-    max_lengths : mapping of str to int
-        Context length of each checked model.
-    """
-
-    caps: Mapping[str, int]
-    checked: tuple[str, ...] = ()
-    unchecked: tuple[str, ...] = ()
-    too_long: tuple[str, ...] = ()
-    max_lengths: Mapping[str, int] = dataclasses.field(default_factory=dict)
-
-    def info(self) -> dict[str, Any]:
-        return {
-            "checked_models": list(self.checked),
-            "unchecked_models": list(self.unchecked),
-            "max_lengths": dict(self.max_lengths),
-            "n_items_capped": len(self.caps),
-            "caps": dict(sorted(Counter(self.caps.values()).items())),
-            "too_long_without_shots": list(self.too_long),
-        }
-
-
-_MARGIN = 8  # tokens: within this of the limit, a pair is counted exactly
-# Tokens never outnumber a text's UTF-8 bytes, save for the few special tokens a tokenizer adds
-# (byte-level BPE, SentencePiece with byte fallback, WordPiece): a prompt with at most
-# ``limit - _BYTE_SLACK`` bytes fits without being tokenized.
-_BYTE_SLACK = 16
-
-
-class _Counter:
-    """Counts the tokens a backend's score request feeds the model (context + continuation
-    minus the last token): not at all when the bytes already bound it, exactly near the
-    limit, and by a cheap upper estimate (context and continuation counted apart) elsewhere."""
-
-    def __init__(self, backend: Backend, limit: int) -> None:
-        self.backend, self.limit = backend, limit
-        self._cont: dict[str, int] = {}
-
-    def _count(self, texts: Sequence[str]) -> list[int]:
-        counted = self.backend.count_tokens(list(texts))
-        assert counted is not None
-        return counted
-
-    def fits(self, contexts: Sequence[str], continuations: Sequence[Sequence[str]]) -> list[bool]:
-        out = [True] * len(contexts)
-        todo = [
-            i
-            for i, (ctx, conts) in enumerate(zip(contexts, continuations, strict=True))
-            if len(ctx.encode()) + max((len(c.encode()) for c in conts), default=0)
-            > self.limit - _BYTE_SLACK
-        ]
-        if not todo:
-            return out
-        new = sorted({c for i in todo for c in continuations[i]} - set(self._cont))
-        self._cont.update(zip(new, self._count(new), strict=True))
-        n_ctx = self._count([contexts[i] for i in todo])
-        exact: list[tuple[int, str]] = []
-        for i, n in zip(todo, n_ctx, strict=True):
-            conts = continuations[i]
-            estimate = n + max((self._cont[c] for c in conts), default=0) - 1
-            if estimate > self.limit + _MARGIN:
-                out[i] = False
-            elif estimate > self.limit - _MARGIN:
-                exact.extend((i, contexts[i] + c) for c in conts)
-        if exact:
-            counts = self._count([t for _, t in exact])
-            for (i, _), n in zip(exact, counts, strict=True):
-                if n - 1 > self.limit:
-                    out[i] = False
-        return out
-
-
-def _counters(backends: Sequence[Backend]) -> tuple[list[_Counter], list[str], dict[str, int]]:
-    counters, unchecked, lengths = [], [], {}
-    for b in backends:
-        limit = b.capabilities.max_length
-        can_count = b.count_tokens(["a"]) is not None
-        if limit is not None and limit > 0 and can_count:
-            counters.append(_Counter(b, limit))
-            lengths[b.identity()] = limit
-        else:
-            unchecked.append(b.identity())
-    return counters, unchecked, lengths
-
-
-def _score_parts(trials: Sequence[Trial]) -> tuple[list[str], list[list[str]]]:
-    contexts, conts = [], []
-    for t in trials:
-        reqs = [r for r in requests_for(t) if isinstance(r, ScoreRequest)]
-        contexts.append(reqs[0].context if reqs else t.prompt)
-        conts.append([r.continuation for r in reqs])
-    return contexts, conts
-
-
-def _expand_by_shot_set(
-    items: Sequence[Item], conditions: Sequence[Condition], dev: Sequence[Item]
-) -> list[Trial]:
-    """``expand`` one shot set at a time, each with only its own dev items as the pool: the
-    same trials as one call with the whole pool, without scanning every subject's shots for
-    every item."""
-    pools: dict[str, list[Item]] = {}
-    for d in dev:
-        pools.setdefault(str(d.metadata.get(SHOT_SET)), []).append(d)
-    groups: dict[str, list[Item]] = {}
-    for it in items:
-        groups.setdefault(str(it.metadata.get(SHOT_SET)), []).append(it)
-    trials: list[Trial] = []
-    for key, group in groups.items():
-        trials += expand(group, conditions, shot_pools={"dev": pools.get(key, [])}).trials
-    return trials
-
-
-def fit_shots(
-    items: Sequence[Item],
-    conditions: Sequence[Condition],
-    dev: Sequence[Item],
-    backends: Sequence[Backend],
-) -> ShotFit:
-    """Find, per item, the most shots (up to the largest asked) whose prompts fit.
-
-    As in the reference code (which drops shots until the prompt fits 2048 tokens), but
-    checked for every model at once and for every few-shot condition, so that all conditions
-    of an item use the same shots and stay paired. A prompt fits a model when the tokens its
-    score requests feed the model (context + continuation, less the predicted last token) are
-    at most the model's ``max_length``, the backend's own truncation rule.
-
-    ``items`` and ``dev`` must carry ``metadata["shot_set"]`` as :func:`knowledge_design`
-    sets it; ``conditions`` are the study's (shots matched on that key, taken in order).
-    """
-    missing = [it.id for it in [*items, *dev] if SHOT_SET not in it.metadata]
-    if missing:
-        raise ConfigError(
-            f"fit_shots: item {missing[0]!r} has no metadata[{SHOT_SET!r}]; build the design "
-            "with knowledge_design, which sets it"
-        )
-    few = [c for c in conditions if c.shots.n > 0 and c.scoring != "prompt-logprob"]
-    top = max((c.shots.n for c in few), default=0)
-    counters, unchecked, lengths = _counters(backends)
-    checked = tuple(c.backend.identity() for c in counters)
-    if not few or not counters:
-        return ShotFit({}, checked, tuple(unchecked), (), lengths)
-    caps: dict[str, int] = {}
-    pending = list(items)
-    too_long: list[str] = []
-    for m in range(top, -1, -1):
-        capped = [
-            dataclasses.replace(c, shots=dataclasses.replace(c.shots, n=min(c.shots.n, m)))
-            for c in few
-        ]
-        trials = _expand_by_shot_set(pending, capped, dev)
-        ok = dict.fromkeys((it.id for it in pending), True)
-        contexts, conts = _score_parts(trials)
-        for counter in counters:
-            for t, fits in zip(trials, counter.fits(contexts, conts), strict=True):
-                if not fits:
-                    ok[t.item.id] = False
-        for it in pending:
-            if ok[it.id] and m < top:
-                caps[it.id] = m
-        pending = [it for it in pending if not ok[it.id]]
-        if not pending:
-            break
-    for it in pending:  # not even the zero-shot prompt fits: the backend truncates it
-        caps[it.id] = 0
-        too_long.append(it.id)
-    return ShotFit(caps, checked, tuple(unchecked), tuple(too_long), lengths)
 
 
 def _with_shot_set(item: Item, value: str, **changes: Any) -> Item:
@@ -378,7 +235,7 @@ def _with_shot_set(item: Item, value: str, **changes: Any) -> Item:
 
 
 def knowledge_design(
-    data: MMLUData, config: KnowledgeConfig, backends: Sequence[Backend] = ()
+    data: MMLUData, config: KnowledgeConfig, backends: Sequence[Backend]
 ) -> StudyDesign:
     """Build the study's items, conditions and shot pool.
 
@@ -419,82 +276,10 @@ def knowledge_design(
         "n_items": len(items),
         "n_dev": len(data.dev),
         "available_per_subject": dict(data.available),
-        "config": config.to_dict(),
+        "config": config.design_dict(),
         "seed": config.seed,
         "shot_fit": fit.info(),
     }
-    return StudyDesign(
-        items=items, conditions=conditions, shot_pools={"dev": dev}, info=info, columns=COLUMNS
+    return StudyDesign.of(
+        items, conditions, backends, shot_pools={"dev": dev}, info=info, columns=COLUMNS
     )
-
-
-# -- running ---------------------------------------------------------------------------------
-
-STUDY_NAME = "knowledge"
-
-
-def run_knowledge(
-    models: Sequence[str | ModelSpec | Backend],
-    data: str | Path | MMLUData,
-    config: KnowledgeConfig | None = None,
-    *,
-    subjects: Sequence[str] | None = None,
-    split: Split = "test",
-    limit_per_subject: int | None = None,
-    options: RunOptions | None = None,
-    dry_run: bool = False,
-) -> StudyResult | PlanCounts:
-    """Run the knowledge study: load MMLU, build the design, run it, analyse the table.
-
-    Parameters
-    ----------
-    models : sequence of model specs or backends
-    data : str, Path or MMLUData
-        A directory in the original layout or a hub data set (see :func:`load_mmlu`), or
-        data already loaded.
-    config : KnowledgeConfig, optional
-        Default: the reference setting (letter scoring, reference template, 5 shots).
-    subjects, split, limit_per_subject
-        Passed to :func:`load_mmlu` when ``data`` is a source.
-    options : RunOptions, optional
-        Run directory, cache, batch size, progress.
-    dry_run : bool
-        Return the plan's counts; call no model.
-
-    Returns
-    -------
-    StudyResult or PlanCounts
-        The table, the summary (with ``analysis``) and the run directory.
-    """
-    from ._analysis import analyze_knowledge
-    from ._render import render_knowledge
-
-    cfg = config or KnowledgeConfig()
-    if not isinstance(data, MMLUData):
-        data = load_mmlu(data, subjects=subjects, split=split, limit_per_subject=limit_per_subject)
-    backends = [m if isinstance(m, Backend) else load_backend(m) for m in models]
-    design = knowledge_design(data, cfg, backends)
-    return run_study(
-        STUDY_NAME,
-        design,
-        backends,
-        analyze=analyze_knowledge,
-        render=render_knowledge,
-        options=options,
-        dry_run=dry_run,
-        config={
-            "knowledge": cfg.to_dict(),
-            "data": data.source,
-            "split": data.split,
-            "subjects": list(data.subjects),
-            "limit_per_subject": limit_per_subject,
-        },
-    )
-
-
-def reanalyze_knowledge(run_dir: str | Path) -> dict[str, Any]:
-    """Recompute the analysis of a knowledge run from its ``results.parquet`` (no model)."""
-    from ._analysis import analyze_knowledge
-    from ._render import render_knowledge
-
-    return reanalyze(run_dir, analyze=analyze_knowledge, render=render_knowledge)

@@ -22,14 +22,13 @@ from ...reports import (
     Paragraph,
     Point,
     RefLine,
-    ReportContext,
     Section,
     Series,
     Table,
     format_cell,
 )
 
-__all__ = ["knowledge_report", "knowledge_report_sections"]
+__all__ = ["knowledge_report_sections"]
 
 SOURCE = "knowledge study"
 #: Most charts (category bars) or lines (reliability) drawn; every number is in the tables.
@@ -449,8 +448,3 @@ def knowledge_report_sections(
         if sec is not None:
             out.append(sec)
     return out + [fn(analysis, tables) for key, fn in _ROBUSTNESS if analysis.get(key)]
-
-
-def knowledge_report(ctx: ReportContext) -> list[Section]:
-    """The study's sections of ``steadyeval report`` (registered for study ``knowledge``)."""
-    return knowledge_report_sections(ctx.analysis)

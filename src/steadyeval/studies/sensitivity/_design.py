@@ -34,7 +34,7 @@ from ...items import Item
 from ...models import split_slot
 from ...results import StudyColumn
 from ...scoring import GENERATE, OPTION_LOGPROB
-from .._common import StudyDesign
+from .._protocol import StudyDesign
 from ._data import Fact, ProbeData, Relation
 
 __all__ = [
@@ -398,7 +398,7 @@ def probe_design(
             ],
         },
     }
-    return StudyDesign(items=items, conditions=conditions, info=info, columns=COLUMNS)
+    return StudyDesign.of(items, conditions, (), info=info, columns=COLUMNS)
 
 
 # -- generic tasks -----------------------------------------------------------------------------
@@ -481,4 +481,4 @@ def task_design(
         "analysis": aopts.to_dict(),
         "data": {"n_items": len(items), "scoring": score, "format": fmt.name, **(info or {})},
     }
-    return StudyDesign(items=list(items), conditions=conditions, info=design_info, columns=COLUMNS)
+    return StudyDesign.of(list(items), conditions, (), info=design_info, columns=COLUMNS)

@@ -21,14 +21,13 @@ from ...reports import (
     Note,
     Paragraph,
     Point,
-    ReportContext,
     Section,
     Series,
     Table,
     format_cell,
 )
 
-__all__ = ["REGIMES", "sensitivity_report", "sensitivity_report_sections"]
+__all__ = ["REGIMES", "sensitivity_report_sections"]
 
 SOURCE = "sensitivity study"
 
@@ -349,8 +348,3 @@ def sensitivity_report_sections(
     ]
     units = _per_unit(analysis)
     return out + ([units] if units is not None else [])
-
-
-def sensitivity_report(ctx: ReportContext) -> list[Section]:
-    """The study's sections of ``steadyeval report`` (registered for study ``sensitivity``)."""
-    return sensitivity_report_sections(ctx.analysis)

@@ -1,32 +1,43 @@
-"""Run the sensitivity study: data → design → run_study (with slot readers) → analysis."""
+"""The sensitivity study on the study protocol: its config, data → design, analysis and
+report sections."""
 
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+import pyarrow as pa
+from pydantic import Field, field_validator
 
 from ..._errors import ConfigError, DataError
 from ...conditions import Template
 from ...items import load_jsonl
-from ...models import Backend, ModelSpec
-from ...run import PlanCounts, RunOptions
-from .._common import StudyDesign, StudyResult, reanalyze, run_study
+from ...models import Backend
+from ...reports import Section
+from ...run import RunOptions
+from ...scoring import canonical_scoring
+from .._protocol import Study, StudyConfig, StudyDesign
 from ._analysis import analyze_sensitivity
 from ._data import load_aliases, load_probes, load_vocab
-from ._design import AnalysisOptions, ProbeOptions, probe_design, task_design
-from ._render import render_sensitivity
+from ._design import (
+    AnalysisOptions,
+    ProbeOptions,
+    SensitivityWarning,
+    probe_design,
+    task_design,
+)
+from ._report import sensitivity_report_sections
 
 __all__ = [
-    "STUDY",
+    "SENSITIVITY_STUDY",
+    "SensitivityConfig",
+    "SensitivityStudy",
     "load_templates",
-    "reanalyze_sensitivity",
-    "run_sensitivity_study",
     "sensitivity_design",
 ]
-
-STUDY = "sensitivity"
 
 
 def load_templates(path: str | Path) -> list[Template]:
@@ -149,35 +160,106 @@ def _limit_task(items: Sequence[Any], limit: int) -> list[Any]:
     return out
 
 
-def run_sensitivity_study(
-    design: StudyDesign,
-    models: Sequence[str | ModelSpec | Backend],
-    *,
-    options: RunOptions | None = None,
-    dry_run: bool = False,
-    config: Mapping[str, Any] | None = None,
-) -> StudyResult | PlanCounts:
-    """Run ``design`` on ``models`` and analyse the table (see :func:`analyze_sensitivity`).
+class SensitivityConfig(StudyConfig):
+    """A run of the sensitivity study (flags or YAML)."""
 
-    For factual probes, models that do not fill a ``[Y]`` slot themselves (every backend but
-    masked LMs) read the prompt up to the slot (:class:`~steadyeval.models.SlotReader`).
-    With one model the study runs; rankings and rank consistency are reported as not
-    applicable.
-    """
-    if not models:
-        raise ConfigError("no models given; pass at least one model spec (two for rankings)")
-    return run_study(
-        STUDY,
-        design,
-        models,
-        analyze=analyze_sensitivity,
-        render=render_sensitivity,
-        options=options,
-        dry_run=dry_run,
-        config=config,
+    data: str = Field(
+        description="Probe directory (generic, LAMA or LPAQA layout) or a task directory "
+        "(items.jsonl + templates.jsonl).",
+        json_schema_extra={"path": True},
     )
+    prompt_set: Literal["manual_paraphrase", "paraphrase", "mine"] | None = Field(
+        None, description="LPAQA layout: which prompt set (default manual_paraphrase)."
+    )
+    limit_per_relation: int | None = Field(
+        None, ge=1, description="At most N facts per relation (a seeded sample)."
+    )
+    templates_per_relation: int | None = Field(
+        None, ge=1, description="Templates per relation (default: the smallest count)."
+    )
+    aliases: str | None = Field(
+        None,
+        description='Subject aliases, JSONL: {"subject": "...", "aliases": [...]}.',
+        json_schema_extra={"path": True},
+    )
+    max_names: int = Field(5, ge=1, description="Names per subject (canonical + aliases).")
+    candidates: Literal["vocabulary", "relation"] = Field(
+        "vocabulary", description="P@1 over the vocabulary, or over the relation's objects."
+    )
+    vocab: str | None = Field(
+        None,
+        description="Keep only facts whose object is in this word list (one per line).",
+        json_schema_extra={"path": True},
+    )
+    scoring: str | None = Field(None, description="Generic tasks only: how answers are scored.")
+    subsets: int = Field(1000, ge=1, description="Rank consistency: number of subsets.")
+    subset_size: int = Field(20, ge=1, description="Rank consistency: relations per subset.")
+    k_templates: int | None = Field(
+        None, ge=1, description="Sampled adjustment: templates drawn per relation (default all)."
+    )
+    k_names: int | None = Field(
+        None, ge=1, description="Sampled adjustment: names drawn per fact (default all)."
+    )
+    weights: Literal["uniform", "data"] = Field(
+        "uniform", description="P(template): uniform or the data's template weights."
+    )
+    seed: int = Field(42, description="Seed of the fact sample and of every analysis draw.")
+
+    @field_validator("scoring")
+    @classmethod
+    def _known_scoring(cls, value: str | None) -> str | None:
+        return None if value is None else canonical_scoring(value)
 
 
-def reanalyze_sensitivity(run_dir: str | Path) -> dict[str, Any]:
-    """Recompute the analysis from ``results.parquet`` and rewrite the summaries."""
-    return reanalyze(run_dir, analyze=analyze_sensitivity, render=render_sensitivity)
+class SensitivityStudy(Study):
+    """Study 2: prompt and verbalization sensitivity of probing, and the backdoor adjustment
+    (``docs/study-sensitivity.md``)."""
+
+    name = "sensitivity"
+    question = (
+        "how much do prompt wording and entity names move probing scores, and does the "
+        "backdoor-adjusted score give a stable model ranking? (LAMA/LPAQA)"
+    )
+    config = SensitivityConfig
+
+    def design(
+        self, config: SensitivityConfig, backends: Sequence[Backend], options: RunOptions
+    ) -> StudyDesign:
+        analysis = AnalysisOptions(
+            n_subsets=config.subsets,
+            subset_size=config.subset_size,
+            seed=config.seed,
+            k_templates=config.k_templates,
+            k_names=config.k_names,
+            weights=config.weights,
+        )
+        probe = ProbeOptions(
+            limit_per_relation=config.limit_per_relation,
+            templates_per_relation=config.templates_per_relation,
+            max_names=config.max_names,
+            candidates=config.candidates,
+            seed=config.seed,
+        )
+        with warnings.catch_warnings():  # the analysis reports the same facts as notes
+            warnings.simplefilter("ignore", SensitivityWarning)
+            design = sensitivity_design(
+                config.data,
+                prompt_set=config.prompt_set,
+                probe=probe,
+                analysis=analysis,
+                aliases=config.aliases,
+                vocab=config.vocab,
+                scoring=config.scoring,
+            )
+        return design
+
+    def analyze(self, table: pa.Table, info: Mapping[str, Any]) -> dict[str, Any]:
+        return analyze_sensitivity(table, info)
+
+    def sections(
+        self, analysis: Mapping[str, Any], info: Mapping[str, Any], *, figures: bool = True
+    ) -> list[Section]:
+        return sensitivity_report_sections(analysis, figures=figures)
+
+
+SENSITIVITY_STUDY = SensitivityStudy()

@@ -1,0 +1,225 @@
+"""The one shape of a study: config → design → the runner → analysis → report sections.
+
+A study is a :class:`Study` in the registry (:func:`register_study`, :func:`get_study`).
+:func:`run_study` drives every study the same way: it validates the config (pydantic, with
+located errors), loads the models' backends (cheap: configs, not weights), asks the study for
+its design (items × conditions × models, as blocks), hands the design to the runner, lets the
+study add follow-up blocks that depend on the first results (e.g. retraining a chosen
+setting), analyses the results table (and only the table) and writes ``summary.json`` and
+``summary.md``. The report (``steadyeval report``) shows the study's sections from the same
+analysis, so a run re-analyses and re-renders offline.
+"""
+
+from __future__ import annotations
+
+import importlib
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .._errors import ConfigError
+from ..conditions import Condition
+from ..items import Item
+from ..models import Backend
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from ..reports import Section
+    from ..results import StudyColumn
+    from ..run import Block, RunOptions
+
+__all__ = [
+    "Study",
+    "StudyConfig",
+    "StudyDesign",
+    "StudyResult",
+    "find_study",
+    "get_study",
+    "register_study",
+    "study_names",
+]
+
+
+class StudyConfig(BaseModel):
+    """What every study's config holds: the models (model specs; at least one). A study's
+    config subclasses this; unknown keys are errors that name the allowed ones."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    models: list[str] = Field(
+        min_length=1,
+        description="model specs (BACKEND:NAME_OR_PATH[?key=value&...])",
+        json_schema_extra={"flag": "model", "metavar": "SPEC"},
+    )
+
+
+@dataclass(frozen=True)
+class StudyDesign:
+    """What a study asks: blocks of items × conditions × models for the runner, the facts
+    its analysis needs besides the table (``info``, written to ``summary.json`` as
+    ``design``) and its own typed columns."""
+
+    blocks: Sequence[Block]
+    info: Mapping[str, Any] = field(default_factory=dict)
+    columns: Sequence[StudyColumn] = ()
+
+    @classmethod
+    def of(
+        cls,
+        items: Sequence[Item],
+        conditions: Sequence[Condition],
+        models: Sequence[str | Backend],
+        *,
+        shot_pools: Mapping[str, Sequence[Item]] | None = None,
+        info: Mapping[str, Any] | None = None,
+        columns: Sequence[StudyColumn] = (),
+    ) -> StudyDesign:
+        """The usual design: one block (every item × condition × model). ``models`` may be
+        empty: :func:`~steadyeval.studies.run_study` then runs the block on the study's
+        models."""
+        from ..run import Block
+
+        block = Block(items, conditions, list(models), shot_pools or {})
+        return cls(blocks=(block,), info=info or {}, columns=columns)
+
+    @property
+    def items(self) -> list[Item]:
+        """The items of every block, in block order."""
+        return [i for b in self.blocks for i in b.items]
+
+    @property
+    def shot_pools(self) -> dict[str, Sequence[Item]]:
+        """The shot pools of every block (a later block's pool of the same name wins)."""
+        return {k: v for b in self.blocks for k, v in b.shot_pools.items()}
+
+    @property
+    def conditions(self) -> list[Condition]:
+        """The conditions of every block, each once, in block order."""
+        seen: dict[str, Condition] = {}
+        for b in self.blocks:
+            for c in b.conditions:
+                seen.setdefault(c.name, c)
+        return list(seen.values())
+
+
+@dataclass(frozen=True)
+class StudyResult:
+    table: pa.Table
+    summary: dict[str, Any]
+    analysis: dict[str, Any]
+    run_dir: Path | None
+
+
+class Study(ABC):
+    """A study: its config, its design, its analysis and its report sections.
+
+    Subclasses set :attr:`name`, :attr:`question` and :attr:`config`, and implement
+    :meth:`design`, :meth:`analyze` and :meth:`sections`; :meth:`before_run` and
+    :meth:`follow_up` are optional. ``analyze`` reads only the results table and the design
+    facts, so :func:`reanalyze` recomputes it offline.
+    """
+
+    #: The study's name: the CLI command (``steadyeval study NAME``) and ``summary.json``'s.
+    name: ClassVar[str]
+    #: One line: the question the study answers.
+    question: ClassVar[str]
+    #: The study's config model.
+    config: ClassVar[type[StudyConfig]]
+
+    @abstractmethod
+    def design(self, config: Any, backends: Sequence[Backend], options: RunOptions) -> StudyDesign:
+        """Items, conditions and models for ``config`` (loads data; calls no model).
+        ``options`` say where the run writes (a study that trains keeps checkpoints there)."""
+
+    def before_run(
+        self, config: Any, design: StudyDesign, backends: Sequence[Backend], options: RunOptions
+    ) -> StudyDesign:
+        """Checks that call models before the run (never in a dry run); default: none."""
+        return design
+
+    def follow_up(
+        self,
+        config: Any,
+        design: StudyDesign,
+        table: pa.Table,
+        backends: Sequence[Backend],
+        options: RunOptions,
+    ) -> StudyDesign | None:
+        """More blocks that depend on the results so far (run after them), or None."""
+        return None
+
+    @abstractmethod
+    def analyze(self, table: pa.Table, info: Mapping[str, Any]) -> dict[str, Any]:
+        """The analysis, from the results table and the design facts alone."""
+
+    @abstractmethod
+    def sections(
+        self, analysis: Mapping[str, Any], info: Mapping[str, Any], *, figures: bool = True
+    ) -> list[Section]:
+        """The report's sections for ``analysis`` (``figures=False``: tables only)."""
+
+    def markdown(self, analysis: Mapping[str, Any], info: Mapping[str, Any]) -> str:
+        """The study's part of ``summary.md``: its sections without figures."""
+        from ..reports import sections_markdown
+
+        return sections_markdown(self.sections(analysis, info, figures=False))
+
+    def load_config(
+        self, path: str | Path | None = None, overrides: Mapping[str, Any] | None = None
+    ) -> StudyConfig:
+        """A YAML file (optional) plus ``overrides`` validated as this study's config; errors
+        name the file, the line, the key and what is allowed."""
+        from ..run import load_yaml_config
+
+        return load_yaml_config(self.config, path, overrides, what=f"{self.name}-study config")
+
+
+# Built-in studies are named by import path so nothing is imported until a study is used.
+_BUILTIN: dict[str, str] = {
+    "formats": "steadyeval.studies.formats:FORMATS_STUDY",
+    "sensitivity": "steadyeval.studies.sensitivity:SENSITIVITY_STUDY",
+    "knowledge": "steadyeval.studies.knowledge:KNOWLEDGE_STUDY",
+    "fewshot": "steadyeval.studies.fewshot:FEWSHOT_STUDY",
+}
+_REGISTRY: dict[str, Study | str] = dict(_BUILTIN)
+
+
+def register_study(study: Study, *, replace: bool = False) -> Study:
+    """Add ``study`` to the registry under ``study.name``; returns it."""
+    if not isinstance(study, Study):
+        raise TypeError(f"expected a Study instance, got {type(study).__name__}")
+    known = _REGISTRY.get(study.name)
+    if known is not None and known is not study and not replace:
+        raise ValueError(f"study {study.name!r} is already registered; pass replace=True")
+    _REGISTRY[study.name] = study
+    return study
+
+
+def study_names() -> list[str]:
+    """The registered studies' names."""
+    return list(_REGISTRY)
+
+
+def get_study(name: str) -> Study:
+    """The study called ``name`` (built-in studies are imported on first use)."""
+    entry = _REGISTRY.get(name)
+    if entry is None:
+        raise ConfigError(f"unknown study {name!r}; known studies: {', '.join(_REGISTRY)}")
+    if isinstance(entry, str):
+        module, _, attr = entry.partition(":")
+        entry = getattr(importlib.import_module(module), attr)
+        assert isinstance(entry, Study)
+        _REGISTRY[name] = entry
+    return entry
+
+
+def find_study(name: str | None) -> Study | None:
+    """The registered study called ``name``, or None (no error) when there is none."""
+    if name is None or name not in _REGISTRY:
+        return None
+    return get_study(name)

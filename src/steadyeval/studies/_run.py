@@ -1,0 +1,156 @@
+"""Run any registered study: config → design → runner → (follow-up) → analysis → summary."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal, overload
+
+from .._errors import ConfigError
+from .._json import json_safe, write_json
+from ..models import Backend, load_backend
+from ..results import read_results, summary_markdown
+from ..run import PlanCounts, RunOptions, run_blocks, validate_config
+from ._protocol import Study, StudyConfig, StudyDesign, StudyResult, get_study
+
+__all__ = ["reanalyze", "run_design", "run_study"]
+
+ConfigLike = StudyConfig | Mapping[str, Any] | str | Path
+
+
+def _config(study: Study, config: ConfigLike) -> StudyConfig:
+    if isinstance(config, StudyConfig):
+        if not isinstance(config, study.config):
+            raise ConfigError(
+                f"study {study.name!r} takes a {study.config.__name__}, not a "
+                f"{type(config).__name__}"
+            )
+        return config
+    if isinstance(config, str | Path):
+        return study.load_config(config)
+    return validate_config(study.config, config, what=f"{study.name}-study config")
+
+
+def _with_models(design: StudyDesign, backends: Sequence[str | Backend]) -> StudyDesign:
+    """Blocks that name no models run on the study's models."""
+    blocks = [
+        b if b.models else dataclasses.replace(b, models=list(backends)) for b in design.blocks
+    ]
+    return dataclasses.replace(design, blocks=tuple(blocks))
+
+
+def _write(run_dir: Path, study: Study, summary: dict[str, Any]) -> None:
+    write_json(run_dir / "summary.json", summary)
+    base = {k: v for k, v in summary.items() if k not in {"analysis", "design", "study"}}
+    text = summary_markdown(base) + "\n" + study.markdown(summary["analysis"], summary["design"])
+    (run_dir / "summary.md").write_text(text, encoding="utf-8")
+
+
+@overload
+def run_study(
+    study: str | Study,
+    config: ConfigLike,
+    *,
+    options: RunOptions | None = ...,
+    dry_run: Literal[False] = ...,
+) -> StudyResult: ...
+@overload
+def run_study(
+    study: str | Study,
+    config: ConfigLike,
+    *,
+    options: RunOptions | None = ...,
+    dry_run: Literal[True],
+) -> PlanCounts: ...
+
+
+def run_study(
+    study: str | Study,
+    config: ConfigLike,
+    *,
+    options: RunOptions | None = None,
+    dry_run: bool = False,
+) -> StudyResult | PlanCounts:
+    """Run a study end to end.
+
+    Parameters
+    ----------
+    study : str or Study
+        A registered study's name (``formats``, ``sensitivity``, ``knowledge``, ``fewshot``)
+        or a :class:`Study`.
+    config : StudyConfig, mapping, or path
+        The study's config: an instance of its config class, a mapping of its keys, or a
+        YAML file holding them.
+    options : RunOptions, optional
+        Run directory, response cache, batch size, progress, executor.
+    dry_run : bool
+        Return the plan's counts (of the first design; follow-ups depend on results); send
+        nothing, train nothing.
+
+    Returns
+    -------
+    StudyResult or PlanCounts
+        The table, ``summary.json``'s content (``study``, ``design``, ``analysis`` added to
+        the run's summary), the analysis and the run directory.
+    """
+    study = get_study(study) if isinstance(study, str) else study
+    cfg = _config(study, config)
+    opts = options or RunOptions()
+    backends = [load_backend(m) for m in cfg.models]
+    design = _with_models(study.design(cfg, backends, opts), backends)
+    if dry_run:
+        return run_blocks(design.blocks, options=opts, dry_run=True, columns=design.columns)
+    design = study.before_run(cfg, design, backends, opts)
+    resolved = {"study": study.name, **cfg.model_dump(mode="json")}
+    result = run_design(study, design, backends, options=opts, config=resolved)
+    more = study.follow_up(cfg, design, result.table, backends, opts)
+    if more is None:
+        return result
+    more = _with_models(more, backends)
+    design = StudyDesign(
+        blocks=(*design.blocks, *more.blocks),
+        info={**design.info, **more.info},
+        columns=design.columns,
+    )
+    return run_design(study, design, backends, options=opts, config=resolved)
+
+
+def run_design(
+    study: str | Study,
+    design: StudyDesign,
+    models: Sequence[str | Backend] = (),
+    *,
+    options: RunOptions | None = None,
+    config: Mapping[str, Any] | None = None,
+) -> StudyResult:
+    """Run a design built by hand (e.g. with the study's design functions) and analyse it as
+    ``study`` does. Blocks that name no models run on ``models``."""
+    study = get_study(study) if isinstance(study, str) else study
+    design = _with_models(design, models)
+    resolved = json_safe(dict(config or {"study": study.name, "models": list(map(str, models))}))
+    result = run_blocks(
+        design.blocks, options=options or RunOptions(), config=resolved, columns=design.columns
+    )
+    info = dict(design.info)
+    analysis = study.analyze(result.table, info)
+    summary = {**result.summary, "study": study.name, "design": info, "analysis": analysis}
+    if result.run_dir is not None:
+        _write(result.run_dir, study, summary)
+    return StudyResult(result.table, summary, analysis, result.run_dir)
+
+
+def reanalyze(run_dir: str | Path) -> dict[str, Any]:
+    """Recompute a study run's analysis from its ``results.parquet`` (no model is called) and
+    rewrite ``summary.json`` and ``summary.md``."""
+    run_dir = Path(run_dir)
+    table = read_results(run_dir)
+    summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
+    if "study" not in summary:
+        raise ConfigError(f"{run_dir}: not a study run (summary.json names no study)")
+    study = get_study(summary["study"])
+    analysis = study.analyze(table, summary.get("design", {}))
+    summary["analysis"] = analysis
+    _write(run_dir, study, summary)
+    return analysis

@@ -1,0 +1,234 @@
+"""The built-in few-shot methods: in-context learning, PET and CLS."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+from ..._errors import ConfigError
+from ...conditions import Condition, Format, Template, expand
+from ...items import Item
+from ...models import HF_RUN_OPTIONS, Capabilities
+from ...requests import RequestKind
+from ...run import Block
+from ...scoring import CLASSIFIER_HEAD, INPUTS_KEY
+from ...train import (
+    ClsExample,
+    PromptExample,
+    TrainedModel,
+    TrainOutcome,
+    train_cls,
+    train_pet,
+)
+from ._methods import (
+    MethodContext,
+    Unit,
+    icl_condition,
+    pattern_template,
+    register_method,
+    scored_items,
+    slot_condition,
+    task_verbalizer,
+    verbalize,
+)
+from ._params import (
+    PATTERN,
+    VERBALIZER,
+    Hparams,
+    Param,
+    default_shots,
+    hparams_id,
+    int_at_least,
+    one_of,
+    train_config,
+    train_params,
+    verbalizer_names,
+)
+from ._tasks import FewShotTask
+
+__all__ = ["CLSMethod", "ICLMethod", "PETMethod"]
+
+
+def _trained(
+    ctx: MethodContext,
+    unit: Unit,
+    method: str,
+    backend: str,
+    train: Callable[[Path], TrainOutcome],
+    *,
+    kinds: frozenset[RequestKind],
+    capabilities: Capabilities | None = None,
+) -> TrainedModel:
+    """The unit's trained model (shared by every unit with the same recipe), served by
+    ``backend`` with the base model's options and the setting's ``max_length``."""
+    base = dict(ctx.base.spec.options)
+    options = {k: v for k, v in base.items() if k not in HF_RUN_OPTIONS}
+    options["max_length"] = str(unit.hparams["max_length"])
+    model = TrainedModel(
+        recipe=ctx.recipe(unit, method),
+        train=train,
+        store=ctx.store,
+        backend=backend,
+        options=options,
+        run_options={k: v for k, v in base.items() if k in HF_RUN_OPTIONS},
+        kinds=kinds,
+        name=method,
+        capabilities=capabilities,
+        keep=ctx.keep_checkpoints,
+    )
+    return ctx.trained(model)
+
+
+class ICLMethod:
+    """In-context learning: a pattern, a verbalizer and shots from the train part; no training.
+
+    The pattern's text before ``[Y]`` is the prompt; each option (the verbalizer's word, or a
+    COPA alternative) is scored as its continuation by log-probability (``option-logprob``),
+    on any backend that scores. Shots are drawn per item from the split's train part, from
+    (``shot_seed``, unit seed, item id), and shown as ``prompt answer rest-of-pattern``.
+    """
+
+    name = "icl"
+    params: Mapping[str, Param] = {
+        "pattern": PATTERN,
+        "verbalizer": Param(
+            "verbalizer", lambda t: verbalizer_names(t)[:2], VERBALIZER.check, VERBALIZER.doc
+        ),
+        "shots": Param("shots", default_shots, int_at_least(0), "number of shots"),
+        "shot_seed": Param(
+            "shot_seed", lambda t: [0], int_at_least(0), "which shots, in which order"
+        ),
+        "normalization": Param(
+            "normalization",
+            lambda t: ["none"],
+            one_of("none", "token", "char"),
+            "option score normalisation",
+        ),
+    }
+
+    def block(self, unit: Unit, ctx: MethodContext) -> Block:
+        words = task_verbalizer(unit.task, unit.hparams["verbalizer"])
+        return Block(
+            verbalize(scored_items(unit), words),
+            [icl_condition(unit.task, unit.hparams, unit.seed)],
+            [ctx.base],
+            {"train": verbalize(unit.train, words)},
+        )
+
+
+class PETMethod:
+    """PET: fine-tune a masked LM on pattern–verbalizer pairs, then score the checkpoint.
+
+    Training minimises cross-entropy over the options' scores at the ``[Y]`` slot (see
+    :mod:`steadyeval.train`), keeping the best-dev weights (``eval_every``). The checkpoint is
+    served as ``hf-masked:CHECKPOINT?max_length=N`` and scored with the same pattern.
+    """
+
+    name = "pet"
+    params: Mapping[str, Param] = {
+        "pattern": PATTERN,
+        "verbalizer": VERBALIZER,
+        **train_params([1e-5, 1e-4]),
+    }
+
+    def condition(self, task: FewShotTask, h: Hparams) -> Condition:
+        verbalizer = None if task.kind == "choice" else h["verbalizer"]
+        return slot_condition(f"pet-{hparams_id(h)}", pattern_template(task, h), verbalizer)
+
+    def examples(self, task: FewShotTask, h: Hparams, items: Sequence[Item]) -> list[PromptExample]:
+        cond = self.condition(task, h)
+        trials = expand(verbalize(items, task_verbalizer(task, h["verbalizer"])), [cond]).trials
+        if len(trials) != len(items):
+            raise ConfigError(
+                f"condition {cond.name}: {len(items) - len(trials)} items could "
+                "not be rendered (does the verbalizer cover every label?)"
+            )
+        return [PromptExample(t.prompt, t.options or (), t.gold_displayed[0]) for t in trials]
+
+    def block(self, unit: Unit, ctx: MethodContext) -> Block:
+        task, h = unit.task, unit.hparams
+
+        def train(folder: Path) -> TrainOutcome:
+            return train_pet(
+                ctx.base_dir(),
+                self.examples(task, h, unit.train),
+                self.examples(task, h, unit.dev),
+                train_config(h, ctx.device),
+                seed=unit.seed,
+                out_dir=folder,
+            )
+
+        caps = Capabilities(fills_slots=True, max_length=int(h["max_length"]))
+        model = _trained(
+            ctx, unit, self.name, "hf-masked", train,
+            kinds=frozenset({"score", "top-k"}), capabilities=caps,
+        )  # fmt: skip
+        items = verbalize(scored_items(unit), task_verbalizer(task, h["verbalizer"]))
+        return Block(items, [self.condition(task, h)], [model])
+
+
+#: Renders a classifier's text pairs as the row's prompt: ``a | b [SEP] a | b``.
+CLASSIFIER_TEMPLATE = Template(
+    name="classifier-inputs",
+    body=(
+        "{% for pair in metadata." + INPUTS_KEY + " %}{% if not loop.first %} [SEP] "
+        "{% endif %}{{ pair | reject('none') | join(' | ') }}{% endfor %}"
+    ),
+    answer="",
+)
+
+
+class CLSMethod:
+    """CLS: fine-tune a classification head (the FewNLU baseline).
+
+    ``AutoModelForSequenceClassification`` on the task's input pair (or a multiple-choice
+    head over COPA's alternatives), best-dev weights kept. The checkpoint is served as
+    ``hf-classifier:CHECKPOINT`` and scored by the ``classifier-head`` scoring mode from the
+    items' text pairs (``metadata["classifier_inputs"]``).
+    """
+
+    name = "cls"
+    params: Mapping[str, Param] = train_params([1e-5, 5e-5, 1e-4])
+
+    @staticmethod
+    def examples(task: FewShotTask, items: Sequence[Item]) -> list[ClsExample]:
+        return [ClsExample(task.cls_inputs(i), i.gold_options[0]) for i in items]
+
+    def condition(self, h: Hparams) -> Condition:
+        return Condition(
+            name=f"cls-{hparams_id(h)}",
+            template=CLASSIFIER_TEMPLATE,
+            format=Format(name="classifier", kind="mc"),
+            scoring=CLASSIFIER_HEAD,
+        )
+
+    def block(self, unit: Unit, ctx: MethodContext) -> Block:
+        task = unit.task
+        n_labels = None if task.kind == "choice" else len(task.labels)
+
+        def train(folder: Path) -> TrainOutcome:
+            return train_cls(
+                ctx.base_dir(),
+                self.examples(task, unit.train),
+                self.examples(task, unit.dev),
+                train_config(unit.hparams, ctx.device),
+                n_labels=n_labels,
+                seed=unit.seed,
+                out_dir=folder,
+            )
+
+        model = _trained(
+            ctx, unit, self.name, "hf-classifier", train, kinds=frozenset({"classify"})
+        )
+        items = [
+            dataclasses.replace(
+                i, metadata={**i.metadata, INPUTS_KEY: [list(p) for p in task.cls_inputs(i)]}
+            )
+            for i in scored_items(unit)
+        ]
+        return Block(items, [self.condition(unit.hparams)], [model])
+
+
+for _method in (ICLMethod(), PETMethod(), CLSMethod()):
+    register_method(_method)

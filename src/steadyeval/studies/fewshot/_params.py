@@ -1,0 +1,148 @@
+"""Hyperparameters of few-shot methods: each a :class:`Param` with default grid values and a
+check; the shared ones (pattern, verbalizer, training settings) are defined here."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ...items import canonical_json
+from ...train import TrainConfig
+from ._tasks import FewShotTask
+
+__all__ = [
+    "PATTERN",
+    "VERBALIZER",
+    "Hparams",
+    "Param",
+    "default_shots",
+    "hparams_id",
+    "int_at_least",
+    "names_of",
+    "one_of",
+    "train_config",
+    "train_params",
+    "verbalizer_names",
+]
+
+Hparams = Mapping[str, Any]
+
+
+def hparams_id(hparams: Hparams) -> str:
+    """A short content id (10 hex digits) of a hyperparameter setting."""
+    return hashlib.sha256(canonical_json(dict(hparams)).encode()).hexdigest()[:10]
+
+
+@dataclass(frozen=True)
+class Param:
+    """One hyperparameter a method accepts.
+
+    ``default(task)`` gives its default grid values; ``check(value, task)`` validates one
+    value (raising ``ValueError`` with what is allowed) and returns it normalised.
+    """
+
+    name: str
+    default: Callable[[FewShotTask], list[Any]]
+    check: Callable[[Any, FewShotTask], Any]
+    doc: str = ""
+
+
+def names_of(
+    kind: str, get: Callable[[FewShotTask], Sequence[str]]
+) -> Callable[[Any, FewShotTask], Any]:
+    """A check that a value is one of the task's names of ``kind`` (patterns, ...)."""
+
+    def check(value: Any, task: FewShotTask) -> Any:
+        allowed = list(get(task))
+        if value not in allowed:
+            raise ValueError(
+                f"{task.name} has no {kind} {value!r}; choose from {', '.join(map(str, allowed))}"
+            )
+        return value
+
+    return check
+
+
+def verbalizer_names(task: FewShotTask) -> list[str]:
+    return ["none"] if task.kind == "choice" else list(task.verbalizers)
+
+
+def int_at_least(minimum: int) -> Callable[[Any, FewShotTask], Any]:
+    def check(value: Any, task: FewShotTask) -> Any:
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise ValueError(f"expected an integer >= {minimum}, got {value!r}")
+        return value
+
+    return check
+
+
+def _positive_float(value: Any, task: FewShotTask) -> Any:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not value > 0
+        or not math.isfinite(value)
+    ):
+        raise ValueError(f"expected a positive number, got {value!r}")
+    return float(value)
+
+
+def one_of(*allowed: str) -> Callable[[Any, FewShotTask], Any]:
+    def check(value: Any, task: FewShotTask) -> Any:
+        if value not in allowed:
+            raise ValueError(f"expected one of {', '.join(allowed)}, got {value!r}")
+        return value
+
+    return check
+
+
+PATTERN = Param(
+    "pattern",
+    lambda t: list(t.patterns)[:2],
+    names_of("pattern", lambda t: list(t.patterns)),
+    "a pattern name of the task (its [Y] slot is where the answer goes)",
+)
+VERBALIZER = Param(
+    "verbalizer",
+    lambda t: verbalizer_names(t)[:1],
+    names_of("verbalizer", verbalizer_names),
+    "a verbalizer name of the task (choice tasks: none)",
+)
+
+
+def default_shots(task: FewShotTask) -> list[Any]:
+    # Four settings for every task: 2 patterns x 2 verbalizers x 3 shots, or (COPA, which
+    # has no verbalizer) 2 patterns x 2 shot counts.
+    return [3] if len(verbalizer_names(task)) > 1 else [2, 4]
+
+
+def train_params(lrs: list[float]) -> dict[str, Param]:
+    """The settings every fine-tuning method has (learning rates: ``lrs`` by default)."""
+    return {
+        "learning_rate": Param(
+            "learning_rate", lambda t: list(lrs), _positive_float, "peak AdamW learning rate"
+        ),
+        "steps": Param("steps", lambda t: [30], int_at_least(1), "optimiser steps"),
+        "batch_size": Param("batch_size", lambda t: [4], int_at_least(1), "examples per step"),
+        "eval_every": Param(
+            "eval_every",
+            lambda t: [10],
+            int_at_least(0),
+            "dev evaluation frequency for best-dev checkpointing (0: last)",
+        ),
+        "max_length": Param("max_length", lambda t: [128], int_at_least(8), "input tokens"),
+    }
+
+
+def train_config(h: Hparams, device: str) -> TrainConfig:
+    return TrainConfig(
+        learning_rate=float(h["learning_rate"]),
+        steps=int(h["steps"]),
+        batch_size=int(h["batch_size"]),
+        eval_every=int(h["eval_every"]),
+        max_length=int(h["max_length"]),
+        device=device,
+    )
