@@ -3,10 +3,7 @@ what may differ). See ``tests/golden/pipeline/cases.py``."""
 
 from __future__ import annotations
 
-import fcntl
 import json
-import os
-import shutil
 from pathlib import Path
 
 import pytest
@@ -14,7 +11,15 @@ from click.testing import CliRunner
 
 from steadyeval.cli._main import main
 from steadyeval.models._tiny import build_tiny_model
-from tests.golden.pipeline.cases import CASES, HERE, ROOT, Case, argv, snapshot, write_inputs
+from tests.golden.pipeline.cases import (
+    CASES,
+    EXAMPLES,
+    HERE,
+    Case,
+    argv,
+    snapshot,
+    write_inputs,
+)
 from tests.golden.pipeline.compare import compare, upgrade
 
 # Each case runs a whole study on tiny models; minutes, not seconds, on a busy 2-core machine.
@@ -22,35 +27,23 @@ pytestmark = pytest.mark.timeout(900)
 
 
 @pytest.fixture(scope="session")
-def inputs() -> dict[str, str]:
-    """Models and data under the fixed folder the pins were made in, built once per test run
-    (several xdist workers share them through a lock)."""
-    run = os.environ.get("PYTEST_XDIST_TESTRUNUID", str(os.getpid()))
-    ROOT.mkdir(parents=True, exist_ok=True)
-    with (ROOT.parent / "steadyeval-pinned.lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        marker = ROOT / "inputs.json"
-        if marker.is_file():
-            stored = json.loads(marker.read_text())
-            if stored["run"] == run:
-                return dict(stored["values"])
-        for child in ROOT.iterdir():
-            if child.is_dir() and child.name not in ("runs", "caches"):
-                shutil.rmtree(child)
-        values = write_inputs(ROOT, lambda p, arch: build_tiny_model(p, arch, seed=0))
-        marker.write_text(json.dumps({"run": run, "values": values}))
-        return values
+def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """This session's folder for the cases' models, data and runs (``<tmp>`` in the pins:
+    the refactored code's outputs no longer depend on where the models lie)."""
+    return tmp_path_factory.mktemp("pinned")
+
+
+@pytest.fixture(scope="session")
+def inputs(root: Path) -> dict[str, str]:
+    return write_inputs(root, lambda p, arch: build_tiny_model(p, arch, seed=0))
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_pinned_run_is_unchanged(
-    case: Case, inputs: dict[str, str], monkeypatch: pytest.MonkeyPatch
+    case: Case, root: Path, inputs: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    out = ROOT / "runs" / case.name
-    cache = ROOT / "caches" / f"{case.name}.sqlite"
-    shutil.rmtree(out, ignore_errors=True)
-    for stale in cache.parent.glob(f"{case.name}.sqlite*"):
-        stale.unlink()
+    out = root / "runs" / case.name
+    cache = root / "caches" / f"{case.name}.sqlite"
     cache.parent.mkdir(parents=True, exist_ok=True)
     monkeypatch.setenv("STEADYEVAL_CACHE", str(cache))
     torch = pytest.importorskip("torch")
@@ -61,7 +54,7 @@ def test_pinned_run_is_unchanged(
     finally:
         torch.set_num_threads(threads)
     assert result.exit_code == 0, result.output
-    fresh = snapshot(out, {str(ROOT): "<tmp>"})
+    fresh = snapshot(out, {str(root): "<tmp>", str(EXAMPLES): "<examples>"})
     pinned = json.loads((HERE / f"{case.name}.json").read_text(encoding="utf-8"))
     problems = compare(case.name, pinned, fresh)
     assert not problems, f"{len(problems)} differences:\n" + "\n".join(problems[:40])

@@ -1,15 +1,73 @@
-"""Items and the loaders that read them."""
+"""Items and the loaders that read them: the generic JSONL/CSV/hub formats and named loaders
+for SQuAD 2.0, MMLU, FewGLUE/SuperGLUE and LAMA-style probes (one registry, one JSONL reader,
+errors that name the file, line and field)."""
 
+from ._fewglue import FEWGLUE, FewGlueTask, fewglue_task, load_fewglue_items
 from ._item import Item, canonical_json, plain_json
-from ._loaders import items_from_records, load_csv, load_hf, load_items, load_jsonl
+from ._jsonl import read_jsonl
+from ._loaders import (
+    get_loader,
+    items_from_records,
+    load_csv,
+    load_hf,
+    load_items,
+    load_jsonl,
+    loader_names,
+    register_loader,
+)
+from ._mmlu import LETTERS, MMLUData, load_mmlu, load_mmlu_items
+from ._mmlu_subjects import CATEGORIES, SUBCATEGORIES, SUBJECTS, SubjectInfo, subject_info
+from ._probe_files import PROMPT_SETS, Fact, ProbeData, Relation
+from ._probes import load_aliases, load_probe_items, load_probes, load_vocab
+from ._squad import (
+    SquadArticle,
+    SquadData,
+    SquadParagraph,
+    SquadQuestion,
+    load_squad,
+    load_squad2_items,
+    squad_from_rows,
+)
 
 __all__ = [
+    "CATEGORIES",
+    "FEWGLUE",
+    "LETTERS",
+    "PROMPT_SETS",
+    "SUBCATEGORIES",
+    "SUBJECTS",
+    "Fact",
+    "FewGlueTask",
     "Item",
+    "MMLUData",
+    "ProbeData",
+    "Relation",
+    "SquadArticle",
+    "SquadData",
+    "SquadParagraph",
+    "SquadQuestion",
+    "SubjectInfo",
     "canonical_json",
+    "fewglue_task",
+    "get_loader",
     "items_from_records",
+    "load_aliases",
     "load_csv",
+    "load_fewglue_items",
     "load_hf",
     "load_items",
     "load_jsonl",
+    "load_mmlu",
+    "load_mmlu_items",
+    "load_probe_items",
+    "load_probes",
+    "load_squad",
+    "load_squad2_items",
+    "load_vocab",
+    "loader_names",
     "plain_json",
+    "read_jsonl",
+    "register_loader",
+    "squad_from_rows",
+    "subject_info",
 ]

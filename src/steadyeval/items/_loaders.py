@@ -1,17 +1,29 @@
-"""Load items from JSONL, CSV or Hugging Face ``datasets``, with located errors."""
+"""Load items from JSONL, CSV or Hugging Face ``datasets``, or with a named loader (a
+registry: SQuAD 2.0, MMLU, FewGLUE, LAMA-style probes, and any registered one)."""
 
 from __future__ import annotations
 
 import csv
-import json
-from collections.abc import Iterable, Iterator, Mapping
+import importlib
+import inspect
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from .._errors import DataError
+from .._errors import ConfigError, DataError
 from ._item import Item
+from ._jsonl import read_jsonl
 
-__all__ = ["items_from_records", "load_csv", "load_hf", "load_items", "load_jsonl"]
+__all__ = [
+    "get_loader",
+    "items_from_records",
+    "load_csv",
+    "load_hf",
+    "load_items",
+    "load_jsonl",
+    "loader_names",
+    "register_loader",
+]
 
 _KNOWN_FIELDS = {
     "id",
@@ -226,29 +238,9 @@ def items_from_records(records: Iterable[tuple[int, Any]], *, file: str) -> list
     return items
 
 
-def _jsonl_records(path: Path) -> Iterator[tuple[int, Any]]:
-    with path.open("r", encoding="utf-8") as fh:
-        for lineno, text in enumerate(fh, start=1):
-            if not text.strip():
-                continue
-            try:
-                yield lineno, json.loads(text)
-            except json.JSONDecodeError as exc:
-                raise DataError(
-                    f"invalid JSON: {exc.msg} at column {exc.colno}",
-                    file=str(path),
-                    line=lineno,
-                    expected="one JSON object per line",
-                ) from None
-
-
 def load_jsonl(path: str | Path) -> list[Item]:
     """Load items from the generic JSONL format (see ``docs/data.md``)."""
-    p = Path(path)
-    try:
-        return items_from_records(_jsonl_records(p), file=str(p))
-    except UnicodeDecodeError as exc:
-        raise DataError(f"not UTF-8 text ({exc.reason})", file=str(p), expected="UTF-8") from None
+    return items_from_records(read_jsonl(path), file=str(path))
 
 
 def _csv_records(path: Path) -> Iterator[tuple[int, Any]]:
@@ -386,8 +378,8 @@ def load_hf(
     return items_from_records(records(), file=label)
 
 
-def load_items(source: str | Path, **kwargs: Any) -> list[Item]:
-    """Load items from a path (``.jsonl``, ``.csv``, ``.json`` lines) or a hub data set name."""
+def _by_suffix(source: str | Path, **kwargs: Any) -> list[Item]:
+    """A ``.jsonl`` or ``.csv`` file, else a hub data set name (``kwargs`` for the hub)."""
     p = Path(source)
     if p.suffix in {".jsonl", ".ndjson", ".csv"} and not p.exists():
         raise DataError("file not found", file=str(p), expected="an existing .jsonl or .csv file")
@@ -399,8 +391,73 @@ def load_items(source: str | Path, **kwargs: Any) -> list[Item]:
         raise DataError(
             f"unknown file type {p.suffix!r}",
             file=str(p),
-            expected="a .jsonl or .csv file, or a hub data set name",
+            expected="a .jsonl or .csv file, a hub data set name, or a named loader "
+            f"({', '.join(loader_names())})",
         )
     if str(source).startswith((".", "/")) or p.suffix:
         raise DataError("file not found", file=str(p), expected="an existing .jsonl or .csv file")
     return load_hf(str(source), **kwargs)
+
+
+Loader = Callable[..., list[Item]]
+
+# Built-in loaders by import path, so a data set's code is imported only when it is used.
+_BUILTIN: dict[str, str] = {
+    "jsonl": "steadyeval.items._loaders:load_jsonl",
+    "csv": "steadyeval.items._loaders:load_csv",
+    "hf": "steadyeval.items._loaders:load_hf",
+    "squad2": "steadyeval.items._squad:load_squad2_items",
+    "mmlu": "steadyeval.items._mmlu:load_mmlu_items",
+    "fewglue": "steadyeval.items._fewglue:load_fewglue_items",
+    "lama": "steadyeval.items._probes:load_probe_items",
+}
+_LOADERS: dict[str, Loader | str] = dict(_BUILTIN)
+
+
+def register_loader(name: str, loader: Loader | str, *, replace: bool = False) -> None:
+    """Register ``loader(source, **options) -> list[Item]`` (or ``"module:function"``) under
+    ``name``, for ``load_items(source, loader=name)`` and run configs' ``data: {loader: name}``."""
+    if name in _LOADERS and not replace and _LOADERS[name] != loader:
+        raise ValueError(f"loader {name!r} is already registered; pass replace=True")
+    _LOADERS[name] = loader
+
+
+def loader_names() -> list[str]:
+    return list(_LOADERS)
+
+
+def get_loader(name: str) -> Loader:
+    """The loader registered as ``name``."""
+    entry = _LOADERS.get(name)
+    if entry is None:
+        raise ConfigError(f"unknown data loader {name!r}; known loaders: {', '.join(_LOADERS)}")
+    if isinstance(entry, str):
+        module, _, attr = entry.partition(":")
+        entry = getattr(importlib.import_module(module), attr)
+        _LOADERS[name] = entry
+    assert callable(entry)
+    return entry
+
+
+def load_items(source: str | Path, *, loader: str | None = None, **options: Any) -> list[Item]:
+    """Load items from ``source`` with a named loader, or by its kind.
+
+    Without ``loader``: a ``.jsonl`` or ``.csv`` file in the generic format (see
+    ``docs/data.md``), else a Hugging Face hub data set (``options``: ``split``, ``config``,
+    ``fields``). With ``loader`` (``squad2``, ``mmlu``, ``fewglue``, ``lama``, ``jsonl``,
+    ``csv``, ``hf`` or a registered one), that loader reads ``source`` with ``options``; an
+    option the loader does not take is an error naming the ones it does.
+    """
+    if loader is None:
+        return _by_suffix(source, **options)
+    fn = get_loader(loader)
+    params = inspect.signature(fn).parameters
+    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+    allowed = [n for n, p in params.items() if p.kind is inspect.Parameter.KEYWORD_ONLY]
+    unknown = sorted(set(options) - set(allowed))
+    if unknown and not takes_any:
+        raise ConfigError(
+            f"data loader {loader!r} has no option {unknown[0]!r}; its options: "
+            f"{', '.join(allowed) or 'none'}"
+        )
+    return fn(source, **options)

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .._errors import ConfigError
 from ..conditions import FORMATS, TEMPLATES, Condition, Format, Generation, Shots, Template
@@ -153,11 +153,35 @@ class ConditionConfig(_Strict):
             raise ConfigError(str(exc)) from None
 
 
-class DataConfig(_Strict):
+class DataConfig(BaseModel):
+    """Where items come from: a path (or hub name), optionally read by a named loader
+    (``squad2``, ``mmlu``, ``fewglue``, ``lama``, ...) whose options are further keys."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
     path: str
-    split: str = "test"
+    loader: str | None = None
+    split: str | None = None
     config: str | None = None
     fields: dict[str, str] | None = None
+
+    @model_validator(mode="after")
+    def _options_need_a_loader(self) -> DataConfig:
+        extra = sorted(self.model_extra or {})
+        if extra and self.loader is None:
+            raise ValueError(
+                f"unknown key {extra[0]!r}; allowed keys here: config, fields, loader, path, "
+                "split (other keys are options of a named loader: set loader)"
+            )
+        return self
+
+    def options(self) -> dict[str, Any]:
+        """The loader's options: every key but ``path`` and ``loader`` that is set."""
+        given = {"split": self.split, "config": self.config, "fields": self.fields}
+        return {
+            **{k: v for k, v in given.items() if v is not None},
+            **dict(self.model_extra or {}),
+        }
 
 
 def _default_conditions() -> list[ConditionConfig]:
@@ -215,8 +239,8 @@ def _format_errors(
     exc: ValidationError, *, source: str, root: Any, model: type[BaseModel], what: str
 ) -> str:
     lines = []
-    for err in exc.errors()[:5]:
-        loc = [p for p in err["loc"] if not (isinstance(p, str) and p[:1].isupper())]
+    errors = _relevant(exc.errors())
+    for err, loc in errors[:5]:
         key = ".".join(str(p) for p in loc) or "(top level)"
         where = source
         line = _node_line(root, loc) if root is not None else None
@@ -232,10 +256,35 @@ def _format_errors(
         elif isinstance(err.get("input"), str | int | float | bool):
             msg = f"{msg} (got {err['input']!r})"
         lines.append(f"{where}: {key}: {msg}")
-    more = len(exc.errors()) - 5
+    more = len(errors) - 5
     if more > 0:
         lines.append(f"... and {more} more")
     return f"invalid {what}:\n  " + "\n  ".join(lines)
+
+
+_TAGS = frozenset({"str", "int", "float", "bool", "list", "dict", "tuple", "none"})
+
+
+def _relevant(errors: Sequence[Any]) -> list[tuple[Any, list[Any]]]:
+    """Each error with its location in keys (pydantic's union-member and model tags left
+    out); where a union gave several errors for one key, the type mismatches of the members
+    that did not apply are dropped."""
+    out = []
+    for err in errors:
+        loc = [
+            p
+            for p in err["loc"]
+            if not (isinstance(p, str) and (p[:1].isupper() or "[" in p or p in _TAGS))
+        ]
+        out.append((err, loc))
+    by_key: dict[tuple[Any, ...], int] = {}
+    for _, loc in out:
+        by_key[tuple(loc)] = by_key.get(tuple(loc), 0) + 1
+    return [
+        (err, loc)
+        for err, loc in out
+        if by_key[tuple(loc)] == 1 or not str(err["type"]).endswith("_type")
+    ]
 
 
 def _model_at(model: type[BaseModel], loc: Sequence[Any]) -> type[BaseModel] | None:

@@ -15,8 +15,7 @@ __all__ = ["load_config_data", "run_config"]
 
 def _load(source: str | DataConfig) -> list[Item]:
     if isinstance(source, DataConfig):
-        kwargs = {"split": source.split, "config": source.config, "fields": source.fields}
-        return load_items(source.path, **kwargs)
+        return load_items(source.path, loader=source.loader, **source.options())
     return load_items(source)
 
 

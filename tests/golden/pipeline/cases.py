@@ -7,8 +7,10 @@ code before the refactor and stored each run's ``results.parquet`` (as columns) 
 and compares, after the v1 → v2 column map, failing on any difference that
 ``tests/golden/CHANGES.md`` does not list.
 
-Everything is written under one fixed folder (:data:`ROOT`), because model paths reach run
-ids, request keys and seeds of the v1 code; in the pinned files that folder reads ``<tmp>``.
+``make_golden.py`` wrote everything under one fixed folder (:data:`ROOT`), because model
+paths reached run ids, request keys and seeds of the v1 code; in the pinned files that folder
+reads ``<tmp>`` (the test runs in its own temporary folder, also read as ``<tmp>``), and the
+repository's ``examples`` folder reads ``<examples>``.
 """
 
 from __future__ import annotations

@@ -18,6 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
 from tests.golden.pipeline.cases import (
     CASES,
+    EXAMPLES,
     HERE,
     ROOT,
     argv,
@@ -46,7 +47,7 @@ def main(names: list[str]) -> None:
         result = CliRunner().invoke(cli, argv(case, values, out), catch_exceptions=False)
         if result.exit_code != 0:
             raise SystemExit(f"{case.name}: exit {result.exit_code}\n{result.output}")
-        snap = snapshot(out, {str(ROOT): "<tmp>"})
+        snap = snapshot(out, {str(ROOT): "<tmp>", str(EXAMPLES): "<examples>"})
         (HERE / f"{case.name}.json").write_text(dumps(snap), encoding="utf-8")
         print(f"{case.name}: {len(next(iter(snap['results'].values())))} rows")
 

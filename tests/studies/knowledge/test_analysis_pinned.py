@@ -14,9 +14,9 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
+from steadyeval.items import subject_info
 from steadyeval.studies.knowledge import analyze_knowledge, knowledge_frame
 from steadyeval.studies.knowledge._analysis import _COLUMNS, _argmax, _rotation
-from steadyeval.studies.knowledge._subjects import subject_info
 
 from ..pinned import assert_same, cases, load_case
 

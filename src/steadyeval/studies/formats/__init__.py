@@ -7,6 +7,14 @@ in several answer formats; the analysis reads only the results table. The study
 See ``docs/study-formats.md``.
 """
 
+from ...items import (
+    SquadArticle,
+    SquadData,
+    SquadParagraph,
+    SquadQuestion,
+    load_squad,
+    squad_from_rows,
+)
 from ._analysis import ANSWERABLE_OUTCOMES, UNANSWERABLE_OUTCOMES, analyze_formats, classify
 from ._config import FormatsConfig, SamplingConfig
 from ._design import (
@@ -20,14 +28,6 @@ from ._design import (
     without_decoy,
 )
 from ._report import condition_labels, formats_report_sections
-from ._squad import (
-    SquadArticle,
-    SquadData,
-    SquadParagraph,
-    SquadQuestion,
-    load_squad,
-    squad_from_rows,
-)
 from ._study import FORMATS_STUDY, FormatsStudy, formats_design
 
 __all__ = [

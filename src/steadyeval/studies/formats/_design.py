@@ -34,10 +34,9 @@ import numpy as np
 
 from ..._errors import ConfigError
 from ...conditions import FORMATS, TEMPLATES, Condition, Format, Generation, Template
-from ...items import Item
+from ...items import Item, SquadData, SquadParagraph, SquadQuestion
 from ...models import Backend
 from ...scoring import GENERATE, normalize_answer
-from ._squad import SquadData, SquadParagraph, SquadQuestion
 
 __all__ = [
     "CONTROL_WORDS",

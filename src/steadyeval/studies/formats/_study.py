@@ -12,7 +12,7 @@ import pyarrow as pa
 
 from ..._errors import ConfigError
 from ...conditions import Condition
-from ...items import Item
+from ...items import Item, load_squad
 from ...models import Backend
 from ...reports import Section
 from ...run import RunOptions, run
@@ -28,7 +28,6 @@ from ._design import (
     stable_rng,
 )
 from ._report import formats_report_sections
-from ._squad import load_squad
 
 __all__ = ["FORMATS_STUDY", "FormatsStudy", "formats_design"]
 

@@ -5,8 +5,17 @@ and a memorisation check, all computed from the results table. The study
 (:func:`knowledge_report_sections`) give ``steadyeval report`` and ``summary.md`` their tables.
 See ``docs/study-knowledge.md``."""
 
+from ...items import (
+    CATEGORIES,
+    LETTERS,
+    SUBCATEGORIES,
+    SUBJECTS,
+    MMLUData,
+    SubjectInfo,
+    load_mmlu,
+    subject_info,
+)
 from ._analysis import analyze_knowledge, knowledge_frame
-from ._data import LETTERS, MMLUData, load_mmlu
 from ._design import (
     COLUMNS,
     MMLU_FORMAT,
@@ -21,7 +30,6 @@ from ._design import (
 from ._fit import SHOT_SET, ShotFit, fit_shots
 from ._report import knowledge_report_sections
 from ._study import KNOWLEDGE_STUDY, KnowledgeStudy
-from ._subjects import CATEGORIES, SUBCATEGORIES, SUBJECTS, SubjectInfo, subject_info
 
 __all__ = [
     "CATEGORIES",

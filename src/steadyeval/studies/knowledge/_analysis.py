@@ -22,8 +22,8 @@ import pyarrow.compute as pc
 from numpy.typing import NDArray
 
 from ... import stats
+from ...items import subject_info
 from ...stats import StatsWarning
-from ._subjects import subject_info
 
 __all__ = ["analyze_knowledge", "knowledge_frame"]
 

@@ -12,12 +12,11 @@ from pydantic import Field, field_validator
 
 from ..._errors import SteadyevalDeprecationWarning
 from ...conditions import Condition, Format, Shots, Template
-from ...items import Item
+from ...items import LETTERS, Item, MMLUData
 from ...models import Backend
 from ...results import StudyColumn
 from ...scoring import LETTER_LOGPROB, OPTION_LOGPROB, PROMPT_LOGPROB
 from .._protocol import StudyConfig, StudyDesign
-from ._data import LETTERS, MMLUData
 from ._fit import SHOT_SET, fit_shots
 
 __all__ = [

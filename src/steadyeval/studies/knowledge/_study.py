@@ -7,11 +7,11 @@ from typing import Any
 
 import pyarrow as pa
 
+from ...items import load_mmlu
 from ...models import Backend
 from ...reports import Section
 from ...run import RunOptions
 from .._protocol import Study, StudyDesign
-from ._data import load_mmlu
 from ._design import KnowledgeConfig, knowledge_design
 from ._report import knowledge_report_sections
 

@@ -9,8 +9,16 @@ stability, backdoor-adjusted scores and rank consistency under three regimes. Th
 tables. See ``docs/study-sensitivity.md``.
 """
 
+from ...items import (
+    PROMPT_SETS,
+    Fact,
+    ProbeData,
+    Relation,
+    load_aliases,
+    load_probes,
+    load_vocab,
+)
 from ._analysis import analyze_sensitivity, analyze_tensor
-from ._data import PROMPT_SETS, Fact, ProbeData, Relation, load_aliases, load_probes, load_vocab
 from ._design import (
     AnalysisOptions,
     ProbeOptions,

@@ -30,12 +30,11 @@ import numpy as np
 
 from ..._errors import ConfigError
 from ...conditions import FORMATS, Condition, Format, Generation, Template
-from ...items import Item
+from ...items import Fact, Item, ProbeData, Relation
 from ...models import split_slot
 from ...results import StudyColumn
 from ...scoring import GENERATE, OPTION_LOGPROB
 from .._protocol import StudyDesign
-from ._data import Fact, ProbeData, Relation
 
 __all__ = [
     "AnalysisOptions",

@@ -3,7 +3,6 @@ report sections."""
 
 from __future__ import annotations
 
-import json
 import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -14,14 +13,13 @@ from pydantic import Field, field_validator
 
 from ..._errors import ConfigError, DataError
 from ...conditions import Template
-from ...items import load_jsonl
+from ...items import load_aliases, load_jsonl, load_probes, load_vocab, read_jsonl
 from ...models import Backend
 from ...reports import Section
 from ...run import RunOptions
 from ...scoring import canonical_scoring
 from .._protocol import Study, StudyConfig, StudyDesign
 from ._analysis import analyze_sensitivity
-from ._data import load_aliases, load_probes, load_vocab
 from ._design import (
     AnalysisOptions,
     ProbeOptions,
@@ -45,22 +43,7 @@ def load_templates(path: str | Path) -> list[Template]:
     ``"answer"``, ``"header"``); bodies are Jinja2 as in :class:`Template`."""
     p = Path(path)
     out: list[Template] = []
-    try:
-        lines = p.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DataError(f"cannot read ({exc})", file=str(p)) from None
-    for lineno, text in enumerate(lines, start=1):
-        if not text.strip():
-            continue
-        try:
-            rec = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise DataError(
-                f"invalid JSON: {exc.msg}",
-                file=str(p),
-                line=lineno,
-                expected="one JSON object per line",
-            ) from None
+    for lineno, rec in read_jsonl(p):
         if not isinstance(rec, dict):
             raise DataError(
                 "not an object",

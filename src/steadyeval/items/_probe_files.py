@@ -23,23 +23,28 @@ to the front, or put there when the set lacks it (``Relation.original_added``).
 
 from __future__ import annotations
 
-import json
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from ..._errors import ConfigError, DataError
+from .._errors import ConfigError, DataError
+from ._jsonl import read_jsonl
 
 __all__ = [
     "PROMPT_SETS",
     "Fact",
+    "Layout",
     "ProbeData",
     "Relation",
-    "load_aliases",
-    "load_probes",
-    "load_vocab",
+    "check_names",
+    "check_object",
+    "dedupe_facts",
+    "detect_layout",
+    "load_generic",
+    "load_lama",
+    "load_lpaqa",
 ]
 
 PROMPT_SETS: tuple[str, ...] = ("manual_paraphrase", "paraphrase", "mine")
@@ -103,30 +108,7 @@ class ProbeData:
 # -- low-level readers -------------------------------------------------------------------------
 
 
-def _jsonl(path: Path) -> Iterator[tuple[int, Any]]:
-    try:
-        fh = path.open("r", encoding="utf-8")
-    except OSError as exc:
-        raise DataError(f"cannot read ({exc.strerror})", file=str(path)) from None
-    with fh:
-        try:
-            for lineno, text in enumerate(fh, start=1):
-                if not text.strip():
-                    continue
-                try:
-                    yield lineno, json.loads(text)
-                except json.JSONDecodeError as exc:
-                    raise DataError(
-                        f"invalid JSON: {exc.msg} at column {exc.colno}",
-                        file=str(path),
-                        line=lineno,
-                        expected="one JSON object per line",
-                    ) from None
-        except UnicodeDecodeError as exc:
-            raise DataError(f"not UTF-8 text ({exc.reason})", file=str(path)) from None
-
-
-def _obj(rec: Any, path: Path, line: int, example: str) -> Mapping[str, Any]:
+def check_object(rec: Any, path: Path, line: int, example: str) -> Mapping[str, Any]:
     if not isinstance(rec, Mapping):
         raise DataError(
             f"a line must be a JSON object, got {type(rec).__name__}",
@@ -183,7 +165,7 @@ def _weights(value: Any, n: int, path: Path, line: int) -> tuple[float, ...] | N
     return tuple(float(w) for w in value)
 
 
-def _names(value: Any, path: Path, line: int, fld: str) -> tuple[str, ...]:
+def check_names(value: Any, path: Path, line: int, fld: str) -> tuple[str, ...]:
     if value is None:
         return ()
     if not isinstance(value, list) or not all(isinstance(a, str) and a.strip() for a in value):
@@ -207,8 +189,8 @@ def _read_relations(path: Path, fact_files: Path | None = None) -> tuple[list[Re
     out: list[Relation] = []
     notes: list[str] = []
     seen: dict[str, int] = {}
-    for line, raw in _jsonl(path):
-        rec = _obj(raw, path, line, example)
+    for line, raw in read_jsonl(path):
+        rec = check_object(raw, path, line, example)
         rid = _str(rec, "relation", path, line)
         if rid in seen:
             raise DataError(
@@ -268,14 +250,14 @@ def _dedupe_templates(
 def _read_generic_facts(path: Path) -> list[Fact]:
     example = '{"relation": "P19", "subject": "Dante", "object": "Florence"}'
     facts = []
-    for line, raw in _jsonl(path):
-        rec = _obj(raw, path, line, example)
+    for line, raw in read_jsonl(path):
+        rec = check_object(raw, path, line, example)
         facts.append(
             Fact(
                 relation=_str(rec, "relation", path, line),
                 subject=_str(rec, "subject", path, line),
                 object=_str(rec, "object", path, line),
-                aliases=_names(rec.get("subject_aliases"), path, line, "subject_aliases"),
+                aliases=check_names(rec.get("subject_aliases"), path, line, "subject_aliases"),
                 subject_uri=_str(rec, "subject_uri", path, line, optional=True),
                 object_uri=_str(rec, "object_uri", path, line, optional=True),
                 where=f"{path}:{line}",
@@ -287,14 +269,14 @@ def _read_generic_facts(path: Path) -> list[Fact]:
 def _read_trex(path: Path, relation: str) -> list[Fact]:
     example = '{"sub_label": "Dante", "obj_label": "Florence", "sub_uri": "Q1067"}'
     facts = []
-    for line, raw in _jsonl(path):
-        rec = _obj(raw, path, line, example)
+    for line, raw in read_jsonl(path):
+        rec = check_object(raw, path, line, example)
         facts.append(
             Fact(
                 relation=relation,
                 subject=_str(rec, "sub_label", path, line),
                 object=_str(rec, "obj_label", path, line),
-                aliases=_names(rec.get("sub_aliases"), path, line, "sub_aliases"),
+                aliases=check_names(rec.get("sub_aliases"), path, line, "sub_aliases"),
                 subject_uri=_str(rec, "sub_uri", path, line, optional=True),
                 object_uri=_str(rec, "obj_uri", path, line, optional=True),
                 where=f"{path}:{line}",
@@ -313,7 +295,7 @@ def _fact_folder(root: Path, names: Sequence[str]) -> Path | None:
 # -- layouts -----------------------------------------------------------------------------------
 
 
-def _detect(root: Path) -> Layout:
+def detect_layout(root: Path) -> Layout:
     if (root / "relations.jsonl").is_file() and (root / "facts.jsonl").is_file():
         return "generic"
     if (root / "prompt").is_dir():
@@ -331,12 +313,12 @@ def _detect(root: Path) -> Layout:
     )
 
 
-def _load_generic(root: Path) -> tuple[list[Relation], list[Fact], list[str]]:
+def load_generic(root: Path) -> tuple[list[Relation], list[Fact], list[str]]:
     relations, notes = _read_relations(root / "relations.jsonl")
     return relations, _read_generic_facts(root / "facts.jsonl"), notes
 
 
-def _load_lama(root: Path) -> tuple[list[Relation], list[Fact], list[str]]:
+def load_lama(root: Path) -> tuple[list[Relation], list[Fact], list[str]]:
     folder = _fact_folder(root, _FACT_FOLDERS)
     assert folder is not None
     relations, notes = _read_relations(root / "relations.jsonl", folder)
@@ -359,8 +341,10 @@ def _lpaqa_templates(path: Path) -> tuple[list[str], tuple[float, ...] | None]:
                 templates.append(_check_template(text.strip(), path, line, "template"))
         w: tuple[float, ...] | None = None
     else:
-        for line, raw in _jsonl(path):
-            rec = _obj(raw, path, line, '{"template": "[X] was born in [Y] .", "weight": 0.1}')
+        for line, raw in read_jsonl(path):
+            rec = check_object(
+                raw, path, line, '{"template": "[X] was born in [Y] .", "weight": 0.1}'
+            )
             templates.append(_check_template(rec.get("template"), path, line, "template"))
             value = rec.get("weight")
             ok = isinstance(value, int | float) and not isinstance(value, bool)
@@ -389,7 +373,7 @@ def _template_file(folder: Path, relation: str) -> Path | None:
     return None
 
 
-def _load_lpaqa(root: Path, prompt_set: str) -> tuple[list[Relation], list[Fact], list[str]]:
+def load_lpaqa(root: Path, prompt_set: str) -> tuple[list[Relation], list[Fact], list[str]]:
     folder = root / "prompt" / prompt_set
     if not folder.is_dir():
         have = sorted(p.name for p in (root / "prompt").iterdir() if p.is_dir())
@@ -443,7 +427,7 @@ def _relation_order(rid: str) -> tuple[int, str]:
     return (int(digits), rid) if digits.isdigit() else (1 << 30, rid)
 
 
-def _dedupe_facts(
+def dedupe_facts(
     facts: Sequence[Fact], relations: Sequence[Relation]
 ) -> tuple[list[Fact], list[str]]:
     known = {r.id for r in relations}
@@ -467,113 +451,3 @@ def _dedupe_facts(
     for rid, n in sorted(unknown.items()):
         notes.append(f"{n} facts of relation {rid!r} dropped: it has no templates")
     return out, notes
-
-
-def load_probes(source: str | Path, *, prompt_set: str | None = None) -> ProbeData:
-    """Load relations (templates) and facts from a directory in one of the three layouts.
-
-    Parameters
-    ----------
-    source : str or Path
-        The directory (layout detected from its files).
-    prompt_set : str, optional
-        LPAQA layout only: ``manual_paraphrase`` (default), ``paraphrase`` or ``mine``.
-
-    Returns
-    -------
-    ProbeData
-        Relations in file order (LPAQA: by number), facts in file order with exact repeats
-        dropped (noted), facts of relations without templates dropped (noted).
-
-    Raises
-    ------
-    DataError
-        A file or line is malformed (the message names the file, line and field), or the
-        directory matches no layout.
-    ConfigError
-        ``prompt_set`` is unknown, or given for a layout that has no prompt sets.
-    """
-    root = Path(source)
-    if not root.is_dir():
-        raise DataError("not a directory", file=str(root), expected="a probe data directory")
-    layout = _detect(root)
-    if layout != "lpaqa" and prompt_set is not None:
-        raise ConfigError(
-            f"--prompt-set {prompt_set!r} applies to the LPAQA layout only; {root} is in the "
-            f"{layout} layout"
-        )
-    if layout == "generic":
-        relations, facts, notes = _load_generic(root)
-    elif layout == "lama":
-        relations, facts, notes = _load_lama(root)
-    else:
-        prompt_set = prompt_set or "manual_paraphrase"
-        if prompt_set not in PROMPT_SETS:
-            raise ConfigError(
-                f"unknown prompt set {prompt_set!r}; choose one of {', '.join(PROMPT_SETS)}"
-            )
-        relations, facts, notes = _load_lpaqa(root, prompt_set)
-    facts, more = _dedupe_facts(facts, relations)
-    notes.extend(more)
-    with_facts = {f.relation for f in facts}
-    for r in relations:
-        if r.id not in with_facts:
-            notes.append(f"relation {r.id}: no facts")
-    relations = [r for r in relations if r.id in with_facts]
-    if not facts:
-        raise DataError("no facts for any relation", file=str(root), expected="facts to probe")
-    return ProbeData(str(root), layout, prompt_set, tuple(relations), tuple(facts), tuple(notes))
-
-
-# -- aliases and vocabularies ------------------------------------------------------------------
-
-
-def load_aliases(path: str | Path) -> dict[str, tuple[str, ...]]:
-    """Read subject aliases: JSONL lines ``{"subject": "United States", "aliases": [...]}``
-    (matched against a fact's subject label) or ``{"uri": "Q30", "aliases": [...]}``
-    (matched against its subject URI). Returns ``{key: aliases}``; URI keys win."""
-    p = Path(path)
-    out: dict[str, tuple[str, ...]] = {}
-    for line, raw in _jsonl(p):
-        rec = _obj(raw, p, line, '{"subject": "United States", "aliases": ["USA", "America"]}')
-        key = rec.get("uri", rec.get("subject"))
-        if not isinstance(key, str) or not key.strip():
-            raise DataError(
-                "no subject",
-                file=str(p),
-                line=line,
-                field="subject",
-                expected="'subject' (a label) or 'uri' (a subject URI)",
-            )
-        names = _names(rec.get("aliases"), p, line, "aliases")
-        if not names:
-            raise DataError(
-                "no aliases",
-                file=str(p),
-                line=line,
-                field="aliases",
-                expected="a non-empty list of strings",
-            )
-        if key in out:
-            raise DataError(
-                f"{key!r} is listed twice",
-                file=str(p),
-                line=line,
-                field="subject",
-                expected="one line per subject",
-            )
-        out[key] = names
-    return out
-
-
-def load_vocab(path: str | Path) -> frozenset[str]:
-    """A candidate vocabulary: one word per line (e.g. LAMA's ``common_vocab_cased.txt``)."""
-    p = Path(path)
-    try:
-        words = p.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DataError(f"cannot read ({exc})", file=str(p)) from None
-    vocab = frozenset(w.strip() for w in words if w.strip())
-    if not vocab:
-        raise DataError("empty vocabulary", file=str(p), expected="one word per line")
-    return vocab

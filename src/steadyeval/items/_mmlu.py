@@ -8,11 +8,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from ..._errors import DataError
-from ...items import Item
-from ._subjects import SUBJECTS, subject_info
+from .._errors import DataError
+from ._item import Item
+from ._mmlu_subjects import SUBJECTS, subject_info
 
-__all__ = ["LETTERS", "MMLUData", "Split", "load_mmlu"]
+__all__ = ["LETTERS", "MMLUData", "Split", "load_mmlu", "load_mmlu_items"]
 
 Split = Literal["dev", "val", "test"]
 LETTERS = ("A", "B", "C", "D")
@@ -350,3 +350,19 @@ def load_mmlu(
         split=split,
         available=available,
     )
+
+
+def load_mmlu_items(
+    source: str | Path,
+    *,
+    subjects: Sequence[str] | None = None,
+    split: Split = "test",
+    limit_per_subject: int | None = None,
+) -> list[Item]:
+    """MMLU as multiple-choice items (see :func:`load_mmlu`): the ``test`` or ``val`` items to
+    evaluate, or with ``split="dev"`` the few-shot pool (for a run config's shot pool).
+    Metadata: ``subject``, ``category``, ``subcategory``, ``split``."""
+    if split == "dev":
+        return list(load_mmlu(source, subjects=subjects).dev)
+    data = load_mmlu(source, subjects=subjects, split=split, limit_per_subject=limit_per_subject)
+    return list(data.evaluated)

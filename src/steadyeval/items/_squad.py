@@ -8,9 +8,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..._errors import DataError
+from .._errors import DataError
+from ._item import Item
 
-__all__ = ["SquadArticle", "SquadData", "SquadParagraph", "SquadQuestion", "load_squad"]
+__all__ = [
+    "SquadArticle",
+    "SquadData",
+    "SquadParagraph",
+    "SquadQuestion",
+    "load_squad",
+    "load_squad2_items",
+    "squad_from_rows",
+]
 
 
 @dataclass(frozen=True)
@@ -269,3 +278,28 @@ def squad_from_rows(rows: Iterable[Mapping[str, Any]], *, source: str) -> SquadD
             for title, paras in articles.items()
         ),
     )
+
+
+def load_squad2_items(source: str | Path, *, split: str = "validation") -> list[Item]:
+    """SQuAD 2.0 as free-form items: one per question, with its paragraph as the context,
+    its gold answers, and ``answerable`` false for an unanswerable question (whose right
+    answer is a refusal). Metadata: ``title``, ``paragraph_id`` and ``plausible_answers``.
+    ``source`` and ``split`` are as for :func:`load_squad`."""
+    data = load_squad(source, split=split)
+    return [
+        Item(
+            id=q.id,
+            question=q.question,
+            context=p.context,
+            answers=q.answers,
+            answerable=not q.is_impossible,
+            metadata={
+                "title": p.title,
+                "paragraph_id": p.id,
+                "plausible_answers": list(q.plausible_answers),
+            },
+        )
+        for a in data.articles
+        for p in a.paragraphs
+        for q in p.questions
+    ]
