@@ -2,7 +2,7 @@
 
 Keys that are :class:`~steadyeval.results.ResultRow` fields fill them (``run_id`` defaults to
 ``"test"``); a ``metadata`` given as JSON text is parsed; any other key becomes a study column
-(typed from its first non-null value) lifted from the row's metadata, as a study declares it.
+(typed from its first non-null value), its value given as the row's tag.
 """
 
 from __future__ import annotations
@@ -26,13 +26,12 @@ def table_of(dicts: Sequence[Mapping[str, Any]]) -> pa.Table:
     for d in dicts:
         meta = d.get("metadata", {})
         meta = dict(json.loads(meta) if isinstance(meta, str) else meta)
-        for k, v in d.items():
-            if k not in _FIELDS and k not in _DERIVED:
-                meta[k] = v
-                if v is not None:
-                    extra.setdefault(k, _TYPES.get(type(v), "json"))
-        fields = {k: v for k, v in d.items() if k in _FIELDS and k != "metadata"}
+        tags = {k: v for k, v in d.items() if k not in _FIELDS and k not in _DERIVED}
+        for k, v in tags.items():
+            if v is not None:
+                extra.setdefault(k, _TYPES.get(type(v), "json"))
+        fields = {k: v for k, v in d.items() if k in _FIELDS and k not in ("metadata", "tags")}
         fields.setdefault("run_id", "test")
-        rows.append(ResultRow(**fields, metadata=meta))
+        rows.append(ResultRow(**fields, metadata=meta, tags=tags))
     columns = [StudyColumn(k, t) for k, t in extra.items()]  # type: ignore[arg-type]
     return rows_to_table(rows, columns)

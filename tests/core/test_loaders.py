@@ -81,3 +81,24 @@ def test_a_run_config_reads_data_through_a_loader(tmp_path: Path) -> None:
     config.write_text("data: {path: x.jsonl, subjects: [a]}\nmodels: [hf:x]\n")
     with pytest.raises(ConfigError, match=r"line 1: data: unknown key 'subjects'.*set loader"):
         load_run_config(config)
+
+
+def test_a_run_config_declares_its_columns(tmp_path: Path) -> None:
+    register_scripted()
+    mmlu = write_mmlu(tmp_path / "mmlu")
+    config = tmp_path / "run.yaml"
+    config.write_text(
+        f"data: {{loader: mmlu, path: {mmlu}}}\n"
+        "shot_pools: {dev: {loader: mmlu, path: %s, split: dev}}\n"
+        "models: [scripted:m]\n"
+        "columns: [subject, {name: cat, key: category, doc: MMLU category}]\n"
+        "conditions:\n  - {name: letters, format: mc, scoring: letter-logprob,\n"
+        "     shots: {n: 1, source: dev, match: subject, selection: first}}\n" % mmlu
+    )
+    table = run_config(load_run_config(config), progress=False).table
+    assert table.column_names[-2:] == ["subject", "cat"]
+    assert set(table.column("cat").to_pylist()) == {"STEM", "humanities"}
+    assert set(table.column("n_shots_used").to_pylist()) == {1}
+    config.write_text(config.read_text().replace("name: cat", "name: correct"))
+    with pytest.raises(ConfigError, match="columns: study column 'correct' would shadow"):
+        run_config(load_run_config(config), progress=False)

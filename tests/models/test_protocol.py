@@ -113,3 +113,20 @@ def test_the_slot_reader_reads_up_to_the_slot_and_keeps_the_model() -> None:
     plain = TopKRequest(prompt="no slot", k=2)
     reader.top_k([plain])
     assert inner.seen[-1] == plain
+
+
+def test_the_slot_reader_preflights_what_it_sends() -> None:
+    class Checks(_Recorder):
+        def preflight(self, requests):  # type: ignore[no-untyped-def]
+            self.checked = list(requests)
+
+    inner = Checks()
+    reader = with_slots(inner)
+    reader.preflight([
+        TopKRequest(prompt=f"Born in {SLOT}.", k=1, candidates=("Rome", "Pisa")),
+        TopKRequest(prompt=f"Born in {SLOT}.", k=3),
+        ScoreRequest(context="a", continuation=" b"),
+    ])  # fmt: skip
+    kinds = [type(r).__name__ for r in inner.checked]
+    assert kinds == ["ScoreRequest", "ScoreRequest", "TopKRequest", "ScoreRequest"]
+    assert inner.checked[2] == TopKRequest(prompt="Born in", k=3)

@@ -22,7 +22,6 @@ from steadyeval.train import (
     TrainConfig,
     TrainOutcome,
     checkpoint_key,
-    checkpoint_spec,
     score_masked,
     train_cls,
     train_pet,
@@ -203,7 +202,6 @@ def test_checkpoint_store_trains_once_and_survives_a_crash(tmp_path: Path) -> No
     assert not dead.exists()
     assert second.path == first.path and (first.path / MANIFEST).is_file()
     assert second.best_dev == 0.5 and second.history == ((3, 0.5),) and second.extra == {"n": 1}
-    assert checkpoint_spec(first.path).startswith("hf-masked:/")
 
 
 def test_weight_digest_separates_fingerprints(tiny_bert: Path, tmp_path: Path) -> None:

@@ -37,7 +37,7 @@ def info_cmd(cache: Path | None) -> None:
 
 @cache_group.command("clear")
 @_CACHE_OPT
-@click.option("--model", help="Delete only this model's responses (its spec as shown by info).")
+@click.option("--model", help="Delete only this model's responses (as `cache info` lists it).")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 def clear_cmd(cache: Path | None, model: str | None, yes: bool) -> None:
     """Delete cached responses (all, or one model's)."""

@@ -28,6 +28,7 @@ __all__ = [
     "BackendFactory",
     "BaseBackend",
     "Capabilities",
+    "check_backend",
     "check_kinds",
     "load_backend",
     "register_backend",
@@ -108,9 +109,10 @@ class Backend(Protocol):
 
     def classify(self, requests: Sequence[ClassifyRequest]) -> list[ClassifyResponse]: ...
 
-    def close(self) -> None:
-        """Called by the runner once a run has sent this backend its last request (a
-        backend may release what it holds; it must still work if called again)."""
+    def release(self) -> None:
+        """Called by the runner once a run has sent this backend its last request: a
+        backend may release what it can rebuild (a trained checkpoint's weights); it must
+        still answer if used again. Most backends keep everything (the default)."""
         ...
 
 
@@ -142,7 +144,7 @@ class BaseBackend:
     def preflight(self, requests: Sequence[Request]) -> None:
         return None
 
-    def close(self) -> None:
+    def release(self) -> None:
         return None
 
     def _unsupported(self, kind: RequestKind) -> UnsupportedRequestError:
@@ -206,11 +208,30 @@ def _factory(name: str) -> BackendFactory:
     return entry
 
 
+_MEMBERS = (
+    "spec", "supported_kinds", "capabilities", "identity", "fingerprint", "count_tokens",
+    "preflight", "score", "generate", "top_k", "classify", "release",
+)  # fmt: skip
+
+
+def check_backend(obj: object, where: str = "model") -> Backend:
+    """``obj`` if it provides every member of :class:`Backend`, else a ``ModelSpecError``
+    naming what it lacks."""
+    if isinstance(obj, Backend):
+        return obj
+    missing = [m for m in _MEMBERS if not hasattr(obj, m)]
+    raise ModelSpecError(
+        f"{where} {type(obj).__name__} is not a steadyeval backend: it lacks "
+        f"{', '.join(missing)}; subclass steadyeval.models.BaseBackend, which provides "
+        "defaults for every member but spec, supported_kinds and fingerprint"
+    )
+
+
 def load_backend(spec: ModelSpec | str) -> Backend:
     """Resolve a spec to a backend. Cheap: model weights are loaded on first use."""
     if isinstance(spec, str):
         spec = parse_model_spec(spec)
-    return _factory(spec.backend)(spec)
+    return check_backend(_factory(spec.backend)(spec), f"backend {spec.backend!r} made a")
 
 
 def check_kinds(backend: Backend, kinds: Iterable[RequestKind]) -> None:

@@ -198,15 +198,19 @@ def load_config(model_dir: Path, options: HFOptions) -> Any:
         raise ModelSpecError(f"{model_dir}: not a Hugging Face model directory ({exc})") from None
 
 
-_WINDOWS = 16  # sampled windows of a weights file's data
+_WINDOWS = 64  # sampled windows of a large weights file's data
 _WINDOW = 1 << 16  # bytes per window
+_WHOLE = 64 << 20  # files up to this size are read whole
 
 
 def _weights_sample(path: Path) -> bytes:
-    """A weights file's safetensors header (names, shapes, dtypes, offsets, metadata), its
-    size, and 16 windows of 64 KiB spread over its data: different trainings of one
-    architecture differ there, and reading them costs milliseconds, not a full read."""
+    """A weights file's bytes when it is small; else its safetensors header (names, shapes,
+    dtypes, offsets, metadata), its size and 64 windows of 64 KiB spread over its data
+    (different trainings of one architecture differ there; reading them costs milliseconds,
+    not a full read of gigabytes)."""
     size = path.stat().st_size
+    if size <= _WHOLE:
+        return path.read_bytes()
     with path.open("rb") as fh:
         head, start = b"", 0
         if path.suffix == ".safetensors":
@@ -259,7 +263,11 @@ def content_hashes(model_dir: Path) -> dict[str, str]:
 
 
 def fingerprint_dir(kind: str, spec: ModelSpec, model_dir: Path, options: HFOptions) -> str:
-    """Backend, name, revision, dtype, context length, and the folder's content hashes."""
+    """Backend, name, revision, dtype, context length, the folder's content hashes, and the
+    weight files' sizes and modification times (a large model trained again in place, whose
+    sampled bytes might not show it, still gets a new fingerprint)."""
+    weights = sorted(model_dir.glob("*.safetensors")) or sorted(model_dir.glob("*.bin"))
+    stat = [f"{p.name}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in weights]
     body = {
         "backend": kind,
         "name": spec.name,
@@ -267,6 +275,7 @@ def fingerprint_dir(kind: str, spec: ModelSpec, model_dir: Path, options: HFOpti
         "dtype": options.dtype,
         "max_length": options.max_length,
         **content_hashes(model_dir),
+        "files": hashlib.sha256("\n".join(stat).encode()).hexdigest()[:16],
     }
     return json.dumps(body, sort_keys=True, separators=(",", ":"))
 

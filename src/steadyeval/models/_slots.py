@@ -49,6 +49,25 @@ def split_slot(prompt: str) -> tuple[str, str, str]:
     return context, before[len(context) :], after
 
 
+def _read(r: TopKRequest) -> TopKRequest:
+    """A top-k request whose prompt is read up to its slot (unchanged without a slot)."""
+    if SLOT not in r.prompt:
+        return r
+    return TopKRequest(
+        prompt=split_slot(r.prompt)[0], k=r.k, chat=r.chat, system=r.system,
+        candidates=r.candidates,
+    )  # fmt: skip
+
+
+def _candidate_scores(r: TopKRequest) -> list[ScoreRequest]:
+    """Each candidate scored after the text before the slot (with the slot's whitespace)."""
+    context, gap, _ = split_slot(r.prompt)
+    return [
+        ScoreRequest(context=context, continuation=gap + c, chat=r.chat, system=r.system)
+        for c in r.candidates
+    ]
+
+
 def with_slots(backend: Backend) -> Backend:
     """``backend`` itself when it fills slots, else a :class:`SlotReader` around it."""
     if backend.capabilities.fills_slots or isinstance(backend, SlotReader):
@@ -81,10 +100,19 @@ class SlotReader(BaseBackend):
         return self.inner.count_tokens([split_slot(t)[0] if SLOT in t else t for t in texts])
 
     def preflight(self, requests: Sequence[Request]) -> None:
-        self.inner.preflight(requests)
+        """The inner backend checks the requests it will really get (slot prompts read)."""
+        sent: list[Request] = []
+        for r in requests:
+            if not isinstance(r, TopKRequest):
+                sent.append(r)
+            elif r.candidates and SLOT in r.prompt:
+                sent.extend(_candidate_scores(r))
+            else:
+                sent.append(_read(r))
+        self.inner.preflight(sent)
 
-    def close(self) -> None:
-        self.inner.close()
+    def release(self) -> None:
+        self.inner.release()
 
     def score(self, requests: Sequence[ScoreRequest]) -> list[ScoreResponse]:
         return self.inner.score(requests)
@@ -100,16 +128,7 @@ class SlotReader(BaseBackend):
         plain = [i for i, r in enumerate(requests) if not (r.candidates and SLOT in r.prompt)]
         ranked = [i for i, r in enumerate(requests) if r.candidates and SLOT in r.prompt]
         if plain:
-            reqs = [
-                TopKRequest(
-                    prompt=split_slot(r.prompt)[0] if SLOT in r.prompt else r.prompt,
-                    k=r.k,
-                    chat=r.chat,
-                    system=r.system,
-                    candidates=r.candidates,
-                )
-                for r in (requests[i] for i in plain)
-            ]
+            reqs = [_read(requests[i]) for i in plain]
             for i, resp in zip(plain, self.inner.top_k(reqs), strict=True):
                 out[i] = resp
         if ranked:
@@ -121,12 +140,8 @@ class SlotReader(BaseBackend):
         scores: list[ScoreRequest] = []
         spans: list[tuple[int, int]] = []
         for r in requests:
-            context, gap, _ = split_slot(r.prompt)
             start = len(scores)
-            scores.extend(
-                ScoreRequest(context=context, continuation=gap + c, chat=r.chat, system=r.system)
-                for c in r.candidates
-            )
+            scores.extend(_candidate_scores(r))
             spans.append((start, len(scores)))
         got = self.inner.score(scores)
         out = []

@@ -11,9 +11,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from .._errors import ConfigError
 from ..conditions import FORMATS, TEMPLATES, Condition, Format, Generation, Shots, Template
+from ..results import StudyColumn
 from ..scoring import canonical_scoring
 
 __all__ = [
+    "ColumnConfig",
     "ConditionConfig",
     "DataConfig",
     "RunConfig",
@@ -199,6 +201,15 @@ def _default_conditions() -> list[ConditionConfig]:
     ]
 
 
+class ColumnConfig(_Strict):
+    """A study column: an item metadata key (``key``, default ``name``) as its own column."""
+
+    name: str
+    type: Literal["string", "int", "float", "bool", "json"] = "string"
+    doc: str = ""
+    key: str | None = None
+
+
 class RunConfig(_Strict):
     """Everything that defines a run. The run id is a hash of this (resolved) config."""
 
@@ -208,9 +219,20 @@ class RunConfig(_Strict):
     shot_pools: dict[str, str | DataConfig] = {}
     seed: int = 0
     limit: int | None = Field(None, gt=0)
+    columns: list[str | ColumnConfig] = []
 
     def build_conditions(self) -> list[Condition]:
         return [c.build(self.seed) for c in self.conditions]
+
+    def build_columns(self) -> list[StudyColumn]:
+        """The declared columns (a plain name is a string column of that metadata key)."""
+        try:
+            return [
+                StudyColumn(c) if isinstance(c, str) else StudyColumn(**c.model_dump())
+                for c in self.columns
+            ]
+        except ConfigError as exc:
+            raise ConfigError(f"columns: {exc}") from None
 
 
 def _node_line(root: Any, loc: Sequence[Any]) -> int | None:
@@ -348,8 +370,11 @@ def load_yaml_config(
             raise ConfigError(f"{p}: the {what} must be a mapping of keys to values")
         raw = _resolve_paths(loaded, p.parent, _path_keys(model))
     for k, v in (overrides or {}).items():
-        if v is not None and v != [] and v != () and v is not False:
-            raw[k] = v
+        if v is None or v == [] or v == () or v is False:
+            continue
+        if isinstance(v, Mapping) and isinstance(raw.get(k), Mapping):
+            v = {**raw[k], **v}  # a flag sets one key of a section the file gives
+        raw[k] = v
     return validate_config(model, raw, what=what, source=source, root=root)
 
 

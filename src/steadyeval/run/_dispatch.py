@@ -114,8 +114,8 @@ def dispatch(
     progress: bool | None,
     executor: Executor | None,
 ) -> None:
-    """Send ``missing`` requests model by model; each model's backend is closed once its
-    last batch is back (a trained checkpoint may then be released)."""
+    """Send ``missing`` requests model by model; each model's backend is told to
+    ``release()`` once its last batch is back (a trained checkpoint frees its weights)."""
     executor = executor or LocalExecutor()
     groups: dict[str, dict[RequestKind, list[str]]] = defaultdict(lambda: defaultdict(list))
     for key in missing:
@@ -141,7 +141,7 @@ def dispatch(
                     cache.put_many((k, model, kind, r) for k, r in zip(chunk, got, strict=True))
                     responses.update(zip(chunk, got, strict=True))
                     bar.advance(len(chunk), model=model)
-            backend.close()
+            backend.release()
 
 
 def _chunks(keys: Sequence[str], texts: Sequence[str], size: int) -> list[list[str]]:

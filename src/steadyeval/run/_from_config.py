@@ -41,9 +41,16 @@ def run_config(
     items, pools = load_config_data(config)
     conditions = config.build_conditions()
     options = RunOptions(out=out, cache=cache, progress=progress, executor=executor)
+    columns = config.build_columns()
     if dry_run:
         return run(
-            items, conditions, config.models, options=options, shot_pools=pools, dry_run=True
+            items,
+            conditions,
+            config.models,
+            options=options,
+            shot_pools=pools,
+            dry_run=True,
+            columns=columns,
         )
     return run(
         items,
@@ -52,4 +59,5 @@ def run_config(
         options=options,
         shot_pools=pools,
         config=config.model_dump(mode="json"),
+        columns=columns,
     )

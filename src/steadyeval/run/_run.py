@@ -17,7 +17,7 @@ from .._json import write_json
 from ..cache import ResponseCache
 from ..conditions import Condition, Trial, expand
 from ..items import Item, canonical_json
-from ..models import Backend, ModelSpec, check_kinds, load_backend, with_slots
+from ..models import Backend, ModelSpec, check_backend, check_kinds, load_backend, with_slots
 from ..requests import Plan, PlannedTrial, Request, RequestKind, Response, build_plan
 from ..results import (
     SCHEMA_VERSION,
@@ -71,7 +71,7 @@ class Block:
 
 
 def _as_list(models: ModelLike | Sequence[ModelLike]) -> list[ModelLike]:
-    if isinstance(models, str | ModelSpec | Backend):
+    if isinstance(models, str | ModelSpec) or not isinstance(models, Sequence):
         return [models]
     return list(models)
 
@@ -82,17 +82,24 @@ class _Models:
 
     def __init__(self) -> None:
         self.by_name: dict[str, Backend] = {}
-        self._seen: dict[int, str] = {}
+        self._seen: dict[str | int, str] = {}
 
     def add_block(self, models: Sequence[ModelLike]) -> list[str]:
         names: list[str] = []
         for m in models:
-            name = self._seen.get(id(m))
+            key: str | int = str(m) if isinstance(m, str | ModelSpec) else id(m)
+            name = self._seen.get(key)
             if name is None:
-                backend = with_slots(m if isinstance(m, Backend) else load_backend(m))
+                loaded = load_backend(m) if isinstance(m, str | ModelSpec) else check_backend(m)
+                backend = with_slots(loaded)
                 name = backend.identity()
-                self.by_name.setdefault(name, backend)
-                self._seen[id(m)] = name
+                known = self.by_name.setdefault(name, backend)
+                if known is not backend and known.fingerprint() != backend.fingerprint():
+                    raise ConfigError(
+                        f"two different models have the identity {name} ({known.spec} and "
+                        f"{backend.spec}); a backend's identity must tell its models apart"
+                    )
+                self._seen[key] = name
             if name in names:
                 raise ConfigError(
                     f"a model is listed twice ({name}; specs differing only in run settings "
@@ -260,6 +267,14 @@ def run_blocks(
     """Run several blocks as one run (see :func:`run`): one plan, one dispatch, one table
     (rows in block order), one run directory."""
     opts = options or RunOptions()
+    declared = {c.name for c in columns}
+    for block in blocks:
+        undeclared = sorted(set(block.tags) - declared)
+        if undeclared:
+            raise ConfigError(
+                f"a block is tagged {undeclared[0]!r}, which is not a declared study column; "
+                f"declared: {', '.join(sorted(declared)) or 'none'}"
+            )
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
     planned = _plan(blocks)

@@ -26,9 +26,19 @@ CLASSIFIER_HEAD = "classifier-head"
 INPUTS_KEY = "classifier_inputs"
 
 
+def _pair_ok(p: Any) -> bool:
+    return (
+        isinstance(p, Sequence)
+        and not isinstance(p, str)
+        and len(p) == 2
+        and isinstance(p[0], str)
+        and (p[1] is None or isinstance(p[1], str))
+    )
+
+
 def _pairs(trial: Trial) -> tuple[tuple[str, str | None], ...]:
     raw: Any = trial.item.metadata.get(INPUTS_KEY)
-    if not raw or not all(isinstance(p, Sequence) and len(p) == 2 for p in raw):
+    if not raw or isinstance(raw, str) or not all(_pair_ok(p) for p in raw):
         raise ConfigError(
             f"item {trial.item.id!r}: scoring {CLASSIFIER_HEAD!r} needs metadata "
             f"{INPUTS_KEY!r}: a list of [text_a, text_b or null] pairs"
@@ -70,7 +80,8 @@ class ClassifierHead(ScoringMode):
             parsed=trial.options[choice],
             parsed_kind="option",
             parsed_option=choice,
-            correct=choice in trial.gold_displayed,
+            # A head cannot abstain: on an unanswerable item every answer is wrong.
+            correct=trial.item.answerable and choice in trial.gold_displayed,
             option_logprobs=lps,
             confidence=math.exp(lps[choice]),
             truncated=resp.truncated,

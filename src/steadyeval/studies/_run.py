@@ -114,7 +114,8 @@ def run_study(
         info={**design.info, **more.info},
         columns=design.columns,
     )
-    return run_design(study, design, backends, options=opts, config=resolved)
+    sent = int(result.summary["plan"]["model_calls"])
+    return run_design(study, design, backends, options=opts, config=resolved, sent_before=sent)
 
 
 def run_design(
@@ -124,9 +125,11 @@ def run_design(
     *,
     options: RunOptions | None = None,
     config: Mapping[str, Any] | None = None,
+    sent_before: int = 0,
 ) -> StudyResult:
     """Run a design built by hand (e.g. with the study's design functions) and analyse it as
-    ``study`` does. Blocks that name no models run on ``models``."""
+    ``study`` does. Blocks that name no models run on ``models``. ``sent_before``: requests a
+    first pass of the same run sent (a study's follow-up), counted in the summary's plan."""
     study = get_study(study) if isinstance(study, str) else study
     design = _with_models(design, models)
     resolved = json_safe(dict(config or {"study": study.name, "models": list(map(str, models))}))
@@ -136,6 +139,10 @@ def run_design(
     info = dict(design.info)
     analysis = study.analyze(result.table, info)
     summary = {**result.summary, "study": study.name, "design": info, "analysis": analysis}
+    if sent_before:
+        plan = summary["plan"]
+        plan["model_calls"] += sent_before
+        plan["cache_hits"] = max(plan["unique"] - plan["model_calls"], 0)
     if result.run_dir is not None:
         _write(result.run_dir, study, summary)
     return StudyResult(result.table, summary, analysis, result.run_dir)

@@ -1,9 +1,9 @@
 """Fine-tuning (PET, CLS). A trained checkpoint becomes an ordinary model spec.
 
 Training writes a ``save_pretrained`` folder into a content-addressed
-:class:`CheckpointStore`; :func:`checkpoint_spec` names it as a model spec (for example
-``hf-masked:/runs/x/checkpoints/<key>``), so its answers go through the same pipeline and
-response cache as any other model's.
+:class:`CheckpointStore`; a :class:`TrainedModel` trains one on first use and serves it as an
+ordinary model (for example ``hf-masked:/runs/x/checkpoints/<key>``), so its answers go
+through the same pipeline and response cache as any other model's.
 """
 
 from ._checkpoint import (
@@ -12,7 +12,6 @@ from ._checkpoint import (
     CheckpointStore,
     TrainOutcome,
     checkpoint_key,
-    checkpoint_spec,
     stamp_weights,
 )
 from ._cls import ClsExample, train_cls
@@ -33,7 +32,6 @@ __all__ = [
     "TrainOutcome",
     "TrainedModel",
     "checkpoint_key",
-    "checkpoint_spec",
     "effective_max_length",
     "fit",
     "quiet_transformers",

@@ -21,7 +21,6 @@ __all__ = [
     "CheckpointInfo",
     "CheckpointStore",
     "checkpoint_key",
-    "checkpoint_spec",
     "stamp_weights",
 ]
 
@@ -36,12 +35,6 @@ def checkpoint_key(payload: Mapping[str, Any]) -> str:
     training (and checkpoint-selection) examples, the seed and the base model's fingerprint.
     """
     return hashlib.sha256(canonical_json(dict(payload)).encode("utf-8")).hexdigest()
-
-
-def checkpoint_spec(path: str | Path, backend: str = "hf-masked", **options: str) -> str:
-    """A model spec for a saved checkpoint, e.g. ``hf-masked:/runs/x/checkpoints/ab12...``."""
-    tail = "&".join(f"{k}={v}" for k, v in sorted(options.items()))
-    return f"{backend}:{Path(path).resolve()}" + (f"?{tail}" if tail else "")
 
 
 @dataclass(frozen=True)

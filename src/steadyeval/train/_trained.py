@@ -10,8 +10,10 @@ training nor the checkpoint.
 
 from __future__ import annotations
 
+import gc
 import logging
 import shutil
+import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -142,10 +144,16 @@ class TrainedModel(BaseBackend):
     def classify(self, requests: Sequence[ClassifyRequest]) -> list[ClassifyResponse]:
         return self.trained.classify(requests)
 
-    def close(self) -> None:
-        """Once the run is done with it: delete the checkpoint unless it is kept."""
+    def release(self) -> None:
+        """Once the run has all its answers: free the served checkpoint's weights (it is
+        loaded again if needed) and delete the checkpoint unless it is kept."""
         if self._inner is not None:
-            self._inner.close()
+            self._inner.release()
+            self._inner = None
+            gc.collect()
+            torch = sys.modules.get("torch")
+            if torch is not None and torch.cuda.is_available():
+                torch.cuda.empty_cache()
         if not self.keep and self.info is not None:
             shutil.rmtree(self.info.path, ignore_errors=True)
-            self._inner, self.info = None, None
+            self.info = None

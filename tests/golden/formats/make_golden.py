@@ -41,19 +41,19 @@ from tests.scripted_backend import ScriptedBackend  # noqa: E402
 from tests.studies.formats.conftest import squad_mini  # noqa: E402
 from tests.studies.pinned import write_case  # noqa: E402
 
-from steadyeval.models import ModelSpec, register_backend  # noqa: E402
+from steadyeval.models import Capabilities, ModelSpec, register_backend  # noqa: E402
 from steadyeval.requests import (  # noqa: E402
     GenerateRequest,
     GenerateResponse,
     ScoreRequest,
     ScoreResponse,
 )
-from steadyeval.studies import StudyResult  # noqa: E402
+from steadyeval.run import RunOptions  # noqa: E402
+from steadyeval.studies import StudyResult, run_study  # noqa: E402
 from steadyeval.studies.formats import (  # noqa: E402
     FormatsConfig,
     analyze_formats,
     formats_design,
-    run_formats_study,
 )
 
 HERE = Path(__file__).resolve().parent
@@ -93,6 +93,12 @@ class MixedScriptedBackend(ScriptedBackend):
 
     items: dict[str, Any] = field(default_factory=dict)
     seen: Counter[str] = field(default_factory=Counter)
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """A model named ``*unifiedqa*`` declares UnifiedQA's input format (this double's
+        convention, so ``template: auto`` picks it as for the hub's UnifiedQA models)."""
+        return Capabilities(input_format="unifiedqa" if "unifiedqa" in self.spec.name else None)
 
     def _item(self, prompt: str) -> Any:
         m = re.search(r"Question: (.*)\n", prompt) or re.search(r"^(.*\?) \\n", prompt)
@@ -190,7 +196,7 @@ CASES: dict[str, dict[str, Any]] = {
 
 def make_case(name: str, spec: dict[str, Any], squad: Path, work: Path) -> None:
     cfg = FormatsConfig(data=str(squad), **spec)
-    design = formats_design(cfg)
+    design = formats_design(cfg, [])
     by_question = {it.question.lower(): it for it in design.items}
     backends: dict[str, MixedScriptedBackend] = {}
 
@@ -199,7 +205,8 @@ def make_case(name: str, spec: dict[str, Any], squad: Path, work: Path) -> None:
 
     register_backend("golden-formats", factory, replace=True)
     out = work / name
-    result = run_formats_study(cfg, out=out, cache=work / f"{name}.sqlite", progress=False)
+    options = RunOptions(out=out, cache=work / f"{name}.sqlite", progress=False)
+    result = run_study("formats", cfg, options=options)
     assert isinstance(result, StudyResult)
     table = pq.read_table(out / "results.parquet")
     design_info = json.loads((out / "summary.json").read_text())["design"]

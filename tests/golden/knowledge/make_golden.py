@@ -35,12 +35,11 @@ from tests.studies.knowledge.test_analysis import CORRECT, _row, _table  # noqa:
 from tests.studies.pinned import write_case  # noqa: E402
 
 from steadyeval import RunOptions  # noqa: E402
-from steadyeval.models import ModelSpec  # noqa: E402
-from steadyeval.studies import StudyResult  # noqa: E402
+from steadyeval.models import register_backend  # noqa: E402
+from steadyeval.studies import StudyResult, run_study  # noqa: E402
 from steadyeval.studies.knowledge import (  # noqa: E402
     KnowledgeConfig,
     analyze_knowledge,
-    run_knowledge,
 )
 from steadyeval.studies.knowledge._analysis import _COLUMNS  # noqa: E402
 
@@ -67,17 +66,18 @@ def scripted_full(work: Path) -> tuple[pa.Table, dict[str, object]]:
         {s: _questions(s, 3 + j, j) for j, s in enumerate(SUBJECTS)},
     )
     config = KnowledgeConfig(
-        shots=(0, 1),
-        templates=("reference", "single-space"),
-        scorings=("letter", "option"),
+        models=["scripted:alpha", "scripted:beta"],
+        data=str(data),
+        shots=[0, 1],
+        templates=["reference", "single-space"],
+        scorings=["letter-logprob", "option-logprob"],
         rotations=True,
         memorisation=True,
         seed=3,
     )
-    models = [ScriptedBackend(spec=ModelSpec("scripted", n)) for n in ("alpha", "beta")]
-    result = run_knowledge(
-        models,
-        data,
+    register_backend("scripted", lambda spec: ScriptedBackend(spec=spec), replace=True)
+    result = run_study(
+        "knowledge",
         config,
         options=RunOptions(out=work / "run", cache=work / "cache.sqlite", progress=False),
     )

@@ -40,7 +40,7 @@ import pyarrow as pa  # noqa: E402
 from tests.scripted_backend import ScriptedBackend  # noqa: E402
 from tests.studies.pinned import write_case  # noqa: E402
 
-from steadyeval.models import ModelSpec  # noqa: E402
+from steadyeval.models import Capabilities, ModelSpec  # noqa: E402
 from steadyeval.requests import (  # noqa: E402
     ScoreRequest,
     ScoreResponse,
@@ -48,11 +48,10 @@ from steadyeval.requests import (  # noqa: E402
     TopKResponse,
 )
 from steadyeval.run import RunOptions  # noqa: E402
-from steadyeval.studies import StudyResult  # noqa: E402
+from steadyeval.studies import StudyResult, run_design  # noqa: E402
 from steadyeval.studies.sensitivity import (  # noqa: E402
     AnalysisOptions,
     analyze_sensitivity,
-    run_sensitivity_study,
     sensitivity_design,
 )
 
@@ -99,8 +98,11 @@ class ProbeScriptedBackend(ScriptedBackend):
     """SCRIPTED test backend filling ``[Y]`` itself: the top token is the fact's object or
     another object of the data, chosen by a hash of (model, prompt)."""
 
-    fills_slots: bool = True
     objects: dict[str, list[str]] = field(default_factory=dict)  # name -> objects asked
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return Capabilities(fills_slots=True)
 
     def top_k(self, requests: Sequence[TopKRequest]) -> list[TopKResponse]:
         pool = sorted({o for objs in OBJECTS.values() for o in objs})
@@ -212,7 +214,8 @@ def main() -> None:
             "task-items": task(work, subjects=False),
         }
         for name, (design, models) in made.items():
-            result = run_sensitivity_study(
+            result = run_design(
+                "sensitivity",
                 design,
                 models,
                 options=RunOptions(cache=work / f"{name}.sqlite", progress=False),

@@ -406,6 +406,7 @@ def test_pet_trains_once_and_scores_through_hf_masked(
     options = RunOptions(out=out, cache=tmp_path / "cache.sqlite", progress=False)
     dry = run_study("fewshot", config, options=options, dry_run=True)
     assert isinstance(dry, PlanCounts) and not (out / "checkpoints").exists()  # trains nothing
+    assert isinstance(run_study("fewshot", config, dry_run=True), PlanCounts)  # no run dir
     result = run_study("fewshot", config, options=options)
     models = set(result.table.column("model").to_pylist())
     assert len(models) == 6 and all(

@@ -238,3 +238,11 @@ def test_design_checks_template_and_noise_floor(squad_file: Path) -> None:
     assert design.info["refusal_phrases"] == ["no answer>"]
     prompt_cond = design.conditions[2]
     assert prompt_cond.template.name == "unifiedqa"
+
+
+def test_a_flag_sets_one_key_of_a_config_section(tmp_path: Path) -> None:
+    path = tmp_path / "study.yaml"
+    path.write_text("models: [hf:x]\ndata: d.json\nsampling:\n  temperature: 0.7\n")
+    cfg = FORMATS_STUDY.load_config(path, {"sampling": {"n_samples": 3}})
+    assert cfg.sampling is not None
+    assert (cfg.sampling.temperature, cfg.sampling.n_samples) == (0.7, 3)

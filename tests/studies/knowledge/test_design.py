@@ -130,6 +130,16 @@ def test_config_errors(kwargs: dict[str, object], tmp_path: Path) -> None:
         KNOWLEDGE_STUDY.load_config(path)
 
 
+def test_an_alias_and_its_name_are_one_scoring(tmp_path: Path) -> None:
+    path = tmp_path / "study.yaml"
+    path.write_text('{"models": ["hf:x"], "data": "d", "scorings": "letter,letter-logprob"}')
+    with (
+        pytest.raises(ConfigError, match="scorings: repeats a value: letter-logprob"),
+        pytest.warns(SteadyevalDeprecationWarning),
+    ):
+        KNOWLEDGE_STUDY.load_config(path)
+
+
 def test_short_scoring_names_are_deprecated_aliases() -> None:
     with pytest.warns(SteadyevalDeprecationWarning, match="'letter' is deprecated"):
         cfg = _cfg(scorings=["letter", "option-logprob"])

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from ..._errors import ConfigError
 from ...stats import StatsInputError, spearman
 
 __all__ = ["analyze", "select"]
@@ -123,7 +124,7 @@ def analyze(table: pa.Table, info: Mapping[str, Any]) -> dict[str, Any]:
     ----------
     table : pyarrow.Table
         Rows with ``strategy``, ``n_splits``, ``split_index``, ``hparams_id``, ``part`` and
-        ``correct`` columns (as :func:`run_fewshot` writes them).
+        ``correct`` columns (as the study writes them).
     info : mapping
         The design: ``grid`` (``[{"id", "hparams"}]`` in grid order), ``strategies``, ``k``
         (the main K) and ``k_values``.
@@ -144,7 +145,7 @@ def analyze(table: pa.Table, info: Mapping[str, Any]) -> dict[str, Any]:
     """
     missing = [c for c in _COLUMNS if c not in table.column_names]
     if missing:
-        raise ValueError(
+        raise ConfigError(
             f"the results table lacks the column(s) {', '.join(missing)}; "
             "it was not written by the few-shot study"
         )

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -106,12 +107,18 @@ class FewShotConfig(StudyConfig):
     device: str = Field("auto", description="Where training runs (auto: CUDA when available).")
     keep_checkpoints: bool = Field(
         True,
-        description="Delete each checkpoint once the run is done with it (saves disk).",
-        json_schema_extra={"flag": "discard-checkpoints", "invert": True},
+        description="Keep each trained checkpoint (false: delete it once the run has its "
+        "answers, saving disk).",
+        json_schema_extra={
+            "flag": "discard-checkpoints",
+            "invert": True,
+            "flag_help": "Delete each checkpoint once the run has its answers (saves disk).",
+        },
     )
     checkpoints: str | None = Field(
         None,
-        description="Checkpoint store to share between runs [default: RUN_DIR/checkpoints].",
+        description="Checkpoint store to share between runs [default: RUN_DIR/checkpoints; "
+        "without a run directory, a temporary folder].",
         json_schema_extra={"metavar": "DIR", "path": True},
     )
     threads: int | None = Field(
@@ -287,8 +294,8 @@ def _context(config: FewShotConfig, backends: Sequence[Backend], options: RunOpt
         root = Path(config.checkpoints)
     elif options.out is not None:
         root = Path(options.out) / "checkpoints"
-    else:
-        raise ConfigError("the few-shot study needs a run directory (out) or checkpoints")
+    else:  # no run directory (a dry run, or Python without out): checkpoints are temporary
+        root = Path(tempfile.mkdtemp(prefix="steadyeval-checkpoints-"))
     base = backends[0]
     ctx = MethodContext(
         base=base,

@@ -15,7 +15,7 @@ from ...conditions import Condition, Format, Shots, Template
 from ...items import LETTERS, Item, MMLUData
 from ...models import Backend
 from ...results import StudyColumn
-from ...scoring import LETTER_LOGPROB, OPTION_LOGPROB, PROMPT_LOGPROB
+from ...scoring import LETTER_LOGPROB, OPTION_LOGPROB, PROMPT_LOGPROB, canonical_scoring
 from .._protocol import StudyConfig, StudyDesign
 from ._fit import SHOT_SET, fit_shots
 
@@ -131,9 +131,26 @@ class KnowledgeConfig(StudyConfig):
     )
     seed: int = Field(0, description="Seed of the bootstrap (nothing in the design is random).")
 
-    _split_lists = field_validator("subjects", "shots", "templates", "scorings", mode="before")(
-        _comma
-    )
+    _split_lists = field_validator("subjects", "shots", "templates", mode="before")(_comma)
+
+    @field_validator("scorings", mode="before")
+    @classmethod
+    def _scoring_names(cls, value: Any) -> Any:
+        """Comma-split, then every name in its registered form (short names deprecated)."""
+        value = _comma(value)
+        if not isinstance(value, list):
+            return value
+        out = []
+        for s in value:
+            if s in SCORINGS:  # the old short names
+                warnings.warn(
+                    f"scoring {s!r} is deprecated; use {SCORINGS[s]!r}",
+                    SteadyevalDeprecationWarning,
+                    stacklevel=2,
+                )
+                s = SCORINGS[s]
+            out.append(canonical_scoring(s) if isinstance(s, str) and s in ("logprob",) else s)
+        return out
 
     @field_validator("shots", "templates", "scorings")
     @classmethod
@@ -162,19 +179,10 @@ class KnowledgeConfig(StudyConfig):
     @field_validator("scorings")
     @classmethod
     def _known_scorings(cls, value: list[str]) -> list[str]:
-        out = []
-        for s in value:
-            if s in SCORINGS:  # the old short names
-                warnings.warn(
-                    f"scoring {s!r} is deprecated; use {SCORINGS[s]!r}",
-                    SteadyevalDeprecationWarning,
-                    stacklevel=2,
-                )
-                s = SCORINGS[s]
-            if s not in _LABELS:
-                raise ValueError(f"unknown scoring {s!r}; choose from {', '.join(_LABELS)}")
-            out.append(s)
-        return out
+        unknown = [s for s in value if s not in _LABELS]
+        if unknown:
+            raise ValueError(f"unknown scoring {unknown[0]!r}; choose from {', '.join(_LABELS)}")
+        return value
 
     def design_dict(self) -> dict[str, Any]:
         """The settings that shape the conditions (``summary.json`` → ``design.config``)."""
