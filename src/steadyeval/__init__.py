@@ -4,6 +4,8 @@ The spine: items × conditions → deduplicated, cached requests → model backe
 results table (one row per item × condition × model × sample) → analyses and reports.
 """
 
+from typing import TYPE_CHECKING
+
 from ._errors import (
     ConfigError,
     DataError,
@@ -12,11 +14,45 @@ from ._errors import (
     SteadyevalError,
     UnsupportedRequestError,
 )
-from .conditions import FORMATS, TEMPLATES, Condition, Format, Generation, Shots, Template, expand
-from .items import Item, load_items
-from .models import ModelSpec, load_backend, parse_model_spec, register_backend
-from .results import read_results
-from .run import PlanCounts, RunOptions, RunResult, run
+from ._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from .conditions import (
+        FORMATS,
+        TEMPLATES,
+        Condition,
+        Format,
+        Generation,
+        Shots,
+        Template,
+        expand,
+    )
+    from .items import Item, load_items
+    from .models import ModelSpec, load_backend, parse_model_spec, register_backend
+    from .results import read_results
+    from .run import PlanCounts, RunOptions, RunResult, run
+
+# Everything else loads on first use, so ``import steadyeval`` stays cheap.
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        ".conditions": [
+            "FORMATS",
+            "TEMPLATES",
+            "Condition",
+            "Format",
+            "Generation",
+            "Shots",
+            "Template",
+            "expand",
+        ],
+        ".items": ["Item", "load_items"],
+        ".models": ["ModelSpec", "load_backend", "parse_model_spec", "register_backend"],
+        ".results": ["read_results"],
+        ".run": ["PlanCounts", "RunOptions", "RunResult", "run"],
+    },
+    keep=["run"],
+)
 
 __version__ = "0.1.0"
 

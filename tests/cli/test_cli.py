@@ -75,7 +75,7 @@ def test_run_flags_alone_then_warm_rerun_from_cache(
     data = _write_items(tmp_path / "items.jsonl", 6)
     dry = _cli("run", "--model", f"hf:{tiny_gpt2}", "--data", str(data), "--dry-run", env=env)
     assert dry.returncode == 0, dry.stderr
-    assert re.search(r"to send\s+│\s+19", dry.stdout), dry.stdout  # 6 items × 3 options + 1
+    assert re.search(r"\b19 to send\b", dry.stdout), dry.stdout  # 6 items × 3 options + 1
     first = _cli(
         "run",
         "--model",

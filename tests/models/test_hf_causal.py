@@ -314,9 +314,11 @@ def test_packing_checks_catch_a_model_that_ignores_the_mask(
 ) -> None:
     """The one-time checks branch from the probe, so a model ignoring the trie fails them
     (a single chain would not) and both paths fall back to the unshared computation."""
-    from steadyeval.models import _hf, _packed_decode
+    from steadyeval.models import _hf_causal_score, _packed_decode
 
-    monkeypatch.setattr(_hf, "row_tensors", _ignores_the_trie(_hf.row_tensors))
+    monkeypatch.setattr(
+        _hf_causal_score, "row_tensors", _ignores_the_trie(_hf_causal_score.row_tensors)
+    )
     monkeypatch.setattr(
         _packed_decode, "row_tensors", _ignores_the_trie(_packed_decode.row_tensors)
     )

@@ -35,13 +35,7 @@ from steadyeval import (
 )
 from steadyeval.cache import ResponseCache
 from steadyeval.cli import main
-from steadyeval.models._openai import (
-    _PROBE_PROMPT,
-    PromptLogprobs,
-    TokenCapError,
-    continuation_logprob,
-    label_logprob,
-)
+from steadyeval.models._openai import TokenCapError
 from steadyeval.models._openai_http import (
     RetryPolicy,
     Secret,
@@ -49,6 +43,8 @@ from steadyeval.models._openai_http import (
     retry_after_seconds,
     scrub,
 )
+from steadyeval.models._openai_probe import _PROBE_PROMPT
+from steadyeval.models._openai_wire import PromptLogprobs, continuation_logprob, label_logprob
 from steadyeval.requests import GenerateRequest, ScoreRequest, TopKRequest
 from steadyeval.run import RunResult, load_run_config, run_config
 from tests.models.fake_openai_server import (

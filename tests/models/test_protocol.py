@@ -54,7 +54,7 @@ def test_identity_names_the_model_not_the_run(tiny_gpt2: Path, tmp_path: Path) -
 
 
 def test_a_hub_snapshot_is_named_by_repository_and_commit(tiny_gpt2: Path, tmp_path: Path) -> None:
-    from steadyeval.models._hf_common import model_identity
+    from steadyeval.models._hf_identity import model_identity
 
     snap = tmp_path / "models--org--m" / "snapshots" / "0123456789abcdef0123"
     shutil.copytree(tiny_gpt2, snap)

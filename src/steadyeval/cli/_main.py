@@ -12,9 +12,37 @@ import click
 from .. import __version__
 from .._errors import SteadyevalDeprecationWarning, SteadyevalError
 
+# name -> (module, attribute, one-line help). A command's module is imported only when the
+# command runs (or its own --help is asked for), so ``steadyeval --help`` stays fast.
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "run": ("._run", "run_cmd", "Run items × conditions × models into a results table."),
+    "study": ("._study", "study_group", "Run one of the studies (formats, sensitivity, ...)."),
+    "report": ("._report", "command", "Write a report (HTML, Markdown or JSON) of a run."),
+    "compare": ("._compare", "command", "Paired comparison of runs on their shared items."),
+    "import": ("._import", "command", "Import lm-eval or Inspect logs as a run directory."),
+    "cache": ("._cache", "cache_group", "Show and manage the response cache."),
+    "tiny-model": ("._tiny", "tiny_model_cmd", "Write a tiny random model (for trying things)."),
+}
+
 
 class _Group(click.Group):
-    """Turns steadyeval's own errors into a one-line message and exit code 2."""
+    """Turns steadyeval's own errors into a one-line message and exit code 2; loads each
+    command's module on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in COMMANDS:
+            return None
+        module, attr, _ = COMMANDS[cmd_name]
+        command: click.Command = getattr(importlib.import_module(module, __package__), attr)
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, COMMANDS[name][2]) for name in self.list_commands(ctx)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -46,23 +74,3 @@ class _Group(click.Group):
 @click.version_option(__version__, prog_name="steadyeval")
 def main() -> None:
     """Evaluate language models under many conditions; keep every answer; test every claim."""
-
-
-def _register() -> None:
-    from . import _cache, _run, _study, _tiny
-
-    main.add_command(_run.run_cmd)
-    main.add_command(_study.study_group)
-    main.add_command(_cache.cache_group)
-    main.add_command(_tiny.tiny_model_cmd)
-    for name in ("report", "compare", "import"):  # added by later modules when present
-        try:
-            module = importlib.import_module(f"steadyeval.cli._{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"steadyeval.cli._{name}":
-                raise
-            continue
-        main.add_command(module.command)
-
-
-_register()

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from ..run import PlanCounts
+if TYPE_CHECKING:
+    from ..run import PlanCounts
 
 __all__ = ["check_out", "echo_counts", "echo_footer", "run_options", "shared_options"]
 

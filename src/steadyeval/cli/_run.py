@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
-from rich.console import Console
-from rich.table import Table
 
-from ..run import PlanCounts, RayExecutor, RunResult, load_run_config, run_config
+from ._options import check_out, echo_counts, run_options
+
+if TYPE_CHECKING:
+    from ..run import RunResult
 
 
 @click.command("run")
@@ -21,19 +23,8 @@ from ..run import PlanCounts, RayExecutor, RunResult, load_run_config, run_confi
     help="BACKEND:NAME_OR_PATH[?key=value&...]; repeat for several models.",
 )
 @click.option("--data", metavar="PATH|HUB_NAME", help="Items: .jsonl, .csv or a hub data set.")
-@click.option(
-    "--out",
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Run directory to write (results.parquet, summary.json, summary.md, ...).",
-)
 @click.option("--limit", type=int, help="Evaluate only the first N items.")
 @click.option("--seed", type=int, help="Default seed for option order, shots and sampling.")
-@click.option(
-    "--cache",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Response cache file (default: $STEADYEVAL_CACHE or ~/.cache/steadyeval).",
-)
-@click.option("--dry-run", is_flag=True, help="Print the plan's counts; call no model.")
 @click.option(
     "--executor",
     type=click.Choice(["local", "ray"]),
@@ -49,7 +40,7 @@ from ..run import PlanCounts, RayExecutor, RunResult, load_run_config, run_confi
     show_default=True,
     help="Ray actors (model replicas) per model.",
 )
-@click.option("--no-progress", is_flag=True, help="Do not show the progress bar.")
+@run_options()
 def run_cmd(
     config: Path | None,
     models: tuple[str, ...],
@@ -75,11 +66,12 @@ def run_cmd(
       steadyeval run examples/run.yaml --out runs/quickstart
       steadyeval run --model hf:./tiny-gpt2 --data examples/items.jsonl --out runs/flags
     """
+    from ..run import PlanCounts, RayExecutor, load_run_config, run_config
+
+    check_out(out, dry_run)
     cfg = load_run_config(
         config, {"models": list(models), "data": data, "limit": limit, "seed": seed}
     )
-    if not dry_run and out is None:
-        raise click.UsageError("--out RUN_DIR is required (or use --dry-run)")
     ray = RayExecutor(address=address, workers=workers) if executor == "ray" else None
     result = run_config(
         cfg,
@@ -89,31 +81,17 @@ def run_cmd(
         progress=False if no_progress else None,
         executor=ray,
     )
-    console = Console()
     if isinstance(result, PlanCounts):
-        _print_counts(console, result)
+        echo_counts(result)
     else:
-        _print_result(console, result)
+        _print_result(result)
 
 
-def _print_counts(console: Console, c: PlanCounts) -> None:
-    t = Table(title="dry run: what this run would cost", show_header=False)
-    approx = " (estimated)" if c.input_tokens_estimated else ""
-    for k, v in [
-        ("rows", c.rows),
-        ("trials (item × condition × model)", c.trials),
-        ("skipped (item, condition) pairs", c.skipped),
-        ("requests", c.requests),
-        ("unique requests", c.unique_requests),
-        ("cache hits", c.cache_hits),
-        ("to send", c.to_send),
-        (f"input tokens to send{approx}", c.input_tokens),
-    ]:
-        t.add_row(k, str(v))
-    console.print(t)
+def _print_result(r: RunResult) -> None:
+    from rich.console import Console
+    from rich.table import Table
 
-
-def _print_result(console: Console, r: RunResult) -> None:
+    console = Console()
     s = r.summary
     t = Table(title=f"run {s['run_id']}")
     for col in ("model", "condition", "n", "accuracy", "95% CI", "refused", "unmatched"):

@@ -9,6 +9,7 @@ it names. A CONFIG file (YAML) holds the same keys; flags override it. The share
 
 from __future__ import annotations
 
+import inspect
 import types
 import typing
 from pathlib import Path
@@ -18,8 +19,7 @@ import click
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
-from ..run import PlanCounts, RunOptions
-from ..studies import Study, get_study, run_study, study_names
+from ..studies import Study, get_study, study_names
 from ._options import check_out, echo_counts, echo_footer, shared_options
 
 __all__ = ["study_command", "study_group"]
@@ -121,6 +121,9 @@ def study_command(study: Study) -> click.Command:
         out, dry_run, cache = values.pop("out"), values.pop("dry_run"), values.pop("cache")
         quiet = values.pop("no_progress") | values.pop("quiet")
         check_out(out, dry_run)
+        from ..run import PlanCounts, RunOptions
+        from ..studies import run_study
+
         cfg = study.load_config(config, _overrides(values, dests))
         options = RunOptions(out=out, cache=cache, progress=False if quiet else None)
         result = run_study(study, cfg, options=options, dry_run=dry_run)
@@ -130,11 +133,12 @@ def study_command(study: Study) -> click.Command:
         click.echo(study.markdown(result.analysis, result.summary["design"]))
         echo_footer(result.summary, result.run_dir)
 
-    doc = (study.__doc__ or study.question).strip()
-    example = getattr(study, "example", "")
+    doc = inspect.cleandoc(study.__doc__ or study.question).replace("``", "")
+    example = study.example
     help_text = f"{doc}\n\nA CONFIG file (YAML) holds the same keys; flags override it."
     if example:
-        help_text += f"\n\n\b\nExample:\n{example}"
+        lines = "\n".join(f"  {line}" for line in inspect.cleandoc(example).splitlines())
+        help_text += f"\n\n\b\nExample:\n{lines}"
     command = click.Command(
         study.name,
         callback=callback,

@@ -210,6 +210,83 @@ def _examples(values: Sequence[Any], k: int = 5) -> str:
     return shown + (", …" if len(values) > k else "")
 
 
+def _item_hash_note(fa: pd.DataFrame, fb: pd.DataFrame, a: Arm, b: Arm) -> str | None:
+    """A warning when shared item ids have a different ``item_hash`` on the two sides."""
+    ha = fa.groupby("item_id")["item_hash"].first()
+    hb = fb.groupby("item_id")["item_hash"].first()
+    shared_items = ha.index.intersection(hb.index)
+    both = ha[shared_items].notna() & hb[shared_items].notna()
+    diff_items = [i for i in shared_items[both] if ha[i] != hb[i]]
+    if not diff_items:
+        return None
+    return (
+        f"items differ: {len(diff_items)} of {len(shared_items)} shared item ids have a "
+        f"different item_hash in {a.label} and {b.label} (the item's content changed): "
+        f"{_examples(diff_items)}"
+    )
+
+
+def _prompt_hash_note(merged: pd.DataFrame, a: Arm, b: Arm) -> str | None:
+    """A warning when shared units were asked with a different ``prompt_hash``."""
+    pm = merged.loc[merged["prompt_hash_a"].notna() & merged["prompt_hash_b"].notna()]
+    pdiff = pm.loc[pm["prompt_hash_a"] != pm["prompt_hash_b"]]
+    if not len(pdiff):
+        return None
+    conds = sorted(set(pdiff["condition"]))
+    return (
+        f"prompts differ: {len(pdiff)} of {len(pm)} shared units were asked with a different "
+        f"prompt_hash in {a.label} and {b.label}, in condition(s) {_examples(conds)}; "
+        "a difference then mixes the model change with the prompt change"
+    )
+
+
+def _condition_rows(
+    usable: pd.DataFrame,
+    order: Sequence[str],
+    outcome: str,
+    cluster: str | None,
+    confidence: float,
+) -> list[ConditionDifference]:
+    """One difference per condition with usable units (in ``order``), with Holm-adjusted
+    McNemar p-values across them."""
+    rows: list[ConditionDifference] = []
+    for cond in [c for c in order if c in set(usable["condition"])]:
+        g = usable.loc[usable["condition"] == cond]
+        clusters = g["cluster"].to_numpy() if cluster is not None else None
+        rows.append(
+            _difference(
+                cond,
+                g[f"{outcome}_a"].to_numpy(float),
+                g[f"{outcome}_b"].to_numpy(float),
+                clusters,
+                confidence,
+                True,
+            )
+        )
+    finite = [i for i, r in enumerate(rows) if not math.isnan(r.mcnemar_p)]
+    if finite:
+        adj = stats.holm([rows[i].mcnemar_p for i in finite]).pvalues
+        for i, p in zip(finite, adj, strict=True):
+            rows[i] = _replace_holm(rows[i], float(p))
+    return rows
+
+
+def _pooled(
+    usable: pd.DataFrame, outcome: str, cluster: str | None, confidence: float
+) -> ConditionDifference:
+    """The difference over all conditions' usable units, clustered (by item without a
+    cluster key), without McNemar."""
+    labels = (usable["cluster"] if cluster is not None else usable["item_id"]).to_numpy()
+    return _difference(
+        "all conditions",
+        usable[f"{outcome}_a"].to_numpy(float),
+        usable[f"{outcome}_b"].to_numpy(float),
+        labels,
+        confidence,
+        False,
+    )
+
+
 def _compare_pair(
     a: Arm,
     fa: pd.DataFrame,
@@ -229,63 +306,18 @@ def _compare_pair(
             f"{only_a} (item, condition, sample) units only in {a.label} and {only_b} only in "
             f"{b.label} are left out; the comparison uses the {len(ka & kb)} shared units"
         )
-    ha = fa.groupby("item_id")["item_hash"].first()
-    hb = fb.groupby("item_id")["item_hash"].first()
-    shared_items = ha.index.intersection(hb.index)
-    both = ha[shared_items].notna() & hb[shared_items].notna()
-    diff_items = [i for i in shared_items[both] if ha[i] != hb[i]]
-    if diff_items:
-        notes.append(
-            f"items differ: {len(diff_items)} of {len(shared_items)} shared item ids have a "
-            f"different item_hash in {a.label} and {b.label} (the item's content changed): "
-            f"{_examples(diff_items)}"
-        )
-    pm = merged.loc[merged["prompt_hash_a"].notna() & merged["prompt_hash_b"].notna()]
-    pdiff = pm.loc[pm["prompt_hash_a"] != pm["prompt_hash_b"]]
-    if len(pdiff):
-        conds = sorted(set(pdiff["condition"]))
-        notes.append(
-            f"prompts differ: {len(pdiff)} of {len(pm)} shared units were asked with a different "
-            f"prompt_hash in {a.label} and {b.label}, in condition(s) {_examples(conds)}; "
-            "a difference then mixes the model change with the prompt change"
-        )
+    for note in (_item_hash_note(fa, fb, a, b), _prompt_hash_note(merged, a, b)):
+        if note is not None:
+            notes.append(note)
     usable = merged.loc[merged[f"{outcome}_a"].notna() & merged[f"{outcome}_b"].notna()]
     if len(usable) < len(merged):
         notes.append(
             f"{len(merged) - len(usable)} shared units have no {outcome} value on one "
             "side and are left out"
         )
-    rows: list[ConditionDifference] = []
     order = list(dict.fromkeys(fa["condition"]))
-    for cond in [c for c in order if c in set(usable["condition"])]:
-        g = usable.loc[usable["condition"] == cond]
-        clusters = g["cluster"].to_numpy() if cluster is not None else None
-        rows.append(
-            _difference(
-                cond,
-                g[f"{outcome}_a"].to_numpy(float),
-                g[f"{outcome}_b"].to_numpy(float),
-                clusters,
-                confidence,
-                True,
-            )
-        )
-    finite = [i for i, r in enumerate(rows) if not math.isnan(r.mcnemar_p)]
-    if finite:
-        adj = stats.holm([rows[i].mcnemar_p for i in finite]).pvalues
-        for i, p in zip(finite, adj, strict=True):
-            rows[i] = _replace_holm(rows[i], float(p))
-    overall = None
-    if len(rows) > 1:
-        labels = (usable["cluster"] if cluster is not None else usable["item_id"]).to_numpy()
-        overall = _difference(
-            "all conditions",
-            usable[f"{outcome}_a"].to_numpy(float),
-            usable[f"{outcome}_b"].to_numpy(float),
-            labels,
-            confidence,
-            False,
-        )
+    rows = _condition_rows(usable, order, outcome, cluster, confidence)
+    overall = _pooled(usable, outcome, cluster, confidence) if len(rows) > 1 else None
     if not rows:
         notes.append(
             f"{a.label} and {b.label} share no (item, condition, sample) units with a "

@@ -13,6 +13,16 @@ from typing import Any
 from .._errors import ConfigError, DataError
 from ._item import Item
 from ._jsonl import read_jsonl
+from ._record_fields import (
+    check_shape,
+    check_str,
+    parse_aliases,
+    parse_answer,
+    parse_answerable,
+    parse_id,
+    parse_metadata,
+    parse_options,
+)
 
 __all__ = [
     "get_loader",
@@ -25,184 +35,18 @@ __all__ = [
     "register_loader",
 ]
 
-_KNOWN_FIELDS = {
-    "id",
-    "question",
-    "context",
-    "options",
-    "answer",
-    "answerable",
-    "metadata",
-    "aliases",
-}
-
-
-def _check_str(
-    value: Any, *, file: str, line: int, field: str, optional: bool = False
-) -> str | None:
-    if value is None and optional:
-        return None
-    if not isinstance(value, str):
-        raise DataError(
-            f"got {type(value).__name__} {value!r:.60}",
-            file=file,
-            line=line,
-            field=field,
-            expected="a string" + (" or null" if optional else ""),
-        )
-    return value
-
 
 def _record_to_item(rec: Any, *, file: str, line: int) -> Item:
     """Validate one generic record (already parsed) and build its Item."""
-    if not isinstance(rec, Mapping):
-        raise DataError(
-            f"a row must be a JSON object, got {type(rec).__name__}",
-            file=file,
-            line=line,
-            expected='an object such as {"id": "q1", "question": "...", "answer": "..."}',
-        )
-    unknown = sorted(set(rec) - _KNOWN_FIELDS)
-    if unknown:
-        raise DataError(
-            f"unknown field(s) {', '.join(map(repr, unknown))}",
-            file=file,
-            line=line,
-            field=unknown[0],
-            expected=f"only {', '.join(sorted(_KNOWN_FIELDS))}; put anything else under 'metadata'",
-        )
-    for required in ("id", "question"):
-        if required not in rec:
-            raise DataError(
-                "missing required field",
-                file=file,
-                line=line,
-                field=required,
-                expected="a non-empty string",
-            )
-    raw_id = rec["id"]
-    if isinstance(raw_id, bool) or not isinstance(raw_id, str | int):
-        raise DataError(
-            f"got {type(raw_id).__name__}",
-            file=file,
-            line=line,
-            field="id",
-            expected="a string or an integer",
-        )
-    item_id = str(raw_id)
-    if not item_id.strip():
-        raise DataError("empty id", file=file, line=line, field="id", expected="a non-empty string")
-    question = _check_str(rec["question"], file=file, line=line, field="question")
-    context = _check_str(rec.get("context"), file=file, line=line, field="context", optional=True)
-
-    options: tuple[str, ...] | None = None
-    if rec.get("options") is not None:
-        raw_opts = rec["options"]
-        if not isinstance(raw_opts, list) or len(raw_opts) < 2:
-            raise DataError(
-                f"got {raw_opts!r:.60}",
-                file=file,
-                line=line,
-                field="options",
-                expected="a list of at least 2 strings",
-            )
-        for k, opt in enumerate(raw_opts):
-            _check_str(opt, file=file, line=line, field=f"options[{k}]")
-        options = tuple(raw_opts)
-        if len(set(options)) != len(options):
-            raise DataError(
-                "options repeat",
-                file=file,
-                line=line,
-                field="options",
-                expected="distinct option texts",
-            )
-
-    answerable = rec.get("answerable", True)
-    if not isinstance(answerable, bool):
-        raise DataError(
-            f"got {answerable!r:.60}",
-            file=file,
-            line=line,
-            field="answerable",
-            expected="true or false",
-        )
-
-    answers: tuple[str, ...] = ()
-    gold: tuple[int, ...] = ()
-    if "answer" not in rec or rec["answer"] is None:
-        if answerable:
-            raise DataError(
-                "missing answer",
-                file=file,
-                line=line,
-                field="answer",
-                expected="a string, a list of strings or an option index (or 'answerable': false)",
-            )
-    else:
-        raw = rec["answer"]
-        if isinstance(raw, bool):
-            raise DataError(
-                f"got {raw!r}",
-                file=file,
-                line=line,
-                field="answer",
-                expected="a string, a list of strings or an option index",
-            )
-        if isinstance(raw, int):
-            if options is None or not 0 <= raw < len(options):
-                n = 0 if options is None else len(options)
-                raise DataError(
-                    f"option index {raw} but the item has {n} options",
-                    file=file,
-                    line=line,
-                    field="answer",
-                    expected=f"an index in 0..{n - 1}" if n else "options for an index",
-                )
-            gold = (raw,)
-        elif isinstance(raw, str):
-            answers = (raw,)
-        elif isinstance(raw, list) and raw:
-            for k, a in enumerate(raw):
-                _check_str(a, file=file, line=line, field=f"answer[{k}]")
-            answers = tuple(raw)
-        else:
-            raise DataError(
-                f"got {raw!r:.60}",
-                file=file,
-                line=line,
-                field="answer",
-                expected="a string, a non-empty list of strings or an option index",
-            )
-        if options is not None and not gold:
-            gold = tuple(i for i, o in enumerate(options) if o in answers)
-            if answerable and not gold:
-                raise DataError(
-                    f"answer {answers[0]!r:.60} is not one of the options",
-                    file=file,
-                    line=line,
-                    field="answer",
-                    expected="an option's exact text or its index",
-                )
-
-    metadata = rec.get("metadata") or {}
-    if not isinstance(metadata, Mapping):
-        raise DataError(
-            f"got {type(metadata).__name__}",
-            file=file,
-            line=line,
-            field="metadata",
-            expected="an object",
-        )
-    aliases = rec.get("aliases") or []
-    if not isinstance(aliases, list) or not all(isinstance(a, str) for a in aliases):
-        raise DataError(
-            f"got {aliases!r:.60}",
-            file=file,
-            line=line,
-            field="aliases",
-            expected="a list of strings",
-        )
+    rec = check_shape(rec, file=file, line=line)
+    item_id = parse_id(rec["id"], file=file, line=line)
+    question = check_str(rec["question"], file=file, line=line, field="question")
+    context = check_str(rec.get("context"), file=file, line=line, field="context", optional=True)
+    options = parse_options(rec.get("options"), file=file, line=line)
+    answerable = parse_answerable(rec.get("answerable", True), file=file, line=line)
+    answers, gold = parse_answer(rec, options, answerable, file=file, line=line)
+    metadata = parse_metadata(rec.get("metadata"), file=file, line=line)
+    aliases = parse_aliases(rec.get("aliases"), file=file, line=line)
     assert question is not None
     return Item(
         id=item_id,
@@ -212,8 +56,8 @@ def _record_to_item(rec: Any, *, file: str, line: int) -> Item:
         answers=answers,
         gold_options=gold,
         answerable=answerable,
-        aliases=tuple(aliases),
-        metadata=dict(metadata),
+        aliases=aliases,
+        metadata=metadata,
     )
 
 

@@ -23,10 +23,8 @@ from ..requests import (
     TopKRequest,
     TopKResponse,
 )
-from ._hf_common import (
-    HFBackendBase,
-    run_with_backoff,
-)
+from ._hf_batching import run_with_backoff
+from ._hf_common import HFBackendBase
 from ._slots import SLOT
 
 __all__ = ["HFMaskedBackend"]

@@ -19,12 +19,8 @@ from ..requests import (
     TopKRequest,
     TopKResponse,
 )
-from ._hf_common import (
-    BatchedGeneration,
-    HFBackendBase,
-    run_with_backoff,
-    stop_on_text,
-)
+from ._hf_batching import BatchedGeneration, run_with_backoff, stop_on_text
+from ._hf_common import HFBackendBase
 
 __all__ = ["HFSeq2SeqBackend"]
 

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ._hf_common import stop_hit
+from ._hf_batching import stop_hit
 from ._packing import PackedRow, pack_sequences, row_tensors
 
 __all__ = ["Decoded", "UnsupportedCache", "packed_greedy"]

@@ -12,6 +12,7 @@ import numpy as np
 from .. import stats
 from ..results import summarize
 from ._context import ReportContext
+from ._headline import accuracy_chart, headline_rows, headline_table, refusal_chart
 from ._model import (
     Bar,
     BarChart,
@@ -50,89 +51,16 @@ def headline_section(ctx: ReportContext) -> Section:
     order = {(m, c): (i, j) for i, m in enumerate(ctx.models) for j, c in enumerate(ctx.conditions)}
     records.sort(key=lambda r: order.get((r["model"], r["condition"]), (1 << 30, 0)))
     conf = ctx.options.confidence
-    rows = []
-    for r in records:
-        low, high = r["accuracy_low"], r["accuracy_high"]
-        if conf != 0.95 and r["correct"] is not None:
-            n_scored = _scored(ctx, r["model"], r["condition"])
-            if n_scored:
-                ci = stats.wilson_interval(r["correct"], n_scored, conf)
-                low, high = ci.low, ci.high
-        rows.append(
-            (
-                r["model"],
-                r["condition"],
-                r["n"],
-                (r["accuracy"], low, high),
-                r["refused"],
-                r["refusal_rate"],
-                r["unmatched"],
-                r["truncated"],
-                r["em"],
-                r["f1"],
-            )
-        )
+    rows = headline_rows(ctx, records)
     pct = f"{100 * conf:g}%"
-    table = Table(
-        title="Accuracy, refusals and unmatched outputs by model and condition",
-        columns=(
-            Column("model"),
-            Column("condition"),
-            Column("n", "int", "rows (items × samples)"),
-            Column(f"accuracy [{pct} CI]", "pct_ci", "Wilson interval; samples count as rows"),
-            Column("refused", "int"),
-            Column("refusal rate", "pct"),
-            Column("unmatched", "int", "outputs that matched no option (kept as answers)"),
-            Column("truncated", "int", "prompts cut to fit the model's context"),
-            Column("EM", "pct"),
-            Column("F1", "pct"),
-        ),
-        rows=tuple(rows),
-        note="Intervals treat rows as independent; for claims about differences use the "
-        "paired comparisons below (and `steadyeval compare`).",
-    )
-    blocks: list[Block] = [table]
+    blocks: list[Block] = [headline_table(rows, pct)]
     any_refused = any(r["refused"] for r in records)
     for model in ctx.models:
-        mine = [r for r in records if r["model"] == model]
-        blocks.append(
-            BarChart(
-                title=f"{model}: accuracy by condition ({pct} Wilson CI)",
-                bars=tuple(
-                    Bar(r[1], r[3][0], r[3][1], r[3][2], n=r[2])
-                    for r in rows
-                    if r[0] == model and r[3][0] is not None and not math.isnan(r[3][0])
-                ),
-            )
-        )
+        blocks.append(accuracy_chart(model, rows, pct))
         if any_refused:
-            bars = []
-            for r in mine:
-                n = r["n"]
-                rci = stats.wilson_interval(r["refused"], n, conf) if n else None
-                bars.append(
-                    Bar(
-                        r["condition"],
-                        r["refusal_rate"],
-                        rci.low if rci else math.nan,
-                        rci.high if rci else math.nan,
-                        n=n,
-                    )
-                )
-            blocks.append(
-                BarChart(
-                    title=f"{model}: refusal rate by condition ({pct} Wilson CI)",
-                    bars=tuple(bars),
-                    value_label="refusal rate",
-                )
-            )
+            mine = [r for r in records if r["model"] == model]
+            blocks.append(refusal_chart(model, mine, conf, pct))
     return Section.of("headline", "Headline results", blocks)
-
-
-def _scored(ctx: ReportContext, model: str, condition: str) -> int:
-    df = ctx.frame
-    sel = (df["model"] == model) & (df["condition"] == condition) & df["correct"].notna()
-    return int(sel.sum())
 
 
 #: Most matrix cells the spread bootstrap draws in total (resamples × items × conditions);

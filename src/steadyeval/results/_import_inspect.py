@@ -222,6 +222,91 @@ def _correct(value: Any) -> bool | None:
     return None
 
 
+def _targets(target: Any) -> list[str]:
+    """The sample's target as a list of strings (a list, one value, or none)."""
+    if isinstance(target, list):
+        return [str(t) for t in target]
+    return [str(target)] if target is not None else []
+
+
+def _pick_score(
+    sample: Mapping[str, Any], chosen: str | None, where: str
+) -> tuple[str | None, Any, Any]:
+    """``(scorer, value, answer)`` of the sample's chosen score (default: its first one)."""
+    scores = sample.get("scores") if isinstance(sample.get("scores"), Mapping) else {}
+    assert isinstance(scores, Mapping)
+    if chosen is not None and scores and chosen not in scores:
+        raise DataError(
+            f"{where}: no score named {chosen!r} (--scorer); scores: {', '.join(scores)}"
+        )
+    scorer = chosen if chosen is not None else next(iter(scores), None)
+    score = scores.get(scorer) if scorer is not None else None
+    score = score if isinstance(score, Mapping) else {}
+    return scorer, score.get("value"), score.get("answer")
+
+
+def _parse(
+    options: list[str] | None, targets: list[str], answer: Any, value: Any
+) -> tuple[list[int] | None, int | None, str | None, str]:
+    """``(gold_options, parsed_option, parsed, parsed_kind)``: with options, target letters
+    give the gold options and the answer letter the parsed one; a score of ``N`` (no
+    answer) is unmatched."""
+    gold_options: list[int] | None = None
+    parsed_option = None
+    parsed = answer if isinstance(answer, str) else None
+    kind = "free"
+    if options:
+        letters = [_letter(t, len(options)) for t in targets]
+        gold_options = [g for g in letters if g is not None] or None
+        parsed_option = _letter(answer, len(options))
+        if parsed_option is not None:
+            parsed = options[parsed_option]
+            kind = "option"
+        else:
+            kind = "unmatched"
+    if isinstance(value, str) and value.strip().upper() == "N":
+        kind = "unmatched"
+    return gold_options, parsed_option, parsed, kind
+
+
+def _metadata(
+    sample: Mapping[str, Any],
+    where: str,
+    *,
+    spec: Mapping[str, Any],
+    task: str,
+    log: str,
+    scorer: str | None,
+    value: Any,
+    stop: str | None,
+) -> dict[str, Any]:
+    """The sample's metadata with Inspect's own facts under ``inspect``."""
+    meta_item = sample.get("metadata") if isinstance(sample.get("metadata"), Mapping) else {}
+    assert isinstance(meta_item, Mapping)
+    if "inspect" in meta_item:
+        raise DataError(
+            f"{where}: sample metadata has a key 'inspect', which steadyeval "
+            "uses for Inspect's own facts; rename it before importing"
+        )
+    error = sample.get("error")
+    return {
+        **meta_item,
+        "inspect": {
+            "task": task,
+            "task_id": spec.get("task_id"),
+            "eval_id": spec.get("eval_id"),
+            "run_id": spec.get("run_id"),
+            "log": log,
+            "epoch": sample.get("epoch", 1),
+            "scorer": scorer,
+            "score_value": value,
+            "stop_reason": stop,
+            "target": sample.get("target"),
+            "error": error.get("message") if isinstance(error, Mapping) else None,
+        },
+    }
+
+
 def _iter_rows(
     path: Path,
     header: Mapping[str, Any],
@@ -249,64 +334,20 @@ def _iter_rows(
         choices = sample.get("choices") if isinstance(sample.get("choices"), list) else None
         options = [str(c) for c in choices] if choices else None
         target = sample.get("target")
-        targets = (
-            [str(t) for t in target]
-            if isinstance(target, list)
-            else ([str(target)] if target is not None else [])
-        )
-        scores = sample.get("scores") if isinstance(sample.get("scores"), Mapping) else {}
-        assert isinstance(scores, Mapping)
-        if opts.scorer is not None and scores and opts.scorer not in scores:
-            raise DataError(
-                f"{where}: no score named {opts.scorer!r} (--scorer); scores: {', '.join(scores)}"
-            )
-        scorer = opts.scorer if opts.scorer is not None else next(iter(scores), None)
-        score = scores.get(scorer) if scorer is not None else None
-        score = score if isinstance(score, Mapping) else {}
-        value = score.get("value")
-        answer = score.get("answer")
+        targets = _targets(target)
+        scorer, value, answer = _pick_score(sample, opts.scorer, where)
         output, stop = _output(sample)
-        gold_options: list[int] | None = None
-        parsed_option = None
-        parsed = answer if isinstance(answer, str) else None
-        kind = "free"
-        if options:
-            letters = [_letter(t, len(options)) for t in targets]
-            gold_options = [g for g in letters if g is not None] or None
-            parsed_option = _letter(answer, len(options))
-            if parsed_option is not None:
-                parsed = options[parsed_option]
-                kind = "option"
-            else:
-                kind = "unmatched"
-        if isinstance(value, str) and value.strip().upper() == "N":
-            kind = "unmatched"
-        meta_item = sample.get("metadata") if isinstance(sample.get("metadata"), Mapping) else {}
-        assert isinstance(meta_item, Mapping)
-        if "inspect" in meta_item:
-            raise DataError(
-                f"{where}: sample metadata has a key 'inspect', which steadyeval "
-                "uses for Inspect's own facts; rename it before importing"
-            )
-        meta = {
-            **meta_item,
-            "inspect": {
-                "task": task,
-                "task_id": spec.get("task_id"),
-                "eval_id": spec.get("eval_id"),
-                "run_id": spec.get("run_id"),
-                "log": path.name,
-                "epoch": sample.get("epoch", 1),
-                "scorer": scorer,
-                "score_value": value,
-                "stop_reason": stop,
-                "target": target,
-                "error": (sample.get("error") or {}).get("message")
-                if isinstance(sample.get("error"), Mapping)
-                else None,
-            },
-        }
-        prompt = _prompt(sample)
+        gold_options, parsed_option, parsed, kind = _parse(options, targets, answer, value)
+        meta = _metadata(
+            sample,
+            where,
+            spec=spec,
+            task=task,
+            log=path.name,
+            scorer=scorer,
+            value=value,
+            stop=stop,
+        )
         yield ResultRow(
             run_id=run_id,
             model=model,
@@ -319,7 +360,7 @@ def _iter_rows(
             format="mc" if options else "free",
             scoring="generate",
             sample_index=sample_index,
-            prompt=prompt,
+            prompt=_prompt(sample),
             options=tuple(options) if options else None,
             option_source=tuple(range(len(options))) if options else None,
             output=output,

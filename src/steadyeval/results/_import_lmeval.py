@@ -10,12 +10,11 @@ document becomes one row; every column the files determine is filled, the rest i
 from __future__ import annotations
 
 import json
-import math
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from .._errors import DataError
 from ._import_common import (
@@ -26,17 +25,13 @@ from ._import_common import (
     files_digest,
     lifted_columns,
 )
+from ._import_lmeval_records import output_type, pick_metric, record_arguments, row_fields
 from ._row import ResultRow
 from ._schema import rows_to_table
 
 __all__ = ["LmEvalImportOptions", "find_lmeval_samples", "import_lmeval"]
 
 _SAMPLES = re.compile(r"^samples_(?P<task>.+)_(?P<date>\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}\.\d+)$")
-_MC = "multiple_choice"
-_GEN = "generate_until"
-_LL = "loglikelihood"
-_ROLLING = "loglikelihood_rolling"
-_DEFAULT_METRIC = {_MC: ("acc",), _GEN: ("exact_match", "acc"), _LL: ("acc",), _ROLLING: ()}
 
 
 @dataclass(frozen=True)
@@ -147,199 +142,134 @@ def _records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
             yield lineno, rec
 
 
-def _arguments(rec: Mapping[str, Any], where: str) -> list[list[Any]]:
-    """``arguments`` as a list of argument lists (the CLI's dict form or the API's list)."""
-    args = rec["arguments"]
-    if isinstance(args, Mapping):
+class _SamplesFile(NamedTuple):
+    """One samples file, read: its task, ``results_*.json`` (``{}`` if none) and records."""
 
-        def index(key: str) -> int:
-            return int(key.rsplit("_", 1)[-1])
-
-        out = []
-        for k in sorted(args, key=index):
-            inner = args[k]
-            if not isinstance(inner, Mapping):
-                raise DataError(f"{where}: arguments.{k} must be an object of arg_0, arg_1, ...")
-            out.append([inner[a] for a in sorted(inner, key=index)])
-        return out
-    if isinstance(args, list):
-        return [list(a) if isinstance(a, list | tuple) else [a] for a in args]
-    raise DataError(f"{where}: arguments must be an object or a list; got {type(args).__name__}")
+    path: Path
+    task: str
+    results: dict[str, Any]
+    records: list[tuple[int, dict[str, Any]]]
 
 
-def _output_type(config: Mapping[str, Any], args: list[list[Any]], where: str) -> str:
-    declared = config.get("output_type")
-    if isinstance(declared, str) and declared in _DEFAULT_METRIC:
-        return declared
-    if not args:
-        raise DataError(f"{where}: arguments are empty; cannot tell the request type")
-    if len(args[0]) >= 2 and isinstance(args[0][1], Mapping):
-        return _GEN
-    if len(args[0]) == 1:
-        return _ROLLING
-    return _MC if len(args) > 1 else _LL
+def _load(files: Sequence[Path]) -> tuple[list[_SamplesFile], dict[str, set[str]]]:
+    """Each file read, and the filters each task's records use (a task with more than one
+    filter gets one condition per filter)."""
+    loaded: list[_SamplesFile] = []
+    filters: dict[str, set[str]] = {}
+    for path in files:
+        task, date = _task_and_date(path)
+        results = _results_for(path, date)
+        recs = list(_records(path))
+        for _, rec in recs:
+            filters.setdefault(task, set()).add(str(rec.get("filter", "none")))
+        loaded.append(_SamplesFile(path, task, results, recs))
+    return loaded, filters
 
 
-def _ll_pair(value: Any, where: str) -> tuple[float, bool | None]:
-    """``[loglikelihood, is_greedy]`` as lm-eval writes it (strings after sanitising)."""
-    if isinstance(value, list | tuple) and value:
-        ll = float(value[0])
-        greedy = None
-        if len(value) > 1:
-            greedy = str(value[1]) == "True" if not isinstance(value[1], bool) else value[1]
-        return ll, greedy
-    try:
-        return float(value), None
-    except (TypeError, ValueError):
+def _task_config(results: Mapping[str, Any], task: str) -> tuple[Mapping[str, Any], Any]:
+    """The task's config in ``results_*.json`` (empty without one) and its number of shots."""
+    configs = results.get("configs") if isinstance(results.get("configs"), Mapping) else {}
+    assert isinstance(configs, Mapping)
+    config = configs.get(task) if isinstance(configs.get(task), Mapping) else {}
+    assert isinstance(config, Mapping)
+    n_shot = (results.get("n-shot") or {}).get(task, config.get("num_fewshot"))
+    return config, n_shot
+
+
+def _condition(cmap: Mapping[str, str], task: str, source: str, flt: str) -> str:
+    """The condition of a record of ``task`` under filter ``flt`` (``source`` is the task, or
+    ``task/filter`` when the task has several filters)."""
+    if source in cmap:
+        return cmap[source]
+    if task in cmap:
+        return cmap[task] if source == task else f"{cmap[task]}/{flt}"
+    return source
+
+
+def _item_id(rec: Mapping[str, Any], item_id_field: str | None, where: str) -> str:
+    """The record's item id: lm-eval's ``doc_id``, or the doc field named by ``--item-id``."""
+    if item_id_field is None:
+        return str(rec["doc_id"])
+    doc = rec["doc"]
+    if not isinstance(doc, Mapping) or item_id_field not in doc:
         raise DataError(
-            f"{where}: expected a [loglikelihood, is_greedy] response; got {value!r}"
-        ) from None
+            f"{where}: doc has no field {item_id_field!r} (--item-id); its "
+            f"fields: {', '.join(doc) if isinstance(doc, Mapping) else 'none'}"
+        )
+    return str(doc[item_id_field])
 
 
-def _binary(rec: Mapping[str, Any], metric: str | None, where: str) -> bool | None:
-    if metric is None or metric not in rec:
-        return None
-    v = rec[metric]
-    if isinstance(v, bool):
-        return v
-    if isinstance(v, int | float) and float(v) in (0.0, 1.0):
-        return float(v) == 1.0
-    raise DataError(
-        f"{where}: metric {metric!r} is {v!r}, not 0/1, so it cannot fill 'correct'; pass a 0/1 "
-        f"metric with --metric (this record has: {', '.join(rec.get('metrics', []))})"
-    )
+def _metadata(doc: Mapping[str, Any], where: str, facts: dict[str, Any]) -> dict[str, Any]:
+    """The document's fields with lm-eval's own ``facts`` under ``lm_eval``."""
+    if "lm_eval" in doc:
+        raise DataError(
+            f"{where}: doc has a field named 'lm_eval', which steadyeval "
+            "uses for lm-eval's own facts; rename it before importing"
+        )
+    return {**doc, "lm_eval": facts}
 
 
-def _pick_metric(rec: Mapping[str, Any], kind: str, chosen: str | None, where: str) -> str | None:
-    names = list(rec.get("metrics") or [])
-    if chosen is not None:
-        if chosen not in rec:
-            raise DataError(
-                f"{where}: metric {chosen!r} is not in this record; it has: {', '.join(names)}"
-            )
-        return chosen
-    for m in _DEFAULT_METRIC[kind]:
-        if m in rec:
-            return m
-    return None
-
-
-def _gold_index(target: Any, options: Sequence[str]) -> list[int]:
-    values: list[Any] = target if isinstance(target, list) else [target]
-    if isinstance(target, str):
-        text = target.strip()
-        if text.startswith("["):
-            try:
-                loaded = json.loads(text)
-                values = loaded if isinstance(loaded, list) else [target]
-            except json.JSONDecodeError:
-                values = [target]
-    out: list[int] = []
-    for v in values:
-        if isinstance(v, int) and 0 <= v < len(options):
-            out.append(v)
-        elif isinstance(v, str) and v.strip().lstrip("-").isdigit() and 0 <= int(v) < len(options):
-            out.append(int(v))
-        elif isinstance(v, str) and v in options:
-            out.append(options.index(v))
-        elif isinstance(v, str) and v.strip() in [o.strip() for o in options]:
-            out.append([o.strip() for o in options].index(v.strip()))
-    return out
-
-
-def _softmax_at(lls: Sequence[float], k: int) -> float:
-    top = max(lls)
-    exps = [math.exp(x - top) for x in lls]
-    return exps[k] / sum(exps)
-
-
-def _row(
-    rec: dict[str, Any],
+def _file_rows(
+    samples: _SamplesFile,
+    filters: set[str],
+    opts: LmEvalImportOptions,
     *,
-    where: str,
-    kind: str,
-    args: list[list[Any]],
-    config: Mapping[str, Any],
-    metric: str | None,
-) -> dict[str, Any]:
-    doc = rec["doc"] if isinstance(rec["doc"], Mapping) else {"doc": rec["doc"]}
-    prompt = str(args[0][0]) if args and args[0] else ""
-    target = rec.get("target")
-    metrics = {m: rec.get(m) for m in rec.get("metrics") or [] if m in rec}
-    row: dict[str, Any] = {
-        "prompt": prompt,
-        "gold": None,
-        "correct": _binary(rec, metric, where),
-    }
-    fr = rec["filtered_resps"]
-    if kind == _MC:
-        delim = config.get("target_delimiter", " ")
-        conts = [str(a[1]) for a in args]
-        if isinstance(delim, str) and delim and all(c.startswith(delim) for c in conts):
-            options = [c[len(delim) :] for c in conts]
-        else:
-            options = conts
-        if not isinstance(fr, list) or len(fr) != len(options):
-            raise DataError(
-                f"{where}: {len(options)} choices but {len(fr) if isinstance(fr, list) else '?'} "
-                "filtered responses; expected one [loglikelihood, is_greedy] per choice"
+    run_id: str,
+    keys: RowKeys,
+    used: set[str],
+) -> list[ResultRow]:
+    """The rows of one samples file (``filters``: those its task uses); adds the condition
+    map keys its records can match to ``used``."""
+    path, task, results, recs = samples
+    config, n_shot = _task_config(results, task)
+    model = opts.model or _model_name(results, path)
+    chat = bool(results.get("chat_template")) if results else None
+    rows: list[ResultRow] = []
+    for lineno, rec in recs:
+        where = f"{path}, line {lineno}"
+        flt = str(rec.get("filter", "none"))
+        source = task if len(filters) == 1 else f"{task}/{flt}"
+        used.update({task, source})
+        condition = _condition(opts.condition_map, task, source, flt)
+        args = record_arguments(rec, where)
+        kind = output_type(config, args, where)
+        metric = pick_metric(rec, kind, opts.metric, where)
+        item_id = _item_id(rec, opts.item_id_field, where)
+        keys.add(
+            (model, condition, item_id, 0),
+            where,
+            "was the file appended twice, or is --item-id not unique?",
+        )
+        body = row_fields(rec, where=where, kind=kind, args=args, config=config, metric=metric)
+        doc = body.pop("_doc")
+        metrics = body.pop("_metrics")
+        facts = {
+            "task": task,
+            "filter": flt,
+            "doc_id": rec["doc_id"],
+            "output_type": kind,
+            "metric": metric,
+            "metrics": metrics,
+            "target": rec.get("target"),
+            "prompt_hash": rec.get("prompt_hash"),
+            "file": path.name,
+            "line": lineno,
+        }
+        rows.append(
+            ResultRow(
+                run_id=run_id,
+                model=model,
+                item_id=item_id,
+                item_hash=rec.get("doc_hash") or None,
+                condition=condition,
+                template=task,
+                n_shots=int(n_shot) if isinstance(n_shot, int) else None,
+                chat=chat,
+                metadata=_metadata(doc, where, facts),
+                **body,
             )
-        lls = [_ll_pair(x, where)[0] for x in fr]
-        pick = max(range(len(lls)), key=lambda i: (lls[i], -i))
-        gold = _gold_index(target, options)
-        row.update(
-            options=tuple(options),
-            option_source=tuple(range(len(options))),
-            parsed=options[pick],
-            output=options[pick],
-            parsed_kind="option",
-            parsed_option=pick,
-            option_logprobs=tuple(lls),
-            option_logprobs_per_char=tuple(
-                ll / len(o) if len(o) else math.nan for ll, o in zip(lls, options, strict=True)
-            ),
-            confidence=_softmax_at(lls, pick),
-            gold=tuple(options[i] for i in gold),
-            gold_options=tuple(gold),
-            scoring="option-logprob",
-            format="mc",
         )
-        if row["correct"] is None and gold:
-            row["correct"] = pick in gold
-    elif kind == _GEN:
-        resps = rec.get("resps") or []
-        raw = resps[0][0] if resps and isinstance(resps[0], list) and resps[0] else None
-        parsed = fr[0] if isinstance(fr, list) and fr else fr
-        if isinstance(parsed, list):
-            parsed = parsed[0] if parsed else None
-        row.update(
-            output=None if raw is None else str(raw),
-            parsed=None if parsed is None else str(parsed),
-            parsed_kind="free",
-            gold=(str(target),) if target is not None else None,
-            scoring="generate",
-            format="free",
-            em=_float(metrics.get("exact_match")),
-            f1=_float(metrics.get("f1")),
-        )
-    else:
-        ll, greedy = _ll_pair(fr[0] if isinstance(fr, list) and fr else fr, where)
-        row.update(
-            sequence_logprob=ll,
-            output=str(args[0][1]) if kind == _LL and len(args[0]) > 1 else None,
-            scoring=kind,
-            format="free",
-            gold=(str(target),) if kind == _LL and target is not None else None,
-        )
-        if kind == _LL and row["correct"] is None and greedy is not None:
-            row["correct"] = greedy
-    row["_metrics"] = metrics
-    row["_doc"] = doc
-    return row
-
-
-def _float(v: Any) -> float | None:
-    return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
+    return rows
 
 
 def import_lmeval(
@@ -385,93 +315,14 @@ def import_lmeval(
     if not files:
         raise DataError("no lm-eval samples files given")
     run_id = files_digest(files, {"tool": "lm-eval", **opts.as_dict()})
-    loaded = []
-    filters: dict[str, set[str]] = {}
-    for path in files:
-        task, date = _task_and_date(path)
-        results = _results_for(path, date)
-        recs = list(_records(path))
-        for _, rec in recs:
-            filters.setdefault(task, set()).add(str(rec.get("filter", "none")))
-        loaded.append((path, task, results, recs))
+    loaded, filters = _load(files)
     used: set[str] = set()
     keys = RowKeys()
     rows: list[ResultRow] = []
-    for path, task, results, recs in loaded:
-        configs = results.get("configs") if isinstance(results.get("configs"), Mapping) else {}
-        assert isinstance(configs, Mapping)
-        config = configs.get(task) if isinstance(configs.get(task), Mapping) else {}
-        assert isinstance(config, Mapping)
-        n_shot = (results.get("n-shot") or {}).get(task, config.get("num_fewshot"))
-        model = opts.model or _model_name(results, path)
-        chat = bool(results.get("chat_template")) if results else None
-        for lineno, rec in recs:
-            where = f"{path}, line {lineno}"
-            flt = str(rec.get("filter", "none"))
-            source = task if len(filters[task]) == 1 else f"{task}/{flt}"
-            used.update({task, source})
-            cmap = opts.condition_map
-            if source in cmap:
-                condition = cmap[source]
-            elif task in cmap:
-                condition = cmap[task] if source == task else f"{cmap[task]}/{flt}"
-            else:
-                condition = source
-            args = _arguments(rec, where)
-            kind = _output_type(config, args, where)
-            metric = _pick_metric(rec, kind, opts.metric, where)
-            if opts.item_id_field is not None:
-                doc = rec["doc"]
-                if not isinstance(doc, Mapping) or opts.item_id_field not in doc:
-                    raise DataError(
-                        f"{where}: doc has no field {opts.item_id_field!r} (--item-id); its "
-                        f"fields: {', '.join(doc) if isinstance(doc, Mapping) else 'none'}"
-                    )
-                item_id = str(doc[opts.item_id_field])
-            else:
-                item_id = str(rec["doc_id"])
-            keys.add(
-                (model, condition, item_id, 0),
-                where,
-                "was the file appended twice, or is --item-id not unique?",
-            )
-            body = _row(rec, where=where, kind=kind, args=args, config=config, metric=metric)
-            doc = body.pop("_doc")
-            metrics = body.pop("_metrics")
-            if "lm_eval" in doc:
-                raise DataError(
-                    f"{where}: doc has a field named 'lm_eval', which steadyeval "
-                    "uses for lm-eval's own facts; rename it before importing"
-                )
-            meta = {
-                **doc,
-                "lm_eval": {
-                    "task": task,
-                    "filter": flt,
-                    "doc_id": rec["doc_id"],
-                    "output_type": kind,
-                    "metric": metric,
-                    "metrics": metrics,
-                    "target": rec.get("target"),
-                    "prompt_hash": rec.get("prompt_hash"),
-                    "file": path.name,
-                    "line": lineno,
-                },
-            }
-            rows.append(
-                ResultRow(
-                    run_id=run_id,
-                    model=model,
-                    item_id=item_id,
-                    item_hash=rec.get("doc_hash") or None,
-                    condition=condition,
-                    template=task,
-                    n_shots=int(n_shot) if isinstance(n_shot, int) else None,
-                    chat=chat,
-                    metadata=meta,
-                    **body,
-                )
-            )
+    for samples in loaded:
+        rows += _file_rows(
+            samples, filters[samples.task], opts, run_id=run_id, keys=keys, used=used
+        )
     check_condition_map(opts.condition_map, used, "tasks (and task/filter)")
     table = rows_to_table(rows, lifted_columns(rows))
     summary = build_summary(table, run_id, "lm-eval", files, opts.as_dict())

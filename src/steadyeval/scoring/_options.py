@@ -6,8 +6,6 @@ import math
 from collections.abc import Sequence
 from typing import Literal, NamedTuple
 
-import numpy as np
-
 __all__ = ["OptionScores", "option_scores", "softmax"]
 
 
@@ -15,6 +13,8 @@ def softmax(values: Sequence[float]) -> list[float]:
     """Numerically stable softmax; ``[]`` for empty input."""
     if not values:
         return []
+    import numpy as np  # here, so importing the scoring modes stays cheap
+
     arr = np.asarray(values, dtype=np.float64)
     arr = arr - np.max(arr)
     e = np.exp(arr)

@@ -2,6 +2,9 @@
 only the results table, and report sections; all found through one registry and run by
 :func:`run_study`."""
 
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_exports
 from ._protocol import (
     Study,
     StudyConfig,
@@ -12,7 +15,12 @@ from ._protocol import (
     register_study,
     study_names,
 )
-from ._run import reanalyze, run_design, run_study
+
+if TYPE_CHECKING:
+    from ._run import reanalyze, run_design, run_study
+
+# The runner loads on first use: building a study's CLI command needs only the registry.
+__getattr__, __dir__ = lazy_exports(__name__, {"._run": ["reanalyze", "run_design", "run_study"]})
 
 __all__ = [
     "Study",

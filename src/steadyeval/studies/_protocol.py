@@ -22,13 +22,13 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from .._errors import ConfigError
-from ..conditions import Condition
-from ..items import Item
-from ..models import Backend
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from ..conditions import Condition
+    from ..items import Item
+    from ..models import Backend
     from ..reports import Section
     from ..results import StudyColumn
     from ..run import Block, RunOptions
@@ -53,7 +53,7 @@ class StudyConfig(BaseModel):
 
     models: list[str] = Field(
         min_length=1,
-        description="model specs (BACKEND:NAME_OR_PATH[?key=value&...])",
+        description="Model spec: BACKEND:NAME_OR_PATH[?key=value&...].",
         json_schema_extra={"flag": "model", "metavar": "SPEC"},
     )
 
@@ -130,6 +130,8 @@ class Study(ABC):
     question: ClassVar[str]
     #: The study's config model.
     config: ClassVar[type[StudyConfig]]
+    #: Example command lines for ``--help`` (one per line; optional).
+    example: ClassVar[str] = ""
 
     @abstractmethod
     def design(self, config: Any, backends: Sequence[Backend], options: RunOptions) -> StudyDesign:
@@ -181,12 +183,27 @@ class Study(ABC):
 
 # Built-in studies are named by import path so nothing is imported until a study is used.
 _BUILTIN: dict[str, str] = {
-    "formats": "steadyeval.studies.formats:FORMATS_STUDY",
-    "sensitivity": "steadyeval.studies.sensitivity:SENSITIVITY_STUDY",
-    "knowledge": "steadyeval.studies.knowledge:KNOWLEDGE_STUDY",
-    "fewshot": "steadyeval.studies.fewshot:FEWSHOT_STUDY",
+    "formats": "steadyeval.studies.formats._study:FORMATS_STUDY",
+    "sensitivity": "steadyeval.studies.sensitivity._study:SENSITIVITY_STUDY",
+    "knowledge": "steadyeval.studies.knowledge._study:KNOWLEDGE_STUDY",
+    "fewshot": "steadyeval.studies.fewshot._study:FEWSHOT_STUDY",
 }
 _REGISTRY: dict[str, Study | str] = dict(_BUILTIN)
+#: Installed packages add studies under this entry-point group (``name = "module:attr"``).
+ENTRY_POINT_GROUP = "steadyeval.studies"
+_entry_points_read = False
+
+
+def _read_entry_points() -> None:
+    """Add the studies installed packages declare (once; a registered name wins)."""
+    global _entry_points_read
+    if _entry_points_read:
+        return
+    _entry_points_read = True
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        _REGISTRY.setdefault(ep.name, ep.value)
 
 
 def register_study(study: Study, *, replace: bool = False) -> Study:
@@ -201,25 +218,29 @@ def register_study(study: Study, *, replace: bool = False) -> Study:
 
 
 def study_names() -> list[str]:
-    """The registered studies' names."""
+    """The registered studies' names (built-in, registered, then installed plug-ins)."""
+    _read_entry_points()
     return list(_REGISTRY)
 
 
 def get_study(name: str) -> Study:
     """The study called ``name`` (built-in studies are imported on first use)."""
+    _read_entry_points()
     entry = _REGISTRY.get(name)
     if entry is None:
         raise ConfigError(f"unknown study {name!r}; known studies: {', '.join(_REGISTRY)}")
     if isinstance(entry, str):
         module, _, attr = entry.partition(":")
-        entry = getattr(importlib.import_module(module), attr)
-        assert isinstance(entry, Study)
-        _REGISTRY[name] = entry
+        loaded = getattr(importlib.import_module(module), attr)
+        if not isinstance(loaded, Study):
+            raise ConfigError(f"study {name!r} ({entry}) is not a Study instance")
+        entry = _REGISTRY[name] = loaded
     return entry
 
 
 def find_study(name: str | None) -> Study | None:
     """The registered study called ``name``, or None (no error) when there is none."""
+    _read_entry_points()
     if name is None or name not in _REGISTRY:
         return None
     return get_study(name)

@@ -41,7 +41,7 @@ from steadyeval.studies.knowledge import (  # noqa: E402
     KnowledgeConfig,
     analyze_knowledge,
 )
-from steadyeval.studies.knowledge._analysis import _COLUMNS  # noqa: E402
+from steadyeval.studies.knowledge._frame import _COLUMNS  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 SUBJECTS = ("abstract_algebra", "high_school_us_history", "virology", "econometrics")

@@ -16,7 +16,8 @@ import pytest
 
 from steadyeval.items import subject_info
 from steadyeval.studies.knowledge import analyze_knowledge, knowledge_frame
-from steadyeval.studies.knowledge._analysis import _COLUMNS, _argmax, _rotation
+from steadyeval.studies.knowledge._frame import _COLUMNS, _rotation
+from steadyeval.studies.knowledge._option_scoring import _argmax
 
 from ..pinned import assert_same, cases, load_case
 

@@ -8,33 +8,74 @@ changes. The study (:data:`FEWSHOT_STUDY`) is registered as ``fewshot``. See
 ``docs/study-fewshot.md``.
 """
 
-from . import _builtin  # noqa: F401  (registers ICL, PET and CLS)
-from ._analysis import analyze, select
-from ._builtin import CLSMethod, ICLMethod, PETMethod
-from ._framework import (
-    COLUMNS,
-    STRATEGIES,
-    FewShotConfig,
-    build_grid,
-    fewshot_design,
-    final_design,
-    load_space,
-    make_splitter,
+from typing import TYPE_CHECKING
+
+from ..._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from ._analysis import analyze, select
+    from ._builtin import CLSMethod, ICLMethod, PETMethod
+    from ._config import STRATEGIES, FewShotConfig
+    from ._framework import (
+        COLUMNS,
+        build_grid,
+        fewshot_design,
+        final_design,
+        load_space,
+        make_splitter,
+    )
+    from ._methods import (
+        METHODS,
+        Method,
+        MethodContext,
+        Unit,
+        get_method,
+        register_method,
+        tag_items,
+        verbalize,
+    )
+    from ._params import Param, hparams_id
+    from ._report import fewshot_report_sections, hparams_label
+    from ._study import FEWSHOT_STUDY, FewShotStudy
+    from ._tasks import TASKS, FewShotTask, get_task, item_groups, load_task_items, split_off_test
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "._analysis": ["analyze", "select"],
+        "._builtin": ["CLSMethod", "ICLMethod", "PETMethod"],
+        "._config": ["STRATEGIES", "FewShotConfig"],
+        "._framework": [
+            "COLUMNS",
+            "build_grid",
+            "fewshot_design",
+            "final_design",
+            "load_space",
+            "make_splitter",
+        ],
+        "._methods": [
+            "METHODS",
+            "Method",
+            "MethodContext",
+            "Unit",
+            "get_method",
+            "register_method",
+            "tag_items",
+            "verbalize",
+        ],
+        "._params": ["Param", "hparams_id"],
+        "._report": ["fewshot_report_sections", "hparams_label"],
+        "._study": ["FEWSHOT_STUDY", "FewShotStudy"],
+        "._tasks": [
+            "TASKS",
+            "FewShotTask",
+            "get_task",
+            "item_groups",
+            "load_task_items",
+            "split_off_test",
+        ],
+    },
 )
-from ._methods import (
-    METHODS,
-    Method,
-    MethodContext,
-    Unit,
-    get_method,
-    register_method,
-    tag_items,
-    verbalize,
-)
-from ._params import Param, hparams_id
-from ._report import fewshot_report_sections, hparams_label
-from ._study import FEWSHOT_STUDY, FewShotStudy
-from ._tasks import TASKS, FewShotTask, get_task, item_groups, load_task_items, split_off_test
 
 __all__ = [
     "COLUMNS",

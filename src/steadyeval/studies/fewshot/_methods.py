@@ -203,3 +203,8 @@ def icl_condition(task: FewShotTask, h: Hparams, seed: int) -> Condition:
         verbalizer_name=None if task.kind == "choice" else h["verbalizer"],
         normalization=h["normalization"],
     )
+
+
+# The built-in methods (ICL, PET, CLS) register themselves when their module loads; loading it
+# here means every way into the registry sees them.
+from . import _builtin  # noqa: E402, F401

@@ -1,19 +1,20 @@
-"""The few-shot protocol study (FewNLU) on the study protocol."""
+"""The few-shot protocol study (FewNLU) on the study protocol. This module stays light (the
+CLI builds the study's command from it); each step imports its module when it runs."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
-
-from ...models import Backend
-from ...reports import Section
-from ...run import RunOptions
 from .._protocol import Study, StudyDesign
-from ._analysis import analyze
-from ._framework import FewShotConfig, fewshot_design, final_design
-from ._report import fewshot_report_sections
+from ._config import FewShotConfig
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from ...models import Backend
+    from ...reports import Section
+    from ...run import RunOptions
 
 __all__ = ["FEWSHOT_STUDY", "FewShotStudy"]
 
@@ -25,10 +26,17 @@ class FewShotStudy(Study):
     name = "fewshot"
     question = "which few-shot selection protocol (Multi-Splits, CV, MDL) can be trusted? (FewGLUE)"
     config = FewShotConfig
+    example = """
+        steadyeval study fewshot --model hf:roberta-large --task RTE \\
+            --labelled FewGLUE/RTE/train.jsonl --test superglue:validation \\
+            --method pet --k 4 --out runs/rte-pet
+    """
 
     def design(
         self, config: FewShotConfig, backends: Sequence[Backend], options: RunOptions
     ) -> StudyDesign:
+        from ._framework import fewshot_design
+
         return fewshot_design(config, backends, options)
 
     def follow_up(
@@ -40,14 +48,20 @@ class FewShotStudy(Study):
         options: RunOptions,
     ) -> StudyDesign | None:
         """Each strategy's chosen setting retrained on all labelled data (``final_seeds``)."""
+        from ._framework import final_design
+
         return final_design(config, design, table, backends, options)
 
     def analyze(self, table: pa.Table, info: Mapping[str, Any]) -> dict[str, Any]:
+        from ._analysis import analyze
+
         return analyze(table, info)
 
     def sections(
         self, analysis: Mapping[str, Any], info: Mapping[str, Any], *, figures: bool = True
     ) -> list[Section]:
+        from ._report import fewshot_report_sections
+
         return fewshot_report_sections(analysis, info, figures=figures)
 
 

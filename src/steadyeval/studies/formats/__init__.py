@@ -7,6 +7,9 @@ in several answer formats; the analysis reads only the results table. The study
 See ``docs/study-formats.md``.
 """
 
+from typing import TYPE_CHECKING
+
+from ..._lazy import lazy_exports
 from ...items import (
     SquadArticle,
     SquadData,
@@ -15,20 +18,51 @@ from ...items import (
     load_squad,
     squad_from_rows,
 )
-from ._analysis import ANSWERABLE_OUTCOMES, UNANSWERABLE_OUTCOMES, analyze_formats, classify
-from ._config import FormatsConfig, SamplingConfig
-from ._design import (
-    CONTROL_WORDS,
-    FormatsDesignOptions,
-    ItemsBuild,
-    Qualified,
-    build_conditions,
-    build_items,
-    qualify,
-    without_decoy,
+
+if TYPE_CHECKING:
+    from ._analysis import ANSWERABLE_OUTCOMES, UNANSWERABLE_OUTCOMES, analyze_formats, classify
+    from ._config import FormatsConfig, SamplingConfig
+    from ._design import (
+        CONTROL_WORDS,
+        FormatsDesignOptions,
+        ItemsBuild,
+        Qualified,
+        build_conditions,
+        build_items,
+        qualify,
+        without_decoy,
+    )
+    from ._report import formats_report_sections
+    from ._report_labels import condition_labels
+    from ._setup import formats_design
+    from ._study import FORMATS_STUDY, FormatsStudy
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "._analysis": [
+            "ANSWERABLE_OUTCOMES",
+            "UNANSWERABLE_OUTCOMES",
+            "analyze_formats",
+            "classify",
+        ],
+        "._config": ["FormatsConfig", "SamplingConfig"],
+        "._design": [
+            "CONTROL_WORDS",
+            "FormatsDesignOptions",
+            "ItemsBuild",
+            "Qualified",
+            "build_conditions",
+            "build_items",
+            "qualify",
+            "without_decoy",
+        ],
+        "._report": ["formats_report_sections"],
+        "._report_labels": ["condition_labels"],
+        "._setup": ["formats_design"],
+        "._study": ["FORMATS_STUDY", "FormatsStudy"],
+    },
 )
-from ._report import condition_labels, formats_report_sections
-from ._study import FORMATS_STUDY, FormatsStudy, formats_design
 
 __all__ = [
     "ANSWERABLE_OUTCOMES",

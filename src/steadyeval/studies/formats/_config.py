@@ -6,11 +6,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from ...scoring import canonical_scoring
 from .._protocol import StudyConfig
-from ._design import ListScoring
 
-__all__ = ["FormatsConfig", "SamplingConfig"]
+__all__ = ["FormatsConfig", "ListScoring", "SamplingConfig"]
+
+#: How the option lists are answered: generation mapped to an option, or option scores.
+ListScoring = Literal["generate", "option-logprob"]
 
 #: Phrases scored as refusals for decoder models (which were never taught ``no answer>``).
 DECODER_REFUSALS: tuple[str, ...] = ("no answer", "unanswerable", "none of the above")
@@ -89,6 +90,8 @@ class FormatsConfig(StudyConfig):
     @classmethod
     def _scoring_alias(cls, value: Any) -> Any:
         """``logprob`` is the deprecated name of ``option-logprob``."""
+        from ...scoring import canonical_scoring
+
         return canonical_scoring(value) if value == "logprob" else value
 
     @model_validator(mode="after")

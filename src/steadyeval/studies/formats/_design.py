@@ -37,6 +37,7 @@ from ...conditions import FORMATS, TEMPLATES, Condition, Format, Generation, Tem
 from ...items import Item, SquadData, SquadParagraph, SquadQuestion
 from ...models import Backend
 from ...scoring import GENERATE, normalize_answer
+from ._config import ListScoring
 
 __all__ = [
     "CONTROL_WORDS",
@@ -288,10 +289,6 @@ UNIFIEDQA_TITLE = Template(
 )
 
 
-#: How the option lists are answered: generation mapped to an option, or option scores.
-ListScoring = Literal["generate", "option-logprob"]
-
-
 @dataclass(frozen=True)
 class FormatsDesignOptions:
     """The settings that shape the conditions (see :class:`FormatsConfig` for each)."""
@@ -316,60 +313,69 @@ def _formats(template: str) -> tuple[Format, Format, str]:
     return FORMATS["mc"], FORMATS["mc-nota"], "mc"
 
 
-def build_conditions(opts: FormatsDesignOptions) -> tuple[list[Condition], list[dict[str, Any]]]:
-    """The study's conditions and, for the analysis, one description per condition.
+#: A list condition: its name, format, role and escape text ("" for none).
+_ListCondition = tuple[str, Format, ConditionRole, str]
 
-    Base conditions: ``free``, ``list`` (no escape), ``list-nota``, ``list-refusal`` (the
-    model's own refusal text as option), ``list-escape-N`` (extra phrasings), ``list-control``
-    (a random word as last option). Variants: ``<list condition>@order<k>`` (options shuffled
-    with ``order_seed=k``) and ``<condition>~sampled`` (temperature sampling).
-    """
-    template = UNIFIEDQA_TITLE if opts.template == "unifiedqa-title" else TEMPLATES[opts.template]
+
+def _escape_format(plain: Format, name: str, text: str) -> Format:
+    """``plain`` (the no-escape list) with ``text`` as its escape option."""
+    return Format(
+        name=name,
+        escape=text,
+        labels=plain.labels,
+        option_style=plain.option_style,
+        joiner=plain.joiner,
+        continuation_prefix=plain.continuation_prefix,
+    )
+
+
+def _list_conditions(opts: FormatsDesignOptions) -> list[_ListCondition]:
+    """The list formats: no escape, "none of the above", the model's refusal text, the extra
+    escape phrasings and the control word, in that order."""
     plain, nota, prefix = _formats(opts.template)
-    stop: tuple[str, ...] = () if opts.template.startswith("unifiedqa") else ("\n",)
-    greedy = Generation(max_new_tokens=opts.max_new_tokens, temperature=0.0, stop=stop)
-
-    def escape_format(name: str, text: str) -> Format:
-        return Format(
-            name=name,
-            escape=text,
-            labels=plain.labels,
-            option_style=plain.option_style,
-            joiner=plain.joiner,
-            continuation_prefix=plain.continuation_prefix,
-        )
-
-    lists: list[tuple[str, Format, ConditionRole, str]] = [
+    refusal = _escape_format(plain, f"{prefix}-refusal", opts.refusal_text)
+    lists: list[_ListCondition] = [
         ("list", plain, "list", ""),
         ("list-nota", nota, "escape", nota.escape or ""),
-        (
-            "list-refusal",
-            escape_format(f"{prefix}-refusal", opts.refusal_text),
-            "escape",
-            opts.refusal_text,
-        ),
+        ("list-refusal", refusal, "escape", opts.refusal_text),
     ]
     for i, text in enumerate(opts.escapes, start=1):
-        lists.append(
-            (f"list-escape-{i}", escape_format(f"{prefix}-escape-{i}", text), "escape", text)
-        )
+        fmt = _escape_format(plain, f"{prefix}-escape-{i}", text)
+        lists.append((f"list-escape-{i}", fmt, "escape", text))
     if opts.control_word is not None:
-        lists.append(
-            (
-                "list-control",
-                escape_format(f"{prefix}-control", opts.control_word),
-                "control",
-                opts.control_word,
-            )
+        fmt = _escape_format(plain, f"{prefix}-control", opts.control_word)
+        lists.append(("list-control", fmt, "control", opts.control_word))
+    return lists
+
+
+@dataclass
+class _Conditions:
+    """The conditions built so far, each with its description for the analysis."""
+
+    template: Template
+    greedy: Generation
+    refusal_phrases: tuple[str, ...]
+    conditions: list[Condition] = field(default_factory=list)
+    described: list[dict[str, Any]] = field(default_factory=list)
+
+    def make(self, name: str, fmt: Format, scoring: str, **kw: Any) -> Condition:
+        """A condition of the study's template, greedy unless ``generation`` is given."""
+        return Condition(
+            name=name,
+            template=self.template,
+            format=fmt,
+            scoring=scoring,
+            generation=kw.pop("generation", self.greedy),
+            refusal_phrases=self.refusal_phrases,
+            **kw,
         )
-    list_scoring = opts.scoring
 
-    conditions: list[Condition] = []
-    described: list[dict[str, Any]] = []
-
-    def add(cond: Condition, role: ConditionRole, escape: str, variant: str, base: str) -> None:
-        conditions.append(cond)
-        described.append(
+    def add(
+        self, cond: Condition, role: ConditionRole, escape: str, variant: str, base: str
+    ) -> None:
+        """Add ``cond`` with its role, escape text, variant and base condition."""
+        self.conditions.append(cond)
+        self.described.append(
             {
                 "name": cond.name,
                 "format": cond.format.name,
@@ -382,26 +388,29 @@ def build_conditions(opts: FormatsDesignOptions) -> tuple[list[Condition], list[
             }
         )
 
-    def make(name: str, fmt: Format, scoring: str, **kw: Any) -> Condition:
-        return Condition(
-            name=name,
-            template=template,
-            format=fmt,
-            scoring=scoring,
-            generation=kw.pop("generation", greedy),
-            refusal_phrases=opts.refusal_phrases,
-            **kw,
-        )
 
-    add(make("free", FORMATS["free"], GENERATE), "free", "", "base", "free")
+def build_conditions(opts: FormatsDesignOptions) -> tuple[list[Condition], list[dict[str, Any]]]:
+    """The study's conditions and, for the analysis, one description per condition.
+
+    Base conditions: ``free``, ``list`` (no escape), ``list-nota``, ``list-refusal`` (the
+    model's own refusal text as option), ``list-escape-N`` (extra phrasings), ``list-control``
+    (a random word as last option). Variants: ``<list condition>@order<k>`` (options shuffled
+    with ``order_seed=k``) and ``<condition>~sampled`` (temperature sampling).
+    """
+    template = UNIFIEDQA_TITLE if opts.template == "unifiedqa-title" else TEMPLATES[opts.template]
+    stop: tuple[str, ...] = () if opts.template.startswith("unifiedqa") else ("\n",)
+    greedy = Generation(max_new_tokens=opts.max_new_tokens, temperature=0.0, stop=stop)
+    lists = _list_conditions(opts)
+    out = _Conditions(template, greedy, opts.refusal_phrases)
+    out.add(out.make("free", FORMATS["free"], GENERATE), "free", "", "base", "free")
     for name, fmt, role, escape in lists:
-        add(make(name, fmt, list_scoring), role, escape, "base", name)
+        out.add(out.make(name, fmt, opts.scoring), role, escape, "base", name)
     for k in range(1, opts.orders + 1):
         for name, fmt, role, escape in lists:
-            cond = make(
-                f"{name}@order{k}", fmt, list_scoring, option_order="shuffled", order_seed=k
+            cond = out.make(
+                f"{name}@order{k}", fmt, opts.scoring, option_order="shuffled", order_seed=k
             )
-            add(cond, role, escape, "order", name)
+            out.add(cond, role, escape, "order", name)
     if opts.temperature is not None:
         sampled = Generation(
             max_new_tokens=opts.max_new_tokens,
@@ -410,18 +419,13 @@ def build_conditions(opts: FormatsDesignOptions) -> tuple[list[Condition], list[
             stop=stop,
             seed=opts.sampling_seed,
         )
-        add(
-            make("free~sampled", FORMATS["free"], GENERATE, generation=sampled),
-            "free",
-            "",
-            "sampled",
-            "free",
-        )
-        if list_scoring == GENERATE:
+        free = out.make("free~sampled", FORMATS["free"], GENERATE, generation=sampled)
+        out.add(free, "free", "", "sampled", "free")
+        if opts.scoring == GENERATE:  # option-scored lists have no sampled variant
             for name, fmt, role, escape in lists:
-                cond = make(f"{name}~sampled", fmt, GENERATE, generation=sampled)
-                add(cond, role, escape, "sampled", name)
-    return conditions, described
+                cond = out.make(f"{name}~sampled", fmt, GENERATE, generation=sampled)
+                out.add(cond, role, escape, "sampled", name)
+    return out.conditions, out.described
 
 
 def check_template(

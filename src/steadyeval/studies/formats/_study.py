@@ -1,126 +1,23 @@
 """The answer-format study on the study protocol: data → design → (determinism check) →
-runner → analysis → report sections."""
+runner → analysis → report sections. This module stays light (the CLI builds the study's
+command from it); each step imports its module when it runs."""
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Mapping, Sequence
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
-
-from ..._errors import ConfigError
-from ...conditions import Condition
-from ...items import Item, load_squad
-from ...models import Backend
-from ...reports import Section
-from ...run import RunOptions, run
 from .._protocol import Study, StudyDesign
-from ._analysis import analyze_formats
 from ._config import FormatsConfig
-from ._design import (
-    CONTROL_WORDS,
-    FormatsDesignOptions,
-    build_conditions,
-    build_items,
-    check_template,
-    stable_rng,
-)
-from ._report import formats_report_sections
 
-__all__ = ["FORMATS_STUDY", "FormatsStudy", "formats_design"]
+if TYPE_CHECKING:
+    import pyarrow as pa
 
+    from ...models import Backend
+    from ...reports import Section
+    from ...run import RunOptions
 
-def formats_design(config: FormatsConfig, backends: Sequence[Backend]) -> StudyDesign:
-    """Items and conditions for ``config`` (loads the data; calls no model). ``backends``
-    are the models' (``template: auto`` follows their declared input format).
-
-    ``design.info`` holds what the analysis needs besides the table: the seed, the
-    conditions' roles, the noise-floor pair, and how the items were chosen (counts of
-    qualifying, skipped and article-fallback questions).
-    """
-    template = check_template(backends, config.template)
-    data = load_squad(config.data, split=config.split)
-    built = build_items(
-        data,
-        answerable=config.answerable,
-        unanswerable=config.unanswerable,
-        seed=config.seed,
-        limit=config.limit,
-        no_decoy=config.no_decoy,
-    )
-    control = None
-    if config.control:
-        control = CONTROL_WORDS[
-            int(stable_rng(config.seed, "control").integers(len(CONTROL_WORDS)))
-        ]
-    s = config.sampling
-    opts = FormatsDesignOptions(
-        template=template,
-        scoring=config.scoring,
-        refusal_text=config.refusal_text,
-        escapes=tuple(config.escapes),
-        refusal_phrases=config.phrases(template),
-        max_new_tokens=config.max_new_tokens,
-        orders=config.orders,
-        control_word=control,
-        temperature=s.temperature if s else None,
-        n_samples=s.n_samples if s else 1,
-        sampling_seed=(config.seed if s.seed is None else s.seed) if s else 0,
-    )
-    conditions, described = build_conditions(opts)
-    base = [d["name"] for d in described if d["variant"] == "base"]
-    for name in config.noise_floor:
-        if name not in base:
-            raise ConfigError(
-                f"noise_floor: no condition {name!r} in this study; conditions: {', '.join(base)}"
-            )
-    info: dict[str, Any] = {
-        "seed": config.seed,
-        "template": template,
-        "scoring": config.scoring,
-        "refusal_phrases": list(opts.refusal_phrases),
-        "control_word": control,
-        "items": built.counts,
-        "conditions": described,
-        "noise_floor": list(config.noise_floor),
-        "examples": config.examples,
-    }
-    return StudyDesign.of(built.items, conditions, backends, info=info)
-
-
-def _determinism_check(
-    items: Sequence[Item],
-    conditions: Sequence[Condition],
-    backends: Sequence[Backend],
-    n: int,
-    seed: int,
-) -> dict[str, Any]:
-    """Rerun ``n`` seeded questions under the greedy base formats with an empty cache file.
-
-    The check's own cache lives in a temporary folder deleted afterwards, so every one of
-    its requests reaches the model, whatever the main cache holds.
-    """
-    base = [it for it in items if it.metadata.get("variant", "base") == "base"]
-    rng = stable_rng(seed, "determinism")
-    picks = sorted(int(i) for i in rng.choice(len(base), size=min(n, len(base)), replace=False))
-    subset = [base[i] for i in picks]
-    with tempfile.TemporaryDirectory(prefix="steadyeval-determinism-") as tmp:
-        result = run(
-            subset,
-            conditions,
-            list(backends),
-            options=RunOptions(cache=Path(tmp) / "fresh.sqlite", progress=False),
-        )
-    rows = result.table.select(
-        ["model", "item_id", "condition", "output", "parsed", "option_logprobs"]
-    ).to_pylist()
-    return {
-        "questions": len(subset),
-        "model_calls": result.summary["plan"]["model_calls"],
-        "rows": rows,
-    }
+__all__ = ["FORMATS_STUDY", "FormatsStudy"]
 
 
 class FormatsStudy(Study):
@@ -132,10 +29,18 @@ class FormatsStudy(Study):
         'does a "none of the above" option restore the refusals free-form answers have? (SQuAD 2.0)'
     )
     config = FormatsConfig
+    example = """
+        steadyeval study formats --model hf:Qwen/Qwen2.5-0.5B --data dev-v2.0.json --out runs/formats
+        steadyeval study formats --model hf:Qwen/Qwen2.5-0.5B --data squad_v2 \\
+            --scoring option-logprob --orders 2 --control --out runs/formats-lp
+        steadyeval study formats study.yaml --dry-run
+    """
 
     def design(
         self, config: FormatsConfig, backends: Sequence[Backend], options: RunOptions
     ) -> StudyDesign:
+        from ._setup import formats_design
+
         return formats_design(config, backends)
 
     def before_run(
@@ -153,15 +58,21 @@ class FormatsStudy(Study):
             for c, d in zip(design.conditions, design.info["conditions"], strict=True)
             if d["variant"] == "base"
         ]
-        check = _determinism_check(design.items, greedy, backends, config.determinism, config.seed)
+        from ._setup import determinism_check
+
+        check = determinism_check(design.items, greedy, backends, config.determinism, config.seed)
         return StudyDesign(design.blocks, {**design.info, "determinism": check}, design.columns)
 
     def analyze(self, table: pa.Table, info: Mapping[str, Any]) -> dict[str, Any]:
+        from ._analysis import analyze_formats
+
         return analyze_formats(table, info)
 
     def sections(
         self, analysis: Mapping[str, Any], info: Mapping[str, Any], *, figures: bool = True
     ) -> list[Section]:
+        from ._report import formats_report_sections
+
         return formats_report_sections(analysis, figures=figures)
 
 

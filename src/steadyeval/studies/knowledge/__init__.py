@@ -5,6 +5,9 @@ and a memorisation check, all computed from the results table. The study
 (:func:`knowledge_report_sections`) give ``steadyeval report`` and ``summary.md`` their tables.
 See ``docs/study-knowledge.md``."""
 
+from typing import TYPE_CHECKING
+
+from ..._lazy import lazy_exports
 from ...items import (
     CATEGORIES,
     LETTERS,
@@ -15,21 +18,42 @@ from ...items import (
     load_mmlu,
     subject_info,
 )
-from ._analysis import analyze_knowledge, knowledge_frame
-from ._design import (
-    COLUMNS,
-    MMLU_FORMAT,
-    QUESTION_ONLY,
-    SCORINGS,
-    TEMPLATES,
-    KnowledgeConfig,
-    condition_name,
-    knowledge_conditions,
-    knowledge_design,
+
+if TYPE_CHECKING:
+    from ._analysis import analyze_knowledge, knowledge_frame
+    from ._config import SCORINGS, KnowledgeConfig
+    from ._design import (
+        COLUMNS,
+        MMLU_FORMAT,
+        QUESTION_ONLY,
+        TEMPLATES,
+        condition_name,
+        knowledge_conditions,
+        knowledge_design,
+    )
+    from ._fit import SHOT_SET, ShotFit, fit_shots
+    from ._report import knowledge_report_sections
+    from ._study import KNOWLEDGE_STUDY, KnowledgeStudy
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "._analysis": ["analyze_knowledge", "knowledge_frame"],
+        "._config": ["SCORINGS", "KnowledgeConfig"],
+        "._design": [
+            "COLUMNS",
+            "MMLU_FORMAT",
+            "QUESTION_ONLY",
+            "TEMPLATES",
+            "condition_name",
+            "knowledge_conditions",
+            "knowledge_design",
+        ],
+        "._fit": ["SHOT_SET", "ShotFit", "fit_shots"],
+        "._report": ["knowledge_report_sections"],
+        "._study": ["KNOWLEDGE_STUDY", "KnowledgeStudy"],
+    },
 )
-from ._fit import SHOT_SET, ShotFit, fit_shots
-from ._report import knowledge_report_sections
-from ._study import KNOWLEDGE_STUDY, KnowledgeStudy
 
 __all__ = [
     "CATEGORIES",

@@ -1,19 +1,20 @@
-"""The knowledge study (MMLU) on the study protocol."""
+"""The knowledge study (MMLU) on the study protocol. This module stays light (the CLI builds
+the study's command from it); each step imports its module when it runs."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
-
-from ...items import load_mmlu
-from ...models import Backend
-from ...reports import Section
-from ...run import RunOptions
 from .._protocol import Study, StudyDesign
-from ._design import KnowledgeConfig, knowledge_design
-from ._report import knowledge_report_sections
+from ._config import KnowledgeConfig
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from ...models import Backend
+    from ...reports import Section
+    from ...run import RunOptions
 
 __all__ = ["KNOWLEDGE_STUDY", "KnowledgeStudy"]
 
@@ -26,10 +27,18 @@ class KnowledgeStudy(Study):
     name = "knowledge"
     question = "MMLU-style accuracy per category, calibration, shots, option order, memorisation"
     config = KnowledgeConfig
+    example = """
+        steadyeval study knowledge --model hf:Qwen/Qwen2.5-0.5B --data cais/mmlu --out runs/mmlu
+        steadyeval study knowledge --model hf:gpt2 --data data/mmlu --shots 0,1,5 \\
+            --scoring letter-logprob,option-logprob --rotations --out runs/mmlu-full
+    """
 
     def design(
         self, config: KnowledgeConfig, backends: Sequence[Backend], options: RunOptions
     ) -> StudyDesign:
+        from ...items import load_mmlu
+        from ._design import knowledge_design
+
         data = load_mmlu(
             config.data,
             subjects=config.subjects,
@@ -46,6 +55,8 @@ class KnowledgeStudy(Study):
     def sections(
         self, analysis: Mapping[str, Any], info: Mapping[str, Any], *, figures: bool = True
     ) -> list[Section]:
+        from ._report import knowledge_report_sections
+
         return knowledge_report_sections(analysis, figures=figures)
 
 

@@ -9,6 +9,9 @@ stability, backdoor-adjusted scores and rank consistency under three regimes. Th
 tables. See ``docs/study-sensitivity.md``.
 """
 
+from typing import TYPE_CHECKING
+
+from ..._lazy import lazy_exports
 from ...items import (
     PROMPT_SETS,
     Fact,
@@ -18,30 +21,55 @@ from ...items import (
     load_probes,
     load_vocab,
 )
-from ._analysis import analyze_sensitivity, analyze_tensor
-from ._design import (
-    AnalysisOptions,
-    ProbeOptions,
-    SensitivityWarning,
-    probe_design,
-    task_design,
-    template_names,
-)
-from ._report import REGIMES, sensitivity_report_sections
-from ._study import (
-    SENSITIVITY_STUDY,
-    SensitivityConfig,
-    SensitivityStudy,
-    load_templates,
-    sensitivity_design,
-)
-from ._tensor import (
-    Correctness,
-    adjusted_scores,
-    draw_subsets,
-    rank_consistency_regimes,
-    sampled_adjusted_scores,
-    template_scores,
+
+if TYPE_CHECKING:
+    from ._analysis import analyze_sensitivity, analyze_tensor
+    from ._config import SensitivityConfig
+    from ._design import (
+        AnalysisOptions,
+        ProbeOptions,
+        SensitivityWarning,
+        probe_design,
+        task_design,
+        template_names,
+    )
+    from ._report import REGIMES, sensitivity_report_sections
+    from ._setup import load_templates, sensitivity_design
+    from ._study import SENSITIVITY_STUDY, SensitivityStudy
+    from ._tensor import (
+        Correctness,
+        adjusted_scores,
+        draw_subsets,
+        rank_consistency_regimes,
+        sampled_adjusted_scores,
+        template_scores,
+    )
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "._analysis": ["analyze_sensitivity", "analyze_tensor"],
+        "._design": [
+            "AnalysisOptions",
+            "ProbeOptions",
+            "SensitivityWarning",
+            "probe_design",
+            "task_design",
+            "template_names",
+        ],
+        "._report": ["REGIMES", "sensitivity_report_sections"],
+        "._config": ["SensitivityConfig"],
+        "._setup": ["load_templates", "sensitivity_design"],
+        "._study": ["SENSITIVITY_STUDY", "SensitivityStudy"],
+        "._tensor": [
+            "Correctness",
+            "adjusted_scores",
+            "draw_subsets",
+            "rank_consistency_regimes",
+            "sampled_adjusted_scores",
+            "template_scores",
+        ],
+    },
 )
 
 __all__ = [

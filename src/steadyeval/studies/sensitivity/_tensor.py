@@ -15,6 +15,16 @@ from numpy.typing import NDArray
 
 from ..._errors import ConfigError
 from ...stats import RankConsistencyResult, rank_consistency
+from ._tensor_table import (
+    cell_means,
+    cell_predictions,
+    check_columns,
+    column_codes,
+    fact_ranks,
+    first_seen,
+    study_rows,
+    template_and_alias,
+)
 
 __all__ = [
     "Correctness",
@@ -94,99 +104,30 @@ class Correctness:
         return _from_table(table, info)
 
 
-def _codes(column: pa.ChunkedArray) -> tuple[IntArray, list[Any]]:
-    """Dictionary codes of ``column`` (one dictionary across chunks; null → -1)."""
-    encoded = column.dictionary_encode()
-    if encoded.num_chunks == 0:
-        return np.zeros(0, dtype=np.int64), []
-    parts = [c.indices.fill_null(-1).to_numpy(zero_copy_only=False) for c in encoded.chunks]
-    return np.concatenate(parts).astype(np.int64), encoded.chunk(0).dictionary.to_pylist()
-
-
-def _first_seen(codes: IntArray) -> tuple[IntArray, IntArray]:
-    """Distinct ``codes`` in order of first appearance, and each code's rank in that order
-    (an array indexed by code; -1 for codes that do not appear)."""
-    uniq, first = np.unique(codes, return_index=True)
-    order = uniq[np.argsort(first, kind="stable")]
-    rank = np.full(int(codes.max()) + 1 if codes.size else 0, -1, dtype=np.int64)
-    rank[order] = np.arange(order.size, dtype=np.int64)
-    return order, rank
-
-
 def _from_table(table: pa.Table, info: Mapping[str, Any]) -> Correctness:
     """The tensor from the table's columns: rows of known conditions, models and units in
     the order they first appear, a unit's facts in the order they first appear in it; a
     cell averages its rows (samples), its prediction is that of its first row."""
     roles: Mapping[str, Mapping[str, Any]] = info["conditions"]
     templates = tuple(info["templates"])
-    t_index = {t: k for k, t in enumerate(templates)}
     n_names = int(info["max_names"])
     unit_key = info["unit"]
-    need = ["model", "condition", "item_id", "correct", "parsed", "sample_index"]
-    if unit_key in ("relation", "subject"):
-        need.append(unit_key)
-    missing = [c for c in need if c not in table.column_names]
-    if missing:
-        raise ConfigError(f"results table lacks column(s) {', '.join(missing)}")
+    check_columns(table, unit_key)
     col = table.column
-    cond, cond_values = _codes(col("condition"))
-    known_cond = np.asarray([c in roles for c in cond_values] + [False], dtype=bool)
-    known = known_cond[cond]  # a null condition (-1) is unknown
-    item, item_values = _codes(col("item_id"))
-    unit, unit_values = (item, item_values) if unit_key == "item" else _codes(col(unit_key))
-    correct_valid = pc.is_valid(col("correct")).to_numpy(zero_copy_only=False)
-    bad = known & (~correct_valid | (unit < 0))
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        name, item_id = cond_values[int(cond[i])], table.column("item_id")[i].as_py()
-        if not correct_valid[i]:
-            raise ConfigError(
-                f"row {i} (condition {name!r}, item {item_id!r}) has no correctness; "
-                "the sensitivity analysis needs a scoring that decides correct/wrong"
-            )
-        raise ConfigError(f"row {i} (item {item_id!r}) has no {unit_key}")
-    unknown = {str(cond_values[int(c)]) if c >= 0 else "null" for c in np.unique(cond[~known])}
-    if unknown:
-        raise ConfigError(
-            f"conditions {', '.join(sorted(unknown))} are not in the study's design; "
-            "was this table made by another study?"
-        )
-    rows = np.flatnonzero(known)
-    if not rows.size:
-        raise ConfigError("the results table has no rows for this study's conditions")
-    model, model_values = _codes(col("model"))
-    model_order, model_rank = _first_seen(model[rows])
-    unit_order, unit_rank = _first_seen(unit[rows])
+    cond, cond_values = column_codes(col("condition"))
+    item, item_values = column_codes(col("item_id"))
+    unit, unit_values = (item, item_values) if unit_key == "item" else column_codes(col(unit_key))
+    rows = study_rows(table, roles, unit_key, cond, cond_values, unit)
+    model, model_values = column_codes(col("model"))
+    model_order, model_rank = first_seen(model[rows])
+    unit_order, unit_rank = first_seen(unit[rows])
     m = model_rank[model[rows]]
     u = unit_rank[unit[rows]]
-    n_items = len(item_values)
-    # A unit's facts in the order they first appear among its rows.
-    pair = u * n_items + item[rows]
-    pairs, first = np.unique(pair, return_index=True)
-    by_unit = np.lexsort((first, pairs // n_items))  # by unit, then first appearance
-    pairs_sorted = pairs[by_unit]
-    unit_of_pair = pairs_sorted // n_items
-    starts = np.searchsorted(unit_of_pair, np.arange(unit_order.size + 1))
-    fact_rank = np.empty(pairs.size, dtype=np.int64)
-    fact_rank[by_unit] = np.arange(pairs.size) - starts[unit_of_pair]
-    f = fact_rank[np.searchsorted(pairs, pair)]
-    facts = [
-        tuple(item_values[int(k) % n_items] for k in pairs_sorted[starts[x] : starts[x + 1]])
-        for x in range(unit_order.size)
-    ]
-    template_of = np.asarray(
-        [t_index[roles[c]["template"]] if c in roles else -1 for c in cond_values], np.int64
-    )
-    alias_of = np.asarray([int(roles[c]["alias"]) if c in roles else -1 for c in cond_values])
-    p = template_of[cond[rows]]
-    x = alias_of[cond[rows]].astype(np.int64)
+    f, facts = fact_ranks(u, item[rows], unit_order.size, item_values)
+    p, x = template_and_alias(roles, templates, cond_values, cond[rows])
     ok = np.asarray(pc.fill_null(col("correct"), False).to_numpy(zero_copy_only=False), dtype=bool)[
         rows
     ].astype(np.float64)
-    # Predictions: the parsed text of each cell's first row, coded in order of first use.
-    parsed, parsed_values = _codes(col("parsed"))
-    texts = ["\x00" if v is None else str(v) for v in parsed_values] + ["\x00"]
-    parsed = np.where(parsed < 0, len(parsed_values), parsed)[rows]
     n_models, n_templates = model_order.size, len(templates)
     shape = (n_models, n_templates, n_names)
     # Every unit's cells laid end to end: unit u holds shape + (its facts,) from offset[u].
@@ -195,22 +136,8 @@ def _from_table(table: pa.Table, info: Mapping[str, Any]) -> Correctness:
     offset = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     flat = offset[u] + ((m * n_templates + p) * n_names + x) * n_facts[u] + f
     total = int(offset[-1])
-    sums = np.bincount(flat, weights=ok, minlength=total)
-    counts = np.bincount(flat, minlength=total).astype(np.float64)
-    with np.errstate(invalid="ignore"):
-        means = sums / counts
-    # Predictions: the parsed text of each cell's first row, coded in order of first use.
-    # (A null prediction is the text "\x00", as a row-by-row pass would store it.)
-    parsed, parsed_values = _codes(col("parsed"))
-    texts = ["\x00" if v is None else str(v) for v in parsed_values] + ["\x00"]
-    text_id = np.asarray([texts.index(t) for t in texts], dtype=np.int64)  # merge equal texts
-    text = text_id[np.where(parsed < 0, len(parsed_values), parsed)[rows]]
-    asked, first_rows = np.unique(flat, return_index=True)
-    pred = np.full(total, -1, dtype=np.int64)
-    if asked.size:
-        in_order = np.argsort(first_rows, kind="stable")  # cells by their first row
-        _, rank = _first_seen(text[first_rows[in_order]])
-        pred[asked[in_order]] = rank[text[first_rows[in_order]]]
+    means = cell_means(flat, ok, total)
+    pred = cell_predictions(col("parsed"), rows, flat, total)
     cells = tuple(
         means[offset[k] : offset[k + 1]].reshape(*shape, int(n_facts[k])) for k in range(len(facts))
     )

@@ -1,0 +1,117 @@
+"""What identifies a Hugging Face model folder: hashes of its config, tokenizer files and
+(sampled) weights (:func:`content_hashes`), the cache fingerprint built from them
+(:func:`fingerprint_dir`, also used by the ``vllm`` backend) and the ``model`` column
+(:func:`model_identity`: hub name and commit, or folder name and content digest).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import struct
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from ._backend import spec_identity
+from ._hf_options import HFOptions
+from ._spec import ModelSpec
+
+__all__ = ["content_hashes", "fingerprint_dir", "model_identity"]
+
+_WINDOWS = 64  # sampled windows of a large weights file's data
+_WINDOW = 1 << 16  # bytes per window
+_WHOLE = 64 << 20  # files up to this size are read whole
+
+
+def _weights_sample(path: Path) -> bytes:
+    """A weights file's bytes when it is small; else its safetensors header (names, shapes,
+    dtypes, offsets, metadata), its size and 64 windows of 64 KiB spread over its data
+    (different trainings of one architecture differ there; reading them costs milliseconds,
+    not a full read of gigabytes)."""
+    size = path.stat().st_size
+    if size <= _WHOLE:
+        return path.read_bytes()
+    with path.open("rb") as fh:
+        head, start = b"", 0
+        if path.suffix == ".safetensors":
+            raw = fh.read(8)
+            if len(raw) == 8:
+                (n,) = struct.unpack("<Q", raw)
+                head = raw + fh.read(min(n, 100_000_000))
+                start = 8 + n
+        parts = [head, str(size).encode()]
+        span = max(size - start - _WINDOW, 0)
+        for k in range(_WINDOWS):
+            fh.seek(start + span * k // max(_WINDOWS - 1, 1))
+            parts.append(fh.read(_WINDOW))
+    return b"\0".join(parts)
+
+
+_TOKENIZER_FILES = (
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "vocab.json",
+    "vocab.txt",
+    "merges.txt",
+    "spiece.model",
+    "tokenizer.model",
+    "chat_template.jinja",
+    "chat_template.json",
+    "added_tokens.json",
+)
+
+
+def _hash_files(paths: Iterable[Path], read: Callable[[Path], bytes]) -> str:
+    h = hashlib.sha256()
+    for p in sorted(paths):
+        h.update(p.name.encode() + b"\0" + read(p) + b"\0")
+    return h.hexdigest()[:16]
+
+
+def content_hashes(model_dir: Path) -> dict[str, str]:
+    """Hashes of a model folder's config, tokenizer files and weights (sampled, see
+    :func:`_weights_sample`): what identifies its content wherever it lies."""
+    weights = list(model_dir.glob("*.safetensors")) or list(model_dir.glob("*.bin"))
+    tok = _hash_files(
+        (model_dir / n for n in _TOKENIZER_FILES if (model_dir / n).exists()),
+        lambda p: p.read_bytes(),
+    )
+    cfg_path = model_dir / "config.json"
+    cfg = _hash_files([cfg_path] if cfg_path.exists() else [], lambda p: p.read_bytes())
+    return {"config": cfg, "weights": _hash_files(weights, _weights_sample), "tokenizer": tok}
+
+
+def fingerprint_dir(kind: str, spec: ModelSpec, model_dir: Path, options: HFOptions) -> str:
+    """Backend, name, revision, dtype, context length, the folder's content hashes, and the
+    weight files' sizes and modification times (a large model trained again in place, whose
+    sampled bytes might not show it, still gets a new fingerprint)."""
+    weights = sorted(model_dir.glob("*.safetensors")) or sorted(model_dir.glob("*.bin"))
+    stat = [f"{p.name}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in weights]
+    body = {
+        "backend": kind,
+        "name": spec.name,
+        "revision": options.revision,
+        "dtype": options.dtype,
+        "max_length": options.max_length,
+        **content_hashes(model_dir),
+        "files": hashlib.sha256("\n".join(stat).encode()).hexdigest()[:16],
+    }
+    return json.dumps(body, sort_keys=True, separators=(",", ":"))
+
+
+def model_identity(spec: ModelSpec, model_dir: Path, run_only: Iterable[str]) -> str:
+    """The ``model`` column of an HF-style model: ``BACKEND:HUB_NAME@COMMIT`` for a hub model
+    (the snapshot's commit, else the requested revision), ``BACKEND:FOLDER#CONTENT`` for a
+    local folder (its name and the first 12 hex digits of its content hashes; no path), plus
+    the options that change outputs (e.g. ``dtype``, ``max_length``)."""
+    if Path(spec.name).expanduser().is_dir():
+        digest = hashlib.sha256(
+            json.dumps(content_hashes(model_dir), sort_keys=True).encode()
+        ).hexdigest()[:12]
+        name = f"{model_dir.resolve().name}#{digest}"
+    else:
+        snapshot = model_dir.name if model_dir.parent.name == "snapshots" else None
+        revision = snapshot[:12] if snapshot else spec.options.get("revision")
+        name = f"{spec.name}@{revision}" if revision else spec.name
+    return spec_identity(spec, name, {*run_only, "revision"})

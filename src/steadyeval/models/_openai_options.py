@@ -1,0 +1,139 @@
+"""The ``openai:`` spec's options: which are allowed (:data:`RUN_ONLY` names those that never
+change an output) and their validation into :class:`OpenAIOptions`. A credential is refused
+as an option (the spec is written to results, caches and logs): the key comes from the
+environment variable named by ``api_key_env``, and ``base_url`` must be a plain http(s) URL.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+from .._errors import ModelSpecError
+from ._openai_http import RetryPolicy
+from ._spec import ModelSpec
+
+__all__ = ["DEFAULT_BASE_URL", "RUN_ONLY", "OpenAIOptions"]
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_SECRET_KEYS = frozenset(
+    {"api_key", "apikey", "api-key", "key", "token", "access_token", "authorization",
+     "password", "secret", "bearer"}
+)  # fmt: skip
+_ALLOWED = {
+    "base_url": f"the server's OpenAI API root, e.g. http://127.0.0.1:8000/v1 "
+    f"(default {DEFAULT_BASE_URL})",
+    "api_key_env": "NAME of the environment variable holding the key (default OPENAI_API_KEY)",
+    "revision": "a label of the deployment, folded into the fingerprint (change it when the "
+    "weights behind the name change)",
+    "max_concurrency": "requests in flight at once (default 8)",
+    "max_retries": "retries per request (default 8)",
+    "backoff_base": "seconds before the first retry (default 0.5)",
+    "backoff_max": "longest wait between retries in seconds (default 30)",
+    "timeout": "seconds per socket operation (default 120)",
+    "max_tokens_total": "stop once this many tokens (prompt + output, as the server counts "
+    "them) have been used",
+    "logprobs": "auto (probe the server) | none (it gives none: only generation)",
+    "input_format": "an input encoding the model expects, e.g. unifiedqa (see Capabilities)",
+}
+#: Options that change how a run goes, never an output: left out of the model's identity.
+RUN_ONLY = frozenset(
+    {"api_key_env", "max_concurrency", "max_retries", "backoff_base", "backoff_max", "timeout",
+     "max_tokens_total", "logprobs", "input_format"}
+)  # fmt: skip
+
+
+def _number(spec: ModelSpec, key: str, value: str, kind: type[Any], *, zero_ok: bool) -> Any:
+    try:
+        number = kind(value)
+    except ValueError:
+        number = None
+    if number is None or number < 0 or (number == 0 and not zero_ok) or number != number:
+        what = "integer" if kind is int else "number"
+        raise ModelSpecError(
+            f"model spec {spec.backend}:{spec.name}: option {key} must be a "
+            f"{'non-negative' if zero_ok else 'positive'} {what}, got {value!r}"
+        )
+    return number
+
+
+@dataclass(frozen=True)
+class OpenAIOptions:
+    """The spec's options, validated. Only ``base_url`` and ``revision`` change results."""
+
+    base_url: str = DEFAULT_BASE_URL
+    api_key_env: str = "OPENAI_API_KEY"
+    revision: str | None = None
+    max_concurrency: int = 8
+    policy: RetryPolicy = field(default_factory=RetryPolicy)
+    max_tokens_total: int | None = None
+    logprobs: Literal["auto", "none"] = "auto"
+    input_format: str | None = None
+
+    @classmethod
+    def from_spec(cls, spec: ModelSpec) -> OpenAIOptions:
+        where = f"model spec {spec.backend}:{spec.name}"  # never str(spec): it may hold a key
+        o = dict(spec.options)
+        secret_like = sorted(k for k in o if k.lower() in _SECRET_KEYS)
+        if secret_like:
+            raise ModelSpecError(
+                f"{where}: option {secret_like[0]!r} would put a credential in the model "
+                "spec, which is written to results, caches and logs. Put the key in an "
+                "environment variable and name it: api_key_env=NAME (default OPENAI_API_KEY)"
+            )
+        unknown = sorted(set(o) - set(_ALLOWED))
+        if unknown:
+            allowed = "; ".join(f"{k} ({v})" for k, v in _ALLOWED.items())
+            raise ModelSpecError(f"{where}: unknown option {unknown[0]!r}; allowed: {allowed}")
+        base_url = _check_base_url(where, o.get("base_url", DEFAULT_BASE_URL))
+        env = o.get("api_key_env", "OPENAI_API_KEY")
+        if not _ENV_NAME.match(env) or env.lower().startswith("sk-"):
+            raise ModelSpecError(
+                f"{where}: api_key_env takes the NAME of an environment variable (letters, "
+                "digits, underscores), not the key itself"
+            )
+        logprobs = o.get("logprobs", "auto")
+        if logprobs not in ("auto", "none"):
+            raise ModelSpecError(f"{where}: logprobs must be auto or none, got {logprobs!r}")
+
+        def num(key: str, kind: type[Any], default: Any, *, zero_ok: bool = False) -> Any:
+            return _number(spec, key, o[key], kind, zero_ok=zero_ok) if key in o else default
+
+        d = RetryPolicy()
+        return cls(
+            base_url=base_url,
+            api_key_env=env,
+            revision=o.get("revision"),
+            max_concurrency=num("max_concurrency", int, 8),
+            policy=RetryPolicy(
+                max_retries=num("max_retries", int, d.max_retries, zero_ok=True),
+                backoff_base=num("backoff_base", float, d.backoff_base, zero_ok=True),
+                backoff_max=num("backoff_max", float, d.backoff_max, zero_ok=True),
+                timeout=num("timeout", float, d.timeout),
+            ),
+            max_tokens_total=num("max_tokens_total", int, None),
+            logprobs="none" if logprobs == "none" else "auto",
+            input_format=o.get("input_format") or None,
+        )
+
+
+def _check_base_url(where: str, url: str) -> str:
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ModelSpecError(
+            f"{where}: base_url must look like http(s)://host[:port]/v1, got {parts.scheme}://"
+            f"{parts.hostname or ''}..."
+        )
+    if parts.username or parts.password or parts.query or parts.fragment:
+        raise ModelSpecError(
+            f"{where}: base_url must not carry credentials, a query or a fragment; keep keys "
+            "in an environment variable named by api_key_env"
+        )
+    try:
+        _ = parts.port
+    except ValueError:
+        raise ModelSpecError(f"{where}: base_url has an invalid port") from None
+    return url.rstrip("/")

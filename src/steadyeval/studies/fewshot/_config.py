@@ -1,0 +1,107 @@
+"""The few-shot study's configuration (YAML or flags), validated with pydantic."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from .._protocol import StudyConfig
+
+__all__ = ["STRATEGIES", "FewShotConfig"]
+
+STRATEGIES: tuple[Literal["multisplit", "cv", "mdl"], ...] = ("multisplit", "cv", "mdl")
+
+
+def _comma_ints(value: Any) -> Any:
+    if isinstance(value, str):
+        return [int(v) for v in value.split(",") if v.strip()]
+    return value
+
+
+class FewShotConfig(StudyConfig):
+    """What a few-shot protocol study compares (FewNLU's framework)."""
+
+    task: str = Field(
+        description="A FewGLUE task: RTE, BoolQ, CB, COPA, WiC, WSC or MultiRC.",
+    )
+    labelled: str = Field(
+        description="Labelled examples in FewGLUE/SuperGLUE JSONL (e.g. FewGLUE/RTE/train.jsonl).",
+        json_schema_extra={"metavar": "FILE", "path": True},
+    )
+    test: str | None = Field(
+        None,
+        description="A labelled test set: a JSONL file, or superglue:validation (hub).",
+        json_schema_extra={"metavar": "FILE|superglue:SPLIT", "path": True},
+    )
+    test_from_labelled: int | None = Field(
+        None, ge=1, description="Hold out N labelled items (groups) as the test set."
+    )
+    method: str = Field("icl", description="icl, pet, cls or a registered method.")
+    strategies: list[Literal["multisplit", "cv", "mdl"]] = Field(
+        list(STRATEGIES),
+        description="Split strategies to compare; repeat for several.",
+        json_schema_extra={"flag": "strategy"},
+    )
+    k: int = Field(4, ge=1, description="Number of splits K.")
+    k_values: list[int] = Field(
+        [2, 4, 8],
+        description="K values for the stability criterion (k is always included).",
+        json_schema_extra={"comma": True, "metavar": "K,K,..."},
+    )
+    ratio: float = Field(0.5, gt=0, lt=1, description="Multi-Splits' train share r.")
+    space: dict[str, Any] | str | None = Field(
+        None,
+        description="Hyperparameter space ({name: [values]}), or a YAML file holding it "
+        "(optionally one section per method); default: the method's grid.",
+        json_schema_extra={"metavar": "FILE", "path": True},
+    )
+    seed: int = Field(0, description="Seeds the splitters, the training runs and the shots.")
+    final_seeds: int = Field(
+        0, ge=0, description="Retrain each chosen setting on all labelled data with N seeds."
+    )
+    device: str = Field("auto", description="Where training runs (auto: CUDA when available).")
+    keep_checkpoints: bool = Field(
+        True,
+        description="Keep each trained checkpoint (false: delete it once the run has its "
+        "answers, saving disk).",
+        json_schema_extra={
+            "flag": "discard-checkpoints",
+            "invert": True,
+            "flag_help": "Delete each checkpoint once the run has its answers (saves disk).",
+        },
+    )
+    checkpoints: str | None = Field(
+        None,
+        description="Checkpoint store to share between runs [default: RUN_DIR/checkpoints; "
+        "without a run directory, a temporary folder].",
+        json_schema_extra={"metavar": "DIR", "path": True},
+    )
+    threads: int | None = Field(
+        None,
+        ge=1,
+        description="CPU threads for torch (1 is often fastest for tiny models).",
+    )
+
+    _k_values = field_validator("k_values", mode="before")(_comma_ints)
+
+    @field_validator("strategies")
+    @classmethod
+    def _distinct(cls, value: list[str]) -> list[str]:
+        if not value:
+            raise ValueError("give at least one strategy")
+        return list(dict.fromkeys(value))
+
+    @model_validator(mode="after")
+    def _one_model_one_test(self) -> FewShotConfig:
+        if len(self.models) != 1:
+            raise ValueError(
+                f"the few-shot study adapts one model; got {len(self.models)}: run it per model"
+            )
+        if (self.test is None) == (self.test_from_labelled is None):
+            raise ValueError("give exactly one of test (a file) and test_from_labelled (N)")
+        return self
+
+    def design_dict(self) -> dict[str, Any]:
+        """The settings the results depend on (``config.json``)."""
+        return self.model_dump(mode="json", exclude={"threads", "checkpoints"})

@@ -1,0 +1,49 @@
+"""The formats analysis' view of the results table: the numpy frame
+(:class:`~._frame.FormatsFrame`) plus the design facts, selected by (model, condition,
+variant, subset); and the helpers every part of the analysis shares.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import pyarrow as pa
+
+from ... import stats
+from ._frame import FormatsFrame, Ints
+
+#: The two question subsets, in the order the analysis lists them.
+SUBSETS = ("unanswerable", "answerable")
+
+Row = dict[str, Any]
+
+
+def _quiet(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """Call a stats function whose NaN-with-warning result is expected here (recorded)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", stats.StatsWarning)
+        return fn(*args, **kwargs)
+
+
+class _Table:
+    """The frame plus the design facts, indexed by (model, condition, variant, subset)."""
+
+    def __init__(self, table: pa.Table, info: Mapping[str, Any]) -> None:
+        self.f = FormatsFrame(table)
+        self.conditions: dict[str, dict[str, Any]] = {c["name"]: c for c in info["conditions"]}
+        self.models: list[str] = list(self.f.models)
+
+    def base_names(self) -> list[str]:
+        return [n for n, c in self.conditions.items() if c["variant"] == "base"]
+
+    def select(
+        self, model: str, condition: str, subset: str | None = None, variant: str = "base"
+    ) -> Ints:
+        """Rows of one (model, condition), first sample, items of one variant and subset."""
+        return self.f.select(model, condition, subset, variant)
+
+    def samples(self, model: str, condition: str) -> Ints:
+        """Rows of one (model, condition), every sample, items of the base variant."""
+        return self.f.select(model, condition, None, "base", first_sample=False)

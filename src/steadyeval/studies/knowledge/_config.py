@@ -1,0 +1,141 @@
+"""The knowledge study's configuration (YAML or flags), validated with pydantic."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any, Literal
+
+from pydantic import Field, field_validator
+
+from ..._errors import SteadyevalDeprecationWarning
+from ...scoring import LETTER_LOGPROB, OPTION_LOGPROB, canonical_scoring
+from .._protocol import StudyConfig
+
+__all__ = ["SCORINGS", "TEMPLATE_NAMES", "KnowledgeConfig"]
+
+#: The prompt headers' names (the templates are ``_design.TEMPLATES``).
+TEMPLATE_NAMES: tuple[str, ...] = ("reference", "single-space")
+
+_LABELS = {LETTER_LOGPROB: "letter", OPTION_LOGPROB: "option"}
+#: The study's scorings by their short names (condition names use these; as ``--scoring``
+#: values they are deprecated aliases).
+SCORINGS: Mapping[str, str] = MappingProxyType({v: k for k, v in _LABELS.items()})
+
+
+def _comma(value: Any) -> Any:
+    """``"0,5"`` → ``["0", "5"]`` (flags and YAML may give a comma-separated string)."""
+    return [v.strip() for v in value.split(",") if v.strip()] if isinstance(value, str) else value
+
+
+class KnowledgeConfig(StudyConfig):
+    """What the knowledge study asks. The default is the reference setting: letter scoring,
+    the reference template, 5 dev shots, original option order."""
+
+    data: str = Field(
+        description="A folder in the original MMLU layout (dev/, test/ with "
+        "<subject>_<split>.csv) or a hub data set such as cais/mmlu.",
+        json_schema_extra={"metavar": "DIR|HUB_NAME", "path": True},
+    )
+    subjects: list[str] | None = Field(
+        None,
+        description="Only these subjects (comma-separated, e.g. anatomy,virology).",
+        json_schema_extra={"comma": True, "metavar": "A,B,..."},
+    )
+    split: Literal["test", "val"] = Field("test", description="The split to evaluate.")
+    limit_per_subject: int | None = Field(
+        None, gt=0, description="Evaluate only the first N questions of each subject."
+    )
+    shots: list[int] = Field(
+        [5],
+        description="Shot counts (first dev examples of the subject); one condition each.",
+        json_schema_extra={"comma": True, "metavar": "K,K,..."},
+    )
+    templates: list[str] = Field(
+        ["reference"],
+        description="Prompt headers: reference (two spaces after 'about', as the reference "
+        "code) and/or single-space.",
+        json_schema_extra={"comma": True, "metavar": "NAME,..."},
+    )
+    scorings: list[str] = Field(
+        [LETTER_LOGPROB],
+        description="letter-logprob (log-probability of ' A'..' D') and/or option-logprob (of "
+        "each option text); letter and option are deprecated names.",
+        json_schema_extra={"flag": "scoring", "comma": True, "metavar": "SCORING,..."},
+    )
+    normalization: Literal["none", "token", "char"] = Field(
+        "none", description="Which option score decides an option-scored answer."
+    )
+    rotations: bool = Field(
+        False, description="Also ask every question under the 3 other cyclic rotations."
+    )
+    memorisation: bool = Field(
+        False, description="Also score each question's log-probability (memorisation check)."
+    )
+    seed: int = Field(0, description="Seed of the bootstrap (nothing in the design is random).")
+
+    _split_lists = field_validator("subjects", "shots", "templates", mode="before")(_comma)
+
+    @field_validator("scorings", mode="before")
+    @classmethod
+    def _scoring_names(cls, value: Any) -> Any:
+        """Comma-split, then every name in its registered form (short names deprecated)."""
+        value = _comma(value)
+        if not isinstance(value, list):
+            return value
+        out = []
+        for s in value:
+            if s in SCORINGS:  # the old short names
+                warnings.warn(
+                    f"scoring {s!r} is deprecated; use {SCORINGS[s]!r}",
+                    SteadyevalDeprecationWarning,
+                    stacklevel=2,
+                )
+                s = SCORINGS[s]
+            out.append(canonical_scoring(s) if s == "logprob" else s)
+        return out
+
+    @field_validator("shots", "templates", "scorings")
+    @classmethod
+    def _distinct(cls, value: list[Any]) -> list[Any]:
+        if not value:
+            raise ValueError("is empty; give at least one")
+        if len(set(value)) != len(value):
+            raise ValueError(f"repeats a value: {', '.join(map(str, value))}")
+        return value
+
+    @field_validator("shots")
+    @classmethod
+    def _counts(cls, value: list[int]) -> list[int]:
+        if any(k < 0 for k in value):
+            raise ValueError(f"shots must be integers >= 0; got {value} (e.g. 0,1,5)")
+        return value
+
+    @field_validator("templates")
+    @classmethod
+    def _known_templates(cls, value: list[str]) -> list[str]:
+        unknown = [t for t in value if t not in TEMPLATE_NAMES]
+        if unknown:
+            raise ValueError(
+                f"unknown template {unknown[0]!r}; choose from {', '.join(TEMPLATE_NAMES)}"
+            )
+        return value
+
+    @field_validator("scorings")
+    @classmethod
+    def _known_scorings(cls, value: list[str]) -> list[str]:
+        unknown = [s for s in value if s not in _LABELS]
+        if unknown:
+            raise ValueError(f"unknown scoring {unknown[0]!r}; choose from {', '.join(_LABELS)}")
+        return value
+
+    def design_dict(self) -> dict[str, Any]:
+        """The settings that shape the conditions (``summary.json`` → ``design.config``)."""
+        return self.model_dump(
+            mode="json",
+            include={
+                "shots", "templates", "scorings", "normalization", "rotations",
+                "memorisation", "seed",
+            },
+        )  # fmt: skip

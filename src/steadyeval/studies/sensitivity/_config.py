@@ -1,0 +1,64 @@
+"""The sensitivity study's configuration (YAML or flags), validated with pydantic."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, field_validator
+
+from .._protocol import StudyConfig
+
+__all__ = ["SensitivityConfig"]
+
+
+class SensitivityConfig(StudyConfig):
+    """A run of the sensitivity study (flags or YAML)."""
+
+    data: str = Field(
+        description="Probe directory (generic, LAMA or LPAQA layout) or a task directory "
+        "(items.jsonl + templates.jsonl).",
+        json_schema_extra={"path": True},
+    )
+    prompt_set: Literal["manual_paraphrase", "paraphrase", "mine"] | None = Field(
+        None, description="LPAQA layout: which prompt set (default manual_paraphrase)."
+    )
+    limit_per_relation: int | None = Field(
+        None, ge=1, description="At most N facts per relation (a seeded sample)."
+    )
+    templates_per_relation: int | None = Field(
+        None, ge=1, description="Templates per relation (default: the smallest count)."
+    )
+    aliases: str | None = Field(
+        None,
+        description='Subject aliases, JSONL: {"subject": "...", "aliases": [...]}.',
+        json_schema_extra={"path": True},
+    )
+    max_names: int = Field(5, ge=1, description="Names per subject (canonical + aliases).")
+    candidates: Literal["vocabulary", "relation"] = Field(
+        "vocabulary", description="P@1 over the vocabulary, or over the relation's objects."
+    )
+    vocab: str | None = Field(
+        None,
+        description="Keep only facts whose object is in this word list (one per line).",
+        json_schema_extra={"path": True},
+    )
+    scoring: str | None = Field(None, description="Generic tasks only: how answers are scored.")
+    subsets: int = Field(1000, ge=1, description="Rank consistency: number of subsets.")
+    subset_size: int = Field(20, ge=1, description="Rank consistency: relations per subset.")
+    k_templates: int | None = Field(
+        None, ge=1, description="Sampled adjustment: templates drawn per relation (default all)."
+    )
+    k_names: int | None = Field(
+        None, ge=1, description="Sampled adjustment: names drawn per fact (default all)."
+    )
+    weights: Literal["uniform", "data"] = Field(
+        "uniform", description="P(template): uniform or the data's template weights."
+    )
+    seed: int = Field(42, description="Seed of the fact sample and of every analysis draw.")
+
+    @field_validator("scoring")
+    @classmethod
+    def _known_scoring(cls, value: str | None) -> str | None:
+        from ...scoring import canonical_scoring
+
+        return None if value is None else canonical_scoring(value)

@@ -1,0 +1,121 @@
+"""The sensitivity study's design: a data directory → items × conditions (factual probes or
+a generic task under several templates); loaded when a run starts."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ..._errors import ConfigError, DataError
+from ...conditions import Template
+from ...items import load_aliases, load_jsonl, load_probes, load_vocab, read_jsonl
+from .._protocol import StudyDesign
+from ._design import AnalysisOptions, ProbeOptions, probe_design, task_design
+
+__all__ = ["load_templates", "sensitivity_design"]
+
+
+def load_templates(path: str | Path) -> list[Template]:
+    """Templates for a generic task: JSONL lines ``{"name": ..., "body": ...}`` (optional
+    ``"answer"``, ``"header"``); bodies are Jinja2 as in :class:`Template`."""
+    p = Path(path)
+    out: list[Template] = []
+    for lineno, rec in read_jsonl(p):
+        if not isinstance(rec, dict):
+            raise DataError(
+                "not an object",
+                file=str(p),
+                line=lineno,
+                expected='{"name": "plain", "body": "Question: {{ question }}"}',
+            )
+        for key in ("name", "body"):
+            if not isinstance(rec.get(key), str) or not rec[key]:
+                raise DataError(
+                    "missing or empty",
+                    file=str(p),
+                    line=lineno,
+                    field=key,
+                    expected="a non-empty string",
+                )
+        unknown = sorted(set(rec) - {"name", "body", "answer", "header"})
+        if unknown:
+            raise DataError(
+                f"unknown field(s) {unknown}",
+                file=str(p),
+                line=lineno,
+                field=unknown[0],
+                expected="name, body, answer, header",
+            )
+        out.append(
+            Template(
+                name=rec["name"],
+                body=rec["body"],
+                answer=rec.get("answer", " {{ answer }}"),
+                header=rec.get("header", ""),
+            )
+        )
+    return out
+
+
+def sensitivity_design(
+    data: str | Path,
+    *,
+    prompt_set: str | None = None,
+    probe: ProbeOptions | None = None,
+    analysis: AnalysisOptions | None = None,
+    aliases: str | Path | None = None,
+    vocab: str | Path | None = None,
+    scoring: str | None = None,
+) -> StudyDesign:
+    """The study's design for a data directory (loads the data; calls no model).
+
+    A directory with ``items.jsonl`` and ``templates.jsonl`` is a generic task (items asked
+    under every template; ``scoring`` chooses how); any other is read as factual probes by
+    :func:`load_probes` (``prompt_set`` for the LPAQA layout). ``aliases`` (a JSONL file,
+    see :func:`load_aliases`) adds subject names; ``vocab`` (one word per line) keeps only
+    facts whose object is in it.
+    """
+    root = Path(data)
+    probe = probe or ProbeOptions()
+    if (root / "items.jsonl").is_file() and (root / "templates.jsonl").is_file():
+        for flag, value in (("prompt_set", prompt_set), ("vocab", vocab), ("aliases", aliases)):
+            if value is not None:
+                raise ConfigError(f"{flag} applies to factual probes; {root} is a generic task")
+        items = load_jsonl(root / "items.jsonl")
+        if probe.limit_per_relation is not None:
+            items = _limit_task(items, probe.limit_per_relation)
+        return task_design(
+            items,
+            load_templates(root / "templates.jsonl"),
+            scoring=scoring,
+            max_names=probe.max_names,
+            analysis=analysis,
+            info={"source": str(root)},
+        )
+    if scoring is not None:
+        raise ConfigError("scoring applies to generic tasks; factual probes are scored by P@1")
+    extra: dict[str, Any] = {}
+    if aliases is not None:
+        extra["aliases"] = load_aliases(aliases)
+    if vocab is not None:
+        extra["vocab"] = load_vocab(vocab)
+    if extra:
+        probe = ProbeOptions(**{**_fields(probe), **extra})
+    return probe_design(load_probes(root, prompt_set=prompt_set), probe, analysis)
+
+
+def _fields(opts: ProbeOptions) -> dict[str, Any]:
+    return {k: getattr(opts, k) for k in opts.__dataclass_fields__}
+
+
+def _limit_task(items: Sequence[Any], limit: int) -> list[Any]:
+    """At most ``limit`` items per relation/subject (first in file order)."""
+    seen: dict[str, int] = {}
+    out = []
+    for item in items:
+        key = str(item.metadata.get("relation", item.metadata.get("subject", "")))
+        if seen.get(key, 0) < limit:
+            seen[key] = seen.get(key, 0) + 1
+            out.append(item)
+    return out
