@@ -74,3 +74,30 @@ def test_real_use_config_validates() -> None:
     cfg = load_run_config(ROOT / "examples" / "mmlu-hub.yaml")
     assert cfg.models == ["hf:Qwen/Qwen2.5-0.5B?dtype=bfloat16"]
     assert len(cfg.build_conditions()) == 3
+
+
+def test_contributing_example_study_is_one_small_block() -> None:
+    """docs/contributing.md's example study (run by test_docs_python_blocks_run) stays under
+    150 lines and uses the protocol: two conditions, a paired test, a report section."""
+    text = (ROOT / "docs" / "contributing.md").read_text()
+    example = text.split("## Example: a study in one page", 1)[1]
+    (code,) = re.findall(r"```python\n(.*?)```", example, re.S)
+    assert len(code.splitlines()) < 150
+    for needed in ("(Study)", "(StudyConfig)", "agreement_table", "mcnemar", "Section.of"):
+        assert needed in code, needed
+    assert code.count("-logprob") >= 2  # two conditions
+
+
+def test_readme_lists_every_registered_study_with_its_question() -> None:
+    from steadyeval.scoring import get_scoring, scoring_names
+    from steadyeval.studies import get_study, study_names
+
+    readme = (ROOT / "README.md").read_text()
+    for name in study_names():
+        study = get_study(name)
+        if not type(study).__module__.startswith("steadyeval.studies."):
+            continue  # one a test registered (e.g. docs/contributing.md's example)
+        assert f"| `steadyeval study {name}` | {study.question} |" in readme, name
+    for scoring in scoring_names():
+        if type(get_scoring(scoring)).__module__.startswith("steadyeval.scoring."):
+            assert f"`{scoring}`" in readme, scoring  # (skips modes tests registered)
