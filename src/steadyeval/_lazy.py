@@ -10,7 +10,9 @@ import types
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
-__all__ = ["lazy_exports"]
+from ._errors import ConfigError
+
+__all__ = ["PLUGIN_GROUP", "lazy_exports", "load_entry", "load_plugins"]
 
 
 class _Package(types.ModuleType):
@@ -50,3 +52,38 @@ def lazy_exports(
         return sorted({*vars(sys.modules[package]), *where})
 
     return __getattr__, __dir__
+
+
+def load_entry(path: str, what: str, error: type[Exception] = ConfigError) -> Any:
+    """The object a registry names by import path (``"package.module:attr"``); an import
+    that fails raises ``error`` saying ``what`` is not available and why."""
+    module, _, attr = path.partition(":")
+    try:
+        return getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError) as exc:
+        raise error(f"{what} is not available in this installation ({path}: {exc})") from None
+
+
+#: Installed packages extend steadyeval through this entry-point group: each entry names a
+#: module that registers backends, scoring modes, data loaders or studies when imported.
+PLUGIN_GROUP = "steadyeval.plugins"
+_plugins_loaded = False
+
+
+def load_plugins() -> None:
+    """Import every installed plugin module once (registries call this before they list
+    their names or report an unknown one). A plugin that fails to import is a warning."""
+    global _plugins_loaded
+    if _plugins_loaded:
+        return
+    _plugins_loaded = True
+    import warnings
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group=PLUGIN_GROUP):
+        try:
+            ep.load()
+        except Exception as exc:  # a broken plug-in must not break the rest
+            warnings.warn(
+                f"steadyeval plug-in {ep.name!r} ({ep.value}) failed: {exc}", stacklevel=2
+            )

@@ -36,10 +36,22 @@ def test_the_package_itself_loads_not_even_numpy_or_pydantic() -> None:
     assert _loaded_after("import steadyeval", (*HEAVY, "numpy", "pydantic", "scipy")) == []
 
 
-@pytest.mark.parametrize(
-    "argv",
-    [["--help"], ["study", "--help"], ["study", "formats", "--help"], ["run", "--help"]],
-)
+HELP_ARGV = [
+    ["--help"],
+    ["study", "--help"],
+    *(["study", name, "--help"] for name in ("formats", "sensitivity", "knowledge", "fewshot")),
+    ["run", "--help"],
+    ["report", "--help"],
+    ["compare", "--help"],
+    ["import", "--help"],
+    ["import", "lm-eval", "--help"],
+    ["import", "inspect", "--help"],
+    ["cache", "--help"],
+    ["tiny-model", "--help"],
+]
+
+
+@pytest.mark.parametrize("argv", HELP_ARGV, ids=[" ".join(a) for a in HELP_ARGV])
 def test_help_loads_no_heavy_library(argv: list[str]) -> None:
     code = (
         f"from steadyeval.cli import main\ntry:\n    main({argv!r})\nexcept SystemExit:\n    pass\n"

@@ -301,7 +301,7 @@ def test_several_filters_become_conditions(tmp_path: Path) -> None:
         ([_mc_record(0, 1.0)], {"metric": "brier"}, r"line 1: metric 'brier' is 0\.3, not 0/1"),
         ([_mc_record(0, 1.0)], {"metric": "f1"}, r"metric 'f1' is not in this record"),
         ([_mc_record(0, 1.0)], {"item_id_field": "id"}, r"doc has no field 'id'.*fields: q"),
-        ([{"doc_id": 0}], {}, r"line 1: missing field 'doc'"),
+        ([{"doc_id": 0}], {}, r"line 1, field 'doc': missing field"),
     ],
 )
 def test_bad_input_names_the_file_and_line(
@@ -319,5 +319,5 @@ def test_missing_paths_and_bad_json(tmp_path: Path) -> None:
         import_lmeval([tmp_path])
     f = tmp_path / "samples_x_2024-01-01T00-00-00.000001.jsonl"
     f.write_text('{"doc_id": 0,\n')
-    with pytest.raises(ValueError, match=r"line 1: not valid JSON"):
+    with pytest.raises(ValueError, match=r"line 1: invalid JSON"):
         import_lmeval([f])

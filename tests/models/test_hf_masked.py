@@ -307,7 +307,7 @@ def test_cli_runs_the_probe_example_with_a_masked_model(tiny_bert: Path, tmp_pat
     n_items = len((ROOT / "examples" / "probes.jsonl").read_text().splitlines())
     # The model column is the model's identity: its folder's name and content, no path.
     assert summary["models"] == [load_backend(spec).identity()] and summary["n_skipped"] == 0
-    assert summary["models"][0].startswith("hf-masked:bert#") and str(tmp_path) not in str(table)
+    assert summary["models"][0].startswith("hf:bert#") and str(tmp_path) not in str(table)
     assert len(table) == n_items * len(summary["conditions"])
     assert all("[Y]" in r["prompt"] and "[X]" not in r["prompt"] for r in table)
     ranked = [r for r in table if r["scoring"] == "option-logprob"]

@@ -257,7 +257,7 @@ def test_requests_map_to_the_openai_schema(serve: Any, config: dict[str, Any]) -
     # Every work request succeeded exactly once; the echo probe was sent once at most twice.
     work = srv.work_successes(_PROBE_PROMPT)
     assert sum(work.values()) == len(work) == 3 + 3 + 2
-    b.close()
+    b.release()
 
 
 def test_a_server_without_prompt_logprobs_fails_before_the_batch_is_sent(serve: Any) -> None:

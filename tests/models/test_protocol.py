@@ -38,18 +38,22 @@ def test_capabilities_are_declared(tiny_gpt2: Path, tiny_bert: Path) -> None:
 
 
 def test_identity_names_the_model_not_the_run(tiny_gpt2: Path, tmp_path: Path) -> None:
-    a = load_backend(f"hf:{tiny_gpt2}?batch_size=4&device=cpu&dtype=float32")
-    assert a.identity().startswith("hf:gpt2#") and a.identity().endswith("?dtype=float32")
+    a = load_backend(f"hf:{tiny_gpt2}?batch_size=4&device=cpu&dtype=bfloat16")
+    assert a.identity().startswith("hf:gpt2#") and a.identity().endswith("?dtype=bfloat16")
     assert str(tiny_gpt2.parent) not in a.identity()
+    # One model, however it is named: the backend's alias and default options do not count.
+    plain = load_backend(f"hf:{tiny_gpt2}").identity()
+    assert load_backend(f"hf-causal:{tiny_gpt2}?dtype=float32").identity() == plain
+    assert plain == a.identity().removesuffix("?dtype=bfloat16")
     # Another copy of the same folder is the same model; changed weights are another one.
     copy = tmp_path / "gpt2"
     shutil.copytree(tiny_gpt2, copy)
-    assert load_backend(f"hf:{copy}?dtype=float32").identity() == a.identity()
+    assert load_backend(f"hf:{copy}?dtype=bfloat16").identity() == a.identity()
     weights = copy / "model.safetensors"
     data = bytearray(weights.read_bytes())
     data[-100] ^= 0xFF  # one byte of the last tensor
     weights.write_bytes(bytes(data))
-    changed = load_backend(f"hf:{copy}?dtype=float32")
+    changed = load_backend(f"hf:{copy}?dtype=bfloat16")
     assert changed.identity() != a.identity() and changed.fingerprint() != a.fingerprint()
 
 

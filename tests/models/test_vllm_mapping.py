@@ -168,7 +168,7 @@ def test_data_parallel_replicas_split_batches_and_keep_order(tiny_gpt2: Path) ->
         got = dp.score(reqs)
         gen = dp.generate([GenerateRequest("The river", max_new_tokens=4)])
     finally:
-        dp.close()
+        dp.release()
     want = one.score(reqs)
     assert [g.logprob for g in got] == pytest.approx([w.logprob for w in want], abs=1e-5)
     assert gen[0].text == one.generate([GenerateRequest("The river", max_new_tokens=4)])[0].text

@@ -10,6 +10,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from .._errors import ConfigError
 from ..requests import Response, response_from_dict, response_to_dict
 
 __all__ = ["CacheInfo", "ResponseCache", "default_cache_path"]
@@ -57,9 +58,16 @@ class ResponseCache:
         self.path = Path(path) if path is not None else default_cache_path()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute("PRAGMA synchronous=NORMAL")
-        self._conn.executescript(_SCHEMA)
+        try:
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA synchronous=NORMAL")
+            self._conn.executescript(_SCHEMA)
+        except sqlite3.DatabaseError as exc:
+            self._conn.close()
+            raise ConfigError(
+                f"{self.path}: not a response cache ({exc}); give --cache a new file name "
+                "or an existing steadyeval cache"
+            ) from None
         self._conn.execute(
             "INSERT OR IGNORE INTO meta(name, value) VALUES ('schema_version', ?)",
             (_SCHEMA_VERSION,),

@@ -6,12 +6,14 @@ import json
 import math
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
-from rich.console import Console
-from rich.table import Table
 
-from ..compare import Comparison, ConditionDifference, compare_runs
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from ..compare import Comparison, ConditionDifference
 
 
 def _pct(x: float) -> str:
@@ -33,6 +35,8 @@ def _diff(r: ConditionDifference) -> str:
 
 def print_comparison(console: Console, comp: Comparison) -> None:
     """Rich tables: the arms, then one table per pair (B vs the baseline A)."""
+    from rich.table import Table
+
     arms = Table(title="arms", show_lines=False)
     for col in ("arm", "run", "model"):
         arms.add_column(col)
@@ -124,6 +128,10 @@ def command(
     Example:
       steadyeval compare runs/gpt2 runs/pythia --cluster paragraph --json cmp.json
     """
+    from rich.console import Console
+
+    from ..compare import compare_runs
+
     comp = compare_runs(
         list(runs),
         models=list(models) or None,

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
-from rich.console import Console
-from rich.table import Table
 
-from ..results._import_common import ImportedRun, parse_condition_map, write_imported_run
-from ..results._import_inspect import InspectImportOptions, import_inspect
-from ..results._import_lmeval import LmEvalImportOptions, import_lmeval
+if TYPE_CHECKING:
+    from ..results import ImportedRun
 
 _OUT = click.option(
     "--out",
@@ -29,6 +27,11 @@ _MODEL = click.option("--model", metavar="NAME", help="Model name for every row.
 
 
 def _done(run: ImportedRun, out: Path) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from ..results import write_imported_run
+
     write_imported_run(run, out)
     s = run.summary
     t = Table(title=f"imported from {s['imported']['tool']}: run {s['run_id']}")
@@ -89,6 +92,8 @@ def lm_eval_cmd(
               --log_samples --output_path lm-out
       steadyeval import lm-eval lm-out --out runs/arc --condition-map arc_easy=zero-shot
     """
+    from ..results import LmEvalImportOptions, import_lmeval, parse_condition_map
+
     opts = LmEvalImportOptions(
         condition_map=parse_condition_map(condition_map),
         model=model,
@@ -121,6 +126,8 @@ def inspect_cmd(
     Example:
       steadyeval import inspect logs/ --out runs/inspect --scorer choice
     """
+    from ..results import InspectImportOptions, import_inspect, parse_condition_map
+
     opts = InspectImportOptions(
         condition_map=parse_condition_map(condition_map),
         model=model,

@@ -16,7 +16,11 @@ from .._errors import SteadyevalDeprecationWarning, SteadyevalError
 # command runs (or its own --help is asked for), so ``steadyeval --help`` stays fast.
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "run": ("._run", "run_cmd", "Run items × conditions × models into a results table."),
-    "study": ("._study", "study_group", "Run one of the studies (formats, sensitivity, ...)."),
+    "study": (
+        "._study",
+        "study_group",
+        "Run one of the studies (formats, sensitivity, knowledge, ...).",
+    ),
     "report": ("._report", "command", "Write a report (HTML, Markdown or JSON) of a run."),
     "compare": ("._compare", "command", "Paired comparison of runs on their shared items."),
     "import": ("._import", "command", "Import lm-eval or Inspect logs as a run directory."),

@@ -29,7 +29,8 @@ def shared_options(*, out_required: bool = False) -> list[click.Option]:
         click.Option(
             ["--cache"],
             type=click.Path(dir_okay=False, path_type=Path),
-            help="Response cache file (default: $STEADYEVAL_CACHE or ~/.cache/steadyeval).",
+            help="Response cache file (default: $STEADYEVAL_CACHE, else "
+            "~/.cache/steadyeval/responses.sqlite).",
         ),
         click.Option(["--dry-run"], is_flag=True, help="Print the plan's counts; call no model."),
         click.Option(["--no-progress"], is_flag=True, help="Do not show the progress bar."),

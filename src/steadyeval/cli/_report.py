@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 import click
 
-from ..reports import ReportFormat, ReportOptions, write_report
+from ..reports._options import ReportOptions
+
+if TYPE_CHECKING:
+    from ..reports import ReportFormat
 
 
 @click.command("report")
@@ -62,6 +65,8 @@ def command(
       steadyeval report runs/quickstart
       steadyeval report runs/quickstart --format md -o report.md
     """
+    from ..reports import write_report
+
     options = ReportOptions(max_item_rows=max_rows, max_chars=max_chars, seed=seed)
-    path = write_report(run_dir, fmt=cast(ReportFormat, fmt), output=output, options=options)
+    path = write_report(run_dir, fmt=cast("ReportFormat", fmt), output=output, options=options)
     click.echo(f"wrote {path} ({path.stat().st_size / 1024:.0f} KiB)")

@@ -19,6 +19,7 @@ import click
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
+from .._errors import ConfigError
 from ..studies import Study, get_study, study_names
 from ._options import check_out, echo_counts, echo_footer, shared_options
 
@@ -36,21 +37,35 @@ def _unwrap(annotation: Any) -> Any:
     return annotation
 
 
+class _Choice(click.Choice):  # type: ignore[type-arg]
+    """A choice that also accepts deprecated names (``aliases``) without listing them; the
+    config maps them to the current name with a warning."""
+
+    def __init__(self, choices: list[str], aliases: list[str]) -> None:
+        super().__init__(choices)
+        self.aliases = aliases
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if value in self.aliases:
+            return value
+        return super().convert(value, param, ctx)
+
+
 def _click_type(annotation: Any, extra: dict[str, Any]) -> Any:
     if get_origin(annotation) is Literal:
-        return click.Choice([*map(str, get_args(annotation)), *extra.get("aliases", [])])
+        return _Choice(list(map(str, get_args(annotation))), list(extra.get("aliases", [])))
     if annotation in (int, float):
         return annotation
     return str
 
 
-def _help(field: FieldInfo) -> str:
-    text = field.description or ""
+def _help(field: FieldInfo, text: str | None = None) -> str:
+    text = text if text is not None else (field.description or "")
     default = field.default
-    if default not in (None, [], (), False) and not field.is_required():
-        shown = ",".join(map(str, default)) if isinstance(default, list | tuple) else default
-        text += f" [default: {shown}]"
-    return text
+    if field.is_required() or default is None or default is False or default in ([], ()):
+        return text
+    shown = ",".join(map(str, default)) if isinstance(default, list | tuple) else default
+    return f"{text} [default: {shown}]"
 
 
 def _options(name: str, field: FieldInfo) -> list[tuple[click.Option, _Dest]]:
@@ -67,16 +82,19 @@ def _options(name: str, field: FieldInfo) -> list[tuple[click.Option, _Dest]]:
             opt = click.Option(
                 [f"--{sub_flag}", f"{dest}__{sub}"],
                 type=_click_type(_unwrap(sub_field.annotation), {}),
-                help=sub_field.description,
+                help=_help(sub_field),
             )
             out.append((opt, (name, sub, "value")))
         return out
     meta = {"metavar": extra["metavar"]} if "metavar" in extra else {}
     if annotation is bool:
-        how = "invert" if extra.get("invert") else "flag"
-        return [
-            (click.Option([flag, dest], is_flag=True, help=field.description), (name, None, how))
-        ]
+        if extra.get("invert"):  # one flag that sets the field to false
+            text = str(extra.get("flag_help", field.description))
+            return [(click.Option([flag, dest], is_flag=True, help=text), (name, None, "invert"))]
+        bare = flag.removeprefix("--")  # --x/--no-x; --no-x/--x for a field named no_x
+        negative = "--" + (bare[3:] if bare.startswith("no-") else f"no-{bare}")
+        opt = click.Option([f"{flag}/{negative}", dest], default=None, help=field.description)
+        return [(opt, (name, None, "value"))]
     if get_origin(annotation) is list:
         (inner,) = get_args(annotation)
         comma = bool(extra.get("comma"))
@@ -84,7 +102,15 @@ def _options(name: str, field: FieldInfo) -> list[tuple[click.Option, _Dest]]:
             [flag, dest],
             multiple=True,
             type=str if comma else _click_type(inner, extra),
-            help=_help(field) + ("" if comma else " Repeatable."),
+            help=_help(
+                field,
+                (field.description or "")
+                + (
+                    ""
+                    if comma or extra.get("single") or "repeat" in (field.description or "").lower()
+                    else " Repeatable."
+                ),
+            ),
             **meta,
         )
         return [(opt, (name, None, "comma" if comma else "list"))]
@@ -97,7 +123,7 @@ def _overrides(values: dict[str, Any], dests: dict[str, _Dest]) -> dict[str, Any
     out: dict[str, Any] = {}
     for param, (key, sub, how) in dests.items():
         value = values.get(param)
-        if value is None or value == () or value is False:
+        if value is None or value == () or (how == "invert" and not value):
             continue
         if how == "invert":
             value = False
@@ -116,6 +142,9 @@ def study_command(study: Study) -> click.Command:
     """The ``steadyeval study NAME`` command of ``study``."""
     made = [o for n, f in study.config.model_fields.items() for o in _options(n, f)]
     dests = {opt.name: dest for opt, dest in made if opt.name is not None}
+    flag_names = {
+        key if sub is None else f"{key}.{sub}": opt.opts[0] for opt, (key, sub, _) in made
+    }
 
     def callback(config: Path | None, **values: Any) -> None:
         out, dry_run, cache = values.pop("out"), values.pop("dry_run"), values.pop("cache")
@@ -124,7 +153,7 @@ def study_command(study: Study) -> click.Command:
         from ..run import PlanCounts, RunOptions
         from ..studies import run_study
 
-        cfg = study.load_config(config, _overrides(values, dests))
+        cfg = study.load_config(config, _overrides(values, dests), flag_names=flag_names)
         options = RunOptions(out=out, cache=cache, progress=False if quiet else None)
         result = run_study(study, cfg, options=options, dry_run=dry_run)
         if isinstance(result, PlanCounts):
@@ -167,6 +196,17 @@ class _StudyGroup(click.Group):
         if name not in study_names():
             return None
         return study_command(get_study(name))
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """Each study's question (a plug-in that fails to load says so; the rest list)."""
+        rows = []
+        for name in self.list_commands(ctx):
+            try:
+                rows.append((name, get_study(name).question))
+            except ConfigError as exc:
+                rows.append((name, f"(not available: {exc})"))
+        with formatter.section("Studies"):
+            formatter.write_dl(rows)
 
 
 @click.group("study", cls=_StudyGroup)

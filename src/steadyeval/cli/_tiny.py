@@ -24,7 +24,7 @@ def tiny_model_cmd(directory: Path, arch: str, seed: int, overwrite: bool) -> No
     A smoke-test tool for pipelines (loadable with the transformers Auto classes); its
     answers mean nothing. It is not a real model.
     """
-    from ..models._tiny import build_tiny_model
+    from ..models import build_tiny_model
 
     path = build_tiny_model(directory, arch, seed=seed, overwrite=overwrite)  # type: ignore[arg-type]
     click.echo(f"wrote a tiny random {arch} model to {path} (for smoke tests only)")

@@ -4,13 +4,13 @@ registry: SQuAD 2.0, MMLU, FewGLUE, LAMA-style probes, and any registered one)."
 from __future__ import annotations
 
 import csv
-import importlib
 import inspect
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from .._errors import ConfigError, DataError
+from .._lazy import load_entry, load_plugins
 from ._item import Item
 from ._jsonl import read_jsonl
 from ._record_fields import (
@@ -267,18 +267,19 @@ def register_loader(name: str, loader: Loader | str, *, replace: bool = False) -
 
 
 def loader_names() -> list[str]:
+    load_plugins()
     return list(_LOADERS)
 
 
 def get_loader(name: str) -> Loader:
     """The loader registered as ``name``."""
+    if name not in _LOADERS:
+        load_plugins()
     entry = _LOADERS.get(name)
     if entry is None:
         raise ConfigError(f"unknown data loader {name!r}; known loaders: {', '.join(_LOADERS)}")
     if isinstance(entry, str):
-        module, _, attr = entry.partition(":")
-        entry = getattr(importlib.import_module(module), attr)
-        _LOADERS[name] = entry
+        entry = _LOADERS[name] = load_entry(entry, f"data loader {name!r}")
     assert callable(entry)
     return entry
 

@@ -135,6 +135,7 @@ def _str(rec: Mapping[str, Any], key: str, path: Path, line: int, *, optional: b
 
 
 def _check_template(t: Any, path: Path, line: int, fld: str) -> str:
+    # LAMA files mark the subject [X] and the object [Y] (the convention models.SLOT follows)
     if not isinstance(t, str) or t.count("[Y]") != 1 or "[X]" not in t:
         raise DataError(
             f"got {t!r:.80}",

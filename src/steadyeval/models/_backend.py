@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Protocol, runtime_checkable
 from urllib.parse import urlencode
 
 from .._errors import ModelSpecError, UnsupportedRequestError
+from .._lazy import load_entry, load_plugins
 from ..requests import (
     ClassifyRequest,
     ClassifyResponse,
@@ -187,23 +187,20 @@ def register_backend(name: str, factory: BackendFactory | str, *, replace: bool 
 
 
 def registered_backends() -> list[str]:
+    load_plugins()
     return sorted(_REGISTRY)
 
 
 def _factory(name: str) -> BackendFactory:
+    if name not in _REGISTRY:
+        load_plugins()
     entry = _REGISTRY.get(name)
     if entry is None:
         raise ModelSpecError(
             f"unknown backend {name!r}; known backends: {', '.join(registered_backends())}"
         )
     if isinstance(entry, str):
-        module, _, attr = entry.partition(":")
-        try:
-            factory: BackendFactory = getattr(importlib.import_module(module), attr)
-        except (ModuleNotFoundError, AttributeError) as exc:
-            raise ModelSpecError(
-                f"backend {name!r} is not available in this installation ({exc})"
-            ) from None
+        factory: BackendFactory = load_entry(entry, f"backend {name!r}", ModelSpecError)
         return factory
     return entry
 
@@ -220,10 +217,15 @@ def check_backend(obj: object, where: str = "model") -> Backend:
     if isinstance(obj, Backend):
         return obj
     missing = [m for m in _MEMBERS if not hasattr(obj, m)]
+    advice = (
+        "define them"
+        if isinstance(obj, BaseBackend)
+        else "subclass steadyeval.models.BaseBackend (defaults for the optional members) and "
+        "define spec, supported_kinds, fingerprint() and the request methods it serves"
+    )
     raise ModelSpecError(
         f"{where} {type(obj).__name__} is not a steadyeval backend: it lacks "
-        f"{', '.join(missing)}; subclass steadyeval.models.BaseBackend, which provides "
-        "defaults for every member but spec, supported_kinds and fingerprint"
+        f"{', '.join(missing)}; {advice}"
     )
 
 

@@ -100,11 +100,24 @@ def fingerprint_dir(kind: str, spec: ModelSpec, model_dir: Path, options: HFOpti
     return json.dumps(body, sort_keys=True, separators=(",", ":"))
 
 
+# The Hugging Face backends that name one model the same way (``hf:`` picks one of them).
+_HF_FAMILY = frozenset({"hf", "hf-causal", "hf-seq2seq", "hf-masked", "hf-classifier"})
+# Options whose default value is the same as not giving them.
+_DEFAULTS = {"dtype": "float32"}
+
+
 def model_identity(spec: ModelSpec, model_dir: Path, run_only: Iterable[str]) -> str:
     """The ``model`` column of an HF-style model: ``BACKEND:HUB_NAME@COMMIT`` for a hub model
     (the snapshot's commit, else the requested revision), ``BACKEND:FOLDER#CONTENT`` for a
     local folder (its name and the first 12 hex digits of its content hashes; no path), plus
-    the options that change outputs (e.g. ``dtype``, ``max_length``)."""
+    the options that change outputs (e.g. ``dtype``, ``max_length``) when they differ from
+    their default. Every Hugging Face backend is ``hf`` (``hf:X`` and ``hf-causal:X`` are
+    one model); vLLM stays ``vllm``."""
+    spec = ModelSpec(
+        "hf" if spec.backend in _HF_FAMILY else spec.backend,
+        spec.name,
+        {k: v for k, v in spec.options.items() if _DEFAULTS.get(k) != v},
+    )
     if Path(spec.name).expanduser().is_dir():
         digest = hashlib.sha256(
             json.dumps(content_hashes(model_dir), sort_keys=True).encode()

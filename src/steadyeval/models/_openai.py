@@ -171,7 +171,9 @@ class OpenAIBackend(CapabilityProbe, BaseBackend):
             )
         return self._client
 
-    def close(self) -> None:
+    def release(self) -> None:
+        """Close the HTTP connections (the run calls this after the model's last batch; a
+        later request opens new ones)."""
         if self._client is not None:
             self._client.close()
             self._client = None

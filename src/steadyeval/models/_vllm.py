@@ -253,7 +253,9 @@ class VLLMBackend(BaseBackend):
                 )
         return self._engine
 
-    def close(self) -> None:
+    def release(self) -> None:
+        """Stop the replica processes and drop the engine, freeing GPU memory before the
+        run's next model loads (the run calls this after the model's last batch)."""
         if isinstance(self._engine, ReplicaPool):
             self._engine.close()
         self._engine = None

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .._errors import DataError
+from ..scoring import GENERATE
 from ._import_common import (
     ImportedRun,
     RowKeys,
@@ -358,7 +359,7 @@ def _iter_rows(
             condition=condition,
             template=task,
             format="mc" if options else "free",
-            scoring="generate",
+            scoring=GENERATE,
             sample_index=sample_index,
             prompt=_prompt(sample),
             options=tuple(options) if options else None,

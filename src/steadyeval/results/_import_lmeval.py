@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from .._errors import DataError
+from ..items import read_jsonl
 from ._import_common import (
     ImportedRun,
     RowKeys,
@@ -123,23 +124,23 @@ def _model_name(results: Mapping[str, Any], path: Path) -> str:
 
 
 def _records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    with path.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DataError(f"{path}, line {lineno}: not valid JSON ({exc.msg})") from exc
-            if not isinstance(rec, dict):
-                raise DataError(f"{path}, line {lineno}: expected a JSON object per line")
-            for key in ("doc_id", "doc", "arguments", "filtered_resps"):
-                if key not in rec:
-                    raise DataError(
-                        f"{path}, line {lineno}: missing field {key!r}; expected an lm-eval "
-                        "--log_samples record (doc_id, doc, arguments, resps, filtered_resps, ...)"
-                    )
-            yield lineno, rec
+    """The records of a ``--log_samples`` file, each checked for lm-eval's fields."""
+    for lineno, rec in read_jsonl(path):
+        if not isinstance(rec, dict):
+            raise DataError(
+                "not a JSON object", file=str(path), line=lineno, expected="one object per line"
+            )
+        for key in ("doc_id", "doc", "arguments", "filtered_resps"):
+            if key not in rec:
+                raise DataError(
+                    "missing field",
+                    file=str(path),
+                    line=lineno,
+                    field=key,
+                    expected="an lm-eval --log_samples record (doc_id, doc, arguments, resps, "
+                    "filtered_resps, ...)",
+                )
+        yield lineno, rec
 
 
 class _SamplesFile(NamedTuple):

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .._errors import DataError
+from ..scoring import GENERATE, OPTION_LOGPROB
 
 __all__ = ["output_type", "pick_metric", "record_arguments", "row_fields"]
 
@@ -201,7 +202,7 @@ def _mc_fields(
         confidence=_softmax_at(lls, pick),
         gold=tuple(options[i] for i in gold),
         gold_options=tuple(gold),
-        scoring="option-logprob",
+        scoring=OPTION_LOGPROB,
         format="mc",
     )
     if correct is None and gold:
@@ -223,7 +224,7 @@ def _gen_fields(
         parsed=None if parsed is None else str(parsed),
         parsed_kind="free",
         gold=(str(target),) if target is not None else None,
-        scoring="generate",
+        scoring=GENERATE,
         format="free",
         em=_float(metrics.get("exact_match")),
         f1=_float(metrics.get("f1")),

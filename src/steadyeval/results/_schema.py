@@ -265,7 +265,15 @@ def read_results(path: str | Path) -> pa.Table:
     path = Path(path)
     if path.is_dir():
         path = path / "results.parquet"
-    table = pq.read_table(path)
+    if not path.is_file():
+        raise DataError(
+            f"{path}: no results table here (expected a run directory with results.parquet, "
+            "or a .parquet file)"
+        )
+    try:
+        table = pq.read_table(path)
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise DataError(f"{path}: not a readable Parquet file ({exc})") from None
     meta = table.schema.metadata or {}
     version = meta.get(_VERSION_KEY)
     if version is None:

@@ -257,17 +257,31 @@ def _node_line(root: Any, loc: Sequence[Any]) -> int | None:
     return line
 
 
+def _where(loc: Sequence[Any], source: str, root: Any, given: Mapping[str, str] | None) -> str:
+    """Where the value at ``loc`` came from: the flag that set it, else the file and line."""
+    for n in (2, 1):
+        key = ".".join(str(p) for p in loc[:n])
+        if len(loc) >= n and given and key in given:
+            flag = given[key]
+            return f"flag {flag}" if flag.startswith("-") else f"<overrides> {flag}"
+    line = _node_line(root, loc) if root is not None else None
+    return source if line is None else f"{source}, line {line}"
+
+
 def _format_errors(
-    exc: ValidationError, *, source: str, root: Any, model: type[BaseModel], what: str
+    exc: ValidationError,
+    *,
+    source: str,
+    root: Any,
+    model: type[BaseModel],
+    what: str,
+    given: Mapping[str, str] | None = None,
 ) -> str:
     lines = []
     errors = _relevant(exc.errors())
     for err, loc in errors[:5]:
         key = ".".join(str(p) for p in loc) or "(top level)"
-        where = source
-        line = _node_line(root, loc) if root is not None else None
-        if line is not None:
-            where += f", line {line}"
+        where = _where(loc, source, root, given)
         msg = err["msg"]
         if err["type"] == "extra_forbidden":
             parent = _model_at(model, loc[:-1])
@@ -341,13 +355,16 @@ def load_yaml_config(
     overrides: Mapping[str, Any] | None = None,
     *,
     what: str = "config",
+    flag_names: Mapping[str, str] | None = None,
 ) -> M:
     """Validate a YAML file (optional) plus ``overrides`` (flags) against a pydantic model.
 
     Relative data paths and model folders in the file are taken relative to the file when
-    they exist there. Overrides that are ``None``, empty or ``False`` are ignored (flags not
-    given). An unknown key or a wrong value raises :class:`ConfigError` naming the file, the
-    line, the key path and the allowed keys or values.
+    they exist there. Overrides that are ``None`` or empty are ignored (flags not given); a
+    mapping sets keys of the file's section of that name. An unknown key or a wrong value
+    raises :class:`ConfigError` naming where the value came from (the file and line, or the
+    flag: ``flag_names`` maps ``key`` or ``key.sub`` to the flag that set it), the key path
+    and the allowed keys or values.
     """
     raw: dict[str, Any] = {}
     root = None
@@ -369,13 +386,19 @@ def load_yaml_config(
         if not isinstance(loaded, dict):
             raise ConfigError(f"{p}: the {what} must be a mapping of keys to values")
         raw = _resolve_paths(loaded, p.parent, _path_keys(model))
+    given: dict[str, str] = {}
+    names = flag_names or {}
     for k, v in (overrides or {}).items():
-        if v is None or v == [] or v == () or v is False:
+        if v is None or v == [] or v == ():
             continue
-        if isinstance(v, Mapping) and isinstance(raw.get(k), Mapping):
-            v = {**raw[k], **v}  # a flag sets one key of a section the file gives
+        if isinstance(v, Mapping):
+            given.update({f"{k}.{sub}": names.get(f"{k}.{sub}", f"{k}.{sub}") for sub in v})
+            if isinstance(raw.get(k), Mapping):
+                v = {**raw[k], **v}  # a flag sets one key of a section the file gives
+        else:
+            given[k] = names.get(k, k)
         raw[k] = v
-    return validate_config(model, raw, what=what, source=source, root=root)
+    return validate_config(model, raw, what=what, source=source, root=root, given=given)
 
 
 def validate_config(
@@ -385,14 +408,16 @@ def validate_config(
     what: str = "config",
     source: str = "<python>",
     root: Any = None,
+    given: Mapping[str, str] | None = None,
 ) -> M:
     """``data`` validated as ``model``; errors raise :class:`ConfigError` naming the key (and,
-    with a YAML ``root``, its line) and what is allowed."""
+    with a YAML ``root``, its line; for a key in ``given``, the flag that set it) and what
+    is allowed."""
     try:
         return model.model_validate(dict(data))
     except ValidationError as exc:
         raise ConfigError(
-            _format_errors(exc, source=source, root=root, model=model, what=what)
+            _format_errors(exc, source=source, root=root, model=model, what=what, given=given)
         ) from None
 
 
@@ -404,7 +429,8 @@ def load_run_config(
     An unknown key or a wrong type raises :class:`ConfigError` naming the key, its line in
     the file and the allowed keys or values.
     """
-    return load_yaml_config(RunConfig, path, overrides, what="run config")
+    flags = {"models": "--model", "data": "--data", "limit": "--limit", "seed": "--seed"}
+    return load_yaml_config(RunConfig, path, overrides, what="run config", flag_names=flags)
 
 
 def _path_keys(model: type[BaseModel]) -> set[str]:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Literal
 
 from .._errors import ConfigError, SteadyevalDeprecationWarning
+from .._lazy import load_plugins
 from ..requests import Request, Response
 
 if TYPE_CHECKING:
@@ -109,7 +110,8 @@ def register_scoring(mode: ScoringMode, *, replace: bool = False) -> ScoringMode
 
 
 def scoring_names() -> tuple[str, ...]:
-    """The registered modes' names, in registration order."""
+    """The registered modes' names, in registration order (plug-ins' last)."""
+    load_plugins()
     return tuple(_REGISTRY)
 
 
@@ -124,6 +126,8 @@ def canonical_scoring(name: str) -> str:
             stacklevel=3,
         )
         return new
+    if name not in _REGISTRY:
+        load_plugins()
     if name not in _REGISTRY:
         raise ConfigError(f"unknown scoring {name!r}; choose from {', '.join(_REGISTRY)}")
     return name

@@ -12,7 +12,6 @@ analysis, so a run re-analyses and re-renders offline.
 
 from __future__ import annotations
 
-import importlib
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -22,6 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from .._errors import ConfigError
+from .._lazy import load_entry, load_plugins
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -172,13 +172,24 @@ class Study(ABC):
         return sections_markdown(self.sections(analysis, info, figures=False))
 
     def load_config(
-        self, path: str | Path | None = None, overrides: Mapping[str, Any] | None = None
+        self,
+        path: str | Path | None = None,
+        overrides: Mapping[str, Any] | None = None,
+        *,
+        flag_names: Mapping[str, str] | None = None,
     ) -> StudyConfig:
         """A YAML file (optional) plus ``overrides`` validated as this study's config; errors
-        name the file, the line, the key and what is allowed."""
+        name the file and line (or the flag, see ``flag_names``), the key and what is
+        allowed."""
         from ..run import load_yaml_config
 
-        return load_yaml_config(self.config, path, overrides, what=f"{self.name}-study config")
+        return load_yaml_config(
+            self.config,
+            path,
+            overrides,
+            what=f"{self.name}-study config",
+            flag_names=flag_names,
+        )
 
 
 # Built-in studies are named by import path so nothing is imported until a study is used.
@@ -195,11 +206,13 @@ _entry_points_read = False
 
 
 def _read_entry_points() -> None:
-    """Add the studies installed packages declare (once; a registered name wins)."""
+    """Add the studies installed packages declare (once; a registered name wins), and load
+    the general plug-ins (which may register studies too)."""
     global _entry_points_read
     if _entry_points_read:
         return
     _entry_points_read = True
+    load_plugins()
     from importlib.metadata import entry_points
 
     for ep in entry_points(group=ENTRY_POINT_GROUP):
@@ -230,8 +243,7 @@ def get_study(name: str) -> Study:
     if entry is None:
         raise ConfigError(f"unknown study {name!r}; known studies: {', '.join(_REGISTRY)}")
     if isinstance(entry, str):
-        module, _, attr = entry.partition(":")
-        loaded = getattr(importlib.import_module(module), attr)
+        loaded = load_entry(entry, f"study {name!r}")
         if not isinstance(loaded, Study):
             raise ConfigError(f"study {name!r} ({entry}) is not a Study instance")
         entry = _REGISTRY[name] = loaded

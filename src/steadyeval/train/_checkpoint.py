@@ -101,6 +101,16 @@ class CheckpointStore:
 
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root)
+        self._temporary: tempfile.TemporaryDirectory[str] | None = None
+
+    @classmethod
+    def temporary(cls) -> CheckpointStore:
+        """A store in a new temporary folder, deleted with the store (or when the process
+        exits): for runs without a run directory."""
+        folder = tempfile.TemporaryDirectory(prefix="steadyeval-checkpoints-")
+        store = cls(folder.name)
+        store._temporary = folder
+        return store
 
     def path_for(self, key: str) -> Path:
         return self.root / key[:24]

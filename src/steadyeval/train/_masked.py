@@ -22,9 +22,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..models import SLOT
+
 __all__ = ["MASK_SLOT", "MaskedPrompts", "PromptExample"]
 
-MASK_SLOT = "[Y]"
+#: The answer slot (the one slot convention of :mod:`steadyeval.models`).
+MASK_SLOT = SLOT
 
 
 @dataclass(frozen=True)

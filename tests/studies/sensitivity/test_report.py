@@ -114,7 +114,7 @@ def run_dir(tiny_gpt2: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     result = run_design(
         "sensitivity",
         design,
-        [f"hf:{tiny_gpt2}", f"hf:{tiny_gpt2}?dtype=float32"],
+        [f"hf:{tiny_gpt2}", f"hf:{tiny_gpt2}?dtype=bfloat16"],
         options=RunOptions(out=tmp / "run", cache=tmp / "cache.sqlite", progress=False),
     )
     assert isinstance(result, StudyResult)

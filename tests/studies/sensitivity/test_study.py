@@ -295,7 +295,7 @@ def test_generic_task(tiny_gpt2: Path, tmp_path: Path) -> None:
     result = run_design(
         "sensitivity",
         design,
-        [f"hf:{tiny_gpt2}", f"hf:{tiny_gpt2}?dtype=float32"],
+        [f"hf:{tiny_gpt2}", f"hf:{tiny_gpt2}?dtype=bfloat16"],
         options=RunOptions(out=tmp_path / "run", progress=False),
     )
     assert isinstance(result, StudyResult)

@@ -22,6 +22,12 @@ def _comma_ints(value: Any) -> Any:
 class FewShotConfig(StudyConfig):
     """What a few-shot protocol study compares (FewNLU's framework)."""
 
+    models: list[str] = Field(
+        min_length=1,
+        description="Model spec: BACKEND:NAME_OR_PATH[?key=value&...] (one model: the study "
+        "adapts it).",
+        json_schema_extra={"flag": "model", "metavar": "SPEC", "single": True},
+    )
     task: str = Field(
         description="A FewGLUE task: RTE, BoolQ, CB, COPA, WiC, WSC or MultiRC.",
     )
@@ -74,7 +80,7 @@ class FewShotConfig(StudyConfig):
     checkpoints: str | None = Field(
         None,
         description="Checkpoint store to share between runs [default: RUN_DIR/checkpoints; "
-        "without a run directory, a temporary folder].",
+        "without a run directory, a temporary folder deleted when the run ends].",
         json_schema_extra={"metavar": "DIR", "path": True},
     )
     threads: int | None = Field(

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -197,11 +196,11 @@ def _context(config: FewShotConfig, backends: Sequence[Backend], options: RunOpt
     elif options.out is not None:
         root = Path(options.out) / "checkpoints"
     else:  # no run directory (a dry run, or Python without out): checkpoints are temporary
-        root = Path(tempfile.mkdtemp(prefix="steadyeval-checkpoints-"))
+        root = None
     base = backends[0]
     ctx = MethodContext(
         base=base,
-        store=CheckpointStore(root),
+        store=CheckpointStore.temporary() if root is None else CheckpointStore(root),
         base_dir=lambda: model_folder(base.spec),
         device=config.device,
         keep_checkpoints=config.keep_checkpoints,

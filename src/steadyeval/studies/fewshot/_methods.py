@@ -23,6 +23,7 @@ from ...conditions import Condition, Format, Shots, Template
 from ...items import Item, canonical_json
 from ...models import SLOT, Backend
 from ...run import Block
+from ...scoring import OPTION_LOGPROB
 from ...train import CheckpointStore, TrainedModel
 from ._params import Hparams, Param, hparams_id
 from ._tasks import FewShotTask
@@ -176,7 +177,7 @@ def slot_condition(name: str, template: Template, verbalizer: str | None) -> Con
         name=name,
         template=template,
         format=Format(name="slot", kind="mc", continuation_prefix=""),
-        scoring="option-logprob",
+        scoring=OPTION_LOGPROB,
         verbalizer_name=verbalizer,
     )
 
@@ -193,7 +194,7 @@ def icl_condition(task: FewShotTask, h: Hparams, seed: int) -> Condition:
         name=f"icl-{hparams_id(h)}" + (f"-seed{seed}" if seed else ""),
         template=template,
         format=Format(name="slot", kind="mc"),
-        scoring="option-logprob",
+        scoring=OPTION_LOGPROB,
         shots=Shots(
             n=int(h["shots"]),
             seed=derive_seed(h["shot_seed"], seed),

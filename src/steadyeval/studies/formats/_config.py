@@ -36,7 +36,7 @@ class FormatsConfig(StudyConfig):
     """
 
     data: str = Field(
-        description="SQuAD 2.0 .json file or hub name (squad_v2)",
+        description="SQuAD 2.0 .json file or hub name (squad_v2).",
         json_schema_extra={"metavar": "SOURCE", "path": True},
     )
     split: str = Field("validation", description="Hub split.")

@@ -18,6 +18,7 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 
+from ...scoring import LETTER_LOGPROB, OPTION_LOGPROB
 from ...stats import StatsWarning
 from ._comparisons import (
     _letter_vs_option,
@@ -34,7 +35,7 @@ from ._per_condition import _per_condition
 __all__ = ["analyze_knowledge", "knowledge_frame"]
 
 #: The scorings that answer the question (``prompt-logprob`` rows feed the memorisation check).
-_ANSWERED = ("letter-logprob", "option-logprob")
+_ANSWERED = (LETTER_LOGPROB, OPTION_LOGPROB)
 
 
 def knowledge_frame(table: pa.Table) -> pd.DataFrame:

@@ -13,6 +13,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from ... import stats
+from ...scoring import LETTER_LOGPROB, OPTION_LOGPROB, PROMPT_LOGPROB
 from ._frame import _SETTING
 from ._per_condition import _interval, _pearson
 
@@ -166,8 +167,8 @@ def _templates(orig: pd.DataFrame, seed: int) -> list[dict[str, Any]]:
 def _letter_vs_option(orig: pd.DataFrame) -> list[dict[str, Any]]:
     out = []
     for (model, template, k), g in orig.groupby(["model", "template", "n_shots"], observed=True):
-        letter = g[g["scoring"] == "letter-logprob"]
-        option = g[g["scoring"] == "option-logprob"]
+        letter = g[g["scoring"] == LETTER_LOGPROB]
+        option = g[g["scoring"] == OPTION_LOGPROB]
         if letter.empty or option.empty:
             continue
         out.append(
@@ -184,7 +185,7 @@ def _letter_vs_option(orig: pd.DataFrame) -> list[dict[str, Any]]:
 
 
 def _memorisation(df: pd.DataFrame, orig: pd.DataFrame) -> list[dict[str, Any]]:
-    q = df[df["scoring"] == "prompt-logprob"].copy()
+    q = df[df["scoring"] == PROMPT_LOGPROB].copy()
     out: list[dict[str, Any]] = []
     if q.empty:
         return out

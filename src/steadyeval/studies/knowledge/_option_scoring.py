@@ -16,6 +16,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from numpy.typing import NDArray
 
+from ...scoring import OPTION_LOGPROB
+
 
 def _argmax(values: Sequence[float]) -> int:
     """The row rule: the position of the largest value (the first of equal maxima)."""
@@ -89,7 +91,7 @@ def _argmaxes(table: pa.Table, column: str, rows: NDArray[np.int64]) -> NDArray[
 def _option_scoring(df: pd.DataFrame, table: pa.Table) -> list[dict[str, Any]]:
     """Accuracy of option-scored conditions under each normalisation (``df``'s index holds
     the rows' positions in ``table``, whose list columns are read)."""
-    opt = df.loc[df["scoring"] == "option-logprob", ["model", "condition"]]
+    opt = df.loc[df["scoring"] == OPTION_LOGPROB, ["model", "condition"]]
     if opt.empty:
         return []
     # The list columns are read once for every option-scored row, then split by condition.

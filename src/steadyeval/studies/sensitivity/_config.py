@@ -17,7 +17,7 @@ class SensitivityConfig(StudyConfig):
     data: str = Field(
         description="Probe directory (generic, LAMA or LPAQA layout) or a task directory "
         "(items.jsonl + templates.jsonl).",
-        json_schema_extra={"path": True},
+        json_schema_extra={"path": True, "metavar": "DIR"},
     )
     prompt_set: Literal["manual_paraphrase", "paraphrase", "mine"] | None = Field(
         None, description="LPAQA layout: which prompt set (default manual_paraphrase)."
@@ -31,7 +31,7 @@ class SensitivityConfig(StudyConfig):
     aliases: str | None = Field(
         None,
         description='Subject aliases, JSONL: {"subject": "...", "aliases": [...]}.',
-        json_schema_extra={"path": True},
+        json_schema_extra={"path": True, "metavar": "FILE"},
     )
     max_names: int = Field(5, ge=1, description="Names per subject (canonical + aliases).")
     candidates: Literal["vocabulary", "relation"] = Field(
@@ -40,9 +40,14 @@ class SensitivityConfig(StudyConfig):
     vocab: str | None = Field(
         None,
         description="Keep only facts whose object is in this word list (one per line).",
-        json_schema_extra={"path": True},
+        json_schema_extra={"path": True, "metavar": "FILE"},
     )
-    scoring: str | None = Field(None, description="Generic tasks only: how answers are scored.")
+    scoring: str | None = Field(
+        None,
+        description="Generic tasks only: how answers are scored (a scoring mode, e.g. "
+        "option-logprob).",
+        json_schema_extra={"metavar": "SCORING"},
+    )
     subsets: int = Field(1000, ge=1, description="Rank consistency: number of subsets.")
     subset_size: int = Field(20, ge=1, description="Rank consistency: relations per subset.")
     k_templates: int | None = Field(

@@ -33,7 +33,7 @@ from ...conditions import FORMATS, Condition, Format, Generation, Template
 from ...items import Fact, Item, ProbeData, Relation
 from ...models import split_slot
 from ...results import StudyColumn
-from ...scoring import GENERATE, OPTION_LOGPROB
+from ...scoring import GENERATE, OPTION_LOGPROB, TOP_K
 from .._protocol import StudyDesign
 
 __all__ = [
@@ -356,7 +356,7 @@ def probe_design(
                     name=cname,
                     template=template,
                     format=fmt,
-                    scoring="top-k",
+                    scoring=TOP_K,
                     top_k=opts.top_k,
                     candidates=cand,
                     alias=a,

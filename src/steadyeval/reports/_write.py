@@ -1,0 +1,52 @@
+"""Rendering a report in a format and writing it next to its run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from ._build import build_report
+from ._html import render_html
+from ._json import render_json
+from ._markdown import render_markdown
+from ._model import Report
+from ._options import ReportOptions
+
+__all__ = ["ReportFormat", "render", "write_report"]
+
+ReportFormat = Literal["html", "md", "json"]
+_SUFFIX = {"html": "html", "md": "md", "json": "json"}
+
+
+def render(report: Report, fmt: ReportFormat) -> str:
+    """Render ``report`` as ``html``, ``md`` or ``json``."""
+    if fmt == "html":
+        return render_html(report)
+    if fmt == "md":
+        return render_markdown(report)
+    if fmt == "json":
+        return render_json(report)
+    raise ValueError(f"unknown report format {fmt!r}; expected one of html, md, json")
+
+
+def write_report(
+    run_dir: str | Path,
+    *,
+    fmt: ReportFormat = "html",
+    output: str | Path | None = None,
+    options: ReportOptions | None = None,
+) -> Path:
+    """Build the report of ``run_dir`` and write it (default ``RUN_DIR/report.<fmt>``).
+
+    The file is written to a temporary name first and then renamed, so a reader never sees
+    half a report. Returns the path written.
+    """
+    if fmt not in _SUFFIX:
+        raise ValueError(f"unknown report format {fmt!r}; expected one of html, md, json")
+    report = build_report(run_dir, options)
+    path = Path(output) if output is not None else Path(run_dir) / f"report.{_SUFFIX[fmt]}"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(render(report, fmt), encoding="utf-8")
+    tmp.replace(path)
+    return path
