@@ -52,4 +52,4 @@ def test_report_command_errors(tmp_path: Path) -> None:
     assert done.exit_code == 2
     assert "no results.parquet" in done.output
     done = CliRunner().invoke(main, ["report", str(tmp_path), "--max-rows", "0"])
-    assert done.exit_code == 2 and "max_item_rows must be a positive integer" in done.output
+    assert done.exit_code == 2 and "Invalid value for '--max-rows'" in done.output

@@ -31,14 +31,14 @@ if TYPE_CHECKING:
 )
 @click.option(
     "--max-rows",
-    type=int,
+    type=click.IntRange(min=1),
     default=ReportOptions.max_item_rows,
     show_default=True,
     help="Most per-item rows in the report; larger runs show every row of random items.",
 )
 @click.option(
     "--max-chars",
-    type=int,
+    type=click.IntRange(min=1),
     default=ReportOptions.max_chars,
     show_default=True,
     help="Outputs in the per-item table are cut to this many characters.",

@@ -16,7 +16,7 @@ import click
     show_default=True,
     help="Architecture of the tiny model.",
 )
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random weights.")
 @click.option("--overwrite", is_flag=True, help="Write into a non-empty directory.")
 def tiny_model_cmd(directory: Path, arch: str, seed: int, overwrite: bool) -> None:
     """Write a tiny RANDOMLY INITIALISED model and its tokenizer to DIRECTORY.

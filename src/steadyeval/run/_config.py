@@ -380,7 +380,10 @@ def load_yaml_config(
             root = yaml.compose(text)
             loaded = yaml.safe_load(text)
         except yaml.YAMLError as exc:
-            raise ConfigError(f"{p}: invalid YAML: {exc}") from None
+            mark = getattr(exc, "problem_mark", None)
+            where = f"{p}, line {mark.line + 1}" if mark is not None else str(p)
+            problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+            raise ConfigError(f"{where}: invalid YAML: {problem}") from None
         if loaded is None:
             loaded = {}
         if not isinstance(loaded, dict):
