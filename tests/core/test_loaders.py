@@ -105,8 +105,6 @@ def test_a_run_config_declares_its_columns(tmp_path: Path) -> None:
 
 
 def test_a_yaml_syntax_error_names_the_file_and_line(tmp_path: Path) -> None:
-    from steadyeval.run import load_run_config
-
     path = tmp_path / "run.yaml"
     path.write_text("models: [hf:x]\ndata: a\n  bad: [\n")
     with pytest.raises(ConfigError, match=r"run\.yaml, line 3: invalid YAML: mapping values"):

@@ -443,9 +443,7 @@ def test_unifiedqa_conditions_run_end_to_end(tiny_t5: Path, tmp_path: Path) -> N
     rows = result.table.to_pylist()
     assert len(rows) == 6
     assert {r["model"] for r in rows} == {load_backend(spec).identity()}
-    assert rows[0]["model"].startswith("hf:t5#") and rows[0]["model"].endswith(
-        "?max_length=128"
-    )
+    assert rows[0]["model"].startswith("hf:t5#") and rows[0]["model"].endswith("?max_length=128")
     long = [r for r in rows if r["item_id"] == "q1"]
     assert all(r["truncated"] and r["n_input_tokens"] == 128 for r in long)
     assert all(not r["truncated"] for r in rows if r["item_id"] == "q2")
