@@ -57,9 +57,7 @@ def test_readme_quickstart(tmp_path: Path) -> None:
                 and (tmp_path / "tiny-gpt2").exists()
             ):
                 continue
-            done = subprocess.run(
-                argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
-            )
+            done = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True)
             assert done.returncode == 0, f"{line}\n{done.stdout}\n{done.stderr}"
         outputs.append((tmp_path / "runs" / "quickstart" / "results.parquet").read_bytes())
         summary = (tmp_path / "runs" / "quickstart" / "summary.md").read_text()

@@ -60,7 +60,6 @@ def _cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
         capture_output=True,
         text=True,
         env=env,
-        timeout=300,
     )
 
 
@@ -143,7 +142,6 @@ def _count(path: Path) -> int:
         return 0
 
 
-@pytest.mark.timeout(300)  # three CLI processes with a real (tiny) model
 def test_kill_9_mid_run_then_resume_gives_the_same_table(
     tiny_gpt2: Path, tmp_path: Path, env: dict[str, str]
 ) -> None:

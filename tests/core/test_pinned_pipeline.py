@@ -23,7 +23,6 @@ from tests.golden.pipeline.cases import (
 from tests.golden.pipeline.compare import compare, upgrade
 
 # Each case runs a whole study on tiny models; minutes, not seconds, on a busy 2-core machine.
-pytestmark = pytest.mark.timeout(900)
 
 
 @pytest.fixture(scope="session")

@@ -24,8 +24,6 @@ from steadyeval.results._import_common import write_imported_run
 from steadyeval.results._import_lmeval import LmEvalImportOptions, import_lmeval
 from tests.models._lmeval_helpers import no_network, set_offline_env
 
-pytestmark = pytest.mark.timeout(240)  # lm-eval runs in the module fixture
-
 WORDS = [
     "red",
     "green",

@@ -299,7 +299,6 @@ def test_cli_runs_the_probe_example_with_a_masked_model(tiny_bert: Path, tmp_pat
         capture_output=True,
         text=True,
         env=env,
-        timeout=300,
     )
     assert done.returncode == 0, done.stderr
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())

@@ -477,7 +477,6 @@ def test_cli_runs_the_example_config_with_a_seq2seq_model(tiny_t5: Path, tmp_pat
         capture_output=True,
         text=True,
         env=env,
-        timeout=300,
     )
     assert done.returncode == 0, done.stderr
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())

@@ -458,7 +458,7 @@ def _count(cache: Path) -> int:
 def _cli(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "steadyeval", *args],
-        capture_output=True, text=True, env=env, timeout=120, cwd=ROOT,
+        capture_output=True, text=True, env=env, cwd=ROOT,
     )  # fmt: skip
 
 

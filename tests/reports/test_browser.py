@@ -20,8 +20,6 @@ from steadyeval.reports import ReportOptions, build_report, render_html, write_r
 from ._chromium import Browser, Page, find_chromium, launch
 from .conftest import PAYLOADS
 
-pytestmark = pytest.mark.timeout(180)
-
 
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Browser]:

@@ -62,7 +62,6 @@ def cluster() -> Iterator[None]:
     ray.shutdown()
 
 
-@pytest.mark.timeout(300)  # starts a Ray cluster and two model replicas
 def test_ray_results_equal_local_with_a_worker_killed(
     tiny_gpt2: Path, tmp_path: Path, cluster: None
 ) -> None:

@@ -178,7 +178,7 @@ def test_cli_report_shows_the_study_sections(run_dir: Path, tmp_path: Path) -> N
     done = subprocess.run(
         [sys.executable, "-m", "steadyeval", "report", str(run_dir), "--format", "md",
          "--output", str(out), "--seed", "1"],
-        capture_output=True, text=True, env=env, timeout=120,
+        capture_output=True, text=True, env=env,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     md = out.read_text()

@@ -160,7 +160,7 @@ def test_cli_end_to_end(tiny_gpt2: Path, squad_file: Path, tmp_path: Path,
              "--no-progress"]  # fmt: skip
     done = subprocess.run(
         [sys.executable, "-m", "steadyeval", "study", "formats", *flags, "--out", "runs/a"],
-        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300,
+        capture_output=True, text=True, env=env, cwd=tmp_path,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "warning: scoring 'logprob' is deprecated; use 'option-logprob'" in done.stderr

@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq
-import pytest
 from click.testing import CliRunner, Result
 
 from steadyeval.cli import main
@@ -27,11 +26,9 @@ def _cli(*args: str, tmp: Path) -> subprocess.CompletedProcess[str]:
         capture_output=True,
         text=True,
         env=env,
-        timeout=300,
     )
 
 
-@pytest.mark.timeout(240)  # a fresh interpreter imports torch and transformers
 def test_end_to_end(mini_mmlu: Path, tiny_gpt2: Path, tmp_path: Path) -> None:
     out = tmp_path / "run"
     done = _cli(
