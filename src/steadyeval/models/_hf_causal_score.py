@@ -73,14 +73,7 @@ class CausalScoring(HFBackendBase):
     @property
     def tokenizer(self) -> Any:
         if self._tokenizer is None:
-            from transformers import AutoTokenizer
-
-            tok = AutoTokenizer.from_pretrained(
-                self.model_dir, trust_remote_code=self.options.trust_remote_code
-            )
-            # steadyeval truncates inputs itself (and records it); silence the length warning.
-            tok.model_max_length = 1 << 60
-            self._tokenizer = tok
+            self._tokenizer = self._load_tokenizer()
         return self._tokenizer
 
     @property

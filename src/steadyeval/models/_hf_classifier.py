@@ -87,15 +87,7 @@ class HFClassifierBackend(HFBackendBase):
     @property
     def tokenizer(self) -> Any:
         if self._tokenizer is None:
-            from transformers import AutoTokenizer
-
-            tok = AutoTokenizer.from_pretrained(
-                self.model_dir, trust_remote_code=self.options.trust_remote_code
-            )
-            limit = getattr(tok, "model_max_length", None)
-            self._tokenizer_limit = limit if isinstance(limit, int) and limit < 1 << 30 else None
-            tok.model_max_length = 1 << 60  # truncation is explicit and recorded
-            self._tokenizer = tok
+            self._tokenizer = self._load_tokenizer()
         return self._tokenizer
 
     @property

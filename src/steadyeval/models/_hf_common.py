@@ -8,11 +8,12 @@ strings and batched generation in ``_hf_batching``.
 from __future__ import annotations
 
 import logging
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from ._backend import BaseBackend, Capabilities
-from ._hf_identity import fingerprint_dir, model_identity
+from ._hf_identity import content_hashes, fingerprint_dir, model_identity
 from ._hf_options import RUN_ONLY, HFOptions, load_config, resolve_model_dir
 from ._known import known_input_format
 from ._spec import ModelSpec
@@ -58,14 +59,36 @@ class HFBackendBase(BaseBackend):
     def _check_config(self) -> None:
         """Raise if the config is not a model this backend can run."""
 
+    def _load_tokenizer(self) -> Any:
+        """The folder's tokenizer, its own length limit kept in ``_tokenizer_limit`` and then
+        lifted (steadyeval truncates inputs itself, and records it)."""
+        from transformers import AutoTokenizer
+
+        tok = AutoTokenizer.from_pretrained(
+            self.model_dir, trust_remote_code=self.options.trust_remote_code
+        )
+        limit = getattr(tok, "model_max_length", None)
+        self._tokenizer_limit = limit if isinstance(limit, int) and limit < 1 << 30 else None
+        tok.model_max_length = 1 << 60
+        return tok
+
+    @cached_property
+    def _content_hashes(self) -> dict[str, str]:
+        """The folder's content hashes, read once for the fingerprint and the identity."""
+        return content_hashes(self.model_dir)
+
     def fingerprint(self) -> str:
         if self._fingerprint is None:
-            self._fingerprint = fingerprint_dir(self.kind, self.spec, self.model_dir, self.options)
+            self._fingerprint = fingerprint_dir(
+                self.kind, self.spec, self.model_dir, self.options, self._content_hashes
+            )
         return self._fingerprint
 
     def identity(self) -> str:
         if self._identity is None:
-            self._identity = model_identity(self.spec, self.model_dir, self.run_only_options)
+            self._identity = model_identity(
+                self.spec, self.model_dir, self.run_only_options, self._content_hashes
+            )
         return self._identity
 
     @property

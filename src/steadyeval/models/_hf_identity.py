@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import struct
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from ._backend import spec_identity
@@ -82,10 +82,17 @@ def content_hashes(model_dir: Path) -> dict[str, str]:
     return {"config": cfg, "weights": _hash_files(weights, _weights_sample), "tokenizer": tok}
 
 
-def fingerprint_dir(kind: str, spec: ModelSpec, model_dir: Path, options: HFOptions) -> str:
-    """Backend, name, revision, dtype, context length, the folder's content hashes, and the
-    weight files' sizes and modification times (a large model trained again in place, whose
-    sampled bytes might not show it, still gets a new fingerprint)."""
+def fingerprint_dir(
+    kind: str,
+    spec: ModelSpec,
+    model_dir: Path,
+    options: HFOptions,
+    hashes: Mapping[str, str] | None = None,
+) -> str:
+    """Backend, name, revision, dtype, context length, the folder's content hashes
+    (``hashes`` when the caller has them, else computed), and the weight files' sizes and
+    modification times (a large model trained again in place, whose sampled bytes might
+    not show it, still gets a new fingerprint)."""
     weights = sorted(model_dir.glob("*.safetensors")) or sorted(model_dir.glob("*.bin"))
     stat = [f"{p.name}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in weights]
     body = {
@@ -94,7 +101,7 @@ def fingerprint_dir(kind: str, spec: ModelSpec, model_dir: Path, options: HFOpti
         "revision": options.revision,
         "dtype": options.dtype,
         "max_length": options.max_length,
-        **content_hashes(model_dir),
+        **(content_hashes(model_dir) if hashes is None else hashes),
         "files": hashlib.sha256("\n".join(stat).encode()).hexdigest()[:16],
     }
     return json.dumps(body, sort_keys=True, separators=(",", ":"))
@@ -106,7 +113,12 @@ _HF_FAMILY = frozenset({"hf", "hf-causal", "hf-seq2seq", "hf-masked", "hf-classi
 _DEFAULTS = {"dtype": "float32"}
 
 
-def model_identity(spec: ModelSpec, model_dir: Path, run_only: Iterable[str]) -> str:
+def model_identity(
+    spec: ModelSpec,
+    model_dir: Path,
+    run_only: Iterable[str],
+    hashes: Mapping[str, str] | None = None,
+) -> str:
     """The ``model`` column of an HF-style model: ``BACKEND:HUB_NAME@COMMIT`` for a hub model
     (the snapshot's commit, else the requested revision), ``BACKEND:FOLDER#CONTENT`` for a
     local folder (its name and the first 12 hex digits of its content hashes; no path), plus
@@ -120,7 +132,9 @@ def model_identity(spec: ModelSpec, model_dir: Path, run_only: Iterable[str]) ->
     )
     if Path(spec.name).expanduser().is_dir():
         digest = hashlib.sha256(
-            json.dumps(content_hashes(model_dir), sort_keys=True).encode()
+            json.dumps(
+                dict(content_hashes(model_dir) if hashes is None else hashes), sort_keys=True
+            ).encode()
         ).hexdigest()[:12]
         name = f"{model_dir.resolve().name}#{digest}"
     else:

@@ -105,11 +105,7 @@ class HFMaskedBackend(HFBackendBase):
     @property
     def tokenizer(self) -> Any:
         if self._tokenizer is None:
-            from transformers import AutoTokenizer
-
-            tok = AutoTokenizer.from_pretrained(
-                self.model_dir, trust_remote_code=self.options.trust_remote_code
-            )
+            tok = self._load_tokenizer()
             if not getattr(tok, "is_fast", False):
                 raise ConfigError(
                     f"{self.spec}: the masked backend needs a fast tokenizer (tokenizer.json) "
@@ -117,9 +113,6 @@ class HFMaskedBackend(HFBackendBase):
                 )
             if tok.mask_token_id is None:
                 raise ConfigError(f"{self.spec}: the tokenizer has no mask token")
-            limit = getattr(tok, "model_max_length", None)
-            self._tokenizer_limit = limit if isinstance(limit, int) and limit < 1 << 30 else None
-            tok.model_max_length = 1 << 60  # truncation is done below, and recorded
             self._tokenizer = tok
         return self._tokenizer
 

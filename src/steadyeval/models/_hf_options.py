@@ -21,6 +21,7 @@ __all__ = [
     "HFOptions",
     "load_config",
     "model_folder",
+    "positive_int",
     "resolve_model_dir",
 ]
 
@@ -65,8 +66,10 @@ class HFOptions:
             raise ModelSpecError(f"model spec {spec}: dtype {dtype!r} not in {', '.join(_DTYPES)}")
         batch: int | None = None
         if o.get("batch_size", "auto") != "auto":
-            batch = _int(spec, "batch_size", o["batch_size"])
-        max_length = _int(spec, "max_length", o["max_length"]) if "max_length" in o else None
+            batch = positive_int(spec, "batch_size", o["batch_size"])
+        max_length = (
+            positive_int(spec, "max_length", o["max_length"]) if "max_length" in o else None
+        )
         trust = o.get("trust_remote_code", "false").lower()
         if trust not in ("true", "false"):
             raise ModelSpecError(f"model spec {spec}: trust_remote_code must be true or false")
@@ -99,7 +102,8 @@ class HFOptions:
         return getattr(torch, self.dtype)
 
 
-def _int(spec: ModelSpec, key: str, value: str) -> int:
+def positive_int(spec: ModelSpec, key: str, value: str) -> int:
+    """A spec option's value as a positive integer, else an error naming the spec and key."""
     try:
         n = int(value)
     except ValueError:

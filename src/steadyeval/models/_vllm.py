@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -41,8 +42,8 @@ from ..requests import (
     TopKResponse,
 )
 from ._backend import BaseBackend, Capabilities
-from ._hf_identity import fingerprint_dir, model_identity
-from ._hf_options import HFOptions, resolve_model_dir
+from ._hf_identity import content_hashes, fingerprint_dir, model_identity
+from ._hf_options import HFOptions, positive_int, resolve_model_dir
 from ._known import known_input_format
 from ._spec import ModelSpec
 from ._vllm_engine import ReplicaPool, VLLMEngine, import_engine_module
@@ -68,16 +69,6 @@ RUN_ONLY = frozenset(
      "prefix_caching", "trust_remote_code", "input_format"}
 )  # fmt: skip
 _DTYPES = ("auto", "float16", "bfloat16", "float32")
-
-
-def _int(spec: ModelSpec, key: str, value: str) -> int:
-    try:
-        n = int(value)
-    except ValueError:
-        n = 0
-    if n <= 0:
-        raise ModelSpecError(f"model spec {spec}: {key} must be a positive integer, got {value!r}")
-    return n
 
 
 def _bool(spec: ModelSpec, key: str, value: str) -> bool:
@@ -128,15 +119,17 @@ class VLLMOptions:
         return cls(
             dtype=dtype,
             revision=o.get("revision"),
-            tensor_parallel_size=_int(
+            tensor_parallel_size=positive_int(
                 spec, "tensor_parallel_size", o.get("tensor_parallel_size", "1")
             ),
-            data_parallel_size=_int(spec, "data_parallel_size", o.get("data_parallel_size", "1")),
-            max_model_len=_int(spec, "max_model_len", o["max_model_len"])
+            data_parallel_size=positive_int(
+                spec, "data_parallel_size", o.get("data_parallel_size", "1")
+            ),
+            max_model_len=positive_int(spec, "max_model_len", o["max_model_len"])
             if "max_model_len" in o
             else None,
             gpu_memory_utilization=gmu,
-            max_logprobs=_int(spec, "max_logprobs", o.get("max_logprobs", "20")),
+            max_logprobs=positive_int(spec, "max_logprobs", o.get("max_logprobs", "20")),
             prefix_caching=_bool(spec, "prefix_caching", o.get("prefix_caching", "true")),
             quantization=o.get("quantization"),
             trust_remote_code=_bool(spec, "trust_remote_code", o.get("trust_remote_code", "false")),
@@ -212,16 +205,25 @@ class VLLMBackend(BaseBackend):
             input_format=self.options.input_format or known_input_format(self.spec.name),
         )
 
+    @cached_property
+    def _content_hashes(self) -> dict[str, str]:
+        """The folder's content hashes, read once for the fingerprint and the identity."""
+        return content_hashes(self.model_dir)
+
     def identity(self) -> str:
         if self._identity is None:
-            self._identity = model_identity(self.spec, self.model_dir, self.run_only_options)
+            self._identity = model_identity(
+                self.spec, self.model_dir, self.run_only_options, self._content_hashes
+            )
         return self._identity
 
     def fingerprint(self) -> str:
         """Like the ``hf`` backends' (model files, revision, dtype, context length), under
         backend name ``vllm``; parallelism and memory settings are left out."""
         if self._fingerprint is None:
-            self._fingerprint = fingerprint_dir(self.kind, self.spec, self.model_dir, self._hf)
+            self._fingerprint = fingerprint_dir(
+                self.kind, self.spec, self.model_dir, self._hf, self._content_hashes
+            )
         return self._fingerprint
 
     def count_tokens(self, texts: Sequence[str]) -> list[int] | None:
