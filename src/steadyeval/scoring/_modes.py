@@ -27,6 +27,7 @@ __all__ = [
     "canonical_scoring",
     "get_scoring",
     "register_scoring",
+    "renamed_scoring",
     "requests_for",
     "score_trial",
     "scoring_names",
@@ -96,7 +97,11 @@ class ScoringMode(ABC):
 
 _REGISTRY: dict[str, ScoringMode] = {}
 #: Old names still accepted, with a deprecation warning.
-_ALIASES: dict[str, str] = {"logprob": "option-logprob"}
+_ALIASES: dict[str, str] = {
+    "logprob": "option-logprob",  # the formats study's old name
+    "letter": "letter-logprob",  # the knowledge study's old short names
+    "option": "option-logprob",
+}
 
 
 def register_scoring(mode: ScoringMode, *, replace: bool = False) -> ScoringMode:
@@ -115,17 +120,23 @@ def scoring_names() -> tuple[str, ...]:
     return tuple(_REGISTRY)
 
 
+def renamed_scoring(name: str) -> str:
+    """The current name of a deprecated alias (with a warning), else ``name`` unchanged (not
+    checked: for configs that allow only some modes and check that themselves)."""
+    new = _ALIASES.get(name)
+    if new is None:
+        return name
+    warnings.warn(
+        f"scoring {name!r} is deprecated; use {new!r}", SteadyevalDeprecationWarning, stacklevel=4
+    )
+    return new
+
+
 def canonical_scoring(name: str) -> str:
     """``name``, or the current name of a deprecated alias (with a warning); unknown names
     raise :class:`ConfigError` listing the known ones."""
     if name in _ALIASES:
-        new = _ALIASES[name]
-        warnings.warn(
-            f"scoring {name!r} is deprecated; use {new!r}",
-            SteadyevalDeprecationWarning,
-            stacklevel=3,
-        )
-        return new
+        return renamed_scoring(name)
     if name not in _REGISTRY:
         load_plugins()
     if name not in _REGISTRY:

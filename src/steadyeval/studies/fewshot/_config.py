@@ -107,7 +107,3 @@ class FewShotConfig(StudyConfig):
         if (self.test is None) == (self.test_from_labelled is None):
             raise ValueError("give exactly one of test (a file) and test_from_labelled (N)")
         return self
-
-    def design_dict(self) -> dict[str, Any]:
-        """The settings the results depend on (``config.json``)."""
-        return self.model_dump(mode="json", exclude={"threads", "checkpoints"})

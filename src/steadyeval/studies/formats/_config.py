@@ -90,9 +90,9 @@ class FormatsConfig(StudyConfig):
     @classmethod
     def _scoring_alias(cls, value: Any) -> Any:
         """``logprob`` is the deprecated name of ``option-logprob``."""
-        from ...scoring import canonical_scoring
+        from ...scoring import renamed_scoring
 
-        return canonical_scoring(value) if value == "logprob" else value
+        return renamed_scoring(value) if isinstance(value, str) else value
 
     @model_validator(mode="after")
     def _some_items(self) -> FormatsConfig:

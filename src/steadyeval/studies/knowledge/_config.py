@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-from ..._errors import SteadyevalDeprecationWarning
-from ...scoring import LETTER_LOGPROB, OPTION_LOGPROB, canonical_scoring
+from ...scoring import LETTER_LOGPROB, OPTION_LOGPROB, renamed_scoring
 from .._protocol import StudyConfig
 
 __all__ = ["SCORINGS", "TEMPLATE_NAMES", "KnowledgeConfig"]
@@ -80,21 +78,11 @@ class KnowledgeConfig(StudyConfig):
     @field_validator("scorings", mode="before")
     @classmethod
     def _scoring_names(cls, value: Any) -> Any:
-        """Comma-split, then every name in its registered form (short names deprecated)."""
+        """Comma-split, then every name in its registered form (old names deprecated)."""
         value = _comma(value)
         if not isinstance(value, list):
             return value
-        out = []
-        for s in value:
-            if s in SCORINGS:  # the old short names
-                warnings.warn(
-                    f"scoring {s!r} is deprecated; use {SCORINGS[s]!r}",
-                    SteadyevalDeprecationWarning,
-                    stacklevel=2,
-                )
-                s = SCORINGS[s]
-            out.append(canonical_scoring(s) if s == "logprob" else s)
-        return out
+        return [renamed_scoring(s) if isinstance(s, str) else s for s in value]
 
     @field_validator("shots", "templates", "scorings")
     @classmethod

@@ -3,6 +3,7 @@ a generic task under several templates); loaded when a run starts."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -101,12 +102,8 @@ def sensitivity_design(
     if vocab is not None:
         extra["vocab"] = load_vocab(vocab)
     if extra:
-        probe = ProbeOptions(**{**_fields(probe), **extra})
+        probe = dataclasses.replace(probe, **extra)
     return probe_design(load_probes(root, prompt_set=prompt_set), probe, analysis)
-
-
-def _fields(opts: ProbeOptions) -> dict[str, Any]:
-    return {k: getattr(opts, k) for k in opts.__dataclass_fields__}
 
 
 def _limit_task(items: Sequence[Any], limit: int) -> list[Any]:
