@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from .items import Item, load_items
     from .models import ModelSpec, load_backend, parse_model_spec, register_backend
     from .results import read_results
-    from .run import PlanCounts, RunOptions, RunResult, run
+    from .run import PlanCounts, RunOptions, RunResult, run, run_config
 
 # Everything else loads on first use, so ``import steadyeval`` stays cheap.
 __getattr__, __dir__ = lazy_exports(
@@ -49,7 +49,7 @@ __getattr__, __dir__ = lazy_exports(
         ".items": ["Item", "load_items"],
         ".models": ["ModelSpec", "load_backend", "parse_model_spec", "register_backend"],
         ".results": ["read_results"],
-        ".run": ["PlanCounts", "RunOptions", "RunResult", "run"],
+        ".run": ["PlanCounts", "RunOptions", "RunResult", "run", "run_config"],
     },
     keep=["run"],
 )
@@ -83,4 +83,5 @@ __all__ = [
     "read_results",
     "register_backend",
     "run",
+    "run_config",
 ]

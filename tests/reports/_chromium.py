@@ -198,3 +198,28 @@ def launch(binary: str, user_data_dir: Path) -> Iterator[Browser]:
             proc.wait()
         os.close(to_w)
         os.close(from_r)
+
+
+def open_report(browser: Browser, path: Path, width: int = 1280, height: int = 800) -> Page:
+    """A new tab of ``width`` × ``height`` showing the report at ``path``, its script run."""
+    page = browser.new_page(width, height)
+    page.navigate(path.resolve().as_uri())
+    assert page.evaluate("document.documentElement.getAttribute('data-items-ready')") == "1"
+    return page
+
+
+def shot(page: Page, path: Path, *, full: bool = True) -> Path:
+    """A screenshot (the whole page, or the viewport), checked to be a real PNG, and copied
+    to ``STEADYEVAL_SCREENSHOT_DIR`` when that is set."""
+    if full:
+        page.screenshot(path)
+    else:
+        data = page.send("Page.captureScreenshot", {"format": "png"})["data"]
+        path.write_bytes(base64.b64decode(data))
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20_000
+    keep = os.environ.get("STEADYEVAL_SCREENSHOT_DIR")
+    if keep:
+        Path(keep).mkdir(parents=True, exist_ok=True)
+        shutil.copy(path, Path(keep) / path.name)
+    return path

@@ -4,7 +4,8 @@ and real runs of the tiny GPT-2."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+import os
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,9 @@ from steadyeval import FORMATS, TEMPLATES, Condition, Generation, Item, RunOptio
 from steadyeval.models import parse_model_spec
 from steadyeval.requests import ScoreRequest, ScoreResponse
 from tests.scripted_backend import ScriptedBackend, _unit
+
+from ._chromium import Browser, find_chromium, launch
+from ._studies import StudyRuns
 
 #: Outputs that would set ``window.__pwned`` if they ever became markup or script.
 PAYLOADS = [
@@ -217,3 +221,23 @@ def tiny_runs(tiny_gpt2: Path, tmp_path_factory: pytest.TempPathFactory) -> tupl
         )
         outs.append(out)
     return outs[0], outs[1]
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Browser]:
+    """Headless Chromium. Required in CI (``CI`` set): the test fails there when it is
+    missing, and skips only on a machine without Chromium and without ``CI``."""
+    binary = find_chromium()
+    if binary is None:
+        if os.environ.get("CI"):
+            pytest.fail("Chromium is required in CI (apt-get install -y chromium)")
+        pytest.skip("Chromium is not installed (apt-get install -y chromium)")
+    with launch(binary, tmp_path_factory.mktemp("chromium-profile")) as b:
+        yield b
+
+
+@pytest.fixture(scope="session")
+def study_runs(tiny_gpt2: Path, tmp_path_factory: pytest.TempPathFactory) -> StudyRuns:
+    """Small runs of the built-in studies on the tiny GPT-2 (``study_runs["formats"]`` is
+    the run directory, made on first use)."""
+    return StudyRuns(tiny_gpt2, tmp_path_factory.mktemp("studies"))

@@ -8,49 +8,18 @@ skips only on a machine without Chromium and without ``CI``. Set
 
 from __future__ import annotations
 
-import os
-import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from steadyeval.reports import ReportOptions, build_report, render_html, write_report
 
-from ._chromium import Browser, Page, find_chromium, launch
+from ._chromium import Browser, Page, open_report, shot
 from .conftest import PAYLOADS
 
 
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Browser]:
-    binary = find_chromium()
-    if binary is None:
-        if os.environ.get("CI"):
-            pytest.fail("Chromium is required in CI (apt-get install -y chromium)")
-        pytest.skip("Chromium is not installed (apt-get install -y chromium)")
-    with launch(binary, tmp_path_factory.mktemp("chromium-profile")) as b:
-        yield b
-
-
 def _open(browser: Browser, path: Path) -> Page:
-    page = browser.new_page(1400, 900)
-    page.navigate(path.resolve().as_uri())
-    assert page.evaluate("document.documentElement.getAttribute('data-items-ready')") == "1"
-    return page
-
-
-def _keep(shot: Path) -> None:
-    keep = os.environ.get("STEADYEVAL_SCREENSHOT_DIR")
-    if keep:
-        Path(keep).mkdir(parents=True, exist_ok=True)
-        shutil.copy(shot, Path(keep) / shot.name)
-
-
-def _shot(page: Page, path: Path) -> None:
-    page.screenshot(path)
-    data = path.read_bytes()
-    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20_000
-    _keep(path)
+    return open_report(browser, path, 1400, 900)
 
 
 @pytest.mark.parametrize("csp", [False, True], ids=["escaping-alone", "with-csp"])
@@ -122,5 +91,5 @@ def test_tiny_model_report_in_the_browser(
     )
     assert accs == sorted(accs)
     page.evaluate("window.scrollTo(0, 0)")
-    _shot(page, tmp_path / "tiny-gpt2-report.png")
+    shot(page, tmp_path / "tiny-gpt2-report.png")
     assert page.console_errors() == []

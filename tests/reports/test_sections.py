@@ -313,7 +313,10 @@ def test_item_table_is_bounded_and_keeps_items_whole() -> None:
         per_item[r[0]] = per_item.get(r[0], 0) + 1
         assert len(r[4]) == 40 and r[4].endswith("…")
     assert set(per_item.values()) == {3}  # every shown item has all its conditions
-    assert "99 of 900 rows: every row of 33 of 300 items drawn at random (seed 0)" in items.note
+    assert (
+        "99 of 900 rows (801 left out): every row of 33 of 300 items drawn at random (seed 0)"
+        in items.note
+    )
     assert "at most 100 rows" in items.note and "cut at 40 characters" in items.note
     again = _blocks(build_report(context_from_table(table, options=opts)), ItemTable)[0]
     assert again.rows == items.rows  # seeded

@@ -7,11 +7,10 @@ from pathlib import Path
 import click
 
 from ..cache import ResponseCache, default_cache_path
+from ._options import cache_help
 
 _CACHE_OPT = click.option(
-    "--cache",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Cache file (default: $STEADYEVAL_CACHE or ~/.cache/steadyeval/responses.sqlite).",
+    "--cache", type=click.Path(dir_okay=False, path_type=Path), help=cache_help()
 )
 
 

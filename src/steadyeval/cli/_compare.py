@@ -24,9 +24,16 @@ def _p(x: float) -> str:
     return "–" if math.isnan(x) else ("<0.001" if x < 0.001 else f"{x:.3f}")
 
 
+#: What the difference column says when A and B agree on every unit (a zero-width interval
+#: around +0.0 pp would read as certainty; the data say nothing about a difference).
+NO_DISCORDANT = "no discordant pairs"
+
+
 def _diff(r: ConditionDifference) -> str:
     if math.isnan(r.difference):
         return "–"
+    if r.n and not r.discordant:
+        return NO_DISCORDANT
     head = f"{100 * r.difference:+.1f} pp"
     if math.isnan(r.low):
         return head

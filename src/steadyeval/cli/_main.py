@@ -76,5 +76,31 @@ class _Group(click.Group):
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="steadyeval")
-def main() -> None:
-    """Evaluate language models under many conditions; keep every answer; test every claim."""
+@click.option(
+    "--log-level",
+    type=click.Choice(["debug", "info", "warning", "error"], case_sensitive=False),
+    default="info",
+    show_default=True,
+    envvar="STEADYEVAL_LOG_LEVEL",
+    help="Least severe log lines printed on stderr (also $STEADYEVAL_LOG_LEVEL).",
+)
+@click.option("-v", "--verbose", is_flag=True, help="Debug log lines (as --log-level debug).")
+@click.option(
+    "-q",
+    "--quiet",
+    is_flag=True,
+    help="Only warnings and errors on stderr, and no progress (as --log-level warning).",
+)
+@click.pass_context
+def main(ctx: click.Context, log_level: str, verbose: bool, quiet: bool) -> None:
+    """Evaluate language models under many conditions; keep every answer; test every claim.
+
+    Log lines (progress in batch jobs, models loading, retries) go to stderr; results to
+    stdout. -v and -q override --log-level.
+    """
+    if verbose and quiet:
+        raise click.UsageError("-v/--verbose and -q/--quiet cannot be given together")
+    from .._log import LEVELS, configure
+
+    level = "debug" if verbose else "warning" if quiet else log_level.lower()
+    ctx.call_on_close(configure(LEVELS[level]))  # undone when the command ends

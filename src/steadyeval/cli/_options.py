@@ -1,9 +1,11 @@
-"""What every command that runs models shares: the ``--out``, ``--cache``, ``--dry-run`` and
-``--no-progress`` options, and the one printer of a dry run's counts and a run's footer."""
+"""What every command that runs models shares: the ``--out``, ``--overwrite``, ``--cache``,
+``--dry-run`` and ``--no-progress`` options, lm-eval's ``--model_args`` spelling, the one
+printer of a dry run's counts and the one printer of a finished run."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import sys
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -12,63 +14,222 @@ import click
 if TYPE_CHECKING:
     from ..run import PlanCounts
 
-__all__ = ["check_out", "echo_counts", "echo_footer", "run_options", "shared_options"]
+__all__ = [
+    "cache_help",
+    "echo_counts",
+    "echo_result",
+    "first_table",
+    "log_options",
+    "model_args_option",
+    "model_specs",
+    "run_options",
+    "run_out",
+    "shared_options",
+]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def shared_options(*, out_required: bool = False) -> list[click.Option]:
-    """``--out``, ``--cache``, ``--dry-run`` and ``--no-progress``, in that order."""
+def cache_help() -> str:
+    """``--cache``'s help: where the cache is by default, resolved here."""
+    from ..cache import default_cache_path
+
+    return (
+        "Response cache file; default: $STEADYEVAL_CACHE, else "
+        "$XDG_CACHE_HOME/steadyeval/responses.sqlite (XDG_CACHE_HOME defaults to ~/.cache)."
+        f"  [default: {default_cache_path()}]"
+    )
+
+
+def shared_options() -> list[click.Option]:
+    """``--out``, ``--overwrite``, ``--cache``, ``--dry-run`` and ``--no-progress``."""
     return [
         click.Option(
             ["--out"],
             type=click.Path(file_okay=False, path_type=Path),
-            required=out_required,
-            help="Run directory to write (results.parquet, summary.json, summary.md, ...).",
+            help="Run folder to write (results.parquet, summary.json, summary.md, ...); the "
+            "same config resumes into it.  [default: runs/<YYYYmmdd-HHMMSS>-<name>]",
         ),
         click.Option(
-            ["--cache"],
-            type=click.Path(dir_okay=False, path_type=Path),
-            help="Response cache file (default: $STEADYEVAL_CACHE, else "
-            "~/.cache/steadyeval/responses.sqlite).",
+            ["--overwrite"],
+            is_flag=True,
+            help="Replace a run folder that holds a run of another config (its files are "
+            "deleted); without it such a folder is refused.",
+        ),
+        click.Option(
+            ["--cache"], type=click.Path(dir_okay=False, path_type=Path), help=cache_help()
         ),
         click.Option(["--dry-run"], is_flag=True, help="Print the plan's counts; call no model."),
-        click.Option(["--no-progress"], is_flag=True, help="Do not show the progress bar."),
+        click.Option(
+            ["--no-progress"],
+            is_flag=True,
+            help="No progress bar on a terminal, no progress lines in a log.",
+        ),
+        *log_options(),
     ]
 
 
-def run_options(*, out_required: bool = False) -> Callable[[F], F]:
+def _log_level(ctx: click.Context, param: click.Parameter, value: Any) -> None:
+    """``-v``, ``-q`` or ``--log-level`` after the command name: as before it."""
+    if not value:
+        return
+    from .._log import LEVELS, configure
+
+    level = {"verbose": "debug", "quiet": "warning"}.get(str(param.name), str(value).lower())
+    ctx.call_on_close(configure(LEVELS[level]))
+
+
+def log_options() -> list[click.Option]:
+    """``--log-level``, ``-v`` and ``-q``, also accepted after a command's name."""
+    return [
+        click.Option(
+            ["--log-level"],
+            type=click.Choice(["debug", "info", "warning", "error"], case_sensitive=False),
+            callback=_log_level,
+            expose_value=False,
+            help="Least severe log lines on stderr (as `steadyeval --log-level`).",
+        ),
+        click.Option(
+            ["-v", "--verbose"],
+            is_flag=True,
+            callback=_log_level,
+            expose_value=False,
+            help="Debug log lines.",
+        ),
+        click.Option(
+            ["-q", "--quiet"],
+            is_flag=True,
+            callback=_log_level,
+            expose_value=False,
+            help="Only warnings and errors on stderr; no progress.",
+        ),
+    ]
+
+
+def model_args_option() -> click.Option:
+    return click.Option(
+        ["--model_args", "--model-args", "model_args"],
+        metavar="K=V,...",
+        help="lm-evaluation-harness's spelling: --model hf --model_args "
+        "pretrained=NAME,dtype=bfloat16 (one --model only).",
+    )
+
+
+def run_options() -> Callable[[F], F]:
     """A decorator adding :func:`shared_options` to a click command function."""
 
     def decorate(f: F) -> F:
         params = f.__dict__.setdefault("__click_params__", [])
-        params.extend(reversed(shared_options(out_required=out_required)))
+        params.extend(reversed(shared_options()))
         return f
 
     return decorate
 
 
-def check_out(out: Path | None, dry_run: bool) -> None:
-    if not dry_run and out is None:
-        raise click.UsageError("--out RUN_DIR is required (or use --dry-run)")
+def model_specs(models: Sequence[str], model_args: str | None) -> list[str]:
+    """The ``--model`` values, with lm-eval's ``--model hf --model_args pretrained=X,...``
+    turned into one spec."""
+    if model_args is None:
+        return list(models)
+    if len(models) != 1:
+        raise click.UsageError(
+            "--model_args goes with exactly one --model (the backend, e.g. --model hf); "
+            f"got {len(models)} --model values"
+        )
+    from ..models import lmeval_model_spec
+
+    return [lmeval_model_spec(models[0], model_args)]
+
+
+def run_out(out: Path | None, dry_run: bool, name: str) -> Path | None:
+    """The run folder: ``--out``, else ``runs/<timestamp>-<name>`` (none for a dry run)."""
+    if dry_run or out is not None:
+        return out
+    from ..run._folder import default_out
+
+    return default_out(name)
 
 
 def echo_counts(c: PlanCounts) -> None:
-    """What a dry run would cost, on one line."""
-    click.echo(
-        f"dry run: {c.rows} rows, {c.requests} requests, {c.unique_requests} unique, "
-        f"{c.cache_hits} cached, {c.to_send} to send, {c.skipped} skipped (item, condition) "
-        f"pairs; {c.input_tokens} input tokens to send"
-        + (" (estimated)" if c.input_tokens_estimated else "")
-    )
+    """What a dry run would cost: one aligned table, the same for every command."""
+    rows = [
+        ("rows (item × condition × model × sample)", c.rows),
+        ("requests", c.requests),
+        ("unique requests", c.unique_requests),
+        ("cached", c.cache_hits),
+        ("to send", c.to_send),
+        (
+            "input tokens to send" + (" (estimated)" if c.input_tokens_estimated else ""),
+            c.input_tokens,
+        ),
+        ("skipped (item, condition) pairs", c.skipped),
+    ]
+    width = max(len(label) for label, _ in rows)
+    click.echo("dry run: nothing is sent")
+    for label, value in rows:
+        click.echo(f"  {label:<{width}}  {value:>12,}")
+    names = {"unique_requests": "unique", "cache_hits": "cached"}
+    for model, counts in c.per_model.items():
+        detail = " · ".join(f"{names.get(k, k).replace('_', ' ')} {v:,}" for k, v in counts.items())
+        click.echo(f"  {model}: {detail}")
 
 
-def echo_footer(summary: Mapping[str, Any], run_dir: Path | None) -> None:
-    """The counts of a finished run and what it wrote."""
+def _pct(x: float) -> str:
+    return "–" if x != x else f"{100 * x:.1f}%"
+
+
+def echo_result(summary: Mapping[str, Any], run_dir: Path | None, headline: str = "") -> None:
+    """A finished run: accuracy per (model, condition) with full names (a pipe gets no
+    80-column cut), a study's ``headline`` table, the plan's counts and what was written."""
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(width=None if sys.stdout.isatty() else 10_000)
+    title = f"run {summary['run_id']}" + (f" · {summary['study']}" if "study" in summary else "")
+    t = Table(title=title, title_justify="left")
+    cols = ("model", "condition", "n", "accuracy", "95% CI", "refused", "unmatched")
+    for col in (*cols, "truncated", "approximate"):
+        t.add_column(col, overflow="fold")
+    for row in summary["by_condition"]:
+        acc = row["accuracy"]
+        ci = "–" if acc != acc else f"{_pct(row['accuracy_low'])}–{_pct(row['accuracy_high'])}"
+        t.add_row(
+            *(str(row[k]) for k in ("model", "condition", "n")),
+            _pct(acc),
+            ci,
+            *(str(row.get(k, 0)) for k in ("refused", "unmatched", "truncated", "approximate")),
+        )
+    console.print(t)
+    if headline:
+        click.echo("\n" + headline + "\n")
     plan = summary["plan"]
+    retries = _retries(summary.get("retries"))
     click.echo(
-        f"{summary['n_rows']} rows; {plan['unique']} unique requests: "
-        f"{plan['cache_hits']} cached, {plan['model_calls']} sent"
+        f"{summary['n_rows']} rows; {plan['unique']} unique requests: {plan['cache_hits']} "
+        f"cached, {plan['model_calls']} sent; skipped pairs: {summary.get('n_skipped', 0)}"
+        + (f"; retries: {retries}" if retries else "")
     )
     if run_dir is not None:
-        click.echo(f"wrote {run_dir}/results.parquet, summary.json, summary.md")
+        click.echo(f"wrote {run_dir}/ (results.parquet, summary.json, summary.md)")
+        click.echo(f"read it: steadyeval report {run_dir}")
+
+
+def _retries(value: Any) -> int:
+    """The total retry count in a summary's ``retries`` (a number, or per model)."""
+    if isinstance(value, Mapping):
+        return sum(
+            _retries(v.get("retries", 0) if isinstance(v, Mapping) else v) for v in value.values()
+        )
+    return int(value) if isinstance(value, int | float) else 0
+
+
+def first_table(markdown: str) -> str:
+    """The first Markdown table of ``markdown`` with the heading above it (a study's
+    headline); empty when there is none."""
+    lines = markdown.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith("|")), None)
+    if start is None:
+        return ""
+    end = next((i for i in range(start, len(lines)) if not lines[i].startswith("|")), len(lines))
+    heading = next((lines[i] for i in range(start - 1, -1, -1) if lines[i].startswith("#")), "")
+    return "\n".join([heading, "", *lines[start:end]] if heading else lines[start:end])

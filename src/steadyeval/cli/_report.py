@@ -41,7 +41,8 @@ if TYPE_CHECKING:
     type=click.IntRange(min=1),
     default=ReportOptions.max_chars,
     show_default=True,
-    help="Outputs in the per-item table are cut to this many characters.",
+    help="Prompts, options, outputs and parsed answers in the per-item table and its "
+    "drill-down are cut to this many characters (a prompt keeps its start and end).",
 )
 @click.option(
     "--seed",
@@ -58,11 +59,15 @@ def command(
     The HTML report is one file that needs no network: headline table with intervals,
     accuracy bars, agreement matrices with McNemar p-values (and the noise floor when the
     run defines one), spread across conditions, reliability diagrams, accuracy vs shots,
-    the study's own sections and a searchable, sortable per-item table.
+    the study's own sections and a searchable, sortable per-item table with filters
+    (condition, outcome, flipped between two conditions) whose rows open a drill-down: the
+    prompt, the options in the order shown with their log-probabilities, the gold answer,
+    the output and how it was parsed, and the same item under every other condition.
 
     \b
     Example:
       steadyeval report runs/quickstart
+      steadyeval report runs/quickstart --max-chars 2000   # whole prompts
       steadyeval report runs/quickstart --format md -o report.md
     """
     from ..reports import write_report

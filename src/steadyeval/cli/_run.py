@@ -3,14 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
-from ._options import check_out, echo_counts, run_options
-
-if TYPE_CHECKING:
-    from ..run import RunResult
+from ._options import echo_counts, echo_result, model_args_option, model_specs, run_options, run_out
 
 
 @click.command("run")
@@ -20,11 +16,25 @@ if TYPE_CHECKING:
     "models",
     multiple=True,
     metavar="SPEC",
-    help="BACKEND:NAME_OR_PATH[?key=value&...]; repeat for several models.",
+    help="BACKEND:NAME_OR_PATH[?key=value&...]; repeat for several models. Quote a spec "
+    "holding & or ? in a shell.  [required unless in CONFIG]",
 )
-@click.option("--data", metavar="PATH|HUB_NAME", help="Items: .jsonl, .csv or a hub data set.")
-@click.option("--limit", type=int, help="Evaluate only the first N items.")
-@click.option("--seed", type=int, help="Default seed for option order, shots and sampling.")
+@click.option(
+    "--data",
+    metavar="PATH|HUB_NAME",
+    help="Items: .jsonl, .csv or a hub data set.  [required unless in CONFIG]",
+)
+@click.option(
+    "--limit",
+    type=click.IntRange(min=1),
+    help="Evaluate only the first N items (shots still come from the whole data set, so "
+    "each item's prompt is the one the full run gives it).",
+)
+@click.option(
+    "--seed",
+    type=int,
+    help="Default seed for option order, shots and sampling.  [default: 0, or the CONFIG's]",
+)
 @click.option(
     "--executor",
     type=click.Choice(["local", "ray"]),
@@ -54,6 +64,8 @@ def run_cmd(
     address: str | None,
     workers: int,
     no_progress: bool,
+    overwrite: bool,
+    model_args: str | None,
 ) -> None:
     """Run items × conditions × models into a results table.
 
@@ -68,52 +80,22 @@ def run_cmd(
     """
     from ..run import PlanCounts, RayExecutor, load_run_config, run_config
 
-    check_out(out, dry_run)
-    cfg = load_run_config(
-        config, {"models": list(models), "data": data, "limit": limit, "seed": seed}
-    )
+    specs = model_specs(models, model_args)
+    cfg = load_run_config(config, {"models": specs, "data": data, "limit": limit, "seed": seed})
     ray = RayExecutor(address=address, workers=workers) if executor == "ray" else None
     result = run_config(
         cfg,
-        out=out,
+        out=run_out(out, dry_run, config.stem if config is not None else "run"),
         cache=cache,
         dry_run=dry_run,
         progress=False if no_progress else None,
         executor=ray,
+        overwrite=overwrite,
     )
     if isinstance(result, PlanCounts):
         echo_counts(result)
     else:
-        _print_result(result)
+        echo_result(result.summary, result.run_dir)
 
 
-def _print_result(r: RunResult) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    console = Console()
-    s = r.summary
-    t = Table(title=f"run {s['run_id']}")
-    for col in ("model", "condition", "n", "accuracy", "95% CI", "refused", "unmatched"):
-        t.add_column(col)
-    for row in s["by_condition"]:
-        acc = row["accuracy"]
-        t.add_row(
-            row["model"],
-            row["condition"],
-            str(row["n"]),
-            "–" if acc != acc else f"{100 * acc:.1f}%",
-            "–"
-            if acc != acc
-            else f"{100 * row['accuracy_low']:.1f}–{100 * row['accuracy_high']:.1f}%",
-            str(row["refused"]),
-            str(row["unmatched"]),
-        )
-    console.print(t)
-    p = s["plan"]
-    console.print(
-        f"{s['n_rows']} rows; {p['unique']} unique requests: {p['cache_hits']} cached, "
-        f"{p['model_calls']} sent; skipped pairs: {s['n_skipped']}"
-    )
-    if r.run_dir is not None:
-        console.print(f"wrote {r.run_dir}/results.parquet, summary.json, summary.md")
+run_cmd.params.insert(2, model_args_option())

@@ -21,7 +21,15 @@ from pydantic.fields import FieldInfo
 
 from .._errors import ConfigError
 from ..studies import Study, get_study, study_names
-from ._options import check_out, echo_counts, echo_footer, shared_options
+from ._options import (
+    echo_counts,
+    echo_result,
+    first_table,
+    model_args_option,
+    model_specs,
+    run_out,
+    shared_options,
+)
 
 __all__ = ["study_command", "study_group"]
 
@@ -60,12 +68,15 @@ def _click_type(annotation: Any, extra: dict[str, Any]) -> Any:
 
 
 def _help(field: FieldInfo, text: str | None = None) -> str:
+    """The field's description with click's ``[default: …]`` (or ``[required …]``) tail."""
     text = text if text is not None else (field.description or "")
+    if field.is_required():
+        return f"{text}  [required unless in CONFIG]"
     default = field.default
-    if field.is_required() or default is None or default is False or default in ([], ()):
+    if default is None or default is False or default in ([], ()):
         return text
     shown = ",".join(map(str, default)) if isinstance(default, list | tuple) else default
-    return f"{text} [default: {shown}]"
+    return f"{text}  [default: {shown}]"
 
 
 def _options(name: str, field: FieldInfo) -> list[tuple[click.Option, _Dest]]:
@@ -148,19 +159,29 @@ def study_command(study: Study) -> click.Command:
 
     def callback(config: Path | None, **values: Any) -> None:
         out, dry_run, cache = values.pop("out"), values.pop("dry_run"), values.pop("cache")
-        quiet = values.pop("no_progress") | values.pop("quiet")
-        check_out(out, dry_run)
+        overwrite, model_args = values.pop("overwrite"), values.pop("model_args")
+        quiet = values.pop("no_progress")
         from ..run import PlanCounts, RunOptions
         from ..studies import run_study
 
-        cfg = study.load_config(config, _overrides(values, dests), flag_names=flag_names)
-        options = RunOptions(out=out, cache=cache, progress=False if quiet else None)
+        overrides = _overrides(values, dests)
+        if model_args is not None:
+            overrides["models"] = model_specs(overrides.get("models", []), model_args)
+        cfg = study.load_config(config, overrides, flag_names=flag_names)
+        options = RunOptions(
+            out=run_out(out, dry_run, study.name),
+            cache=cache,
+            progress=False if quiet else None,
+            overwrite=overwrite,
+        )
         result = run_study(study, cfg, options=options, dry_run=dry_run)
         if isinstance(result, PlanCounts):
             echo_counts(result)
             return
-        click.echo(study.markdown(result.analysis, result.summary["design"]))
-        echo_footer(result.summary, result.run_dir)
+        analysis = study.markdown(result.analysis, result.summary["design"])
+        echo_result(result.summary, result.run_dir, headline=first_table(analysis))
+        if result.run_dir is not None:
+            click.echo(f"the whole analysis: {result.run_dir}/summary.md")
 
     doc = inspect.cleandoc(study.__doc__ or study.question).replace("``", "")
     example = study.example
@@ -180,8 +201,12 @@ def study_command(study: Study) -> click.Command:
         help=help_text,
         short_help=study.question,
     )
+    if "models" in study.config.model_fields:
+        at = next(i for i, p in enumerate(command.params) if p.name == "models")
+        command.params.insert(at + 1, model_args_option())
+    else:
+        command.params.append(click.Option(["--model_args", "model_args"], hidden=True))
     command.params += shared_options()
-    command.params.append(click.Option(["--quiet"], is_flag=True, hidden=True))  # old name
     return command
 
 

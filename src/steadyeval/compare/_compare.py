@@ -48,6 +48,10 @@ class ConditionDifference:
     always by item for the pooled row); ``only_a``/``only_b`` are the discordant counts and
     ``mcnemar_p`` McNemar's exact p (not computed for the pooled row, whose units are not
     independent); ``holm_p`` adjusts ``mcnemar_p`` across the conditions of the pair.
+
+    With no discordant pairs (:attr:`discordant` is 0: A and B agree on every unit) the
+    difference is 0 with a zero-width interval and the tests are undefined (NaN): the data
+    say nothing about a difference, and ``steadyeval compare`` prints "no discordant pairs".
     """
 
     condition: str
@@ -65,6 +69,11 @@ class ConditionDifference:
     mcnemar_p: float
     holm_p: float
     method: str
+
+    @property
+    def discordant(self) -> int:
+        """Units on which A and B disagree (``only_a + only_b``)."""
+        return self.only_a + self.only_b
 
 
 @dataclass(frozen=True)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import Any, Literal, get_args, get_origin, get_type_hints
 
 from .._errors import ConfigError
 from ..items import canonical_json
@@ -21,6 +21,78 @@ __all__ = [
     "Shots",
     "Template",
 ]
+
+
+def _named(value: Any, table: Mapping[str, Any], cls: type, what: str, where: str) -> Any:
+    """A template or format given as itself, as a built-in name or as a mapping of fields."""
+    if isinstance(value, cls):
+        return value
+    if isinstance(value, str):
+        if value not in table:
+            raise ConfigError(
+                f"{where}: unknown {what} {value!r}; built-in {what}s: "
+                f"{', '.join(sorted(table))} (or give a {cls.__name__})"
+            )
+        return table[value]
+    if isinstance(value, Mapping):
+        try:
+            return cls(**value)
+        except TypeError as exc:
+            raise ConfigError(f"{where}: {what}: {exc}") from None
+    raise ConfigError(
+        f"{where}: {what} must be a {cls.__name__}, a built-in name or a mapping; "
+        f"got {type(value).__name__}"
+    )
+
+
+def _resolve_parts(c: Condition) -> None:
+    """Python accepts what YAML does: built-in template and format names, a shot count or a
+    mapping for ``shots``, a mapping for ``generation``."""
+    where = f"condition {c.name!r}"
+    object.__setattr__(c, "template", _named(c.template, TEMPLATES, Template, "template", where))
+    object.__setattr__(c, "format", _named(c.format, FORMATS, Format, "format", where))
+    shots: Any = c.shots
+    try:
+        if isinstance(shots, int) and not isinstance(shots, bool):
+            object.__setattr__(c, "shots", Shots(n=shots))
+        elif isinstance(shots, Mapping):
+            object.__setattr__(c, "shots", Shots(**shots))
+    except (ConfigError, TypeError) as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+    if not isinstance(c.shots, Shots):
+        raise ConfigError(f"{where}: shots must be Shots, a count or a mapping; got {shots!r}")
+    gen: Any = c.generation
+    if isinstance(gen, Mapping):
+        gen = dict(gen)
+        if "stop" in gen:
+            gen["stop"] = tuple(gen["stop"])
+        object.__setattr__(c, "generation", Generation(**gen))
+    elif not isinstance(gen, Generation):
+        raise ConfigError(f"{where}: generation must be Generation or a mapping; got {gen!r}")
+
+
+_CHOICES: dict[type, dict[str, tuple[Any, ...]]] = {}
+
+
+def _choices(cls: type) -> dict[str, tuple[Any, ...]]:
+    """The allowed values of each ``Literal`` field of a dataclass (computed once)."""
+    if cls not in _CHOICES:
+        hints = get_type_hints(cls)
+        _CHOICES[cls] = {
+            f.name: get_args(hints[f.name])
+            for f in fields(cls)
+            if get_origin(hints[f.name]) is Literal
+        }
+    return _CHOICES[cls]
+
+
+def _check_choices(obj: Any, where: str) -> None:
+    for name, allowed in _choices(type(obj)).items():
+        value = getattr(obj, name)
+        if value not in allowed:
+            raise ConfigError(
+                f"{where}: {name} must be one of {', '.join(map(repr, allowed))}; got {value!r}"
+            )
 
 
 @dataclass(frozen=True)
@@ -58,6 +130,9 @@ class Format:
     joiner: str = "\n"
     continuation_prefix: str = " "
 
+    def __post_init__(self) -> None:
+        _check_choices(self, f"format {self.name!r}")
+
 
 @dataclass(frozen=True)
 class Shots:
@@ -78,6 +153,11 @@ class Shots:
     match: str | None = None  # a metadata key shots must share with the item (e.g. "subject")
     limit_key: str | None = None  # a metadata key holding a per-item cap on the shot count
 
+    def __post_init__(self) -> None:
+        if isinstance(self.n, bool) or not isinstance(self.n, int) or self.n < 0:
+            raise ConfigError(f"shots: n must be an integer >= 0; got {self.n!r}")
+        _check_choices(self, "shots")
+
 
 @dataclass(frozen=True)
 class Generation:
@@ -91,13 +171,14 @@ class Generation:
     seed: int = 0
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "stop", tuple(self.stop))
         if self.max_new_tokens < 1 or self.n_samples < 1:
-            raise ValueError(
+            raise ConfigError(
                 f"generation: max_new_tokens and n_samples must be at least 1; got "
                 f"{self.max_new_tokens} and {self.n_samples}"
             )
         if self.temperature < 0 or not 0 < self.top_p <= 1:
-            raise ValueError(
+            raise ConfigError(
                 f"generation: temperature must be >= 0 and top_p in (0, 1]; got "
                 f"{self.temperature} and {self.top_p}"
             )
@@ -112,8 +193,10 @@ class Condition:
     """One way of asking: every field that can change a model's answer, as a value."""
 
     name: str
-    template: Template
-    format: Format
+    #: A Template, or a built-in name ("qa", "unifiedqa", "cloze") as in YAML.
+    template: Template = field(default_factory=lambda: TEMPLATES["qa"])
+    #: A Format, or a built-in name ("free", "mc", "mc-nota", ...) as in YAML.
+    format: Format = field(default_factory=lambda: FORMATS["mc"])
     scoring: str = "generate"  # a registered scoring mode (steadyeval.scoring)
     option_order: Literal["original", "shuffled", "rotated"] = "original"
     order_seed: int = 0
@@ -132,8 +215,12 @@ class Condition:
     items: Literal["all", "with-options", "without-options"] = "all"
 
     def __post_init__(self) -> None:
+        _resolve_parts(self)
+        _check_choices(self, f"condition {self.name!r}")
         object.__setattr__(self, "verbalizer", _frozen_map(self.verbalizer))
         object.__setattr__(self, "refusal_phrases", tuple(self.refusal_phrases))
+        if isinstance(self.top_k, bool) or not isinstance(self.top_k, int) or self.top_k < 1:
+            raise ConfigError(f"condition {self.name!r}: top_k must be an integer >= 1")
         try:
             object.__setattr__(self, "scoring", canonical_scoring(self.scoring))
         except ConfigError as exc:

@@ -10,6 +10,7 @@ from types import MappingProxyType
 from typing import Any, Literal
 
 from .._errors import ConfigError, DataError
+from .._extras import require
 from ._fewglue_records import (
     BOOL,
     NLI2,
@@ -226,10 +227,9 @@ def _hub_record(task: FewGlueTask, row: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _hub_items(task: FewGlueTask, dataset: str, split: str) -> list[Item]:
-    try:
-        import datasets
-    except ImportError as exc:  # pragma: no cover - datasets is a dependency
-        raise DataError("the 'datasets' package is not installed", file=dataset) from exc
+    require(f"{dataset}: Hugging Face data sets", "datasets")
+    import datasets
+
     label = f"{dataset}/{task.hub_config}[{split}]"
     try:
         ds = datasets.load_dataset(dataset, task.hub_config, split=split)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, InitVar, dataclass, field
 from functools import cached_property
 from types import MappingProxyType
 from typing import Any
@@ -60,6 +60,11 @@ class Item:
         Names of the item's main entity; ``aliases[0]`` is the canonical one.
     metadata : mapping
         Anything else (subject, paragraph id, relation, split, ...). JSON values only.
+    answer : str, list of str or int, keyword only
+        The data files' ``answer`` field, as there: a text or list of texts (with options, a
+        text must be one of them and marks it gold), or an option index. Not stored as
+        such (``item.answer`` is None): it sets ``answers`` and ``gold_options``. Give it or
+        those, not both.
     """
 
     id: str
@@ -71,11 +76,15 @@ class Item:
     answerable: bool = True
     aliases: tuple[str, ...] = ()
     metadata: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    _: KW_ONLY
+    answer: InitVar[str | list[str] | tuple[str, ...] | int | None] = None
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, answer: str | list[str] | tuple[str, ...] | int | None) -> None:
         object.__setattr__(self, "metadata", _freeze(dict(self.metadata)))
         if self.options is not None:
             object.__setattr__(self, "options", tuple(self.options))
+        if answer is not None:
+            self._set_answer(answer)
         object.__setattr__(self, "answers", tuple(self.answers))
         object.__setattr__(self, "gold_options", tuple(self.gold_options))
         object.__setattr__(self, "aliases", tuple(self.aliases))
@@ -83,6 +92,18 @@ class Item:
         for g in self.gold_options:
             if not 0 <= g < n:
                 raise ValueError(f"item {self.id!r}: gold option {g} outside 0..{n - 1}")
+
+    def _set_answer(self, answer: str | list[str] | tuple[str, ...] | int) -> None:
+        from ._record_fields import parse_answer
+
+        if self.answers or self.gold_options:
+            raise ValueError(f"item {self.id!r}: give answer, or answers/gold_options, not both")
+        value = list(answer) if isinstance(answer, tuple) else answer
+        answers, gold = parse_answer(
+            {"answer": value}, self.options, self.answerable, file=f"item {self.id!r}", line=None
+        )
+        object.__setattr__(self, "answers", answers)
+        object.__setattr__(self, "gold_options", gold)
 
     def __hash__(self) -> int:
         return hash(self.hash)

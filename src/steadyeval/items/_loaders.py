@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from .._errors import ConfigError, DataError
+from .._extras import require
 from .._lazy import load_entry, load_plugins
 from ._item import Item
 from ._jsonl import read_jsonl
@@ -180,10 +181,8 @@ def load_hf(
     ``answer``, ``answerable``) to the data set's column names. Rows are numbered from 1
     in errors, under the name ``NAME[split]``.
     """
-    try:
-        import datasets
-    except ImportError as exc:  # pragma: no cover - datasets is a dependency
-        raise DataError("the 'datasets' package is not installed", file=name) from exc
+    require(f"{name}: Hugging Face data sets", "datasets")
+    import datasets
 
     kwargs: dict[str, Any] = {"split": split}
     if data_files is not None:

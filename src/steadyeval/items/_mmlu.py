@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .._errors import DataError
+from .._extras import require
 from ._item import Item
 from ._mmlu_subjects import SUBJECTS, subject_info
 
@@ -170,6 +171,7 @@ def _load_dir(
 
 
 def _load_hub_subject(name: str, subject: str) -> Any:
+    require(f"{name}: Hugging Face data sets", "datasets")
     import datasets
 
     try:

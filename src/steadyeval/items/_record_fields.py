@@ -34,7 +34,7 @@ KNOWN_FIELDS = {
 
 
 def check_str(
-    value: Any, *, file: str, line: int, field: str, optional: bool = False
+    value: Any, *, file: str, line: int | None, field: str, optional: bool = False
 ) -> str | None:
     if value is None and optional:
         return None
@@ -139,7 +139,7 @@ def parse_answer(
     answerable: bool,
     *,
     file: str,
-    line: int,
+    line: int | None,
 ) -> tuple[tuple[str, ...], tuple[int, ...]]:
     """``(answers, gold option indices)``; an answerable item must have an answer, and with
     options that answer must name one of them."""
@@ -168,7 +168,7 @@ def parse_answer(
 
 
 def _answer_value(
-    raw: Any, options: tuple[str, ...] | None, *, file: str, line: int
+    raw: Any, options: tuple[str, ...] | None, *, file: str, line: int | None
 ) -> tuple[tuple[str, ...], tuple[int, ...]]:
     """A present ``answer``: an option index (→ gold), a string or a non-empty list of
     strings (→ answers)."""

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from .._errors import DataError
+from .._extras import require
 from ._item import Item
 
 __all__ = [
@@ -213,10 +214,9 @@ def _check_unique_ids(articles: Iterable[SquadArticle], where: _Where) -> None:
 
 
 def _load_hub(name: str, split: str) -> SquadData:
-    try:
-        import datasets
-    except ImportError as exc:  # pragma: no cover - datasets is a dependency
-        raise DataError("the 'datasets' package is not installed", file=name) from exc
+    require(f"{name}: Hugging Face data sets", "datasets")
+    import datasets
+
     try:
         rows = datasets.load_dataset(name, split=split)
     except (ConnectionError, OSError, ValueError) as exc:

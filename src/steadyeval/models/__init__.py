@@ -3,8 +3,10 @@
 from ._backend import (
     Backend,
     BackendFactory,
+    BackendStats,
     BaseBackend,
     Capabilities,
+    StatsCounter,
     check_backend,
     check_kinds,
     load_backend,
@@ -16,7 +18,7 @@ from ._hf_classifier import classifier_logits
 from ._hf_options import RUN_ONLY as HF_RUN_OPTIONS
 from ._hf_options import model_folder
 from ._slots import SLOT, SlotReader, split_slot, with_slots
-from ._spec import ModelSpec, parse_model_spec
+from ._spec import ModelSpec, lmeval_model_spec, parse_model_spec
 from ._tiny import TINY_ARCHS, build_tiny_model
 
 __all__ = [
@@ -25,14 +27,17 @@ __all__ = [
     "TINY_ARCHS",
     "Backend",
     "BackendFactory",
+    "BackendStats",
     "BaseBackend",
     "Capabilities",
     "ModelSpec",
     "SlotReader",
+    "StatsCounter",
     "build_tiny_model",
     "check_backend",
     "check_kinds",
     "classifier_logits",
+    "lmeval_model_spec",
     "load_backend",
     "model_folder",
     "parse_model_spec",

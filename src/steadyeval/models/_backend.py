@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import logging
+import threading
+import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
-from typing import ClassVar, Protocol, runtime_checkable
+from dataclasses import asdict, dataclass
+from typing import Any, ClassVar, Protocol, runtime_checkable
 from urllib.parse import urlencode
 
 from .._errors import ModelSpecError, UnsupportedRequestError
+from .._extras import HF_MODEL_MODULES, require
 from .._lazy import load_entry, load_plugins
+from .._log import duration
 from ..requests import (
     ClassifyRequest,
     ClassifyResponse,
@@ -26,8 +31,10 @@ from ._spec import ModelSpec, parse_model_spec
 __all__ = [
     "Backend",
     "BackendFactory",
+    "BackendStats",
     "BaseBackend",
     "Capabilities",
+    "StatsCounter",
     "check_backend",
     "check_kinds",
     "load_backend",
@@ -35,6 +42,85 @@ __all__ = [
     "registered_backends",
     "spec_identity",
 ]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class BackendStats:
+    """What a backend had to do again, counted for a run's ``summary.json`` (``retries``);
+    never part of a result.
+
+    Attributes
+    ----------
+    retries : int
+        Requests sent again after a failure that another try can fix (HTTP 408/409/429/5xx,
+        timeouts, dropped connections, truncated bodies).
+    backoff_waits : int
+        Pauses before a retry, or while the server asked every request to wait (429
+        ``Retry-After``).
+    backoff_seconds : float
+        The length of those pauses, summed.
+    oom_backoffs : int
+        Batches halved after running out of memory (and run again).
+    """
+
+    retries: int = 0
+    backoff_waits: int = 0
+    backoff_seconds: float = 0.0
+    oom_backoffs: int = 0
+
+    def __add__(self, other: BackendStats) -> BackendStats:
+        return BackendStats(
+            self.retries + other.retries,
+            self.backoff_waits + other.backoff_waits,
+            self.backoff_seconds + other.backoff_seconds,
+            self.oom_backoffs + other.oom_backoffs,
+        )
+
+    def __sub__(self, other: BackendStats) -> BackendStats:
+        return BackendStats(
+            self.retries - other.retries,
+            self.backoff_waits - other.backoff_waits,
+            self.backoff_seconds - other.backoff_seconds,
+            self.oom_backoffs - other.oom_backoffs,
+        )
+
+    def to_dict(self) -> dict[str, int | float]:
+        out: dict[str, int | float] = asdict(self)
+        out["backoff_seconds"] = round(self.backoff_seconds, 3)
+        return out
+
+
+class StatsCounter:
+    """A thread-safe running :class:`BackendStats` (HTTP workers count from their threads);
+    a backend that retries holds one and returns ``snapshot()`` from ``stats()``. It pickles
+    (a backend is shipped to an executor's workers), without its lock."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._stats = BackendStats()
+
+    def add(self, *, retries: int = 0, waits: int = 0, seconds: float = 0.0, oom: int = 0) -> None:
+        with self._lock:
+            s = self._stats
+            self._stats = BackendStats(
+                s.retries + retries,
+                s.backoff_waits + waits,
+                s.backoff_seconds + seconds,
+                s.oom_backoffs + oom,
+            )
+
+    def snapshot(self) -> BackendStats:
+        with self._lock:
+            return self._stats
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"stats": self.snapshot()}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self._lock = threading.Lock()
+        self._stats = state["stats"]
 
 
 @dataclass(frozen=True)
@@ -115,6 +201,13 @@ class Backend(Protocol):
         still answer if used again. Most backends keep everything (the default)."""
         ...
 
+    def stats(self) -> BackendStats:
+        """What the backend has had to do again so far (retries, back-off waits, batches
+        halved on out-of-memory), counted from its construction; a run reports the
+        difference over its dispatch in ``summary.json``. Default: nothing counted. A
+        backend that wraps another returns the inner one's."""
+        ...
+
 
 class BaseBackend:
     """Defaults for the optional members of :class:`Backend`: a backend subclasses this and
@@ -147,6 +240,9 @@ class BaseBackend:
     def release(self) -> None:
         return None
 
+    def stats(self) -> BackendStats:
+        return BackendStats()
+
     def _unsupported(self, kind: RequestKind) -> UnsupportedRequestError:
         return UnsupportedRequestError(f"backend {self.spec} does not support {kind} requests")
 
@@ -176,6 +272,14 @@ _BUILTIN: dict[str, str] = {
     "vllm": "steadyeval.models._vllm:VLLMBackend",
 }
 _REGISTRY: dict[str, BackendFactory | str] = dict(_BUILTIN)
+# The optional packages a built-in backend needs (checked before it is imported, so a core
+# install says which extra to add instead of failing deep inside a loader).
+_NEEDS: dict[str, tuple[str, tuple[str, ...]]] = {
+    **dict.fromkeys(
+        ("hf", "hf-causal", "hf-seq2seq", "hf-masked", "hf-classifier"), ("hf", HF_MODEL_MODULES)
+    ),
+    "vllm": ("vllm", ("transformers", "huggingface_hub")),  # vllm itself: on first batch
+}
 
 
 def register_backend(name: str, factory: BackendFactory | str, *, replace: bool = False) -> None:
@@ -200,6 +304,9 @@ def _factory(name: str) -> BackendFactory:
             f"unknown backend {name!r}; known backends: {', '.join(registered_backends())}"
         )
     if isinstance(entry, str):
+        if entry == _BUILTIN.get(name) and name in _NEEDS:
+            extra, modules = _NEEDS[name]
+            require(f"{name}: models", *modules, extra=extra)
         factory: BackendFactory = load_entry(entry, f"backend {name!r}", ModelSpecError)
         return factory
     return entry
@@ -207,7 +314,7 @@ def _factory(name: str) -> BackendFactory:
 
 _MEMBERS = (
     "spec", "supported_kinds", "capabilities", "identity", "fingerprint", "count_tokens",
-    "preflight", "score", "generate", "top_k", "classify", "release",
+    "preflight", "score", "generate", "top_k", "classify", "release", "stats",
 )  # fmt: skip
 
 
@@ -230,10 +337,18 @@ def check_backend(obj: object, where: str = "model") -> Backend:
 
 
 def load_backend(spec: ModelSpec | str) -> Backend:
-    """Resolve a spec to a backend. Cheap: model weights are loaded on first use."""
+    """Resolve a spec to a backend. Cheap: model weights are loaded on first use (a hub
+    model's files may be downloaded here; that is logged at INFO when it takes a second or
+    more)."""
     if isinstance(spec, str):
         spec = parse_model_spec(spec)
-    return check_backend(_factory(spec.backend)(spec), f"backend {spec.backend!r} made a")
+    log.debug("opening model %s", spec)
+    start = time.perf_counter()
+    backend = check_backend(_factory(spec.backend)(spec), f"backend {spec.backend!r} made a")
+    took = time.perf_counter() - start
+    log.log(logging.INFO if took >= 1.0 else logging.DEBUG, "opened model %s in %s",
+            spec, duration(took))  # fmt: skip
+    return backend
 
 
 def check_kinds(backend: Backend, kinds: Iterable[RequestKind]) -> None:

@@ -44,7 +44,8 @@ def run_with_backoff(
     """Apply ``fn`` to consecutive batches; on out-of-memory halve the batch and retry.
 
     Returns the results in order and the batch size that finally worked (to reuse next time).
-    A failure at batch size 1 is re-raised.
+    A failure at batch size 1 is re-raised. ``on_shrink`` is told each smaller size (the HF
+    backends log it and count it in their ``stats().oom_backoffs``).
     """
     out: list[R] = []
     i = 0

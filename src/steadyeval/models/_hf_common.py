@@ -8,11 +8,13 @@ strings and batched generation in ``_hf_batching``.
 from __future__ import annotations
 
 import logging
+import time
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from ._backend import BaseBackend, Capabilities
+from .._log import duration
+from ._backend import BackendStats, BaseBackend, Capabilities, StatsCounter
 from ._hf_identity import content_hashes, fingerprint_dir, model_identity
 from ._hf_options import RUN_ONLY, HFOptions, load_config, resolve_model_dir
 from ._known import known_input_format
@@ -55,6 +57,7 @@ class HFBackendBase(BaseBackend):
         self._batch_size = self.options.batch_size or AUTO_BATCH
         self._fingerprint: str | None = None
         self._identity: str | None = None
+        self._counter = StatsCounter()  # out-of-memory halvings
 
     def _check_config(self) -> None:
         """Raise if the config is not a model this backend can run."""
@@ -106,10 +109,13 @@ class HFBackendBase(BaseBackend):
 
     @property
     def model(self) -> Any:
+        """The weights, loaded on first use (logged at INFO: when, and how long it took)."""
         if self._model is None:
             import transformers
             from transformers.utils import logging as hf_logging
 
+            log.info("loading model %s…", self.spec)
+            start = time.perf_counter()
             hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
             auto = getattr(transformers, self.auto_class)
             model: Any = auto.from_pretrained(
@@ -119,6 +125,13 @@ class HFBackendBase(BaseBackend):
             )
             model.eval()
             self._model = model.to(self.options.torch_device())
+            log.info(
+                "loaded model %s in %s (%s, %s)",
+                self.spec,
+                duration(time.perf_counter() - start),
+                self._model.device,
+                str(self._model.dtype).removeprefix("torch."),
+            )
         return self._model
 
     @property
@@ -152,4 +165,10 @@ class HFBackendBase(BaseBackend):
             model.generation_config = own
 
     def _log_shrink(self, size: int) -> None:
+        """A batch ran out of memory: logged, counted, and run again ``size`` at a time."""
         log.warning("%s: out of memory; retrying with batch size %d", self.spec, size)
+        self._counter.add(oom=1)
+
+    def stats(self) -> BackendStats:
+        """Batches halved after running out of memory so far."""
+        return self._counter.snapshot()

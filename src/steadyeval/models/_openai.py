@@ -38,7 +38,7 @@ from ..requests import (
     TopKRequest,
     TopKResponse,
 )
-from ._backend import BaseBackend, Capabilities
+from ._backend import BackendStats, BaseBackend, Capabilities, StatsCounter
 from ._known import known_input_format
 from ._openai_http import HTTPClient, Secret, ServerError
 from ._openai_options import RUN_ONLY, OpenAIOptions
@@ -99,6 +99,7 @@ class OpenAIBackend(CapabilityProbe, BaseBackend):
         self._capabilities: dict[Capability, str | None] = {}  # None: supported; str: why not
         self._echo_max_tokens = 0
         self.tokens_used = 0
+        self._counter = StatsCounter()  # retries and back-off waits, across clients
 
     def _read_secret(self) -> Secret | None:
         value = os.environ.get(self.options.api_key_env, "")
@@ -168,8 +169,13 @@ class OpenAIBackend(CapabilityProbe, BaseBackend):
                 max_concurrency=self.options.max_concurrency,
                 user_agent="steadyeval",
                 key_hint=f"${self.options.api_key_env} (the spec's api_key_env)",
+                counter=self._counter,
             )
         return self._client
+
+    def stats(self) -> BackendStats:
+        """Retries and back-off waits of every request so far (probes included)."""
+        return self._counter.snapshot()
 
     def release(self) -> None:
         """Close the HTTP connections (the run calls this after the model's last batch; a

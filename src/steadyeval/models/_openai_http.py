@@ -3,9 +3,11 @@
 Bounded concurrency (a pool of ``max_concurrency`` worker threads, each with its own
 keep-alive connection), retries with exponential backoff and jitter on 408/409/429/5xx,
 timeouts, dropped connections and truncated or malformed bodies, and ``Retry-After``
-honoured (a 429 pauses every worker, not only the one that got it). The API key is held in a
-:class:`Secret` that never prints, and every text that could reach an error message or a log
-is scrubbed of it.
+honoured (a 429 pauses every worker, not only the one that got it). Each retry is logged at
+WARNING (why, which attempt, how long it waits) and counted, with every wait, in a
+``StatsCounter`` that the backend keeps (the run's ``summary.json`` reports them). The API
+key is held in a :class:`Secret` that never prints, and every text that could reach an error
+message or a log is scrubbed of it.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from .._errors import SteadyevalError
+from ._backend import StatsCounter
 
 __all__ = ["HTTPClient", "RetryPolicy", "Secret", "ServerError", "scrub"]
 
@@ -156,6 +159,8 @@ class HTTPClient:
         Most requests in flight at once.
     key_hint
         Where the key comes from, for the message of a 401/403 reply.
+    counter
+        Where retries and back-off waits are counted (a backend keeps one across clients).
     """
 
     def __init__(
@@ -167,6 +172,7 @@ class HTTPClient:
         max_concurrency: int,
         user_agent: str = "steadyeval",
         key_hint: str = "the environment",
+        counter: StatsCounter | None = None,
     ) -> None:
         parts = urlsplit(base_url)
         self.base_url = base_url.rstrip("/")
@@ -179,6 +185,7 @@ class HTTPClient:
         self.max_concurrency = max_concurrency
         self._user_agent = user_agent
         self._key_hint = key_hint
+        self.counter = counter or StatsCounter()
         self._local = threading.local()
         self._conns: list[http.client.HTTPConnection] = []
         self._lock = threading.Lock()
@@ -260,6 +267,16 @@ class HTTPClient:
         elif cancel.wait(seconds):
             raise _Cancelled
 
+    def _pause(self, where: str, cancel: threading.Event | None) -> None:
+        """Wait out a pause the server asked for (a 429's ``Retry-After``, set by any
+        worker), counted as a back-off wait."""
+        seconds = self._pause_until - time.monotonic()
+        if seconds <= 0:
+            return
+        log.info("%s: pausing %.2f s, as the server asked (HTTP 429)", where, seconds)
+        self.counter.add(waits=1, seconds=seconds)
+        self._wait(seconds, cancel)
+
     def post(
         self, path: str, body: dict[str, Any], *, cancel: threading.Event | None = None
     ) -> dict[str, Any]:
@@ -276,7 +293,7 @@ class HTTPClient:
         for attempt in range(attempts):
             if cancel is not None and cancel.is_set():
                 raise _Cancelled
-            self._wait(self._pause_until - time.monotonic(), cancel)
+            self._pause(where, cancel)
             wait_s: float | None = None
             try:
                 status, headers, raw = self._send(path, payload)
@@ -319,16 +336,19 @@ class HTTPClient:
                     )
             if attempt + 1 == attempts:
                 break
+            asked = wait_s is not None
             if wait_s is None:
                 wait_s = self.policy.delay(attempt, self._rng)
-            log.info(
-                "%s: %s (attempt %d of %d); retrying in %.2f s",
+            log.warning(
+                "%s: %s; retry %d of %d in %.2f s%s",
                 where,
                 scrub(last, self._secret),
                 attempt + 1,
-                attempts,
+                self.policy.max_retries,
                 wait_s,
+                " (the server's Retry-After)" if asked else "",
             )
+            self.counter.add(retries=1, waits=1 if wait_s > 0 else 0, seconds=wait_s)
             self._wait(wait_s, cancel)
         raise ServerError(
             scrub(

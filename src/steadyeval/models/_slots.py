@@ -33,7 +33,7 @@ from ..requests import (
     TopKRequest,
     TopKResponse,
 )
-from ._backend import Backend, BaseBackend, Capabilities
+from ._backend import Backend, BackendStats, BaseBackend, Capabilities
 
 __all__ = ["SLOT", "SlotReader", "split_slot", "with_slots"]
 
@@ -95,6 +95,9 @@ class SlotReader(BaseBackend):
 
     def fingerprint(self) -> str:
         return self.inner.fingerprint()
+
+    def stats(self) -> BackendStats:
+        return self.inner.stats()
 
     def count_tokens(self, texts: Sequence[str]) -> list[int] | None:
         return self.inner.count_tokens([split_slot(t)[0] if SLOT in t else t for t in texts])

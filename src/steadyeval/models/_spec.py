@@ -64,3 +64,45 @@ def parse_model_spec(text: str) -> ModelSpec:
     if dupes:
         raise ModelSpecError(f"{where}: option {dupes[0]!r} is given twice")
     return ModelSpec(backend=backend, name=name, options=dict(pairs))
+
+
+#: lm-evaluation-harness model names and the key of their ``--model_args`` naming the model.
+_LMEVAL_MODELS = {
+    "hf": ("hf", "pretrained"),
+    "hf-auto": ("hf", "pretrained"),
+    "huggingface": ("hf", "pretrained"),
+    "vllm": ("vllm", "pretrained"),
+    "local-completions": ("openai", "model"),
+    "openai-completions": ("openai", "model"),
+}
+
+
+def lmeval_model_spec(model: str, model_args: str) -> str:
+    """A model spec from lm-evaluation-harness's spelling: ``--model hf --model_args
+    pretrained=gpt2,dtype=bfloat16`` → ``hf:gpt2?dtype=bfloat16`` (values may hold ``&``
+    or ``?``; they are encoded)."""
+    backend, name_key = _LMEVAL_MODELS.get(model.strip().lower(), (model.strip().lower(), ""))
+    if ":" in model:
+        raise ModelSpecError(
+            f"--model {model} with --model_args: give the backend alone (e.g. --model hf) and "
+            "the model as --model_args pretrained=NAME"
+        )
+    pairs: dict[str, str] = {}
+    for part in (p.strip() for p in model_args.split(",")):
+        if not part:
+            continue
+        key, eq, value = part.partition("=")
+        if not eq or not key.strip():
+            raise ModelSpecError(
+                f"--model_args: {part!r} is not key=value (expected e.g. pretrained=gpt2,dtype=float16)"
+            )
+        if key.strip() in pairs:
+            raise ModelSpecError(f"--model_args: {key.strip()!r} is given twice")
+        pairs[key.strip()] = value.strip()
+    keys = [name_key] if name_key else ["pretrained", "model"]
+    name = next((pairs.pop(k) for k in keys if k in pairs), None)
+    if not name:
+        raise ModelSpecError(
+            f"--model_args for {model}: name the model with {keys[0]}=NAME_OR_PATH"
+        )
+    return str(ModelSpec(backend=backend, name=name, options=pairs))

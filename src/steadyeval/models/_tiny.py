@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 from .._errors import ConfigError
+from .._extras import require
 
 __all__ = ["DEFAULT_CORPUS", "TINY_ARCHS", "TinyArch", "build_tiny_model"]
 
@@ -188,6 +189,7 @@ def build_tiny_model(
             "model there"
         )
 
+    require("tiny models", "torch", "transformers", "tokenizers", "safetensors")
     with tempfile.TemporaryDirectory(prefix="steadyeval-tiny-") as staging_name:
         staging = Path(staging_name)
         _write_model(staging, arch, seed=seed, vocab_size=vocab_size, corpus=texts)

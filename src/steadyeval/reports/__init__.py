@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from ._context import ReportContext
     from ._html import render_html, script_json
     from ._json import REPORT_JSON_SCHEMA, render_json, report_to_dict
-    from ._markdown import render_markdown, sections_markdown
+    from ._markdown import escape_markdown, render_markdown, sections_markdown
     from ._model import (
         Bar,
         BarChart,
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
         CellKind,
         Column,
         Heatmap,
+        ItemDetail,
         ItemTable,
         LineChart,
         Note,
@@ -46,7 +47,7 @@ __getattr__, __dir__ = lazy_exports(
         "._context": ["ReportContext"],
         "._html": ["render_html", "script_json"],
         "._json": ["REPORT_JSON_SCHEMA", "render_json", "report_to_dict"],
-        "._markdown": ["render_markdown", "sections_markdown"],
+        "._markdown": ["escape_markdown", "render_markdown", "sections_markdown"],
         "._options": ["ReportOptions"],
         "._write": ["ReportFormat", "render", "write_report"],
         "._model": [
@@ -56,6 +57,7 @@ __getattr__, __dir__ = lazy_exports(
             "CellKind",
             "Column",
             "Heatmap",
+            "ItemDetail",
             "ItemTable",
             "LineChart",
             "Note",
@@ -80,6 +82,7 @@ __all__ = [
     "CellKind",
     "Column",
     "Heatmap",
+    "ItemDetail",
     "ItemTable",
     "LineChart",
     "Note",
@@ -96,6 +99,7 @@ __all__ = [
     "Table",
     "build_report",
     "context_from_table",
+    "escape_markdown",
     "format_cell",
     "load_context",
     "render",

@@ -3,10 +3,11 @@ and examples of items that flip."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -102,8 +103,14 @@ def _int(x: Any) -> int | None:
     return int(x)
 
 
-def noise_floor(analysis: Mapping[str, Any], model: str, outcome: str) -> NoiseFloor | None:
-    """The noise floor a study's analysis defines for ``model`` and ``outcome``, if any.
+def noise_floor(
+    analysis: Mapping[str, Any],
+    model: str,
+    outcome: str,
+    label: Callable[[str], str] = str,
+) -> NoiseFloor | None:
+    """The noise floor a study's analysis defines for ``model`` and ``outcome``, if any
+    (its text names the pair by ``label``, the report's label of a condition).
 
     Read from ``analysis["noise_floor"]``: a number (flips, for every model and outcome), a
     dict, or a list of dicts. A dict may name ``model``, ``outcome`` (default ``refused``
@@ -135,14 +142,17 @@ def noise_floor(analysis: Mapping[str, Any], model: str, outcome: str) -> NoiseF
         found = True
     if not found:
         return None
-    label = f"noise floor: {total} flips"
+    text = f"noise floor: {total} flips"
     if pair is not None:
-        label += f" between {pair[0]} and {pair[1]}"
-    return NoiseFloor(float(total), label + " (from the run's analysis)", pair)
+        text += f" between {label(pair[0])} and {label(pair[1])}"
+    return NoiseFloor(float(total), text + " (from the run's analysis)", pair)
 
 
 def _heatmap(
-    pairs: Sequence[PairAgreement], conditions: Sequence[str], floor: NoiseFloor | None
+    pairs: Sequence[PairAgreement],
+    conditions: Sequence[str],
+    floor: NoiseFloor | None,
+    label: Callable[[str], str],
 ) -> Heatmap:
     index = {c: i for i, c in enumerate(conditions)}
     k = len(conditions)
@@ -158,7 +168,9 @@ def _heatmap(
         i, j = index[p.a], index[p.b]
         share = p.flips / p.n if p.n else math.nan
         ptext = format_cell(p.pvalue, "pvalue")
-        cell = f"{p.flips}/{p.n}\np{ptext if ptext.startswith('<') else '=' + ptext}"
+        cell = f"{p.flips}/{p.n}\n" + (
+            "no flips" if not p.flips else f"p{ptext if ptext.startswith('<') else '=' + ptext}"
+        )
         above = threshold is not None and p.flips > threshold
         for r, c in ((i, j), (j, i)):
             values[r][c] = share
@@ -169,8 +181,8 @@ def _heatmap(
     shares = [p.flips / p.n for p in pairs if p.n]
     top = max(shares) if shares else 0.0
     legend = (
-        "cell: flips / shared units and McNemar's exact p; colour: share of units that flip "
-        f"(white 0% to darkest {100 * top:.1f}%)"
+        "cell: flips / shared units and McNemar's exact p (no test where nothing flips); "
+        f"colour: share of units that flip (white 0% to darkest {100 * top:.1f}%)"
     )
     if floor is not None:
         legend += f"; outlined: more flips than the {floor.label}"
@@ -178,8 +190,8 @@ def _heatmap(
             legend += f", {int(threshold)} on the units shown here"
     return Heatmap(
         title="",
-        row_labels=tuple(conditions),
-        col_labels=tuple(conditions),
+        row_labels=tuple(label(c) for c in conditions),
+        col_labels=tuple(label(c) for c in conditions),
         values=tuple(tuple(r) for r in values),
         text=tuple(tuple(r) for r in text),
         marked=tuple(tuple(r) for r in marked) if floor is not None else (),
@@ -242,19 +254,22 @@ def _examples(
                 bool(both.loc[(item, sample), pair.b] > 0.5),
             )
         )
+    a, b = ctx.label(pair.a), ctx.label(pair.b)
     return Table(
-        title=f"{model}: examples of {outcome} flips between {pair.a} and {pair.b}",
+        title=f"{model}: examples of {outcome} flips between {a} and {b}",
         columns=(
             Column("item"),
             Column("sample", "int"),
-            Column(f"output ({pair.a})", wide=True),
-            Column(f"{outcome} ({pair.a})", "bool"),
-            Column(f"output ({pair.b})", wide=True),
-            Column(f"{outcome} ({pair.b})", "bool"),
+            Column(f"output ({a})", wide=True),
+            Column(f"{outcome} ({a})", "bool"),
+            Column(f"output ({b})", wide=True),
+            Column(f"{outcome} ({b})", "bool"),
         ),
         rows=tuple(rows),
         note=f"{len(rows)} of {len(flipping)} flipping units, drawn at random "
-        f"(seed {ctx.options.seed}); outputs cut at {cut} characters.",
+        f"(seed {ctx.options.seed}); outputs cut at {cut} characters. The per-item table's "
+        "'flipped between' filter lists every flip, and a row there opens the prompt, the "
+        "options and the other conditions.",
     )
 
 
@@ -282,23 +297,78 @@ def _outputs(
     return out
 
 
+#: What the pairs table shows in place of McNemar's p when no unit flips.
+NO_DISCORDANT = "no discordant pairs"
+
+
+def _pairs_table(
+    ctx: ReportContext, model: str, outcome: str, pairs: Sequence[PairAgreement]
+) -> Table:
+    return Table(
+        title=f"{model}: pairs of conditions on {outcome}",
+        columns=_PAIR_COLUMNS,
+        rows=tuple(
+            (
+                p.model,
+                ctx.label(p.a),
+                ctx.label(p.b),
+                p.n,
+                p.both,
+                p.only_a,
+                p.only_b,
+                p.neither,
+                p.flips,
+                p.pvalue if p.flips else NO_DISCORDANT,
+                p.pvalue_holm,
+            )
+            for p in pairs
+        ),
+    )
+
+
+def _model_blocks(
+    ctx: ReportContext, model: str, outcome: str, shown: Sequence[str]
+) -> list[Block]:
+    """One model's heatmap, pairs table and flip examples on ``outcome``."""
+    _, matrix = outcome_matrix(ctx.frame, model, outcome, shown)
+    present = [c for k, c in enumerate(shown) if not np.all(np.isnan(matrix[:, k]))]
+    if len(present) < 2:
+        return []
+    keep = [shown.index(c) for c in present]
+    pairs = pair_agreements(matrix[:, keep], present, model, outcome)
+    if not pairs:
+        return []
+    floor = noise_floor(ctx.analysis, model, outcome, ctx.label)
+    hm = _heatmap(pairs, present, floor, ctx.label)
+    blocks: list[Block] = [
+        dataclasses.replace(hm, title=f"{model}: agreement on {outcome}"),
+        _pairs_table(ctx, model, outcome, pairs),
+    ]
+    top = max(pairs, key=lambda p: p.flips)
+    if top.flips:
+        ex = _examples(ctx, model, outcome, top)
+        if ex is not None:
+            blocks.append(ex)
+    return blocks
+
+
 def agreement_section(ctx: ReportContext) -> Section | None:
     """Agreement matrices (``correct``, and ``refused`` when anything was refused) per model,
     with the pairs table, the noise floor when the analysis defines one, and examples."""
-    df = ctx.frame
     conditions = ctx.conditions
     if len(conditions) < 2:
         return None
     shown = conditions[: ctx.options.max_conditions]
     outcomes = ["correct"]
-    if bool((df["refused"] > 0.5).any()):
+    if bool((ctx.frame["refused"] > 0.5).any()):
         outcomes.append("refused")
     blocks: list[Block] = [
         Paragraph(
             "Two conditions can have the same accuracy while many items flip between them. "
             "Each cell counts the units (item, sample) on which two conditions of one model "
             "disagree, out of the units both have; the p-value is McNemar's exact test on "
-            "those flips. Holm-adjusted p-values are in the table below each matrix."
+            "those flips (where nothing flips there is no test: no discordant pairs). "
+            "Holm-adjusted p-values are in the table below each matrix."
         )
     ]
     if len(shown) < len(conditions):
@@ -311,55 +381,7 @@ def agreement_section(ctx: ReportContext) -> Section | None:
         )
     for outcome in outcomes:
         for model in ctx.models:
-            _, matrix = outcome_matrix(df, model, outcome, shown)
-            present = [c for k, c in enumerate(shown) if not np.all(np.isnan(matrix[:, k]))]
-            if len(present) < 2:
-                continue
-            keep = [shown.index(c) for c in present]
-            pairs = pair_agreements(matrix[:, keep], present, model, outcome)
-            if not pairs:
-                continue
-            floor = noise_floor(ctx.analysis, model, outcome)
-            hm = _heatmap(pairs, present, floor)
-            blocks.append(
-                Heatmap(
-                    title=f"{model}: agreement on {outcome}",
-                    row_labels=hm.row_labels,
-                    col_labels=hm.col_labels,
-                    values=hm.values,
-                    text=hm.text,
-                    marked=hm.marked,
-                    value_label=hm.value_label,
-                    legend=hm.legend,
-                )
-            )
-            blocks.append(
-                Table(
-                    title=f"{model}: pairs of conditions on {outcome}",
-                    columns=_PAIR_COLUMNS,
-                    rows=tuple(
-                        (
-                            p.model,
-                            p.a,
-                            p.b,
-                            p.n,
-                            p.both,
-                            p.only_a,
-                            p.only_b,
-                            p.neither,
-                            p.flips,
-                            p.pvalue,
-                            p.pvalue_holm,
-                        )
-                        for p in pairs
-                    ),
-                )
-            )
-            top = max(pairs, key=lambda p: p.flips)
-            if top.flips:
-                ex = _examples(ctx, model, outcome, top)
-                if ex is not None:
-                    blocks.append(ex)
-    if len(blocks) == 1:
+            blocks += _model_blocks(ctx, model, outcome, shown)
+    if len(blocks) == 1 + (len(shown) < len(conditions)):
         return None
     return Section.of("agreement", "Agreement between conditions", blocks)

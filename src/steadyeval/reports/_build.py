@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,13 @@ from ._sections import (
     spread_section,
 )
 
-__all__ = ["build_report", "context_from_table", "load_context", "study_sections"]
+__all__ = [
+    "build_report",
+    "condition_labels",
+    "context_from_table",
+    "load_context",
+    "study_sections",
+]
 
 
 def load_context(run_dir: str | Path, options: ReportOptions | None = None) -> ReportContext:
@@ -159,9 +166,11 @@ def build_report(
         raise DataError(
             f"{ctx.run_dir or 'table'}: the results table has no rows; nothing to report"
         )
-    sections: list[Section] = [headline_section(ctx)]
     own = study_sections(ctx)
-    sections += own
+    labels = condition_labels(own, ctx.conditions)
+    if labels:
+        ctx = dataclasses.replace(ctx, labels=labels)
+    sections: list[Section] = [headline_section(ctx), *own]
     replaced = {s.id for s in own}  # a study section may take a generic section's place
     for fn in (
         agreement_section,
@@ -180,6 +189,33 @@ def build_report(
         head = f"steadyeval {ctx.study} study" if ctx.study else "steadyeval run"
         title = f"{head} {run_id}" if run_id else head
     return Report(title=title, sections=tuple(sections), facts=_facts(ctx))
+
+
+def condition_labels(sections: Sequence[Section], conditions: Sequence[str]) -> dict[str, str]:
+    """The labels ``sections`` show the run's ``conditions`` by (only those that differ
+    from the name; labels of conditions the run lacks are left out), checked: a condition
+    has one label, and no two conditions look the same."""
+    labels: dict[str, str] = {}
+    where: dict[str, str] = {}
+    for s in sections:
+        for cond, lab in s.labels:
+            if labels.get(cond, lab) != lab:
+                raise ConfigError(
+                    f"condition {cond!r} is labelled {labels[cond]!r} in section "
+                    f"{where[cond]!r} and {lab!r} in section {s.id!r}; give it one label"
+                )
+            labels[cond], where[cond] = lab, s.id
+    present = set(conditions)
+    labels = {c: lab for c, lab in labels.items() if lab != c and c in present}
+    shown: dict[str, str] = {}
+    for cond in conditions:
+        lab = labels.get(cond, cond)
+        if shown.setdefault(lab, cond) != cond:
+            raise ConfigError(
+                f"conditions {shown[lab]!r} and {cond!r} would both be shown as {lab!r}; "
+                "give each condition its own label"
+            )
+    return labels
 
 
 def _check_ids(sections: Sequence[Section]) -> None:

@@ -39,12 +39,19 @@ class ReportContext:
     """The run a report describes: its results table, its ``summary.json`` and options.
 
     Section builders read only this (never a model), so a report re-renders offline.
+    ``labels`` maps a condition to the label the report shows it by (a study's readable
+    names; a condition without one is shown by its name): see :meth:`label`.
     """
 
     table: pa.Table
     summary: Mapping[str, Any]
     options: ReportOptions = field(default_factory=ReportOptions)
     run_dir: Path | None = None
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+    def label(self, condition: str) -> str:
+        """The one label ``condition`` has everywhere in the report."""
+        return self.labels.get(condition, condition)
 
     @property
     def analysis(self) -> Mapping[str, Any]:

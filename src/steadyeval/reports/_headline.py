@@ -38,13 +38,14 @@ def headline_rows(ctx: ReportContext, records: Sequence[Mapping[str, Any]]) -> l
         rows.append(
             (
                 r["model"],
-                r["condition"],
+                ctx.label(r["condition"]),
                 r["n"],
                 (r["accuracy"], low, high),
                 r["refused"],
                 r["refusal_rate"],
                 r["unmatched"],
                 r["truncated"],
+                r.get("approximate", 0),
                 r["em"],
                 r["f1"],
             )
@@ -65,6 +66,12 @@ def headline_table(rows: Sequence[HeadlineRow], pct: str) -> Table:
             Column("refusal rate", "pct"),
             Column("unmatched", "int", "outputs that matched no option (kept as answers)"),
             Column("truncated", "int", "prompts cut to fit the model's context"),
+            Column(
+                "approximate",
+                "int",
+                "rows whose log-probabilities are approximate (e.g. a masked LM's "
+                "pseudo-log-likelihood of a several-token option)",
+            ),
             Column("EM", "pct"),
             Column("F1", "pct"),
         ),
@@ -87,16 +94,17 @@ def accuracy_chart(model: str, rows: Sequence[HeadlineRow], pct: str) -> BarChar
 
 
 def refusal_chart(
-    model: str, records: Sequence[Mapping[str, Any]], conf: float, pct: str
+    ctx: ReportContext, model: str, records: Sequence[Mapping[str, Any]], pct: str
 ) -> BarChart:
     """``model``'s refusal rate by condition with Wilson intervals (``records``: its own)."""
+    conf = ctx.options.confidence
     bars = []
     for r in records:
         n = r["n"]
         rci = stats.wilson_interval(r["refused"], n, conf) if n else None
         bars.append(
             Bar(
-                r["condition"],
+                ctx.label(r["condition"]),
                 r["refusal_rate"],
                 rci.low if rci else math.nan,
                 rci.high if rci else math.nan,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import math
@@ -17,6 +18,7 @@ from ._model import (
     BarChart,
     Block,
     Heatmap,
+    ItemDetail,
     ItemTable,
     LineChart,
     Note,
@@ -93,13 +95,13 @@ def _table_view(t: Table) -> dict[str, Any]:
     for raw, cells in zip(t.rows, t.cells(), strict=True):
         row = []
         for v, text, col in zip(raw, cells, t.columns, strict=True):
-            row.append(
-                {
-                    "text": text,
-                    "v": _sort_value(v, col.kind),
-                    "cls": "num" if col.kind in _NUMERIC else ("text" if col.wide else None),
-                }
-            )
+            cls = "num" if col.kind in _NUMERIC else ("text" if col.wide else None)
+            # an estimate and its interval may go on two lines (each stays whole)
+            parts = text.split(" [", 1) if col.kind in ("pct_ci", "diff_ci") else [text]
+            if len(parts) == 2:
+                parts[1] = "[" + parts[1]
+                cls = "num ci"
+            row.append({"text": text, "parts": parts, "v": _sort_value(v, col.kind), "cls": cls})
         rows.append(row)
     return {
         "kind": "table",
@@ -107,6 +109,47 @@ def _table_view(t: Table) -> dict[str, Any]:
         "headers": [{"name": c.name, "help": c.help} for c in t.columns],
         "rows": rows,
         "note": t.note,
+    }
+
+
+#: The order of a drill-down record's fields in the page's JSON (arrays, not objects, keep
+#: a large table small).
+_DETAIL_FIELDS = tuple(f.name for f in dataclasses.fields(ItemDetail))
+#: Drill-down numbers the page shows with 3 decimals: embedded rounded to them (smaller).
+_SHOWN_3 = {"logprobs", "confidence", "sequence_logprob"}
+
+
+def _detail_values(d: ItemDetail) -> list[Any]:
+    out: list[Any] = []
+    for name in _DETAIL_FIELDS:
+        v = getattr(d, name)
+        if name in _SHOWN_3 and v is not None:
+            v = (
+                [None if x is None else round(x, 3) for x in v]
+                if name == "logprobs"
+                else round(v, 3)
+            )
+        out.append(v)
+    return out
+
+
+def _items_view(b: ItemTable) -> dict[str, Any]:
+    """The per-item table: its rows, what each row opens and the filters' conditions, as
+    one JSON document the page's script reads (every text appears in it once)."""
+    data = {
+        "columns": [{"name": c.name, "kind": c.kind, "wide": c.wide} for c in b.columns],
+        "rows": [list(r) for r in b.rows],
+        "detail_fields": _DETAIL_FIELDS,
+        "details": [_detail_values(d) for d in b.details],
+        "prompts": b.prompts,
+        "conditions": b.conditions,
+    }
+    return {
+        "kind": "items",
+        "title": b.title,
+        "columns": b.columns,
+        "note": b.note,
+        "data": script_json(data),
     }
 
 
@@ -144,17 +187,7 @@ def _block_view(b: Block) -> dict[str, Any]:
             "note": b.note,
         }
     if isinstance(b, ItemTable):
-        data = {
-            "columns": [{"name": c.name, "kind": c.kind, "wide": c.wide} for c in b.columns],
-            "rows": [list(r) for r in b.rows],
-        }
-        return {
-            "kind": "items",
-            "title": b.title,
-            "columns": b.columns,
-            "note": b.note,
-            "data": script_json(data),
-        }
+        return _items_view(b)
     raise TypeError(f"cannot render a {type(b).__name__} block; expected one of {Block}")
 
 

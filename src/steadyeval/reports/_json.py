@@ -70,6 +70,9 @@ def _block(b: Block) -> dict[str, Any]:
         }
         if isinstance(b, ItemTable):
             out["total_rows"] = b.total_rows
+            out["details"] = [dataclasses.asdict(d) for d in b.details]
+            out["prompts"] = list(b.prompts)
+            out["conditions"] = list(b.conditions)
         return out
     return {"type": kind, **dataclasses.asdict(b)}
 

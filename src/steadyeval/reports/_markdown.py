@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from ._model import (
@@ -21,29 +22,41 @@ from ._model import (
     format_cell,
 )
 
-__all__ = ["render_markdown", "sections_markdown"]
+__all__ = ["escape_markdown", "render_markdown", "sections_markdown"]
 
 #: Per-item rows printed in Markdown (the HTML and JSON reports hold the bounded table).
 MARKDOWN_ITEM_ROWS = 20
 
 
+#: What could turn text into markup: ``<`` opening a tag, comment, declaration or autolink;
+#: ``&`` starting a character reference; ``](`` closing a link's text before its target.
+_ACTIVE = re.compile(r"<(?=[A-Za-z/!?])|&(?=#?[A-Za-z0-9]+;)|\](?=\()")
+
+
+def escape_markdown(text: str) -> str:
+    """``text`` as literal Markdown: a backslash before whatever could become markup
+    (``\\<b>``, ``\\&amp;``, ``[x\\](url)``) and before backslashes; never an HTML entity,
+    so ``<0.001`` and ``a < b`` stay as they are."""
+    return _ACTIVE.sub(lambda m: "\\" + m.group(0), text.replace("\\", "\\\\"))
+
+
 def _cell(text: str) -> str:
-    """A Markdown table cell: pipes escaped, line breaks and backticks kept inert."""
+    """A Markdown table cell: escaped (:func:`escape_markdown`), pipes escaped, line breaks
+    made spaces."""
     return (
-        text.replace("\\", "\\\\")
+        escape_markdown(text)
         .replace("|", "\\|")
         .replace("\r\n", " ")
         .replace("\n", " ")
         .replace("\r", " ")
-        .replace("<", "&lt;")
     )
 
 
 def _text(text: str) -> str:
-    """Running text: ``<`` escaped so raw HTML in data stays text (a lone ``>`` cannot open a
-    tag, so outputs like ``no answer>`` stay readable); a leading ``>`` would start a quote."""
-    text = text.replace("<", "&lt;")
-    return "\\" + text if text.startswith(">") else text
+    """Running text, escaped (:func:`escape_markdown`); a leading ``>`` or ``#`` would start
+    a quote or a heading."""
+    text = escape_markdown(text)
+    return "\\" + text if text.startswith((">", "#")) else text
 
 
 def _grid(

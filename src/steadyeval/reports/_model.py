@@ -10,7 +10,7 @@ keeps the values.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
@@ -21,6 +21,7 @@ __all__ = [
     "CellKind",
     "Column",
     "Heatmap",
+    "ItemDetail",
     "ItemTable",
     "LineChart",
     "Note",
@@ -43,6 +44,9 @@ digits below 0.001, so a small non-zero value never shows as 0.000).
 ``pct``: a share in [0, 1] shown as a percentage. ``pct_ci``: ``(estimate, low, high)``
 shares, shown as ``25.0% [8.9, 53.2]``. ``diff_ci``: a signed difference of shares with its
 interval, shown in percentage points. ``pvalue``: a p-value. ``bool``: yes/no.
+
+A cell of any kind may hold a short remark (a ``str``) in place of its number, e.g.
+``"no discordant pairs"`` where a test does not apply; it is shown as is.
 """
 
 _DASH = "–"
@@ -71,6 +75,8 @@ def format_cell(value: Any, kind: CellKind) -> str:
     str
         The cell's text, identical in every output format.
     """
+    if isinstance(value, str):  # a remark in place of a number, or text
+        return value
     if kind == "pct_ci" or kind == "diff_ci":
         if _missing(value):
             return _DASH
@@ -253,11 +259,41 @@ class LineChart:
 
 
 @dataclass(frozen=True)
+class ItemDetail:
+    """What opening one per-item row shows besides its cells (texts already cut).
+
+    ``options`` are in the order the model saw them, with ``logprobs`` (raw option
+    log-probabilities, aligned with ``options``) and ``source`` (each shown option's index
+    among the item's original options, −1 for an escape option such as "none of the
+    above"). ``gold_options`` and ``chosen`` are original indices, so the shown gold and
+    chosen options are those whose ``source`` matches. ``prompt`` indexes
+    :attr:`ItemTable.prompts` (rows asked the same prompt share it).
+    """
+
+    prompt: int | None = None
+    options: tuple[str, ...] | None = None
+    logprobs: tuple[float | None, ...] | None = None
+    source: tuple[int, ...] | None = None
+    gold: tuple[str, ...] = ()
+    gold_options: tuple[int, ...] | None = None
+    chosen: int | None = None
+    confidence: float | None = None
+    sequence_logprob: float | None = None
+    scoring: str | None = None
+    n_shots_used: int | None = None
+    approximate: bool | None = None
+    truncated: bool | None = None
+
+
+@dataclass(frozen=True)
 class ItemTable:
-    """The per-item rows: searchable, sortable and paged in HTML.
+    """The per-item rows: searchable, sortable and paged in HTML; a row opens its details
+    and the same unit (item, model, sample) under every other condition.
 
     ``rows`` hold raw values (already cut to ``max_chars`` characters); ``total_rows`` is how
     many rows the run has and ``note`` says how the shown rows were chosen and bounded.
+    ``details`` (empty, or one per row) and ``prompts`` feed the drill-down;
+    ``conditions`` are the condition labels in run order (the filters' order).
     """
 
     title: str
@@ -265,6 +301,16 @@ class ItemTable:
     rows: tuple[tuple[Any, ...], ...]
     total_rows: int
     note: str
+    details: tuple[ItemDetail, ...] = ()
+    prompts: tuple[str, ...] = ()
+    conditions: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.details and len(self.details) != len(self.rows):
+            raise ValueError(
+                f"item table: {len(self.details)} details for {len(self.rows)} rows; "
+                "give one per row or none"
+            )
 
 
 Block: TypeAlias = (
@@ -274,19 +320,31 @@ Block: TypeAlias = (
 
 @dataclass(frozen=True)
 class Section:
-    """A titled part of a report; ``id`` is its anchor (letters, digits, dashes)."""
+    """A titled part of a report; ``id`` is its anchor (letters, digits, dashes).
+
+    ``labels`` are (condition, label) pairs: the names this section shows conditions by
+    (e.g. ``list-nota`` as ``list + "none of the above"``). A report shows every condition
+    by one label, so the generic sections take a study section's labels.
+    """
 
     id: str
     title: str
     blocks: tuple[Block, ...]
     source: str = "steadyeval"
+    labels: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def of(
-        cls, id: str, title: str, blocks: Sequence[Block], source: str = "steadyeval"
+        cls,
+        id: str,
+        title: str,
+        blocks: Sequence[Block],
+        source: str = "steadyeval",
+        labels: Mapping[str, str] | None = None,
     ) -> Section:
-        """Build a section from any sequence of blocks."""
-        return cls(id=id, title=title, blocks=tuple(blocks), source=source)
+        """Build a section from any sequence of blocks (and a condition → label map)."""
+        pairs = tuple((str(k), str(v)) for k, v in (labels or {}).items())
+        return cls(id=id, title=title, blocks=tuple(blocks), source=source, labels=pairs)
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,8 @@ class ReportOptions:
         Most rows of the per-item table written into the report. A larger run shows every
         row of items drawn at random (``seed``) until this many rows are reached.
     max_chars : int
-        Output and parsed answers in the per-item table are cut to this many characters.
+        Prompts, options, outputs and parsed answers in the per-item table and its
+        drill-down are cut to this many characters (a prompt keeps its start and end).
     max_conditions : int
         Agreement matrices show at most this many conditions (the first ones in run order).
     n_resamples : int

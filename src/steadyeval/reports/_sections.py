@@ -50,17 +50,29 @@ def headline_section(ctx: ReportContext) -> Section:
     records = summarize(ctx.table)
     order = {(m, c): (i, j) for i, m in enumerate(ctx.models) for j, c in enumerate(ctx.conditions)}
     records.sort(key=lambda r: order.get((r["model"], r["condition"]), (1 << 30, 0)))
-    conf = ctx.options.confidence
     rows = headline_rows(ctx, records)
-    pct = f"{100 * conf:g}%"
+    pct = f"{100 * ctx.options.confidence:g}%"
     blocks: list[Block] = [headline_table(rows, pct)]
+    if ctx.labels:
+        blocks.append(_labels_table(ctx))
     any_refused = any(r["refused"] for r in records)
     for model in ctx.models:
         blocks.append(accuracy_chart(model, rows, pct))
         if any_refused:
             mine = [r for r in records if r["model"] == model]
-            blocks.append(refusal_chart(model, mine, conf, pct))
+            blocks.append(refusal_chart(ctx, model, mine, pct))
     return Section.of("headline", "Headline results", blocks)
+
+
+def _labels_table(ctx: ReportContext) -> Table:
+    """Which condition each label stands for (the report shows every condition by one)."""
+    source = f"the {ctx.study} study's" if ctx.study else "its study's"
+    return Table(
+        title="Condition labels",
+        columns=(Column("shown as"), Column("condition (in results.parquet)")),
+        rows=tuple((ctx.label(c), c) for c in ctx.conditions),
+        note=f"Every part of this report shows a condition by {source} label for it.",
+    )
 
 
 #: Most matrix cells the spread bootstrap draws in total (resamples × items × conditions);
@@ -115,8 +127,8 @@ def spread_section(ctx: ReportContext) -> Section | None:
         def iv(x: stats.Interval) -> tuple[float, float, float]:
             return (x.estimate, x.low, x.high)
 
-        worst = conditions[present[int(np.argmin(s.per_condition))]]
-        best = conditions[present[int(np.argmax(s.per_condition))]]
+        worst = ctx.label(conditions[present[int(np.argmin(s.per_condition))]])
+        best = ctx.label(conditions[present[int(np.argmax(s.per_condition))]])
         rows.append(
             (
                 model,
@@ -203,13 +215,13 @@ def calibration_section(ctx: ReportContext) -> Section | None:
                     continue
                 ci = stats.wilson_interval(round(a * k), int(k), conf_level)
                 points.append(Point(float(c), float(a), ci.low, ci.high, int(k)))
-            series.append(Series(cond, tuple(points)))
+            series.append(Series(ctx.label(cond), tuple(points)))
             ece = stats.expected_calibration_error(conf, corr, n_bins=10)
             brier = _quiet(stats.brier_score, conf, corr)
             table_rows.append(
                 (
                     model,
-                    cond,
+                    ctx.label(cond),
                     int(conf.size),
                     float(conf.mean()),
                     float(corr.mean()),

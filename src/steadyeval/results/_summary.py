@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 import pyarrow as pa
@@ -21,19 +22,25 @@ def _wilson(k: int, n: int) -> tuple[float, float]:
 
 def summarize(table: pa.Table) -> list[dict[str, Any]]:
     """One record per (model, condition): counts, accuracy with a 95% Wilson interval,
-    refusal rate, unmatched outputs, truncated prompts, mean EM/F1 where defined.
+    refusal rate, unmatched outputs, truncated prompts, rows flagged ``approximate`` (their
+    log-probabilities are approximations, e.g. a masked LM's pseudo-log-likelihood), mean
+    EM/F1 where defined.
 
     Sampled rows count once each (the interval then treats samples as independent; use the
     paired statistics in :mod:`steadyeval.stats` for claims). Vectorised: a million rows
     take well under a second.
     """
     cols = ["model", "condition", "correct", "refused", "parsed_kind", "truncated", "em", "f1"]
-    df = table.select(cols).to_pandas()
+    df = table.select([*cols, "approximate"] if "approximate" in table.column_names else cols)
+    df = df.to_pandas()
+    if "approximate" not in df.columns:  # a table written before the column existed
+        df["approximate"] = None
     df["scored"] = df["correct"].notna()
     df["correct_n"] = df["correct"].fillna(False).astype(bool)
     df["refused_n"] = df["refused"].fillna(False).astype(bool)
     df["unmatched"] = df["parsed_kind"] == "unmatched"
     df["truncated_n"] = df["truncated"].fillna(False).astype(bool)
+    df["approximate_n"] = df["approximate"].fillna(False).astype(bool)
     grouped = df.groupby(["model", "condition"], sort=False)
     agg = grouped.agg(
         n=("scored", "size"),
@@ -42,6 +49,7 @@ def summarize(table: pa.Table) -> list[dict[str, Any]]:
         refused=("refused_n", "sum"),
         unmatched=("unmatched", "sum"),
         truncated=("truncated_n", "sum"),
+        approximate=("approximate_n", "sum"),
         em=("em", "mean"),
         f1=("f1", "mean"),
     )
@@ -62,6 +70,7 @@ def summarize(table: pa.Table) -> list[dict[str, Any]]:
                 "refusal_rate": int(r["refused"]) / n,
                 "unmatched": int(r["unmatched"]),
                 "truncated": int(r["truncated"]),
+                "approximate": int(r["approximate"]),
                 "em": None if math.isnan(r["em"]) else float(r["em"]),
                 "f1": None if math.isnan(r["f1"]) else float(r["f1"]),
             }
@@ -77,8 +86,20 @@ def _fmt(x: Any, pct: bool = False) -> str:
     return str(x)
 
 
+#: ``<`` opening a tag, ``&`` starting a character reference, ``](`` ending a link's text.
+_ACTIVE = re.compile(r"<(?=[A-Za-z/!?])|&(?=#?[A-Za-z0-9]+;)|\](?=\()")
+
+
+def _cell(value: Any) -> str:
+    """A name as a literal Markdown table cell: backslash escapes, never HTML entities
+    (the report's Markdown escapes the same way)."""
+    text = str(value).replace("\\", "\\\\")
+    text = _ACTIVE.sub(lambda m: "\\" + m.group(0), text).replace("|", "\\|")
+    return " ".join(text.splitlines())
+
+
 def summary_markdown(summary: dict[str, Any]) -> str:
-    """Render ``summary.json`` content as Markdown."""
+    """Render ``summary.json`` content as Markdown (model and condition names escaped)."""
     lines = [
         f"# steadyeval run `{summary['run_id']}`",
         "",
@@ -88,8 +109,9 @@ def summary_markdown(summary: dict[str, Any]) -> str:
         f"{summary['plan']['cache_hits']} from cache, {summary['plan']['model_calls']} sent",
         f"- skipped (item, condition) pairs: {summary['n_skipped']}",
         "",
-        "| model | condition | n | accuracy (95% CI) | refused | unmatched | truncated | EM | F1 |",
-        "|---|---|---:|---|---:|---:|---:|---:|---:|",
+        "| model | condition | n | accuracy (95% CI) | refused | unmatched | truncated "
+        "| approximate | EM | F1 |",
+        "|---|---|---:|---|---:|---:|---:|---:|---:|---:|",
     ]
     for r in summary["by_condition"]:
         acc = (
@@ -97,13 +119,13 @@ def summary_markdown(summary: dict[str, Any]) -> str:
             f"{_fmt(r['accuracy_high'], True)})"
         )
         lines.append(
-            f"| {r['model']} | {r['condition']} | {r['n']} | {acc} | {r['refused']} "
-            f"| {r['unmatched']} | {r['truncated']} | {_fmt(r['em'], True)} "
-            f"| {_fmt(r['f1'], True)} |"
+            f"| {_cell(r['model'])} | {_cell(r['condition'])} | {r['n']} | {acc} "
+            f"| {r['refused']} | {r['unmatched']} | {r['truncated']} "
+            f"| {r.get('approximate', 0)} | {_fmt(r['em'], True)} | {_fmt(r['f1'], True)} |"
         )
     if summary["skipped"]:
         lines += ["", "## Skipped", "", "| condition | reason | count |", "|---|---|---:|"]
         for s in summary["skipped"]:
-            lines.append(f"| {s['condition']} | {s['reason']} | {s['count']} |")
+            lines.append(f"| {_cell(s['condition'])} | {_cell(s['reason'])} | {s['count']} |")
     lines.append("")
     return "\n".join(lines)

@@ -10,7 +10,7 @@ from ._config import (
 )
 from ._dispatch import PlanCounts
 from ._executor import Executor, LocalExecutor, call_backend
-from ._from_config import load_config_data, run_config
+from ._from_config import load_config_data, resolve_run_config, run_config
 from ._ray import RayExecutor
 from ._run import Block, RunOptions, RunResult, run, run_blocks, run_id_for
 
@@ -29,6 +29,7 @@ __all__ = [
     "load_config_data",
     "load_run_config",
     "load_yaml_config",
+    "resolve_run_config",
     "run",
     "run_blocks",
     "run_config",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -13,6 +13,7 @@ from .._errors import ConfigError
 from ..conditions import FORMATS, TEMPLATES, Condition, Format, Generation, Shots, Template
 from ..results import StudyColumn
 from ..scoring import canonical_scoring
+from ._config_errors import format_errors
 
 __all__ = [
     "ColumnConfig",
@@ -94,6 +95,36 @@ class ConditionConfig(_Strict):
     @classmethod
     def _known_scoring(cls, value: str) -> str:
         return canonical_scoring(value)
+
+    @field_validator("template")
+    @classmethod
+    def _known_template(cls, value: str | TemplateConfig) -> str | TemplateConfig:
+        if isinstance(value, str) and value not in TEMPLATES:
+            raise ValueError(
+                f"unknown template {value!r}; built-in templates: {', '.join(sorted(TEMPLATES))} "
+                "(or give a mapping with name and body)"
+            )
+        return value
+
+    @field_validator("format")
+    @classmethod
+    def _known_format(cls, value: str | FormatConfig) -> str | FormatConfig:
+        if isinstance(value, str) and value not in FORMATS:
+            raise ValueError(
+                f"unknown format {value!r}; built-in formats: {', '.join(sorted(FORMATS))} "
+                "(or give a mapping with name and kind)"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _buildable(self) -> ConditionConfig:
+        """What only the whole condition can tell (e.g. a scoring mode that needs options
+        under a free-form format) is an error here, located at the condition."""
+        try:
+            self.build(0)
+        except ConfigError as exc:
+            raise ValueError(str(exc).removeprefix(f"condition {self.name!r}: ")) from None
+        return self
 
     def build(self, seed: int) -> Condition:
         if isinstance(self.template, str):
@@ -235,117 +266,6 @@ class RunConfig(_Strict):
             raise ConfigError(f"columns: {exc}") from None
 
 
-def _node_line(root: Any, loc: Sequence[Any]) -> int | None:
-    """The 1-based line of the YAML node at ``loc`` (pydantic's error location)."""
-    node, line = root, None
-    for part in loc:
-        if isinstance(node, yaml.MappingNode):
-            for k, v in node.value:
-                if k.value == part:
-                    line = k.start_mark.line + 1
-                    node = v
-                    break
-            else:
-                return line if line is not None else node.start_mark.line + 1
-        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int):
-            if part >= len(node.value):
-                return line
-            node = node.value[part]
-            line = node.start_mark.line + 1
-        else:
-            break
-    return line
-
-
-def _where(loc: Sequence[Any], source: str, root: Any, given: Mapping[str, str] | None) -> str:
-    """Where the value at ``loc`` came from: the flag that set it, else the file and line."""
-    for n in (2, 1):
-        key = ".".join(str(p) for p in loc[:n])
-        if len(loc) >= n and given and key in given:
-            flag = given[key]
-            return f"flag {flag}" if flag.startswith("-") else f"<overrides> {flag}"
-    line = _node_line(root, loc) if root is not None else None
-    return source if line is None else f"{source}, line {line}"
-
-
-def _format_errors(
-    exc: ValidationError,
-    *,
-    source: str,
-    root: Any,
-    model: type[BaseModel],
-    what: str,
-    given: Mapping[str, str] | None = None,
-) -> str:
-    lines = []
-    errors = _relevant(exc.errors())
-    for err, loc in errors[:5]:
-        key = ".".join(str(p) for p in loc) or "(top level)"
-        where = _where(loc, source, root, given)
-        msg = err["msg"]
-        if err["type"] == "extra_forbidden":
-            parent = _model_at(model, loc[:-1])
-            allowed = ", ".join(sorted(parent.model_fields)) if parent is not None else "see docs"
-            msg = f"unknown key; allowed keys here: {allowed}"
-        elif err["type"] == "value_error":
-            msg = msg.removeprefix("Value error, ")
-        elif isinstance(err.get("input"), str | int | float | bool):
-            msg = f"{msg} (got {err['input']!r})"
-        lines.append(f"{where}: {key}: {msg}")
-    more = len(errors) - 5
-    if more > 0:
-        lines.append(f"... and {more} more")
-    return f"invalid {what}:\n  " + "\n  ".join(lines)
-
-
-_TAGS = frozenset({"str", "int", "float", "bool", "list", "dict", "tuple", "none"})
-
-
-def _relevant(errors: Sequence[Any]) -> list[tuple[Any, list[Any]]]:
-    """Each error with its location in keys (pydantic's union-member and model tags left
-    out); where a union gave several errors for one key, the type mismatches of the members
-    that did not apply are dropped."""
-    out = []
-    for err in errors:
-        loc = [
-            p
-            for p in err["loc"]
-            if not (isinstance(p, str) and (p[:1].isupper() or "[" in p or p in _TAGS))
-        ]
-        out.append((err, loc))
-    by_key: dict[tuple[Any, ...], int] = {}
-    for _, loc in out:
-        by_key[tuple(loc)] = by_key.get(tuple(loc), 0) + 1
-    return [
-        (err, loc)
-        for err, loc in out
-        if by_key[tuple(loc)] == 1 or not str(err["type"]).endswith("_type")
-    ]
-
-
-def _model_at(model: type[BaseModel], loc: Sequence[Any]) -> type[BaseModel] | None:
-    """The pydantic model that validates the mapping at ``loc`` (for its allowed keys)."""
-    for part in loc:
-        if isinstance(part, int):
-            continue
-        field = model.model_fields.get(str(part))
-        if field is None:
-            return None
-        ann = field.annotation
-        candidates = [ann, *getattr(ann, "__args__", ())]
-        for c in candidates:
-            inner = getattr(c, "__args__", (c,))
-            sub = next(
-                (x for x in (c, *inner) if isinstance(x, type) and issubclass(x, BaseModel)), None
-            )
-            if sub is not None:
-                model = sub
-                break
-        else:
-            return None
-    return model
-
-
 M = TypeVar("M", bound=BaseModel)
 
 
@@ -420,7 +340,7 @@ def validate_config(
         return model.model_validate(dict(data))
     except ValidationError as exc:
         raise ConfigError(
-            _format_errors(exc, source=source, root=root, model=model, what=what, given=given)
+            format_errors(exc, source=source, root=root, model=model, what=what, given=given)
         ) from None
 
 

@@ -3,13 +3,12 @@ commit every batch to the cache as it returns, and count what a dry run would co
 
 from __future__ import annotations
 
-import sys
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..cache import ResponseCache
-from ..models import Backend
+from ..models import Backend, BackendStats
 from ..requests import (
     ClassifyRequest,
     Plan,
@@ -23,7 +22,15 @@ from ..scoring import get_scoring
 from ._executor import Executor, LocalExecutor
 from ._progress import Progress
 
-__all__ = ["PlanCounts", "count_plan", "dispatch", "preflight", "prompt_text"]
+__all__ = [
+    "PlanCounts",
+    "backend_stats",
+    "count_plan",
+    "dispatch",
+    "preflight",
+    "prompt_text",
+    "retry_counts",
+]
 
 
 @dataclass(frozen=True)
@@ -103,6 +110,19 @@ def preflight(plan: Plan, missing: Sequence[str], backends: Mapping[str, Backend
             backend.preflight(todo)
 
 
+def backend_stats(backends: Mapping[str, Backend]) -> dict[str, BackendStats]:
+    """Each backend's counts so far (what it had to do again), by model."""
+    return {name: backend.stats() for name, backend in backends.items()}
+
+
+def retry_counts(
+    backends: Mapping[str, Backend], before: Mapping[str, BackendStats]
+) -> dict[str, dict[str, int | float]]:
+    """``summary.json``'s ``retries``: per model (its identity), the retries, back-off waits
+    (and their seconds) and out-of-memory halvings since ``before``."""
+    return {name: (b.stats() - before[name]).to_dict() for name, b in backends.items()}
+
+
 def dispatch(
     plan: Plan,
     missing: Sequence[str],
@@ -121,10 +141,11 @@ def dispatch(
     for key in missing:
         model, req = plan.unique[key]
         groups[model][req.kind].append(key)
-    show = sys.stderr.isatty() if progress is None else progress
-    with Progress(total=plan.n_unique, cached=plan.n_unique - len(missing), enabled=show) as bar:
+    n_cached, n_models = plan.n_unique - len(missing), len(backends)
+    with Progress(total=plan.n_unique, cached=n_cached, enabled=progress, models=n_models) as bar:
         for model, kinds in groups.items():
             backend = backends[model]
+            bar.start_model(model, sum(len(keys) for keys in kinds.values()))
             for kind, keys in kinds.items():
                 # A prefix sort: requests sharing a prompt prefix (one item under several
                 # formats, all options of a question) land in the same batch, so a backend

@@ -24,10 +24,11 @@ log = logging.getLogger(__name__)
 
 
 def _ray() -> Any:
-    try:
-        import ray
-    except ImportError:
-        raise RuntimeError("the ray executor needs Ray: pip install 'steadyeval[ray]'") from None
+    from .._extras import require
+
+    require("--executor ray runs", "ray", extra="ray")
+    import ray
+
     return ray
 
 

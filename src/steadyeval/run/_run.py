@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, overload
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import pyarrow as pa
 
@@ -29,9 +30,20 @@ from ..results import (
     write_results,
 )
 from ..scoring import get_scoring, requests_for
-from ._dispatch import PlanCounts, count_plan, dispatch, preflight
+from ._dispatch import (
+    PlanCounts,
+    backend_stats,
+    count_plan,
+    dispatch,
+    preflight,
+    retry_counts,
+)
 from ._executor import Executor
+from ._folder import claim_run_dir, config_key, drop_stale_reports
 from ._provenance import provenance
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["Block", "PlanCounts", "RunOptions", "RunResult", "run", "run_blocks"]
 
@@ -45,15 +57,26 @@ class RunOptions:
     out: Path | None = None
     cache: Path | None = None
     batch_size: int = 64
-    progress: bool | None = None  # None: only when stderr is a terminal
+    progress: bool | None = None  # None: a bar on a terminal, else INFO log lines (not -q)
     executor: Executor | None = None
+    #: Replace a run folder that holds a different run (its files are deleted first);
+    #: without it such a folder is refused. A folder holding the same run is resumed.
+    overwrite: bool = False
 
 
 @dataclass(frozen=True)
 class RunResult:
+    """A finished run: the results table (one row per item × condition × model × sample),
+    the summary (``summary.json``'s content) and the run folder written (or ``None``)."""
+
     table: pa.Table
     summary: dict[str, Any]
     run_dir: Path | None
+
+    def to_pandas(self) -> pd.DataFrame:
+        """The results table as a pandas DataFrame (columns as in ``docs/results.md``)."""
+        frame: pd.DataFrame = self.table.to_pandas()
+        return frame
 
 
 @dataclass(frozen=True)
@@ -286,6 +309,17 @@ def run_blocks(
         missing = [k for k in plan.unique if k not in cached]
         if dry_run:
             return count_plan(plan, backends, cached, missing, sum(planned.skipped.values()))
+        rid = run_id_for(planned.body, columns)
+        old_rid = None
+        if opts.out is not None:
+            old_rid = _written_run_id(Path(opts.out))
+            claim_run_dir(
+                Path(opts.out),
+                config_key(config, rid),
+                overwrite=opts.overwrite,
+                keep=[cache.path],
+            )
+        before = backend_stats(backends)
         preflight(plan, missing, backends)
         t1 = time.perf_counter()
         responses = dict(cached)
@@ -300,11 +334,11 @@ def run_blocks(
             executor=opts.executor,
         )
         timings["dispatch"] = time.perf_counter() - t1
+        retries = retry_counts(backends, before)
     finally:
         cache.close()
 
     t2 = time.perf_counter()
-    rid = run_id_for(planned.body, columns)
     rows = [
         row
         for pt, tags in zip(plan.trials, planned.tags, strict=True)
@@ -313,10 +347,12 @@ def run_blocks(
     table = rows_to_table(rows, columns)
     timings["score"] = time.perf_counter() - t2
     summary = _summary(table, planned, rid, n_cached=len(cached), n_sent=len(missing))
+    summary["retries"] = retries
     run_dir = None
     if opts.out is not None:
         run_dir = Path(opts.out)
         _write(run_dir, table, summary, planned, config)
+        drop_stale_reports(run_dir, old_rid, rid)
         timings["total"] = time.perf_counter() - t0
         fingerprints = {name: b.fingerprint() for name, b in backends.items()}
         counts = {"rows": table.num_rows, "model_calls": len(missing), "cache_hits": len(cached)}
@@ -324,6 +360,15 @@ def run_blocks(
             run_dir / "provenance.json", provenance(fingerprints, timings, counts), default=str
         )
     return RunResult(table=table, summary=summary, run_dir=run_dir)
+
+
+def _written_run_id(run_dir: Path) -> str | None:
+    """The run id in a folder's ``config.json`` (``None``: none readable)."""
+    try:
+        value = json.loads((run_dir / "config.json").read_text(encoding="utf-8")).get("run_id")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return str(value) if value else None
 
 
 def _summary(

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .._extras import HF_MODEL_MODULES, require
 from ..models import classifier_logits
 from ._checkpoint import TrainOutcome
 from ._loop import TrainConfig, fit, resolve_device
@@ -109,6 +110,7 @@ def train_cls(
     as in :func:`steadyeval.train.train_pet`. The head is initialised from ``seed``. The
     saved checkpoint is an ``hf-classifier`` model (``hf-classifier:FOLDER?max_length=N``).
     """
+    require("fine-tuning runs", *HF_MODEL_MODULES)
     import torch
 
     train_list, dev_list = list(train), list(dev)

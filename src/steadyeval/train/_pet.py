@@ -7,6 +7,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from .._extras import HF_MODEL_MODULES, require
 from ._checkpoint import TrainOutcome
 from ._loop import TrainConfig, fit, resolve_device
 from ._masked import MaskedPrompts, PromptExample
@@ -75,6 +76,7 @@ def train_pet(
     TrainOutcome
         The kept step, its dev accuracy and the evaluation history.
     """
+    require("fine-tuning runs", *HF_MODEL_MODULES)
     import torch
     from transformers import AutoModelForMaskedLM, AutoTokenizer
 

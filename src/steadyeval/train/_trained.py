@@ -21,7 +21,14 @@ from typing import Any
 from urllib.parse import urlencode
 
 from ..items import canonical_json
-from ..models import Backend, BaseBackend, Capabilities, load_backend, parse_model_spec
+from ..models import (
+    Backend,
+    BackendStats,
+    BaseBackend,
+    Capabilities,
+    load_backend,
+    parse_model_spec,
+)
 from ..requests import (
     ClassifyRequest,
     ClassifyResponse,
@@ -95,6 +102,7 @@ class TrainedModel(BaseBackend):
         self.spec = parse_model_spec(self._spec_text(store.path_for(self.key), self.options))
         self.info: CheckpointInfo | None = None
         self._inner: Backend | None = None
+        self._released = BackendStats()  # what served checkpoints counted before release
 
     def _spec_text(self, folder: Path, options: Mapping[str, str]) -> str:
         every = {**self.run_options, **options}
@@ -132,6 +140,10 @@ class TrainedModel(BaseBackend):
             self._inner = load_backend(self._spec_text(self.info.path, options))
         return self._inner
 
+    def stats(self) -> BackendStats:
+        now = self._inner.stats() if self._inner is not None else BackendStats()
+        return self._released + now
+
     def score(self, requests: Sequence[ScoreRequest]) -> list[ScoreResponse]:
         return self.trained.score(requests)
 
@@ -148,6 +160,7 @@ class TrainedModel(BaseBackend):
         """Once the run has all its answers: free the served checkpoint's weights (it is
         loaded again if needed) and delete the checkpoint unless it is kept."""
         if self._inner is not None:
+            self._released = self._released + self._inner.stats()
             self._inner.release()
             self._inner = None
             gc.collect()

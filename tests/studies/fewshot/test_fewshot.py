@@ -494,8 +494,9 @@ def test_cli_study_fewshot(tiny_gpt2: Path, tmp_path: Path) -> None:
     ]
     res = runner.invoke(main, args)
     assert res.exit_code == 0, res.output
-    assert "(2) rho(dev, test)" in res.output and "| pattern=question" in res.output
-    assert (out / "summary.md").is_file()
+    md = (out / "summary.md").read_text()
+    assert "(2) rho(dev, test)" in md and "| pattern=question" in md
+    assert "| pattern=question" in res.output  # the headline table
     both = runner.invoke(main, [*args, "--test", str(data)])
     assert (
         both.exit_code == 2 and "exactly one of test (a file) and test_from_labelled" in both.output

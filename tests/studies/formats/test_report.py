@@ -23,6 +23,7 @@ from steadyeval.reports import (
     Report,
     ReportOptions,
     build_report,
+    escape_markdown,
     format_cell,
     render_html,
     render_json,
@@ -69,7 +70,7 @@ class _Rows(HTMLParser):
 
 
 def _md_cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("<", "&lt;")
+    return escape_markdown(text).replace("|", "\\|")
 
 
 def row_in_all_formats(

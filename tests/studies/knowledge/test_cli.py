@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq
+import pytest
 from click.testing import CliRunner, Result
 
 from steadyeval.cli import main
@@ -56,9 +57,9 @@ def test_end_to_end(mini_mmlu: Path, tiny_gpt2: Path, tmp_path: Path) -> None:
         "Template sensitivity",
         "Memorisation check",
     ):
-        assert title in done.stdout
-    assert "STEM" in done.stdout and "humanities" in done.stdout
-    assert f"wrote {out}/results.parquet" in done.stdout
+        assert title in (out / "summary.md").read_text()
+    assert "STEM" in done.stdout and "humanities" in done.stdout  # the headline table
+    assert f"wrote {out}/" in done.stdout
     table = pq.read_table(out / "results.parquet")
     n_conditions = 2 * 2 * 4 + 1
     assert table.num_rows == 7 * n_conditions
@@ -72,7 +73,9 @@ def _invoke(*args: str) -> Result:
     return CliRunner().invoke(main, ["study", "knowledge", *args])
 
 
-def test_dry_run_and_errors(mini_mmlu: Path, tiny_gpt2: Path, tmp_path: Path) -> None:
+def test_dry_run_and_errors(
+    mini_mmlu: Path, tiny_gpt2: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     model = f"hf:{tiny_gpt2}"
     done = _invoke("--model", model, "--data", str(mini_mmlu), "--dry-run")
     assert done.exit_code == 0, done.output
@@ -84,8 +87,11 @@ def test_dry_run_and_errors(mini_mmlu: Path, tiny_gpt2: Path, tmp_path: Path) ->
     assert "(got 'x')" in shots.output
     tmpl = _invoke("--model", model, "--data", str(mini_mmlu), "--templates", "fancy", "--dry-run")
     assert tmpl.exit_code == 2 and "unknown template 'fancy'" in tmpl.output
-    no_out = _invoke("--model", model, "--data", str(mini_mmlu))
-    assert no_out.exit_code == 2 and "--out RUN_DIR is required" in no_out.output
+    monkeypatch.chdir(tmp_path)
+    no_out = _invoke("--model", model, "--data", str(mini_mmlu), "--shots", "0")
+    assert no_out.exit_code == 0, no_out.output
+    (folder,) = (tmp_path / "runs").iterdir()  # runs/<timestamp>-knowledge by default
+    assert folder.name.endswith("-knowledge") and f"wrote runs/{folder.name}/" in no_out.output
 
 
 def test_help() -> None:

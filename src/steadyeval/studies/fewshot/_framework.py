@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 
 from ..._errors import ConfigError
+from ..._extras import require
 from ...items import Item
 from ...models import Backend, model_folder
 from ...results import StudyColumn
@@ -176,6 +177,7 @@ class _Context:
 
 def _context(config: FewShotConfig, backends: Sequence[Backend], options: RunOptions) -> _Context:
     if config.threads is not None:
+        require("fewshot configs with threads", "torch")
         import torch
 
         torch.set_num_threads(config.threads)

@@ -24,7 +24,7 @@ __all__ = ["formats_report_sections"]
 SOURCE = "formats study"
 
 
-def _determinism(det: Mapping[str, Any]) -> Section:
+def _determinism(det: Mapping[str, Any], names: Mapping[str, str]) -> Section:
     blocks: list[Block] = [
         Paragraph(
             f"{format_cell(det['questions'], 'int')} questions rerun under the greedy formats "
@@ -62,12 +62,20 @@ def _determinism(det: Mapping[str, Any]) -> Section:
                     Column("main output", wide=True),
                 ),
                 tuple(
-                    (m["item_id"], m["condition"], m["model"], m["output"], m["main_output"])
+                    (
+                        m["item_id"],
+                        names.get(m["condition"], m["condition"]),
+                        m["model"],
+                        m["output"],
+                        m["main_output"],
+                    )
                     for m in det["mismatches"]
                 ),
             )
         )
-    return Section.of("formats-determinism", "Determinism check", blocks, source=SOURCE)
+    return Section.of(
+        "formats-determinism", "Determinism check", blocks, source=SOURCE, labels=names
+    )
 
 
 def formats_report_sections(analysis: Mapping[str, Any], *, figures: bool = True) -> list[Section]:
@@ -99,8 +107,10 @@ def formats_report_sections(analysis: Mapping[str, Any], *, figures: bool = True
             *_examples(analysis, names, model),
         ]
         title = f"Answer format and abstention: {model}"
-        out.append(Section.of(f"formats-model-{i + 1}", title, blocks, source=SOURCE))
+        # the report shows every condition by these labels, in its generic sections too
+        sid = f"formats-model-{i + 1}"
+        out.append(Section.of(sid, title, blocks, source=SOURCE, labels=names))
     det = analysis.get("determinism")
     if det:
-        out.append(_determinism(det))
+        out.append(_determinism(det, names))
     return out

@@ -14,6 +14,8 @@ from ._report_labels import _in_order
 _VERBS = {"refused": ("refuses", "refuse"), "correct": ("is correct", "correct")}
 _PHRASE_HELP = "flips between two formats that differ in one phrase"
 _ORDER_HELP = "mean flips of A and B against themselves under other option orders"
+#: McNemar's p where no question flips: there is nothing to test.
+NO_DISCORDANT = "no discordant pairs"
 
 
 def _heatmap(
@@ -31,14 +33,15 @@ def _heatmap(
         i, j = index[p["a"]], index[p["b"]]
         share = p["flips"] / p["n"] if p["n"] else math.nan
         ptext = format_cell(p["p_exact"], "pvalue")
-        cell = f"{p['flips']}/{p['n']}\np{ptext if ptext.startswith('<') else '=' + ptext}"
+        test = f"p{ptext if ptext.startswith('<') else '=' + ptext}" if p["flips"] else "no flips"
+        cell = f"{p['flips']}/{p['n']}\n{test}"
         for r, c in ((i, j), (j, i)):
             values[r][c] = share
             text[r][c] = cell
             marked[r][c] = floor is not None and p["flips"] > floor
     legend = (
         "cell: questions on which the two formats disagree / questions both have, and "
-        "McNemar's exact p; colour: share that flips"
+        "McNemar's exact p (no test where nothing flips); colour: share that flips"
     )
     if floor is not None:
         legend += (
@@ -93,7 +96,7 @@ def _pair_table(
                 p["only_a"],
                 p["only_b"],
                 p["flips"],
-                p["p_exact"],
+                p["p_exact"] if p["flips"] else NO_DISCORDANT,
                 p["p_midp"],
                 p["p_holm"],
                 p["noise_floor"],

@@ -1,0 +1,123 @@
+"""Pydantic validation errors as located messages: each names the YAML file and line (or the
+flag) of the value, the key path, and the allowed keys or values."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+__all__ = ["format_errors"]
+
+
+def _node_line(root: Any, loc: Sequence[Any]) -> int | None:
+    """The 1-based line of the YAML node at ``loc`` (pydantic's error location)."""
+    node, line = root, None
+    for part in loc:
+        if isinstance(node, yaml.MappingNode):
+            for k, v in node.value:
+                if k.value == part:
+                    line = k.start_mark.line + 1
+                    node = v
+                    break
+            else:
+                return line if line is not None else node.start_mark.line + 1
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int):
+            if part >= len(node.value):
+                return line
+            node = node.value[part]
+            line = node.start_mark.line + 1
+        else:
+            break
+    return line
+
+
+def _where(loc: Sequence[Any], source: str, root: Any, given: Mapping[str, str] | None) -> str:
+    """Where the value at ``loc`` came from: the flag that set it, else the file and line."""
+    for n in (2, 1):
+        key = ".".join(str(p) for p in loc[:n])
+        if len(loc) >= n and given and key in given:
+            flag = given[key]
+            return f"flag {flag}" if flag.startswith("-") else f"<overrides> {flag}"
+    line = _node_line(root, loc) if root is not None else None
+    return source if line is None else f"{source}, line {line}"
+
+
+def format_errors(
+    exc: ValidationError,
+    *,
+    source: str,
+    root: Any,
+    model: type[BaseModel],
+    what: str,
+    given: Mapping[str, str] | None = None,
+) -> str:
+    lines = []
+    errors = _relevant(exc.errors())
+    for err, loc in errors[:5]:
+        key = ".".join(str(p) for p in loc) or "(top level)"
+        where = _where(loc, source, root, given)
+        msg = err["msg"]
+        if err["type"] == "extra_forbidden":
+            parent = _model_at(model, loc[:-1])
+            allowed = ", ".join(sorted(parent.model_fields)) if parent is not None else "see docs"
+            msg = f"unknown key; allowed keys here: {allowed}"
+        elif err["type"] == "value_error":
+            msg = msg.removeprefix("Value error, ")
+        elif isinstance(err.get("input"), str | int | float | bool):
+            msg = f"{msg} (got {err['input']!r})"
+        lines.append(f"{where}: {key}: {msg}")
+    more = len(errors) - 5
+    if more > 0:
+        lines.append(f"... and {more} more")
+    return f"invalid {what}:\n  " + "\n  ".join(lines)
+
+
+_TAGS = frozenset({"str", "int", "float", "bool", "list", "dict", "tuple", "none"})
+
+
+def _relevant(errors: Sequence[Any]) -> list[tuple[Any, list[Any]]]:
+    """Each error with its location in keys (pydantic's union-member and model tags left
+    out); where a union gave several errors for one key, the type mismatches of the members
+    that did not apply are dropped."""
+    out = []
+    for err in errors:
+        loc = [
+            p
+            for p in err["loc"]
+            if not (isinstance(p, str) and (p[:1].isupper() or "[" in p or p in _TAGS))
+        ]
+        out.append((err, loc))
+    by_key: dict[tuple[Any, ...], int] = {}
+    for _, loc in out:
+        by_key[tuple(loc)] = by_key.get(tuple(loc), 0) + 1
+    return [
+        (err, loc)
+        for err, loc in out
+        if by_key[tuple(loc)] == 1 or not str(err["type"]).endswith("_type")
+    ]
+
+
+def _model_at(model: type[BaseModel], loc: Sequence[Any]) -> type[BaseModel] | None:
+    """The pydantic model that validates the mapping at ``loc`` (for its allowed keys)."""
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        field = model.model_fields.get(str(part))
+        if field is None:
+            return None
+        ann = field.annotation
+        candidates = [ann, *getattr(ann, "__args__", ())]
+        for c in candidates:
+            inner = getattr(c, "__args__", (c,))
+            sub = next(
+                (x for x in (c, *inner) if isinstance(x, type) and issubclass(x, BaseModel)), None
+            )
+            if sub is not None:
+                model = sub
+                break
+        else:
+            return None
+    return model

@@ -1,0 +1,115 @@
+"""Small runs of each built-in study on the tiny GPT-2, for the report layout tests: a few
+questions each, with data written here (or the repository's examples), so they run offline."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+from typing import Any
+
+from steadyeval import RunOptions
+from steadyeval.studies import run_study
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+#: Two MMLU subjects in the original CSV layout (question, A, B, C, D, answer letter).
+_MMLU = {
+    "abstract_algebra": [
+        ("What is 3+4?", "7", "6", "5", "4", "A"),
+        ("What is 0*5?", "5", "1", "0", "2", "C"),
+        ("What is the order of the group Z/4Z under addition?", "1", "2", "3", "4", "D"),
+    ],
+    "high_school_us_history": [
+        ("Which war ended in 1865?", "Civil War", "War of 1812", "Revolution", "Korean", "A"),
+        ("Who wrote most of the Declaration?", "Adams", "Franklin", "Jefferson", "Madison", "C"),
+        (
+            "Which purchase doubled the US in 1803?",
+            "Alaska",
+            "Gadsden",
+            "Florida",
+            "Louisiana",
+            "D",
+        ),
+    ],
+}
+
+
+def _mmlu(root: Path) -> Path:
+    for split in ("dev", "test"):
+        (root / split).mkdir(parents=True, exist_ok=True)
+        for subject, rows in _MMLU.items():
+            with (root / split / f"{subject}_{split}.csv").open("w", newline="") as fh:
+                csv.writer(fh).writerows(rows)
+    return root
+
+
+def _rte(path: Path, n: int) -> Path:
+    lines = []
+    for i in range(n):
+        yes = i % 3 != 0
+        hypothesis = f"A cat sat on mat {i}." if yes else f"No dog ran {i}."
+        lines.append(
+            json.dumps(
+                {
+                    "premise": f"The cat sat on the mat number {i}.",
+                    "hypothesis": hypothesis,
+                    "idx": i,
+                    "label": "entailment" if yes else "not_entailment",
+                }
+            )
+        )
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def study_configs(model: Path, data: Path) -> dict[str, dict[str, Any]]:
+    """A small config of every built-in study on ``model`` (data written under ``data``)."""
+    spec = f"hf:{model}"
+    return {
+        "formats": {
+            "models": [spec],
+            "data": str(EXAMPLES / "squad-mini.json"),
+            "answerable": 4,
+            "unanswerable": 4,
+        },
+        "sensitivity": {
+            "models": [spec],
+            "data": str(EXAMPLES / "probes-study"),
+            "subset_size": 2,
+        },
+        "knowledge": {
+            "models": [spec],
+            "data": str(_mmlu(data / "mmlu")),
+            "shots": [0, 1],
+        },
+        "fewshot": {
+            "models": [spec],
+            "task": "RTE",
+            "labelled": str(_rte(data / "rte.jsonl", 12)),
+            "test_from_labelled": 4,
+            "method": "icl",
+            "strategies": ["cv"],
+            "k": 2,
+            "space": {"pattern": ["question"], "verbalizer": ["yes-no"], "shots": [1]},
+        },
+    }
+
+
+class StudyRuns:
+    """Small runs of the built-in studies, each made on first use (``runs["formats"]``)."""
+
+    def __init__(self, model: Path, root: Path) -> None:
+        self.model = model
+        self.root = root
+        self.runs: dict[str, Path] = {}
+
+    def __getitem__(self, name: str) -> Path:
+        if name not in self.runs:
+            self.root.mkdir(parents=True, exist_ok=True)
+            config = study_configs(self.model, self.root)[name]
+            out = self.root / name
+            options = RunOptions(out=out, cache=self.root / "cache.sqlite", progress=False)
+            run_study(name, config, options=options)
+            self.runs[name] = out
+        return self.runs[name]
