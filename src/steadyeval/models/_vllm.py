@@ -24,6 +24,8 @@ to vLLM calls (:class:`~steadyeval.models._vllm_engine.VLLMEngine`, and the data
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -31,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from .._errors import ConfigError, ModelSpecError, UnsupportedRequestError
+from .._log import duration
 from ..requests import (
     GenerateRequest,
     GenerateResponse,
@@ -47,6 +50,8 @@ from ._hf_options import HFOptions, positive_int, resolve_model_dir
 from ._known import known_input_format
 from ._spec import ModelSpec
 from ._vllm_engine import ReplicaPool, VLLMEngine, import_engine_module
+
+log = logging.getLogger(__name__)
 
 __all__ = ["VLLMBackend", "VLLMEngine", "VLLMOptions"]
 
@@ -241,6 +246,8 @@ class VLLMBackend(BaseBackend):
         if self._engine is None:
             kwargs = self.options.engine_kwargs(self.model_dir)
             where = str(self.spec)
+            log.info("loading model %s…", where)
+            start = time.perf_counter()
             if self.options.data_parallel_size > 1:
                 self._engine = ReplicaPool(
                     self.options.data_parallel_size,
@@ -253,6 +260,7 @@ class VLLMBackend(BaseBackend):
                 self._engine = VLLMEngine(
                     import_engine_module(self._engine_module), kwargs, where=where
                 )
+            log.info("loaded model %s in %s", where, duration(time.perf_counter() - start))
         return self._engine
 
     def release(self) -> None:
