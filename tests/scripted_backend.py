@@ -78,5 +78,10 @@ class ScriptedBackend(BaseBackend):
 
 
 def register() -> None:
-    """Register ``scripted:NAME`` (idempotent) for subprocess tests."""
-    register_backend("scripted", lambda spec: ScriptedBackend(spec=spec), replace=True)
+    """Register ``scripted:NAME`` (idempotent) for subprocess tests; ``?delay=SECONDS`` makes
+    each request take that long (to land a signal mid-run)."""
+    register_backend(
+        "scripted",
+        lambda spec: ScriptedBackend(spec=spec, delay=float(spec.option("delay") or 0.0)),
+        replace=True,
+    )

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import importlib
+import signal
 import sys
+import threading
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import click
@@ -49,6 +53,10 @@ class _Group(click.Group):
             formatter.write_dl(rows)
 
     def invoke(self, ctx: click.Context) -> Any:
+        with _sigterm_as_interrupt() as terminated:
+            return self._invoke(ctx, terminated)
+
+    def _invoke(self, ctx: click.Context, terminated: list[bool]) -> Any:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("always", SteadyevalDeprecationWarning)
@@ -67,11 +75,33 @@ class _Group(click.Group):
             sys.exit(2)
         except KeyboardInterrupt:
             click.echo(
-                "interrupted: every response received so far is in the cache; "
+                ("terminated" if terminated else "interrupted")
+                + ": every response received so far is in the cache; "
                 "run the same command again to resume",
                 err=True,
             )
-            sys.exit(130)
+            sys.exit(143 if terminated else 130)
+
+
+@contextmanager
+def _sigterm_as_interrupt() -> Iterator[list[bool]]:
+    """SIGTERM (``kill``, a scheduler's time limit) stops a command as Ctrl-C does: the
+    cache keeps what was received, the message says how to resume, the exit code is 143.
+    Yields a list that is non-empty once SIGTERM arrived; the old handler comes back after."""
+    got: list[bool] = []
+
+    def handler(signum: int, frame: Any) -> None:
+        got.append(True)
+        raise KeyboardInterrupt
+
+    if threading.current_thread() is not threading.main_thread():
+        yield got
+        return
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield got
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})

@@ -13,6 +13,7 @@ import pyarrow as pa
 
 from .._errors import ConfigError, DataError
 from .._json import json_safe, write_json
+from ._manifest import writing_run
 from ._row import ResultRow, prompt_hash
 from ._schema import SCHEMA_VERSION, StudyColumn, write_results
 from ._summary import summarize, summary_markdown
@@ -159,9 +160,14 @@ def build_summary(
 def write_imported_run(run: ImportedRun, out: str | Path) -> Path:
     """Write ``results.parquet``, ``summary.json``, ``summary.md`` and ``config.json``."""
     run_dir = Path(out)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    write_results(run.table, run_dir / "results.parquet")
     summary = json_safe(run.summary)
+    with writing_run(run_dir, summary["run_id"]):
+        _write_imported(run_dir, run.table, summary)
+    return run_dir
+
+
+def _write_imported(run_dir: Path, table: Any, summary: dict[str, Any]) -> None:
+    write_results(table, run_dir / "results.parquet")
     imported = summary["imported"]
     for name, data in (
         ("summary.json", summary),
@@ -180,4 +186,3 @@ def write_imported_run(run: ImportedRun, out: str | Path) -> Path:
         "",
     ]
     (run_dir / "summary.md").write_text("\n".join(lines), encoding="utf-8")
-    return run_dir

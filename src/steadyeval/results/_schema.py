@@ -264,6 +264,9 @@ def read_results(path: str | Path) -> pa.Table:
     """
     path = Path(path)
     if path.is_dir():
+        from ._manifest import check_run_dir
+
+        check_run_dir(path)
         path = path / "results.parquet"
     if not path.is_file():
         raise DataError(

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
+import socket
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -15,10 +18,21 @@ from .._errors import ConfigError
 from .._json import write_json
 from ..items import canonical_json
 
-__all__ = ["MARKER", "claim_run_dir", "config_key", "default_out", "drop_stale_reports"]
+__all__ = [
+    "LOCK",
+    "MARKER",
+    "claim_run_dir",
+    "config_key",
+    "default_out",
+    "drop_stale_reports",
+    "locked_run_dir",
+]
 
 #: Written into a run folder before any model is called: which config the folder holds.
 MARKER = ".steadyeval-run"
+#: Held (``flock``) by the process writing a run folder; the file stays, the lock goes with
+#: the process, so a lock left by a dead process is never in the way.
+LOCK = ".steadyeval-lock"
 #: What ``steadyeval report`` writes into a run folder by default.
 REPORT_FILES = ("report.html", "report.md", "report.json")
 
@@ -44,6 +58,68 @@ def _held_key(run_dir: Path) -> str | None:
     return None
 
 
+def _entries(run_dir: Path, kept: Collection[str] = ()) -> list[Path]:
+    """The folder's entries but its lock file and ``kept`` paths."""
+    if not run_dir.is_dir():
+        return []
+    return [p for p in run_dir.iterdir() if p.name != LOCK and str(p.resolve()) not in kept]
+
+
+_HELD: dict[str, tuple[int, int]] = {}  # folder -> (file descriptor, depth), this process
+
+
+@contextmanager
+def locked_run_dir(run_dir: Path) -> Iterator[None]:
+    """Hold ``run_dir``'s lock while a run writes into it (re-entrant in one process). A
+    second process is refused with the holder's pid; a folder that is not empty and holds
+    no steadyeval run is refused before anything is written into it."""
+    key = str(run_dir.resolve())
+    if key in _HELD:
+        fd, depth = _HELD[key]
+        _HELD[key] = (fd, depth + 1)
+        try:
+            yield
+        finally:
+            _HELD[key] = (fd, _HELD[key][1] - 1)
+        return
+    if _entries(run_dir) and _held_key(run_dir) is None:
+        raise ConfigError(
+            f"--out {run_dir}: the folder is not empty and holds no steadyeval run; "
+            "choose a new or empty folder"
+        )
+    run_dir.mkdir(parents=True, exist_ok=True)
+    fd = _lock(run_dir)
+    _HELD[key] = (fd, 1)
+    try:
+        yield
+    finally:
+        del _HELD[key]
+        os.close(fd)  # releases the lock
+
+
+def _lock(run_dir: Path) -> int:
+    import fcntl
+
+    path = run_dir / LOCK
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        try:
+            holder = json.loads(os.read(fd, 4096).decode() or "{}")
+        except ValueError:
+            holder = {}
+        os.close(fd)
+        pid, host = holder.get("pid", "?"), holder.get("host", "?")
+        raise ConfigError(
+            f"--out {run_dir}: another steadyeval process (pid {pid} on {host}) is writing "
+            "this run folder; wait for it to finish or choose another --out"
+        ) from None
+    os.ftruncate(fd, 0)
+    os.write(fd, json.dumps({"pid": os.getpid(), "host": socket.gethostname()}).encode())
+    return fd
+
+
 def claim_run_dir(
     run_dir: Path, key: str, *, overwrite: bool = False, keep: Sequence[Path] = ()
 ) -> None:
@@ -59,9 +135,7 @@ def claim_run_dir(
     if run_dir.exists() and not run_dir.is_dir():
         raise ConfigError(f"--out {run_dir}: exists and is not a folder")
     kept = {str(k.resolve()) + tail for k in keep for tail in ("", "-wal", "-shm", "-journal")}
-    entries = (
-        [p for p in run_dir.iterdir() if str(p.resolve()) not in kept] if run_dir.is_dir() else []
-    )
+    entries = _entries(run_dir, kept)
     if entries:
         held = _held_key(run_dir)
         if held is None:

@@ -29,6 +29,7 @@ from ..results import (
     summary_markdown,
     write_results,
 )
+from ..results._manifest import writing_run
 from ..scoring import get_scoring, requests_for
 from ._dispatch import (
     PlanCounts,
@@ -39,7 +40,7 @@ from ._dispatch import (
     retry_counts,
 )
 from ._executor import Executor
-from ._folder import claim_run_dir, config_key, drop_stale_reports
+from ._folder import claim_run_dir, config_key, drop_stale_reports, locked_run_dir
 from ._provenance import provenance
 
 if TYPE_CHECKING:
@@ -288,8 +289,15 @@ def run_blocks(
     columns: Sequence[StudyColumn] = (),
 ) -> RunResult | PlanCounts:
     """Run several blocks as one run (see :func:`run`): one plan, one dispatch, one table
-    (rows in block order), one run directory."""
+    (rows in block order), one run directory (locked while the run writes it)."""
     opts = options or RunOptions()
+    if dry_run or opts.out is None:
+        return _run_blocks(blocks, opts, dry_run=dry_run, config=config, columns=columns)
+    with locked_run_dir(Path(opts.out)):
+        return _run_blocks(blocks, opts, dry_run=False, config=config, columns=columns)
+
+
+def _check_tags(blocks: Sequence[Block], columns: Sequence[StudyColumn]) -> None:
     declared = {c.name for c in columns}
     for block in blocks:
         undeclared = sorted(set(block.tags) - declared)
@@ -298,6 +306,17 @@ def run_blocks(
                 f"a block is tagged {undeclared[0]!r}, which is not a declared study column; "
                 f"declared: {', '.join(sorted(declared)) or 'none'}"
             )
+
+
+def _run_blocks(
+    blocks: Sequence[Block],
+    opts: RunOptions,
+    *,
+    dry_run: bool,
+    config: Mapping[str, Any] | None,
+    columns: Sequence[StudyColumn],
+) -> RunResult | PlanCounts:
+    _check_tags(blocks, columns)
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
     planned = _plan(blocks)
@@ -351,14 +370,19 @@ def run_blocks(
     run_dir = None
     if opts.out is not None:
         run_dir = Path(opts.out)
-        _write(run_dir, table, summary, planned, config)
-        drop_stale_reports(run_dir, old_rid, rid)
-        timings["total"] = time.perf_counter() - t0
-        fingerprints = {name: b.fingerprint() for name, b in backends.items()}
-        counts = {"rows": table.num_rows, "model_calls": len(missing), "cache_hits": len(cached)}
-        write_json(
-            run_dir / "provenance.json", provenance(fingerprints, timings, counts), default=str
-        )
+        with writing_run(run_dir, rid):
+            _write(run_dir, table, summary, planned, config)
+            drop_stale_reports(run_dir, old_rid, rid)
+            timings["total"] = time.perf_counter() - t0
+            fingerprints = {name: b.fingerprint() for name, b in backends.items()}
+            counts = {
+                "rows": table.num_rows,
+                "model_calls": len(missing),
+                "cache_hits": len(cached),
+            }
+            write_json(
+                run_dir / "provenance.json", provenance(fingerprints, timings, counts), default=str
+            )
     return RunResult(table=table, summary=summary, run_dir=run_dir)
 
 

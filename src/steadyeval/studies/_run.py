@@ -12,7 +12,9 @@ from .._errors import ConfigError
 from .._json import json_safe, write_json
 from ..models import Backend, load_backend
 from ..results import read_results, summary_markdown
+from ..results._manifest import writing_run
 from ..run import PlanCounts, RunOptions, run_blocks, validate_config
+from ..run._folder import locked_run_dir
 from ._protocol import Study, StudyConfig, StudyDesign, StudyResult, get_study
 
 __all__ = ["reanalyze", "run_design", "run_study"]
@@ -42,10 +44,11 @@ def _with_models(design: StudyDesign, backends: Sequence[str | Backend]) -> Stud
 
 
 def _write(run_dir: Path, study: Study, summary: dict[str, Any]) -> None:
-    write_json(run_dir / "summary.json", summary)
     base = {k: v for k, v in summary.items() if k not in {"analysis", "design", "study"}}
     text = summary_markdown(base) + "\n" + study.markdown(summary["analysis"], summary["design"])
-    (run_dir / "summary.md").write_text(text, encoding="utf-8")
+    with writing_run(run_dir, str(summary["run_id"])):
+        write_json(run_dir / "summary.json", summary)
+        (run_dir / "summary.md").write_text(text, encoding="utf-8")
 
 
 @overload
@@ -98,6 +101,15 @@ def run_study(
     study = get_study(study) if isinstance(study, str) else study
     cfg = _config(study, config)
     opts = options or RunOptions()
+    if dry_run or opts.out is None:
+        return _run_study(study, cfg, opts, dry_run=dry_run)
+    with locked_run_dir(Path(opts.out)):  # for both passes and the analysis
+        return _run_study(study, cfg, opts, dry_run=False)
+
+
+def _run_study(
+    study: Study, cfg: StudyConfig, opts: RunOptions, *, dry_run: bool
+) -> StudyResult | PlanCounts:
     backends = [load_backend(m) for m in cfg.models]
     design = _with_models(study.design(cfg, backends, opts), backends)
     if dry_run:
