@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import uuid
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-__all__ = ["json_safe", "write_json"]
+__all__ = ["json_safe", "write_json", "write_text_atomic"]
 
 
 def json_safe(value: Any) -> Any:
@@ -33,7 +35,16 @@ def write_json(path: Path, data: Any, *, default: Callable[[Any], Any] | None = 
     """Write ``data`` (made :func:`json_safe`) as indented JSON with sorted keys, through a
     temporary file renamed over ``path``: a crash never leaves half a file. Other objects
     raise ``TypeError`` unless ``default`` converts them (e.g. ``str`` for paths)."""
-    tmp = path.with_name(path.name + ".tmp")
     text = json.dumps(json_safe(data), indent=2, sort_keys=True, default=default)
-    tmp.write_text(text + "\n", encoding="utf-8")
-    tmp.replace(path)
+    write_text_atomic(path, text + "\n")
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write ``text`` (UTF-8) through a temporary file of this process and thread (a unique
+    name, so two writers never share one) renamed over ``path``."""
+    tmp = path.with_name(f"{path.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)

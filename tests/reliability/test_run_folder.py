@@ -180,3 +180,22 @@ def test_a_folder_caught_mid_write_is_refused(tmp_path: Path) -> None:
     assert r.exit_code == 2 and "did not finish writing" in r.output
     se.run_config({"data": str(tmp_path / "items.jsonl"), "models": ["scripted:a"]}, out=a)
     assert se.read_results(a).num_rows == N_ITEMS  # the same command again finishes it
+
+
+def test_two_writers_never_share_a_temp_file(tmp_path: Path) -> None:
+    """Writers of one file each use their own temporary name (a fixed ``.tmp`` made one of
+    two processes crash with FileNotFoundError)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from steadyeval._json import write_json
+
+    path = tmp_path / "summary.json"
+
+    def write(n: int) -> None:
+        for i in range(200):
+            write_json(path, {"writer": n, "i": i})
+
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(write, range(4)))  # re-raises a writer's error
+    assert json.loads(path.read_text())["i"] == 199
+    assert not list(tmp_path.glob("*.tmp"))

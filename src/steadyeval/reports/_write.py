@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
+from .._json import write_text_atomic
 from ._build import build_report
 from ._html import render_html
 from ._json import render_json
@@ -46,7 +47,5 @@ def write_report(
     report = build_report(run_dir, options)
     path = Path(output) if output is not None else Path(run_dir) / f"report.{_SUFFIX[fmt]}"
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(render(report, fmt), encoding="utf-8")
-    tmp.replace(path)
+    write_text_atomic(path, render(report, fmt))
     return path

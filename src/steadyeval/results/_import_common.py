@@ -12,7 +12,7 @@ from typing import Any
 import pyarrow as pa
 
 from .._errors import ConfigError, DataError
-from .._json import json_safe, write_json
+from .._json import json_safe, write_json, write_text_atomic
 from ._manifest import writing_run
 from ._row import ResultRow, prompt_hash
 from ._schema import SCHEMA_VERSION, StudyColumn, write_results
@@ -185,4 +185,4 @@ def _write_imported(run_dir: Path, table: Any, summary: dict[str, Any]) -> None:
         *(f"- `{p}`" for p in imported["paths"]),
         "",
     ]
-    (run_dir / "summary.md").write_text("\n".join(lines), encoding="utf-8")
+    write_text_atomic(run_dir / "summary.md", "\n".join(lines))

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 import pyarrow as pa
 
 from .._errors import ConfigError
-from .._json import write_json
+from .._json import write_json, write_text_atomic
 from ..cache import ResponseCache
 from ..conditions import Condition, Trial, expand
 from ..items import Item, canonical_json
@@ -432,7 +432,7 @@ def _write(
     run_dir.mkdir(parents=True, exist_ok=True)
     write_results(table, run_dir / "results.parquet")
     write_json(run_dir / "summary.json", summary, default=str)
-    (run_dir / "summary.md").write_text(summary_markdown(summary), encoding="utf-8")
+    write_text_atomic(run_dir / "summary.md", summary_markdown(summary))
     resolved = dict(config or {})
     resolved.setdefault("models", list(planned.models.by_name))
     if len(planned.body) == 1:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Literal, overload
 
 from .._errors import ConfigError
-from .._json import json_safe, write_json
+from .._json import json_safe, write_json, write_text_atomic
 from ..models import Backend, load_backend
 from ..results import read_results, summary_markdown
 from ..results._manifest import writing_run
@@ -48,7 +48,7 @@ def _write(run_dir: Path, study: Study, summary: dict[str, Any]) -> None:
     text = summary_markdown(base) + "\n" + study.markdown(summary["analysis"], summary["design"])
     with writing_run(run_dir, str(summary["run_id"])):
         write_json(run_dir / "summary.json", summary)
-        (run_dir / "summary.md").write_text(text, encoding="utf-8")
+        write_text_atomic(run_dir / "summary.md", text)
 
 
 @overload
