@@ -171,3 +171,16 @@ def test_every_config_error_at_once_with_its_line(tmp_path: Path) -> None:
     assert f"{cfg}, line 6: conditions.0.format: unknown format 'mcq'" in r.output
     assert f"{cfg}, line 5: conditions.0.formatt: unknown key" in r.output
     assert f"{cfg}, line 7: conditions.1: scoring 'letter-logprob' needs" in r.output
+
+
+def test_strict_logprobs_marks_each_openai_spec(tmp_path: Path) -> None:
+    from steadyeval.cli._options import strict_models
+
+    specs = ["openai:m?base_url=http://h/v1", "hf:./tiny"]
+    assert strict_models(specs, True) == ["openai:m?base_url=http://h/v1&strict=true", "hf:./tiny"]
+    assert strict_models(specs, False) == specs
+    data = str(_items(tmp_path / "items.jsonl"))
+    r = CliRunner().invoke(
+        main, ["run", "--model", "scripted:m", "--data", data, "--strict-logprobs", "--dry-run"]
+    )
+    assert r.exit_code == 0, r.output

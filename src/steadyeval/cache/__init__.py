@@ -1,5 +1,19 @@
-"""The content-keyed response cache."""
+"""The content-keyed response cache, shared safely by processes that run at once."""
 
-from ._store import CacheInfo, ResponseCache, default_cache_path
+from ._store import (
+    DEFAULT_CLAIM_EXPIRY,
+    CacheInfo,
+    Claims,
+    PartialBatchError,
+    ResponseCache,
+    default_cache_path,
+)
 
-__all__ = ["CacheInfo", "ResponseCache", "default_cache_path"]
+__all__ = [
+    "DEFAULT_CLAIM_EXPIRY",
+    "CacheInfo",
+    "Claims",
+    "PartialBatchError",
+    "ResponseCache",
+    "default_cache_path",
+]

@@ -41,37 +41,43 @@ def _diff(r: ConditionDifference) -> str:
 
 
 def print_comparison(console: Console, comp: Comparison) -> None:
-    """Rich tables: the arms, then one table per pair (B vs the baseline A)."""
+    """Rich tables: the arms, then one table per pair (B vs the baseline A). Run, model and
+    condition names are the user's text: printed as :class:`~rich.text.Text`, never parsed
+    as rich markup (a name such as ``mc[/]`` or ``[link=...]`` prints as it is)."""
     from rich.table import Table
+    from rich.text import Text
 
     arms = Table(title="arms", show_lines=False)
     for col in ("arm", "run", "model"):
         arms.add_column(col)
-    for a in comp.arms:
-        arms.add_row(a.label, a.run, a.model)
+    for arm in comp.arms:
+        arms.add_row(Text(arm.label), Text(arm.run), Text(arm.model))
     console.print(arms)
     conf = f"{100 * comp.confidence:g}%"
     for pair in comp.pairs:
+        a, b = pair.a.label, pair.b.label
         t = Table(
-            title=f"{pair.b.label} − {pair.a.label} on {comp.outcome}"
-            + (f" (SE clustered by {comp.cluster})" if comp.cluster else "")
+            title=Text(
+                f"{b} − {a} on {comp.outcome}"
+                + (f" (SE clustered by {comp.cluster})" if comp.cluster else "")
+            )
         )
         for col, just in (
             ("condition", "left"),
             ("n", "right"),
-            (pair.a.label, "right"),
-            (pair.b.label, "right"),
-            (f"Δ {pair.b.label}−{pair.a.label} [{conf} CI]", "right"),
+            (a, "right"),
+            (b, "right"),
+            (f"Δ {b}−{a} [{conf} CI]", "right"),
             ("p (z)", "right"),
-            (f"only {pair.a.label}/{pair.b.label}", "right"),
+            (f"only {a}/{b}", "right"),
             ("McNemar p", "right"),
             ("Holm p", "right"),
         ):
-            t.add_column(col, justify=just)  # type: ignore[arg-type]
+            t.add_column(Text(col), justify=just)  # type: ignore[arg-type]
         rows = list(pair.conditions) + ([pair.overall] if pair.overall else [])
         for r in rows:
             t.add_row(
-                r.condition,
+                Text(r.condition),
                 str(r.n),
                 _pct(r.accuracy_a),
                 _pct(r.accuracy_b),
@@ -83,7 +89,7 @@ def print_comparison(console: Console, comp: Comparison) -> None:
             )
         console.print(t)
         for w in pair.warnings:
-            console.print(f"[yellow]warning:[/yellow] {w}", highlight=False, markup=True)
+            console.print(Text.assemble(("warning:", "yellow"), " ", w), highlight=False)
 
 
 @click.command("compare")
@@ -108,7 +114,11 @@ def print_comparison(console: Console, comp: Comparison) -> None:
     help="Cluster the SE by a column (e.g. subject) or a metadata key (e.g. paragraph).",
 )
 @click.option(
-    "--confidence", type=float, default=0.95, show_default=True, help="Coverage of the intervals."
+    "--confidence",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=0.95,
+    show_default=True,
+    help="Coverage of the intervals (between 0 and 1).",
 )
 @click.option(
     "--json",
@@ -138,7 +148,9 @@ def command(
     from rich.console import Console
 
     from ..compare import compare_runs
+    from ._options import check_writable
 
+    check_writable(json_path, "--json", folder=False)
     comp = compare_runs(
         list(runs),
         models=list(models) or None,

@@ -29,20 +29,22 @@ _MODEL = click.option("--model", metavar="NAME", help="Model name for every row.
 def _done(run: ImportedRun, out: Path) -> None:
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     from ..results import write_imported_run
 
     write_imported_run(run, out)
     s = run.summary
-    t = Table(title=f"imported from {s['imported']['tool']}: run {s['run_id']}")
+    t = Table(title=Text(f"imported from {s['imported']['tool']}: run {s['run_id']}"))
     for col in ("model", "condition", "n", "accuracy", "95% CI"):
         t.add_column(col, justify="left" if col in ("model", "condition") else "right")
     for r in s["by_condition"]:
         acc = r["accuracy"]
         ok = acc == acc
         t.add_row(
-            r["model"],
-            r["condition"],
+            # the user's names: Text, never parsed as rich markup ([/], [link=...])
+            Text(str(r["model"])),
+            Text(str(r["condition"])),
             str(r["n"]),
             f"{100 * acc:.1f}%" if ok else "–",
             f"{100 * r['accuracy_low']:.1f}–{100 * r['accuracy_high']:.1f}%" if ok else "–",
@@ -93,7 +95,9 @@ def lm_eval_cmd(
       steadyeval import lm-eval lm-out --out runs/arc --condition-map arc_easy=zero-shot
     """
     from ..results import LmEvalImportOptions, import_lmeval, parse_condition_map
+    from ._options import check_writable
 
+    check_writable(out)
     opts = LmEvalImportOptions(
         condition_map=parse_condition_map(condition_map),
         model=model,
@@ -127,7 +131,9 @@ def inspect_cmd(
       steadyeval import inspect logs/ --out runs/inspect --scorer choice
     """
     from ..results import InspectImportOptions, import_inspect, parse_condition_map
+    from ._options import check_writable
 
+    check_writable(out)
     opts = InspectImportOptions(
         condition_map=parse_condition_map(condition_map),
         model=model,

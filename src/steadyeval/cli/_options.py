@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "cache_help",
+    "check_writable",
     "echo_counts",
     "echo_result",
     "first_table",
@@ -25,6 +26,7 @@ __all__ = [
     "run_options",
     "run_out",
     "shared_options",
+    "strict_models",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -65,8 +67,30 @@ def shared_options() -> list[click.Option]:
             is_flag=True,
             help="No progress bar on a terminal, no progress lines in a log.",
         ),
+        click.Option(
+            ["--strict-logprobs"],
+            is_flag=True,
+            help="openai: models: a reply whose log-probabilities cover less of the prompt "
+            "than asked (an approximate score) is retried, then an error (adds strict=true to "
+            "each openai: spec; the model's identity is unchanged).",
+        ),
         *log_options(),
     ]
+
+
+def strict_models(models: Sequence[str], strict: bool) -> list[str]:
+    """With ``strict``, every ``openai:`` spec gets ``strict=true`` (others score exactly)."""
+    if not strict:
+        return list(models)
+    from ..models import ModelSpec, parse_model_spec
+
+    out = []
+    for text in models:
+        spec = parse_model_spec(text)
+        if spec.backend == "openai":
+            spec = ModelSpec(spec.backend, spec.name, {**spec.options, "strict": "true"})
+        out.append(str(spec))
+    return out
 
 
 def _log_level(ctx: click.Context, param: click.Parameter, value: Any) -> None:
@@ -142,12 +166,53 @@ def model_specs(models: Sequence[str], model_args: str | None) -> list[str]:
 
 
 def run_out(out: Path | None, dry_run: bool, name: str) -> Path | None:
-    """The run folder: ``--out``, else ``runs/<timestamp>-<name>`` (none for a dry run)."""
-    if dry_run or out is not None:
+    """The run folder: ``--out``, else ``runs/<timestamp>-<name>`` (none for a dry run);
+    one that cannot be written is refused here, before any model loads."""
+    if dry_run:
         return out
-    from ..run._folder import default_out
+    if out is None:
+        from ..run._folder import default_out
 
-    return default_out(name)
+        out = default_out(name)
+    check_writable(out)
+    return out
+
+
+def check_writable(path: Path | None, flag: str = "--out", *, folder: bool = True) -> None:
+    """Refuse, before any model loads, a ``flag`` path this process could not write: a
+    folder (``folder``) or file whose nearest existing ancestor is a file, is not writable
+    (tried with a temporary folder, so it holds for root and read-only file systems too), or
+    a file where a folder goes (or the reverse), or a name that is not UTF-8 text (run
+    files record it). Creates nothing that stays."""
+    import os
+    import tempfile
+
+    from .._errors import ConfigError
+    from ..items import lone_surrogate
+
+    if path is None:
+        return
+    if lone_surrogate(str(path)) is not None:
+        raise ConfigError(
+            f"{flag} {str(path)!r}: the name holds bytes that are not UTF-8 text; choose a "
+            "UTF-8 name"
+        )
+    if path.exists() and path.is_dir() != folder:
+        kind = "a folder" if path.is_dir() else "a file"
+        raise ConfigError(
+            f"{flag} {path}: is {kind}; expected {'a folder' if folder else 'a file'}"
+        )
+    base = path if folder and path.is_dir() else path.parent
+    while not base.exists() and base != base.parent:
+        base = base.parent
+    if not base.is_dir():
+        raise ConfigError(f"{flag} {path}: {base} is a file, not a folder; choose another {flag}")
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".steadyeval-probe-", dir=base))
+    except OSError as exc:
+        raise ConfigError(
+            f"{flag} {path}: cannot write in {base} ({exc.strerror or exc}); choose another {flag}"
+        ) from None
 
 
 def echo_counts(c: PlanCounts) -> None:
@@ -183,10 +248,11 @@ def echo_result(summary: Mapping[str, Any], run_dir: Path | None, headline: str 
     80-column cut), a study's ``headline`` table, the plan's counts and what was written."""
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     console = Console(width=None if sys.stdout.isatty() else 10_000)
     title = f"run {summary['run_id']}" + (f" · {summary['study']}" if "study" in summary else "")
-    t = Table(title=title, title_justify="left")
+    t = Table(title=Text(title), title_justify="left")
     cols = ("model", "condition", "n", "accuracy", "95% CI", "refused", "unmatched")
     for col in (*cols, "truncated", "approximate"):
         t.add_column(col, overflow="fold")
@@ -194,7 +260,8 @@ def echo_result(summary: Mapping[str, Any], run_dir: Path | None, headline: str 
         acc = row["accuracy"]
         ci = "–" if acc != acc else f"{_pct(row['accuracy_low'])}–{_pct(row['accuracy_high'])}"
         t.add_row(
-            *(str(row[k]) for k in ("model", "condition", "n")),
+            # names are the user's text: Text, never parsed as rich markup ([/], [link=...])
+            *(Text(str(row[k])) for k in ("model", "condition", "n")),
             _pct(acc),
             ci,
             *(str(row.get(k, 0)) for k in ("refused", "unmatched", "truncated", "approximate")),

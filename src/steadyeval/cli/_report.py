@@ -71,7 +71,10 @@ def command(
       steadyeval report runs/quickstart --format md -o report.md
     """
     from ..reports import write_report
+    from ._options import check_writable
 
+    if output is not None or run_dir.is_dir():  # a bad path is refused before the work
+        check_writable(output or run_dir / f"report.{fmt}", "--output", folder=False)
     options = ReportOptions(max_item_rows=max_rows, max_chars=max_chars, seed=seed)
     path = write_report(run_dir, fmt=cast("ReportFormat", fmt), output=output, options=options)
     click.echo(f"wrote {path} ({path.stat().st_size / 1024:.0f} KiB)")

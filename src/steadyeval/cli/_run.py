@@ -6,7 +6,15 @@ from pathlib import Path
 
 import click
 
-from ._options import echo_counts, echo_result, model_args_option, model_specs, run_options, run_out
+from ._options import (
+    echo_counts,
+    echo_result,
+    model_args_option,
+    model_specs,
+    run_options,
+    run_out,
+    strict_models,
+)
 
 
 @click.command("run")
@@ -66,6 +74,7 @@ def run_cmd(
     no_progress: bool,
     overwrite: bool,
     model_args: str | None,
+    strict_logprobs: bool,
 ) -> None:
     """Run items × conditions × models into a results table.
 
@@ -82,6 +91,8 @@ def run_cmd(
 
     specs = model_specs(models, model_args)
     cfg = load_run_config(config, {"models": specs, "data": data, "limit": limit, "seed": seed})
+    if strict_logprobs:
+        cfg = cfg.model_copy(update={"models": strict_models(cfg.models, True)})
     ray = RayExecutor(address=address, workers=workers) if executor == "ray" else None
     result = run_config(
         cfg,

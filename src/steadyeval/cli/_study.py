@@ -29,6 +29,7 @@ from ._options import (
     model_specs,
     run_out,
     shared_options,
+    strict_models,
 )
 
 __all__ = ["study_command", "study_group"]
@@ -160,6 +161,7 @@ def study_command(study: Study) -> click.Command:
     def callback(config: Path | None, **values: Any) -> None:
         out, dry_run, cache = values.pop("out"), values.pop("dry_run"), values.pop("cache")
         overwrite, model_args = values.pop("overwrite"), values.pop("model_args")
+        strict = values.pop("strict_logprobs")
         quiet = values.pop("no_progress")
         from ..run import PlanCounts, RunOptions
         from ..studies import run_study
@@ -168,6 +170,8 @@ def study_command(study: Study) -> click.Command:
         if model_args is not None:
             overrides["models"] = model_specs(overrides.get("models", []), model_args)
         cfg = study.load_config(config, overrides, flag_names=flag_names)
+        if strict and "models" in type(cfg).model_fields:
+            cfg = cfg.model_copy(update={"models": strict_models(cfg.models, True)})
         options = RunOptions(
             out=run_out(out, dry_run, study.name),
             cache=cache,

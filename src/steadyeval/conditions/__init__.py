@@ -1,11 +1,19 @@
 """Conditions (template, format, order, shots, chat, verbalizer, alias) and ``expand``."""
 
 from ._condition import FORMATS, TEMPLATES, Condition, Format, Generation, Shots, Template
-from ._expand import Expansion, Trial, expand, render_template
+from ._expand import (
+    TEMPLATE_VARIABLES,
+    Expansion,
+    Trial,
+    expand,
+    render_template,
+    template_problem,
+)
 
 __all__ = [
     "FORMATS",
     "TEMPLATES",
+    "TEMPLATE_VARIABLES",
     "Condition",
     "Expansion",
     "Format",
@@ -15,4 +23,5 @@ __all__ = [
     "Trial",
     "expand",
     "render_template",
+    "template_problem",
 ]

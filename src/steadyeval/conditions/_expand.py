@@ -18,7 +18,20 @@ from ..items import Item
 from ..scoring import get_scoring
 from ._condition import Condition, Template
 
-__all__ = ["Expansion", "Trial", "expand", "render_template"]
+__all__ = [
+    "TEMPLATE_VARIABLES",
+    "Expansion",
+    "Trial",
+    "expand",
+    "render_template",
+    "template_problem",
+]
+
+#: The variables every template part may use; a shot's ``answer`` part may also use
+#: ``answer`` (see :class:`~steadyeval.conditions.Template`).
+TEMPLATE_VARIABLES = frozenset(
+    {"question", "context", "options", "options_block", "entity", "subject", "metadata", "item_id"}
+)
 
 
 @dataclass(frozen=True)
@@ -67,6 +80,28 @@ def render_template(source: str, variables: Mapping[str, Any], *, where: str) ->
         return str(_compile(source).render(**variables))
     except Exception as exc:  # jinja2 raises several unrelated types; re-raised with a location
         raise ConfigError(f"template {where}: {type(exc).__name__}: {exc}") from None
+
+
+def template_problem(source: str, *, answer: bool = False) -> str | None:
+    """Why ``source`` cannot be a template part, or None: a syntax error (with its line in
+    the template), an unknown filter or test, or a variable that is never defined
+    (``answer``: the part may also use ``answer``, as a shot's answer part does). Checked
+    when a config is read, so a broken template stops a run before any model loads."""
+    from jinja2 import TemplateSyntaxError, meta
+
+    try:
+        _compile(source)
+    except TemplateSyntaxError as exc:
+        return f"template error at its line {exc.lineno}: {exc.message}"
+    env = _env()
+    allowed = TEMPLATE_VARIABLES | ({"answer"} if answer else set()) | set(env.globals)
+    unknown = sorted(meta.find_undeclared_variables(env.parse(source)) - allowed)
+    if unknown:
+        return (
+            f"template uses the undefined variable {unknown[0]!r}; variables: "
+            f"{', '.join(sorted(TEMPLATE_VARIABLES | ({'answer'} if answer else set())))}"
+        )
+    return None
 
 
 def _seed_for(*parts: object) -> int:
@@ -203,7 +238,8 @@ def _render(item: Item, cond: Condition, shots_index: _ShotIndex | None) -> Tria
         options, order, escape_index = _displayed(item, cond)
     variables = _variables(item, cond, options)
     parts: list[str] = []
-    header = render_template(tmpl.header, variables, where=f"{tmpl.name!r} header")
+    at = f"(condition {cond.name!r}, item {item.id!r})"
+    header = render_template(tmpl.header, variables, where=f"{tmpl.name!r} header {at}")
     shots = _choose_shots(item, cond, shots_index) if shots_index is not None else []
     for shot in shots:
         s_opts: tuple[str, ...] | None = None
@@ -212,11 +248,14 @@ def _render(item: Item, cond: Condition, shots_index: _ShotIndex | None) -> Tria
             s_opts, s_order, _ = _displayed(shot, cond)
         s_vars = _variables(shot, cond, s_opts)
         s_vars["answer"] = _shot_answer(shot, cond, s_opts, s_order)
-        body = render_template(tmpl.body, s_vars, where=f"{tmpl.name!r} body")
-        ans = render_template(tmpl.answer, s_vars, where=f"{tmpl.name!r} answer")
+        s_at = f"(condition {cond.name!r}, shot {shot.id!r} of item {item.id!r})"
+        body = render_template(tmpl.body, s_vars, where=f"{tmpl.name!r} body {s_at}")
+        ans = render_template(tmpl.answer, s_vars, where=f"{tmpl.name!r} answer {s_at}")
         parts.append(body + ans + tmpl.shot_separator)
     prompt = (
-        header + "".join(parts) + render_template(tmpl.body, variables, where=f"{tmpl.name!r} body")
+        header
+        + "".join(parts)
+        + render_template(tmpl.body, variables, where=f"{tmpl.name!r} body {at}")
     )
     gold_displayed: tuple[int, ...] = ()
     if options is not None:

@@ -4,7 +4,7 @@ errors that name the file, line and field)."""
 
 from ._fewglue import FEWGLUE, FewGlueTask, fewglue_task, load_fewglue_items
 from ._item import Item, canonical_json, plain_json
-from ._jsonl import read_jsonl
+from ._jsonl import bad_utf8, read_jsonl
 from ._loaders import (
     get_loader,
     items_from_records,
@@ -28,11 +28,13 @@ from ._squad import (
     load_squad2_items,
     squad_from_rows,
 )
+from ._text import MAX_DEPTH, encode_utf8, lone_surrogate, shorten, value_problem
 
 __all__ = [
     "CATEGORIES",
     "FEWGLUE",
     "LETTERS",
+    "MAX_DEPTH",
     "PROMPT_SETS",
     "SUBCATEGORIES",
     "SUBJECTS",
@@ -47,7 +49,9 @@ __all__ = [
     "SquadParagraph",
     "SquadQuestion",
     "SubjectInfo",
+    "bad_utf8",
     "canonical_json",
+    "encode_utf8",
     "fewglue_task",
     "get_loader",
     "items_from_records",
@@ -65,9 +69,12 @@ __all__ = [
     "load_squad2_items",
     "load_vocab",
     "loader_names",
+    "lone_surrogate",
     "plain_json",
     "read_jsonl",
     "register_loader",
+    "shorten",
     "squad_from_rows",
     "subject_info",
+    "value_problem",
 ]

@@ -10,6 +10,8 @@ from functools import cached_property
 from types import MappingProxyType
 from typing import Any
 
+from ._text import encode_utf8
+
 __all__ = ["Item", "canonical_json", "plain_json"]
 
 
@@ -125,8 +127,9 @@ class Item:
     @cached_property
     def hash(self) -> str:
         """Content hash (16 hex digits) of every field, stable across processes."""
-        digest = hashlib.sha256(canonical_json(self.to_dict()).encode("utf-8")).hexdigest()
-        return digest[:16]
+        data = self.to_dict()
+        digest = hashlib.sha256(encode_utf8(canonical_json(data), data, f"item {self.id!r}"))
+        return digest.hexdigest()[:16]
 
     @property
     def gold_texts(self) -> tuple[str, ...]:

@@ -13,7 +13,7 @@ from .._errors import ConfigError, DataError
 from .._extras import require
 from .._lazy import load_entry, load_plugins
 from ._item import Item
-from ._jsonl import read_jsonl
+from ._jsonl import not_utf8, read_jsonl
 from ._record_fields import (
     check_shape,
     check_str,
@@ -24,6 +24,7 @@ from ._record_fields import (
     parse_metadata,
     parse_options,
 )
+from ._text import shorten
 
 __all__ = [
     "get_loader",
@@ -70,7 +71,7 @@ def items_from_records(records: Iterable[tuple[int, Any]], *, file: str) -> list
         item = _record_to_item(rec, file=file, line=line)
         if item.id in seen:
             raise DataError(
-                f"duplicate id {item.id!r} (first on line {seen[item.id]})",
+                f"duplicate id {shorten(repr(item.id))} (first on line {seen[item.id]})",
                 file=file,
                 line=line,
                 field="id",
@@ -88,67 +89,101 @@ def load_jsonl(path: str | Path) -> list[Item]:
     return items_from_records(read_jsonl(path), file=str(path))
 
 
+def _csv_header(reader: csv.DictReader[str], path: Path) -> list[str]:
+    """The header's column names, checked: ``id`` and ``question`` present, none repeated."""
+    names = list(reader.fieldnames or [])
+    missing = {"id", "question"} - set(names)
+    if missing:
+        raise DataError(
+            "header lacks required column(s)",
+            file=str(path),
+            line=1,
+            field=sorted(missing)[0],
+            expected="a header with id, question and answer columns",
+        )
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise DataError(
+            "header repeats a column",
+            file=str(path),
+            line=1,
+            field=shorten(repeated[0]),
+            expected="each column name once",
+        )
+    return names
+
+
+def _csv_answer(ans: str, has_options: bool) -> str | int:
+    """A CSV ``answer`` cell: with options, an index or a letter is an option index."""
+    if has_options and ans.strip().isdigit():
+        return int(ans)
+    if has_options and len(ans.strip()) == 1 and ans.strip().upper() in "ABCDEFGHIJ":
+        return "ABCDEFGHIJ".index(ans.strip().upper())
+    return ans
+
+
+def _csv_row(row: dict[str | None, Any], names: list[str], path: Path, line: int) -> dict[str, Any]:
+    """One CSV row as a generic record (``names``: the header)."""
+    if None in row:
+        raise DataError(
+            "more cells than header columns",
+            file=str(path),
+            line=line,
+            expected=f"{len(names)} cells",
+        )
+    short = [k for k, v in row.items() if v is None]
+    if short:
+        raise DataError(
+            f"fewer cells than header columns ({len(names) - len(short)})",
+            file=str(path),
+            line=line,
+            field=shorten(str(short[0])),
+            expected=f"{len(names)} cells",
+        )
+    opt_cols = sorted((c for c in names if c.startswith("option_")), key=lambda c: (len(c), c))
+    rec: dict[str, Any] = {"id": row.get("id"), "question": row.get("question")}
+    if row.get("context"):
+        rec["context"] = row["context"]
+    opts = [row[c] for c in opt_cols if row.get(c)]
+    if opts:
+        rec["options"] = opts
+    ans = row.get("answer")
+    if ans is not None and ans != "":
+        rec["answer"] = _csv_answer(ans, bool(opts))
+    if row.get("answerable", "") != "":
+        val = row["answerable"].strip().lower()
+        if val not in {"true", "false", "1", "0"}:
+            raise DataError(
+                f"got {shorten(repr(row['answerable']))}",
+                file=str(path),
+                line=line,
+                field="answerable",
+                expected="true/false or 1/0",
+            )
+        rec["answerable"] = val in {"true", "1"}
+    known = {"id", "question", "context", "answer", "answerable", *opt_cols}
+    meta = {k: v for k, v in row.items() if k not in known}
+    if meta:
+        rec["metadata"] = meta
+    return rec
+
+
 def _csv_records(path: Path) -> Iterator[tuple[int, Any]]:
     with path.open("r", encoding="utf-8", newline="") as fh:
         reader = csv.DictReader(fh)
-        if reader.fieldnames is None:
-            return
-        missing = {"id", "question"} - set(reader.fieldnames)
-        if missing:
+        try:
+            if reader.fieldnames is None:
+                return
+            names = _csv_header(reader, path)
+            for row in reader:
+                yield reader.line_num, _csv_row(row, names, path, reader.line_num)
+        except csv.Error as exc:
             raise DataError(
-                "header lacks required column(s)",
+                f"malformed CSV: {exc}",
                 file=str(path),
-                line=1,
-                field=sorted(missing)[0],
-                expected="a header with id, question and answer columns",
-            )
-        opt_cols = sorted(
-            (c for c in reader.fieldnames if c.startswith("option_")),
-            key=lambda c: (len(c), c),
-        )
-        for row_no, row in enumerate(reader, start=1):
-            line = reader.line_num
-            if None in row:
-                raise DataError(
-                    "more cells than header columns",
-                    file=str(path),
-                    line=line,
-                    expected=f"{len(reader.fieldnames)} cells",
-                )
-            rec: dict[str, Any] = {"id": row.get("id"), "question": row.get("question")}
-            if row.get("context"):
-                rec["context"] = row["context"]
-            opts = [row[c] for c in opt_cols if row.get(c)]
-            if opts:
-                rec["options"] = opts
-            ans = row.get("answer")
-            if ans is not None and ans != "":
-                if opts and ans.strip().isdigit():
-                    rec["answer"] = int(ans)
-                elif opts and len(ans.strip()) == 1 and ans.strip().upper() in "ABCDEFGHIJ":
-                    rec["answer"] = "ABCDEFGHIJ".index(ans.strip().upper())
-                else:
-                    rec["answer"] = ans
-            if row.get("answerable", "") != "":
-                val = row["answerable"].strip().lower()
-                if val not in {"true", "false", "1", "0"}:
-                    raise DataError(
-                        f"got {row['answerable']!r}",
-                        file=str(path),
-                        line=line,
-                        field="answerable",
-                        expected="true/false or 1/0",
-                    )
-                rec["answerable"] = val in {"true", "1"}
-            meta = {
-                k: v
-                for k, v in row.items()
-                if k not in {"id", "question", "context", "answer", "answerable", *opt_cols}
-            }
-            if meta:
-                rec["metadata"] = meta
-            del row_no
-            yield line, rec
+                line=max(reader.reader.line_num, 1),  # DictReader's own is set per row read
+                expected="RFC 4180 CSV",
+            ) from None
 
 
 def load_csv(path: str | Path) -> list[Item]:
@@ -159,12 +194,16 @@ def load_csv(path: str | Path) -> list[Item]:
     goes into the item's metadata.
     """
     p = Path(path)
+    if p.is_dir():
+        raise DataError("is a folder", file=str(p), expected="a CSV file")
     try:
         return items_from_records(_csv_records(p), file=str(p))
     except UnicodeDecodeError as exc:
-        raise DataError(f"not UTF-8 text ({exc.reason})", file=str(p), expected="UTF-8") from None
-    except csv.Error as exc:
-        raise DataError(f"malformed CSV: {exc}", file=str(p), expected="RFC 4180 CSV") from None
+        raise not_utf8(p, exc) from None
+    except OSError as exc:
+        raise DataError(
+            f"cannot read ({exc.strerror or exc})", file=str(p), expected="a CSV file"
+        ) from None
 
 
 def load_hf(
@@ -224,6 +263,13 @@ def load_hf(
 def _by_suffix(source: str | Path, **kwargs: Any) -> list[Item]:
     """A ``.jsonl`` or ``.csv`` file, else a hub data set name (``kwargs`` for the hub)."""
     p = Path(source)
+    if p.is_dir():
+        raise DataError(
+            "is a folder",
+            file=str(p),
+            expected="a .jsonl or .csv file; a folder needs a named loader "
+            "(data: {loader: NAME, path: FOLDER})",
+        )
     if p.suffix in {".jsonl", ".ndjson", ".csv"} and not p.exists():
         raise DataError("file not found", file=str(p), expected="an existing .jsonl or .csv file")
     if p.suffix in {".jsonl", ".ndjson"}:

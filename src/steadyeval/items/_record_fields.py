@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .._errors import DataError
+from ._text import shorten
 
 __all__ = [
     "KNOWN_FIELDS",
@@ -61,10 +62,10 @@ def check_shape(rec: Any, *, file: str, line: int) -> Mapping[str, Any]:
     unknown = sorted(set(rec) - KNOWN_FIELDS)
     if unknown:
         raise DataError(
-            f"unknown field(s) {', '.join(map(repr, unknown))}",
+            f"unknown field(s) {shorten(', '.join(map(repr, unknown)), 120)}",
             file=file,
             line=line,
-            field=unknown[0],
+            field=shorten(unknown[0]),
             expected=f"only {', '.join(sorted(KNOWN_FIELDS))}; put anything else under 'metadata'",
         )
     for required in ("id", "question"):

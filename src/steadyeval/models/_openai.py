@@ -14,10 +14,18 @@ Whether the server gives log-probabilities is probed once per backend instance, 
 request, the first time a batch needs them (:meth:`OpenAIBackend.preflight`); a server that
 cannot is an :class:`~steadyeval.UnsupportedRequestError` naming it, before that batch is sent.
 
+Each reply is read inside the HTTP client's retry loop: a malformed one (lists of different
+lengths, no choices, a missing field) is a :class:`~._openai_http.BadReply` and is retried a
+few times, as is an approximate score under ``strict=true``. When a request fails for good,
+the requests of its batch that were answered come with the error
+(:class:`~steadyeval.cache.PartialBatchError`), so that the run caches every paid reply
+before it stops.
+
 This module holds :class:`OpenAIBackend` (construction, sending, token accounting and the
 three request kinds); the spec's options are in ``_openai_options``, the pure mapping of
-requests and replies in ``_openai_wire``, capability probing in ``_openai_probe`` and the
-HTTP client in ``_openai_http``.
+requests and replies in ``_openai_wire``, capability probing in ``_openai_probe``, the
+HTTP client in ``_openai_http`` and its errors, retry policy and key handling in
+``_openai_policy``.
 """
 
 from __future__ import annotations
@@ -25,13 +33,15 @@ from __future__ import annotations
 import json
 import os
 import threading
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 from .._errors import ModelSpecError, SteadyevalError
+from ..cache import PartialBatchError
 from ..requests import (
     GenerateRequest,
     GenerateResponse,
+    Request,
     RequestKind,
     ScoreRequest,
     ScoreResponse,
@@ -40,7 +50,7 @@ from ..requests import (
 )
 from ._backend import BackendStats, BaseBackend, Capabilities, StatsCounter
 from ._known import known_input_format
-from ._openai_http import HTTPClient, Secret, ServerError
+from ._openai_http import BadReply, BatchFailed, HTTPClient, Secret
 from ._openai_options import RUN_ONLY, OpenAIOptions
 from ._openai_probe import Capability, CapabilityProbe
 from ._openai_wire import (
@@ -63,6 +73,7 @@ __all__ = [
     "label_logprob",
 ]
 
+RespT = TypeVar("RespT", ScoreResponse, GenerateResponse, TopKResponse)
 CHAT_TOP_LOGPROBS = 20  # the most OpenAI's chat API returns; a label outside it gets -inf
 PROTOCOL = 1  # bump when the mapping of requests to calls changes (it is in the fingerprint)
 
@@ -199,9 +210,7 @@ class OpenAIBackend(CapabilityProbe, BaseBackend):
             self.tokens_used += used
 
     def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        data = self.client.post(path, body)
-        self._account(data)
-        return data
+        return self.client.post(path, body, on_reply=self._account)
 
     def _check_cap(self) -> None:
         cap = self.options.max_tokens_total
@@ -212,22 +221,47 @@ class OpenAIBackend(CapabilityProbe, BaseBackend):
                 "far is in the cache: raise the cap and run the same command again to go on"
             )
 
-    def _send(self, calls: Sequence[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
-        """Send one batch; identical calls are sent once (the labels of one chat letter
-        question share one call). The cap is checked before the batch: a batch that starts
-        under it is completed (so it can be cached), and the next one stops."""
+    def _send(
+        self,
+        requests: Sequence[Request],
+        calls: Sequence[tuple[str, dict[str, Any]]],
+        read: Callable[[int, dict[str, Any]], RespT],
+    ) -> list[RespT]:
+        """Send one batch and ``read(i, reply)`` request ``i``'s response from its call's
+        reply (a :class:`BadReply` from it makes the client try the call again).
+
+        Identical calls are sent once (the labels of one chat letter question share one
+        call). The cap is checked before the batch: a batch that starts under it is
+        completed (so it can be cached), and the next one stops. When a call fails for good,
+        the requests already answered come with the error
+        (:class:`~steadyeval.cache.PartialBatchError`) so that the run caches them.
+        """
         self._check_cap()
-        slots: dict[str, int] = {}
+        members: dict[str, list[int]] = {}
         unique: list[tuple[str, dict[str, Any]]] = []
-        index: list[int] = []
-        for path, body in calls:
+        for i, (path, body) in enumerate(calls):
             key = path + "\n" + json.dumps(body, sort_keys=True)
-            if key not in slots:
-                slots[key] = len(unique)
+            if key not in members:
+                members[key] = []
                 unique.append((path, body))
-            index.append(slots[key])
-        replies = self.client.post_many(unique, on_reply=self._account)
-        return [replies[i] for i in index]
+            members[key].append(i)
+        groups = list(members.values())
+        wire = [(p, b, _reader(read, g)) for (p, b), g in zip(unique, groups, strict=True)]
+        try:
+            replies = self.client.post_many(wire, on_reply=self._account)
+        except BatchFailed as exc:
+            answered = [
+                (requests[i], resp)
+                for u, got in exc.done.items()
+                for i, resp in zip(groups[u], got, strict=True)
+            ]
+            if answered:
+                raise PartialBatchError(exc.error, answered) from exc.error
+            raise exc.error from None
+        out: dict[int, RespT] = {}
+        for group, got in zip(groups, replies, strict=True):
+            out.update(zip(group, got, strict=True))
+        return [out[i] for i in range(len(calls))]
 
     # -- score ---------------------------------------------------------------------------
     def score(self, requests: Sequence[ScoreRequest]) -> list[ScoreResponse]:
@@ -236,8 +270,7 @@ class OpenAIBackend(CapabilityProbe, BaseBackend):
         self._check_cap()
         self.preflight(requests)
         calls = [self._score_call(r) for r in requests]
-        replies = self._send(calls)
-        return [self._score_reply(r, d) for r, d in zip(requests, replies, strict=True)]
+        return self._send(requests, calls, lambda i, d: self._score_reply(requests[i], d))
 
     def _score_call(self, r: ScoreRequest) -> tuple[str, dict[str, Any]]:
         if r.chat:
@@ -261,19 +294,20 @@ class OpenAIBackend(CapabilityProbe, BaseBackend):
     def _score_reply(self, r: ScoreRequest, data: Mapping[str, Any]) -> ScoreResponse:
         n_prompt, _ = _usage(data)
         if r.chat:
-            where = f"{self.options.base_url}/chat/completions"
-            top = _chat_top(_choice(data, where), where)
-            value, greedy, found = label_logprob(top, r.continuation)
-            return ScoreResponse(
-                logprob=value,
-                n_tokens=1,
-                is_greedy=greedy,
-                n_input_tokens=n_prompt or 0,
-                approximate=not found,
+            value, greedy, found = label_logprob(_chat_top(_choice(data)), r.continuation)
+            return self._checked(
+                ScoreResponse(
+                    logprob=value,
+                    n_tokens=1,
+                    is_greedy=greedy,
+                    n_input_tokens=n_prompt or 0,
+                    approximate=not found,
+                ),
+                f"label {r.continuation!r} is not among the top {CHAT_TOP_LOGPROBS}",
             )
-        where = f"{self.options.base_url}/completions"
-        lp = PromptLogprobs.from_choice(_choice(data, where), where)
-        if n_prompt is None or n_prompt > len(lp.tokens):
+        lp = PromptLogprobs.from_choice(_choice(data))
+        short = n_prompt is not None and n_prompt > len(lp.tokens)  # fewer listed than used
+        if n_prompt is None or short:
             n_prompt = len(lp.tokens) - self._echo_max_tokens
         s = continuation_logprob(
             lp,
@@ -281,13 +315,22 @@ class OpenAIBackend(CapabilityProbe, BaseBackend):
             n_context_chars=len(r.context),
             n_prompt_tokens=n_prompt,
         )
-        return ScoreResponse(
-            logprob=s.logprob,
-            n_tokens=s.n_tokens,
-            is_greedy=s.is_greedy,
-            n_input_tokens=n_prompt,
-            approximate=s.approximate,
+        return self._checked(
+            ScoreResponse(
+                logprob=s.logprob,
+                n_tokens=s.n_tokens,
+                is_greedy=s.is_greedy,
+                n_input_tokens=n_prompt,
+                approximate=s.approximate or short,
+            ),
+            "the listed tokens do not cover the continuation exactly",
         )
+
+    def _checked(self, resp: ScoreResponse, why: str) -> ScoreResponse:
+        """``resp``, unless it is approximate and the spec says ``strict=true``."""
+        if resp.approximate and self.options.strict:
+            raise BadReply(f"an approximate score ({why}) and the spec says strict=true")
+        return resp
 
     # -- generate ------------------------------------------------------------------------
     def generate(self, requests: Sequence[GenerateRequest]) -> list[GenerateResponse]:
@@ -295,8 +338,7 @@ class OpenAIBackend(CapabilityProbe, BaseBackend):
             return []
         self._check_cap()
         calls = [self._generate_call(r) for r in requests]
-        replies = self._send(calls)
-        return [self._generate_reply(r, d) for r, d in zip(requests, replies, strict=True)]
+        return self._send(requests, calls, lambda i, d: self._generate_reply(requests[i], d))
 
     def _generate_call(self, r: GenerateRequest) -> tuple[str, dict[str, Any]]:
         body: dict[str, Any] = {
@@ -315,18 +357,20 @@ class OpenAIBackend(CapabilityProbe, BaseBackend):
         return "/completions", body
 
     def _generate_reply(self, r: GenerateRequest, data: Mapping[str, Any]) -> GenerateResponse:
-        path = "/chat/completions" if r.chat else "/completions"
-        where = f"{self.options.base_url}{path}"
-        choice = _choice(data, where)
+        choice = _choice(data)
         if r.chat:
             message = choice.get("message")
-            text = message.get("content") if isinstance(message, Mapping) else None
+            if not isinstance(message, Mapping):
+                raise BadReply("the chat reply's choice has no message")
+            text = message.get("content")
+            if text is None:  # e.g. a refusal: no text
+                text = ""
         else:
-            text = choice.get("text")
-        if text is None:
-            text = ""
+            if "text" not in choice:
+                raise BadReply("the reply's choice has no text")
+            text = choice["text"]
         if not isinstance(text, str):
-            raise ServerError(f"{where}: the reply's text is not a string", status=200)
+            raise BadReply("the reply's text is not a string")
         cut = [text.index(s) for s in r.stop if s and s in text]  # servers that ignore stop
         if cut:
             text = text[: min(cut)]
@@ -355,25 +399,22 @@ class OpenAIBackend(CapabilityProbe, BaseBackend):
             else:
                 body.update(prompt=r.prompt, logprobs=r.k)
                 calls.append(("/completions", body))
-        replies = self._send(calls)
-        return [self._top_k_reply(r, d) for r, d in zip(requests, replies, strict=True)]
+        return self._send(requests, calls, lambda i, d: self._top_k_reply(requests[i], d))
 
     def _top_k_reply(self, r: TopKRequest, data: Mapping[str, Any]) -> TopKResponse:
-        path = "/chat/completions" if r.chat else "/completions"
-        where = f"{self.options.base_url}{path}"
-        choice = _choice(data, where)
+        choice = _choice(data)
         pairs: list[tuple[str, float]]
         if r.chat:
             pairs = [
                 (str(e.get("token", "")), float(e["logprob"]))
-                for e in _chat_top(choice, where)
+                for e in _chat_top(choice)
                 if isinstance(e, Mapping) and isinstance(e.get("logprob"), int | float)
             ]
         else:
-            lp = PromptLogprobs.from_choice(choice, where)
+            lp = PromptLogprobs.from_choice(choice)
             first = lp.top_logprobs[0] if lp.top_logprobs else None
             if not first:
-                raise ServerError(f"{where}: the reply lists no top_logprobs", status=200)
+                raise BadReply("the reply lists no top_logprobs")
             pairs = [(str(t), float(v)) for t, v in first.items()]
         pairs.sort(key=lambda p: (-p[1], p[0]))
         pairs = pairs[: r.k]
@@ -383,3 +424,10 @@ class OpenAIBackend(CapabilityProbe, BaseBackend):
             logprobs=tuple(v for _, v in pairs),
             n_input_tokens=n_in or 0,
         )
+
+
+def _reader(
+    read: Callable[[int, dict[str, Any]], RespT], members: Sequence[int]
+) -> Callable[[dict[str, Any]], list[RespT]]:
+    """Read one call's reply into the responses of the requests that share the call."""
+    return lambda data: [read(i, data) for i in members]

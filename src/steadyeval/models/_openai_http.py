@@ -2,23 +2,25 @@
 
 Bounded concurrency (a pool of ``max_concurrency`` worker threads, each with its own
 keep-alive connection), retries with exponential backoff and jitter on 408/409/429/5xx,
-timeouts, dropped connections and truncated or malformed bodies, and ``Retry-After``
-honoured (a 429 pauses every worker, not only the one that got it). Each retry is logged at
-WARNING (why, which attempt, how long it waits) and counted, with every wait, in a
-``StatsCounter`` that the backend keeps (the run's ``summary.json`` reports them). The API
-key is held in a :class:`Secret` that never prints, and every text that could reach an error
-message or a log is scrubbed of it.
+timeouts, dropped connections, truncated bodies and 200 replies that cannot be used (a
+``read`` function raises :class:`BadReply`; retried a few times, then an error naming the
+request and what was wrong), and ``Retry-After`` honoured up to ``max_retry_after`` (a 429
+pauses every worker, not only the one that got it). Each attempt has a total ``deadline``
+besides the per-read ``timeout``. Each retry is logged at WARNING (why, which attempt, how
+long it waits) and counted, with every wait, in a ``StatsCounter`` that the backend keeps
+(the run's ``summary.json`` reports them). When one request of a batch fails for good, the
+replies already received come back with the error (:class:`BatchFailed`). The API key is held
+in a :class:`Secret` that never prints, and every text that could reach an error message or a
+log is scrubbed of it.
 """
 
 from __future__ import annotations
 
 import contextlib
-import email.utils
 import http.client
 import json
 import logging
 import random
-import re
 import socket
 import ssl
 import threading
@@ -26,60 +28,39 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
-from .._errors import SteadyevalError
 from ._backend import StatsCounter
+from ._openai_policy import (
+    BadReply,
+    BatchFailed,
+    RetryPolicy,
+    Secret,
+    ServerError,
+    error_message,
+    preview,
+    retry_after_seconds,
+    scrub,
+)
 
-__all__ = ["HTTPClient", "RetryPolicy", "Secret", "ServerError", "scrub"]
+__all__ = [
+    "BadReply",
+    "BatchFailed",
+    "HTTPClient",
+    "RetryPolicy",
+    "Secret",
+    "ServerError",
+    "retry_after_seconds",
+    "scrub",
+]
 
 log = logging.getLogger(__name__)
 
+T = TypeVar("T")
+Reader = Callable[[dict[str, Any]], T]
 RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 520, 522, 524})
-_MAX_MESSAGE = 400
-_BEARER = re.compile(r"(?i)(bearer\s+)\S+")
-_SK = re.compile(r"\bsk-[A-Za-z0-9_\-]{6,}")
-
-
-class Secret:
-    """A credential that never shows itself: ``repr``/``str`` print ``'***'``."""
-
-    __slots__ = ("_value",)
-
-    def __init__(self, value: str) -> None:
-        self._value = value
-
-    def reveal(self) -> str:
-        return self._value
-
-    def __repr__(self) -> str:
-        return "Secret('***')"
-
-    __str__ = __repr__
-
-    def __reduce__(self) -> Any:
-        raise TypeError("a Secret cannot be pickled; read it from the environment instead")
-
-
-def scrub(text: str, secret: Secret | None = None) -> str:
-    """``text`` with the secret, ``Bearer ...`` tokens and ``sk-...`` keys replaced by ***."""
-    if secret is not None and secret.reveal():
-        text = text.replace(secret.reveal(), "***")
-    text = _BEARER.sub(r"\1***", text)
-    return _SK.sub("sk-***", text)
-
-
-class ServerError(SteadyevalError):
-    """A reply that retrying will not fix (e.g. HTTP 400), or retries ran out.
-
-    ``status`` is the HTTP status of the last reply (``None`` when the last attempt got no
-    reply: timeout, dropped connection, truncated body).
-    """
-
-    def __init__(self, message: str, *, status: int | None) -> None:
-        self.status = status
-        super().__init__(message)
+_UNUSABLE = "an unusable 200 reply: "
 
 
 class _Cancelled(Exception):
@@ -87,61 +68,18 @@ class _Cancelled(Exception):
 
 
 @dataclass(frozen=True)
-class RetryPolicy:
-    """How hard to try. ``timeout`` bounds each socket operation (connect, each read)."""
+class _Failure:
+    """One attempt that another may fix: why, the reply's status (``None``: no reply), the
+    wait the server asked for (capped), and whether it was an unusable 200 reply."""
 
-    max_retries: int = 8
-    backoff_base: float = 0.5
-    backoff_max: float = 30.0
-    timeout: float = 120.0
-
-    def delay(self, attempt: int, rng: random.Random) -> float:
-        """Backoff before retry ``attempt`` (0-based): exponential, capped, "equal jitter"
-        (half fixed, half uniform) so that workers that failed together do not retry
-        together."""
-        d = min(self.backoff_max, self.backoff_base * 2.0**attempt)
-        return d / 2 + rng.uniform(0.0, d / 2)
+    why: str
+    status: int | None
+    asked_wait: float | None = None
+    bad_reply: bool = False
 
 
-def retry_after_seconds(headers: dict[str, str], now: float | None = None) -> float | None:
-    """Seconds to wait from ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date)."""
-    ms = headers.get("retry-after-ms")
-    if ms is not None:
-        try:
-            return max(0.0, float(ms) / 1000.0)
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if value is None:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - (time.time() if now is None else now))
-
-
-def _error_message(raw: bytes) -> str:
-    """The server's error text: ``error.message`` of a JSON body, else the body itself."""
-    text = raw.decode("utf-8", errors="replace")
-    try:
-        data = json.loads(text)
-    except ValueError:
-        data = None
-    if isinstance(data, dict):
-        err = data.get("error", data)
-        if isinstance(err, dict) and isinstance(err.get("message"), str):
-            text = err["message"]
-        elif isinstance(err, str):
-            text = err
-        elif isinstance(data.get("message"), str):
-            text = data["message"]
-    text = " ".join(text.split())
-    return text[:_MAX_MESSAGE] + ("..." if len(text) > _MAX_MESSAGE else "")
+def _as_is(data: dict[str, Any]) -> dict[str, Any]:
+    return data
 
 
 class HTTPClient:
@@ -154,7 +92,8 @@ class HTTPClient:
     secret
         The API key (sent as ``Authorization: Bearer``), or ``None`` to send no key.
     policy
-        Retries, backoff and timeout.
+        Retries, backoff, the per-read timeout, the deadline of one attempt and the cap on
+        ``Retry-After``.
     max_concurrency
         Most requests in flight at once.
     key_hint
@@ -245,6 +184,9 @@ class HTTPClient:
                 sock.shutdown(socket.SHUT_RDWR)
 
     def _send(self, path: str, payload: bytes) -> tuple[int, dict[str, str], bytes]:
+        """One HTTP exchange. A timer shuts the socket down when the policy's ``deadline``
+        passes (each read is bounded by ``timeout`` only, so a reply that trickles in would
+        otherwise hold the worker as long as the server likes)."""
         conn = self._conn()
         headers = {
             "Content-Type": "application/json",
@@ -253,9 +195,32 @@ class HTTPClient:
         }
         if self._secret is not None:
             headers["Authorization"] = f"Bearer {self._secret.reveal()}"
-        conn.request("POST", self._prefix + path, body=payload, headers=headers)
-        resp = conn.getresponse()
-        raw = resp.read()
+        expired = threading.Event()
+
+        def expire() -> None:
+            expired.set()
+            sock = conn.sock
+            if sock is not None:
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
+
+        timer = threading.Timer(self.policy.deadline, expire)
+        timer.daemon = True
+        timer.start()
+        try:
+            conn.request("POST", self._prefix + path, body=payload, headers=headers)
+            if expired.is_set():  # it passed while connecting, before there was a socket
+                raise TimeoutError
+            resp = conn.getresponse()
+            raw = resp.read()
+        except (OSError, http.client.HTTPException):
+            if expired.is_set():
+                raise TimeoutError(
+                    f"no complete reply within deadline={self.policy.deadline:g} s"
+                ) from None
+            raise
+        finally:
+            timer.cancel()
         return resp.status, {k.lower(): v for k, v in resp.getheaders()}, raw
 
     # -- one request ---------------------------------------------------------------------
@@ -278,102 +243,181 @@ class HTTPClient:
         self._wait(seconds, cancel)
 
     def post(
-        self, path: str, body: dict[str, Any], *, cancel: threading.Event | None = None
+        self,
+        path: str,
+        body: dict[str, Any],
+        *,
+        cancel: threading.Event | None = None,
+        on_reply: Callable[[dict[str, Any]], None] | None = None,
     ) -> dict[str, Any]:
-        """POST ``body`` as JSON and return the decoded JSON object of a 200 reply.
+        """POST ``body`` as JSON and return the decoded JSON object of a 200 reply (see
+        :meth:`request`)."""
+        return self.request(path, body, _as_is, cancel=cancel, on_reply=on_reply)
 
-        Retries what can succeed on another try; raises :class:`ServerError` for a reply that
-        cannot (4xx other than 408/409/429, a 200 that is not a JSON object) or when
-        ``policy.max_retries`` retries are used up.
+    def request(
+        self,
+        path: str,
+        body: dict[str, Any],
+        read: Reader[T],
+        *,
+        cancel: threading.Event | None = None,
+        on_reply: Callable[[dict[str, Any]], None] | None = None,
+    ) -> T:
+        """POST ``body`` as JSON and return ``read`` of the JSON object of a 200 reply.
+
+        ``on_reply`` sees every 200 JSON object (each is paid for), usable or not. Retries
+        what can succeed on another try: a ``read`` that raises :class:`BadReply` (and a
+        reply that is JSON but no object) at most ``policy.bad_reply_retries`` times.
+        Raises :class:`ServerError` for a reply that cannot succeed (4xx other than
+        408/409/429), when the unusable replies or ``policy.max_retries`` retries run out.
         """
         payload = json.dumps(body, ensure_ascii=False).encode("utf-8")
         where = f"{self.base_url}{path}"
         attempts = self.policy.max_retries + 1
-        last, last_status = "", None
+        last = _Failure("", None)
+        bad = 0
         for attempt in range(attempts):
             if cancel is not None and cancel.is_set():
                 raise _Cancelled
             self._pause(where, cancel)
-            wait_s: float | None = None
-            try:
-                status, headers, raw = self._send(path, payload)
-            except (OSError, http.client.HTTPException) as exc:
-                # Timeouts, refused/reset/dropped connections, truncated bodies
-                # (IncompleteRead): the connection is unusable; open a fresh one next time.
-                self._drop_conn()
-                last, last_status = f"{type(exc).__name__}: {exc}", None
-            else:
-                if status == 200:
-                    try:
-                        data = json.loads(raw.decode("utf-8"))
-                    except (UnicodeDecodeError, ValueError):
-                        self._drop_conn()
-                        last, last_status = "a truncated or malformed JSON body", 200
-                    else:
-                        if not isinstance(data, dict):
-                            raise ServerError(
-                                f"{where}: the reply is JSON but not an object", status=200
-                            )
-                        return data
-                elif status in RETRYABLE_STATUS:
-                    last, last_status = f"HTTP {status}: {_error_message(raw)}", status
-                    wait_s = retry_after_seconds(headers)
-                    if wait_s is not None and status == 429:
-                        with self._lock:  # every worker waits, not only this one
-                            self._pause_until = max(self._pause_until, time.monotonic() + wait_s)
-                else:
-                    hint = ""
-                    if status in (401, 403):
-                        hint = f"; the key is read from {self._key_hint}" + (
-                            ", which is not set" if self._secret is None else ""
-                        )
-                    raise ServerError(
-                        scrub(
-                            f"{where}: HTTP {status}: {_error_message(raw)}{_preview(body)}{hint}",
-                            self._secret,
-                        ),
-                        status=status,
-                    )
-            if attempt + 1 == attempts:
-                break
-            asked = wait_s is not None
-            if wait_s is None:
-                wait_s = self.policy.delay(attempt, self._rng)
-            log.warning(
-                "%s: %s; retry %d of %d in %.2f s%s",
-                where,
-                scrub(last, self._secret),
-                attempt + 1,
-                self.policy.max_retries,
-                wait_s,
-                " (the server's Retry-After)" if asked else "",
-            )
-            self.counter.add(retries=1, waits=1 if wait_s > 0 else 0, seconds=wait_s)
-            self._wait(wait_s, cancel)
+            outcome = self._attempt(path, payload, body, read, on_reply)
+            if not isinstance(outcome, _Failure):
+                return outcome
+            last = outcome
+            bad += last.bad_reply
+            if bad > min(self.policy.bad_reply_retries, self.policy.max_retries):
+                raise ServerError(
+                    scrub(
+                        f"{where}: the server's reply was unusable {bad} "
+                        f"time{'s' if bad > 1 else ''} in a row: "
+                        f"{last.why.removeprefix(_UNUSABLE)}{preview(body)}",
+                        self._secret,
+                    ),
+                    status=200,
+                )
+            if attempt + 1 < attempts:
+                self._before_retry(where, last, attempt, cancel)
         raise ServerError(
             scrub(
-                f"{where}: no usable reply after {attempts} attempts; last error: {last}"
-                f"{_preview(body)}. "
+                f"{where}: no usable reply after {attempts} attempts; last error: {last.why}"
+                f"{preview(body)}. "
                 "Is the server up and the base_url right? (retries: max_retries, "
-                "backoff_base, backoff_max, timeout in the model spec)",
+                "backoff_base, backoff_max, timeout, deadline in the model spec)",
                 self._secret,
             ),
-            status=last_status,
+            status=last.status,
         )
+
+    def _attempt(
+        self,
+        path: str,
+        payload: bytes,
+        body: dict[str, Any],
+        read: Reader[T],
+        on_reply: Callable[[dict[str, Any]], None] | None,
+    ) -> T | _Failure:
+        """Send once: the read reply, a :class:`_Failure` that another try may fix, or a
+        :class:`ServerError` raised for a reply that no retry can fix."""
+        where = f"{self.base_url}{path}"
+        try:
+            status, headers, raw = self._send(path, payload)
+        except (OSError, http.client.HTTPException) as exc:
+            # Timeouts, deadlines, refused/reset/dropped connections, truncated bodies
+            # (IncompleteRead): the connection is unusable; open a fresh one next time.
+            self._drop_conn()
+            return _Failure(f"{type(exc).__name__}: {exc}", None)
+        if status == 200:
+            return self._read(raw, read, on_reply)
+        if status in RETRYABLE_STATUS:
+            why = f"HTTP {status}: {error_message(raw)}"
+            return _Failure(why, status, self._asked_wait(where, status, headers))
+        hint = ""
+        if status in (401, 403):
+            hint = f"; the key is read from {self._key_hint}" + (
+                ", which is not set" if self._secret is None else ""
+            )
+        raise ServerError(
+            scrub(
+                f"{where}: HTTP {status}: {error_message(raw)}{preview(body)}{hint}",
+                self._secret,
+            ),
+            status=status,
+        )
+
+    def _read(
+        self,
+        raw: bytes,
+        read: Reader[T],
+        on_reply: Callable[[dict[str, Any]], None] | None,
+    ) -> T | _Failure:
+        try:
+            data = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError):
+            self._drop_conn()
+            return _Failure("a truncated or malformed JSON body", 200)
+        if not isinstance(data, dict):
+            return _Failure(f"{_UNUSABLE}JSON but not an object", 200, bad_reply=True)
+        if on_reply is not None:
+            on_reply(data)
+        try:
+            return read(data)
+        except BadReply as exc:
+            return _Failure(f"{_UNUSABLE}{exc}", 200, bad_reply=True)
+
+    def _asked_wait(self, where: str, status: int, headers: dict[str, str]) -> float | None:
+        """The server's ``Retry-After``, cut to ``policy.max_retry_after`` (logged); a 429's
+        pauses every worker."""
+        asked = retry_after_seconds(headers)
+        if asked is None:
+            return None
+        cap = self.policy.max_retry_after
+        if asked > cap:
+            log.warning(
+                "%s: the server asked to wait %.0f s (Retry-After); waiting "
+                "max_retry_after=%g s instead",
+                where,
+                asked,
+                cap,
+            )
+            asked = cap
+        if status == 429:
+            with self._lock:  # every worker waits, not only this one
+                self._pause_until = max(self._pause_until, time.monotonic() + asked)
+        return asked
+
+    def _before_retry(
+        self, where: str, failure: _Failure, attempt: int, cancel: threading.Event | None
+    ) -> None:
+        wait_s = failure.asked_wait
+        asked = wait_s is not None
+        if wait_s is None:
+            wait_s = self.policy.delay(attempt, self._rng)
+        log.warning(
+            "%s: %s; retry %d of %d in %.2f s%s",
+            where,
+            scrub(failure.why, self._secret),
+            attempt + 1,
+            self.policy.max_retries,
+            wait_s,
+            " (the server's Retry-After)" if asked else "",
+        )
+        self.counter.add(retries=1, waits=1 if wait_s > 0 else 0, seconds=wait_s)
+        self._wait(wait_s, cancel)
 
     # -- many requests -------------------------------------------------------------------
     def post_many(
         self,
-        calls: Sequence[tuple[str, dict[str, Any]]],
+        calls: Sequence[tuple[str, dict[str, Any], Reader[T]]],
         *,
         on_reply: Callable[[dict[str, Any]], None] | None = None,
-    ) -> list[dict[str, Any]]:
-        """POST every ``(path, body)`` with at most ``max_concurrency`` in flight; replies in
-        the order of ``calls``.
+    ) -> list[T]:
+        """:meth:`request` every ``(path, body, read)`` with at most ``max_concurrency`` in
+        flight; results in the order of ``calls``.
 
         When one request fails for good, requests not yet sent are dropped, those in flight
-        are waited for, and the first error is raised. ``on_reply`` is called (from a worker
-        thread) with each successful reply as it arrives.
+        are waited for, and :class:`BatchFailed` is raised with the first error and the
+        results of every request that was answered (so that none of them is lost).
+        ``on_reply`` is called (from a worker thread) with each 200 reply as it arrives.
         """
         if not calls:
             return []
@@ -382,15 +426,9 @@ class HTTPClient:
                 max_workers=self.max_concurrency, thread_name_prefix="steadyeval-http"
             )
         cancel = threading.Event()
-
-        def one(path: str, body: dict[str, Any]) -> dict[str, Any]:
-            data = self.post(path, body, cancel=cancel)
-            if on_reply is not None:
-                on_reply(data)
-            return data
-
-        futures: list[Future[dict[str, Any]]] = [
-            self._pool.submit(one, path, body) for path, body in calls
+        futures: list[Future[T]] = [
+            self._pool.submit(self.request, path, body, read, cancel=cancel, on_reply=on_reply)
+            for path, body, read in calls
         ]
         try:
             _, pending = wait(futures, return_when=FIRST_EXCEPTION)
@@ -411,19 +449,13 @@ class HTTPClient:
         if errors:
             first = errors[0]
             assert first is not None
-            raise first
+            done = {
+                i: f.result()
+                for i, f in enumerate(futures)
+                if not f.cancelled() and f.exception() is None
+            }
+            raise BatchFailed(first, done) from first
         return [f.result() for f in futures]
 
 
 _LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
-
-
-def _preview(body: dict[str, Any]) -> str:
-    """Where in the run a failing request came from: the start of its prompt."""
-    text = body.get("prompt")
-    if text is None and isinstance(body.get("messages"), list) and body["messages"]:
-        text = body["messages"][-1].get("content")
-    if not isinstance(text, str):
-        return ""
-    short = text[:80] + ("..." if len(text) > 80 else "")
-    return f" (request prompt: {short!r})"

@@ -2,10 +2,13 @@
 change an output) and their validation into :class:`OpenAIOptions`. A credential is refused
 as an option (the spec is written to results, caches and logs): the key comes from the
 environment variable named by ``api_key_env``, and ``base_url`` must be a plain http(s) URL.
+Numbers must be finite; seconds are at most :data:`MAX_SECONDS` (a socket or a timer refuses
+longer waits).
 """
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -15,9 +18,10 @@ from .._errors import ModelSpecError
 from ._openai_http import RetryPolicy
 from ._spec import ModelSpec
 
-__all__ = ["DEFAULT_BASE_URL", "RUN_ONLY", "OpenAIOptions"]
+__all__ = ["DEFAULT_BASE_URL", "MAX_SECONDS", "RUN_ONLY", "OpenAIOptions", "default_deadline"]
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
+MAX_SECONDS = 1e6  # about 11 days; far longer waits overflow the platform's timers
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _SECRET_KEYS = frozenset(
     {"api_key", "apikey", "api-key", "key", "token", "access_token", "authorization",
@@ -33,7 +37,13 @@ _ALLOWED = {
     "max_retries": "retries per request (default 8)",
     "backoff_base": "seconds before the first retry (default 0.5)",
     "backoff_max": "longest wait between retries in seconds (default 30)",
-    "timeout": "seconds per socket operation (default 120)",
+    "timeout": "seconds per socket operation: connect, each read (default 120)",
+    "deadline": "seconds one attempt of a request may take in all, however the reply "
+    "trickles in (default 10 × timeout, at most 600, never below timeout)",
+    "max_retry_after": "longest wait a server's Retry-After can impose, in seconds; longer "
+    "asks are cut to it and logged (default 60)",
+    "strict": "true: an approximate log-probability reply is retried, then an error; false: "
+    "it is kept and its rows are flagged approximate (default false)",
     "max_tokens_total": "stop once this many tokens (prompt + output, as the server counts "
     "them) have been used",
     "logprobs": "auto (probe the server) | none (it gives none: only generation)",
@@ -42,8 +52,9 @@ _ALLOWED = {
 #: Options that change how a run goes, never an output: left out of the model's identity.
 RUN_ONLY = frozenset(
     {"api_key_env", "max_concurrency", "max_retries", "backoff_base", "backoff_max", "timeout",
-     "max_tokens_total", "logprobs", "input_format"}
+     "deadline", "max_retry_after", "strict", "max_tokens_total", "logprobs", "input_format"}
 )  # fmt: skip
+_SECONDS = frozenset({"backoff_base", "backoff_max", "timeout", "deadline", "max_retry_after"})
 
 
 def _number(spec: ModelSpec, key: str, value: str, kind: type[Any], *, zero_ok: bool) -> Any:
@@ -51,13 +62,27 @@ def _number(spec: ModelSpec, key: str, value: str, kind: type[Any], *, zero_ok: 
         number = kind(value)
     except ValueError:
         number = None
-    if number is None or number < 0 or (number == 0 and not zero_ok) or number != number:
-        what = "integer" if kind is int else "number"
+    top = MAX_SECONDS if key in _SECONDS else math.inf
+    if (
+        number is None
+        or not math.isfinite(number)
+        or number < 0
+        or (number == 0 and not zero_ok)
+        or number > top
+    ):
+        what = "integer" if kind is int else "finite number"
+        most = f" of at most {top:g} seconds" if key in _SECONDS else ""
         raise ModelSpecError(
             f"model spec {spec.backend}:{spec.name}: option {key} must be a "
-            f"{'non-negative' if zero_ok else 'positive'} {what}, got {value!r}"
+            f"{'non-negative' if zero_ok else 'positive'} {what}{most}, got {value!r}"
         )
     return number
+
+
+def default_deadline(timeout: float) -> float:
+    """The default ``deadline`` for ``timeout``: 10 × timeout, at most 600 s, and never less
+    than one read may wait."""
+    return max(timeout, min(600.0, 10.0 * timeout))
 
 
 @dataclass(frozen=True)
@@ -72,6 +97,7 @@ class OpenAIOptions:
     max_tokens_total: int | None = None
     logprobs: Literal["auto", "none"] = "auto"
     input_format: str | None = None
+    strict: bool = False
 
     @classmethod
     def from_spec(cls, spec: ModelSpec) -> OpenAIOptions:
@@ -98,11 +124,15 @@ class OpenAIOptions:
         logprobs = o.get("logprobs", "auto")
         if logprobs not in ("auto", "none"):
             raise ModelSpecError(f"{where}: logprobs must be auto or none, got {logprobs!r}")
+        strict = o.get("strict", "false").lower()
+        if strict not in ("true", "false"):
+            raise ModelSpecError(f"{where}: strict must be true or false, got {strict!r}")
 
         def num(key: str, kind: type[Any], default: Any, *, zero_ok: bool = False) -> Any:
             return _number(spec, key, o[key], kind, zero_ok=zero_ok) if key in o else default
 
         d = RetryPolicy()
+        timeout = num("timeout", float, d.timeout)
         return cls(
             base_url=base_url,
             api_key_env=env,
@@ -112,11 +142,14 @@ class OpenAIOptions:
                 max_retries=num("max_retries", int, d.max_retries, zero_ok=True),
                 backoff_base=num("backoff_base", float, d.backoff_base, zero_ok=True),
                 backoff_max=num("backoff_max", float, d.backoff_max, zero_ok=True),
-                timeout=num("timeout", float, d.timeout),
+                timeout=timeout,
+                deadline=num("deadline", float, default_deadline(timeout)),
+                max_retry_after=num("max_retry_after", float, d.max_retry_after, zero_ok=True),
             ),
             max_tokens_total=num("max_tokens_total", int, None),
             logprobs="none" if logprobs == "none" else "auto",
             input_format=o.get("input_format") or None,
+            strict=strict == "true",
         )
 
 

@@ -126,7 +126,7 @@ class CapabilityProbe:
                         "temperature": 0,
                     },
                 )
-                top = PromptLogprobs.from_choice(_choice(data, "probe"), "probe").top_logprobs
+                top = PromptLogprobs.from_choice(_choice(data)).top_logprobs
                 return None if top and top[0] else "the reply lists no top_logprobs"
             data = self._post(
                 "/chat/completions",
@@ -139,7 +139,7 @@ class CapabilityProbe:
                     "temperature": 0,
                 },
             )
-            return None if _chat_top(_choice(data, "probe"), "probe") else "no top_logprobs"
+            return None if _chat_top(_choice(data)) else "no top_logprobs"
         except ServerError as exc:
             if exc.status in (400, 404, 405, 415, 422, 501) or exc.status == 200:
                 return str(exc)
@@ -163,7 +163,7 @@ class CapabilityProbe:
                     last = str(exc)
                     continue  # max_tokens=0 rejected: try 1
                 raise
-            lp = PromptLogprobs.from_choice(_choice(data, "probe"), "probe")
+            lp = PromptLogprobs.from_choice(_choice(data))
             if sum(x is not None for x in lp.token_logprobs) < 1 or len(lp.tokens) < 2:
                 return "the reply does not list the prompt's tokens (echo ignored)"
             self._echo_max_tokens = max_tokens

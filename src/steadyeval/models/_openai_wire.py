@@ -4,6 +4,11 @@ continuation's log-probability from an echoed prompt (:func:`continuation_logpro
 label's log-probability from ``top_logprobs`` (:func:`label_logprob`), per-request sampling
 seeds (:func:`sample_seed`, shared with the ``vllm`` backend), chat messages, and the checked
 reading of a reply's choices, usage and chat ``top_logprobs``. No network, no state.
+
+The boundary between a bad reply and an approximate one: lists of different lengths, no
+choices or a missing field make a reply *malformed* (:class:`BadReply`, which the client
+retries); a well-formed reply that covers fewer characters than asked gives an *approximate*
+score (flagged; an error under ``strict=true``).
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..requests import GenerateRequest
-from ._openai_http import ServerError
+from ._openai_policy import BadReply
 
 __all__ = [
     "ContinuationScore",
@@ -36,20 +41,18 @@ class PromptLogprobs:
     top_logprobs: Sequence[Mapping[str, float] | None] | None = None
 
     @classmethod
-    def from_choice(cls, choice: Mapping[str, Any], where: str) -> PromptLogprobs:
+    def from_choice(cls, choice: Mapping[str, Any]) -> PromptLogprobs:
+        """Read and check a choice's ``logprobs``; :class:`BadReply` says what is wrong."""
         lp = choice.get("logprobs")
         if not isinstance(lp, Mapping):
-            raise ServerError(f"{where}: the reply has no logprobs object", status=200)
+            raise BadReply("the reply has no logprobs object")
         tokens, lps, offs = lp.get("tokens"), lp.get("token_logprobs"), lp.get("text_offset")
         if not (isinstance(tokens, list) and isinstance(lps, list) and isinstance(offs, list)):
-            raise ServerError(
-                f"{where}: logprobs lacks tokens, token_logprobs or text_offset lists", status=200
-            )
+            raise BadReply("logprobs lacks tokens, token_logprobs or text_offset lists")
         if not len(tokens) == len(lps) == len(offs):
-            raise ServerError(
-                f"{where}: logprobs lists differ in length ({len(tokens)} tokens, "
-                f"{len(lps)} token_logprobs, {len(offs)} text_offset)",
-                status=200,
+            raise BadReply(
+                f"logprobs lists differ in length ({len(tokens)} tokens, "
+                f"{len(lps)} token_logprobs, {len(offs)} text_offset)"
             )
         top = lp.get("top_logprobs")
         try:
@@ -60,9 +63,8 @@ class PromptLogprobs:
                 top_logprobs=top if isinstance(top, list) and len(top) == len(tokens) else None,
             )
         except (TypeError, ValueError):
-            raise ServerError(
-                f"{where}: token_logprobs must be numbers or null and text_offset integers",
-                status=200,
+            raise BadReply(
+                "token_logprobs must be numbers or null and text_offset integers"
             ) from None
 
 
@@ -92,7 +94,9 @@ def continuation_logprob(
     characters are not all whitespace (a word split between context and continuation) the
     score also covers some context characters and is flagged ``approximate``. It is also
     flagged when a counted token has no log-probability (the first token of a prompt without
-    BOS) or when the tokens' text does not spell the prompt's end (byte-level token strings).
+    BOS), when the tokens' text does not spell the prompt's end (byte-level token strings),
+    and when the prompt's tokens cover fewer characters than the prompt has (a reply a token
+    short: anchored at its end, the score would be some other token's).
     ``is_greedy`` needs ``top_logprobs`` (``logprobs >= 1``); without it it is ``False``.
     """
     n = max(0, min(n_prompt_tokens, len(lp.tokens)))
@@ -108,7 +112,7 @@ def continuation_logprob(
         covered = prompt[max(0, n_context_chars - straddle) : n_context_chars]
         approximate = bool(covered.strip())
     spelled = "".join(lp.tokens[i] for i in chosen)
-    if not prompt.endswith(spelled):
+    if not prompt.endswith(spelled) or sum(len(t) for t in lp.tokens[:n]) < len(prompt):
         approximate = True
     total, counted, greedy = 0.0, 0, True
     for i in chosen:
@@ -161,10 +165,10 @@ def _messages(text: str, system: str | None) -> list[dict[str, str]]:
     ]
 
 
-def _choice(data: Mapping[str, Any], where: str) -> Mapping[str, Any]:
+def _choice(data: Mapping[str, Any]) -> Mapping[str, Any]:
     choices = data.get("choices")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], Mapping):
-        raise ServerError(f"{where}: the reply has no choices", status=200)
+        raise BadReply("the reply has no choices")
     choice: Mapping[str, Any] = choices[0]
     return choice
 
@@ -177,14 +181,14 @@ def _usage(data: Mapping[str, Any]) -> tuple[int | None, int | None]:
     return (int(p) if isinstance(p, int) else None, int(c) if isinstance(c, int) else None)
 
 
-def _chat_top(choice: Mapping[str, Any], where: str) -> list[Mapping[str, Any]]:
+def _chat_top(choice: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     lp = choice.get("logprobs")
     content = lp.get("content") if isinstance(lp, Mapping) else None
     if not isinstance(content, list):
-        raise ServerError(f"{where}: the chat reply has no logprobs.content list", status=200)
+        raise BadReply("the chat reply has no logprobs.content list")
     if not content:
         return []
     top = content[0].get("top_logprobs") if isinstance(content[0], Mapping) else None
     if not isinstance(top, list):
-        raise ServerError(f"{where}: the chat reply has no top_logprobs", status=200)
+        raise BadReply("the chat reply's first token lists no top_logprobs")
     return top

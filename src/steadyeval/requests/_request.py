@@ -6,7 +6,7 @@ import hashlib
 from dataclasses import asdict, dataclass
 from typing import Any, ClassVar, Literal
 
-from ..items import canonical_json
+from ..items import canonical_json, encode_utf8
 
 __all__ = [
     "ClassifyRequest",
@@ -160,8 +160,9 @@ def request_key(fingerprint: str, request: Request) -> str:
     fields, so they never change a key. This is the only function that computes keys: the
     dedupe key and the cache key are the same value.
     """
-    body = canonical_json({"model": fingerprint, "request": request_payload(request)})
-    return hashlib.sha256(body.encode("utf-8")).hexdigest()
+    payload = {"model": fingerprint, "request": request_payload(request)}
+    body = encode_utf8(canonical_json(payload), payload, f"a {request.kind} request")
+    return hashlib.sha256(body).hexdigest()
 
 
 def response_to_dict(response: Response) -> dict[str, Any]:

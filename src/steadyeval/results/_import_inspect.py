@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .._errors import DataError
+from ..items import shorten
 from ..scoring import GENERATE
 from ._import_common import (
     ImportedRun,
@@ -132,6 +133,8 @@ def read_inspect_log(path: str | Path) -> tuple[dict[str, Any], list[dict[str, A
         if not isinstance(header, dict):
             raise DataError(f"{p}: expected a JSON object (an Inspect EvalLog)")
         samples = header.pop("samples", None) or []
+        if not isinstance(samples, list):
+            raise DataError(f"{p}: 'samples' is {type(samples).__name__}; expected a list")
     if not isinstance(header, dict) or not isinstance(header.get("eval"), Mapping):
         raise DataError(f"{p}: no 'eval' object; not an Inspect evaluation log")
     if not samples:
@@ -142,6 +145,9 @@ def read_inspect_log(path: str | Path) -> tuple[dict[str, Any], list[dict[str, A
     for i, s in enumerate(samples):
         if not isinstance(s, Mapping) or "id" not in s:
             raise DataError(f"{p}: sample {i} has no 'id'; expected an Inspect EvalSample")
+        epoch = s.get("epoch", 1)
+        if isinstance(epoch, bool) or not isinstance(epoch, int):
+            raise DataError(f"{p}: sample {i}: epoch {shorten(repr(epoch))}; expected an integer")
     samples.sort(key=_sample_order)
     return header, samples
 
@@ -188,7 +194,9 @@ def _prompt(sample: Mapping[str, Any]) -> str:
         )
         return _messages_text(messages[:last])
     inp = sample.get("input")
-    return inp if isinstance(inp, str) else _messages_text(inp or [])
+    if isinstance(inp, list):
+        return _messages_text(inp)
+    return "" if inp is None else str(inp)
 
 
 def _output(sample: Mapping[str, Any]) -> tuple[str | None, str | None]:

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .._errors import DataError
+from ..items import shorten
 from ..scoring import GENERATE, OPTION_LOGPROB
 
 __all__ = ["output_type", "pick_metric", "record_arguments", "row_fields"]
@@ -27,7 +28,13 @@ def record_arguments(rec: Mapping[str, Any], where: str) -> list[list[Any]]:
     if isinstance(args, Mapping):
 
         def index(key: str) -> int:
-            return int(key.rsplit("_", 1)[-1])
+            tail = str(key).rsplit("_", 1)[-1]
+            if not tail.isdigit():
+                raise DataError(
+                    f"{where}: arguments key {shorten(repr(key))} does not end in a number; "
+                    "expected gen_args_0, gen_args_1, ... holding arg_0, arg_1, ..."
+                )
+            return int(tail)
 
         out = []
         for k in sorted(args, key=index):
@@ -56,18 +63,17 @@ def output_type(config: Mapping[str, Any], args: list[list[Any]], where: str) ->
 
 def _ll_pair(value: Any, where: str) -> tuple[float, bool | None]:
     """``[loglikelihood, is_greedy]`` as lm-eval writes it (strings after sanitising)."""
-    if isinstance(value, list | tuple) and value:
-        ll = float(value[0])
-        greedy = None
-        if len(value) > 1:
-            greedy = str(value[1]) == "True" if not isinstance(value[1], bool) else value[1]
-        return ll, greedy
+    first = value[0] if isinstance(value, list | tuple) and value else value
     try:
-        return float(value), None
+        ll = float(first)
     except (TypeError, ValueError):
         raise DataError(
-            f"{where}: expected a [loglikelihood, is_greedy] response; got {value!r}"
+            f"{where}: expected a [loglikelihood, is_greedy] response; got {shorten(repr(value))}"
         ) from None
+    greedy = None
+    if isinstance(value, list | tuple) and len(value) > 1:
+        greedy = str(value[1]) == "True" if not isinstance(value[1], bool) else value[1]
+    return ll, greedy
 
 
 def _binary(rec: Mapping[str, Any], metric: str | None, where: str) -> bool | None:

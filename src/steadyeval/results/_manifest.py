@@ -75,7 +75,7 @@ def check_run_dir(run_dir: Path) -> None:
             raise DataError(f"{run_dir}: {name} is not part of run {manifest.get('run_id')}")
         if name in listed and (not path.is_file() or _digest(path) != listed[name]):
             raise DataError(
-                f"{run_dir}: {name} does not belong to run {manifest.get('run_id')} (the "
-                "folder mixes two runs' files, e.g. after a crash while writing); run the "
-                "command that wrote it again"
+                f"{run_dir}: {name} does not belong to run {manifest.get('run_id')}: it is "
+                "not the file the run wrote (damaged, or another run's after a crash while "
+                "writing); run the command that wrote it again"
             )

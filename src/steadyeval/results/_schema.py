@@ -281,9 +281,44 @@ def read_results(path: str | Path) -> pa.Table:
     version = meta.get(_VERSION_KEY)
     if version is None:
         raise DataError(f"{path}: not a steadyeval results file (no schema_version)")
+    if not version.strip().isdigit():
+        raise DataError(
+            f"{path}: schema_version {version[:20].decode(errors='replace')!r} is not a number (the file's schema "
+            "metadata is damaged); write the run again"
+        )
     if int(version) > SCHEMA_VERSION:
         raise DataError(
             f"{path}: schema_version {int(version)} is newer than this steadyeval "
             f"understands ({SCHEMA_VERSION}); upgrade steadyeval"
         )
-    return upgrade_table(table)
+    _check_columns(table, path, types=False)
+    try:
+        table = upgrade_table(table)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, DataError) as exc:
+        raise DataError(f"{path}: {exc}") from None
+    _check_columns(table, path, types=True)
+    try:
+        study_columns(table)
+    except (ValueError, TypeError, KeyError, ConfigError) as exc:
+        raise DataError(
+            f"{path}: the study columns declared in the schema metadata cannot be read "
+            f"({type(exc).__name__}: {str(exc)[:80]})"
+        ) from None
+    return table
+
+
+def _check_columns(table: pa.Table, path: Path, *, types: bool) -> None:
+    """Every core column present (``schema_version`` aside: an upgrade adds it) and, with
+    ``types``, of the core schema's type: a damaged or foreign table is refused on reading,
+    not half-way through an analysis."""
+    for want in RESULTS_SCHEMA:
+        if want.name not in table.column_names:
+            if want.name == "schema_version" and not types:
+                continue
+            raise DataError(
+                f"{path}: the results table has no column {want.name!r}; expected "
+                "steadyeval's results schema (docs/results.md)"
+            )
+        got = table.schema.field(want.name).type
+        if types and got != want.type:
+            raise DataError(f"{path}: column {want.name!r} holds {got}; expected {want.type}")

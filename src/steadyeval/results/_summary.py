@@ -86,16 +86,25 @@ def _fmt(x: Any, pct: bool = False) -> str:
     return str(x)
 
 
-#: ``<`` opening a tag, ``&`` starting a character reference, ``](`` ending a link's text.
-_ACTIVE = re.compile(r"<(?=[A-Za-z/!?])|&(?=#?[A-Za-z0-9]+;)|\](?=\()")
+#: What could become markup: ``<`` opening a tag, ``&`` starting a character reference,
+#: every bracket (links, references), backticks (code), ``*`` and an ``_`` at a word's edge
+#: (emphasis; ``mc_letters`` stays as it is).
+_ACTIVE = re.compile(
+    r"<(?=[A-Za-z/!?])|&(?=#?[A-Za-z0-9]+;)|[\[\]`*]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])"
+)
+
+
+def _escape(text: str) -> str:
+    """A name as literal Markdown: a backslash before whatever could become markup
+    (``\\<b>``, ``\\&amp;``, ``\\[x\\](url)``, ``\\*``) and before backslashes; never
+    an HTML entity, so ``<0.001`` and ``a < b`` stay as they are."""
+    return _ACTIVE.sub(lambda m: "\\" + m.group(0), text.replace("\\", "\\\\"))
 
 
 def _cell(value: Any) -> str:
-    """A name as a literal Markdown table cell: backslash escapes, never HTML entities
-    (the report's Markdown escapes the same way)."""
-    text = str(value).replace("\\", "\\\\")
-    text = _ACTIVE.sub(lambda m: "\\" + m.group(0), text).replace("|", "\\|")
-    return " ".join(text.splitlines())
+    """A name as a literal Markdown table cell: backslash escapes (``\\<``, ``\\[``,
+    ``\\|``), never HTML entities."""
+    return " ".join(_escape(str(value)).replace("|", "\\|").splitlines())
 
 
 def summary_markdown(summary: dict[str, Any]) -> str:

@@ -6,14 +6,32 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from .._errors import ConfigError
-from ..conditions import FORMATS, TEMPLATES, Condition, Format, Generation, Shots, Template
+from ..conditions import (
+    FORMATS,
+    TEMPLATES,
+    Condition,
+    Format,
+    Generation,
+    Shots,
+    Template,
+    template_problem,
+)
 from ..results import StudyColumn
 from ..scoring import canonical_scoring
+from ._config_checks import check_models, check_names_and_pools, check_paths
 from ._config_errors import format_errors
+from ._yaml import read_yaml
 
 __all__ = [
     "ColumnConfig",
@@ -26,6 +44,9 @@ __all__ = [
 ]
 
 
+V = TypeVar("V")
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -36,6 +57,16 @@ class TemplateConfig(_Strict):
     answer: str = " {{ answer }}"
     header: str = ""
     shot_separator: str = "\n\n"
+
+    @field_validator("body", "answer", "header")
+    @classmethod
+    def _renders(cls, value: str, info: ValidationInfo) -> str:
+        """A syntax error, an unknown filter or an undefined variable is found here, when the
+        config is read, not when the first prompt is rendered."""
+        problem = template_problem(value, answer=info.field_name == "answer")
+        if problem is not None:
+            raise ValueError(problem)
+        return value
 
 
 class FormatConfig(_Strict):
@@ -71,6 +102,16 @@ class VerbalizerConfig(_Strict):
     words: dict[str, str]
 
 
+def _builtin(value: V, table: Mapping[str, Any], what: str, keys: str) -> V:
+    """``value`` unless it is a name that is not built in."""
+    if isinstance(value, str) and value not in table:
+        raise ValueError(
+            f"unknown {what} {value!r}; built-in {what}s: {', '.join(sorted(table))} "
+            f"(or give a mapping with {keys})"
+        )
+    return value
+
+
 class ConditionConfig(_Strict):
     name: str
     template: str | TemplateConfig = "qa"
@@ -99,22 +140,12 @@ class ConditionConfig(_Strict):
     @field_validator("template")
     @classmethod
     def _known_template(cls, value: str | TemplateConfig) -> str | TemplateConfig:
-        if isinstance(value, str) and value not in TEMPLATES:
-            raise ValueError(
-                f"unknown template {value!r}; built-in templates: {', '.join(sorted(TEMPLATES))} "
-                "(or give a mapping with name and body)"
-            )
-        return value
+        return _builtin(value, TEMPLATES, "template", "name and body")
 
     @field_validator("format")
     @classmethod
     def _known_format(cls, value: str | FormatConfig) -> str | FormatConfig:
-        if isinstance(value, str) and value not in FORMATS:
-            raise ValueError(
-                f"unknown format {value!r}; built-in formats: {', '.join(sorted(FORMATS))} "
-                "(or give a mapping with name and kind)"
-            )
-        return value
+        return _builtin(value, FORMATS, "format", "name and kind")
 
     @model_validator(mode="after")
     def _buildable(self) -> ConditionConfig:
@@ -252,6 +283,24 @@ class RunConfig(_Strict):
     limit: int | None = Field(None, gt=0)
     columns: list[str | ColumnConfig] = []
 
+    @field_validator("models")
+    @classmethod
+    def _models_once(cls, value: list[str]) -> list[str]:
+        """Each spec valid and listed once: an error here, before any model loads."""
+        check_models(value)
+        return value
+
+    @model_validator(mode="after")
+    def _names_and_pools(self) -> RunConfig:
+        """Condition names unique, shot sources defined, data paths UTF-8 text."""
+        paths = [
+            (("data",), self.data),
+            *((("shot_pools", k), v) for k, v in self.shot_pools.items()),
+        ]
+        check_paths([(loc, p.path if isinstance(p, DataConfig) else p) for loc, p in paths])
+        check_names_and_pools(self.conditions, self.shot_pools)
+        return self
+
     def build_conditions(self) -> list[Condition]:
         return [c.build(self.seed) for c in self.conditions]
 
@@ -292,18 +341,7 @@ def load_yaml_config(
     if path is not None:
         p = Path(path)
         source = str(p)
-        try:
-            text = p.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise ConfigError(f"{p}: cannot read {what} ({exc.strerror})") from None
-        try:
-            root = yaml.compose(text)
-            loaded = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f"{p}, line {mark.line + 1}" if mark is not None else str(p)
-            problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-            raise ConfigError(f"{where}: invalid YAML: {problem}") from None
+        loaded, root = read_yaml(p, what)
         if loaded is None:
             loaded = {}
         if not isinstance(loaded, dict):

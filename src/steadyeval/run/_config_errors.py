@@ -9,7 +9,19 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
-__all__ = ["format_errors"]
+from ..items import shorten
+
+__all__ = ["ValueAt", "format_errors"]
+
+
+class ValueAt(ValueError):
+    """A validator's error about a value inside the one it validates (e.g. a model
+    validator's about ``conditions[1].name``): ``loc`` is the path from there, so the
+    message names that value's key and line."""
+
+    def __init__(self, loc: Sequence[str | int], message: str) -> None:
+        super().__init__(message)
+        self.loc = tuple(loc)
 
 
 def _node_line(root: Any, loc: Sequence[Any]) -> int | None:
@@ -57,7 +69,10 @@ def format_errors(
     lines = []
     errors = _relevant(exc.errors())
     for err, loc in errors[:5]:
-        key = ".".join(str(p) for p in loc) or "(top level)"
+        inner = (err.get("ctx") or {}).get("error")
+        if isinstance(inner, ValueAt):
+            loc = [*loc, *inner.loc]
+        key = ".".join(shorten(str(p), 40) for p in loc) or "(top level)"
         where = _where(loc, source, root, given)
         msg = err["msg"]
         if err["type"] == "extra_forbidden":
@@ -67,8 +82,8 @@ def format_errors(
         elif err["type"] == "value_error":
             msg = msg.removeprefix("Value error, ")
         elif isinstance(err.get("input"), str | int | float | bool):
-            msg = f"{msg} (got {err['input']!r})"
-        lines.append(f"{where}: {key}: {msg}")
+            msg = f"{msg} (got {shorten(repr(err['input']))})"
+        lines.append(f"{where}: {key}: {shorten(msg, 400)}")
     more = len(errors) - 5
     if more > 0:
         lines.append(f"... and {more} more")
@@ -80,8 +95,8 @@ _TAGS = frozenset({"str", "int", "float", "bool", "list", "dict", "tuple", "none
 
 def _relevant(errors: Sequence[Any]) -> list[tuple[Any, list[Any]]]:
     """Each error with its location in keys (pydantic's union-member and model tags left
-    out); where a union gave several errors for one key, the type mismatches of the members
-    that did not apply are dropped."""
+    out); where a union gave several errors for one key (or inside it), the type mismatches
+    of the members that did not apply are dropped."""
     out = []
     for err in errors:
         loc = [
@@ -90,13 +105,15 @@ def _relevant(errors: Sequence[Any]) -> list[tuple[Any, list[Any]]]:
             if not (isinstance(p, str) and (p[:1].isupper() or "[" in p or p in _TAGS))
         ]
         out.append((err, loc))
-    by_key: dict[tuple[Any, ...], int] = {}
-    for _, loc in out:
-        by_key[tuple(loc)] = by_key.get(tuple(loc), 0) + 1
+
+    def others_at(loc: list[Any]) -> int:
+        """Errors at ``loc`` or inside it (a union member that applied) besides one."""
+        return sum(1 for _, other in out if other[: len(loc)] == loc) - 1
+
     return [
         (err, loc)
         for err, loc in out
-        if by_key[tuple(loc)] == 1 or not str(err["type"]).endswith("_type")
+        if not str(err["type"]).endswith("_type") or others_at(loc) == 0
     ]
 
 

@@ -1,13 +1,16 @@
-"""Send the requests a plan still needs: group by model and kind, batch in prefix order,
+"""Send the requests a plan still needs: group by model and kind, claim them in the cache (so
+that another process on the same cache does not send them too), batch in prefix order,
 commit every batch to the cache as it returns, and count what a dry run would cost."""
 
 from __future__ import annotations
 
+import logging
+import time
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ..cache import ResponseCache
+from ..cache import PartialBatchError, ResponseCache
 from ..models import Backend, BackendStats
 from ..requests import (
     ClassifyRequest,
@@ -31,6 +34,10 @@ __all__ = [
     "prompt_text",
     "retry_counts",
 ]
+
+log = logging.getLogger(__name__)
+
+_POLL_FIRST, _POLL_MOST = 0.05, 1.0  # seconds between looks at requests another process sends
 
 
 @dataclass(frozen=True)
@@ -133,9 +140,18 @@ def dispatch(
     batch_size: int,
     progress: bool | None,
     executor: Executor | None,
-) -> None:
+) -> int:
     """Send ``missing`` requests model by model; each model's backend is told to
-    ``release()`` once its last batch is back (a trained checkpoint frees its weights)."""
+    ``release()`` once its last batch is back (a trained checkpoint frees its weights).
+    Returns how many requests this process sent (fewer than ``len(missing)`` when another
+    process on the same cache answered some of them).
+
+    Each model's requests of one kind are claimed in the cache before they are sent (one
+    transaction): those another live process has claimed are not sent but waited for and
+    read once stored, and those it stored meanwhile are read. When a batch fails for good,
+    the requests the backend did get answers for (:class:`~steadyeval.cache.PartialBatchError`)
+    are cached before the error goes on, and every claim still held is released.
+    """
     executor = executor or LocalExecutor()
     groups: dict[str, dict[RequestKind, list[str]]] = defaultdict(lambda: defaultdict(list))
     for key in missing:
@@ -143,32 +159,117 @@ def dispatch(
         groups[model][req.kind].append(key)
     n_cached, n_models = plan.n_unique - len(missing), len(backends)
     with Progress(total=plan.n_unique, cached=n_cached, enabled=progress, models=n_models) as bar:
-        for model, kinds in groups.items():
-            backend = backends[model]
-            bar.start_model(model, sum(len(keys) for keys in kinds.values()))
-            for kind, keys in kinds.items():
-                # A prefix sort: requests sharing a prompt prefix (one item under several
-                # formats, all options of a question) land in the same batch, so a backend
-                # that shares prefixes computes each once. Ties keep plan order.
-                keys.sort(key=lambda k: prompt_text(plan.unique[k][1]))
-                if kind == "score":  # keep prefix groups together for shared-prefix scoring
-                    texts = [prompt_text(plan.unique[k][1]) for k in keys]
-                    chunks = _chunks(keys, texts, batch_size)
-                else:
-                    chunks = [keys[i : i + batch_size] for i in range(0, len(keys), batch_size)]
-                requests = [[plan.unique[k][1] for k in chunk] for chunk in chunks]
-                for index, got in executor.run(backend, kind, requests):
-                    chunk = chunks[index]
-                    cache.put_many((k, model, kind, r) for k, r in zip(chunk, got, strict=True))
-                    responses.update(zip(chunk, got, strict=True))
-                    bar.advance(len(chunk), model=model)
-            backend.release()
+        sent = 0
+        try:
+            for model, kinds in groups.items():
+                backend = backends[model]
+                bar.start_model(model, sum(len(keys) for keys in kinds.values()))
+                for kind, keys in kinds.items():
+                    sender = _Sender(plan, model, kind, backend, cache, responses, bar, executor)
+                    sent += sender.run(keys, batch_size)
+                backend.release()
+        finally:
+            cache.release()
+    return sent
 
 
-def _chunks(keys: Sequence[str], texts: Sequence[str], size: int) -> list[list[str]]:
+@dataclass
+class _Sender:
+    """Sends one model's requests of one kind, claiming them in the cache first."""
+
+    plan: Plan
+    model: str
+    kind: RequestKind
+    backend: Backend
+    cache: ResponseCache
+    responses: dict[str, Response]
+    bar: Progress
+    executor: Executor
+
+    def run(self, keys: Sequence[str], batch_size: int) -> int:
+        """Claim, send and store ``keys``; wait for (then read) those another process has
+        claimed. Returns how many were sent here."""
+        todo, pause, told, sent = list(keys), _POLL_FIRST, False, 0
+        while todo:
+            got = self.cache.claim(todo)
+            if got.cached:
+                self.responses.update(got.cached)
+                self.bar.advance(len(got.cached), model=self.model)
+            if got.mine:
+                self.send(list(got.mine), batch_size)
+                sent += len(got.mine)
+                pause = _POLL_FIRST
+            todo = list(got.busy)
+            if todo and not got.mine:
+                if not told:
+                    log.warning(
+                        "%d %s requests of %s are being sent by another process (%s) on the "
+                        "same cache; waiting for their responses (a claim is taken over after "
+                        "%g s without progress)",
+                        len(todo),
+                        self.kind,
+                        self.model,
+                        ", ".join(got.holders),
+                        self.cache.claim_expiry,
+                    )
+                    told = True
+                time.sleep(pause)
+                pause = min(2 * pause, _POLL_MOST)
+        return sent
+
+    def send(self, keys: list[str], batch_size: int) -> None:
+        unique = self.plan.unique
+        # A prefix sort: requests sharing a prompt prefix (one item under several formats,
+        # all options of a question) land in the same batch, so a backend that shares
+        # prefixes computes each once. Ties keep plan order.
+        keys.sort(key=lambda k: prompt_text(unique[k][1]))
+        if self.kind == "score":  # keep prefix groups together for shared-prefix scoring
+            reqs = [unique[k][1] for k in keys]
+            chunks = _chunks(keys, [prompt_text(r) for r in reqs], batch_size, _calls(reqs))
+        else:
+            chunks = [keys[i : i + batch_size] for i in range(0, len(keys), batch_size)]
+        requests = [[unique[k][1] for k in chunk] for chunk in chunks]
+        try:
+            for index, got in self.executor.run(self.backend, self.kind, requests):
+                self.store(chunks[index], got)
+        except PartialBatchError as exc:
+            sent = {unique[k][1]: k for k in keys}
+            answered = [(sent[r], resp) for r, resp in exc.answered if r in sent]
+            if answered:
+                self.store([k for k, _ in answered], [resp for _, resp in answered])
+                log.warning(
+                    "%s: a batch failed; the %d requests of it that were answered are cached",
+                    self.model,
+                    len(answered),
+                )
+            raise exc.error from None
+
+    def store(self, keys: Sequence[str], got: Sequence[Response]) -> None:
+        rows = [(k, self.model, self.kind, r) for k, r in zip(keys, got, strict=True)]
+        self.cache.put_many(rows)
+        self.responses.update(zip(keys, got, strict=True))
+        self.bar.advance(len(keys), model=self.model)
+
+
+def _calls(requests: Sequence[Request]) -> list[Hashable]:
+    """What makes score requests one call to a backend that asks a chat label's
+    log-probability once per question (the context, chat flag and system prompt): a batch is
+    never cut inside such a group, so no call is sent twice."""
+    return [
+        (r.context, r.chat, r.system) if isinstance(r, ScoreRequest) else id(r) for r in requests
+    ]
+
+
+def _chunks(
+    keys: Sequence[str],
+    texts: Sequence[str],
+    size: int,
+    calls: Sequence[Hashable] | None = None,
+) -> list[list[str]]:
     """Batches of about ``size`` prefix-sorted requests, cut where a request shares little
     prefix with the one before (so one item's formats and options stay together), and never
-    longer than four times ``size``."""
+    longer than four times ``size`` — except that a batch is never cut between two requests
+    of one call (``calls``, e.g. the labels of one chat question), which stay together."""
 
     def shared(a: str, b: str) -> int:
         n = 0
@@ -181,7 +282,8 @@ def _chunks(keys: Sequence[str], texts: Sequence[str], size: int) -> list[list[s
     chunks: list[list[str]] = []
     current: list[str] = []
     for i, key in enumerate(keys):
-        if current and len(current) >= size:
+        same_call = calls is not None and i > 0 and calls[i] == calls[i - 1]
+        if current and len(current) >= size and not same_call:
             prev, text = texts[i - 1], texts[i]
             related = shared(prev, text) * 2 >= min(len(prev), len(text)) > 0
             if not related or len(current) >= 4 * size:

@@ -87,13 +87,20 @@ def locked_run_dir(run_dir: Path) -> Iterator[None]:
             f"--out {run_dir}: the folder is not empty and holds no steadyeval run; "
             "choose a new or empty folder"
         )
-    run_dir.mkdir(parents=True, exist_ok=True)
+    created = not run_dir.exists()
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"--out {run_dir}: cannot create the folder ({exc.strerror})") from None
     fd = _lock(run_dir)
     _HELD[key] = (fd, 1)
     try:
         yield
     finally:
         del _HELD[key]
+        if created and not _entries(run_dir):  # a run that failed before writing anything
+            (run_dir / LOCK).unlink(missing_ok=True)
+            run_dir.rmdir()
         os.close(fd)  # releases the lock
 
 

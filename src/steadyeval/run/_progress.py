@@ -223,7 +223,7 @@ class _Bar:
             TextColumn("[bold]requests"),
             BarColumn(),
             MofNCompleteColumn(),
-            TextColumn("{task.fields[detail]}"),
+            TextColumn("{task.fields[detail]}", markup=False),
             TimeElapsedColumn(),
             TextColumn("ETA"),
             TimeRemainingColumn(),

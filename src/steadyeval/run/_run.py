@@ -159,13 +159,14 @@ def _plan(blocks: Sequence[Block]) -> _Planned:
     items: dict[str, None] = {}
     body = []
     for block in blocks:
-        names = models.add_block(_as_list(block.models))
         for cond in block.conditions:
             if defined.setdefault(cond.name, cond.id) != cond.id:
                 raise ConfigError(
                     f"condition {cond.name!r} is defined twice, differently; give each its own name"
                 )
+        # prompts first: an error in rendering one comes before any model loads
         expansion = expand(block.items, block.conditions, shot_pools=block.shot_pools)
+        names = models.add_block(_as_list(block.models))
         skipped.update(expansion.skipped)
         asked = [(t, requests_for(t)) for t in expansion.trials]
         for name in names:
@@ -319,10 +320,14 @@ def _run_blocks(
     _check_tags(blocks, columns)
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
-    planned = _plan(blocks)
+    cache = ResponseCache(opts.cache)  # a bad cache file is refused before models load
+    try:
+        planned = _plan(blocks)
+    except BaseException:
+        cache.close()
+        raise
     plan, backends = planned.plan, planned.models.by_name
     timings["plan"] = time.perf_counter() - t0
-    cache = ResponseCache(opts.cache)
     try:
         cached = cache.get_many(list(plan.unique))
         missing = [k for k in plan.unique if k not in cached]
@@ -342,7 +347,7 @@ def _run_blocks(
         preflight(plan, missing, backends)
         t1 = time.perf_counter()
         responses = dict(cached)
-        dispatch(
+        n_sent = dispatch(
             plan,
             missing,
             backends,
@@ -365,7 +370,9 @@ def _run_blocks(
     ]
     table = rows_to_table(rows, columns)
     timings["score"] = time.perf_counter() - t2
-    summary = _summary(table, planned, rid, n_cached=len(cached), n_sent=len(missing))
+    # requests another process sent meanwhile (a shared cache) count as cached
+    n_cached = len(plan.unique) - n_sent
+    summary = _summary(table, planned, rid, n_cached=n_cached, n_sent=n_sent)
     summary["retries"] = retries
     run_dir = None
     if opts.out is not None:
@@ -375,11 +382,7 @@ def _run_blocks(
             drop_stale_reports(run_dir, old_rid, rid)
             timings["total"] = time.perf_counter() - t0
             fingerprints = {name: b.fingerprint() for name, b in backends.items()}
-            counts = {
-                "rows": table.num_rows,
-                "model_calls": len(missing),
-                "cache_hits": len(cached),
-            }
+            counts = {"rows": table.num_rows, "model_calls": n_sent, "cache_hits": n_cached}
             write_json(
                 run_dir / "provenance.json", provenance(fingerprints, timings, counts), default=str
             )
