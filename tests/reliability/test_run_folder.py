@@ -79,7 +79,11 @@ def _reference(data: Path, tmp: Path) -> pq.ParquetFile:
     return pq.read_table(out / "results.parquet").drop(["run_id", "model"])
 
 
-@pytest.mark.parametrize("seed", range(5))
+#: Kill points: 5 by default; more with STEADYEVAL_KILL_POINTS=N (e.g. 100 before a release).
+KILL_POINTS = int(os.environ.get("STEADYEVAL_KILL_POINTS", "5"))
+
+
+@pytest.mark.parametrize("seed", range(KILL_POINTS))
 def test_kill_9_at_a_seeded_point_then_resume(seed: int, tmp_path: Path) -> None:
     data, cache, out = _data(tmp_path), tmp_path / "cache.sqlite", tmp_path / "run"
     total = N_ITEMS * 3  # one score request per option
