@@ -319,3 +319,19 @@ def test_missing_paths_and_bad_json(tmp_path: Path) -> None:
     f.write_text('{"doc_id": 0,\n')
     with pytest.raises(ValueError, match=r"line 1: invalid JSON"):
         import_lmeval([f])
+
+
+def test_import_follows_the_run_folder_rules(tmp_path: Path) -> None:
+    """The same logs again rewrite the same run; other logs into that folder are refused
+    unless --overwrite."""
+    a = _write(tmp_path / "samples_a_2024-01-01T00-00-00.000001.jsonl", [_mc_record(0, 1.0)])
+    b = _write(tmp_path / "samples_b_2024-01-01T00-00-00.000001.jsonl", [_mc_record(1, 0.0)])
+    out = str(tmp_path / "run")
+    for _ in range(2):
+        r = CliRunner().invoke(main, ["import", "lm-eval", str(a), "--out", out])
+        assert r.exit_code == 0, r.output
+    r = CliRunner().invoke(main, ["import", "lm-eval", str(b), "--out", out])
+    assert r.exit_code == 2 and "--overwrite" in r.output
+    r = CliRunner().invoke(main, ["import", "lm-eval", str(b), "--out", out, "--overwrite"])
+    assert r.exit_code == 0, r.output
+    assert {row["condition"] for row in read_results(out).to_pylist()} == {"b"}

@@ -24,16 +24,25 @@ _MAP = click.option(
     help="Name a task's (or log file's) condition; repeat for several.",
 )
 _MODEL = click.option("--model", metavar="NAME", help="Model name for every row.")
+_OVERWRITE = click.option(
+    "--overwrite",
+    is_flag=True,
+    help="Replace a run folder that holds another run (its files are deleted); without it "
+    "such a folder is refused. Importing the same logs again rewrites the same run.",
+)
 
 
-def _done(run: ImportedRun, out: Path) -> None:
+def _done(run: ImportedRun, out: Path, overwrite: bool) -> None:
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
     from ..results import write_imported_run
+    from ..run._folder import claim_run_dir, locked_run_dir
 
-    write_imported_run(run, out)
+    with locked_run_dir(out):  # the run folder rules of `run` and the studies
+        claim_run_dir(out, str(run.summary["run_id"]), overwrite=overwrite)
+        write_imported_run(run, out)
     s = run.summary
     t = Table(title=Text(f"imported from {s['imported']['tool']}: run {s['run_id']}"))
     for col in ("model", "condition", "n", "accuracy", "95% CI"):
@@ -65,6 +74,7 @@ def command() -> None:
 @command.command("lm-eval")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @_OUT
+@_OVERWRITE
 @_MAP
 @_MODEL
 @click.option(
@@ -81,6 +91,7 @@ def command() -> None:
 def lm_eval_cmd(
     paths: tuple[Path, ...],
     out: Path,
+    overwrite: bool,
     condition_map: tuple[str, ...],
     model: str | None,
     item_id: str | None,
@@ -104,12 +115,13 @@ def lm_eval_cmd(
         item_id_field=item_id,
         metric=metric,
     )
-    _done(import_lmeval(list(paths), opts), out)
+    _done(import_lmeval(list(paths), opts), out, overwrite)
 
 
 @command.command("inspect")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @_OUT
+@_OVERWRITE
 @_MAP
 @_MODEL
 @click.option(
@@ -120,6 +132,7 @@ def lm_eval_cmd(
 def inspect_cmd(
     paths: tuple[Path, ...],
     out: Path,
+    overwrite: bool,
     condition_map: tuple[str, ...],
     model: str | None,
     scorer: str | None,
@@ -139,4 +152,4 @@ def inspect_cmd(
         model=model,
         scorer=scorer,
     )
-    _done(import_inspect(list(paths), opts), out)
+    _done(import_inspect(list(paths), opts), out, overwrite)
