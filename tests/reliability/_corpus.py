@@ -244,7 +244,7 @@ MODEL_SPECS = [
     _spec("timeout-negative", "openai:gpt?timeout=-1", expect=("timeout",)),
     _spec("timeout-1e999", "openai:gpt?timeout=1e999", expect=("timeout",)),
     _spec("retries-fraction", "openai:gpt?max_retries=1.5", expect=("max_retries",)),
-    _spec("option-twice", "openai:gpt?timeout=1&timeout=2", expect=("twice",)),
+    _spec("option-twice", "openai:gpt?timeout=100&timeout=200", expect=("twice",)),
     _spec("bad-base-url", "openai:gpt?base_url=notaurl", expect=("base_url",)),
 ]  # fmt: skip
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from steadyeval import FORMATS, TEMPLATES, Condition, Generation, Item, RunOptions, run
 from steadyeval.run import RunResult
 
-FAST = "max_concurrency=4&backoff_base=0.01&backoff_max=0.05&timeout=5"
+FAST = "max_concurrency=4&backoff_base=0.01&backoff_max=0.05&timeout=120"
 
 ITEMS = [
     Item(id=f"q{i}", question=f"Which colour is number {i}?", options=("red", "green", "blue"),

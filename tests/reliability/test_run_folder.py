@@ -51,7 +51,7 @@ def _cached(cache: Path) -> int:
     if not cache.exists():
         return 0
     try:
-        with sqlite3.connect(cache, timeout=5) as conn:
+        with sqlite3.connect(cache, timeout=600) as conn:
             return int(conn.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
     except sqlite3.OperationalError:
         return 0
@@ -92,7 +92,7 @@ def test_kill_9_at_a_seeded_point_then_resume(seed: int, tmp_path: Path) -> None
     try:
         landed = _wait_for(cache, point, proc)
         proc.send_signal(signal.SIGKILL)
-        proc.wait(30)
+        proc.wait(600)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -114,7 +114,7 @@ def test_sigterm_stops_like_ctrl_c_and_resumes(tmp_path: Path) -> None:
     try:
         assert _wait_for(cache, 64, proc)
         proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=60)
+        _, err = proc.communicate(timeout=600)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -143,7 +143,7 @@ def test_a_busy_folder_is_refused_with_the_holders_pid(tmp_path: Path) -> None:
         with pytest.raises(ConfigError, match=f"another steadyeval process \\(pid {holder.pid} "):
             se.run_config({"data": str(data), "models": ["scripted:m"]}, out=out)
         holder.send_signal(signal.SIGKILL)  # a dead holder's lock goes with it
-        holder.wait(30)
+        holder.wait(600)
     finally:
         if holder.poll() is None:
             holder.kill()
