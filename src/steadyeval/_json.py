@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["json_safe", "write_json", "write_text_atomic"]
+__all__ = ["json_safe", "replace_atomically", "write_json", "write_text_atomic"]
 
 
 def json_safe(value: Any) -> Any:
@@ -39,12 +39,18 @@ def write_json(path: Path, data: Any, *, default: Callable[[Any], Any] | None = 
     write_text_atomic(path, text + "\n")
 
 
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write ``text`` (UTF-8) through a temporary file of this process and thread (a unique
-    name, so two writers never share one) renamed over ``path``."""
+def replace_atomically(path: Path, write: Callable[[Path], object]) -> None:
+    """Call ``write`` (its return value is ignored) on a temporary file of this process and thread (a unique name, so two
+    writers never share one), then rename it over ``path``: a crash never leaves half a
+    file, and the temporary file never stays."""
     tmp = path.with_name(f"{path.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp")
     try:
-        tmp.write_text(text, encoding="utf-8")
+        write(tmp)
         tmp.replace(path)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write ``text`` (UTF-8) to ``path`` with :func:`replace_atomically`."""
+    replace_atomically(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))

@@ -113,19 +113,14 @@ def log_options() -> list[click.Option]:
             expose_value=False,
             help="Least severe log lines on stderr (as `steadyeval --log-level`).",
         ),
-        click.Option(
-            ["-v", "--verbose"],
-            is_flag=True,
-            callback=_log_level,
-            expose_value=False,
-            help="Debug log lines.",
-        ),
-        click.Option(
-            ["-q", "--quiet"],
-            is_flag=True,
-            callback=_log_level,
-            expose_value=False,
-            help="Only warnings and errors on stderr; no progress.",
+        *(
+            click.Option(
+                [short, long], is_flag=True, callback=_log_level, expose_value=False, help=text
+            )
+            for short, long, text in (
+                ("-v", "--verbose", "Debug log lines."),
+                ("-q", "--quiet", "Only warnings and errors on stderr; no progress."),
+            )
         ),
     ]
 

@@ -18,7 +18,7 @@ from ._loaders import (
 from ._mmlu import LETTERS, MMLUData, load_mmlu, load_mmlu_items
 from ._mmlu_subjects import CATEGORIES, SUBCATEGORIES, SUBJECTS, SubjectInfo, subject_info
 from ._probe_files import PROMPT_SETS, Fact, ProbeData, Relation
-from ._probes import load_aliases, load_probe_items, load_probes, load_vocab
+from ._probes import fact_metadata, load_aliases, load_probe_items, load_probes, load_vocab
 from ._squad import (
     SquadArticle,
     SquadData,
@@ -52,6 +52,7 @@ __all__ = [
     "bad_utf8",
     "canonical_json",
     "encode_utf8",
+    "fact_metadata",
     "fewglue_task",
     "get_loader",
     "items_from_records",

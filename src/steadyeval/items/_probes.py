@@ -12,6 +12,7 @@ from ._item import Item
 from ._jsonl import read_jsonl
 from ._probe_files import (
     PROMPT_SETS,
+    Fact,
     ProbeData,
     check_names,
     check_object,
@@ -22,7 +23,17 @@ from ._probe_files import (
     load_lpaqa,
 )
 
-__all__ = ["load_aliases", "load_probe_items", "load_probes", "load_vocab"]
+__all__ = ["fact_metadata", "load_aliases", "load_probe_items", "load_probes", "load_vocab"]
+
+
+def fact_metadata(relation: str, fact: Fact) -> dict[str, Any]:
+    """A probe item's metadata: ``relation``, ``subject``, ``object`` and the URIs when known."""
+    meta: dict[str, Any] = {"relation": relation, "subject": fact.subject, "object": fact.object}
+    if fact.subject_uri:
+        meta["subject_uri"] = fact.subject_uri
+    if fact.object_uri:
+        meta["object_uri"] = fact.object_uri
+    return meta
 
 
 def load_probes(source: str | Path, *, prompt_set: str | None = None) -> ProbeData:
@@ -153,11 +164,7 @@ def load_probe_items(source: str | Path, *, prompt_set: str | None = None) -> li
     items = []
     for f in data.facts:
         others = [o for o in golds[(f.relation, f.subject_key)] if o != f.object]
-        meta: dict[str, Any] = {"relation": f.relation, "subject": f.subject, "object": f.object}
-        if f.subject_uri:
-            meta["subject_uri"] = f.subject_uri
-        if f.object_uri:
-            meta["object_uri"] = f.object_uri
+        meta = fact_metadata(f.relation, f)
         items.append(
             Item(
                 id=f"{f.relation}/{f.subject_key}/{f.object_key}",

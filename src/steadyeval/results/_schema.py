@@ -9,8 +9,6 @@ the file's schema metadata. Version 1 files (whose core also held ``relation``, 
 from __future__ import annotations
 
 import json
-import os
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .._errors import ConfigError, DataError
+from .._json import replace_atomically
 from ..items import canonical_json, plain_json
 from ._row import ResultRow
 
@@ -211,12 +210,9 @@ def write_results(table: pa.Table, path: str | Path) -> Path:
     """Write ``table`` to Parquet atomically (a temporary file of this process, then a rename).
     Deterministic bytes."""
     path = Path(path)
-    tmp = path.with_name(f"{path.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp")
-    try:
-        pq.write_table(table, tmp, compression="zstd", write_statistics=True)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    replace_atomically(
+        path, lambda tmp: pq.write_table(table, tmp, compression="zstd", write_statistics=True)
+    )
     return path
 
 

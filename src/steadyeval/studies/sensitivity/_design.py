@@ -30,7 +30,7 @@ import numpy as np
 
 from ..._errors import ConfigError
 from ...conditions import FORMATS, Condition, Format, Generation, Template
-from ...items import Fact, Item, ProbeData, Relation
+from ...items import Fact, Item, ProbeData, Relation, fact_metadata
 from ...models import split_slot
 from ...results import StudyColumn
 from ...scoring import GENERATE, OPTION_LOGPROB, TOP_K
@@ -273,11 +273,7 @@ def _probe_items(
             options = tuple(objects) if opts.candidates == "relation" else None
             if options is not None:
                 answers = [a for a in answers if a in objects]
-            meta: dict[str, Any] = {"relation": rel.id, "subject": f.subject, "object": f.object}
-            if f.subject_uri:
-                meta["subject_uri"] = f.subject_uri
-            if f.object_uri:
-                meta["object_uri"] = f.object_uri
+            meta = fact_metadata(rel.id, f)
             items.append(
                 Item(
                     id=f"{rel.id}/{f.subject_key}/{f.object_key}",
