@@ -1,4 +1,4 @@
-"""Fine-tuning (PET, CLS). A trained checkpoint becomes an ordinary model spec.
+"""Fine-tuning (PET, CLS) and the language-model losses. A trained checkpoint becomes an ordinary model spec.
 
 Training writes a ``save_pretrained`` folder into a content-addressed
 :class:`CheckpointStore`; a :class:`TrainedModel` trains one on first use and serves it as an
@@ -15,6 +15,7 @@ from ._checkpoint import (
     stamp_weights,
 )
 from ._cls import ClsExample, train_cls
+from ._lm_loss import causal_lm_loss, mask_tokens, masked_lm_loss, text_mlm_loss
 from ._loop import TrainConfig, fit, resolve_device
 from ._masked import MASK_SLOT, MaskedPrompts, PromptExample
 from ._pet import effective_max_length, quiet_transformers, score_masked, train_pet
@@ -31,13 +32,17 @@ __all__ = [
     "TrainConfig",
     "TrainOutcome",
     "TrainedModel",
+    "causal_lm_loss",
     "checkpoint_key",
     "effective_max_length",
     "fit",
+    "mask_tokens",
+    "masked_lm_loss",
     "quiet_transformers",
     "resolve_device",
     "score_masked",
     "stamp_weights",
+    "text_mlm_loss",
     "train_cls",
     "train_pet",
 ]
