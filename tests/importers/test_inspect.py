@@ -1,7 +1,9 @@
 """Importing Inspect AI logs, from fixtures written by hand after Inspect's documented log
 schema (``EvalLog``/``EvalSample``/``ModelOutput``/``Score``; the ``.eval`` zip layout of
 ``header.json``, ``_journal/start.json``, ``samples/<id>_epoch_<n>.json``,
-``summaries.json``). Inspect itself is not needed."""
+``summaries.json``), for the cases real logs do not reach (legacy layouts, partial and
+numeric scores, damaged files). ``test_inspect_real.py`` imports logs Inspect itself wrote.
+Inspect itself is not needed."""
 
 from __future__ import annotations
 
@@ -237,6 +239,7 @@ def test_json_and_eval_logs_import_the_same(tmp_path: Path) -> None:
 def test_values_follow_inspect_semantics(logs: dict[str, Path]) -> None:
     imported = import_inspect([logs["json"]])
     rows = {(r["item_id"], r["sample_index"]): r for r in imported.table.to_pylist()}
+    rows = {(i.removeprefix("arc_mini/"), s): r for (i, s), r in rows.items()}
     assert imported.summary["models"] == [MODEL]
     assert imported.summary["conditions"] == ["arc_mini"]
     r = rows[("1", 0)]
@@ -256,7 +259,7 @@ def test_values_follow_inspect_semantics(logs: dict[str, Path]) -> None:
     assert meta["inspect"]["score_value"] == "C" and meta["inspect"]["stop_reason"] == "stop"
     by_scorer = import_inspect([logs["json"]], InspectImportOptions(scorer="includes"))
     inc = {(r["item_id"], r["sample_index"]): r["correct"] for r in by_scorer.table.to_pylist()}
-    assert inc[("1", 0)] is True and inc[("2", 0)] is True
+    assert inc[("arc_mini/1", 0)] is True and inc[("arc_mini/2", 0)] is True
     with pytest.raises(ValueError, match=r"no score named 'accuracy'.*choice, includes"):
         import_inspect([logs["json"]], InspectImportOptions(scorer="accuracy"))
 
@@ -271,7 +274,8 @@ def test_partial_and_numeric_scores(tmp_path: Path) -> None:
 
 
 def test_flips_between_two_tasks_are_analysed(logs: dict[str, Path], tmp_path: Path) -> None:
-    run_dir = write_imported_run(import_inspect(list(logs.values())), tmp_path / "run")
+    scope = InspectImportOptions(item_scope={"arc_mini": "arc", "arc_mini_cot": "arc"})
+    run_dir = write_imported_run(import_inspect(list(logs.values()), scope), tmp_path / "run")
     rows = read_results(run_dir).to_pylist()
     assert {r["condition"] for r in rows} == {"arc_mini", "arc_mini_cot"}
     key = {(r["condition"], r["item_id"], r["sample_index"]): r["correct"] for r in rows}
@@ -294,7 +298,9 @@ def test_flips_between_two_tasks_are_analysed(logs: dict[str, Path], tmp_path: P
 
 def test_same_task_twice_needs_a_condition_per_file(tmp_path: Path) -> None:
     one = _write_json(tmp_path / "first.json", _log("arc_mini"))
-    two = _write_eval(tmp_path / "second.eval", _log("arc_mini"))
+    again = _log("arc_mini")  # a second run of the task, not a retry of the first
+    again["eval"].update(task_id="T-again", eval_id="E-again")
+    two = _write_eval(tmp_path / "second.eval", again)
     with pytest.raises(ValueError, match=r"duplicate row.*--condition-map FILE_NAME=condition"):
         import_inspect([one, two])
     opts = InspectImportOptions(condition_map={"first": "run-1", "second": "run-2"})
@@ -324,7 +330,7 @@ def test_not_inspect_logs(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="no 'eval' object"):
         import_inspect([tmp_path / "o.json"])
     (tmp_path / "z.eval").write_bytes(b"not a zip")
-    with pytest.raises(ValueError, match="not a zip archive"):
+    with pytest.raises(ValueError, match=r"z\.eval: not a readable zip archive"):
         import_inspect([tmp_path / "z.eval"])
     with zipfile.ZipFile(tmp_path / "y.eval", "w") as zf:
         zf.writestr("readme.txt", "hi")
@@ -346,6 +352,10 @@ def test_import_inspect_command(logs: dict[str, Path], tmp_path: Path) -> None:
             str(out),
             "--condition-map",
             "arc_mini_cot=cot",
+            "--item-scope",
+            "arc_mini=arc",
+            "--item-scope",
+            "arc_mini_cot=arc",
         ],
     )
     assert done.exit_code == 0, done.output
@@ -353,3 +363,15 @@ def test_import_inspect_command(logs: dict[str, Path], tmp_path: Path) -> None:
     assert {r["condition"] for r in read_results(out).to_pylist()} == {"arc_mini", "cot"}
     summary = json.loads((out / "summary.json").read_text())
     assert summary["imported"]["files"] == 2 and summary["n_items"] == 5
+
+
+def test_unfinished_log_without_samples(tmp_path: Path) -> None:
+    log = _log("arc_mini")
+    log.update(status="cancelled", samples=[])
+    path = _write_json(tmp_path / "c.json", log)
+    opts = InspectImportOptions(allow_unfinished=True)
+    with pytest.raises(
+        ValueError,
+        match=r"c\.json: Inspect status 'cancelled'.*holds 0 of 10 samples.*nothing else",
+    ):
+        import_inspect([path], opts)

@@ -129,11 +129,29 @@ def _records(out: Path, task: str) -> list[dict[str, Any]]:
 
 
 def test_real_lmeval_samples_import_exactly(lmeval_output: Path, tiny_gpt2: Path) -> None:
+    _check_exact(lmeval_output, f"hf:{tiny_gpt2}")
+
+
+#: lm-eval 0.4.13's output, written by its ``lm_eval`` command
+#: (``fixtures/make_lmeval_fixtures.py``): the import of a committed copy stays checked
+#: when lm-eval is not installed, or a later version writes something else.
+COMMITTED = Path(__file__).parent / "fixtures" / "lmeval" / "out"
+
+
+def test_committed_lmeval_0_4_13_output_imports_exactly() -> None:
+    (results,) = COMMITTED.rglob("results_*.json")
+    facts = json.loads(results.read_text())
+    assert facts["lm_eval_version"] == "0.4.13"
+    _check_exact(COMMITTED, f"hf:{facts['model_name']}")
+
+
+def _check_exact(lmeval_output: Path, model: str) -> None:
+    """Every imported value against lm-eval's own files."""
     imported = import_lmeval([lmeval_output])
     t = imported.table
     assert t.num_rows == 30
     assert imported.summary["conditions"] == ["se_fancy", "se_gen", "se_plain"]
-    assert imported.summary["models"] == [f"hf:{tiny_gpt2}"]
+    assert imported.summary["models"] == [model]
     rows = {(r["condition"], r["item_id"]): r for r in t.to_pylist()}
     for task in TASKS:
         for rec in _records(lmeval_output, task):

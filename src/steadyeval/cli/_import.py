@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -45,11 +46,15 @@ def _done(run: ImportedRun, out: Path, overwrite: bool) -> None:
         write_imported_run(run, out)
     s = run.summary
     t = Table(title=Text(f"imported from {s['imported']['tool']}: run {s['run_id']}"))
-    for col in ("model", "condition", "n", "accuracy", "95% CI"):
+    status = {g["condition"]: g["status"] for g in s["imported"].get("logs", [])}
+    extra = ["errored"] if any(r.get("errored") for r in s["by_condition"]) else []
+    extra += ["status"] if set(status.values()) - {"success"} else []
+    for col in ("model", "condition", "n", "accuracy", "95% CI", *extra):
         t.add_column(col, justify="left" if col in ("model", "condition") else "right")
     for r in s["by_condition"]:
         acc = r["accuracy"]
         ok = acc == acc
+        more = {"errored": str(r.get("errored", 0)), "status": status.get(r["condition"], "")}
         t.add_row(
             # the user's names: Text, never parsed as rich markup ([/], [link=...])
             Text(str(r["model"])),
@@ -57,8 +62,11 @@ def _done(run: ImportedRun, out: Path, overwrite: bool) -> None:
             str(r["n"]),
             f"{100 * acc:.1f}%" if ok else "–",
             f"{100 * r['accuracy_low']:.1f}–{100 * r['accuracy_high']:.1f}%" if ok else "–",
+            *(more[c] for c in extra),
         )
     Console().print(t)
+    for note in s["imported"].get("notes", []):
+        click.echo(f"note: {note}", err=True)
     click.echo(
         f"{s['n_rows']} rows, {s['n_items']} items from {s['imported']['files']} file(s); "
         f"wrote {out}/results.parquet, summary.json, summary.md"
@@ -129,6 +137,20 @@ def lm_eval_cmd(
     metavar="NAME",
     help="Which score fills 'correct' (default: each sample's first score).",
 )
+@click.option(
+    "--item-scope",
+    "item_scope",
+    multiple=True,
+    metavar="TASK=SCOPE",
+    help="Pair tasks that ask the same samples: give them one scope (item ids are "
+    "SCOPE/<sample id>; by default each task is its own scope). Repeat for several.",
+)
+@click.option(
+    "--allow-unfinished",
+    is_flag=True,
+    help="Import the samples of logs whose eval failed, was cancelled or never ended "
+    "(status error, cancelled, started); without it such a log is refused.",
+)
 def inspect_cmd(
     paths: tuple[Path, ...],
     out: Path,
@@ -136,12 +158,16 @@ def inspect_cmd(
     condition_map: tuple[str, ...],
     model: str | None,
     scorer: str | None,
+    item_scope: tuple[str, ...],
+    allow_unfinished: bool,
 ) -> None:
-    """Import Inspect AI logs (.eval or .json files, or folders of them).
+    """Import Inspect AI logs (.eval or .json files, or folders of them, eval-set
+    folders too).
 
     \b
     Example:
       steadyeval import inspect logs/ --out runs/inspect --scorer choice
+      steadyeval import inspect logs/ --out runs/cot --item-scope arc=arc --item-scope arc_cot=arc
     """
     from ..results import InspectImportOptions, import_inspect, parse_condition_map
     from ._options import check_writable
@@ -151,5 +177,10 @@ def inspect_cmd(
         condition_map=parse_condition_map(condition_map),
         model=model,
         scorer=scorer,
+        item_scope=parse_condition_map(item_scope, "TASK=SCOPE, e.g. arc_cot=arc"),
+        allow_unfinished=allow_unfinished,
     )
-    _done(import_inspect(list(paths), opts), out, overwrite)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # the summary's notes say it, once
+        run = import_inspect(list(paths), opts)
+    _done(run, out, overwrite)

@@ -65,6 +65,8 @@ def _facts(ctx: ReportContext) -> tuple[tuple[str, str], ...]:
         facts.append(
             ("imported from", f"{imported.get('tool', '?')} ({imported.get('files', 0)} file(s))")
         )
+        # what the import says of the logs: unfinished evals, epoch reducers, retries
+        facts += [("import note", str(note)) for note in imported.get("notes") or []]
     facts += [
         ("rows", f"{t.num_rows:,}"),
         ("items", f"{n_items:,}"),

@@ -16,7 +16,7 @@ from .._json import json_safe, write_json, write_text_atomic
 from ._manifest import writing_run
 from ._row import ResultRow, prompt_hash
 from ._schema import SCHEMA_VERSION, StudyColumn, write_results
-from ._summary import summarize, summary_markdown
+from ._summary import _cell, summarize, summary_markdown
 
 __all__ = [
     "ImportedRun",
@@ -68,27 +68,29 @@ def lifted_columns(rows: Sequence[ResultRow]) -> list[StudyColumn]:
     ]
 
 
-def parse_condition_map(pairs: Iterable[str]) -> dict[str, str]:
+def parse_condition_map(
+    pairs: Iterable[str], expected: str = "SOURCE=CONDITION, e.g. mmlu=zero-shot"
+) -> dict[str, str]:
     """``["task=name", ...]`` → ``{"task": "name"}``; a malformed entry is an error."""
     out: dict[str, str] = {}
     for raw in pairs:
         key, sep, value = raw.partition("=")
         if not sep or not key.strip() or not value.strip():
-            raise ConfigError(
-                f"condition map entry {raw!r}: expected SOURCE=CONDITION, e.g. mmlu=zero-shot"
-            )
+            raise ConfigError(f"map entry {raw!r}: expected {expected}")
         if key.strip() in out:
-            raise ConfigError(f"condition map entry {raw!r}: {key.strip()!r} is mapped twice")
+            raise ConfigError(f"map entry {raw!r}: {key.strip()!r} is mapped twice")
         out[key.strip()] = value.strip()
     return out
 
 
-def check_condition_map(mapping: Mapping[str, str], used: set[str], what: str) -> None:
-    """Every key of the user's map must name something the files hold."""
+def check_condition_map(
+    mapping: Mapping[str, str], used: set[str], what: str, flag: str = "--condition-map"
+) -> None:
+    """Every key of the user's map (given with ``flag``) must name something the files hold."""
     unknown = sorted(set(mapping) - used)
     if unknown:
         raise ConfigError(
-            f"--condition-map names {', '.join(map(repr, unknown))}, which no imported file "
+            f"{flag} names {', '.join(map(repr, unknown))}, which no imported file "
             f"holds; {what} found: {', '.join(sorted(used)) or 'none'}"
         )
 
@@ -184,5 +186,33 @@ def _write_imported(run_dir: Path, table: Any, summary: dict[str, Any]) -> None:
         "",
         *(f"- `{p}`" for p in imported["paths"]),
         "",
+        *_logs_markdown(imported),
     ]
     write_text_atomic(run_dir / "summary.md", "\n".join(lines))
+
+
+def _logs_markdown(imported: Mapping[str, Any]) -> list[str]:
+    """Each imported log's status, epochs and the tool's own metrics, then the notes."""
+    lines: list[str] = []
+    logs = imported.get("logs") or []
+    if logs:
+        lines += [
+            "| log | task | condition | status | epochs (reducer) | rows | errored "
+            "| the tool's metrics |",
+            "|---|---|---|---|---:|---:|---:|---|",
+        ]
+        for g in logs:
+            metrics = ", ".join(
+                f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}"
+                for k, v in g["inspect_metrics"].items()
+            )
+            reducer = f" ({', '.join(g['epochs_reducer'])})" if g["epochs_reducer"] else ""
+            lines.append(
+                f"| {_cell(g['file'])} | {_cell(g['task'])} | {_cell(g['condition'])} "
+                f"| {g['status']} | {g['epochs']}{reducer} | {g['rows']} | {g['errored']} "
+                f"| {_cell(metrics) or 'none'} |"
+            )
+        lines.append("")
+    for note in imported.get("notes") or []:
+        lines.append(f"- Note: {_cell(note)}")
+    return [*lines, ""] if imported.get("notes") else lines

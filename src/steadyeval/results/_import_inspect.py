@@ -1,24 +1,21 @@
 """Import Inspect AI evaluation logs (``.json`` and ``.eval``) into the results table.
 
-A ``.json`` log is one ``EvalLog`` object (``version``, ``status``, ``eval``, ``plan``,
-``results``, ``stats``, ``samples``). A ``.eval`` log is a zip archive: ``header.json``
-(the log without samples; older files have ``_journal/start.json`` or ``start.json``
-instead) and one ``samples/<id>_epoch_<n>.json`` per sample and epoch. Inspect is not
-needed to read them.
+Reading the files is :mod:`._import_inspect_read`; which logs are taken (retries, status)
+is :mod:`._import_inspect_logs`; this module turns samples into rows. Inspect is not
+needed.
 """
 
 from __future__ import annotations
 
-import json
+import re
 import string
-import zipfile
+import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from .._errors import DataError
-from ..items import shorten
 from ..scoring import GENERATE
 from ._import_common import (
     ImportedRun,
@@ -30,13 +27,27 @@ from ._import_common import (
     lifted_columns,
     short_hash,
 )
+from ._import_inspect_logs import (
+    InspectLog,
+    check_finished,
+    load_logs,
+    log_record,
+    reducer_note,
+    take_retries,
+)
+from ._import_inspect_read import find_inspect_logs, read_inspect_log
 from ._row import ResultRow
-from ._schema import rows_to_table
+from ._schema import StudyColumn, rows_to_table
 
 __all__ = ["InspectImportOptions", "find_inspect_logs", "import_inspect", "read_inspect_log"]
 
 _LETTERS = string.ascii_uppercase
-_HEADERS = ("header.json", "_journal/start.json", "start.json")
+_PARSED_OPTIONS = StudyColumn(
+    "parsed_options",
+    "json",
+    "the options a several-answer response chose (indices, as JSON), e.g. [0, 2] for "
+    "'A, C'; null for other rows",
+)
 
 
 @dataclass(frozen=True)
@@ -52,104 +63,32 @@ class InspectImportOptions:
         Model name for every row (default: the log's ``eval.model``).
     scorer : str, optional
         Which of a sample's ``scores`` fills ``correct`` (default: the first one).
+    item_scope : mapping of str to str
+        Task name (or log file name) → item scope. Inspect numbers each data set's samples
+        from 1, so ``item_id`` is ``<scope>/<sample id>`` with the task as the scope:
+        different tasks never pair. Give two tasks that ask the same samples one scope
+        (e.g. ``{"arc": "arc", "arc_cot": "arc"}``) to pair them; a warning names ids
+        whose input, choices or target differ between them.
+    allow_unfinished : bool
+        Import the samples of logs whose eval did not finish (status ``error``,
+        ``cancelled``, ``started``); without it such a log is an error. Either way the
+        status of every log is in the summary.
     """
 
     condition_map: Mapping[str, str] = field(default_factory=dict)
     model: str | None = None
     scorer: str | None = None
+    item_scope: Mapping[str, str] = field(default_factory=dict)
+    allow_unfinished: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "condition_map": dict(self.condition_map),
             "model": self.model,
             "scorer": self.scorer,
+            "item_scope": dict(self.item_scope),
+            "allow_unfinished": self.allow_unfinished,
         }
-
-
-def find_inspect_logs(paths: Sequence[str | Path]) -> list[Path]:
-    """The ``.eval`` and ``.json`` logs named by ``paths`` (folders are searched
-    recursively; Inspect's ``logs.json`` listing is skipped)."""
-    found: list[Path] = []
-    for raw in paths:
-        p = Path(raw)
-        if p.is_dir():
-            hits = sorted(
-                q for q in p.rglob("*") if q.suffix in (".eval", ".json") and q.name != "logs.json"
-            )
-            if not hits:
-                raise DataError(f"{p}: no .eval or .json Inspect logs in this folder")
-            found += hits
-        elif p.is_file():
-            found.append(p)
-        else:
-            raise DataError(f"{p}: no such file or folder")
-    return sorted(dict.fromkeys(q.resolve() for q in found))
-
-
-def _load_json(data: bytes, where: str) -> Any:
-    try:
-        return json.loads(data)
-    except json.JSONDecodeError as exc:
-        raise DataError(f"{where}, line {exc.lineno}: not valid JSON ({exc.msg})") from exc
-
-
-def _sample_order(sample: Mapping[str, Any]) -> tuple[int, int, int, str]:
-    """Inspect's order: by epoch, then id (integer ids before string ids)."""
-    sid = sample.get("id")
-    epoch = int(sample.get("epoch", 1))
-    return (epoch, 0, sid, "") if isinstance(sid, int) else (epoch, 1, 0, str(sid))
-
-
-def read_inspect_log(path: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """``(header, samples)`` of one Inspect log; ``header`` has at least ``eval``.
-
-    Raises
-    ------
-    ValueError
-        If the file is not an Inspect log (no ``eval`` spec, no samples) or is malformed.
-    """
-    p = Path(path)
-    if p.suffix == ".eval":
-        try:
-            zf = zipfile.ZipFile(p)
-        except zipfile.BadZipFile as exc:
-            raise DataError(f"{p}: not a zip archive; an Inspect .eval log is one") from exc
-        with zf:
-            names = zf.namelist()
-            head_name = next((h for h in _HEADERS if h in names), None)
-            if head_name is None:
-                raise DataError(
-                    f"{p}: no header.json (or _journal/start.json) in the archive; not an "
-                    "Inspect .eval log"
-                )
-            header = _load_json(zf.read(head_name), f"{p}!{head_name}")
-            members: dict[str, zipfile.ZipInfo] = {}
-            for info in zf.infolist():  # a re-written sample appears twice; the last wins
-                if info.filename.startswith("samples/") and info.filename.endswith(".json"):
-                    members[info.filename] = info
-            samples = [_load_json(zf.read(info), f"{p}!{name}") for name, info in members.items()]
-    else:
-        header = _load_json(p.read_bytes(), str(p))
-        if not isinstance(header, dict):
-            raise DataError(f"{p}: expected a JSON object (an Inspect EvalLog)")
-        samples = header.pop("samples", None) or []
-        if not isinstance(samples, list):
-            raise DataError(f"{p}: 'samples' is {type(samples).__name__}; expected a list")
-    if not isinstance(header, dict) or not isinstance(header.get("eval"), Mapping):
-        raise DataError(f"{p}: no 'eval' object; not an Inspect evaluation log")
-    if not samples:
-        raise DataError(
-            f"{p}: the log holds no samples (status {header.get('status', '?')!r}); run Inspect "
-            "with sample logging on (the default) to import per-sample results"
-        )
-    for i, s in enumerate(samples):
-        if not isinstance(s, Mapping) or "id" not in s:
-            raise DataError(f"{p}: sample {i} has no 'id'; expected an Inspect EvalSample")
-        epoch = s.get("epoch", 1)
-        if isinstance(epoch, bool) or not isinstance(epoch, int):
-            raise DataError(f"{p}: sample {i}: epoch {shorten(repr(epoch))}; expected an integer")
-    samples.sort(key=_sample_order)
-    return header, samples
 
 
 def _text(content: Any) -> str:
@@ -220,6 +159,18 @@ def _letter(value: Any, n: int) -> int | None:
     return None
 
 
+def _letters(value: Any, n: int) -> list[int] | None:
+    """Option indices of an answer: ``"B"`` → ``[1]``; ``"A, C"`` (a several-answer
+    scorer) → ``[0, 2]``; ``None`` unless every part is one of the ``n`` letters."""
+    if not isinstance(value, str):
+        return None
+    parts = [p for p in re.split(r"[,\s]+", value.strip()) if p]
+    found = [_letter(p, n) for p in parts]
+    if not found or any(f is None for f in found):
+        return None
+    return sorted({f for f in found if f is not None})
+
+
 def _correct(value: Any) -> bool | None:
     """Inspect's score value as correct/incorrect: C/I, booleans and 1/0; else unknown."""
     if isinstance(value, bool):
@@ -254,39 +205,48 @@ def _pick_score(
     return scorer, score.get("value"), score.get("answer")
 
 
+class _Parsed(NamedTuple):
+    gold_options: list[int] | None
+    parsed_option: int | None
+    parsed: str | None
+    kind: str
+    chosen: list[int] | None  # the options a several-answer response chose
+
+
 def _parse(
-    options: list[str] | None, targets: list[str], answer: Any, value: Any
-) -> tuple[list[int] | None, int | None, str | None, str]:
-    """``(gold_options, parsed_option, parsed, parsed_kind)``: with options, target letters
-    give the gold options and the answer letter the parsed one; a score of ``N`` (no
-    answer) is unmatched."""
+    options: list[str] | None, targets: list[str], answer: Any, value: Any, errored: bool
+) -> _Parsed:
+    """With options, target letters give the gold options and the answer's letters the
+    parsed option (kind ``option``; several letters: kind ``options``, ``parsed`` their
+    texts as a JSON list); no letter, or a score of ``N`` (no answer), is ``unmatched``.
+    A sample that raised an error is kind ``error`` (no answer to parse)."""
     gold_options: list[int] | None = None
     parsed_option = None
+    chosen = None
     parsed = answer if isinstance(answer, str) else None
     kind = "free"
     if options:
-        letters = [_letter(t, len(options)) for t in targets]
-        gold_options = [g for g in letters if g is not None] or None
-        parsed_option = _letter(answer, len(options))
-        if parsed_option is not None:
-            parsed = options[parsed_option]
-            kind = "option"
+        letters = [g for t in targets for g in (_letters(t, len(options)) or [])]
+        gold_options = sorted(set(letters)) or None
+        chosen = _letters(answer, len(options))
+        if chosen and len(chosen) == 1:
+            parsed_option, parsed, kind = chosen[0], options[chosen[0]], "option"
+        elif chosen:
+            parsed, kind = canonical([options[c] for c in chosen]), "options"
         else:
             kind = "unmatched"
     if isinstance(value, str) and value.strip().upper() == "N":
         kind = "unmatched"
-    return gold_options, parsed_option, parsed, kind
+    if errored:
+        parsed, parsed_option, chosen, kind = None, None, None, "error"
+    return _Parsed(gold_options, parsed_option, parsed, kind, chosen if kind == "options" else None)
 
 
 def _metadata(
     sample: Mapping[str, Any],
     where: str,
-    *,
-    spec: Mapping[str, Any],
-    task: str,
-    log: str,
-    scorer: str | None,
-    value: Any,
+    log: InspectLog,
+    score: tuple[str | None, Any, Any],
     stop: str | None,
 ) -> dict[str, Any]:
     """The sample's metadata with Inspect's own facts under ``inspect``."""
@@ -298,17 +258,22 @@ def _metadata(
             "uses for Inspect's own facts; rename it before importing"
         )
     error = sample.get("error")
+    spec = log.spec
+    scorer, value, answer = score
     return {
         **meta_item,
         "inspect": {
-            "task": task,
+            "task": log.task,
             "task_id": spec.get("task_id"),
             "eval_id": spec.get("eval_id"),
             "run_id": spec.get("run_id"),
-            "log": log,
+            "log": log.path.name,
+            "status": log.status,
             "epoch": sample.get("epoch", 1),
+            "id": sample["id"],
             "scorer": scorer,
             "score_value": value,
+            "score_answer": answer,
             "stop_reason": stop,
             "target": sample.get("target"),
             "error": error.get("message") if isinstance(error, Mapping) else None,
@@ -316,23 +281,21 @@ def _metadata(
     }
 
 
+def _condition_and_scope(log: InspectLog, opts: InspectImportOptions) -> tuple[str, str]:
+    """The log's condition and item scope (by file name, else task; default the task)."""
+    cmap, smap = opts.condition_map, opts.item_scope
+    condition = cmap.get(log.stem, cmap.get(log.task, log.task))
+    return condition, smap.get(log.stem, smap.get(log.task, log.task))
+
+
 def _iter_rows(
-    path: Path,
-    header: Mapping[str, Any],
-    samples: Sequence[Mapping[str, Any]],
-    opts: InspectImportOptions,
-    run_id: str,
-    keys: RowKeys,
+    log: InspectLog, opts: InspectImportOptions, run_id: str, keys: RowKeys
 ) -> Iterator[ResultRow]:
-    spec = header["eval"]
-    task = str(spec.get("task", path.stem))
-    stem = path.name.removesuffix(path.suffix)
-    cmap = opts.condition_map
-    condition = cmap.get(stem, cmap.get(task, task))
-    model = opts.model or str(spec.get("model", "unknown"))
-    for sample in samples:
-        where = f"{path}, sample {sample['id']!r} epoch {sample.get('epoch', 1)}"
-        item_id = str(sample["id"])
+    condition, scope = _condition_and_scope(log, opts)
+    model = opts.model or str(log.spec.get("model", "unknown"))
+    for sample in log.samples:
+        where = f"{log.path}, sample {sample['id']!r} epoch {sample.get('epoch', 1)}"
+        item_id = f"{scope}/{sample['id']}"
         sample_index = int(sample.get("epoch", 1)) - 1
         keys.add(
             (model, condition, item_id, sample_index),
@@ -344,19 +307,10 @@ def _iter_rows(
         options = [str(c) for c in choices] if choices else None
         target = sample.get("target")
         targets = _targets(target)
-        scorer, value, answer = _pick_score(sample, opts.scorer, where)
+        score = _pick_score(sample, opts.scorer, where)
         output, stop = _output(sample)
-        gold_options, parsed_option, parsed, kind = _parse(options, targets, answer, value)
-        meta = _metadata(
-            sample,
-            where,
-            spec=spec,
-            task=task,
-            log=path.name,
-            scorer=scorer,
-            value=value,
-            stop=stop,
-        )
+        errored = isinstance(sample.get("error"), Mapping)
+        got = _parse(options, targets, score[2], score[1], errored)
         yield ResultRow(
             run_id=run_id,
             model=model,
@@ -365,24 +319,42 @@ def _iter_rows(
                 canonical({"input": sample.get("input"), "choices": choices, "target": target})
             ),
             condition=condition,
-            template=task,
+            template=log.task,
             format="mc" if options else "free",
             scoring=GENERATE,
             sample_index=sample_index,
             prompt=_prompt(sample),
             options=tuple(options) if options else None,
             option_source=tuple(range(len(options))) if options else None,
-            output=output,
-            parsed=parsed,
-            parsed_kind=kind,
-            parsed_option=parsed_option,
-            correct=_correct(value),
-            gold=tuple(options[g] for g in gold_options)
-            if options and gold_options
+            output=None if errored and not output else output,
+            parsed=got.parsed,
+            parsed_kind=got.kind,
+            parsed_option=got.parsed_option,
+            correct=_correct(score[1]),
+            gold=tuple(options[g] for g in got.gold_options)
+            if options and got.gold_options
             else tuple(targets),
-            gold_options=tuple(gold_options) if gold_options is not None else None,
-            metadata=meta,
+            gold_options=tuple(got.gold_options) if got.gold_options is not None else None,
+            metadata=_metadata(sample, where, log, score, stop),
+            tags={"parsed_options": got.chosen} if got.chosen else {},
         )
+
+
+def _shared_items_note(rows: Sequence[ResultRow]) -> str | None:
+    """A warning when tasks given one item scope hold different samples under one id."""
+    seen: dict[str, dict[str, set[str | None]]] = {}
+    for r in rows:
+        seen.setdefault(r.item_id, {}).setdefault(str(r.template), set()).add(r.item_hash)
+    shared = {i: t for i, t in seen.items() if len(t) > 1}
+    differ = [i for i, t in shared.items() if len(set().union(*t.values())) > 1]
+    if not differ:
+        return None
+    tasks = sorted({task for i in differ for task in shared[i]})
+    return (
+        f"tasks {', '.join(tasks)} share item ids (--item-scope) but hold different "
+        f"samples (input, choices or target) under {len(differ)} of {len(shared)} of them "
+        f"(first: {differ[0]!r}); their pairs compare different questions"
+    )
 
 
 def import_inspect(
@@ -393,50 +365,73 @@ def import_inspect(
     Parameters
     ----------
     paths : sequence of path
-        Log files, or folders searched recursively for them.
+        Log files, or folders searched recursively for them (an ``eval-set`` folder
+        too).
     options : InspectImportOptions, optional
-        Condition names, model name and which scorer fills ``correct``.
+        Condition names, model name, which scorer fills ``correct``, item scopes, and
+        whether unfinished logs are imported.
 
     Returns
     -------
     ImportedRun
-        One row per sample and epoch (``sample_index`` = epoch − 1), and the summary.
+        One row per sample and epoch (``sample_index`` = epoch − 1), and the summary;
+        ``summary["imported"]`` adds ``logs`` (per log: file, task, condition, status,
+        epochs, reducer, rows, errored samples, Inspect's own metrics) and ``notes``.
 
     Raises
     ------
     ValueError
-        On a file that is not an Inspect log, a log without samples, an unknown
-        ``--scorer``, duplicate rows (the same task and model in two logs without a
-        ``--condition-map`` entry per file) or a map key that names no task or file.
+        On a file that is not an Inspect log, a log without samples, a log whose eval did
+        not finish (unless ``allow_unfinished``), an unknown ``--scorer``, duplicate
+        rows (the same task and model in two logs without a ``--condition-map`` entry
+        per file) or a map key that names no task or file. Messages name the file.
 
     Notes
     -----
-    ``condition`` is the task name (or the mapped name); ``prompt`` is the conversation
-    sent before the model's last answer (else the sample's input); ``output`` is the
-    model's completion. The chosen score (``C``/``I``, booleans or 1/0) fills ``correct``;
-    ``N`` (no answer) is incorrect and ``unmatched``; other values (``P``, numbers
-    between 0 and 1, dicts) leave ``correct`` null and are kept in
-    ``metadata.inspect.score_value``. With ``choices``, the score's answer letter gives
-    ``parsed_option`` and ``parsed`` (that option's text) and target letters give
-    ``gold_options``. ``item_hash`` hashes input, choices and target, so the same sample
-    in two logs compares equal. Sample metadata goes into ``metadata`` (with Inspect's
-    facts under ``metadata.inspect``); ``subject``, ``relation`` and ``split``, where samples
-    have them, also become study columns.
+    ``condition`` is the task name (or the mapped name); ``item_id`` is
+    ``<task>/<sample id>`` unless ``item_scope`` gives tasks one scope. ``prompt`` is
+    the conversation sent before the model's last answer (else the sample's input);
+    ``output`` is the model's completion. The chosen score (``C``/``I``, booleans or
+    1/0) fills ``correct``; ``N`` (no answer) is incorrect and ``unmatched``; other
+    values (``P``, numbers between 0 and 1, dicts) leave ``correct`` null and are kept
+    in ``metadata.inspect.score_value``. With ``choices``, the score's answer letter
+    gives ``parsed_option`` and ``parsed`` (that option's text); several letters
+    (``"A, C"``) are kind ``options`` with the indices in the ``parsed_options`` column.
+    A sample that raised an error (``--no-fail-on-error``) is kind ``error`` with
+    ``correct`` null, as Inspect leaves it out of its metrics. Of an attempt and its
+    ``eval-retry`` (one ``task_id``) the newest log is taken; the summary says which.
+    Epochs are rows of their own; the summary names the reducer Inspect applied.
     """
     opts = options or InspectImportOptions()
     files = find_inspect_logs(paths)
     if not files:
         raise DataError("no Inspect logs given")
     run_id = files_digest(files, {"tool": "inspect", **opts.as_dict()})
+    logs, notes = take_retries(load_logs(files))
     keys = RowKeys()
     rows: list[ResultRow] = []
     used: set[str] = set()
-    for path in files:
-        header, samples = read_inspect_log(path)
-        used.add(str(header["eval"].get("task", path.stem)))
-        used.add(path.name.removesuffix(path.suffix))
-        rows += _iter_rows(path, header, samples, opts, run_id, keys)
+    records: list[dict[str, Any]] = []
+    for log in logs:
+        unfinished = check_finished(log, opts.allow_unfinished)
+        used.update({log.task, log.stem})
+        mine = list(_iter_rows(log, opts, run_id, keys))
+        cond = mine[0].condition
+        records.append(
+            log_record(log, cond, len(mine), sum(r.parsed_kind == "error" for r in mine))
+        )
+        notes += [n for n in (unfinished, reducer_note(log, cond)) if n]
+        rows += mine
     check_condition_map(opts.condition_map, used, "tasks and log file names")
-    table = rows_to_table(rows, lifted_columns(rows))
+    check_condition_map(opts.item_scope, used, "tasks and log file names", flag="--item-scope")
+    shared = _shared_items_note(rows)
+    if shared:
+        warnings.warn(shared, UserWarning, stacklevel=2)
+        notes.append(shared)
+    columns = lifted_columns(rows)
+    if any(r.tags for r in rows):
+        columns.append(_PARSED_OPTIONS)
+    table = rows_to_table(rows, columns)
     summary = build_summary(table, run_id, "inspect", files, opts.as_dict())
+    summary["imported"].update(logs=records, notes=notes)
     return ImportedRun(table=table, summary=summary)

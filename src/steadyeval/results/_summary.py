@@ -22,9 +22,10 @@ def _wilson(k: int, n: int) -> tuple[float, float]:
 
 def summarize(table: pa.Table) -> list[dict[str, Any]]:
     """One record per (model, condition): counts, accuracy with a 95% Wilson interval,
-    refusal rate, unmatched outputs, truncated prompts, rows flagged ``approximate`` (their
-    log-probabilities are approximations, e.g. a masked LM's pseudo-log-likelihood), mean
-    EM/F1 where defined.
+    refusal rate, unmatched outputs, errored samples (kind ``error``, counted apart from
+    unmatched), truncated prompts, rows flagged ``approximate`` (their log-probabilities
+    are approximations, e.g. a masked LM's pseudo-log-likelihood), mean EM/F1 where
+    defined.
 
     Sampled rows count once each (the interval then treats samples as independent; use the
     paired statistics in :mod:`steadyeval.stats` for claims). Vectorised: a million rows
@@ -39,6 +40,7 @@ def summarize(table: pa.Table) -> list[dict[str, Any]]:
     df["correct_n"] = df["correct"].fillna(False).astype(bool)
     df["refused_n"] = df["refused"].fillna(False).astype(bool)
     df["unmatched"] = df["parsed_kind"] == "unmatched"
+    df["errored"] = df["parsed_kind"] == "error"
     df["truncated_n"] = df["truncated"].fillna(False).astype(bool)
     df["approximate_n"] = df["approximate"].fillna(False).astype(bool)
     grouped = df.groupby(["model", "condition"], sort=False)
@@ -48,6 +50,7 @@ def summarize(table: pa.Table) -> list[dict[str, Any]]:
         correct=("correct_n", "sum"),
         refused=("refused_n", "sum"),
         unmatched=("unmatched", "sum"),
+        errored=("errored", "sum"),
         truncated=("truncated_n", "sum"),
         approximate=("approximate_n", "sum"),
         em=("em", "mean"),
@@ -69,6 +72,7 @@ def summarize(table: pa.Table) -> list[dict[str, Any]]:
                 "refused": int(r["refused"]),
                 "refusal_rate": int(r["refused"]) / n,
                 "unmatched": int(r["unmatched"]),
+                "errored": int(r["errored"]),
                 "truncated": int(r["truncated"]),
                 "approximate": int(r["approximate"]),
                 "em": None if math.isnan(r["em"]) else float(r["em"]),

@@ -33,7 +33,11 @@ __all__ = [
     "scoring_names",
 ]
 
-ParsedKind = Literal["option", "refusal", "unmatched", "free", "token", "logprob"]
+#: ``options``: several options chosen (an imported several-answer scorer's "A, C");
+#: ``error``: the sample raised an error, so there is no answer (imported logs).
+ParsedKind = Literal[
+    "option", "options", "refusal", "unmatched", "free", "token", "logprob", "error"
+]
 
 
 @dataclass(frozen=True)
