@@ -30,6 +30,36 @@ def test_calibration_matches_golden_loops(case: dict[str, Any]) -> None:
     assert stats.brier_score(conf, corr).statistic == pytest.approx(case["brier"], rel=1e-12)
 
 
+@pytest.mark.parametrize(
+    "case", GOLDEN["rms_reference"], ids=lambda c: f"n{len(c['correct'])}-b{c['n_bins']}"
+)
+def test_rms_reference_mode_matches_golden(case: dict[str, Any]) -> None:
+    conf, corr = case["confidence"], case["correct"]
+    r = stats.rms_calibration_error(conf, corr, bin_size=case["bin_size"], mode="mmlu-reference")
+    assert r.statistic == pytest.approx(case["rmsce"], rel=1e-12)
+    assert (r.n_bins, r.mode) == (case["n_bins"], "mmlu-reference")
+    if "textbook" in case:  # the hand-worked case: the same folded bins, textbook formula
+        t = stats.rms_calibration_error(conf, corr, bin_size=case["bin_size"])
+        assert t.mode == "textbook"
+        assert t.statistic != pytest.approx(case["rmsce"])
+
+
+def test_rms_reference_mode_by_hand() -> None:
+    # Folding: 0.2 (wrong) becomes 0.8 (right); 0.6/0.7/0.9 stay. Sorted folded values
+    # .6(1) .7(0) | .8(1) .9(1): weighted gaps .5 * (.5 - .65) and .5 * (1 - .85).
+    r = stats.rms_calibration_error(
+        [0.2, 0.6, 0.7, 0.9], [0, 1, 0, 1], n_bins=2, mode="mmlu-reference"
+    )
+    assert r.statistic == pytest.approx((2 * 0.075**2) ** 0.25)
+    assert r.bins.confidence.tolist() == pytest.approx([0.65, 0.85])
+    assert r.bins.accuracy.tolist() == [0.5, 1.0]
+    # Exactly 0.5 is not folded (the rule: flip when c < 0.5).
+    half = stats.rms_calibration_error([0.5, 0.5], [1, 1], mode="mmlu-reference")
+    assert half.statistic == pytest.approx((0.5**2) ** 0.25)
+    with pytest.raises(stats.StatsInputError, match="mode"):
+        stats.rms_calibration_error([0.5], [1], mode="hendrycks")  # type: ignore[arg-type]
+
+
 def test_reliability_bins_by_hand() -> None:
     conf = [0.05, 0.1, 0.3, 0.35, 0.8, 1.0, 0.0]
     corr = [0, 0, 1, 0, 1, 1, 0]

@@ -50,8 +50,14 @@ def test_mcnemar_small_exact_by_hand() -> None:
     # b=0, c=5: p = 2 * (1/2)^5 = 1/16; mid-p = 1/16 - 1/32.
     assert stats.mcnemar(0, 5).pvalue == pytest.approx(1 / 16)
     assert stats.mcnemar(0, 5, method="midp").pvalue == pytest.approx(1 / 32)
-    # b=c=1: exact 1, mid-p = 1 - P(X=1)/2 = 1 - 1/4.
-    assert stats.mcnemar(1, 1, method="midp").pvalue == pytest.approx(0.75)
+    # b=c: Fagerland et al. (2013), 2 [P(X <= k) - P(X = k)/2] capped at 1.
+    # (1, 1): X ~ Bin(2, 1/2), P(X <= 1) = 3/4, P(X = 1) = 1/2: 2 (3/4 - 1/4) = 1.
+    assert stats.mcnemar(1, 1, method="midp").pvalue == 1.0
+    # (3, 3): X ~ Bin(6, 1/2), P(X <= 3) = 42/64, P(X = 3) = 20/64: 2 (42 - 10)/64 = 1
+    # (the former rule, 1 - P(X = 3)/2 = 0.84375, is not the published one).
+    assert stats.mcnemar(3, 3, method="midp").pvalue == 1.0
+    # (2, 4): X ~ Bin(6, 1/2), P(X <= 2) = 22/64, P(X = 2) = 15/64: 2 (22 - 7.5)/64.
+    assert stats.mcnemar(2, 4, method="midp").pvalue == pytest.approx(29 / 64)
 
 
 @settings(derandomize=True, max_examples=60, deadline=None)

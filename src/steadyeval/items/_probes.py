@@ -4,8 +4,12 @@ generic, LAMA or LPAQA layout), subject aliases, vocabularies, and :func:`load_p
 
 from __future__ import annotations
 
+import bz2
+import gzip
+import json
+from collections.abc import Collection, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from .._errors import ConfigError, DataError
 from ._item import Item
@@ -23,7 +27,14 @@ from ._probe_files import (
     load_lpaqa,
 )
 
-__all__ = ["fact_metadata", "load_aliases", "load_probe_items", "load_probes", "load_vocab"]
+__all__ = [
+    "fact_metadata",
+    "load_aliases",
+    "load_probe_items",
+    "load_probes",
+    "load_vocab",
+    "wikidata_aliases",
+]
 
 
 def fact_metadata(relation: str, fact: Fact) -> dict[str, Any]:
@@ -96,10 +107,22 @@ def load_probes(source: str | Path, *, prompt_set: str | None = None) -> ProbeDa
 
 
 def load_aliases(path: str | Path) -> dict[str, tuple[str, ...]]:
-    """Read subject aliases: JSONL lines ``{"subject": "United States", "aliases": [...]}``
-    (matched against a fact's subject label) or ``{"uri": "Q30", "aliases": [...]}``
-    (matched against its subject URI). Returns ``{key: aliases}``; URI keys win."""
+    """Read subject aliases, in one of two forms (told apart by the file's content).
+
+    * A JSON map ``{"Q30": ["United States", "USA", "America"], ...}``: one object whose
+      values are lists of names, keyed by subject URI or label (what
+      :func:`wikidata_aliases` writes).
+    * JSONL lines ``{"subject": "United States", "aliases": [...]}`` (matched against a
+      fact's subject label) or ``{"uri": "Q30", "aliases": [...]}`` (matched against its
+      subject URI).
+
+    Returns ``{key: names}``. A fact takes the names under its subject URI, else under its
+    label; the study puts the fact's own label first and drops repeats.
+    """
     p = Path(path)
+    as_map = _alias_map(p)
+    if as_map is not None:
+        return as_map
     out: dict[str, tuple[str, ...]] = {}
     for line, raw in read_jsonl(p):
         rec = check_object(
@@ -132,6 +155,132 @@ def load_aliases(path: str | Path) -> dict[str, tuple[str, ...]]:
                 expected="one line per subject",
             )
         out[key] = names
+    return out
+
+
+_JSONL_KEYS = frozenset({"subject", "uri", "aliases"})
+
+
+def _alias_map(p: Path) -> dict[str, tuple[str, ...]] | None:
+    """The file as a ``{key: [names]}`` map, or None when it is not one (JSONL lines)."""
+    try:
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DataError(f"cannot read ({exc})", file=str(p)) from None
+    try:
+        whole = json.loads(text)
+    except ValueError:
+        return None  # several JSON lines
+    if not isinstance(whole, dict) or _JSONL_KEYS & set(whole):
+        return None  # one JSONL record (or not an object: read_jsonl names the error)
+    out: dict[str, tuple[str, ...]] = {}
+    for key, value in whole.items():
+        names = check_names(value, p, 1, key)
+        if not key.strip() or not names:
+            raise DataError(
+                "an empty key or list",
+                file=str(p),
+                field=key,
+                expected='{"Q30": ["United States", "USA"]} (a URI or label: non-empty names)',
+            )
+        out[key] = names
+    return out
+
+
+def _open_dump(path: Path) -> IO[str]:
+    if path.suffix == ".gz":
+        return gzip.open(path, "rt", encoding="utf-8")
+    if path.suffix == ".bz2":
+        return bz2.open(path, "rt", encoding="utf-8")
+    return path.open(encoding="utf-8")
+
+
+def _dump_entities(lines: Iterable[str], where: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    for lineno, line in enumerate(lines, 1):
+        text = line.strip().rstrip(",")
+        if text in ("", "[", "]"):
+            continue  # the dump is one JSON array, an entity per line
+        try:
+            entity = json.loads(text)
+        except ValueError as exc:
+            raise DataError(
+                f"invalid JSON ({exc})", file=where, line=lineno, expected="a Wikidata entity"
+            ) from None
+        if not isinstance(entity, dict) or not isinstance(entity.get("id"), str):
+            raise DataError(
+                "not an entity", file=where, line=lineno, field="id", expected='{"id": "Q30", ...}'
+            )
+        yield lineno, entity
+
+
+def _entity_names(entity: dict[str, Any], language: str, where: str, line: int) -> list[str]:
+    names: list[str] = []
+    label = (entity.get("labels") or {}).get(language)
+    aliases = (entity.get("aliases") or {}).get(language) or []
+    for fld, value in [("labels", label), *(("aliases", a) for a in aliases)]:
+        if value is None:
+            continue
+        text = value.get("value") if isinstance(value, dict) else None
+        if not isinstance(text, str):
+            raise DataError(
+                "not a monolingual text",
+                file=where,
+                line=line,
+                field=f"{fld}.{language}",
+                expected='{"language": "en", "value": "..."}',
+            )
+        if text.strip() and text not in names:
+            names.append(text)
+    return names
+
+
+def wikidata_aliases(
+    source: str | Path | Iterable[str],
+    *,
+    language: str = "en",
+    keep: Collection[str] | None = None,
+) -> dict[str, list[str]]:
+    """Build a ``{uri: [names]}`` alias map from Wikidata JSON dump lines.
+
+    Parameters
+    ----------
+    source : path or iterable of str
+        A Wikidata JSON dump (``latest-all.json``, also ``.gz`` / ``.bz2``: one JSON array,
+        one entity per line, each line but the last ending in a comma) or its lines.
+    language : str
+        Which language's label and aliases to take (``labels[language].value`` first, then
+        ``aliases[language][*].value`` in dump order; repeats dropped).
+    keep : collection of str, optional
+        Only these entity ids (e.g. the probe data's subject URIs); default all.
+
+    Returns
+    -------
+    dict
+        ``{entity id: [label, alias, ...]}`` for every kept entity with at least one name in
+        ``language``. Write it with ``json.dump`` and pass the file to ``--aliases``.
+
+    Raises
+    ------
+    DataError
+        A line that is not JSON, not an entity, or whose names are not monolingual texts
+        (the message names the line).
+    """
+    where = str(source) if isinstance(source, str | Path) else "<lines>"
+    wanted = None if keep is None else set(keep)
+    out: dict[str, list[str]] = {}
+    handle = _open_dump(Path(source)) if isinstance(source, str | Path) else None
+    try:
+        lines = handle if handle is not None else source
+        assert not isinstance(lines, str | Path)
+        for lineno, entity in _dump_entities(lines, where):
+            if wanted is not None and entity["id"] not in wanted:
+                continue
+            names = _entity_names(entity, language, where, lineno)
+            if names:
+                out[entity["id"]] = names
+    finally:
+        if handle is not None:
+            handle.close()
     return out
 
 

@@ -17,6 +17,7 @@ __all__ = [
     "BrierScore",
     "CalibrationError",
     "ReliabilityBins",
+    "RmsMode",
     "brier_score",
     "expected_calibration_error",
     "reliability_bins",
@@ -25,6 +26,8 @@ __all__ = [
 
 Binning = Literal["equal-width", "equal-mass"]
 _BINNINGS = ("equal-width", "equal-mass")
+RmsMode = Literal["textbook", "mmlu-reference"]
+_RMS_MODES = ("textbook", "mmlu-reference")
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -69,7 +72,11 @@ class CalibrationError:
     binning : str
         ``"equal-width"`` or ``"equal-mass"``.
     bins : ReliabilityBins
-        The per-bin data the statistic was computed from.
+        The per-bin data the statistic was computed from (for ``mode="mmlu-reference"``,
+        of the folded confidences and outcomes).
+    mode : str
+        Which definition: ``"textbook"`` (every ECE, and the textbook RMS error) or
+        ``"mmlu-reference"`` (:func:`rms_calibration_error`).
     """
 
     statistic: float
@@ -77,6 +84,7 @@ class CalibrationError:
     n_bins: int
     binning: str
     bins: ReliabilityBins
+    mode: str = "textbook"
 
 
 @dataclass(frozen=True, slots=True)
@@ -259,8 +267,9 @@ def rms_calibration_error(
     n_bins: int | None = None,
     bin_size: int = 100,
     binning: Binning = "equal-mass",
+    mode: RmsMode = "textbook",
 ) -> CalibrationError:
-    """Root-mean-square calibration error ``sqrt(sum_b (n_b / N) (acc_b - conf_b)^2)``.
+    """Root-mean-square calibration error, textbook or as the MMLU authors' code computes it.
 
     Parameters
     ----------
@@ -275,36 +284,41 @@ def rms_calibration_error(
         Target items per bin when ``n_bins`` is not given (100, as in the MMLU paper).
     binning : {"equal-mass", "equal-width"}
         See :func:`reliability_bins`.
+    mode : {"textbook", "mmlu-reference"}
+        ``"textbook"``: ``sqrt(sum_b (n_b / N) (acc_b - conf_b)^2)``.
+        ``"mmlu-reference"``: the computation of ``calib_tools.rmsce`` in the MMLU authors'
+        repository (hendrycks/test): every confidence ``c`` becomes ``max(c, 1 - c)``, its
+        outcome flipped when ``c < 0.5``; then, over the bins of those folded values,
+        ``sqrt(sqrt(sum_b ((n_b / N) (acc_b - conf_b))^2))``.
 
     Returns
     -------
     CalibrationError
-        ``statistic``, ``n``, ``n_bins``, ``binning``, ``bins``.
+        ``statistic``, ``n``, ``n_bins``, ``binning``, ``bins``, ``mode``.
 
     Raises
     ------
     StatsInputError
-        As for :func:`reliability_bins`, or if ``bin_size < 1``.
+        As for :func:`reliability_bins`, if ``bin_size < 1`` or ``mode`` is unknown.
 
     Notes
     -----
-    This is the textbook quantity reported as "RMS calibration error" by Hendrycks et al.
-    (MMLU, 2021), computed over *all* bins; items are assumed independent. With fewer than
-    ``bin_size`` items there is one bin and the value is ``|accuracy - mean confidence|``.
+    Items are assumed independent; every bin counts. With fewer than ``bin_size`` items
+    there is one bin (textbook: ``|accuracy - mean confidence|``).
 
-    The reference implementation circulated with Hendrycks et al.'s code
-    (``calib_err(confidence, correct, p="2", beta=100)`` in ``calibration_tools.py``)
-    computes a different number, as far as we can tell from reading it: it sorts by
-    confidence, cuts consecutive blocks of exactly ``beta`` items and merges the remainder
-    into the last block, then sums ``(n_b / N) (mean conf_b - mean correct_b)^2`` over
-    every block *except the last* (its loop runs over ``range(len(bins) - 1)``) while still
-    dividing by the full ``N``. It therefore omits the highest-confidence block (``beta``
-    to ``2 beta - 1`` items), returns 0 when ``beta <= N < 2 beta``, and fails when
-    ``N < beta``. Its sort is not stable, so ties at block edges may fall either way.
-    Because the omitted term is non-negative, on the same blocks the reference value can
-    only be smaller than the textbook value; with different block sizes the two differ
-    slightly more. We have not verified which version produced the published MMLU
-    numbers.
+    Hendrycks et al. (MMLU, 2021) report an "RMS calibration error" without saying which
+    computation produced their numbers. The textbook quantity weights each squared gap by
+    the bin's share of items. The repository's ``rmsce`` (``gce`` with adaptive bins,
+    ``max_prob=True``, ``norm="l2"``, ``datapoints_per_bin=100``) treats the confidence as
+    a two-class prediction ``[1 - c, c]`` and keeps the larger class, squares the
+    *weighted* gaps ``(n_b / N)(acc_b - conf_b)``, takes a square root inside ``gce`` and
+    another at its end: a fourth root of a sum of squared weighted gaps, on a different
+    scale from the textbook value. Here it is that stated formula, with two documented
+    departures: bins are this module's equal-mass bins (``N // bin_size`` runs whose sizes
+    differ by at most one; the repository cuts at rounded quantile indices with
+    ``np.digitize``, which keeps tied confidences together), and ``c = 0.5`` is not folded
+    (the repository's ``argmax`` picks the first class on a tie, so it flips that outcome).
+    With fewer than ``bin_size`` items the repository has zero bins; here there is one.
 
     Examples
     --------
@@ -312,16 +326,32 @@ def rms_calibration_error(
     >>> r = stats.rms_calibration_error([0.1, 0.15, 0.9, 0.95], [0, 1, 1, 1], n_bins=2)
     >>> round(r.statistic, 4)
     0.2704
+    >>> r = stats.rms_calibration_error(
+    ...     [0.2, 0.6, 0.7, 0.9], [0, 1, 0, 1], n_bins=2, mode="mmlu-reference"
+    ... )
+    >>> round(r.statistic, 4)
+    0.3257
     """
+    if mode not in _RMS_MODES:
+        raise StatsInputError(f"mode must be one of {_RMS_MODES}; got {mode!r}.")
     conf, corr = _inputs(confidence, correct)
     if n_bins is None:
         size = as_positive_int(bin_size, "bin_size")
         b = max(1, conf.size // size)
     else:
         b = as_positive_int(n_bins, "n_bins")
-    bins = _reliability(conf, corr, b, binning)
-    stat = math.sqrt(_weighted(bins, conf.size, 2))
-    return CalibrationError(stat, conf.size, bins.count.size, binning, bins)
+    if mode == "textbook":
+        bins = _reliability(conf, corr, b, binning)
+        stat = math.sqrt(_weighted(bins, conf.size, 2))
+    else:
+        low = conf < 0.5
+        folded = np.where(low, 1.0 - conf, conf)
+        outcome = np.where(low, 1.0 - corr, corr)
+        bins = _reliability(folded, outcome, b, binning)
+        used = bins.count > 0
+        weighted_gap = bins.count[used] / conf.size * (bins.accuracy[used] - bins.confidence[used])
+        stat = math.sqrt(math.sqrt(float(np.sum(weighted_gap**2))))
+    return CalibrationError(stat, conf.size, bins.count.size, binning, bins, mode)
 
 
 def brier_score(confidence: ArrayLike, correct: ArrayLike) -> BrierScore:

@@ -67,9 +67,10 @@ def mcnemar(b: int, c: int, *, method: McNemarMethod = "exact") -> McNemarResult
         Items on which only condition B succeeds (A no, B yes).
     method : {"exact", "midp", "asymptotic", "asymptotic-cc"}
         ``"exact"``: conditional binomial test, ``p = min(1, 2 P(X <= min(b, c)))`` with
-        ``X ~ Binomial(b + c, 1/2)``. ``"midp"``: the mid-p version, which counts outcomes as
-        extreme as the observed one with weight 1/2: ``2 P(X <= k) - P(X = k)`` for
-        ``k = min(b, c) < (b + c)/2`` and ``1 - P(X = k)/2`` when ``b == c``.
+        ``X ~ Binomial(b + c, 1/2)``. ``"midp"``: the mid-p version of Fagerland, Lydersen
+        & Laake (2013), which counts the observed outcome with weight 1/2:
+        ``min(1, 2 [P(X <= k) - P(X = k)/2])`` with ``k = min(b, c)``; it is 1 when
+        ``b == c`` (e.g. ``(3, 3)``).
         ``"asymptotic"``: ``(b - c)^2 / (b + c)`` against chi-square with 1 degree of freedom.
         ``"asymptotic-cc"``: Edwards' continuity correction,
         ``max(|b - c| - 1, 0)^2 / (b + c)``.
@@ -126,8 +127,13 @@ def mcnemar(b: int, c: int, *, method: McNemarMethod = "exact") -> McNemarResult
         p_exact = 1.0 if gap <= 1 else min(1.0, 2.0 * float(sps.binom.cdf(k, n, 0.5)))
         if method == "exact":
             return McNemarResult(float(k), p_exact, method, b_, c_)
+        # Fagerland et al. (2013): 2 [P(X <= k) - P(X = k)/2], capped at 1. When b == c,
+        # 2 P(X <= k) = 1 + P(X = k) (symmetry), so the mid-p is exactly 1; when |b - c| = 1,
+        # 2 P(X <= k) = 1 and p_exact (1 by the shortcut above) is the same number.
+        if gap == 0:
+            return McNemarResult(float(k), 1.0, method, b_, c_)
         pmf = float(sps.binom.pmf(k, n, 0.5))
-        p = 1.0 - 0.5 * pmf if gap == 0 else p_exact - pmf
+        p = p_exact - pmf
         return McNemarResult(float(k), min(1.0, max(0.0, p)), method, b_, c_)
     diff = max(gap - 1, 0) if method == "asymptotic-cc" else gap
     stat = diff * diff / n

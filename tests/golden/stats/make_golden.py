@@ -39,9 +39,9 @@ def mcnemar_cases() -> list[dict[str, Any]]:
         if b != c:
             sm_cc = sm_mcnemar([[0, b], [c, 0]], exact=False, correction=True)
             assert math.isclose(sm_cc.statistic, cc_stat)
-        # Mid-p by hand: more extreme outcomes + half of those as extreme as observed.
+        # Mid-p, Fagerland, Lydersen & Laake (2013): 2 [P(X <= k) - P(X = k)/2], capped at 1.
         pmf = sps.binom.pmf(k, n, 0.5)
-        midp = 1.0 - 0.5 * pmf if b == c else min(1.0, 2 * sps.binom.cdf(k, n, 0.5)) - pmf
+        midp = min(1.0, 2 * (sps.binom.cdf(k, n, 0.5) - pmf / 2))
         cases.append(
             {
                 "b": b,
@@ -265,6 +265,62 @@ def calibration_cases() -> list[dict[str, Any]]:
     return cases
 
 
+def rms_reference_cases() -> list[dict[str, Any]]:
+    """The MMLU authors' ``calib_tools.rmsce`` as the issue states it, by hand.
+
+    Each confidence c becomes max(c, 1 - c), its outcome flipped when c < 0.5; the folded
+    values are sorted (stable) and cut into n // bin_size equal-mass runs (at least one,
+    sizes differing by at most one); RMSCE = sqrt(sqrt(sum_b ((n_b / N)(acc_b - conf_b))^2)).
+    """
+    cases = []
+    # 1. Eight items, bins of 4, worked on paper:
+    #    folded c: .2->.8 (0->1), .4->.6 (1->0), .55, .65, .7, .85, .9, .95
+    #    sorted: .55(1) .6(0) .65(0) .7(1) | .8(1) .85(1) .9(0) .95(1)
+    #    bin 1: conf .625, acc .5, weighted gap .5 * -.125 = -.0625
+    #    bin 2: conf .875, acc .75, weighted gap .5 * -.125 = -.0625
+    #    sum of squares 2 * .00390625 = .0078125; RMSCE = .0078125 ** .25
+    conf = [0.2, 0.4, 0.55, 0.65, 0.7, 0.85, 0.9, 0.95]
+    correct = [0, 1, 1, 0, 1, 1, 0, 1]
+    cases.append(
+        {
+            "confidence": conf,
+            "correct": correct,
+            "bin_size": 4,
+            "n_bins": 2,
+            "rmsce": 0.0078125**0.25,
+            "textbook": math.sqrt(0.5 * 0.125**2 + 0.5 * 0.125**2),
+        }
+    )
+    # 2. Seeded inputs, the same recipe as plain loops (250 items: 2 bins of 125; 37: 3 bins).
+    rng = np.random.default_rng(29)
+    for n, bin_size in [(250, 100), (37, 10)]:
+        c = rng.uniform(0.0, 1.0, size=n).round(3)
+        y = (rng.uniform(size=n) < np.abs(c - 0.3)).astype(int)
+        folded = [max(v, 1.0 - v) for v in c]
+        outcome = [1 - o if v < 0.5 else o for v, o in zip(c, y, strict=True)]
+        order = sorted(range(n), key=lambda i: folded[i])  # Python's sort is stable
+        n_bins = max(1, n // bin_size)
+        sizes = [n // n_bins + (1 if b < n % n_bins else 0) for b in range(n_bins)]
+        total = 0.0
+        start = 0
+        for size in sizes:
+            part = order[start : start + size]
+            start += size
+            acc = sum(outcome[i] for i in part) / size
+            mean_conf = sum(folded[i] for i in part) / size
+            total += (size / n * (acc - mean_conf)) ** 2
+        cases.append(
+            {
+                "confidence": c.tolist(),
+                "correct": y.tolist(),
+                "bin_size": bin_size,
+                "n_bins": n_bins,
+                "rmsce": math.sqrt(math.sqrt(total)),
+            }
+        )
+    return cases
+
+
 def power_cases() -> list[dict[str, Any]]:
     """Connor (1987) by hand."""
     cases = []
@@ -295,6 +351,7 @@ def main() -> None:
         "correlation": correlation_cases(),
         "kendall_w": kendall_w_cases(),
         "calibration": calibration_cases(),
+        "rms_reference": rms_reference_cases(),
         "power": power_cases(),
     }
     OUT.write_text(json.dumps(golden, indent=1, sort_keys=True) + "\n")

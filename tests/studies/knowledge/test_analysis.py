@@ -138,6 +138,9 @@ def test_calibration(analysis: dict[str, Any]) -> None:
     c = _one(analysis["calibration"], condition="letter-reference-0shot")
     assert c["mean_confidence"] == pytest.approx(0.6)
     assert c["rms"] == pytest.approx(0.025)  # one bin (< 100 items): |0.625 - 0.6|
+    # The MMLU authors' rmsce: 0.3 and 0.4 (both wrong) fold to 0.7 and 0.6 (right); one bin
+    # of folded confidences (mean 5.4 / 8 = 0.675) and outcomes (7 / 8): sqrt(sqrt(0.2^2)).
+    assert c["rms_reference"] == pytest.approx(math.sqrt(0.2))
     # ECE, 10 equal-width bins: gaps .1 (0.9), .4 x2 (0.6, 0.6), .8 (0.8 wrong), .3 (0.3
     # wrong), .3 (0.7), .5 (0.5), .4 (0.4 wrong): 3.2 / 8
     assert c["ece"] == pytest.approx(0.4)

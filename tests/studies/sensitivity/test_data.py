@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 
 import pytest
 
 from steadyeval._errors import ConfigError, DataError
-from steadyeval.studies.sensitivity import load_aliases, load_probes, load_vocab
+from steadyeval.studies.sensitivity import (
+    load_aliases,
+    load_probes,
+    load_vocab,
+    wikidata_aliases,
+)
+from steadyeval.studies.sensitivity._stopwords import load_stop_words
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "probes-study"
 
@@ -150,3 +157,79 @@ def test_shared_lpaqa_and_s_test(shared_data: Path) -> None:
     )
     s_test = load_probes(lama / "s_test" / "data")
     assert s_test.layout == "lama" and len(s_test.relations) == 5
+
+
+# Five entities as they appear in a Wikidata JSON dump (latest-all.json): one JSON array,
+# an entity per line, trailing commas; only the fields the builder reads, plus noise.
+WIKIDATA_EXCERPT = """[
+{"type": "item", "id": "Q30", "labels": {"en": {"language": "en", "value": "United States of America"}, "fr": {"language": "fr", "value": "\\u00c9tats-Unis"}}, "aliases": {"en": [{"language": "en", "value": "USA"}, {"language": "en", "value": "America"}, {"language": "en", "value": "USA"}], "de": [{"language": "de", "value": "Amerika"}]}, "claims": {}},
+{"type": "item", "id": "Q90", "labels": {"en": {"language": "en", "value": "Paris"}}, "aliases": {"en": [{"language": "en", "value": "City of Light"}]}},
+{"type": "item", "id": "Q1299", "labels": {"en": {"language": "en", "value": "The Beatles"}}, "aliases": {}},
+{"type": "item", "id": "Q183", "labels": {"de": {"language": "de", "value": "Deutschland"}}, "aliases": {"de": [{"language": "de", "value": "BRD"}]}},
+{"type": "item", "id": "Q1", "labels": {"en": {"language": "en", "value": "universe"}}, "aliases": {"en": [{"language": "en", "value": "cosmos"}, {"language": "en", "value": "Universe"}]}}
+]
+"""
+
+
+def test_wikidata_aliases_from_dump_lines(tmp_path: Path) -> None:
+    dump = tmp_path / "excerpt.json"
+    dump.write_text(WIKIDATA_EXCERPT)
+    names = wikidata_aliases(dump)
+    # English label first, then English aliases in dump order, repeats dropped; Q183 has no
+    # English name and is left out; other languages are ignored.
+    assert names == {
+        "Q30": ["United States of America", "USA", "America"],
+        "Q90": ["Paris", "City of Light"],
+        "Q1299": ["The Beatles"],
+        "Q1": ["universe", "cosmos", "Universe"],
+    }
+    assert wikidata_aliases(dump, language="de") == {
+        "Q30": ["Amerika"],
+        "Q183": ["Deutschland", "BRD"],
+    }
+    assert wikidata_aliases(WIKIDATA_EXCERPT.splitlines(), keep={"Q90", "Q183"}) == {
+        "Q90": ["Paris", "City of Light"]
+    }
+    gz = tmp_path / "excerpt.json.gz"
+    gz.write_bytes(gzip.compress(WIKIDATA_EXCERPT.encode()))
+    assert wikidata_aliases(gz) == names
+    # The map it builds is an --aliases file.
+    alias_file = tmp_path / "aliases.json"
+    alias_file.write_text(json.dumps(names))
+    assert load_aliases(alias_file)["Q30"] == ("United States of America", "USA", "America")
+    with pytest.raises(DataError, match="line 2: invalid JSON"):
+        wikidata_aliases(["[", "{not json", "]"])
+    with pytest.raises(DataError, match=r"line 1, field .labels\.en."):
+        wikidata_aliases(['{"id": "Q5", "labels": {"en": "human"}}'])
+
+
+def test_alias_map_file(tmp_path: Path) -> None:
+    path = tmp_path / "aliases.json"
+    path.write_text(json.dumps({"Q30": ["USA", "America"], "Japan": ["Nippon"]}, indent=2))
+    assert load_aliases(path) == {"Q30": ("USA", "America"), "Japan": ("Nippon",)}
+    path.write_text(json.dumps({"Q30": "USA"}))
+    with pytest.raises(DataError, match="field 'Q30'"):
+        load_aliases(path)
+    path.write_text(json.dumps({"Q30": []}))
+    with pytest.raises(DataError, match="empty key or list"):
+        load_aliases(path)
+    # A single JSONL record is still read as JSONL.
+    path.write_text(json.dumps({"uri": "Q30", "aliases": ["USA"]}))
+    assert load_aliases(path) == {"Q30": ("USA",)}
+
+
+def test_stop_word_lists(tmp_path: Path) -> None:
+    words = load_stop_words("default")
+    # NLTK's pre-2018 English list (153 words) and nine tokenizer pieces, as the authors'.
+    assert len(words) == len(set(words)) == 162
+    assert {"the", "a", "of", "wouldn", "'s", "``"} <= set(words)
+    assert "The" not in words and "don't" not in words
+    assert load_stop_words("none") == ()
+    path = tmp_path / "stop.txt"
+    path.write_text("the\n\nof\nthe\n")
+    assert load_stop_words(str(path)) == ("the", "of")
+    path.write_text("\n")
+    with pytest.raises(DataError, match="no stop words"):
+        load_stop_words(str(path))
+    with pytest.raises(ConfigError, match="neither 'default', 'none' nor a file"):
+        load_stop_words(str(tmp_path / "missing.txt"))

@@ -167,3 +167,54 @@ def test_template_weights_from_the_data(tmp_path: Path) -> None:
     assert design.info["data"]["original_added"] == ["P19"]
     with pytest.warns(SensitivityWarning), pytest.raises(ConfigError, match="no template weights"):
         probe_design(load_probes(tmp_path), analysis=AnalysisOptions(weights="data"))
+
+
+def _uneven(tmp_path: Path) -> Path:
+    """Three relations with 3, 2 and 3 templates; two facts each."""
+    rels = [
+        {"relation": "a", "templates": ["[X] a0 [Y] .", "[X] a1 [Y] .", "[X] a2 [Y] ."]},
+        {"relation": "b", "templates": ["[X] b0 [Y] .", "[X] b1 [Y] ."]},
+        {"relation": "c", "templates": ["[X] c0 [Y] .", "[X] c1 [Y] .", "[X] c2 [Y] ."]},
+    ]
+    facts = [
+        {"relation": r, "subject": f"{r}{i}", "object": "o", "subject_aliases": [f"{r}{i}x"]}
+        for r in "abc"
+        for i in range(2)
+    ]
+    (tmp_path / "relations.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rels))
+    (tmp_path / "facts.jsonl").write_text("".join(json.dumps(f) + "\n" for f in facts))
+    return tmp_path
+
+
+def test_templates_cut_to_the_smallest_count_or_all_kept(tmp_path: Path) -> None:
+    data = load_probes(_uneven(tmp_path))
+    cut = probe_design(data)  # default: the smallest count (2); a and c lose their third
+    assert cut.info["templates"] == ["t00", "t01"]
+    assert cut.info["template_text"]["a"] == ["[X] a0 [Y] .", "[X] a1 [Y] ."]
+    assert cut.info["data"]["templates_per_relation"] == 2 and len(cut.blocks) == 1
+    three = probe_design(data, ProbeOptions(templates_per_relation=3))
+    assert three.info["data"]["relations_dropped"] == {
+        "b": "has 2 templates; 3 per relation were asked for"
+    }
+    full = probe_design(data, ProbeOptions(templates_per_relation="all"))
+    assert full.info["templates"] == ["t00", "t01", "t02"]
+    assert full.info["data"]["templates_per_relation"] == "all"
+    assert full.info["data"]["relations_dropped"] == {}
+    assert full.info["template_text"]["b"] == ["[X] b0 [Y] .", "[X] b1 [Y] ."]
+    # One block per template count: a and c under 3 templates, b under 2 (× 2 names each).
+    sizes = [(len(b.items), [c.name for c in b.conditions]) for b in full.blocks]
+    assert sizes == [
+        (4, [f"t0{t}-a{a}" for t in range(3) for a in range(2)]),
+        (2, [f"t0{t}-a{a}" for t in range(2) for a in range(2)]),
+    ]
+    prompts = {
+        (t.condition.name, t.item.id): t.prompt
+        for b in full.blocks
+        for t in expand(b.items, b.conditions).trials
+    }
+    assert len(prompts) == 4 * 6 + 2 * 4
+    assert prompts[("t02-a1", "c/c1/o")] == "c1x c2 [Y] ."
+    assert prompts[("t01-a0", "b/b0/o")] == "b0 b1 [Y] ."
+    assert not any(k[1].startswith("b/") and k[0].startswith("t02") for k in prompts)
+    with pytest.raises(ConfigError, match="positive integer"):
+        ProbeOptions(templates_per_relation="some")  # type: ignore[arg-type]

@@ -163,3 +163,40 @@ def test_cli_report_shows_the_study_sections(run_dir: Path, report: Report) -> N
     assert result.exit_code == 0, result.output
     html = (run_dir / "report.html").read_text()
     assert '<section id="sensitivity">' in html and FALLBACK not in html
+
+
+def test_verbalization_section_headline_and_per_relation() -> None:
+    """The tensor of ``test_tensor.test_verbalization_per_relation_skips_stop_words`` (u0 2/3
+    stable, u1 1/2) plus a third unit whose facts have one name each: the headline is the
+    mean over relations, the pooled share is labelled secondary, and the per-relation table
+    lists only relations with a fact that has two names."""
+    from .test_tensor import NAN
+
+    texts = ("the", "Paris", "Rome", "Lyon", "The")
+    p0 = np.full((1, 1, 3, 4), -1)
+    p0[0, 0, :2, 0] = [1, 1]
+    p0[0, 0, :2, 1] = [1, 2]
+    p0[0, 0, :, 2] = [0, 1, 1]
+    p0[0, 0, :2, 3] = [0, 1]
+    p1 = np.full((1, 1, 3, 3), -1)
+    p1[0, 0, :2, 0] = [3, 3]
+    p1[0, 0, 0, 1] = 3
+    p1[0, 0, :2, 2] = [4, 3]
+    p2 = np.full((1, 1, 3, 2), -1)
+    p2[0, 0, 0, :] = [1, 2]
+    preds = (p0, p1, p2)
+    cells = [np.where(p >= 0, 0.0, NAN) for p in preds]
+    c = _tensor(cells, models=("A",), predictions=preds, prediction_texts=texts)
+    a = analyze_tensor(c, {**OPTS, "stop_words": ["the"]})
+    a = json.loads(json.dumps({**a, "metric": "P@1", "unit": "relation"}, sort_keys=True))
+    (verb,) = [s for s in sensitivity_report_sections(a) if s.id == "sensitivity-verbalization"]
+    tables = [b for b in verb.blocks if isinstance(b, Table)]
+    assert len(tables) == 2
+    head = _cells(tables[0], ("A",))
+    assert head["stable, mean over relations"] == format_cell((2 / 3 + 1 / 2) / 2, "pct")
+    assert (head["relations"], head["pooled (original template)"]) == ("2", "60.0%")
+    assert head["skipped"] == "1"
+    units = tables[1]
+    assert [r[0] for r in units.cells()] == ["u0", "u1"]  # u2 has no fact with two names
+    assert _cells(units, ("u0", "A"))["stable (original template)"] == "66.7%"
+    assert "1 stop words are skipped" in str(verb.blocks[0])

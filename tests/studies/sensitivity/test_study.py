@@ -3,6 +3,7 @@ shared LPAQA data, reanalysis and the CLI."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections import defaultdict
 from pathlib import Path
@@ -161,8 +162,10 @@ def test_aliases_file_gives_verbalization_stability(tiny_bert: Path, tmp_path: P
             {"subject": "Japan", "aliases": ["Nippon", "Nihon"]},
         ],
     )
-    design = sensitivity_design(tmp_path, aliases=tmp_path / "aliases.jsonl", analysis=FAST)
+    no_rule = dataclasses.replace(FAST, stop_words=())  # a random model may predict "the"
+    design = sensitivity_design(tmp_path, aliases=tmp_path / "aliases.jsonl", analysis=no_rule)
     assert design.info["max_names"] == 4
+    assert design.info["analysis"]["stop_words"] == []
     result = run_design(
         "sensitivity",
         design,
@@ -179,8 +182,13 @@ def test_aliases_file_gives_verbalization_stability(tiny_bert: Path, tmp_path: P
     verb = result.analysis["verbalization"]
     assert verb["applicable"] and verb["facts_with_aliases"] == len(multi) == 5
     v = verb["per_model"][load_backend(f"hf:{tiny_bert}").identity()]
-    assert v["n"] == 5
-    assert v["stability"] == sum(len(preds[i]) == 1 for i in multi) / 5
+    assert v["pooled"]["n"] == 5
+    assert v["pooled"]["stability"] == sum(len(preds[i]) == 1 for i in multi) / 5
+    # The headline: per relation (P1: the USA, France, Japan; P2: France, Japan), then the mean.
+    share = {r: [len(preds[i]) == 1 for i in multi if i.startswith(f"{r}/")] for r in ("P1", "P2")}
+    assert [len(share["P1"]), len(share["P2"])] == [3, 2]
+    assert v["stability"] == pytest.approx((sum(share["P1"]) / 3 + sum(share["P2"]) / 2) / 2)
+    assert verb["per_unit"][load_backend(f"hf:{tiny_bert}").identity()]["P2"]["n"] == 2
     assert result.analysis["rankings"]["applicable"] is False
     assert result.analysis["rank_consistency"]["applicable"] is False
     assert result.analysis["prompt_preference"]["applicable"] is False  # one template
@@ -309,3 +317,51 @@ def test_generic_task(tiny_gpt2: Path, tmp_path: Path) -> None:
         assert a["pooled"][m]["scores"] == pytest.approx(
             [acc[(m, t)] for t in ("qa", "terse", "options")]
         )
+
+
+def test_every_template_kept(tiny_bert: Path, tiny_gpt2: Path, tmp_path: Path) -> None:
+    """--templates-per-relation all: relations keep 3, 2 and 3 templates; every analysis
+    uses each relation's own templates (checked against the table itself)."""
+    rels = {
+        "a": ["[X] is close to [Y] .", "[Y] lies near [X] .", "Near [X] there is [Y] ."],
+        "b": ["[X] is part of [Y] .", "[X] belongs to [Y] ."],
+        "c": ["[X] was made by [Y] .", "[Y] made [X] .", "The maker of [X] is [Y] ."],
+    }
+    _write(tmp_path / "relations.jsonl", [{"relation": r, "templates": t} for r, t in rels.items()])
+    _write(
+        tmp_path / "facts.jsonl",
+        [
+            {"relation": r, "subject": s, "object": "Paris", "subject_aliases": [f"the {s}"]}
+            for r in rels
+            for s in SUBJECTS[:4]
+        ],
+    )
+    design = sensitivity_design(
+        tmp_path,
+        probe=ProbeOptions(templates_per_relation="all"),
+        analysis=AnalysisOptions(n_subsets=30, subset_size=2, n_resamples=30, k_templates=2),
+    )
+    models = [f"hf:{tiny_bert}", f"hf:{tiny_gpt2}"]
+    result = run_design(
+        "sensitivity", design, models, options=RunOptions(out=tmp_path / "run", progress=False)
+    )
+    assert isinstance(result, StudyResult)
+    assert result.table.num_rows == 2 * 4 * 2 * (3 + 2 + 3)  # models × facts × names × templates
+    a = result.analysis
+    cells: dict[tuple[str, str, str], list[float]] = defaultdict(list)
+    for row in result.table.to_pylist():
+        cells[(row["model"], row["relation"], row["item_id"])].append(float(row["correct"]))
+    for m in models:
+        name = load_backend(m).identity()
+        pp = a["prompt_preference"]["per_unit"][name]
+        assert pp["b"]["n_templates"] == 2 and pp["b"]["scores"][2] is None
+        assert "n_templates" not in pp["a"] and None not in pp["a"]["scores"]
+        for r, templates in rels.items():
+            facts = {k[2]: v for k, v in cells.items() if k[:2] == (name, r)}
+            # two names per fact: the exact adjustment is the mean over its cells
+            expected = sum(sum(v) / len(v) for v in facts.values()) / len(facts)
+            assert all(len(v) == 2 * len(templates) for v in facts.values())
+            assert a["adjusted"]["per_unit"][name][r]["exact"] == pytest.approx(expected)
+    assert a["rank_consistency"]["applicable"]
+    assert design.info["data"]["templates_per_relation"] == "all"
+    assert reanalyze(tmp_path / "run") == a

@@ -143,12 +143,64 @@ def test_verbalization_stability_by_hand() -> None:
     p1[0, :, :2, 0] = [[3, 3], [4, 4]]
     c = _tensor([c0, c1], models=("A",), predictions=(p0, p1))
     out = analyze_tensor(c, OPTS)
-    v = out["verbalization"]["per_model"]["A"]
-    assert (v["stability"], v["n"]) == (0.75, 4)
-    assert (v["stability_original_template"], v["n_original_template"]) == (1.0, 2)
+    verb = out["verbalization"]
+    v = verb["per_model"]["A"]
+    # Per unit under the original template: u0 1/1, u1 1/1; over all templates: u0 1/2
+    # (f0 changes under t1), u1 2/2. The headline is the mean over units.
+    assert verb["per_unit"]["A"]["u0"] == {
+        "stability": 1.0,
+        "n": 1,
+        "stability_all_templates": 0.5,
+        "n_all_templates": 2,
+        "skipped_stop_words": 0,
+    }
+    assert (v["stability"], v["n_units"], v["stability_all_templates"]) == (1.0, 2, 0.75)
+    assert v["pooled"] == {
+        "stability": 0.75,
+        "n": 4,
+        "stability_original_template": 1.0,
+        "n_original_template": 2,
+    }
     assert out["rankings"]["applicable"] is False  # one model
     assert out["rank_consistency"]["applicable"] is False
     assert any("one model" in n for n in out["notes"])
+
+
+def test_verbalization_per_relation_skips_stop_words() -> None:
+    """One template, two relations. Codes: 0 "the", 1 "Paris", 2 "Rome", 3 "Lyon", 4 "The".
+
+    u0: f0 Paris/Paris (stable), f1 Paris/Rome (not), f2 the/Paris/Paris (stable once "the"
+    is skipped), f3 the/Paris (one prediction left: skipped). u1: f0 Lyon/Lyon (stable),
+    f1 one name (not counted), f2 The/Lyon (not stable: "The" is no stop word, matching is
+    case-sensitive as in the authors' code).
+    """
+    texts = ("the", "Paris", "Rome", "Lyon", "The")
+    p0 = np.full((1, 1, 3, 4), -1)
+    p0[0, 0, :2, 0] = [1, 1]
+    p0[0, 0, :2, 1] = [1, 2]
+    p0[0, 0, :, 2] = [0, 1, 1]
+    p0[0, 0, :2, 3] = [0, 1]
+    p1 = np.full((1, 1, 3, 3), -1)
+    p1[0, 0, :2, 0] = [3, 3]
+    p1[0, 0, 0, 1] = 3
+    p1[0, 0, :2, 2] = [4, 3]
+    cells = [np.where(p >= 0, 0.0, NAN) for p in (p0, p1)]
+    c = _tensor(cells, models=("A",), predictions=(p0, p1), prediction_texts=texts)
+    stops = ["the", "a", "of"]
+    out = analyze_tensor(c, {**OPTS, "stop_words": stops})["verbalization"]
+    units = out["per_unit"]["A"]
+    assert (units["u0"]["stability"], units["u0"]["n"]) == (2 / 3, 3)
+    assert units["u0"]["skipped_stop_words"] == 1
+    assert (units["u1"]["stability"], units["u1"]["n"]) == (0.5, 2)
+    v = out["per_model"]["A"]
+    assert v["stability"] == pytest.approx((2 / 3 + 1 / 2) / 2)  # the mean over relations
+    assert v["pooled"]["stability"] == pytest.approx(3 / 5)  # stable facts / facts
+    assert (v["skipped_stop_words"], out["n_stop_words"]) == (1, 3)
+    # Without the rule: u0 1/4 (only f0), u1 1/2; pooled 2/6.
+    plain = analyze_tensor(c, {**OPTS, "stop_words": []})["verbalization"]["per_model"]["A"]
+    assert plain["stability"] == pytest.approx((1 / 4 + 1 / 2) / 2)
+    assert plain["pooled"]["stability"] == pytest.approx(2 / 6)
+    assert plain["skipped_stop_words"] == 0
 
 
 def test_prompt_preference_and_rankings() -> None:
@@ -168,7 +220,12 @@ def test_prompt_preference_and_rankings() -> None:
     assert a1["scores"] == pytest.approx([0.9, 0.1, 0.5])
     assert (a1["best"], a1["worst"], a1["best_template"]) == (0.9, 0.1, "t0")
     assert a1["gap"] == pytest.approx(0.8)
-    assert a1["std"] == pytest.approx(0.4)
+    # std across templates of (.9, .1, .5): ddof 0 by default (the authors' np.std)
+    assert pp["std_ddof"] == 0
+    assert a1["std"] == pytest.approx(math.sqrt(0.32 / 3))
+    sample = analyze_tensor(c, {**OPTS, "subset_size": 1, "ddof": 1})["prompt_preference"]
+    assert (sample["std_ddof"], sample["per_unit"]["A"]["u1"]["std"]) == (1, pytest.approx(0.4))
+    assert sample["per_model"]["A"]["mean_std"] == pytest.approx(0.2)  # (0 + .4) / 2
     assert pp["per_model"]["A"]["share_gap_above"] == 0.5
     assert pp["per_model"]["B"]["share_gap_above"] == 0.0
     assert a1["max_p"]["estimate"] == pytest.approx(0.9)

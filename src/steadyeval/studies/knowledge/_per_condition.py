@@ -135,6 +135,7 @@ def _calibration(groups: _Groups, g: int) -> dict[str, Any]:
     conf = groups.confidence[pos]
     corr = groups.correct[pos]
     rms = stats.rms_calibration_error(conf, corr)
+    rmsce = stats.rms_calibration_error(conf, corr, mode="mmlu-reference")
     ece = stats.expected_calibration_error(conf, corr, n_bins=10)
     bins = stats.reliability_bins(conf, corr, n_bins=10)
     by_subject = groups.by("subject", g)
@@ -144,6 +145,7 @@ def _calibration(groups: _Groups, g: int) -> dict[str, Any]:
         "accuracy": float(corr.mean()),
         "rms": rms.statistic,
         "rms_bins": rms.n_bins,
+        "rms_reference": rmsce.statistic,
         "ece": ece.statistic,
         "brier": stats.brier_score(conf, corr).statistic,
         "reliability": {

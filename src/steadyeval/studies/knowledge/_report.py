@@ -256,6 +256,7 @@ def _calibration(a: Mapping[str, Any], tables: _Tables, figures: bool) -> Sectio
             c["mean_confidence"],
             c["accuracy"],
             c["rms"],
+            c.get("rms_reference"),
             c["ece"],
             c["brier"],
             c["subject_correlation"]["r"],
@@ -271,7 +272,13 @@ def _calibration(a: Mapping[str, Any], tables: _Tables, figures: bool) -> Sectio
                 Column("n", "int"),
                 Column("confidence", "pct", "mean confidence"),
                 Column("accuracy", "pct"),
-                Column("RMS CE", "pct", "RMS calibration error, bins of ~100 items"),
+                Column("RMS CE", "pct", "RMS calibration error (textbook), bins of ~100 items"),
+                Column(
+                    "RMSCE (ref.)",
+                    "pct",
+                    "the MMLU authors' calib_tools.rmsce: folded confidences, "
+                    "sqrt(sqrt(sum of squared weighted gaps))",
+                ),
                 Column("ECE", "pct", "expected calibration error, 10 equal-width bins"),
                 Column("Brier", "float"),
                 Column("r", "float", "confidence vs accuracy across subjects (Pearson)"),

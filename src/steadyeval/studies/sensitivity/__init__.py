@@ -21,6 +21,7 @@ from ...items import (
     load_probes,
     load_vocab,
 )
+from ...items._probes import wikidata_aliases
 
 if TYPE_CHECKING:
     from ._analysis import analyze_sensitivity, analyze_tensor
@@ -101,4 +102,5 @@ __all__ = [
     "task_design",
     "template_names",
     "template_scores",
+    "wikidata_aliases",
 ]

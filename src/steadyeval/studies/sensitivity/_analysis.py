@@ -15,6 +15,7 @@ import pyarrow as pa
 from numpy.typing import NDArray
 
 from ...stats import StatsWarning, kendall_w, spread
+from ._stopwords import DEFAULT_STOP_WORDS
 from ._tensor import (
     Correctness,
     adjusted_scores,
@@ -23,6 +24,7 @@ from ._tensor import (
     sampled_adjusted_scores,
     template_scores,
 )
+from ._verbalization import verbalization
 
 __all__ = ["analyze_sensitivity", "analyze_tensor"]
 
@@ -45,37 +47,49 @@ def _mean(values: Sequence[float]) -> float | None:
     return float(np.mean(vals)) if vals else None
 
 
+def _unit_row(
+    c: Correctness, m: int, u: int, s: NDArray[np.float64], opts: Mapping[str, Any]
+) -> dict[str, Any]:
+    """Prompt preference of model ``m`` on unit ``u`` over the unit's templates (all of
+    them, unless the design kept every template of relations with different counts)."""
+    avail = c.templates_available(u)
+    mine = s[avail]
+    none: dict[str, float | None] = {"estimate": None, "low": None, "high": None}
+    intervals = {"max_p": none, "avg_p": none, "cps": none}
+    if avail.size >= 2:
+        sp = spread(
+            np.ascontiguousarray(c.cells[u][m][avail, 0, :].T),  # rows gather faster
+            n_resamples=int(opts["n_resamples"]),
+            seed=int(opts["seed"]),
+        )
+        intervals = {k: _interval(getattr(sp, k)) for k in intervals}
+    ddof = int(opts.get("ddof", 0))
+    return {
+        "scores": [_f(v) for v in s],
+        "std": _f(np.std(mine, ddof=ddof)) if avail.size > ddof else None,
+        "best": float(mine.max()),
+        "worst": float(mine.min()),
+        "gap": float(mine.max() - mine.min()),
+        "best_template": c.templates[int(avail[np.argmax(mine)])],
+        "worst_template": c.templates[int(avail[np.argmin(mine)])],
+        **intervals,
+        "n_facts": int(c.cells[u].shape[3]),
+        **({} if avail.size == len(c.templates) else {"n_templates": int(avail.size)}),
+    }
+
+
 def _prompt_preference(
     c: Correctness, scores: NDArray[np.float64], opts: Mapping[str, Any], notes: list[str]
 ) -> dict[str, Any]:
     n_t = len(c.templates)
+    ddof = int(opts.get("ddof", 0))
     if n_t < 2:
         notes.append("one template per unit: prompt preference is not applicable")
         return {"applicable": False, "reason": "one template per unit"}
     per_unit: dict[str, dict[str, Any]] = {}
     per_model: dict[str, Any] = {}
     for m, model in enumerate(c.models):
-        rows: dict[str, Any] = {}
-        for u, unit in enumerate(c.units):
-            s = scores[m, u]
-            sp = spread(
-                np.ascontiguousarray(c.cells[u][m, :, 0, :].T),  # rows gather faster
-                n_resamples=int(opts["n_resamples"]),
-                seed=int(opts["seed"]),
-            )
-            rows[unit] = {
-                "scores": [float(v) for v in s],
-                "std": float(np.std(s, ddof=1)),
-                "best": float(s.max()),
-                "worst": float(s.min()),
-                "gap": float(s.max() - s.min()),
-                "best_template": c.templates[int(np.argmax(s))],
-                "worst_template": c.templates[int(np.argmin(s))],
-                "max_p": _interval(sp.max_p),
-                "avg_p": _interval(sp.avg_p),
-                "cps": _interval(sp.cps),
-                "n_facts": int(c.cells[u].shape[3]),
-            }
+        rows = {unit: _unit_row(c, m, u, scores[m, u], opts) for u, unit in enumerate(c.units)}
         per_unit[model] = rows
         gaps = [r["gap"] for r in rows.values()]
         per_model[model] = {
@@ -89,7 +103,13 @@ def _prompt_preference(
             "mean_best": _mean([r["best"] for r in rows.values()]),
             "mean_worst": _mean([r["worst"] for r in rows.values()]),
         }
-    return {"applicable": True, "gap": opts["gap"], "per_model": per_model, "per_unit": per_unit}
+    return {
+        "applicable": True,
+        "gap": opts["gap"],
+        "std_ddof": ddof,
+        "per_model": per_model,
+        "per_unit": per_unit,
+    }
 
 
 def _pooled(c: Correctness, opts: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -128,9 +148,12 @@ def _rankings(c: Correctness, scores: NDArray[np.float64], notes: list[str]) -> 
     changed = 0
     undefined = 0
     for u, unit in enumerate(c.units):
-        by_template = scores[:, u, :].T  # (templates, models)
+        by_template = scores[:, u, c.templates_available(u)].T  # (templates, models)
         rankings = {_ranks(row) for row in by_template}
         changed += len(rankings) > 1
+        if len(by_template) < 2:  # a relation with one template (every template kept)
+            per_unit[unit] = {"n_rankings": 1, "kendall_w": None, "kendall_w_pvalue": None}
+            continue
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", StatsWarning)
             w = kendall_w(by_template)
@@ -154,42 +177,6 @@ def _rankings(c: Correctness, scores: NDArray[np.float64], notes: list[str]) -> 
         "mean_kendall_w": _mean([r["kendall_w"] for r in per_unit.values()]),
         "per_unit": per_unit,
     }
-
-
-def _verbalization(c: Correctness, notes: list[str]) -> dict[str, Any]:
-    if c.n_names < 2 or c.predictions is None:
-        notes.append(
-            "no subject has more than one name: verbalization stability is not applicable (K_x = 1)"
-        )
-        return {"applicable": False, "reason": "no aliases in the data (K_x = 1)"}
-    per_model: dict[str, Any] = {}
-    for m, model in enumerate(c.models):
-        stable = total = stable0 = total0 = 0
-        by_name = np.zeros(c.n_names)
-        by_name_n = np.zeros(c.n_names)
-        for u, pred in enumerate(c.predictions):
-            avail = c.names_available(u)
-            multi = avail >= 2
-            p = pred[m]  # (T, X, F)
-            same = np.all((p == p[:, :1, :]) | (p < 0), axis=1)  # (T, F)
-            stable += int(same[:, multi].sum())
-            total += int(multi.sum()) * p.shape[0]
-            stable0 += int(same[0, multi].sum())
-            total0 += int(multi.sum())
-            cell = c.cells[u][m]
-            by_name += np.nansum(cell, axis=(0, 2))
-            by_name_n += (~np.isnan(cell)).sum(axis=(0, 2))
-        per_model[model] = {
-            "stability": stable / total if total else None,
-            "n": total,
-            "stability_original_template": stable0 / total0 if total0 else None,
-            "n_original_template": total0,
-            "score_by_name": [
-                float(s / n) if n else None for s, n in zip(by_name, by_name_n, strict=True)
-            ],
-        }
-    n_multi = sum(int((c.names_available(u) >= 2).sum()) for u in range(len(c.units)))
-    return {"applicable": True, "facts_with_aliases": n_multi, "per_model": per_model}
 
 
 def _adjusted(
@@ -220,7 +207,7 @@ def _adjusted(
     per_model = {
         model: {
             "original": float(scores[m, :, 0].mean()),
-            "mean_over_templates": float(scores[m].mean()),
+            "mean_over_templates": float(np.nanmean(scores[m], axis=1).mean()),
             "exact": float(exact[m].mean()),
             "sampled": float(sampled[m].mean()),
         }
@@ -325,7 +312,7 @@ def analyze_tensor(
         "n_facts": int(sum(cell.shape[3] for cell in c.cells)),
         "prompt_preference": _prompt_preference(c, scores, options, notes),
         "rankings": _rankings(c, scores, notes),
-        "verbalization": _verbalization(c, notes),
+        "verbalization": verbalization(c, options.get("stop_words") or (), notes),
         "adjusted": _adjusted(c, scores, weights, options),
         "rank_consistency": _consistency(consistency_units or c, weights, options, notes),
     }
@@ -341,16 +328,20 @@ def analyze_sensitivity(table: pa.Table, info: Mapping[str, Any]) -> dict[str, A
     """The study's analysis, from the results table and the design facts only.
 
     Returns a JSON-ready dict: ``prompt_preference`` (per model and unit: the score under
-    every template, std, best, worst, best−worst, MaxP/AvgP/CPS with bootstrap intervals;
+    every template, std across templates (``std_ddof``: 0 by default, as the authors'
+    ``np.std``; 1 on request), best, worst, best−worst, MaxP/AvgP/CPS with bootstrap intervals;
     per model the means and the share of units whose gap exceeds ``gap``), ``rankings``
     (units where the model ranking changes with the template; Kendall's W of the model
-    rankings across templates), ``verbalization`` (share of facts whose prediction is the
-    same under every name of the subject), ``adjusted`` (backdoor-adjusted scores, exact and
+    rankings across templates), ``verbalization`` (per unit, the share of facts whose
+    prediction is the same under every name of the subject, stop-word predictions skipped;
+    per model the mean over units, and the pooled share as a secondary figure), ``adjusted`` (backdoor-adjusted scores, exact and
     sampled), ``rank_consistency`` (three regimes, per model and overall) and ``notes``
     (what was not applicable, and why).
     """
     c = Correctness.from_table(table, info)
-    opts = info["analysis"]
+    opts = dict(info["analysis"])
+    if opts.get("stop_words") is None and info.get("kind") == "probes":
+        opts["stop_words"] = list(DEFAULT_STOP_WORDS)  # a run from before the option
     weights = info.get("weights")
     if info.get("unit") == "item":  # units are single items: analyse them pooled
         result = analyze_tensor(c.pooled(), opts, consistency_units=c)

@@ -25,12 +25,17 @@ class SensitivityConfig(StudyConfig):
     limit_per_relation: int | None = Field(
         None, ge=1, description="At most N facts per relation (a seeded sample)."
     )
-    templates_per_relation: int | None = Field(
-        None, ge=1, description="Templates per relation (default: the smallest count)."
+    templates_per_relation: int | Literal["all"] | None = Field(
+        None,
+        description="Templates per relation: N (relations with more are cut to their first "
+        "N, relations with fewer dropped), 'all' (every template of every relation), or by "
+        "default the smallest count among the relations.",
+        json_schema_extra={"metavar": "N|all"},
     )
     aliases: str | None = Field(
         None,
-        description='Subject aliases, JSONL: {"subject": "...", "aliases": [...]}.',
+        description='Subject aliases: a JSON map {"Q30": ["USA", ...]} (keys: subject URIs '
+        'or labels) or JSONL lines {"subject": "...", "aliases": [...]}.',
         json_schema_extra={"path": True, "metavar": "FILE"},
     )
     max_names: int = Field(5, ge=1, description="Names per subject (canonical + aliases).")
@@ -59,7 +64,27 @@ class SensitivityConfig(StudyConfig):
     weights: Literal["uniform", "data"] = Field(
         "uniform", description="P(template): uniform or the data's template weights."
     )
+    ddof: int = Field(
+        0,
+        ge=0,
+        le=1,
+        description="Std across templates: 0 (population std, the authors' np.std) or 1 "
+        "(sample std).",
+    )
+    stop_words: str = Field(
+        "default",
+        description="Verbalization stability skips stop-word predictions: 'default' (the "
+        "authors' list: NLTK English + tokenizer pieces), 'none', or a file (one per line).",
+        json_schema_extra={"metavar": "default|none|FILE"},
+    )
     seed: int = Field(42, description="Seed of the fact sample and of every analysis draw.")
+
+    @field_validator("templates_per_relation")
+    @classmethod
+    def _positive(cls, value: int | str | None) -> int | str | None:
+        if isinstance(value, int) and value < 1:
+            raise ValueError("templates_per_relation must be at least 1 (or 'all')")
+        return value
 
     @field_validator("scoring")
     @classmethod

@@ -19,22 +19,24 @@ subject's names when items have aliases; the analyses then use accuracy.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..._errors import ConfigError
 from ...conditions import FORMATS, Condition, Format, Generation, Template
-from ...items import Fact, Item, ProbeData, Relation, fact_metadata
+from ...items import Item, ProbeData, Relation
 from ...models import split_slot
 from ...results import StudyColumn
 from ...scoring import GENERATE, OPTION_LOGPROB, TOP_K
 from .._protocol import StudyDesign
+from ._probe_items import choose_relations, probe_items, weights_info
+from ._stopwords import DEFAULT_STOP_WORDS
+
+if TYPE_CHECKING:
+    from ...run import Block
 
 __all__ = [
     "AnalysisOptions",
@@ -66,9 +68,11 @@ class ProbeOptions:
     limit_per_relation : int, optional
         At most this many facts per relation: a seeded uniform sample (``seed``), kept in
         file order.
-    templates_per_relation : int, optional
-        Templates used per relation (the original and the next ones in file order). Default:
-        the smallest count among the relations. Relations with fewer are dropped.
+    templates_per_relation : int or "all", optional
+        Templates used per relation (the original and the next ones in file order): a
+        relation with more is cut to its first K, one with fewer is dropped. Default: the
+        smallest count among the relations. ``"all"``: every template of every relation
+        (the design then has one block per template count; see :func:`probe_design`).
     max_names : int
         At most this many names per subject (the canonical one and aliases).
     candidates : {"vocabulary", "relation"}
@@ -87,7 +91,7 @@ class ProbeOptions:
     """
 
     limit_per_relation: int | None = None
-    templates_per_relation: int | None = None
+    templates_per_relation: int | Literal["all"] | None = None
     max_names: int = 5
     candidates: Literal["vocabulary", "relation"] = "vocabulary"
     vocab: frozenset[str] | None = None
@@ -99,6 +103,8 @@ class ProbeOptions:
     def __post_init__(self) -> None:
         for name in ("limit_per_relation", "templates_per_relation"):
             v = getattr(self, name)
+            if name == "templates_per_relation" and v == "all":
+                continue
             if v is not None and (not isinstance(v, int) or v < 1):
                 raise ConfigError(f"{name} must be a positive integer; got {v!r}")
         if self.max_names < 1:
@@ -130,6 +136,13 @@ class AnalysisOptions:
         Best−worst gap (0–1 scale) counted in the share of units "above the gap".
     n_resamples : int
         Bootstrap resamples of :func:`steadyeval.stats.spread`.
+    ddof : {0, 1}
+        Delta degrees of freedom of the std of a unit's scores across templates: 0 (the
+        population std, as the authors' ``np.std``) or 1 (the sample std).
+    stop_words : tuple of str, optional
+        Verbalization stability skips predictions that are one of these words. ``None``:
+        the authors' list (:data:`DEFAULT_STOP_WORDS`) for factual probes, none for generic
+        tasks; ``()``: no rule.
     """
 
     n_subsets: int = 1000
@@ -140,8 +153,12 @@ class AnalysisOptions:
     weights: Literal["uniform", "data"] = "uniform"
     gap: float = 0.10
     n_resamples: int = 1000
+    ddof: int = 0
+    stop_words: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
+        if self.ddof not in (0, 1):
+            raise ConfigError(f"ddof must be 0 or 1; got {self.ddof!r}")
         for name in ("n_subsets", "subset_size", "n_resamples"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be at least 1; got {getattr(self, name)}")
@@ -164,7 +181,16 @@ class AnalysisOptions:
             "weights": self.weights,
             "gap": self.gap,
             "n_resamples": self.n_resamples,
+            "ddof": self.ddof,
+            "stop_words": None if self.stop_words is None else list(self.stop_words),
         }
+
+    def resolved(self, kind: Literal["probes", "task"]) -> dict[str, Any]:
+        """:meth:`to_dict` with the stop words the design's kind uses by default."""
+        out = self.to_dict()
+        if self.stop_words is None:
+            out["stop_words"] = list(DEFAULT_STOP_WORDS) if kind == "probes" else []
+        return out
 
 
 def template_names(n: int) -> list[str]:
@@ -175,11 +201,6 @@ def template_names(n: int) -> list[str]:
 
 def _condition_name(template: str, alias: int, n_names: int) -> str:
     return template if n_names == 1 else f"{template}-a{alias}"
-
-
-def _seed_for(*parts: object) -> int:
-    digest = hashlib.sha256("\x1f".join(map(str, parts)).encode()).digest()
-    return int.from_bytes(digest[:8], "little")
 
 
 def _lit(text: str) -> str:
@@ -200,150 +221,19 @@ def _slot_is_final(template: str) -> bool:
 # -- probes ------------------------------------------------------------------------------------
 
 
-def _names_for(fact: Fact, extra: Mapping[str, Sequence[str]] | None, cap: int) -> tuple[str, ...]:
-    names = [fact.subject, *fact.aliases]
-    if extra:
-        more = extra.get(fact.subject_uri or "\x00") or extra.get(fact.subject) or ()
-        names.extend(more)
-    return tuple(dict.fromkeys(n for n in names if n.strip()))[:cap]
-
-
-def _choose_relations(
-    data: ProbeData, opts: ProbeOptions
-) -> tuple[list[Relation], int, dict[str, str]]:
-    rels = list(data.relations)
-    dropped: dict[str, str] = {}
-    if opts.relations is not None:
-        known = {r.id for r in rels}
-        missing = [r for r in opts.relations if r not in known]
-        if missing:
-            raise ConfigError(
-                f"relations not in {data.source}: {', '.join(missing)}; "
-                f"available: {', '.join(sorted(known))}"
-            )
-        rels = [r for r in rels if r.id in set(opts.relations)]
-    k = opts.templates_per_relation or min(len(r.templates) for r in rels)
-    for r in rels:
-        if len(r.templates) < k:
-            dropped[r.id] = f"has {len(r.templates)} templates; {k} per relation were asked for"
-    rels = [r for r in rels if r.id not in dropped]
-    if not rels:
-        raise ConfigError(
-            f"no relation has {k} templates; lower templates_per_relation "
-            f"(counts: {sorted({len(r.templates) for r in data.relations})})"
-        )
-    return rels, k, dropped
-
-
-def _sample(facts: list[Fact], limit: int | None, seed: int, relation: str) -> list[Fact]:
-    if limit is None or len(facts) <= limit:
-        return facts
-    rng = np.random.default_rng(_seed_for("facts", seed, relation))
-    keep = sorted(int(i) for i in rng.choice(len(facts), size=limit, replace=False))
-    return [facts[i] for i in keep]
-
-
-def _probe_items(
-    data: ProbeData, rels: Sequence[Relation], opts: ProbeOptions
-) -> tuple[list[Item], dict[str, Any]]:
-    items: list[Item] = []
-    per_relation: dict[str, dict[str, int]] = {}
-    for rel in rels:
-        all_facts = data.facts_of(rel.id)
-        facts = [f for f in all_facts if opts.vocab is None or f.object in opts.vocab]
-        golds: dict[str, list[str]] = {}
-        for f in all_facts:
-            golds.setdefault(f.subject_key, [])
-            if f.object not in golds[f.subject_key]:
-                golds[f.subject_key].append(f.object)
-        objects = list(
-            dict.fromkeys(
-                f.object for f in all_facts if opts.vocab is None or f.object in opts.vocab
-            )
-        )
-        chosen = _sample(facts, opts.limit_per_relation, opts.seed, rel.id)
-        per_relation[rel.id] = {
-            "facts": len(all_facts),
-            "in_vocab": len(facts),
-            "used": len(chosen),
-            "objects": len(objects),
-        }
-        for f in chosen:
-            answers = [f.object, *(o for o in golds[f.subject_key] if o != f.object)]
-            options = tuple(objects) if opts.candidates == "relation" else None
-            if options is not None:
-                answers = [a for a in answers if a in objects]
-            meta = fact_metadata(rel.id, f)
-            items.append(
-                Item(
-                    id=f"{rel.id}/{f.subject_key}/{f.object_key}",
-                    question=rel.templates[0],
-                    options=options,
-                    answers=tuple(answers),
-                    gold_options=tuple(objects.index(a) for a in answers) if options else (),
-                    aliases=_names_for(f, opts.aliases, opts.max_names),
-                    metadata=meta,
-                )
-            )
-    return items, per_relation
-
-
-def _weights_info(
-    rels: Sequence[Relation], k: int, mode: str, source: str
-) -> dict[str, list[float]] | None:
-    if mode == "uniform":
-        return None
-    missing = [r.id for r in rels if r.weights is None]
-    if missing:
-        raise ConfigError(
-            f"weights='data' but {source} has no template weights for relation(s) "
-            f"{', '.join(missing[:5])}; use weights='uniform' or add weights"
-        )
-    out = {}
-    for r in rels:
-        assert r.weights is not None
-        w = list(r.weights[:k])
-        if sum(w) <= 0:
-            raise ConfigError(f"{r.where}: the first {k} template weights sum to 0")
-        out[r.id] = [x / sum(w) for x in w]
-    return out
-
-
-def probe_design(
-    data: ProbeData,
-    probe: ProbeOptions | None = None,
-    analysis: AnalysisOptions | None = None,
-) -> StudyDesign:
-    """Items and conditions for factual probes (calls no model).
-
-    ``design.info`` holds everything the analysis needs besides the table: the template
-    names, each relation's template texts, the (template, name) of every condition, template
-    weights, and the analysis options; plus how the data were reduced (for the report).
-    """
-    opts = probe or ProbeOptions()
-    aopts = analysis or AnalysisOptions()
-    rels, k, dropped = _choose_relations(data, opts)
-    items, per_relation = _probe_items(data, rels, opts)
-    if not items:
-        raise ConfigError(
-            f"no facts left in {data.source} after the vocabulary filter; check vocab"
-        )
-    n_names = max(len(i.aliases) for i in items)
-    if n_names == 1:
-        warnings.warn(
-            "no subject has an alias: verbalization stability is not applicable (K_x = 1)",
-            SensitivityWarning,
-            stacklevel=2,
-        )
-    names = template_names(k)
+def _probe_conditions(
+    rels: Sequence[Relation], k: int, n_names: int, opts: ProbeOptions
+) -> tuple[list[Condition], dict[str, dict[str, Any]]]:
+    """One condition per (template index, name index); template ``t``'s body maps each
+    relation that has a template ``t`` to it."""
     fmt = Format(name="cloze", kind="free")
     cand: Literal["vocabulary", "options"] = (
         "options" if opts.candidates == "relation" else "vocabulary"
     )
     conditions: list[Condition] = []
     roles: dict[str, dict[str, Any]] = {}
-    for t, tname in enumerate(names):
-        body = _dispatch_body({r.id: r.templates[t] for r in rels})
+    for t, tname in enumerate(template_names(k)):
+        body = _dispatch_body({r.id: r.templates[t] for r in rels if len(r.templates) > t})
         template = Template(name=tname, body=body, answer="")
         for a in range(n_names):
             cname = _condition_name(tname, a, n_names)
@@ -359,24 +249,80 @@ def probe_design(
                 )
             )
             roles[cname] = {"template": tname, "alias": a}
+    return conditions, roles
+
+
+def _blocks(
+    items: Sequence[Item],
+    conditions: Sequence[Condition],
+    rels: Sequence[Relation],
+    k: int,
+    n_names: int,
+) -> list[Block]:
+    """Every item × condition, or — when relations keep different numbers of templates —
+    one block per template count n: its relations' items × the conditions of templates
+    0..n-1 (blocks in the order their counts first appear among the relations)."""
+    from ...run import Block
+
+    count = {r.id: min(len(r.templates), k) for r in rels}
+    if all(n == k for n in count.values()):
+        return [Block(list(items), list(conditions), [], {})]
+    blocks = []
+    for n in dict.fromkeys(count.values()):
+        mine = [i for i in items if count[str(i.metadata["relation"])] == n]
+        if mine:
+            blocks.append(Block(mine, list(conditions[: n * n_names]), [], {}))
+    return blocks
+
+
+def probe_design(
+    data: ProbeData,
+    probe: ProbeOptions | None = None,
+    analysis: AnalysisOptions | None = None,
+) -> StudyDesign:
+    """Items and conditions for factual probes (calls no model).
+
+    ``design.info`` holds everything the analysis needs besides the table: the template
+    names, each relation's template texts, the (template, name) of every condition, template
+    weights, and the analysis options; plus how the data were reduced (for the report).
+    With ``templates_per_relation="all"`` relations keep all their templates: condition
+    ``tKK`` then applies to the relations that have a K-th template, and the design has one
+    block per template count.
+    """
+    opts = probe or ProbeOptions()
+    aopts = analysis or AnalysisOptions()
+    rels, k, dropped = choose_relations(data, opts)
+    items, per_relation = probe_items(data, rels, opts)
+    if not items:
+        raise ConfigError(
+            f"no facts left in {data.source} after the vocabulary filter; check vocab"
+        )
+    n_names = max(len(i.aliases) for i in items)
+    if n_names == 1:
+        warnings.warn(
+            "no subject has an alias: verbalization stability is not applicable (K_x = 1)",
+            SensitivityWarning,
+            stacklevel=2,
+        )
+    conditions, roles = _probe_conditions(rels, k, n_names, opts)
     info: dict[str, Any] = {
         "kind": "probes",
         "metric": "P@1",
         "unit": "relation",
-        "templates": names,
+        "templates": template_names(k),
         "template_text": {r.id: list(r.templates[:k]) for r in rels},
         "slot_final": {r.id: [_slot_is_final(x) for x in r.templates[:k]] for r in rels},
         "conditions": roles,
         "max_names": n_names,
-        "weights": _weights_info(rels, k, aopts.weights, data.source),
-        "analysis": aopts.to_dict(),
+        "weights": weights_info(rels, k, aopts.weights, data.source),
+        "analysis": aopts.resolved("probes"),
         "data": {
             "source": data.source,
             "layout": data.layout,
             "prompt_set": data.prompt_set,
             "relations": [r.id for r in rels],
             "relations_dropped": dropped,
-            "templates_per_relation": k,
+            "templates_per_relation": k if opts.templates_per_relation != "all" else "all",
             "original_added": [r.id for r in rels if r.original_added],
             "facts": per_relation,
             "n_items": len(items),
@@ -393,7 +339,8 @@ def probe_design(
             ],
         },
     }
-    return StudyDesign.of(items, conditions, (), info=info, columns=COLUMNS)
+    blocks = _blocks(items, conditions, rels, k, n_names)
+    return StudyDesign(blocks=tuple(blocks), info=info, columns=COLUMNS)
 
 
 # -- generic tasks -----------------------------------------------------------------------------
@@ -473,7 +420,7 @@ def task_design(
         "conditions": roles,
         "max_names": n_names,
         "weights": None,
-        "analysis": aopts.to_dict(),
+        "analysis": aopts.resolved("task"),
         "data": {"n_items": len(items), "scoring": score, "format": fmt.name, **(info or {})},
     }
     return StudyDesign.of(list(items), conditions, (), info=design_info, columns=COLUMNS)

@@ -93,7 +93,11 @@ def _overview(a: Mapping[str, Any], figures: bool) -> Section:
                 Column("mean over templates", "pct"),
                 Column("adjusted (exact)", "pct", "backdoor adjustment over templates and names"),
                 Column("adjusted (sampled)", "pct"),
-                Column("mean std", "pct", f"std across templates, mean over {unit}s"),
+                Column(
+                    f"mean std (ddof {pp.get('std_ddof', 1)})",
+                    "pct",
+                    f"std across templates (ddof {pp.get('std_ddof', 1)}), mean over {unit}s",
+                ),
                 Column("mean best−worst", "pct"),
                 Column(
                     f"share gap > {gap}", "pct", f"share of {unit}s whose best−worst exceeds it"
@@ -101,7 +105,11 @@ def _overview(a: Mapping[str, Any], figures: bool) -> Section:
                 Column("MaxP", "pct"),
                 Column("AvgP", "pct"),
                 Column("CPS", "pct"),
-                Column("verbalization stability", "pct"),
+                Column(
+                    "verbalization stability",
+                    "pct",
+                    f"mean over {unit}s of the share of facts stable under every name",
+                ),
             ),
             tuple(rows),
             note=(
@@ -165,7 +173,7 @@ def _pooled(a: Mapping[str, Any], pooled: Mapping[str, Any]) -> Table:
             Column("model"),
             Column("items", "int"),
             *(Column(t, "pct") for t in templates),
-            Column("std [95% CI]", "pct_ci", "bootstrap over items"),
+            Column("std (ddof 1) [95% CI]", "pct_ci", "bootstrap over items"),
             Column("best − worst [95% CI]", "diff_ci"),
             Column("MaxP [95% CI]", "pct_ci"),
             Column("AvgP [95% CI]", "pct_ci"),
@@ -236,43 +244,98 @@ def _rank_consistency(a: Mapping[str, Any], figures: bool) -> Section:
     return Section.of("rank-consistency", "Rank consistency", blocks, SOURCE)
 
 
+def _verbalization_table(a: Mapping[str, Any], verb: Mapping[str, Any], unit: str) -> Table:
+    metric = a.get("metric", "score")
+    rows = []
+    for m in a["models"]:
+        v = verb["per_model"][m]
+        pooled = v["pooled"]
+        by_name = " / ".join(format_cell(s, "pct") for s in v["score_by_name"])
+        rows.append(
+            (
+                m,
+                v["stability"],
+                v["n_units"],
+                v["stability_all_templates"],
+                pooled["stability_original_template"],
+                pooled["n_original_template"],
+                pooled["stability"],
+                pooled["n"],
+                v["skipped_stop_words"],
+                by_name,
+            )
+        )
+    return Table(
+        "",
+        (
+            Column("model"),
+            Column(
+                f"stable, mean over {unit}s",
+                "pct",
+                f"headline (as the paper): per {unit}, the share of facts stable under the "
+                f"original template; mean over {unit}s",
+            ),
+            Column(f"{unit}s", "int"),
+            Column(f"mean over {unit}s, all templates", "pct"),
+            Column("pooled (original template)", "pct", f"secondary: facts of all {unit}s"),
+            Column("facts", "int"),
+            Column("pooled (all templates)", "pct", "secondary: (fact, template) pairs"),
+            Column("pairs", "int"),
+            Column("skipped", "int", "(fact, template) pairs left with < 2 non-stop-word names"),
+            Column(f"{metric} by name index", help="name 0 is the canonical name"),
+        ),
+        tuple(rows),
+    )
+
+
+def _verbalization_units(a: Mapping[str, Any], verb: Mapping[str, Any], unit: str) -> Table | None:
+    """One row per (unit, model) with at least one counted fact; None when no row."""
+    rows = [
+        (u, m, r["stability"], r["n"], r["stability_all_templates"], r["n_all_templates"])
+        for m in a["models"]
+        for u, r in verb["per_unit"][m].items()
+        if r["n_all_templates"]
+    ]
+    if not rows:
+        return None
+    return Table(
+        f"Verbalization stability per {unit} ({unit}s with a fact that has two names)",
+        (
+            Column(unit),
+            Column("model"),
+            Column("stable (original template)", "pct"),
+            Column("facts", "int"),
+            Column("stable (all templates)", "pct"),
+            Column("(fact, template) pairs", "int"),
+        ),
+        tuple(rows),
+    )
+
+
 def _verbalization(a: Mapping[str, Any]) -> Section:
-    verb, metric = a["verbalization"], a.get("metric", "score")
+    verb, unit = a["verbalization"], a.get("unit", "unit")
     if not verb.get("applicable"):
         blocks: list[Block] = [Paragraph(f"Not applicable: {verb['reason']}.")]
-    else:
-        rows = []
-        for m in a["models"]:
-            v = verb["per_model"][m]
-            by_name = " / ".join(format_cell(s, "pct") for s in v["score_by_name"])
-            rows.append(
-                (
-                    m,
-                    v["stability"],
-                    v["n"],
-                    v["stability_original_template"],
-                    v["n_original_template"],
-                    by_name,
-                )
-            )
-        blocks = [
-            Paragraph(
-                f"{verb['facts_with_aliases']} facts have a subject with more than one name; "
-                "stable: the prediction is the same under every name of the subject."
-            ),
-            Table(
-                "",
-                (
-                    Column("model"),
-                    Column("stable (all templates)", "pct"),
-                    Column("(fact, template) pairs", "int"),
-                    Column("stable (original template)", "pct"),
-                    Column("facts", "int"),
-                    Column(f"{metric} by name index", help="name 0 is the canonical name"),
-                ),
-                tuple(rows),
-            ),
-        ]
+        return Section.of("sensitivity-verbalization", "Verbalization", blocks, SOURCE)
+    n_stop = verb.get("n_stop_words", 0)
+    rule = (
+        f"predictions that are one of {n_stop} stop words are skipped (a fact counts when at "
+        "least two of its names give another prediction)"
+        if n_stop
+        else "no stop-word rule"
+    )
+    blocks = [
+        Paragraph(
+            f"{verb['facts_with_aliases']} facts have a subject with more than one name. "
+            f"Stable: the prediction is the same under every name of the subject; {rule}. "
+            f"The headline is the paper's: per {unit}, the share of stable facts under the "
+            f"original template, averaged over {unit}s; pooled shares are secondary."
+        ),
+        _verbalization_table(a, verb, unit),
+    ]
+    units = _verbalization_units(a, verb, unit) if "per_unit" in verb else None
+    if units is not None:
+        blocks.append(units)
     return Section.of("sensitivity-verbalization", "Verbalization", blocks, SOURCE)
 
 
@@ -310,7 +373,7 @@ def _per_unit(a: Mapping[str, Any]) -> Section | None:
             Column("worst", "pct"),
             Column("worst template"),
             Column("best−worst", "pct"),
-            Column("std", "pct"),
+            Column(f"std (ddof {pp.get('std_ddof', 1)})", "pct"),
             Column("adjusted", "pct", "exact backdoor adjustment"),
             Column("facts", "int"),
         ),

@@ -42,6 +42,7 @@ class SensitivityStudy(Study):
     ) -> StudyDesign:
         from ._design import AnalysisOptions, ProbeOptions, SensitivityWarning
         from ._setup import sensitivity_design
+        from ._stopwords import load_stop_words
 
         analysis = AnalysisOptions(
             n_subsets=config.subsets,
@@ -50,6 +51,10 @@ class SensitivityStudy(Study):
             k_templates=config.k_templates,
             k_names=config.k_names,
             weights=config.weights,
+            ddof=config.ddof,
+            stop_words=None
+            if config.stop_words == "default"
+            else load_stop_words(config.stop_words),
         )
         probe = ProbeOptions(
             limit_per_relation=config.limit_per_relation,

@@ -4,6 +4,7 @@ three rank-consistency regimes."""
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -53,11 +54,14 @@ class Correctness:
         Name axis length (name 0 is the canonical name).
     cells : tuple of ndarray, shape (n_models, n_templates, n_names, n_facts_u)
         One array per unit: 1.0 correct, 0.0 wrong, NaN not asked (the fact's subject has
-        no such name).
+        no such name, or the unit has no such template: with every template kept, units
+        may have fewer templates than the axis; template 0 is always asked).
     facts : tuple of tuple of str
         The fact (item) ids of each unit, in the order of the last axis.
     predictions : tuple of ndarray of int, optional
         Same shapes as ``cells``: a code per distinct prediction, -1 where not asked.
+    prediction_texts : tuple of str, optional
+        The text of each prediction code (``prediction_texts[code]``).
     """
 
     models: tuple[str, ...]
@@ -67,6 +71,7 @@ class Correctness:
     cells: tuple[FloatArray, ...]
     facts: tuple[tuple[str, ...], ...]
     predictions: tuple[IntArray, ...] | None = None
+    prediction_texts: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         shape = (len(self.models), len(self.templates), self.n_names)
@@ -75,8 +80,24 @@ class Correctness:
         for u, c in zip(self.units, self.cells, strict=True):
             if c.ndim != 4 or c.shape[:3] != shape or c.shape[3] == 0:
                 raise ValueError(f"unit {u!r}: cells must have shape {shape} + (n_facts >= 1,)")
-            if bool(np.any(np.isnan(c[:, :, 0, :]))):
-                raise ValueError(f"unit {u!r}: every fact must be asked with its name 0")
+            asked = ~np.all(np.isnan(c[:, :, 0, :]), axis=(0, 2))  # templates of the unit
+            if not asked[0] or bool(np.any(np.isnan(c[:, asked, 0, :]))):
+                raise ValueError(
+                    f"unit {u!r}: every fact must be asked with its name 0 under template 0 "
+                    "and under every other template of the unit"
+                )
+
+    def templates_available(self, u: int) -> IntArray:
+        """Indices of the templates unit ``u`` was asked under (all, unless the design kept
+        every template of relations with different template counts)."""
+        asked = ~np.all(np.isnan(self.cells[u][:, :, 0, :]), axis=(0, 2))
+        return np.flatnonzero(asked).astype(np.int64)
+
+    @property
+    def rectangular(self) -> bool:
+        """Whether every unit was asked under every template."""
+        n = len(self.templates)
+        return all(self.templates_available(u).size == n for u in range(len(self.units)))
 
     def names_available(self, u: int) -> IntArray:
         """Number of names of each fact of unit ``u`` (names are 0..n-1)."""
@@ -96,6 +117,7 @@ class Correctness:
             predictions=None
             if self.predictions is None
             else (np.concatenate(self.predictions, axis=3),),
+            prediction_texts=self.prediction_texts,
         )
 
     @classmethod
@@ -137,7 +159,7 @@ def _from_table(table: pa.Table, info: Mapping[str, Any]) -> Correctness:
     flat = offset[u] + ((m * n_templates + p) * n_names + x) * n_facts[u] + f
     total = int(offset[-1])
     means = cell_means(flat, ok, total)
-    pred = cell_predictions(col("parsed"), rows, flat, total)
+    pred, pred_texts = cell_predictions(col("parsed"), rows, flat, total)
     cells = tuple(
         means[offset[k] : offset[k + 1]].reshape(*shape, int(n_facts[k])) for k in range(len(facts))
     )
@@ -152,6 +174,7 @@ def _from_table(table: pa.Table, info: Mapping[str, Any]) -> Correctness:
         cells=cells,
         facts=tuple(facts),
         predictions=preds,
+        prediction_texts=pred_texts,
     )
 
 
@@ -165,13 +188,21 @@ def template_scores(c: Correctness) -> FloatArray:
 
 
 def _weights(c: Correctness, weights: Mapping[str, Sequence[float]] | None, u: int) -> FloatArray:
+    """P(template) over the template axis; 0 for templates the unit was not asked under."""
     n = len(c.templates)
+    avail = c.templates_available(u)
     if weights is None:
-        return np.full(n, 1.0 / n)
+        if avail.size == n:
+            return np.full(n, 1.0 / n)
+        uniform = np.zeros(n)
+        uniform[avail] = 1.0 / avail.size
+        return uniform
     w = np.asarray(weights[c.units[u]], dtype=np.float64)
-    if w.shape != (n,) or bool(np.any(w < 0)) or w.sum() <= 0:
-        raise ConfigError(f"unit {c.units[u]!r}: weights must be {n} non-negative numbers")
-    normalised: FloatArray = w / w.sum()
+    if w.shape not in ((n,), avail.shape) or bool(np.any(w < 0)) or w.sum() <= 0:
+        raise ConfigError(f"unit {c.units[u]!r}: weights must be {avail.size} non-negative numbers")
+    full = np.zeros(n)
+    full[avail] = w[avail] if w.shape == (n,) and avail.size < n else w
+    normalised: FloatArray = full / full.sum()
     return normalised
 
 
@@ -187,16 +218,23 @@ def adjusted_scores(
     out = np.empty((len(c.models), len(c.units)))
     for u, cell in enumerate(c.cells):
         w = _weights(c, weights, u)
-        per_name = np.nanmean(cell, axis=2)  # (M, P, F): mean over the fact's names
-        out[:, u] = np.einsum("p,mpf->mf", w, per_name).mean(axis=1)
+        with np.errstate(invalid="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # templates the unit lacks
+            per_name = np.nanmean(cell, axis=2)  # (M, P, F): mean over the fact's names
+        out[:, u] = np.einsum("p,mpf->mf", w, np.nan_to_num(per_name)).mean(axis=1)
     return out
 
 
 def _draw_templates(
     rng: np.random.Generator, n: int, k: int, w: FloatArray, uniform: bool
 ) -> IntArray:
+    """``k`` template indices: uniform, without replacement among the templates of positive
+    weight (all, unless the unit lacks some); else i.i.d. with probability ``w``."""
     if uniform:
-        return rng.choice(n, size=min(k, n), replace=False).astype(np.int64)
+        avail = np.flatnonzero(w > 0)
+        if avail.size == n:
+            return rng.choice(n, size=min(k, n), replace=False).astype(np.int64)
+        return avail[rng.choice(avail.size, size=min(k, avail.size), replace=False)]
     return rng.choice(n, size=k, replace=True, p=w).astype(np.int64)
 
 
@@ -298,11 +336,22 @@ def _random_regime(
     multi = [bool(np.any(a > 1)) for a in avail]
     columns = [np.arange(cell.shape[3]) for cell in c.cells]
     n_templates = len(c.templates)
+    rectangular = c.rectangular
+    avail_t = [c.templates_available(u) for u in range(len(c.units))]
     rows: list[FloatArray] = []
     blocks: list[IntArray] = []
     start = 0
     for sub in subsets:
-        picks = rng.integers(n_templates, size=(len(sub), n_models))
+        if rectangular:
+            picks = rng.integers(n_templates, size=(len(sub), n_models))
+        else:  # a template among each unit's own
+            draw = rng.random((len(sub), n_models))
+            picks = np.stack(
+                [
+                    avail_t[u][(draw[j] * avail_t[u].size).astype(np.int64)]
+                    for j, u in enumerate(sub)
+                ]
+            )
         values = by_template[sub[:, None], models[None, :], picks]
         for j, u in enumerate(sub):
             if multi[u]:

@@ -142,18 +142,19 @@ def cell_means(flat: IntArray, ok: FloatArray, total: int) -> FloatArray:
 
 def cell_predictions(
     parsed_column: pa.ChunkedArray, rows: IntArray, flat: IntArray, total: int
-) -> IntArray:
+) -> tuple[IntArray, tuple[str, ...]]:
     """The prediction of each cell: the parsed text of its first row, coded in order of
-    first use (-1 for cells no row fills). A null prediction is the text ``"\\x00"``, as a
-    row-by-row pass would store it."""
+    first use (-1 for cells no row fills), and the text of each code. A null prediction is
+    the text ``"\\x00"``, as a row-by-row pass would store it."""
     parsed, parsed_values = column_codes(parsed_column)
     texts = ["\x00" if v is None else str(v) for v in parsed_values] + ["\x00"]
     text_id = np.asarray([texts.index(t) for t in texts], dtype=np.int64)  # merge equal texts
     text = text_id[np.where(parsed < 0, len(parsed_values), parsed)[rows]]
     asked, first_rows = np.unique(flat, return_index=True)
     pred = np.full(total, -1, dtype=np.int64)
-    if asked.size:
-        in_order = np.argsort(first_rows, kind="stable")  # cells by their first row
-        _, rank = first_seen(text[first_rows[in_order]])
-        pred[asked[in_order]] = rank[text[first_rows[in_order]]]
-    return pred
+    if not asked.size:
+        return pred, ()
+    in_order = np.argsort(first_rows, kind="stable")  # cells by their first row
+    order, rank = first_seen(text[first_rows[in_order]])
+    pred[asked[in_order]] = rank[text[first_rows[in_order]]]
+    return pred, tuple(texts[int(t)] for t in order)
