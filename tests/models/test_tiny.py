@@ -20,7 +20,11 @@ AUTO = {
     "gpt2": AutoModelForCausalLM,
     "t5": AutoModelForSeq2SeqLM,
     "bert": AutoModelForMaskedLM,
+    "roberta": AutoModelForMaskedLM,
+    "albert": AutoModelForMaskedLM,
+    "deberta-v2": AutoModelForMaskedLM,
 }
+MASKED = ("bert", "roberta", "albert", "deberta-v2")
 TEXT = " Paris is\n the capital"
 
 
@@ -114,6 +118,43 @@ def test_bert_has_mask_token_and_cls_sep(built: dict[str, Path]) -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("arch", "specials", "first", "last", "mask"),
+    [
+        ("roberta", ["<s>", "<pad>", "</s>", "<unk>", "<mask>"], "<s>", "</s>", "<mask>"),
+        ("albert", ["<pad>", "<unk>", "[CLS]", "[SEP]", "[MASK]"], "[CLS]", "[SEP]", "[MASK]"),
+        ("deberta-v2", ["[PAD]", "[CLS]", "[SEP]", "[UNK]", "[MASK]"], "[CLS]", "[SEP]", "[MASK]"),
+    ],
+)
+def test_masked_families_have_their_own_special_tokens(
+    built: dict[str, Path], arch: str, specials: list[str], first: str, last: str, mask: str
+) -> None:
+    tokenizer = AutoTokenizer.from_pretrained(built[arch])
+    assert tokenizer.convert_ids_to_tokens(list(range(5))) == specials
+    assert tokenizer.mask_token == mask and tokenizer.pad_token_id is not None
+    ids = tokenizer(TEXT)["input_ids"]
+    assert tokenizer.convert_ids_to_tokens([ids[0], ids[-1]]) == [first, last]
+    assert tokenizer.unk_token_id not in ids
+    decoded = str(tokenizer.decode(ids, skip_special_tokens=True)).strip()
+    assert decoded.split() == (TEXT.lower() if arch == "albert" else TEXT).split()
+
+
+@pytest.mark.parametrize("arch", MASKED)
+def test_masked_models_load_through_hf_masked(built: dict[str, Path], arch: str) -> None:
+    from steadyeval.models import load_backend
+    from steadyeval.requests import ScoreRequest, TopKRequest
+
+    backend = load_backend(f"hf-masked:{built[arch]}")
+    one, two = backend.score(
+        [ScoreRequest("Paris is the [Y] of France.", c) for c in ("capital", "capital city")]
+    )
+    assert one.logprob < 0 and two.logprob < one.logprob and two.approximate
+    (top,) = backend.top_k([TopKRequest("Paris is the [Y] of France.", k=3)])
+    assert len(top.tokens) == 3
+    tokenizer = AutoTokenizer.from_pretrained(built[arch])
+    assert not set(top.tokens) & set(tokenizer.all_special_tokens)
+
+
 @pytest.mark.parametrize("arch", TINY_ARCHS)
 def test_same_seed_same_bytes(built: dict[str, Path], tmp_path: Path, arch: str) -> None:
     again = build_tiny_model(tmp_path / "again", arch)  # type: ignore[arg-type]
@@ -144,7 +185,10 @@ def test_custom_corpus_and_vocab_size(tmp_path: Path) -> None:
 
 
 def test_unknown_arch_names_the_allowed_ones(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="unknown arch 'llama'; expected one of gpt2, t5, bert"):
+    with pytest.raises(
+        ValueError,
+        match="unknown arch 'llama'; expected one of gpt2, t5, bert, roberta, albert, deberta-v2",
+    ):
         build_tiny_model(tmp_path / "m", "llama")  # type: ignore[arg-type]
     assert not (tmp_path / "m").exists()
 

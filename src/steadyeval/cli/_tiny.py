@@ -6,12 +6,14 @@ from pathlib import Path
 
 import click
 
+from ..models import TINY_ARCHS
+
 
 @click.command("tiny-model")
 @click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
 @click.option(
     "--arch",
-    type=click.Choice(["gpt2", "t5", "bert"]),
+    type=click.Choice(list(TINY_ARCHS)),
     default="gpt2",
     show_default=True,
     help="Architecture of the tiny model.",

@@ -9,7 +9,6 @@ README saying what the folder is. Same arguments, same bytes.
 from __future__ import annotations
 
 import shutil
-import string
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -17,10 +16,11 @@ from typing import Any, Literal, get_args
 
 from .._errors import ConfigError
 from .._extras import require
+from ._tiny_tokenizers import MAX_POSITIONS, TOKENIZERS
 
 __all__ = ["DEFAULT_CORPUS", "TINY_ARCHS", "TinyArch", "build_tiny_model"]
 
-TinyArch = Literal["gpt2", "t5", "bert"]
+TinyArch = Literal["gpt2", "t5", "bert", "roberta", "albert", "deberta-v2"]
 TINY_ARCHS: tuple[str, ...] = get_args(TinyArch)
 
 # Written for this module (not taken from any dataset): short facts, question/answer lines and
@@ -88,27 +88,19 @@ DEFAULT_CORPUS: tuple[str, ...] = (
     "The end.",
 )
 
-_MAX_POSITIONS = 256
+_MAX_POSITIONS = MAX_POSITIONS
 _HIDDEN = 64
 _LAYERS = 2
 _HEADS = 2
 _FFN = 128
 
-_GPT2_SPECIAL = "<|endoftext|>"
-_GPT2_CHAT_TEMPLATE = (
-    "{% for m in messages %}<|{{ m.role }}|>\n{{ m.content }}<|endoftext|>\n{% endfor %}"
-    "{% if add_generation_prompt %}<|assistant|>\n{% endif %}"
-)
-_T5_SPECIALS = ("<pad>", "</s>", "<unk>")  # ids 0, 1, 2
-_BERT_SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")  # ids 0..4
-# Printable ASCII without whitespace: seeded into the t5 and bert alphabets so that any ASCII text
-# tokenizes without <unk>, whatever the corpus.
-_ASCII = sorted(set(string.printable) - set(string.whitespace))
-_METASPACE = "\u2581"  # SentencePiece's word-start marker
 _AUTO_CLASS = {
     "gpt2": "AutoModelForCausalLM",
     "t5": "AutoModelForSeq2SeqLM",
     "bert": "AutoModelForMaskedLM",
+    "roberta": "AutoModelForMaskedLM",
+    "albert": "AutoModelForMaskedLM",
+    "deberta-v2": "AutoModelForMaskedLM",
 }
 
 
@@ -125,7 +117,8 @@ def build_tiny_model(
 
     The folder is a pipeline smoke tool, never a real model: its outputs are noise. It loads
     with ``AutoModelForCausalLM`` (``gpt2``), ``AutoModelForSeq2SeqLM`` (``t5``) or
-    ``AutoModelForMaskedLM`` (``bert``) and with ``AutoTokenizer.from_pretrained(out_dir)``.
+    ``AutoModelForMaskedLM`` (``bert``, ``roberta``, ``albert``, ``deberta-v2``) and with
+    ``AutoTokenizer.from_pretrained(out_dir)``.
 
     Parameters
     ----------
@@ -134,13 +127,17 @@ def build_tiny_model(
     arch
         ``"gpt2"`` (byte-level BPE, ``<|endoftext|>``, a chat template), ``"t5"``
         (SentencePiece-style BPE with Metaspace; ``<pad>`` 0, ``</s>`` 1 appended, ``<unk>`` 2)
-        or ``"bert"`` (lower-cased WordPiece, ``[CLS] ... [SEP]``, ``[MASK]``).
+        ``"bert"`` (lower-cased WordPiece, ``[CLS] ... [SEP]``, ``[MASK]``), ``"roberta"``
+        (byte-level BPE, ``<s> ... </s>``, ``<mask>``), ``"albert"`` (lower-cased
+        SentencePiece-style BPE, ``[CLS] ... [SEP]``, ``[MASK]``, factorised embeddings) or
+        ``"deberta-v2"`` (cased SentencePiece-style BPE, ``[CLS] ... [SEP]``, ``[MASK]``,
+        DeBERTa-v3's relative-position attention).
     seed
         Seeds the weight initialisation. The global torch RNG state is left as it was.
     vocab_size
         Upper bound on the tokenizer's vocabulary; a small corpus may yield fewer tokens. It
-        must hold the special tokens and the alphabet (257 for gpt2, about 100 for t5 and 150
-        for bert on an ASCII corpus). The model's vocabulary is ``len(tokenizer)``.
+        must hold the special tokens and the alphabet (257 for gpt2, 261 for roberta, about
+        100 for t5 and deberta-v2, 75 for albert and 150 for bert on an ASCII corpus). The model's vocabulary is ``len(tokenizer)``.
     corpus
         Sentences to train the tokenizer on; defaults to :data:`DEFAULT_CORPUS`.
     overwrite
@@ -166,9 +163,10 @@ def build_tiny_model(
     Deterministic: the same arguments give byte-identical ``model.safetensors`` and tokenizer
     files, in any process (the tokenizer trainers are used only in ways whose output does not
     depend on hash-map order; see ``_bert_tokenizer``). Weights are float32 on CPU. Building
-    takes well under a second once ``torch`` and ``transformers`` are imported. t5 and bert
-    alphabets hold all printable ASCII; other characters not in the corpus become ``<unk>``.
-    gpt2, like GPT-2, has no pad token.
+    takes well under a second once ``torch`` and ``transformers`` are imported. The t5, bert,
+    albert and deberta-v2 alphabets hold all printable ASCII; other characters not in the
+    corpus become ``<unk>`` there (gpt2 and roberta are byte-level). gpt2, like GPT-2, has no
+    pad token.
     """
     if arch not in TINY_ARCHS:
         raise ConfigError(f"unknown arch {arch!r}; expected one of {', '.join(TINY_ARCHS)}")
@@ -223,12 +221,7 @@ def _check_corpus(corpus: Sequence[str] | None) -> list[str]:
 def _write_model(
     out: Path, arch: TinyArch, *, seed: int, vocab_size: int, corpus: list[str]
 ) -> None:
-    if arch == "gpt2":
-        tokenizer = _gpt2_tokenizer(corpus, vocab_size)
-    elif arch == "t5":
-        tokenizer = _t5_tokenizer(corpus, vocab_size)
-    else:
-        tokenizer = _bert_tokenizer(corpus, vocab_size)
+    tokenizer = TOKENIZERS[arch](corpus, vocab_size)
     model = _random_model(arch, tokenizer, seed)
     from transformers.utils import logging as hf_logging
 
@@ -240,158 +233,18 @@ def _write_model(
     (out / "README.md").write_text(readme, encoding="utf-8")
 
 
-def _fast_tokenizer(backend: Any, input_names: list[str], **special: str) -> Any:
-    from transformers import PreTrainedTokenizerFast
-
-    return PreTrainedTokenizerFast(  # type: ignore[no-untyped-call]
-        tokenizer_object=backend,
-        model_max_length=_MAX_POSITIONS,
-        model_input_names=input_names,
-        clean_up_tokenization_spaces=False,
-        **special,
-    )
-
-
-def _gpt2_tokenizer(corpus: list[str], vocab_size: int) -> Any:
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-
-    alphabet = sorted(pre_tokenizers.ByteLevel.alphabet())
-    _check_vocab_size("gpt2", vocab_size, 1 + len(alphabet))
-    backend = Tokenizer(models.BPE())
-    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    backend.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=vocab_size,
-        special_tokens=[_GPT2_SPECIAL],
-        initial_alphabet=alphabet,
-        show_progress=False,
-    )
-    backend.train_from_iterator(corpus, trainer=trainer)
-    tokenizer = _fast_tokenizer(
-        backend,
-        ["input_ids", "attention_mask"],
-        bos_token=_GPT2_SPECIAL,
-        eos_token=_GPT2_SPECIAL,
-        unk_token=_GPT2_SPECIAL,
-    )
-    tokenizer.chat_template = _GPT2_CHAT_TEMPLATE
-    return tokenizer
-
-
-def _t5_tokenizer(corpus: list[str], vocab_size: int) -> Any:
-    from tokenizers import (
-        Regex,
-        Tokenizer,
-        decoders,
-        models,
-        normalizers,
-        pre_tokenizers,
-        processors,
-        trainers,
-    )
-
-    pad, eos, unk = _T5_SPECIALS
-    backend = Tokenizer(models.BPE(unk_token=unk))
-    # Like SentencePiece's nmt_nfkc with remove_extra_whitespaces: NFKC, runs of whitespace
-    # (newlines included) become one space, no leading or trailing space.
-    backend.normalizer = normalizers.Sequence(
-        [normalizers.NFKC(), normalizers.Replace(Regex(r"\s+"), " "), normalizers.Strip()]
-    )
-    backend.pre_tokenizer = pre_tokenizers.Metaspace(
-        replacement=_METASPACE, prepend_scheme="always"
-    )
-    backend.decoder = decoders.Metaspace(replacement=_METASPACE, prepend_scheme="always")
-    alphabet = sorted({_METASPACE, *_ASCII, *_corpus_chars(backend.normalizer, corpus)})
-    _check_vocab_size("t5", vocab_size, len(_T5_SPECIALS) + len(alphabet))
-    trainer = trainers.BpeTrainer(
-        vocab_size=vocab_size,
-        special_tokens=list(_T5_SPECIALS),
-        initial_alphabet=alphabet,
-        show_progress=False,
-    )
-    backend.train_from_iterator(corpus, trainer=trainer)
-    backend.post_processor = processors.TemplateProcessing(
-        single=f"$A {eos}",
-        pair=f"$A {eos} $B {eos}",
-        special_tokens=[(eos, backend.token_to_id(eos))],
-    )
-    return _fast_tokenizer(
-        backend, ["input_ids", "attention_mask"], pad_token=pad, eos_token=eos, unk_token=unk
-    )
-
-
-def _bert_tokenizer(corpus: list[str], vocab_size: int) -> Any:
-    from tokenizers import (
-        Tokenizer,
-        decoders,
-        models,
-        normalizers,
-        pre_tokenizers,
-        processors,
-        trainers,
-    )
-
-    pad, unk, cls, sep, mask = _BERT_SPECIALS
-    normalizer = normalizers.BertNormalizer(lowercase=True)
-    alphabet = sorted({*(c.lower() for c in _ASCII), *_corpus_chars(normalizer, corpus)})
-    continuations = [f"##{c}" for c in alphabet]
-    _check_vocab_size("bert", vocab_size, len(_BERT_SPECIALS) + 2 * len(alphabet))
-    # The WordPiece trainer numbers the "##x" pieces in hash-map order, which changes from run
-    # to run and with it the tie-breaks between merges. Handing it every "##x" up front, in
-    # sorted order, as if special, fixes their ids; the trained vocabulary is then moved into a
-    # fresh tokenizer so that only the five real special tokens are special.
-    trainer = trainers.WordPieceTrainer(
-        vocab_size=vocab_size,
-        special_tokens=[*_BERT_SPECIALS, *continuations],
-        initial_alphabet=alphabet,
-        show_progress=False,
-    )
-    scratch = Tokenizer(models.WordPiece(unk_token=unk))
-    scratch.normalizer = normalizer
-    scratch.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    scratch.train_from_iterator(corpus, trainer=trainer)
-
-    backend = Tokenizer(
-        models.WordPiece(vocab=scratch.get_vocab(with_added_tokens=False), unk_token=unk)
-    )
-    backend.add_special_tokens(list(_BERT_SPECIALS))
-    backend.normalizer = normalizer
-    backend.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    backend.decoder = decoders.WordPiece(prefix="##")
-    backend.post_processor = processors.TemplateProcessing(
-        single=f"{cls} $A {sep}",
-        pair=f"{cls} $A {sep} $B:1 {sep}:1",
-        special_tokens=[(cls, backend.token_to_id(cls)), (sep, backend.token_to_id(sep))],
-    )
-    return _fast_tokenizer(
-        backend,
-        ["input_ids", "token_type_ids", "attention_mask"],
-        pad_token=pad,
-        unk_token=unk,
-        cls_token=cls,
-        sep_token=sep,
-        mask_token=mask,
-    )
-
-
-def _corpus_chars(normalizer: Any, corpus: list[str]) -> set[str]:
-    """Characters left in the corpus after ``normalizer``, whitespace excluded."""
-    return {c for text in corpus for c in normalizer.normalize_str(text) if not c.isspace()}
-
-
-def _check_vocab_size(arch: str, vocab_size: int, needed: int) -> None:
-    if vocab_size < needed:
-        raise ConfigError(
-            f"vocab_size={vocab_size} is too small for {arch}: its special tokens and alphabet "
-            f"alone take {needed} entries; pass vocab_size >= {needed}"
-        )
-
-
 def _random_model(arch: TinyArch, tokenizer: Any, seed: int) -> Any:
     """The model for ``tokenizer``, initialised from ``seed`` without touching global RNG state."""
     import torch
 
-    build = {"gpt2": _gpt2_model, "t5": _t5_model, "bert": _bert_model}[arch]
+    build = {
+        "gpt2": _gpt2_model,
+        "t5": _t5_model,
+        "bert": _bert_model,
+        "roberta": _roberta_model,
+        "albert": _albert_model,
+        "deberta-v2": _deberta_model,
+    }[arch]
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = build(tokenizer)
@@ -458,6 +311,70 @@ def _bert_model(tokenizer: Any) -> Any:
         pad_token_id=tokenizer.pad_token_id,
     )
     return BertForMaskedLM(config)
+
+
+def _roberta_model(tokenizer: Any) -> Any:
+    from transformers import RobertaConfig, RobertaForMaskedLM
+
+    config = RobertaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=_HIDDEN,
+        num_hidden_layers=_LAYERS,
+        num_attention_heads=_HEADS,
+        intermediate_size=_FFN,
+        # RoBERTa numbers positions from pad_token_id + 1, so it needs 2 more.
+        max_position_embeddings=_MAX_POSITIONS + 2,
+        type_vocab_size=1,
+        pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+    )
+    return RobertaForMaskedLM(config)
+
+
+def _albert_model(tokenizer: Any) -> Any:
+    from transformers import AlbertConfig, AlbertForMaskedLM
+
+    config = AlbertConfig(
+        vocab_size=len(tokenizer),
+        embedding_size=_HIDDEN // 2,  # ALBERT's factorised embedding
+        hidden_size=_HIDDEN,
+        num_hidden_layers=_LAYERS,
+        num_attention_heads=_HEADS,
+        intermediate_size=_FFN,
+        max_position_embeddings=_MAX_POSITIONS,
+        pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=tokenizer.cls_token_id,
+        eos_token_id=tokenizer.sep_token_id,
+    )
+    return AlbertForMaskedLM(config)
+
+
+def _deberta_model(tokenizer: Any) -> Any:
+    from transformers import DebertaV2Config, DebertaV2ForMaskedLM
+
+    # DeBERTa-v3's attention: relative positions only, in log buckets, keys shared with the
+    # content; read by the model with getattr, so not in DebertaV2Config's signature.
+    v3: dict[str, Any] = {
+        "position_buckets": 32,
+        "norm_rel_ebd": "layer_norm",
+        "share_att_key": True,
+    }
+    config = DebertaV2Config(
+        vocab_size=len(tokenizer),
+        hidden_size=_HIDDEN,
+        num_hidden_layers=_LAYERS,
+        num_attention_heads=_HEADS,
+        intermediate_size=_FFN,
+        max_position_embeddings=_MAX_POSITIONS,
+        relative_attention=True,
+        pos_att_type=["p2c", "c2p"],
+        position_biased_input=False,
+        type_vocab_size=0,
+        pad_token_id=tokenizer.pad_token_id,
+        **v3,
+    )
+    return DebertaV2ForMaskedLM(config)
 
 
 def _generation_config(**token_ids: int) -> Any:

@@ -1,4 +1,5 @@
-"""Fine-tuning (PET, CLS) and the language-model losses. A trained checkpoint becomes an ordinary model spec.
+"""Fine-tuning (PET, PET+MLM, ADAPET, P-tuning, CLS) and the language-model losses. A trained
+checkpoint becomes an ordinary model spec.
 
 Training writes a ``save_pretrained`` folder into a content-addressed
 :class:`CheckpointStore`; a :class:`TrainedModel` trains one on first use and serves it as an
@@ -6,6 +7,8 @@ ordinary model (for example ``hf-masked:/runs/x/checkpoints/<key>``), so its ans
 through the same pipeline and response cache as any other model's.
 """
 
+from ._adapet import train_adapet
+from ._causal import CausalPrompts, causal_option_request
 from ._checkpoint import (
     MANIFEST,
     CheckpointInfo,
@@ -18,31 +21,40 @@ from ._cls import ClsExample, train_cls
 from ._lm_loss import causal_lm_loss, mask_tokens, masked_lm_loss, text_mlm_loss
 from ._loop import TrainConfig, fit, resolve_device
 from ._masked import MASK_SLOT, MaskedPrompts, PromptExample
-from ._pet import effective_max_length, quiet_transformers, score_masked, train_pet
+from ._noise import TokenNoise
+from ._pet import effective_max_length, pet_loss, quiet_transformers, score_masked, train_pet
+from ._ptuning import ptuning_pattern, train_ptuning
 from ._trained import TrainedModel
 
 __all__ = [
     "MANIFEST",
     "MASK_SLOT",
+    "CausalPrompts",
     "CheckpointInfo",
     "CheckpointStore",
     "ClsExample",
     "MaskedPrompts",
     "PromptExample",
+    "TokenNoise",
     "TrainConfig",
     "TrainOutcome",
     "TrainedModel",
     "causal_lm_loss",
+    "causal_option_request",
     "checkpoint_key",
     "effective_max_length",
     "fit",
     "mask_tokens",
     "masked_lm_loss",
+    "pet_loss",
+    "ptuning_pattern",
     "quiet_transformers",
     "resolve_device",
     "score_masked",
     "stamp_weights",
     "text_mlm_loss",
+    "train_adapet",
     "train_cls",
     "train_pet",
+    "train_ptuning",
 ]

@@ -38,6 +38,10 @@ class TrainConfig:
         Gradient clipping norm (0 disables clipping).
     device : str
         ``auto`` (CUDA when available), ``cpu``, ``cuda``, ``cuda:N`` or ``mps``.
+    patience : int
+        Early stopping (needs ``eval_every > 0``): stop once this many evaluations in a row
+        have not improved on the best dev score; the best-dev weights are kept as always.
+        0 (the default) never stops early. The learning-rate schedule still spans ``steps``.
     """
 
     learning_rate: float = 1e-5
@@ -49,6 +53,7 @@ class TrainConfig:
     max_length: int = 256
     max_grad_norm: float = 1.0
     device: str = "auto"
+    patience: int = 0
 
     def __post_init__(self) -> None:
         checks = {
@@ -60,6 +65,7 @@ class TrainConfig:
             "warmup_steps": 0 <= self.warmup_steps < self.steps,
             "max_length": self.max_length >= 8,
             "max_grad_norm": self.max_grad_norm >= 0,
+            "patience": self.patience >= 0 and (self.patience == 0 or self.eval_every > 0),
         }
         bad = [k for k, ok in checks.items() if not ok]
         if bad:
@@ -67,12 +73,14 @@ class TrainConfig:
             raise ValueError(
                 f"training setting {k}={getattr(self, k)!r} is out of range "
                 "(learning_rate > 0; steps, batch_size >= 1; eval_every, weight_decay, "
-                "max_grad_norm >= 0; 0 <= warmup_steps < steps; max_length >= 8)"
+                "max_grad_norm, patience >= 0; 0 <= warmup_steps < steps; max_length >= 8; "
+                "patience > 0 needs eval_every > 0)"
             )
 
     def fingerprint(self) -> dict[str, Any]:
-        """The fields that change the weights (everything but ``device``)."""
-        return {
+        """The fields that change the weights (everything but ``device``; ``patience`` only
+        when set, so that keys made before it existed stay valid)."""
+        out: dict[str, Any] = {
             "learning_rate": self.learning_rate,
             "steps": self.steps,
             "batch_size": self.batch_size,
@@ -82,6 +90,9 @@ class TrainConfig:
             "max_length": self.max_length,
             "max_grad_norm": self.max_grad_norm,
         }
+        if self.patience:
+            out["patience"] = self.patience
+        return out
 
 
 def resolve_device(device: str) -> str:
@@ -118,6 +129,7 @@ def fit(
 
     ``loss_fn(indices)`` returns the mean loss over those training examples. Dropout and
     batch order are seeded from ``seed``; the callers' global RNG state is restored after.
+    With ``config.patience``, training stops after that many evaluations without a new best.
     """
     import torch
 
@@ -167,6 +179,10 @@ def fit(
                         k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()
                     }
                     best = (score, step, state)
+                best_step = best[1] if best is not None else 0
+                stale = sum(1 for at, _ in history if at > best_step)
+                if config.patience and stale >= config.patience:
+                    break
     model.eval()
     if best is None:
         return TrainOutcome(best_step=config.steps, best_dev=None, history=())

@@ -18,11 +18,15 @@ A softmax over the options' scores is PET's softmax over the verbalizer logits a
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..models import SLOT
+
+if TYPE_CHECKING:
+    from ._noise import TokenNoise
 
 __all__ = ["MASK_SLOT", "MaskedPrompts", "PromptExample"]
 
@@ -42,11 +46,17 @@ class PromptExample:
         The verbalized answers (e.g. ``("no", "yes")``).
     gold : int
         Index of the right answer in ``options``.
+    soft : tuple of float, optional
+        A target distribution over ``options`` (a teacher's, for distillation or
+        pseudo-labels: iPET, Noisy Student). When set, PET-style training minimises the soft
+        cross-entropy ``-sum(p * log_softmax(scores))`` instead of using ``gold``; ``gold``
+        must then be its argmax (accuracy is still measured against ``gold``).
     """
 
     prompt: str
     options: tuple[str, ...]
     gold: int
+    soft: tuple[float, ...] | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "options", tuple(self.options))
@@ -62,6 +72,26 @@ class PromptExample:
             raise ValueError(
                 f"prompt {self.prompt[:60]!r}: gold index {self.gold} outside "
                 f"0..{len(self.options) - 1}"
+            )
+        if self.soft is not None:
+            self._check_soft()
+
+    def _check_soft(self) -> None:
+        soft = tuple(float(p) for p in self.soft or ())
+        object.__setattr__(self, "soft", soft)
+        where = f"prompt {self.prompt[:60]!r}"
+        if len(soft) != len(self.options):
+            raise ValueError(
+                f"{where}: soft has {len(soft)} probabilities for {len(self.options)} options"
+            )
+        if any(not math.isfinite(p) or p < 0 for p in soft) or abs(sum(soft) - 1) > 1e-4:
+            raise ValueError(
+                f"{where}: soft must be non-negative probabilities summing to 1, got {soft}"
+            )
+        if soft[self.gold] < max(soft):
+            raise ValueError(
+                f"{where}: gold {self.gold} is not the argmax of soft {soft}; pass the "
+                "teacher's most likely option as gold"
             )
 
 
@@ -135,9 +165,34 @@ class MaskedPrompts:
         return Filled(tuple(kept), start - cut, end - cut, True)
 
     def scores(
-        self, model: Any, examples: Sequence[PromptExample], *, batch_size: int = 32
+        self,
+        model: Any,
+        examples: Sequence[PromptExample],
+        *,
+        batch_size: int = 32,
+        noise: TokenNoise | None = None,
     ) -> list[Any]:
-        """One 1-D tensor of option scores per example (differentiable when grads are on)."""
+        """One 1-D tensor of option scores per example (differentiable when grads are on).
+
+        ``noise`` corrupts the prompts' context tokens first (training only; see
+        :class:`~steadyeval.train._noise.TokenNoise`).
+        """
+        import torch
+
+        rows = self.token_logprobs(model, examples, batch_size=batch_size, noise=noise)
+        return [torch.stack([t.sum() for t in row]) for row in rows]
+
+    def token_logprobs(
+        self,
+        model: Any,
+        examples: Sequence[PromptExample],
+        *,
+        batch_size: int = 32,
+        noise: TokenNoise | None = None,
+    ) -> list[list[Any]]:
+        """Per example and option, the 1-D tensor of the option's token log-probabilities,
+        each read at a mask over that token (one token: PET's score; several: the terms of
+        the pseudo-log-likelihood). Their sum is the option's score."""
         import torch
 
         device = next(model.parameters()).device
@@ -146,16 +201,33 @@ class MaskedPrompts:
         # terms[e][o] = [(unique input index, target token id), ...]
         terms: list[list[list[tuple[int, int]]]] = []
         for ex in examples:
+            filled = [self.fill(ex.prompt, option) for option in ex.options]
+            if noise is not None:
+                filled = noise.apply(filled)
             row = []
-            for option in ex.options:
-                f = self.fill(ex.prompt, option)
+            for f in filled:
                 parts = []
                 for p in range(f.start, f.end):
                     key = ((*f.ids[:p], mask_id, *f.ids[p + 1 :]), p)
                     parts.append((unique.setdefault(key, len(unique)), f.ids[p]))
                 row.append(parts)
             terms.append(row)
-        keys = list(unique)
+        logp = self._logp_at(model, list(unique), batch_size, device)
+        out: list[list[Any]] = []
+        for row in terms:
+            out.append([torch.stack([logp[u, t] for u, t in parts]) for parts in row])
+        return out
+
+    def _logp_at(
+        self,
+        model: Any,
+        keys: list[tuple[tuple[int, ...], int]],
+        batch_size: int,
+        device: Any,
+    ) -> Any:
+        """Log-softmax over the vocabulary at position ``p`` of each input ``(ids, p)``."""
+        import torch
+
         pad = self.tokenizer.pad_token_id or 0
         rows: list[Any] = []
         for start in range(0, len(keys), batch_size):
@@ -170,10 +242,4 @@ class MaskedPrompts:
             logits = model(input_ids=ids_t.to(device), attention_mask=att.to(device)).logits
             picked = logits[torch.arange(len(chunk), device=device), pos]
             rows.append(torch.log_softmax(picked.float(), dim=-1))
-        logp = torch.cat(rows) if rows else None
-        out = []
-        for row in terms:
-            assert logp is not None
-            sums = [torch.stack([logp[u, t] for u, t in parts]).sum() for parts in row]
-            out.append(torch.stack(sums))
-        return out
+        return torch.cat(rows) if rows else torch.zeros((0, 0))

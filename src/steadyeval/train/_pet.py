@@ -2,17 +2,30 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import math
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from .._extras import HF_MODEL_MODULES, require
+from ._base import load_lm, require_kind
 from ._checkpoint import TrainOutcome
+from ._lm_loss import encode_texts, mask_tokens, masked_lm_loss
 from ._loop import TrainConfig, fit, resolve_device
-from ._masked import MaskedPrompts, PromptExample
+from ._masked import MASK_SLOT, MaskedPrompts, PromptExample
+from ._noise import TokenNoise
 
-__all__ = ["effective_max_length", "quiet_transformers", "score_masked", "train_pet"]
+__all__ = [
+    "dev_accuracy",
+    "effective_max_length",
+    "pet_loss",
+    "quiet_transformers",
+    "save_checkpoint",
+    "score_masked",
+    "slot_mlm_loss",
+    "train_pet",
+]
 
 
 @contextmanager
@@ -42,6 +55,104 @@ def effective_max_length(tokenizer: Any, config: Any, wanted: int) -> int:
     return min(limits)
 
 
+def pet_loss(scores: Sequence[Any], examples: Sequence[PromptExample]) -> Any:
+    """PET's loss, averaged over ``examples``: the cross-entropy of the softmax over each
+    example's option scores against its gold option, or against its ``soft`` distribution
+    when it has one (``-sum(p * log_softmax(scores))``)."""
+    import torch
+
+    losses = []
+    for s, ex in zip(scores, examples, strict=True):
+        logp = torch.log_softmax(s, dim=0)
+        if ex.soft is None:
+            losses.append(-logp[ex.gold])
+        else:
+            target = torch.tensor(ex.soft, dtype=logp.dtype, device=logp.device)
+            losses.append(-(target * logp).sum())
+    return torch.stack(losses).mean()
+
+
+def seeded_generator(seed: int, salt: int) -> Any:
+    """A CPU ``torch.Generator`` for one purpose (``salt``) of a training run's ``seed``."""
+    import torch
+
+    return torch.Generator().manual_seed(seed * 1_000_003 + salt)
+
+
+class TextBatches:
+    """Endless batches of texts from a seeded reshuffle of ``texts`` (one pass per epoch)."""
+
+    def __init__(self, texts: Sequence[str], size: int, generator: Any) -> None:
+        if not texts:
+            raise ValueError("no unlabelled texts")
+        self.texts, self.size, self.generator = list(texts), size, generator
+        self._queue: list[int] = []
+
+    def next(self) -> list[str]:
+        import torch
+
+        batch: list[str] = []
+        while len(batch) < min(self.size, len(self.texts)):
+            if not self._queue:
+                self._queue = torch.randperm(len(self.texts), generator=self.generator).tolist()
+            batch.append(self.texts[self._queue.pop(0)])
+        return batch
+
+
+def slot_mlm_loss(
+    model: Any,
+    tokenizer: Any,
+    texts: Sequence[str],
+    *,
+    probability: float,
+    generator: Any,
+    max_length: int,
+) -> Any:
+    """The shared masked-LM loss on ``texts`` in which a ``[Y]`` slot, if any, stands for
+    the mask token (a pattern applied to an unlabelled input, as PET's auxiliary task sees
+    it); that mask and the special tokens are never prediction targets."""
+    mask = tokenizer.mask_token
+    batch = encode_texts(tokenizer, [t.replace(MASK_SLOT, mask) for t in texts], max_length)
+    ids = batch["input_ids"]
+    eligible = (
+        (batch["special_tokens_mask"] == 0)
+        & (batch["attention_mask"] == 1)
+        & (ids != tokenizer.mask_token_id)
+    )
+    inputs, labels = mask_tokens(
+        ids,
+        eligible,
+        mask_token_id=int(tokenizer.mask_token_id),
+        vocab_size=min(len(tokenizer), model.get_input_embeddings().num_embeddings),
+        probability=probability,
+        generator=generator,
+    )
+    device = next(model.parameters()).device
+    return masked_lm_loss(
+        model, inputs.to(device), batch["attention_mask"].to(device), labels.to(device)
+    )
+
+
+def save_checkpoint(model: Any, tokenizer: Any, out_dir: str | Path) -> None:
+    """Write ``model`` (moved to the CPU) and ``tokenizer`` as a ``save_pretrained`` folder."""
+    with quiet_transformers():
+        model.to("cpu").save_pretrained(out_dir)
+        tokenizer.save_pretrained(out_dir)
+
+
+def _check_pet_extras(
+    unlabeled: Sequence[str], mlm_weight: float, mlm_probability: float, noise: float
+) -> None:
+    if not (math.isfinite(mlm_weight) and mlm_weight >= 0):
+        raise ValueError(f"mlm_weight must be a finite number >= 0, got {mlm_weight}")
+    if mlm_weight > 0 and not unlabeled:
+        raise ValueError("mlm_weight > 0 needs unlabelled texts (unlabeled=...)")
+    if not 0 < mlm_probability <= 1:
+        raise ValueError(f"mlm_probability must be in (0, 1], got {mlm_probability}")
+    if not 0 <= noise < 1:
+        raise ValueError(f"noise must be in [0, 1), got {noise}")
+
+
 def train_pet(
     base: str | Path,
     train: Sequence[PromptExample],
@@ -50,26 +161,51 @@ def train_pet(
     *,
     seed: int,
     out_dir: str | Path,
+    unlabeled: Sequence[str] = (),
+    mlm_weight: float = 0.0,
+    mlm_probability: float = 0.15,
+    noise: float = 0.0,
 ) -> TrainOutcome:
     """Fine-tune the masked LM in ``base`` on ``[Y]`` prompts and save it to ``out_dir``.
 
-    Loss: cross-entropy over the options' scores (the log-probabilities of each option's
-    tokens at the masks, see :class:`MaskedPrompts`), i.e. PET's loss over verbalizer
-    tokens at the mask position. With a ``dev`` set, the model is evaluated (accuracy)
-    every ``config.eval_every`` steps and the best-dev weights are saved.
+    PET (Schick & Schütze, 2021, "Exploiting Cloze Questions for Few Shot Text
+    Classification and Natural Language Inference"). Loss: cross-entropy over the options'
+    scores (the log-probabilities of each option's tokens at the masks, see
+    :class:`MaskedPrompts`), i.e. PET's loss over verbalizer tokens at the mask position;
+    against an example's ``soft`` distribution when it has one (:func:`pet_loss`). With a
+    ``dev`` set, the model is evaluated (accuracy) every ``config.eval_every`` steps and the
+    best-dev weights are saved.
 
     Parameters
     ----------
     base
-        A local ``transformers`` masked-LM folder.
+        A local ``transformers`` masked-LM folder (a causal LM is refused with a
+        :class:`~steadyeval.ConfigError`).
     train, dev
         Training examples and checkpoint-selection examples (``dev`` may be empty).
     config
         Optimisation settings.
     seed
-        Seeds dropout and batch order (global RNG state is left as it was).
+        Seeds dropout, batch order, the unlabelled batches, their masking and the noise
+        (global RNG state is left as it was).
     out_dir
         Folder to write (``save_pretrained`` layout: weights, config, tokenizer).
+    unlabeled, mlm_weight, mlm_probability
+        PET's auxiliary language modelling: each step adds ``mlm_weight`` times the
+        masked-LM loss (BERT's corruption of a share ``mlm_probability`` of the tokens, the
+        one implementation in :mod:`steadyeval.train._lm_loss`) on the next
+        ``config.batch_size`` texts of a seeded reshuffle of ``unlabeled``. A ``[Y]`` in a
+        text stands for the mask token (the pattern applied to an unlabelled input) and is
+        never a target. The paper minimises ``(1 - a) * L_CE + a * L_MLM`` with ``a = 1e-4``
+        because the MLM loss is much larger than the task loss; ``L_PET + mlm_weight * L_MLM``
+        is the same objective for ``mlm_weight = a / (1 - a)`` up to a factor ``1 - a`` on
+        the learning rate, so **1e-4 is the recommended value** for a pretrained model.
+        0 (the default) turns it off.
+    noise
+        Noisy Student's input noise for a student (Xie et al., 2020): while training only,
+        each non-special token outside the ``[Y]`` slot is masked or dropped with this
+        probability (:class:`~steadyeval.train._noise.TokenNoise`); dropout is on as
+        always in training. Dev scoring sees clean prompts. 0 (the default): no noise.
 
     Returns
     -------
@@ -77,41 +213,62 @@ def train_pet(
         The kept step, its dev accuracy and the evaluation history.
     """
     require("fine-tuning runs", *HF_MODEL_MODULES)
-    import torch
-    from transformers import AutoModelForMaskedLM, AutoTokenizer
-
-    with quiet_transformers():
-        tokenizer = AutoTokenizer.from_pretrained(base)
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed)
-            model: Any = AutoModelForMaskedLM.from_pretrained(base, dtype=torch.float32)
+    _check_pet_extras(unlabeled, mlm_weight, mlm_probability, noise)
+    require_kind(base, "masked", "PET")
+    tokenizer, model = load_lm(base, "masked", seed)
     model.to(resolve_device(config.device))
     max_length = effective_max_length(tokenizer, model.config, config.max_length)
     prompts = MaskedPrompts(tokenizer, max_length)
-    train_list, dev_list = list(train), list(dev)
+    train_list = list(train)
+    noiser = None
+    if noise > 0:
+        ids = tokenizer.all_special_ids
+        noiser = TokenNoise(noise, tokenizer.mask_token_id, ids, seeded_generator(seed, 1))
+    texts = (
+        TextBatches(unlabeled, config.batch_size, seeded_generator(seed, 2)) if mlm_weight else None
+    )
+    mlm_gen = seeded_generator(seed, 3)
 
     def loss_fn(indices: list[int]) -> Any:
-        scores = prompts.scores(model, [train_list[i] for i in indices])
-        losses = [
-            -torch.log_softmax(s, dim=0)[train_list[i].gold]
-            for s, i in zip(scores, indices, strict=True)
-        ]
-        return torch.stack(losses).mean()
+        batch = [train_list[i] for i in indices]
+        loss = pet_loss(prompts.scores(model, batch, noise=noiser), batch)
+        if texts is not None:
+            aux = slot_mlm_loss(
+                model, tokenizer, texts.next(), probability=mlm_probability,
+                generator=mlm_gen, max_length=max_length,
+            )  # fmt: skip
+            loss = loss + mlm_weight * aux
+        return loss
+
+    outcome = fit(
+        model, loss_fn, len(train_list), dev_accuracy(prompts, model, dev), config, seed=seed
+    )
+    save_checkpoint(model, tokenizer, out_dir)
+    return TrainOutcome(
+        outcome.best_step, outcome.best_dev, outcome.history, {"max_length": max_length}
+    )
+
+
+class OptionScorer(Protocol):
+    """Scores the options of ``[Y]`` prompts (:class:`MaskedPrompts`, ``CausalPrompts``)."""
+
+    def scores(self, model: Any, examples: Sequence[PromptExample]) -> list[Any]: ...
+
+
+def dev_accuracy(
+    prompts: OptionScorer, model: Any, dev: Sequence[PromptExample]
+) -> Callable[[], float] | None:
+    """The accuracy of ``model``'s option scores on ``dev`` (None without dev examples)."""
+    dev_list = list(dev)
+    if not dev_list:
+        return None
 
     def evaluate() -> float:
         scores = prompts.scores(model, dev_list)
         hits = [int(s.argmax()) == ex.gold for s, ex in zip(scores, dev_list, strict=True)]
         return sum(hits) / len(hits)
 
-    outcome = fit(
-        model, loss_fn, len(train_list), evaluate if dev_list else None, config, seed=seed
-    )
-    with quiet_transformers():
-        model.to("cpu").save_pretrained(out_dir)
-        tokenizer.save_pretrained(out_dir)
-    return TrainOutcome(
-        outcome.best_step, outcome.best_dev, outcome.history, {"max_length": max_length}
-    )
+    return evaluate
 
 
 def score_masked(
