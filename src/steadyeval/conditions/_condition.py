@@ -117,20 +117,24 @@ class Format:
     """How answers are asked for: free form, or options with an optional escape option.
 
     ``escape`` is the text of an extra last option (e.g. ``"none of the above"``); choosing it
-    counts as a refusal. ``option_style`` formats one option line from ``{label}`` and
-    ``{text}``; lines are joined by ``joiner``. ``continuation_prefix`` goes before an option
+    counts as a refusal. ``labels`` are the option labels in order: a string of one-character
+    labels, or a tuple of labels of any length (e.g. roman numerals ``("i", "ii", "iii")``).
+    ``option_style`` formats one option line from ``{label}`` and ``{text}``; lines are
+    joined by ``joiner``. ``continuation_prefix`` goes before an option
     text or label when it is scored as a continuation.
     """
 
     name: str
     kind: Literal["free", "mc"] = "mc"
     escape: str | None = None
-    labels: str = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+    labels: str | tuple[str, ...] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
     option_style: str = "{label}. {text}"
     joiner: str = "\n"
     continuation_prefix: str = " "
 
     def __post_init__(self) -> None:
+        if not isinstance(self.labels, str):  # a YAML list: hashable and canonical as a tuple
+            object.__setattr__(self, "labels", tuple(str(x) for x in self.labels))
         _check_choices(self, f"format {self.name!r}")
 
 

@@ -198,6 +198,7 @@ _BUILTIN: dict[str, str] = {
     "sensitivity": "steadyeval.studies.sensitivity._study:SENSITIVITY_STUDY",
     "knowledge": "steadyeval.studies.knowledge._study:KNOWLEDGE_STUDY",
     "fewshot": "steadyeval.studies.fewshot._study:FEWSHOT_STUDY",
+    "spread": "steadyeval.studies.spread._study:SPREAD_STUDY",
 }
 _REGISTRY: dict[str, Study | str] = dict(_BUILTIN)
 #: Installed packages add studies under this entry-point group (``name = "module:attr"``).

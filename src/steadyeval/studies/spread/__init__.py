@@ -1,0 +1,27 @@
+"""The spread study: accuracy across many prompt formats from a few (format, item) cells
+(PromptEval's estimator) and the search for the best and the worst format (FormatSpread).
+See ``docs/study-spread.md``."""
+
+from ._analysis import analyze_spread
+from ._config import SpreadConfig
+from ._design import SpreadSetup, spread_design, spread_setup
+from ._formats_file import FileFormat, load_format_file
+from ._grammar import DIMENSIONS, GrammarFormat, generate_formats
+from ._report import spread_report_sections
+from ._study import SPREAD_STUDY, SpreadStudy
+
+__all__ = [
+    "DIMENSIONS",
+    "SPREAD_STUDY",
+    "FileFormat",
+    "GrammarFormat",
+    "SpreadConfig",
+    "SpreadSetup",
+    "SpreadStudy",
+    "analyze_spread",
+    "generate_formats",
+    "load_format_file",
+    "spread_design",
+    "spread_report_sections",
+    "spread_setup",
+]

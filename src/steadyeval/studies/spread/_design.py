@@ -1,0 +1,150 @@
+"""The spread study's design: items, formats as conditions, and sparse (format, item) cells
+as blocks (one block per format with the items sampled for it)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ..._errors import ConfigError
+from ...conditions import FORMATS, Condition, Generation
+from ...items import Item, load_items
+from ...stats._irt_design import stratified_cells
+from .._protocol import StudyDesign
+from ._config import SpreadConfig
+from ._formats_file import load_format_file
+from ._grammar import generate_formats
+
+__all__ = ["SpreadSetup", "cell_blocks", "spread_design", "spread_setup"]
+
+
+class _AnyFormat(Protocol):
+    name: str
+
+    def condition(self, scoring: str, **settings: Any) -> Condition: ...
+
+    def describe(self) -> dict[str, str]: ...
+
+
+@dataclass(frozen=True)
+class SpreadSetup:
+    """Items, formats (as conditions) and the format covariates (None: no covariates)."""
+
+    items: tuple[Item, ...]
+    formats: tuple[_AnyFormat, ...]
+    conditions: tuple[Condition, ...]
+    covariates: list[list[float]] | None
+
+
+def _conditions(config: SpreadConfig, formats: Sequence[_AnyFormat], mc: bool) -> list[Condition]:
+    settings: dict[str, Any] = {}
+    if config.scoring == "generate":
+        settings["generation"] = Generation(max_new_tokens=config.max_new_tokens, stop=("\n",))
+    out = [f.condition(config.scoring, **settings) for f in formats]
+    if not mc:  # items without options: the same templates, free-form answers
+        out = [
+            Condition(
+                name=c.name,
+                template=c.template,
+                format=FORMATS["free"],
+                scoring=c.scoring,
+                generation=c.generation,
+            )
+            for c in out
+        ]
+    return out
+
+
+def spread_setup(config: SpreadConfig) -> SpreadSetup:
+    """Load the items and build the formats (generated, or read from ``config.formats``)."""
+    items = load_items(config.data)
+    if config.limit is not None:
+        items = items[: config.limit]
+    if not items:
+        raise ConfigError(f"{config.data}: no items")
+    mc = all(i.options for i in items)
+    if not mc and any(i.options for i in items):
+        raise ConfigError(f"{config.data}: mix of items with and without options; use one kind")
+    if not mc and config.scoring != "generate":
+        raise ConfigError(
+            f"{config.data}: items have no options, so scoring must be 'generate' "
+            f"(got {config.scoring!r})"
+        )
+    covariates = None
+    if config.formats is not None:
+        formats: list[Any] = list(load_format_file(config.formats))
+    else:
+        grammar = generate_formats(config.n_formats, config.grammar_seed)
+        formats = list(grammar)
+        if config.covariates:
+            covariates = [g.covariates() for g in grammar]
+    conditions = _conditions(config, formats, mc)
+    return SpreadSetup(tuple(items), tuple(formats), tuple(conditions), covariates)
+
+
+def cell_blocks(
+    setup: SpreadSetup, rows: NDArray[np.intp], cols: NDArray[np.intp], phase: str
+) -> list[Any]:
+    """One block per format: the format's condition × the items sampled for it."""
+    from ...run import Block
+
+    blocks = []
+    for f in np.unique(rows):
+        items = [setup.items[int(c)] for c in np.sort(cols[rows == f])]
+        blocks.append(Block(items, [setup.conditions[int(f)]], [], tags={"spread_phase": phase}))
+    return blocks
+
+
+def _info(config: SpreadConfig, setup: SpreadSetup) -> dict[str, Any]:
+    return {
+        "method": config.method,
+        "sampler": config.sampler,
+        "budget": budget_of(config, setup),
+        "seed": config.seed,
+        "confidence": config.confidence,
+        "draws": config.draws,
+        "batch": config.batch,
+        "formats": [{"name": f.name, "choices": f.describe()} for f in setup.formats],
+        "items": [i.id for i in setup.items],
+        "covariates": setup.covariates,
+    }
+
+
+def budget_of(config: SpreadConfig, setup: SpreadSetup) -> int:
+    """The cell budget: as given, else two single-format evaluations (2 × items)."""
+    total = len(setup.formats) * len(setup.items)
+    budget = config.budget if config.budget is not None else 2 * len(setup.items)
+    if budget > total:
+        raise ConfigError(f"budget {budget} exceeds the {total} (format, item) cells")
+    if budget < len(setup.formats) and config.method == "estimate":
+        raise ConfigError(
+            f"budget {budget} is below the number of formats ({len(setup.formats)}); "
+            "every format needs at least one cell"
+        )
+    return budget
+
+
+def spread_design(config: SpreadConfig) -> tuple[StudyDesign, SpreadSetup]:
+    """The first pass: stratified cells (estimate; half of them with the adaptive sampler),
+    or the default format's first batch of items (search)."""
+    from ...results import StudyColumn
+
+    setup = spread_setup(config)
+    n_f, n_i = len(setup.formats), len(setup.items)
+    budget = budget_of(config, setup)
+    if config.method == "search":
+        first = np.random.default_rng(config.seed).permutation(n_i)[: config.batch]
+        rows, cols = np.zeros(len(first), dtype=np.intp), first.astype(np.intp)
+        phase = "search"
+    else:
+        n = budget // 2 if config.sampler == "adaptive" else budget
+        n = max(n, n_f)
+        rows, cols = stratified_cells(n_f, n_i, n, seed=config.seed)
+        phase = "stratified"
+    column = StudyColumn("spread_phase", "string", "how the cell was chosen")
+    blocks = cell_blocks(setup, rows, cols, phase)
+    return StudyDesign(tuple(blocks), _info(config, setup), (column,)), setup

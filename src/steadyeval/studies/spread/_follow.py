@@ -1,0 +1,99 @@
+"""The spread study's second pass: adaptive cells, or the Thompson-sampling search."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ...stats._irt import IrtCells, fit_irt, irt_distribution
+from ...stats._irt_design import adaptive_cells
+from ...stats._irt_search import thompson_search
+from .._protocol import StudyDesign
+from ._analysis import model_cells
+from ._config import SpreadConfig
+from ._design import budget_of, cell_blocks, spread_setup
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from ...models import Backend
+    from ...run import RunOptions
+
+__all__ = ["adaptive_follow_up", "search_follow_up"]
+
+
+def adaptive_follow_up(config: SpreadConfig, design: StudyDesign, table: pa.Table) -> StudyDesign:
+    """Fit the first (stratified) half, then put the rest of the budget on the formats whose
+    accuracy is least certain (one adaptive round; with several models, their union)."""
+    setup = spread_setup(config)
+    info = design.info
+    n_f, n_i = len(setup.formats), len(setup.items)
+    blocks = []
+    for model in sorted(set(table.column("model").to_pylist())):
+        rows, cols, y, _ = model_cells(table, info, model)
+        left = budget_of(config, setup) - len(y)
+        if left <= 0:
+            continue
+        cells = IrtCells.of(rows, cols, y, n_f, n_i)
+        x = np.asarray(info["covariates"]) if info.get("covariates") else None
+        dist = irt_distribution(fit_irt(cells, x), n_draws=200, seed=config.seed)
+        taken = np.zeros((n_f, n_i), dtype=bool)
+        taken[rows, cols] = True
+        r, c = adaptive_cells(dist, taken, min(left, int((~taken).sum())), seed=config.seed)
+        blocks += cell_blocks(setup, r, c, "adaptive")
+    return StudyDesign(tuple(blocks), {}, design.columns)
+
+
+def search_follow_up(
+    config: SpreadConfig,
+    design: StudyDesign,
+    table: pa.Table,
+    backends: Sequence[Backend],
+    options: RunOptions,
+) -> StudyDesign:
+    """Run the search step by step (each step's cells through the runner and the response
+    cache, so the final pass reads them back without calling the model again)."""
+    from ...run import RunOptions, run_blocks
+
+    setup = spread_setup(config)
+    n_f, n_i = len(setup.formats), len(setup.items)
+    step_options = RunOptions(cache=options.cache, progress=False, executor=options.executor)
+    names = [c.name for c in setup.conditions]
+    # cells of the first pass (the default format's first batch, for every model)
+    done = set(
+        zip(table.column("condition").to_pylist(), table.column("item_id").to_pylist(), strict=True)
+    )
+    blocks = []
+    for backend in backends:
+
+        def evaluate(row: int, cols: np.ndarray, backend: Backend = backend) -> list[float]:
+            step = [
+                dataclasses.replace(b, models=[backend])
+                for b in cell_blocks(setup, np.full(len(cols), row, dtype=np.intp), cols, "search")
+            ]
+            res = run_blocks(step, options=step_options, columns=design.columns)
+            by_item = dict(
+                zip(
+                    res.table.column("item_id").to_pylist(),
+                    res.table.column("correct").to_pylist(),
+                    strict=True,
+                )
+            )
+            return [1.0 if by_item.get(setup.items[int(c)].id) else 0.0 for c in cols]
+
+        result = thompson_search(
+            evaluate, n_f, n_i, budget_of(config, setup), batch=config.batch, seed=config.seed
+        )
+        keep = np.array(
+            [
+                (names[r], setup.items[c].id) not in done
+                for r, c in zip(result.rows, result.cols, strict=True)
+            ],
+            dtype=bool,
+        )
+        for b in cell_blocks(setup, result.rows[keep], result.cols[keep], "search"):
+            blocks.append(dataclasses.replace(b, models=[backend]))
+    return StudyDesign(tuple(blocks), {}, design.columns)

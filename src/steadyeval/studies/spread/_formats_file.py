@@ -1,0 +1,91 @@
+"""Formats loaded by path: prompt templates with ``{question}``, ``{choices}`` and
+``{topic}`` placeholders (PromptEval's MMLU templates, ``templates.json``)."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..._errors import ConfigError
+from ...conditions import FORMATS, Condition, Template
+
+__all__ = ["FileFormat", "load_format_file"]
+
+_FIELDS = {
+    "question": "{{ question }}",
+    "choices": "{{ options_block }}",
+    "topic": "{{ (subject or '') | replace('_', ' ') }}",
+    "context": "{{ context or '' }}",
+}
+
+
+def _literal(text: str) -> str:
+    return f"{{% raw %}}{text}{{% endraw %}}" if re.search(r"[{}%#]", text) else text
+
+
+def to_jinja(text: str, where: str) -> str:
+    """A ``{field}`` template as a Jinja2 template body (other text kept literally)."""
+    parts = re.split(r"\{([a-z_]+)\}", text)
+    out = []
+    for k, part in enumerate(parts):
+        if k % 2 == 0:
+            out.append(_literal(part) if part else "")
+        elif part in _FIELDS:
+            out.append(_FIELDS[part])
+        else:
+            raise ConfigError(
+                f"{where}: unknown placeholder {{{part}}}; known: {', '.join(_FIELDS)}"
+            )
+    if "{{ question }}" not in out:
+        raise ConfigError(f"{where}: the template has no {{question}} placeholder")
+    return "".join(out)
+
+
+@dataclass(frozen=True)
+class FileFormat:
+    """A format read from a file: its name and Jinja2 body (options as ``A. text`` lines)."""
+
+    name: str
+    source: str
+    body: str
+
+    def condition(self, scoring: str, **settings: Any) -> Condition:
+        return Condition(
+            name=self.name,
+            template=Template(name=self.name, body=self.body),
+            format=FORMATS["mc"],
+            scoring=scoring,
+            **settings,
+        )
+
+    def describe(self) -> dict[str, str]:
+        return {"template": self.source}
+
+
+def _templates(data: Any, path: Path) -> list[str]:
+    if isinstance(data, dict) and "MMLU" in data:
+        data = data["MMLU"]
+    if isinstance(data, dict) and "templates" in data:
+        data = data["templates"]
+    if not isinstance(data, list) or not all(isinstance(t, str) for t in data) or not data:
+        raise ConfigError(
+            f"{path}: expected a non-empty list of template strings (or {{'templates': [...]}}, "
+            "or PromptEval's templates.json with an 'MMLU' entry)"
+        )
+    return list(data)
+
+
+def load_format_file(path: str | Path) -> list[FileFormat]:
+    """The formats of a JSON file of ``{question}``/``{choices}``/``{topic}`` templates."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read the formats file: {exc}") from None
+    return [
+        FileFormat(f"tpl-{i:03d}", t, to_jinja(t, f"{path}: template {i}"))
+        for i, t in enumerate(_templates(data, path))
+    ]

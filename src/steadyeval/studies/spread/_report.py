@@ -1,0 +1,181 @@
+"""The spread study's report sections, from its analysis dict alone (``summary.md`` and
+``steadyeval report`` show the same numbers; the report adds the figures)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ...reports import (
+    Bar,
+    BarChart,
+    Block,
+    Column,
+    LineChart,
+    Paragraph,
+    Point,
+    Preformatted,
+    Section,
+    Series,
+    Table,
+    format_cell,
+)
+
+__all__ = ["spread_report_sections"]
+
+SOURCE = "spread study"
+
+
+def _quantile_table(rec: Mapping[str, Any], confidence: float) -> Table:
+    pct = f"{confidence:.0%}"
+    rows = [(f"{q['level']:g}%", q["estimate"], q["low"], q["high"]) for q in rec["quantiles"]]
+    s = rec["spread"]
+    rows.append(("spread (best − worst)", s["estimate"], s["low"], s["high"]))
+    return Table(
+        "Accuracy over all formats: quantiles and spread",
+        (
+            Column("quantile"),
+            Column("estimate", "pct"),
+            Column(f"{pct} low", "pct"),
+            Column(f"{pct} high", "pct"),
+        ),
+        tuple(rows),
+        note="Posterior means and equal-tailed intervals of the per-format accuracy "
+        "distribution over all formats and items (observed and unobserved cells).",
+    )
+
+
+def _extremes(rec: Mapping[str, Any]) -> list[Block]:
+    blocks: list[Block] = [
+        Table(
+            "Best and worst format (estimated)",
+            (
+                Column("which"),
+                Column("format"),
+                Column("estimate", "pct"),
+                Column("low", "pct"),
+                Column("high", "pct"),
+                Column("cells observed", "int"),
+            ),
+            tuple(
+                (which, r["format"], r["estimate"], r["low"], r["high"], r["observed"])
+                for which, r in (("best", rec["best"]), ("worst", rec["worst"]))
+            ),
+        )
+    ]
+    for which in ("best", "worst"):
+        prompt = rec[which]["prompt"]
+        if prompt:
+            blocks.append(Preformatted(prompt, title=f"Example prompt, {which} format"))
+    return blocks
+
+
+def _search(rec: Mapping[str, Any]) -> list[Block]:
+    s = rec["search"]
+    rows = tuple(
+        (which, r["format"], r["posterior_mean"], r["cells"], r["correct"])
+        for which, r in (("best", s["best"]), ("worst", s["worst"]))
+    )
+    return [
+        Paragraph(
+            f"Thompson-sampling search: {format_cell(s['formats_evaluated'], 'int')} formats "
+            f"evaluated; prior mean (default format's first batch) "
+            f"{format_cell(s['prior_mean'], 'pct')}; found spread "
+            f"{format_cell(s['spread'], 'pct')}."
+        ),
+        Table(
+            "Search result",
+            (
+                Column("which"),
+                Column("format"),
+                Column("posterior mean", "pct"),
+                Column("cells", "int"),
+                Column("correct", "int"),
+            ),
+            rows,
+        ),
+    ]
+
+
+def _figures(rec: Mapping[str, Any], confidence: float) -> list[Block]:
+    dist = rec["distribution"]
+    n = len(dist)
+    curve = Series("estimated", tuple(Point((k + 0.5) / n, v) for k, v in enumerate(dist)))
+    quant = Series(
+        f"quantiles ({confidence:.0%} intervals)",
+        tuple(
+            Point(q["level"] / 100, q["estimate"], q["low"], q["high"]) for q in rec["quantiles"]
+        ),
+    )
+    bars = tuple(
+        Bar(f"{q['level']:g}%", q["estimate"], q["low"], q["high"]) for q in rec["quantiles"]
+    )
+    return [
+        LineChart(
+            "Estimated distribution of accuracy over formats (sorted, worst to best)",
+            (curve, quant),
+            x_label="share of formats",
+            y_label="accuracy",
+            x_range=(0.0, 1.0),
+            x_is_share=True,
+        ),
+        BarChart("Quantiles of per-format accuracy", bars, value_label="accuracy"),
+    ]
+
+
+def _formats_table(rec: Mapping[str, Any], info: Mapping[str, Any]) -> Table:
+    choices = {f["name"]: f["choices"] for f in info["formats"]}
+    rows = sorted(rec["per_format"], key=lambda r: -r["estimate"])
+    return Table(
+        "Every format (sorted by estimate)",
+        (
+            Column("format"),
+            Column("estimate", "pct"),
+            Column("low", "pct"),
+            Column("high", "pct"),
+            Column("cells observed", "int"),
+            Column("correct", "int"),
+            Column("choices", wide=True),
+        ),
+        tuple(
+            (
+                r["format"],
+                r["estimate"],
+                r["low"],
+                r["high"],
+                r["observed"],
+                r["observed_correct"],
+                "; ".join(f"{k}={v!r}" for k, v in choices[r["format"]].items()),
+            )
+            for r in rows
+        ),
+    )
+
+
+def spread_report_sections(
+    analysis: Mapping[str, Any], info: Mapping[str, Any], *, figures: bool = True
+) -> list[Section]:
+    """One section per model: what was observed, the quantiles with intervals, the spread,
+    best and worst formats with example prompts, (search) the search's result, figures and
+    the per-format table."""
+    confidence = float(info.get("confidence", 0.9))
+    out = []
+    for i, rec in enumerate(analysis["models"]):
+        blocks: list[Block] = [
+            Paragraph(
+                f"{format_cell(rec['cells'], 'int')} of {format_cell(rec['cells_total'], 'int')} "
+                f"(format, item) cells observed ({len(info['formats'])} formats × "
+                f"{len(info['items'])} items; {info['method']}, {info['sampler']} cells); "
+                f"mean observed accuracy {format_cell(rec['observed_mean'], 'pct')}. "
+                "Unobserved cells are predicted by the fitted model σ(μ + θ_format + β_item); "
+                "see docs/study-spread.md for when to trust the estimate."
+            ),
+            _quantile_table(rec, confidence),
+            *(_figures(rec, confidence) if figures else []),
+            *_extremes(rec),
+            *(_search(rec) if "search" in rec else []),
+            _formats_table(rec, info),
+        ]
+        title = f"Accuracy across prompt formats: {rec['model']}"
+        out.append(Section.of(f"spread-model-{i + 1}", title, blocks, source=SOURCE))
+    return out

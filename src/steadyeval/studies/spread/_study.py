@@ -1,0 +1,76 @@
+"""The spread study on the study protocol: formats → sparse cells → runner → (adaptive cells
+or Thompson search) → analysis → report sections. Light to import: each step imports its
+module when it runs."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from .._protocol import Study, StudyDesign
+from ._config import SpreadConfig
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from ...models import Backend
+    from ...reports import Section
+    from ...run import RunOptions
+
+__all__ = ["SPREAD_STUDY", "SpreadStudy"]
+
+
+class SpreadStudy(Study):
+    """How much does accuracy move across prompt formats? Estimates the distribution of
+    accuracy over many formats from a few (format, item) cells (PromptEval), or searches
+    the best and worst format (FormatSpread). (``docs/study-spread.md``)"""
+
+    name = "spread"
+    question = "how does accuracy spread over many prompt formats, at the cost of two?"
+    config = SpreadConfig
+    example = """
+        steadyeval study spread --model hf:Qwen/Qwen2.5-0.5B --data mmlu.jsonl --out runs/spread
+        steadyeval study spread --model hf:./tiny-gpt2 --data items.jsonl \\
+            --formats ../shared/data/prompteval/templates.json --budget 400 --out runs/pe
+        steadyeval study spread --model hf:./tiny-gpt2 --data items.jsonl --method search
+    """
+
+    def design(
+        self, config: SpreadConfig, backends: Sequence[Backend], options: RunOptions
+    ) -> StudyDesign:
+        from ._design import spread_design
+
+        return spread_design(config)[0]
+
+    def follow_up(
+        self,
+        config: SpreadConfig,
+        design: StudyDesign,
+        table: pa.Table,
+        backends: Sequence[Backend],
+        options: RunOptions,
+    ) -> StudyDesign | None:
+        """Adaptive sampler: the second half of the budget where the estimate is least
+        certain. Search: the Thompson-sampling steps (each step runs its cells at once)."""
+        if config.method == "estimate" and config.sampler == "stratified":
+            return None
+        from ._follow import adaptive_follow_up, search_follow_up
+
+        if config.method == "search":
+            return search_follow_up(config, design, table, backends, options)
+        return adaptive_follow_up(config, design, table)
+
+    def analyze(self, table: pa.Table, info: Mapping[str, Any]) -> dict[str, Any]:
+        from ._analysis import analyze_spread
+
+        return analyze_spread(table, info)
+
+    def sections(
+        self, analysis: Mapping[str, Any], info: Mapping[str, Any], *, figures: bool = True
+    ) -> list[Section]:
+        from ._report import spread_report_sections
+
+        return spread_report_sections(analysis, info, figures=figures)
+
+
+SPREAD_STUDY = SpreadStudy()

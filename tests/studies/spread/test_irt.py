@@ -1,0 +1,138 @@
+"""The sparse logistic estimator, the cell samplers and the Thompson search (pure arrays)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.optimize import approx_fprime
+from scipy.special import expit
+
+from steadyeval.stats import StatsInputError
+from steadyeval.stats._irt import IrtCells, _Problem, fit_irt, irt_distribution
+from steadyeval.stats._irt_design import adaptive_cells, stratified_cells
+from steadyeval.stats._irt_search import thompson_search
+
+
+def _matrix(seed: int, n_f: int = 40, n_i: int = 60, tau: float = 1.2) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    theta = rng.normal(0, tau, n_f)
+    beta = rng.normal(0, 1.0, n_i)
+    return (rng.random((n_f, n_i)) < expit(0.3 + theta[:, None] + beta[None, :])).astype(float)
+
+
+def test_gradient_and_hessian_match_finite_differences() -> None:
+    rng = np.random.default_rng(0)
+    rows, cols = stratified_cells(6, 5, 20, seed=1)
+    cells = IrtCells.of(rows, cols, rng.integers(0, 2, 20), 6, 5)
+    problem = _Problem(cells, rng.normal(size=(6, 2)))
+    prec = rng.uniform(0.5, 2.0, problem.size)
+    w = rng.normal(0, 0.5, problem.size)
+    num = approx_fprime(w, lambda v: problem.objective(v, prec), 1e-6)
+    np.testing.assert_allclose(problem.gradient(w, prec), num, atol=1e-4)
+    hess = np.array(
+        [approx_fprime(w, lambda v, k=k: problem.gradient(v, prec)[k], 1e-6) for k in range(len(w))]
+    )
+    np.testing.assert_allclose(problem.hessian(w, prec), hess, atol=1e-4)
+
+
+def test_full_matrix_recovers_row_accuracies() -> None:
+    y = _matrix(1)
+    rows, cols = np.nonzero(np.ones_like(y))
+    fit = fit_irt(IrtCells.of(rows, cols, y[rows, cols], *y.shape))
+    dist = irt_distribution(fit, n_draws=100, seed=0)
+    # every cell observed: the accuracy is the row mean, with no uncertainty left
+    np.testing.assert_allclose(dist.accuracy, y.mean(axis=1), atol=1e-12)
+    np.testing.assert_allclose(dist.quantiles, np.percentile(y.mean(axis=1), [5, 25, 50, 75, 95]))
+    assert fit.tau_row > 0.6
+
+
+def test_sparse_estimate_beats_plain_averaging_and_intervals_cover() -> None:
+    covered, ours, avg = [], [], []
+    for seed in range(6):
+        y = _matrix(seed)
+        rows, cols = stratified_cells(*y.shape, 160, seed=seed)
+        cells = IrtCells.of(rows, cols, y[rows, cols], *y.shape)
+        dist = irt_distribution(fit_irt(cells), n_draws=200, seed=seed)
+        true = np.sort(y.mean(axis=1))
+        tq = np.percentile(true, [5, 25, 50, 75, 95])
+        covered += list((dist.quantile_low <= tq) & (tq <= dist.quantile_high))
+        ours.append(np.mean(np.abs(dist.sorted_accuracy - true)))
+        cnt = np.bincount(rows, minlength=y.shape[0])
+        plain = np.bincount(rows, weights=y[rows, cols], minlength=y.shape[0]) / cnt
+        avg.append(np.mean(np.abs(np.sort(plain) - true)))
+    assert np.mean(ours) < 0.6 * np.mean(avg)
+    assert np.mean(covered) >= 0.7
+
+
+def test_covariates_shape_checked_and_used() -> None:
+    y = _matrix(2, n_f=20)
+    rows, cols = stratified_cells(*y.shape, 100, seed=0)
+    cells = IrtCells.of(rows, cols, y[rows, cols], *y.shape)
+    with pytest.raises(StatsInputError, match="covariates must have shape"):
+        fit_irt(cells, np.zeros((3, 2)))
+    x = np.eye(20)[:, :3]
+    fit = fit_irt(cells, x)
+    assert fit.theta.shape == (20,)
+    assert len(fit.mean) == 1 + 20 + 60 + 3
+
+
+@pytest.mark.parametrize(
+    ("rows", "cols", "y", "match"),
+    [
+        ([0], [0, 1], [1], "equal lengths"),
+        ([5], [0], [1], "out of range"),
+        ([0], [0], [2], "only 0 and 1"),
+        ([], [], [], "no observed cells"),
+    ],
+)
+def test_cells_validated(rows: list[int], cols: list[int], y: list[int], match: str) -> None:
+    with pytest.raises(StatsInputError, match=match):
+        IrtCells.of(rows, cols, y, 3, 3)
+
+
+def test_stratified_cells_are_distinct_and_balanced() -> None:
+    rows, cols = stratified_cells(37, 100, 400, seed=3)
+    assert len(set(zip(rows.tolist(), cols.tolist(), strict=True))) == 400
+    r, c = np.bincount(rows, minlength=37), np.bincount(cols, minlength=100)
+    assert r.max() - r.min() <= 1 and c.max() - c.min() <= 1
+    again = stratified_cells(37, 100, 400, seed=3)
+    assert (again[0] == rows).all() and (again[1] == cols).all()
+    full = stratified_cells(4, 5, 20, seed=0)
+    assert len(set(zip(*full, strict=True))) == 20
+    with pytest.raises(StatsInputError, match="budget"):
+        stratified_cells(4, 5, 21, seed=0)
+
+
+def test_adaptive_cells_go_to_the_least_certain_rows() -> None:
+    y = _matrix(4, n_f=30)
+    rows, cols = stratified_cells(*y.shape, 60, seed=0)
+    extra_r, extra_c = stratified_cells(*y.shape, 200, seed=1)
+    keep = extra_r < 5  # rows 0-4 are well observed
+    rows, cols = np.concatenate([rows, extra_r[keep]]), np.concatenate([cols, extra_c[keep]])
+    pairs = {(int(a), int(b)) for a, b in zip(rows, cols, strict=True)}
+    rows = np.array([p[0] for p in pairs])
+    cols = np.array([p[1] for p in pairs])
+    dist = irt_distribution(fit_irt(IrtCells.of(rows, cols, y[rows, cols], *y.shape)), seed=0)
+    taken = np.zeros(y.shape, dtype=bool)
+    taken[rows, cols] = True
+    new_r, new_c = adaptive_cells(dist, taken, 20, seed=0)
+    assert not taken[new_r, new_c].any()
+    assert not set(new_r.tolist()) & {0, 1, 2, 3, 4}
+
+
+def test_thompson_search_finds_extremes_and_keeps_the_budget() -> None:
+    rng = np.random.default_rng(5)
+    acc = np.linspace(0.2, 0.8, 30)
+    acc[7], acc[19] = 0.98, 0.02
+    y = (rng.random((30, 100)) < acc[:, None]).astype(float)
+    calls: list[int] = []
+
+    def evaluate(row: int, cols: np.ndarray) -> list[float]:
+        calls.append(len(cols))
+        return list(y[row, cols])
+
+    res = thompson_search(evaluate, 30, 100, 600, batch=10, seed=0)
+    assert sum(calls) == 600 == len(res.y)
+    assert len(set(zip(res.rows.tolist(), res.cols.tolist(), strict=True))) == 600
+    assert res.best == 7 and res.worst == 19
+    np.testing.assert_array_equal(res.y, y[res.rows, res.cols])

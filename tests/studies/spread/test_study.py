@@ -1,0 +1,132 @@
+"""The spread study end to end on the scripted test backend (and a tiny model through the
+CLI): only the sampled cells reach the model; the analysis and the report come from the
+table."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+
+from steadyeval.cli import main
+from steadyeval.run import RunOptions
+from steadyeval.studies import StudyResult, reanalyze, run_study
+from steadyeval.studies.spread import SpreadConfig, load_format_file, spread_report_sections
+from tests.scripted_backend import register
+
+SHARED_TEMPLATES = Path(__file__).resolve().parents[4] / "shared/data/prompteval/templates.json"
+
+
+@pytest.fixture
+def items_file(tmp_path: Path) -> Path:
+    path = tmp_path / "items.jsonl"
+    rows = [
+        {"id": f"q{i}", "question": f"What is {i} + {i}?",
+         "options": [str(2 * i), str(2 * i + 1), str(2 * i + 2)], "answer": 0,
+         "metadata": {"subject": "arithmetic"}}
+        for i in range(12)
+    ]  # fmt: skip
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def _run(tmp_path: Path, items_file: Path, **kw: Any) -> StudyResult:
+    register()
+    cfg = SpreadConfig(
+        **{
+            "models": ["scripted:x"],
+            "data": str(items_file),
+            "n_formats": 15,
+            "budget": 40,
+            "draws": 100,
+            **kw,
+        }
+    )
+    result = run_study("spread", cfg, options=RunOptions(out=tmp_path / "run", progress=False))
+    assert isinstance(result, StudyResult)
+    return result
+
+
+def test_estimate_runs_only_the_sampled_cells(tmp_path: Path, items_file: Path) -> None:
+    result = _run(tmp_path, items_file)
+    table = pq.read_table(tmp_path / "run" / "results.parquet")
+    assert table.num_rows == 40  # budget cells, not 15 formats × 12 items
+    assert result.summary["plan"]["model_calls"] == 40 * 3  # one score request per option
+    keys = set(zip(table.column("condition").to_pylist(), table.column("item_id").to_pylist(),
+                   strict=True))  # fmt: skip
+    assert len(keys) == 40
+    rec = result.analysis["models"][0]
+    assert rec["cells"] == 40 and rec["cells_total"] == 180
+    assert rec["formats_observed"] == 15
+    levels = [q["level"] for q in rec["quantiles"]]
+    assert levels == [5, 25, 50, 75, 95]
+    for q in rec["quantiles"]:
+        assert 0 <= q["low"] <= q["estimate"] <= q["high"] <= 1
+    est = [q["estimate"] for q in rec["quantiles"]]
+    assert est == sorted(est)
+    assert rec["best"]["estimate"] >= rec["worst"]["estimate"]
+    assert rec["best"]["prompt"].startswith("Question: ") or rec["best"]["prompt"]
+    assert sum(r["observed"] for r in rec["per_format"]) == 40
+    assert set(table.column("spread_phase").to_pylist()) == {"stratified"}
+    # the analysis is the table's: recomputed offline, it is the same
+    assert reanalyze(tmp_path / "run") == json.loads(json.dumps(result.analysis))
+
+
+def test_adaptive_spends_the_same_budget(tmp_path: Path, items_file: Path) -> None:
+    result = _run(tmp_path, items_file, sampler="adaptive")
+    table = pq.read_table(tmp_path / "run" / "results.parquet")
+    assert table.num_rows == 40
+    phases = table.column("spread_phase").to_pylist()
+    assert phases.count("stratified") == 20 and phases.count("adaptive") == 20
+    assert result.analysis["models"][0]["cells"] == 40
+
+
+def test_search_finds_best_and_worst_within_budget(tmp_path: Path, items_file: Path) -> None:
+    result = _run(tmp_path, items_file, method="search", budget=48, batch=8)
+    table = pq.read_table(tmp_path / "run" / "results.parquet")
+    assert table.num_rows == 48  # the budget: the first batch and the search's steps
+    search = result.analysis["models"][0]["search"]
+    assert search["best"]["posterior_mean"] >= search["worst"]["posterior_mean"]
+    assert search["formats_evaluated"] >= 2
+    sections = spread_report_sections(result.analysis, result.summary["design"])
+    kinds = {type(b).__name__ for s in sections for b in s.blocks}
+    assert {"LineChart", "BarChart", "Table", "Preformatted"} <= kinds
+
+
+def test_budget_below_formats_is_an_error(tmp_path: Path, items_file: Path) -> None:
+    from steadyeval import ConfigError
+
+    with pytest.raises(ConfigError, match="below the number of formats"):
+        _run(tmp_path, items_file, budget=10)
+
+
+def test_cli_help_and_dry_run(tmp_path: Path, items_file: Path) -> None:
+    runner = CliRunner()
+    out = runner.invoke(main, ["study", "spread", "--help"])
+    assert out.exit_code == 0, out.output
+    assert "--n-formats" in out.output and "--method" in out.output
+    register()
+    dry = runner.invoke(main, ["study", "spread", "--model", "scripted:x", "--data",
+                               str(items_file), "--n-formats", "12", "--budget", "30",
+                               "--dry-run"])  # fmt: skip
+    assert dry.exit_code == 0, dry.output
+    assert "30" in dry.output
+
+
+def test_prompteval_templates_load(items_file: Path) -> None:
+    if not SHARED_TEMPLATES.exists():
+        pytest.skip("../shared/data/prompteval is not present")
+    formats = load_format_file(SHARED_TEMPLATES)
+    assert len(formats) == 100
+    from steadyeval.conditions import expand
+    from steadyeval.items import load_items
+
+    item = load_items(items_file)[0]
+    trials = expand([item], [f.condition("option-logprob") for f in formats]).trials
+    # the file holds 93 distinct template strings (7 pairs are identical as released)
+    assert len({t.prompt for t in trials}) == len({f.source for f in formats}) == 93
+    assert all("arithmetic" in t.prompt and item.question in t.prompt for t in trials)
