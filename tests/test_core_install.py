@@ -283,7 +283,8 @@ def test_core_dependencies_leave_out_the_hf_packages() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     core = {_name(r) for r in project["dependencies"]}
     extras = {k: [_name(r) for r in v] for k, v in project["optional-dependencies"].items()}
-    hf = {"torch", "transformers", "tokenizers", "safetensors", "huggingface-hub", "datasets"}
+    hf = {"torch", "transformers", "tokenizers", "safetensors", "huggingface-hub", "datasets",
+          "sentencepiece"}  # fmt: skip
     assert not core & (hf | {"accelerate"})
     assert set(extras["hf"]) == hf
     assert "steadyeval" in extras["dev"]  # [dev] = [hf] + tools: the README's install

@@ -54,15 +54,23 @@ def toy_top(prefix: str, n: int) -> list[tuple[str, float]]:
 
 
 def toy_generate(
-    prefix: str, max_tokens: int, *, temperature: float, seed: int | None, stop: list[str]
+    prefix: str,
+    max_tokens: int,
+    *,
+    temperature: float,
+    seed: int | None,
+    stop: list[str],
+    avoid_repeats: bool = False,
 ) -> tuple[list[str], str]:
-    """Generated tokens and the finish reason; stop strings cut the text (not included)."""
+    """Generated tokens and the finish reason; stop strings cut the text (not included).
+    ``avoid_repeats``: greedy skips tokens already written (a repetition penalty)."""
     rng = random.Random(seed)
     out: list[str] = []
     text = ""
     for _ in range(max_tokens):
         if temperature == 0:
-            tok = toy_top(prefix + text, 1)[0][0]
+            ranked = [t for t, _ in toy_top(prefix + text, len(VOCAB))]
+            tok = next((t for t in ranked if not (avoid_repeats and t in out)), ranked[0])
         else:
             weights = [pow(2.718281828, toy_logprob(prefix + text, t) / temperature) for t in VOCAB]
             tok = rng.choices(VOCAB, weights=weights)[0]
@@ -113,6 +121,11 @@ class ServerConfig:
     faults: FaultPlan | None = None  # (request body, attempt index) -> fault or None
     max_requests: int = 5000
     max_seconds: float = 120.0
+    # Server modes (tests/models/fake_openai_modes.py): openai | llama-cpp-python | vllm.
+    mode: str = "openai"
+    logits_all: bool = True  # llama-cpp-python: started with --logits_all true
+    idle_close: float | None = None  # close idle keep-alive connections after this long
+    n_ctx: int = 48  # llama-cpp-python: max_tokens=0 generates up to here
 
 
 def body_key(body: dict[str, Any]) -> str:
@@ -249,9 +262,16 @@ class _Handler(BaseHTTPRequestHandler):
             status, {"error": {"message": message, "type": "invalid_request_error"}}, headers
         )
 
+    def setup(self) -> None:
+        self.timeout = self.owner.config.idle_close  # a read that waits longer ends it
+        super().setup()
+
     def do_GET(self) -> None:
         if self.path.rstrip("/") == "/v1/models":
-            self._json(200, {"object": "list", "data": [{"id": "toy", "object": "model"}]})
+            from tests.models.fake_openai_modes import OWNED_BY
+
+            owner = OWNED_BY[self.owner.config.mode]
+            self._json(200, {"object": "list", "data": [{"id": "toy", "owned_by": owner}]})
         else:
             self._error(404, f"no route {self.path}")
 
@@ -345,6 +365,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _completions(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         cfg = self.owner.config
+        if cfg.mode != "openai":
+            from tests.models.fake_openai_modes import completions
+
+            return completions(cfg, body)
         prompt = body.get("prompt")
         if not isinstance(prompt, str):
             return 400, {"error": "prompt must be a string"}
@@ -410,6 +434,8 @@ class _Handler(BaseHTTPRequestHandler):
         if not isinstance(msgs, list) or not msgs:
             return 400, {"error": "messages must be a non-empty list"}
         rendered = "".join(f"<{m['role']}>{m['content']}\n" for m in msgs) + "<assistant>"
+        if cfg.mode == "llama-cpp-python":  # no template in the model: llama-2's
+            rendered = "".join(f"[INST] {m['content']} [/INST]" for m in msgs)
         if body.get("logprobs") and not cfg.chat_logprobs:
             return 400, {"error": "logprobs are not supported for this model"}
         gen, finish = toy_generate(

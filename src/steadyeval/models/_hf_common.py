@@ -13,6 +13,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from .._errors import ModelSpecError
 from .._log import duration
 from ._backend import BackendStats, BaseBackend, Capabilities, StatsCounter
 from ._hf_identity import content_hashes, fingerprint_dir, model_identity
@@ -67,9 +68,12 @@ class HFBackendBase(BaseBackend):
         lifted (steadyeval truncates inputs itself, and records it)."""
         from transformers import AutoTokenizer
 
-        tok = AutoTokenizer.from_pretrained(
-            self.model_dir, trust_remote_code=self.options.trust_remote_code
-        )
+        try:
+            tok = AutoTokenizer.from_pretrained(
+                self.model_dir, trust_remote_code=self.options.trust_remote_code
+            )
+        except (ImportError, ValueError, OSError) as exc:
+            raise _tokenizer_error(self.spec, self.model_dir, exc) from None
         limit = getattr(tok, "model_max_length", None)
         self._tokenizer_limit = limit if isinstance(limit, int) and limit < 1 << 30 else None
         tok.model_max_length = 1 << 60
@@ -172,3 +176,22 @@ class HFBackendBase(BaseBackend):
     def stats(self) -> BackendStats:
         """Batches halved after running out of memory so far."""
         return self._counter.snapshot()
+
+
+def _tokenizer_error(spec: ModelSpec, folder: Path, exc: BaseException) -> BaseException:
+    """A one-line error for a tokenizer that needs a library that is not installed (a
+    SentencePiece ``tokenizer.model`` without ``sentencepiece``); ``exc`` itself otherwise."""
+    import importlib.util
+
+    where = f"model spec {spec.backend}:{spec.name}: cannot load the tokenizer in {folder}"
+    spm_only = (folder / "tokenizer.model").is_file() and not (folder / "tokenizer.json").is_file()
+    if spm_only and importlib.util.find_spec("sentencepiece") is None:
+        return ModelSpecError(
+            f"{where}: it has a SentencePiece tokenizer.model and no tokenizer.json, and "
+            "reading it needs the sentencepiece library, which is not installed: "
+            "pip install 'steadyeval[hf]' (or pip install sentencepiece)"
+        )
+    text = " ".join(str(exc).split())
+    if "pip install" in text or " is required" in text or "requires the" in text:
+        return ModelSpecError(f"{where}: {text[:300]}")
+    return exc

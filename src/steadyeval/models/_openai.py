@@ -53,6 +53,7 @@ from ._known import known_input_format
 from ._openai_http import BadReply, BatchFailed, HTTPClient, Secret
 from ._openai_options import RUN_ONLY, OpenAIOptions
 from ._openai_probe import Capability, CapabilityProbe
+from ._openai_server import ServerProfile
 from ._openai_wire import (
     PromptLogprobs,
     _chat_top,
@@ -75,7 +76,7 @@ __all__ = [
 
 RespT = TypeVar("RespT", ScoreResponse, GenerateResponse, TopKResponse)
 CHAT_TOP_LOGPROBS = 20  # the most OpenAI's chat API returns; a label outside it gets -inf
-PROTOCOL = 1  # bump when the mapping of requests to calls changes (it is in the fingerprint)
+PROTOCOL = 2  # bump when the mapping of requests to calls changes (it is in the fingerprint)
 
 
 class TokenCapError(SteadyevalError):
@@ -109,6 +110,7 @@ class OpenAIBackend(CapabilityProbe, BaseBackend):
         self._probe_lock = threading.Lock()  # one probe at a time
         self._capabilities: dict[Capability, str | None] = {}  # None: supported; str: why not
         self._echo_max_tokens = 0
+        self._profile: ServerProfile | None = None  # from the spec, else probed once
         self.tokens_used = 0
         self._counter = StatsCounter()  # retries and back-off waits, across clients
 
@@ -165,6 +167,13 @@ class OpenAIBackend(CapabilityProbe, BaseBackend):
             "model": self.spec.name,
             "revision": self.options.revision,
         }
+        o = self.options  # options that change outputs, when set
+        if o.server is not None:
+            body["server"] = o.server
+        if o.extra:
+            body["extra"] = dict(o.extra)
+        if o.chat_template is not None:
+            body["chat_template"] = o.chat_template
         return json.dumps(body, sort_keys=True, separators=(",", ":"))
 
     def count_tokens(self, texts: Sequence[str]) -> list[int] | None:
@@ -239,7 +248,9 @@ class OpenAIBackend(CapabilityProbe, BaseBackend):
         self._check_cap()
         members: dict[str, list[int]] = {}
         unique: list[tuple[str, dict[str, Any]]] = []
+        extra = dict(self.options.extra)
         for i, (path, body) in enumerate(calls):
+            body = {**body, **extra}  # the spec's extra fields: sent with every request
             key = path + "\n" + json.dumps(body, sort_keys=True)
             if key not in members:
                 members[key] = []
@@ -306,22 +317,39 @@ class OpenAIBackend(CapabilityProbe, BaseBackend):
                 f"label {r.continuation!r} is not among the top {CHAT_TOP_LOGPROBS}",
             )
         lp = PromptLogprobs.from_choice(_choice(data))
-        short = n_prompt is not None and n_prompt > len(lp.tokens)  # fewer listed than used
-        if n_prompt is None or short:
-            n_prompt = len(lp.tokens) - self._echo_max_tokens
-        s = continuation_logprob(
-            lp,
-            prompt=r.context + r.continuation,
-            n_context_chars=len(r.context),
-            n_prompt_tokens=n_prompt,
-        )
+        # The prompt's tokens are those listed before the generated ones: a server may count
+        # a BOS token in usage.prompt_tokens that it does not list (llama.cpp).
+        generated = _usage(data)[1]
+        if generated is None or not 0 <= generated <= len(lp.tokens):
+            generated = self._echo_max_tokens
+        n_listed = len(lp.tokens) - generated
+        # The context's trailing whitespace belongs to the continuation (lm-evaluation-
+        # harness's split, as hf: scores): a tokenizer that writes spaces as tokens of their
+        # own scores them with the continuation. A generated token may be counted and not
+        # listed (llama.cpp leaves out a generated BOS): then the listing that spells the
+        # prompt exactly is the one with fewer generated tokens.
+        for n in range(n_listed, len(lp.tokens) + 1):
+            s = continuation_logprob(
+                lp,
+                prompt=r.context + r.continuation,
+                n_context_chars=len(r.context.rstrip()),
+                n_prompt_tokens=n,
+            )
+            if n == n_listed:
+                first = s
+            if not s.approximate:
+                break
+        else:
+            s = first
+        # Tokens the model conditions on (with BOS; the last one is only predicted), as hf:.
+        n_fed = (n_prompt if n_prompt is not None else n_listed) - 1
         return self._checked(
             ScoreResponse(
                 logprob=s.logprob,
                 n_tokens=s.n_tokens,
                 is_greedy=s.is_greedy,
-                n_input_tokens=n_prompt,
-                approximate=s.approximate or short,
+                n_input_tokens=max(0, n_fed),
+                approximate=s.approximate,
             ),
             "the listed tokens do not cover the continuation exactly",
         )
@@ -337,14 +365,21 @@ class OpenAIBackend(CapabilityProbe, BaseBackend):
         if not requests:
             return []
         self._check_cap()
-        calls = [self._generate_call(r) for r in requests]
+        self.preflight(requests)
+        sampling = dict(self.profile().sampling)
+        calls = [self._generate_call(r, sampling) for r in requests]
         return self._send(requests, calls, lambda i, d: self._generate_reply(requests[i], d))
 
-    def _generate_call(self, r: GenerateRequest) -> tuple[str, dict[str, Any]]:
+    def _generate_call(
+        self, r: GenerateRequest, sampling: Mapping[str, Any]
+    ) -> tuple[str, dict[str, Any]]:
+        """The call for ``r``; ``sampling`` holds the server profile's fields that make
+        ``temperature: 0`` plain greedy decoding and sampling plain (no penalties)."""
         body: dict[str, Any] = {
             "model": self.spec.name,
             "max_tokens": r.max_new_tokens,
             "temperature": r.temperature,
+            **sampling,
         }
         if r.temperature > 0:
             body.update(top_p=r.top_p, seed=sample_seed(r))

@@ -27,7 +27,6 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
@@ -39,10 +38,14 @@ from ._openai_policy import (
     Secret,
     ServerError,
     error_message,
+    is_transient,
     preview,
     retry_after_seconds,
     scrub,
+    status_hint,
 )
+from ._openai_policy import Failure as _Failure
+from ._openai_policy import closed_by_peer as _closed_by_peer
 
 __all__ = [
     "BadReply",
@@ -59,23 +62,11 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 Reader = Callable[[dict[str, Any]], T]
-RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 520, 522, 524})
 _UNUSABLE = "an unusable 200 reply: "
 
 
 class _Cancelled(Exception):
     """A queued request was not sent because another request of its batch failed."""
-
-
-@dataclass(frozen=True)
-class _Failure:
-    """One attempt that another may fix: why, the reply's status (``None``: no reply), the
-    wait the server asked for (capped), and whether it was an unusable 200 reply."""
-
-    why: str
-    status: int | None
-    asked_wait: float | None = None
-    bad_reply: bool = False
 
 
 def _as_is(data: dict[str, Any]) -> dict[str, Any]:
@@ -142,6 +133,8 @@ class HTTPClient:
     # -- connections ---------------------------------------------------------------------
     def _conn(self) -> http.client.HTTPConnection:
         conn: http.client.HTTPConnection | None = getattr(self._local, "conn", None)
+        if conn is not None and conn.sock is not None and _closed_by_peer(conn.sock):
+            conn.close()  # the server closed it while idle: the next request reconnects
         if conn is None:
             if self._https:
                 conn = http.client.HTTPSConnection(
@@ -183,7 +176,9 @@ class HTTPClient:
             with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
 
-    def _send(self, path: str, payload: bytes) -> tuple[int, dict[str, str], bytes]:
+    def _send(
+        self, path: str, payload: bytes | None, method: str = "POST"
+    ) -> tuple[int, dict[str, str], bytes]:
         """One HTTP exchange. A timer shuts the socket down when the policy's ``deadline``
         passes (each read is bounded by ``timeout`` only, so a reply that trickles in would
         otherwise hold the worker as long as the server likes)."""
@@ -208,7 +203,14 @@ class HTTPClient:
         timer.daemon = True
         timer.start()
         try:
-            conn.request("POST", self._prefix + path, body=payload, headers=headers)
+            try:
+                reused = conn.sock is not None
+                conn.request(method, self._prefix + path, body=payload, headers=headers)
+            except (BrokenPipeError, ConnectionResetError):
+                if not reused or expired.is_set():
+                    raise
+                conn.close()  # closed by the server between requests: no retry spent
+                conn.request(method, self._prefix + path, body=payload, headers=headers)
             if expired.is_set():  # it passed while connecting, before there was a socket
                 raise TimeoutError
             resp = conn.getresponse()
@@ -254,6 +256,27 @@ class HTTPClient:
         :meth:`request`)."""
         return self.request(path, body, _as_is, cancel=cancel, on_reply=on_reply)
 
+    def get(self, path: str) -> dict[str, Any]:
+        """GET ``path`` once (no retries): the JSON object of a 200 reply, else a
+        :class:`ServerError` (a connection failure has ``status`` ``None``)."""
+        where = f"{self.base_url}{path}"
+        try:
+            status, _, raw = self._send(path, None, method="GET")
+        except (OSError, http.client.HTTPException) as exc:
+            self._drop_conn()
+            raise ServerError(f"{where}: {type(exc).__name__}: {exc}", status=None) from None
+        data: Any = None
+        if status == 200:
+            with contextlib.suppress(UnicodeDecodeError, ValueError):
+                data = json.loads(raw.decode("utf-8"))
+        if not isinstance(data, dict):
+            hint = status_hint(status, self.base_url)
+            raise ServerError(
+                scrub(f"{where}: HTTP {status}: {error_message(raw)}{hint}", self._secret),
+                status=status,
+            )
+        return data
+
     def request(
         self,
         path: str,
@@ -275,6 +298,7 @@ class HTTPClient:
         where = f"{self.base_url}{path}"
         attempts = self.policy.max_retries + 1
         last = _Failure("", None)
+        real: _Failure | None = None  # the server's last error reply
         bad = 0
         for attempt in range(attempts):
             if cancel is not None and cancel.is_set():
@@ -284,6 +308,7 @@ class HTTPClient:
             if not isinstance(outcome, _Failure):
                 return outcome
             last = outcome
+            real = last if last.status is not None else real
             bad += last.bad_reply
             if bad > min(self.policy.bad_reply_retries, self.policy.max_retries):
                 raise ServerError(
@@ -297,15 +322,16 @@ class HTTPClient:
                 )
             if attempt + 1 < attempts:
                 self._before_retry(where, last, attempt, cancel)
+        why = last.why if real is None or real is last else f"{real.why} (then: {last.why})"
         raise ServerError(
             scrub(
-                f"{where}: no usable reply after {attempts} attempts; last error: {last.why}"
+                f"{where}: no usable reply after {attempts} attempts; last error: {why}"
                 f"{preview(body)}. "
                 "Is the server up and the base_url right? (retries: max_retries, "
                 "backoff_base, backoff_max, timeout, deadline in the model spec)",
                 self._secret,
             ),
-            status=last.status,
+            status=last.status if real is None else real.status,
         )
 
     def _attempt(
@@ -328,20 +354,22 @@ class HTTPClient:
             return _Failure(f"{type(exc).__name__}: {exc}", None)
         if status == 200:
             return self._read(raw, read, on_reply)
-        if status in RETRYABLE_STATUS:
-            why = f"HTTP {status}: {error_message(raw)}"
+        message = error_message(raw)
+        if is_transient(status, message):
+            why = f"HTTP {status}: {message}"
             return _Failure(why, status, self._asked_wait(where, status, headers))
-        hint = ""
+        hint = status_hint(status, self.base_url)
         if status in (401, 403):
             hint = f"; the key is read from {self._key_hint}" + (
                 ", which is not set" if self._secret is None else ""
             )
         raise ServerError(
             scrub(
-                f"{where}: HTTP {status}: {error_message(raw)}{preview(body)}{hint}",
+                f"{where}: HTTP {status}: {message}{preview(body)}{hint}",
                 self._secret,
             ),
             status=status,
+            permanent=True,
         )
 
     def _read(

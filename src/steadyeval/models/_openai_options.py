@@ -8,6 +8,7 @@ longer waits).
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from dataclasses import dataclass, field
@@ -16,6 +17,7 @@ from urllib.parse import urlsplit
 
 from .._errors import ModelSpecError
 from ._openai_http import RetryPolicy
+from ._openai_server import PROFILES, RESERVED_FIELDS, ServerName
 from ._spec import ModelSpec
 
 __all__ = ["DEFAULT_BASE_URL", "MAX_SECONDS", "RUN_ONLY", "OpenAIOptions", "default_deadline"]
@@ -48,6 +50,13 @@ _ALLOWED = {
     "them) have been used",
     "logprobs": "auto (probe the server) | none (it gives none: only generation)",
     "input_format": "an input encoding the model expects, e.g. unifiedqa (see Capabilities)",
+    "server": "auto (from the server's /models listing) | openai | llama-cpp-python | "
+    "llama-server | vllm: which server profile to follow (see docs/backends-api.md)",
+    "extra.NAME": "a field added to every request body, e.g. extra.repeat_penalty=1.0 (the "
+    "value is read as JSON when it parses, else as a string)",
+    "extra_body": "a JSON object of fields added to every request body",
+    "chat_template": "server: accept the server's own chat formatting on a server that falls "
+    "back to a generic template (llama.cpp); recorded in the model column",
 }
 #: Options that change how a run goes, never an output: left out of the model's identity.
 RUN_ONLY = frozenset(
@@ -98,6 +107,9 @@ class OpenAIOptions:
     logprobs: Literal["auto", "none"] = "auto"
     input_format: str | None = None
     strict: bool = False
+    server: ServerName | None = None  # None: auto
+    extra: tuple[tuple[str, Any], ...] = ()  # sorted (name, JSON value) pairs
+    chat_template: Literal["server"] | None = None
 
     @classmethod
     def from_spec(cls, spec: ModelSpec) -> OpenAIOptions:
@@ -110,7 +122,7 @@ class OpenAIOptions:
                 "spec, which is written to results, caches and logs. Put the key in an "
                 "environment variable and name it: api_key_env=NAME (default OPENAI_API_KEY)"
             )
-        unknown = sorted(set(o) - set(_ALLOWED))
+        unknown = sorted(k for k in set(o) - set(_ALLOWED) if not k.startswith("extra."))
         if unknown:
             allowed = "; ".join(f"{k} ({v})" for k, v in _ALLOWED.items())
             raise ModelSpecError(f"{where}: unknown option {unknown[0]!r}; allowed: {allowed}")
@@ -133,6 +145,14 @@ class OpenAIOptions:
 
         d = RetryPolicy()
         timeout = num("timeout", float, d.timeout)
+        server = o.get("server", "auto")
+        if server != "auto" and server not in PROFILES:
+            raise ModelSpecError(
+                f"{where}: server must be auto or one of {', '.join(PROFILES)}, got {server!r}"
+            )
+        chat_template = o.get("chat_template")
+        if chat_template not in (None, "server"):
+            raise ModelSpecError(f"{where}: chat_template takes server, got {chat_template!r}")
         return cls(
             base_url=base_url,
             api_key_env=env,
@@ -150,6 +170,9 @@ class OpenAIOptions:
             logprobs="none" if logprobs == "none" else "auto",
             input_format=o.get("input_format") or None,
             strict=strict == "true",
+            server=None if server == "auto" else server,  # type: ignore[arg-type]
+            extra=_extra(where, o),
+            chat_template="server" if chat_template else None,
         )
 
 
@@ -170,3 +193,30 @@ def _check_base_url(where: str, url: str) -> str:
     except ValueError:
         raise ModelSpecError(f"{where}: base_url has an invalid port") from None
     return url.rstrip("/")
+
+
+def _extra(where: str, o: dict[str, str]) -> tuple[tuple[str, Any], ...]:
+    """The extra request fields of ``extra_body`` and ``extra.NAME`` options (these win)."""
+    fields: dict[str, Any] = {}
+    if "extra_body" in o:
+        try:
+            body = json.loads(o["extra_body"])
+        except ValueError:
+            body = None
+        if not isinstance(body, dict):
+            raise ModelSpecError(f"{where}: extra_body must be a JSON object, e.g. "
+                                 '{"repeat_penalty": 1.0}')  # fmt: skip
+        fields.update(body)
+    for key, value in o.items():
+        if key.startswith("extra."):
+            try:
+                fields[key[6:]] = json.loads(value)
+            except ValueError:
+                fields[key[6:]] = value
+    bad = sorted(k for k in fields if k in RESERVED_FIELDS or not k)
+    if bad:
+        raise ModelSpecError(
+            f"{where}: extra field {bad[0]!r} is written by the backend itself; extra fields "
+            f"may not be any of {', '.join(sorted(RESERVED_FIELDS))}"
+        )
+    return tuple(sorted(fields.items()))

@@ -11,6 +11,8 @@ import email.utils
 import json
 import random
 import re
+import select
+import socket
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -21,13 +23,17 @@ from .._errors import SteadyevalError
 __all__ = [
     "BadReply",
     "BatchFailed",
+    "Failure",
     "RetryPolicy",
     "Secret",
     "ServerError",
+    "closed_by_peer",
     "error_message",
+    "is_transient",
     "preview",
     "retry_after_seconds",
     "scrub",
+    "status_hint",
 ]
 
 _MAX_MESSAGE = 400
@@ -70,8 +76,9 @@ class ServerError(SteadyevalError):
     reply: timeout, dropped connection, truncated body).
     """
 
-    def __init__(self, message: str, *, status: int | None) -> None:
+    def __init__(self, message: str, *, status: int | None, permanent: bool = False) -> None:
         self.status = status
+        self.permanent = permanent  # the reply says no retry can succeed
         super().__init__(message)
 
     def __reduce__(self) -> Any:
@@ -131,6 +138,30 @@ class RetryPolicy:
         return d / 2 + rng.uniform(0.0, d / 2)
 
 
+#: Error texts that no retry fixes, whatever the status says (llama-cpp-python answers 500
+#: "logprobs is not supported for models created with logits_all=False").
+_PERMANENT = re.compile(
+    r"(?i)not supported|unsupported|does not support|not implemented|logits_all|"
+    r"not a valid|invalid (?:request|value|argument|parameter)|no such model|model .*not found"
+)
+TRANSIENT_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 520, 522, 524})
+
+
+def is_transient(status: int, message: str) -> bool:
+    """Whether another try may succeed: a transient status (408/409/429/5xx) whose error
+    text does not say that the request itself cannot be served."""
+    return status in TRANSIENT_STATUS and not _PERMANENT.search(message)
+
+
+def status_hint(status: int, base_url: str) -> str:
+    """A hint for a reply that the request itself caused: a missing key, a wrong base_url."""
+    if status == 404 and not base_url.rstrip("/").endswith("/v1"):
+        return f"; OpenAI-compatible servers answer under /v1: is base_url {base_url}/v1 meant?"
+    if status == 404:
+        return "; is base_url the server's OpenAI API root, and the model name right?"
+    return ""
+
+
 def retry_after_seconds(headers: dict[str, str], now: float | None = None) -> float | None:
     """Seconds to wait from ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date)."""
     ms = headers.get("retry-after-ms")
@@ -183,3 +214,24 @@ def preview(body: dict[str, Any]) -> str:
         return ""
     short = text[:80] + ("..." if len(text) > 80 else "")
     return f" (request prompt: {short!r})"
+
+
+@dataclass(frozen=True)
+class Failure:
+    """One attempt that another may fix: why, the reply's status (``None``: no reply), the
+    wait the server asked for (capped), and whether it was an unusable 200 reply."""
+
+    why: str
+    status: int | None
+    asked_wait: float | None = None
+    bad_reply: bool = False
+
+
+def closed_by_peer(sock: socket.socket) -> bool:
+    """An idle keep-alive socket that is readable has been closed by the server (or holds
+    bytes nobody asked for): either way it cannot carry the next request."""
+    try:
+        readable, _, _ = select.select([sock], [], [], 0)
+    except (OSError, ValueError):
+        return True
+    return bool(readable)

@@ -1,8 +1,12 @@
-"""Capability probing of the ``openai:`` backend: which log-probabilities a batch needs
-(prompt, next-token or chat), and one tiny probe request per capability per backend instance
-to learn whether the server gives them (:meth:`CapabilityProbe.preflight`). A mixin of
-:class:`~steadyeval.models._openai.OpenAIBackend`, which provides the spec, options, locks
-and ``_post``.
+"""Capability probing of the ``openai:`` backend: which server it talks to (its profile,
+:mod:`._openai_server`: from ``?server=`` or one ``GET /models``), which log-probabilities a
+batch needs (prompt, next-token or chat), and one tiny probe request per capability to learn
+whether the server gives them and how (:meth:`CapabilityProbe.preflight`): what
+``max_tokens: 0`` does there, whether it answers at all. What is learnt is kept for the
+process, keyed by the backend's fingerprint (the model's identity at that server), so a run
+probes each server once however many backend instances it makes. A mixin of
+:class:`~steadyeval.models._openai.OpenAIBackend`, which provides the spec, options, locks,
+``client``, ``fingerprint`` and ``_post``.
 """
 
 from __future__ import annotations
@@ -14,10 +18,11 @@ from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from .._errors import UnsupportedRequestError
-from ..requests import Request, ScoreRequest, TopKRequest
-from ._openai_http import ServerError
+from ..requests import GenerateRequest, Request, ScoreRequest, TopKRequest
+from ._openai_http import HTTPClient, ServerError
 from ._openai_options import OpenAIOptions
-from ._openai_wire import PromptLogprobs, _chat_top, _choice, _messages
+from ._openai_server import PROFILES, ServerProfile, profile_from_models
+from ._openai_wire import PromptLogprobs, _chat_top, _choice, _messages, _usage
 from ._spec import ModelSpec
 
 __all__ = ["Capability", "CapabilityProbe"]
@@ -43,7 +48,56 @@ class CapabilityProbe:
     _probe_lock: threading.Lock
     _capabilities: dict[Capability, str | None]  # None: supported; str: why not
     _echo_max_tokens: int
+    _profile: ServerProfile | None
     _post: Callable[[str, dict[str, Any]], dict[str, Any]]
+    fingerprint: Callable[[], str]
+
+    @property
+    def client(self) -> HTTPClient:  # provided by OpenAIBackend
+        raise NotImplementedError
+
+    def profile(self) -> ServerProfile:
+        """The server's profile: the spec's ``server=``, else what ``GET /models`` names
+        (kept for the process). A 404 there on a base_url without /v1 is an error with
+        that hint; any other failure leaves the generic ``openai`` profile."""
+        if self._profile is not None:
+            return self._profile
+        if self.options.server is not None:
+            self._profile = PROFILES[self.options.server]
+            return self._profile
+        key = self.fingerprint()
+        with _SHARED_LOCK:
+            known = _PROFILES.get(key)
+        if known is None:
+            try:
+                known = profile_from_models(self.client.get("/models"), self.spec.name)
+            except ServerError as exc:
+                if exc.status == 404 and not self.options.base_url.endswith("/v1"):
+                    raise
+                if exc.status is None:  # not reachable now: ask again next time
+                    return PROFILES["openai"]
+                known = PROFILES["openai"]
+            log.info("%s: server profile %s", self.options.base_url, known.name)
+            with _SHARED_LOCK:
+                _PROFILES[key] = known
+        self._profile = known
+        return known
+
+    def _check_chat(self, requests: Sequence[Request]) -> None:
+        """Refuse chat requests to a server that would format them with a generic template
+        unless the spec accepts the server's formatting (``chat_template=server``)."""
+        chat = (ScoreRequest, GenerateRequest, TopKRequest)
+        if not any(isinstance(r, chat) and r.chat for r in requests):
+            return
+        profile = self.profile()
+        if profile.chat_fallback and self.options.chat_template is None:
+            raise UnsupportedRequestError(
+                f"{self.spec}: chat requests to {profile.description} are formatted with the "
+                "model's chat template, or with a generic one (llama-2) when the model has "
+                "none, and the reply does not say which. Add chat_template=server to the spec "
+                "to accept the server's formatting (it is then part of the model column), or "
+                "use chat: false"
+            )
 
     def _needs(self, requests: Sequence[Request]) -> set[Capability]:
         needs: set[Capability] = set()
@@ -79,6 +133,7 @@ class CapabilityProbe:
         describes the server now, not a model output) and raises
         :class:`~steadyeval.UnsupportedRequestError` naming the server and what it lacks.
         """
+        self._check_chat(requests)
         needs = self._needs(requests)
         if needs and self.options.logprobs == "none":
             raise UnsupportedRequestError(
@@ -88,7 +143,7 @@ class CapabilityProbe:
         for cap in sorted(needs):
             with self._probe_lock:
                 if cap not in self._capabilities:
-                    self._capabilities[cap] = self._probe(cap)
+                    self._capabilities[cap] = self._shared_probe(cap)
                     log.info(
                         "%s: %s: %s",
                         self.options.base_url,
@@ -106,8 +161,21 @@ class CapabilityProbe:
                     f"server {self.options.base_url} (model {self.spec.name}) cannot give "
                     f"{_CAPABILITY_TEXT[cap]}, which {kind} requests need here: {reason}. "
                     "Use generate scoring for this model, or a server that returns "
-                    "log-probabilities (e.g. vLLM's OpenAI server)"
+                    "log-probabilities (vLLM's OpenAI server; llama-cpp-python's started "
+                    "with --logits_all true)"
                 )
+
+    def _shared_probe(self, cap: Capability) -> str | None:
+        """:meth:`_probe`, once per process for this fingerprint and server profile."""
+        key = (self.fingerprint(), self.profile().name, cap)
+        with _SHARED_LOCK:
+            known = _CAPABILITIES.get(key)
+        if known is None:
+            known = (self._probe(cap), self._echo_max_tokens)
+            with _SHARED_LOCK:
+                _CAPABILITIES[key] = known
+        self._echo_max_tokens = known[1]
+        return known[0]
 
     def _probe(self, cap: Capability) -> str | None:
         """``None`` if the server gives ``cap``; else why not. Auth and network failures
@@ -141,13 +209,18 @@ class CapabilityProbe:
             )
             return None if _chat_top(_choice(data)) else "no top_logprobs"
         except ServerError as exc:
-            if exc.status in (400, 404, 405, 415, 422, 501) or exc.status == 200:
+            if exc.status == 404 and not self.options.base_url.endswith("/v1"):
+                raise  # a wrong base_url, not a missing capability
+            if exc.status in (400, 404, 405, 415, 422, 501, 200) or exc.permanent:
                 return str(exc)
             raise
 
     def _probe_echo(self) -> str | None:
+        profile = self.profile()
+        if not profile.prompt_logprobs:
+            return f"{profile.description} does not echo the prompt with log-probabilities"
         last = ""
-        for max_tokens in (0, 1):
+        for max_tokens in profile.echo_max_tokens:
             body = {
                 "model": self.spec.name,
                 "prompt": _PROBE_PROMPT,
@@ -166,6 +239,15 @@ class CapabilityProbe:
             lp = PromptLogprobs.from_choice(_choice(data))
             if sum(x is not None for x in lp.token_logprobs) < 1 or len(lp.tokens) < 2:
                 return "the reply does not list the prompt's tokens (echo ignored)"
+            generated = _usage(data)[1]
+            if max_tokens == 0 and (generated is None or generated > 0):
+                last = "max_tokens=0 generates text on this server"
+                continue  # it read 0 as "no limit": ask for one token instead
             self._echo_max_tokens = max_tokens
             return None
-        return last
+        return last or "no max_tokens value gives the prompt's log-probabilities alone"
+
+
+_SHARED_LOCK = threading.Lock()
+_PROFILES: dict[str, ServerProfile] = {}  # fingerprint -> profile
+_CAPABILITIES: dict[tuple[str, str, Capability], tuple[str | None, int]] = {}

@@ -76,44 +76,86 @@ class ContinuationScore:
     approximate: bool
 
 
+def _partial(token: str) -> bool:
+    """A token string that is not its own text: part of a multi-byte character (servers
+    write ``""``, ``"\ufffd"`` or OpenAI's ``"bytes:\\xe4"``)."""
+    return not token or "\ufffd" in token or token.startswith("bytes:")
+
+
+def _spans(lp: PromptLogprobs, n: int) -> tuple[list[int], list[int]] | None:
+    """Start and end offsets of the first ``n`` tokens; ``None`` if offsets go backwards.
+
+    A token ends where the next one starts (the token after the prompt, when the server
+    generated one, ends the last): that is exact even where a token's string is not its
+    text (a byte-fallback piece, written ``""``), since a server's offsets count the
+    characters decoded so far. Without a following token the last one ends after its text
+    (after the one character it completes, for a byte piece).
+    """
+    starts = list(lp.text_offset[:n])
+    last = lp.tokens[n - 1]
+    # Nothing after the prompt (it was followed by end-of-text): a byte piece that ends a
+    # valid prompt completes its last character.
+    nxt = (
+        lp.text_offset[n]
+        if n < len(lp.tokens)
+        else starts[-1] + (1 if _partial(last) else len(last))
+    )
+    ends = [*starts[1:], nxt]
+    if any(b < a for a, b in zip(starts, ends, strict=True)):
+        return None
+    return starts, ends
+
+
 def continuation_logprob(
     lp: PromptLogprobs, *, prompt: str, n_context_chars: int, n_prompt_tokens: int
 ) -> ContinuationScore:
     """The log-probability of ``prompt[n_context_chars:]`` from an echoed prompt.
 
     Only the first ``n_prompt_tokens`` tokens are the prompt (a server that had to generate
-    one token lists it after them). Character positions are anchored at the *end* of the
-    prompt: the prompt ends where its last token's text ends, and the continuation starts
-    ``len(continuation)`` characters before that, so a server that lists a BOS token such as
-    ``<s>`` at offset 0 (shifting every offset) is read correctly.
+    one token lists it after them). Each token spans from its offset to the next token's
+    (:func:`_spans`), and positions are anchored at the *end* of the prompt: the prompt ends
+    where its last token ends, and the continuation starts ``len(continuation)`` characters
+    before that, so a server that lists a BOS token such as ``<s>`` at offset 0, or writes a
+    leading space the tokenizer added (shifting every offset), is read correctly.
 
-    Boundary rule: a token belongs to the continuation when its text reaches past the
-    boundary, so a token that straddles it (``" A"`` for context ``"Answer: "`` and
-    continuation ``"A"``) is counted — as lm-evaluation-harness counts it, where trailing
-    whitespace of the context moves to the continuation. When the straddled context
-    characters are not all whitespace (a word split between context and continuation) the
-    score also covers some context characters and is flagged ``approximate``. It is also
-    flagged when a counted token has no log-probability (the first token of a prompt without
-    BOS), when the tokens' text does not spell the prompt's end (byte-level token strings),
-    and when the prompt's tokens cover fewer characters than the prompt has (a reply a token
-    short: anchored at its end, the score would be some other token's).
+    Boundary rule: a token belongs to the continuation when its span reaches past the
+    boundary, or starts at or after it (the pieces of a multi-byte character that starts
+    the continuation span no characters until the last), so a token that straddles it
+    (``" A"`` for context ``"Answer: "`` and continuation ``"A"``) is counted — as
+    lm-evaluation-harness counts it, where trailing whitespace of the context moves to the
+    continuation. When the straddled context characters are not all whitespace (a word split
+    between context and continuation) the score also covers some context characters and is
+    flagged ``approximate``. It is also flagged when a counted token has no log-probability
+    (the first token of a prompt without BOS), when a token's string is neither its span of
+    the prompt nor a byte piece, when offsets go backwards, and when the prompt's tokens
+    cover fewer characters than the prompt has (a reply a token short: anchored at its end,
+    the score would be some other token's).
     ``is_greedy`` needs ``top_logprobs`` (``logprobs >= 1``); without it it is ``False``.
     """
     n = max(0, min(n_prompt_tokens, len(lp.tokens)))
     n_cont_chars = len(prompt) - n_context_chars
-    if n == 0 or n_cont_chars <= 0:
+    spans = _spans(lp, n) if n else None
+    if spans is None or n_cont_chars <= 0:
         return ContinuationScore(0.0, 0, True, n_cont_chars > 0)
-    end = lp.text_offset[n - 1] + len(lp.tokens[n - 1])
-    boundary = end - n_cont_chars
-    chosen = [i for i in range(n) if lp.text_offset[i] + len(lp.tokens[i]) > boundary]
-    approximate = False
-    straddle = boundary - lp.text_offset[chosen[0]]  # characters of it before the boundary
+    starts, ends = spans
+    shift = ends[-1] - len(prompt)  # characters listed before the prompt (BOS, a space)
+    boundary = ends[-1] - n_cont_chars
+    chosen = [i for i in range(n) if ends[i] > boundary or starts[i] >= boundary]
+    approximate = shift < 0 or not chosen
+    for i in range(n):  # every token's string must be its text, or a byte piece
+        a, b, tok = starts[i], ends[i], lp.tokens[i]
+        if (
+            b > shift
+            and not _partial(tok)
+            and tok[max(0, shift - a) :] != prompt[max(0, a - shift) : b - shift]
+        ):
+            approximate = True
+    if not chosen:
+        return ContinuationScore(0.0, 0, False, True)
+    straddle = boundary - starts[chosen[0]]  # characters of it before the boundary
     if straddle > 0:
         covered = prompt[max(0, n_context_chars - straddle) : n_context_chars]
-        approximate = bool(covered.strip())
-    spelled = "".join(lp.tokens[i] for i in chosen)
-    if not prompt.endswith(spelled) or sum(len(t) for t in lp.tokens[:n]) < len(prompt):
-        approximate = True
+        approximate = approximate or bool(covered.strip())
     total, counted, greedy = 0.0, 0, True
     for i in chosen:
         value = lp.token_logprobs[i]
