@@ -199,6 +199,7 @@ _BUILTIN: dict[str, str] = {
     "knowledge": "steadyeval.studies.knowledge._study:KNOWLEDGE_STUDY",
     "fewshot": "steadyeval.studies.fewshot._study:FEWSHOT_STUDY",
     "spread": "steadyeval.studies.spread._study:SPREAD_STUDY",
+    "disparity": "steadyeval.studies.disparity._study:DISPARITY_STUDY",
 }
 _REGISTRY: dict[str, Study | str] = dict(_BUILTIN)
 #: Installed packages add studies under this entry-point group (``name = "module:attr"``).

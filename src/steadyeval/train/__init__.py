@@ -23,17 +23,20 @@ from ._loop import TrainConfig, fit, resolve_device
 from ._masked import MASK_SLOT, MaskedPrompts, PromptExample
 from ._noise import TokenNoise
 from ._pet import effective_max_length, pet_loss, quiet_transformers, score_masked, train_pet
+from ._pretrain import OBJECTIVES, Objective, pretrain, pretrained_model, texts_digest
 from ._ptuning import ptuning_pattern, train_ptuning
 from ._trained import TrainedModel
 
 __all__ = [
     "MANIFEST",
     "MASK_SLOT",
+    "OBJECTIVES",
     "CausalPrompts",
     "CheckpointInfo",
     "CheckpointStore",
     "ClsExample",
     "MaskedPrompts",
+    "Objective",
     "PromptExample",
     "TokenNoise",
     "TrainConfig",
@@ -47,12 +50,15 @@ __all__ = [
     "mask_tokens",
     "masked_lm_loss",
     "pet_loss",
+    "pretrain",
+    "pretrained_model",
     "ptuning_pattern",
     "quiet_transformers",
     "resolve_device",
     "score_masked",
     "stamp_weights",
     "text_mlm_loss",
+    "texts_digest",
     "train_adapet",
     "train_cls",
     "train_pet",

@@ -94,7 +94,7 @@ def test_cv_and_mdl_sizes() -> None:
             assert not set(train.tolist()) & set(dev.tolist())
 
 
-def _multirc_items(n_groups: int) -> list:
+def _multirc_items(n_groups: int) -> list[Any]:
     from steadyeval import Item
 
     items = []
@@ -116,7 +116,7 @@ def _multirc_items(n_groups: int) -> list:
 def test_grouped_splits_keep_groups_together(strategy: str) -> None:
     items = _multirc_items(16)
     config = FewShotConfig(
-        models=["hf:x"], task="MultiRC", labelled="unused", test_from_labelled=4,
+        models=["hf:x"], tasks=["MultiRC"], labelled="unused", test_from_labelled=4,
         strategies=[strategy], k=4,
     )  # fmt: skip
     for train, dev in _splits(strategy, 4, config, items):
@@ -133,7 +133,7 @@ def test_grouped_splits_keep_groups_together(strategy: str) -> None:
 def _table(scores: dict[tuple[str, int, int, str, str], float], n: int = 20) -> pa.Table:
     """A minimal results table: n rows per (strategy, K, split, setting, part), with the
     given share correct."""
-    cols: dict[str, list] = {
+    cols: dict[str, list[Any]] = {
         c: [] for c in ("strategy", "n_splits", "split_index", "hparams_id", "part", "correct")
     }
     for (s, k, i, h, p), acc in scores.items():
@@ -144,7 +144,7 @@ def _table(scores: dict[tuple[str, int, int, str, str], float], n: int = 20) -> 
     return pa.table(cols)
 
 
-def _info(grid_ids: list[str], k: int = 2) -> dict:
+def _info(grid_ids: list[str], k: int = 2) -> dict[str, Any]:
     return {
         "grid": [{"id": g, "hparams": {"h": g}} for g in grid_ids],
         "strategies": ["cv"],
@@ -279,13 +279,14 @@ def test_hub_rows_are_read_in_fewglue_form(monkeypatch: pytest.MonkeyPatch) -> N
     }
     calls = []
 
-    def fake(name: str, config: str, split: str) -> list[dict]:
+    def fake(name: str, config: str, split: str) -> list[dict[str, Any]]:
         calls.append((name, config, split))
         return rows[config]
 
     monkeypatch.setattr(datasets, "load_dataset", fake)
     (rte,) = load_task_items("RTE", "superglue:validation")
-    assert rte.id == "rte-validation-0" and rte.options[rte.gold_options[0]] == "not_entailment"
+    assert rte.id == "rte-validation-0" and rte.options is not None
+    assert rte.options[rte.gold_options[0]] == "not_entailment"
     (wsc,) = load_task_items("WSC", "superglue:validation")
     assert wsc.metadata["span2"] == "it" and wsc.gold_options == (0,)
     mrc = load_task_items("MultiRC", "superglue:validation")
@@ -468,30 +469,10 @@ def test_cli_study_fewshot(tiny_gpt2: Path, tmp_path: Path) -> None:
     assert runner.invoke(main, ["study", "fewshot", "--help"]).exit_code == 0
     out = tmp_path / "run"
     args = [
-        "study",
-        "fewshot",
-        "--model",
-        f"hf:{tiny_gpt2}",
-        "--task",
-        "rte",
-        "--labelled",
-        str(data),
-        "--test-from-labelled",
-        "4",
-        "--method",
-        "icl",
-        "--strategy",
-        "cv",
-        "--strategy",
-        "mdl",
-        "--k",
-        "2",
-        "--k-values",
-        "2",
-        "--out",
-        str(out),
-        "--quiet",
-    ]
+        "study", "fewshot", "--model", f"hf:{tiny_gpt2}", "--task", "rte", "--labelled",
+        str(data), "--test-from-labelled", "4", "--method", "icl", "--strategy", "cv",
+        "--strategy", "mdl", "--k", "2", "--k-values", "2", "--out", str(out), "--quiet",
+    ]  # fmt: skip
     res = runner.invoke(main, args)
     assert res.exit_code == 0, res.output
     md = (out / "summary.md").read_text()

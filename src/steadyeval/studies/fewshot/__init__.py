@@ -1,7 +1,8 @@
 """Study 4: few-shot evaluation protocols (FewNLU's framework) on FewGLUE / SuperGLUE.
 
 For each hyperparameter setting and each of K splits of a small labelled set, a method (ICL,
-PET, CLS, or a plug-in) adapts on the train part and is scored on the dev part and a test
+PET, CLS, ADAPET, P-tuning, PET+MLM, iPET, Noisy Student, their combinations, or a plug-in)
+adapts on the train part and is scored on the dev part and a test
 set; split strategies (Multi-Splits, cross-validation, MDL) are judged by the test score of
 the setting they choose, the dev–test rank correlation across settings, and stability as K
 changes. The study (:data:`FEWSHOT_STUDY`) is registered as ``fewshot``. See
@@ -15,7 +16,10 @@ from ..._lazy import lazy_exports
 if TYPE_CHECKING:
     from ._analysis import analyze, select
     from ._builtin import CLSMethod, ICLMethod, PETMethod
+    from ._combo import CombinedMethod, Spelling, parse_spelling
+    from ._compare import compare_methods
     from ._config import STRATEGIES, FewShotConfig
+    from ._data import load_unlabelled_items
     from ._framework import (
         COLUMNS,
         build_grid,
@@ -34,6 +38,7 @@ if TYPE_CHECKING:
         tag_items,
         verbalize,
     )
+    from ._metrics import TASK_METRICS, TaskMetric, task_metric, task_scores
     from ._params import Param, hparams_id
     from ._report import fewshot_report_sections, hparams_label
     from ._study import FEWSHOT_STUDY, FewShotStudy
@@ -44,6 +49,10 @@ __getattr__, __dir__ = lazy_exports(
     {
         "._analysis": ["analyze", "select"],
         "._builtin": ["CLSMethod", "ICLMethod", "PETMethod"],
+        "._combo": ["CombinedMethod", "Spelling", "parse_spelling"],
+        "._compare": ["compare_methods"],
+        "._data": ["load_unlabelled_items"],
+        "._metrics": ["TASK_METRICS", "TaskMetric", "task_metric", "task_scores"],
         "._config": ["STRATEGIES", "FewShotConfig"],
         "._framework": [
             "COLUMNS",
@@ -83,7 +92,9 @@ __all__ = [
     "METHODS",
     "STRATEGIES",
     "TASKS",
+    "TASK_METRICS",
     "CLSMethod",
+    "CombinedMethod",
     "FewShotConfig",
     "FewShotStudy",
     "FewShotTask",
@@ -92,9 +103,12 @@ __all__ = [
     "MethodContext",
     "PETMethod",
     "Param",
+    "Spelling",
+    "TaskMetric",
     "Unit",
     "analyze",
     "build_grid",
+    "compare_methods",
     "fewshot_design",
     "fewshot_report_sections",
     "final_design",
@@ -105,10 +119,14 @@ __all__ = [
     "item_groups",
     "load_space",
     "load_task_items",
+    "load_unlabelled_items",
     "make_splitter",
+    "parse_spelling",
     "register_method",
     "select",
     "split_off_test",
     "tag_items",
+    "task_metric",
+    "task_scores",
     "verbalize",
 ]

@@ -24,6 +24,7 @@ from ...train import (
 from ._methods import (
     MethodContext,
     Unit,
+    condition_name,
     icl_condition,
     pattern_template,
     register_method,
@@ -38,7 +39,6 @@ from ._params import (
     Hparams,
     Param,
     default_shots,
-    hparams_id,
     int_at_least,
     one_of,
     train_config,
@@ -47,10 +47,10 @@ from ._params import (
 )
 from ._tasks import FewShotTask
 
-__all__ = ["CLSMethod", "ICLMethod", "PETMethod"]
+__all__ = ["CLSMethod", "ICLMethod", "PETMethod", "trained_model"]
 
 
-def _trained(
+def trained_model(
     ctx: MethodContext,
     unit: Unit,
     method: str,
@@ -59,14 +59,16 @@ def _trained(
     *,
     kinds: frozenset[RequestKind],
     capabilities: Capabilities | None = None,
+    recipe: Mapping[str, object] | None = None,
 ) -> TrainedModel:
     """The unit's trained model (shared by every unit with the same recipe), served by
-    ``backend`` with the base model's options and the setting's ``max_length``."""
+    ``backend`` with the base model's options and the setting's ``max_length``; ``recipe``
+    adds to what decides its checkpoint (e.g. a semi-supervised method's teachers)."""
     base = dict(ctx.base.spec.options)
     options = {k: v for k, v in base.items() if k not in HF_RUN_OPTIONS}
     options["max_length"] = str(unit.hparams["max_length"])
     model = TrainedModel(
-        recipe=ctx.recipe(unit, method),
+        recipe={**ctx.recipe(unit, method), **(recipe or {})},
         train=train,
         store=ctx.store,
         backend=backend,
@@ -90,6 +92,7 @@ class ICLMethod:
     """
 
     name = "icl"
+    uses_unlabelled = False
     params: Mapping[str, Param] = {
         "pattern": PATTERN,
         "verbalizer": Param(
@@ -126,6 +129,7 @@ class PETMethod:
     """
 
     name = "pet"
+    uses_unlabelled = False
     params: Mapping[str, Param] = {
         "pattern": PATTERN,
         "verbalizer": VERBALIZER,
@@ -134,7 +138,9 @@ class PETMethod:
 
     def condition(self, task: FewShotTask, h: Hparams) -> Condition:
         verbalizer = None if task.kind == "choice" else h["verbalizer"]
-        return slot_condition(f"pet-{hparams_id(h)}", pattern_template(task, h), verbalizer)
+        return slot_condition(
+            condition_name(self.name, task.key, h), pattern_template(task, h), verbalizer
+        )
 
     def examples(self, task: FewShotTask, h: Hparams, items: Sequence[Item]) -> list[PromptExample]:
         cond = self.condition(task, h)
@@ -160,7 +166,7 @@ class PETMethod:
             )
 
         caps = Capabilities(fills_slots=True, max_length=int(h["max_length"]))
-        model = _trained(
+        model = trained_model(
             ctx, unit, self.name, "hf-masked", train,
             kinds=frozenset({"score", "top-k"}), capabilities=caps,
         )  # fmt: skip
@@ -189,15 +195,16 @@ class CLSMethod:
     """
 
     name = "cls"
+    uses_unlabelled = False
     params: Mapping[str, Param] = train_params([1e-5, 5e-5, 1e-4])
 
     @staticmethod
     def examples(task: FewShotTask, items: Sequence[Item]) -> list[ClsExample]:
         return [ClsExample(task.cls_inputs(i), i.gold_options[0]) for i in items]
 
-    def condition(self, h: Hparams) -> Condition:
+    def condition(self, task: FewShotTask, h: Hparams) -> Condition:
         return Condition(
-            name=f"cls-{hparams_id(h)}",
+            name=condition_name(self.name, task.key, h),
             template=CLASSIFIER_TEMPLATE,
             format=Format(name="classifier", kind="mc"),
             scoring=CLASSIFIER_HEAD,
@@ -218,7 +225,7 @@ class CLSMethod:
                 out_dir=folder,
             )
 
-        model = _trained(
+        model = trained_model(
             ctx, unit, self.name, "hf-classifier", train, kinds=frozenset({"classify"})
         )
         items = [
@@ -227,7 +234,7 @@ class CLSMethod:
             )
             for i in scored_items(unit)
         ]
-        return Block(items, [self.condition(unit.hparams)], [model])
+        return Block(items, [self.condition(task, unit.hparams)], [model])
 
 
 for _method in (ICLMethod(), PETMethod(), CLSMethod()):

@@ -28,22 +28,40 @@ class FewShotConfig(StudyConfig):
         "adapts it).",
         json_schema_extra={"flag": "model", "metavar": "SPEC", "single": True},
     )
-    task: str = Field(
-        description="A FewGLUE task: RTE, BoolQ, CB, COPA, WiC, WSC or MultiRC.",
+    tasks: list[str] = Field(
+        min_length=1,
+        description="A FewGLUE task: RTE, BoolQ, CB, COPA, WiC, WSC or MultiRC; repeat for "
+        "several (then --labelled is a FewGLUE folder).",
+        json_schema_extra={"flag": "task"},
     )
     labelled: str = Field(
-        description="Labelled examples in FewGLUE/SuperGLUE JSONL (e.g. FewGLUE/RTE/train.jsonl).",
-        json_schema_extra={"metavar": "FILE", "path": True},
+        description="Labelled examples in FewGLUE/SuperGLUE JSONL (e.g. FewGLUE/RTE/train.jsonl), "
+        "or a FewGLUE folder holding TASK/train.jsonl.",
+        json_schema_extra={"metavar": "FILE|DIR", "path": True},
     )
     test: str | None = Field(
         None,
-        description="A labelled test set: a JSONL file, or superglue:validation (hub).",
-        json_schema_extra={"metavar": "FILE|superglue:SPLIT", "path": True},
+        description="A labelled test set: a JSONL file, a folder holding TASK/val.jsonl, or "
+        "superglue:validation (hub).",
+        json_schema_extra={"metavar": "FILE|DIR|superglue:SPLIT", "path": True},
+    )
+    unlabelled: str | None = Field(
+        None,
+        description="Unlabelled examples for the semi-supervised methods: a JSONL file or a "
+        "folder holding TASK/unlabeled.jsonl [default: the unlabeled.jsonl next to the "
+        "labelled file; where there is none, the test set's inputs without their labels].",
+        json_schema_extra={"metavar": "FILE|DIR", "path": True},
     )
     test_from_labelled: int | None = Field(
         None, ge=1, description="Hold out N labelled items (groups) as the test set."
     )
-    method: str = Field("icl", description="icl, pet, cls or a registered method.")
+    methods: list[str] = Field(
+        ["icl"],
+        min_length=1,
+        description="A method: icl, pet, cls, adapet, ptuning, pet+mlm, ipet, noisy or a "
+        "combination such as ipet+adapet/cross-split; repeat for several.",
+        json_schema_extra={"flag": "method"},
+    )
     strategies: list[Literal["multisplit", "cv", "mdl"]] = Field(
         list(STRATEGIES),
         description="Split strategies to compare; repeat for several.",
@@ -91,11 +109,29 @@ class FewShotConfig(StudyConfig):
 
     _k_values = field_validator("k_values", mode="before")(_comma_ints)
 
-    @field_validator("strategies")
+    @model_validator(mode="before")
+    @classmethod
+    def _singular_keys(cls, data: Any) -> Any:
+        """``task: RTE`` and ``method: pet`` (one of each) are ``tasks`` and ``methods``."""
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        for one, many in (("task", "tasks"), ("method", "methods")):
+            if one in data:
+                if many in data:
+                    raise ValueError(f"give {one} or {many}, not both")
+                value = data.pop(one)
+                data[many] = value if isinstance(value, list) else [value]
+        for many in ("tasks", "methods"):
+            if isinstance(data.get(many), str):
+                data[many] = [data[many]]
+        return data
+
+    @field_validator("strategies", "tasks", "methods")
     @classmethod
     def _distinct(cls, value: list[str]) -> list[str]:
         if not value:
-            raise ValueError("give at least one strategy")
+            raise ValueError("give at least one value")
         return list(dict.fromkeys(value))
 
     @model_validator(mode="after")

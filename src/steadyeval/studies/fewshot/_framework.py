@@ -5,13 +5,10 @@ several K side by side; each (setting, split, seed) unit is one block for the ru
 from __future__ import annotations
 
 import hashlib
-import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 from ..._errors import ConfigError
 from ..._extras import require
@@ -23,10 +20,14 @@ from ...stats import KFold, MDLSplits, MultiSplits, StatsInputError
 from ...train import CheckpointStore
 from .._protocol import StudyDesign
 from ._analysis import analyze
+from ._combo import known_params
 from ._config import STRATEGIES, FewShotConfig
-from ._methods import Method, MethodContext, Unit, get_method
+from ._data import TaskData, load_task_data
+from ._methods import METHODS, Method, MethodContext, Split, Unit, get_method
+from ._metrics import task_metric
 from ._params import hparams_id
-from ._tasks import FewShotTask, get_task, item_groups, load_task_items, split_off_test
+from ._space import build_grid, load_space, method_space
+from ._tasks import FewShotTask, get_task, item_groups
 
 __all__ = [
     "COLUMNS",
@@ -45,6 +46,7 @@ COLUMNS = (
     StudyColumn("part", "string", "dev (the split's held-out part) or test"),
     StudyColumn("seed", "int", "the training/shot seed of the unit"),
     StudyColumn("method", "string", "the few-shot method (icl, pet, cls, ...)"),
+    StudyColumn("task", "string", "the FewGLUE task (RTE, CB, ...)"),
     StudyColumn("hparams_id", "string", "a short id of the setting (see design.grid)"),
     StudyColumn("split", "string", "strategy/K=k/index/part, or final/seed/test"),
     StudyColumn("strategy", "string", "multisplit, cv, mdl, or final (retrained on all)"),
@@ -64,55 +66,6 @@ def make_splitter(strategy: str, k: int, *, ratio: float = 0.5, seed: int = 0) -
     if strategy == "mdl":
         return MDLSplits(k, seed=seed)
     raise ConfigError(f"unknown strategy {strategy!r}; choose from {', '.join(STRATEGIES)}")
-
-
-def load_space(path: str | Path, method: str | None = None) -> dict[str, Any]:
-    """Read a YAML hyperparameter space: ``{name: value or [values]}``.
-
-    A file may hold one section per method (``icl: {...}``, ``pet: {...}``); ``method``
-    picks its section.
-    """
-    p = Path(path)
-    try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        raise ConfigError(f"{p}: cannot read the space file ({exc})") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"{p}: expected a mapping of hyperparameter names to value lists")
-    if method is not None and isinstance(data.get(method), dict):
-        data = data[method]
-    return {str(k): v for k, v in data.items()}
-
-
-def build_grid(
-    method: Method, task: FewShotTask, space: Mapping[str, Any] | None, *, where: str = "space"
-) -> list[dict[str, Any]]:
-    """Every combination of the space's values (defaults for names it leaves out).
-
-    Order: the method's parameter order, values in the order given. Each value is checked by
-    the method; errors name the parameter and what is allowed.
-    """
-    space = dict(space or {})
-    unknown = sorted(set(space) - set(method.params))
-    if unknown:
-        raise ConfigError(
-            f"{where}: method {method.name} has no hyperparameter {unknown[0]!r}; "
-            f"its hyperparameters: {', '.join(method.params)}"
-        )
-    axes: list[list[Any]] = []
-    for name, param in method.params.items():
-        raw = space.get(name, param.default(task))
-        values = list(raw) if isinstance(raw, list | tuple) else [raw]
-        if not values:
-            raise ConfigError(f"{where}: {name} has no values")
-        checked = []
-        for v in values:
-            try:
-                checked.append(param.check(v, task))
-            except ValueError as exc:
-                raise ConfigError(f"{where}: {name}: {exc}") from None
-        axes.append(list(dict.fromkeys(checked)))
-    return [dict(zip(method.params, combo, strict=True)) for combo in itertools.product(*axes)]
 
 
 def info_grid(grid: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -142,7 +95,7 @@ class _Usage:
     index: int
 
 
-def _blocks(block: Block, unit: Unit, method: str, usage: _Usage) -> list[Block]:
+def _blocks(block: Block, unit: Unit, e: _Experiment, usage: _Usage) -> list[Block]:
     """A unit's block as two blocks, dev and test, tagged with the usage's columns."""
     head = usage.strategy if usage.strategy == "final" else f"{usage.strategy}/K={usage.k}"
     out = []
@@ -151,7 +104,8 @@ def _blocks(block: Block, unit: Unit, method: str, usage: _Usage) -> list[Block]
         if not items:
             continue
         tags = {
-            "method": method,
+            "task": e.task.name,
+            "method": e.method.name,
             "hparams_id": hparams_id(unit.hparams),
             "split": f"{head}/{usage.index}/{part}",
             "strategy": usage.strategy,
@@ -163,16 +117,48 @@ def _blocks(block: Block, unit: Unit, method: str, usage: _Usage) -> list[Block]
 
 
 @dataclass
+class _Experiment:
+    """One (task, method) pair of the run: its grid and the task's data."""
+
+    data: TaskData
+    method: Method
+    grid: list[dict[str, Any]]
+
+    @property
+    def task(self) -> FewShotTask:
+        return self.data.task
+
+    @property
+    def key(self) -> str:
+        return f"{self.task.name}/{self.method.name}"
+
+
+@dataclass
 class _Context:
     """What the design and its follow-up share."""
 
     config: FewShotConfig
-    task: FewShotTask
-    method: Method
-    grid: list[dict[str, Any]]
-    labelled: tuple[Item, ...]
-    test: tuple[Item, ...]
+    experiments: list[_Experiment]
     methods: MethodContext
+
+
+def _experiments(config: FewShotConfig) -> list[_Experiment]:
+    tasks = [get_task(t) for t in config.tasks]
+    methods = [get_method(m) for m in config.methods]
+    if len({m.name for m in methods}) < len(methods):
+        raise ConfigError(f"methods: {config.methods} name one method twice")
+    # A shared name of the space that a method lacks is skipped for it when another method
+    # of the run, or any known method, has it (one space file for many runs); others are
+    # errors (typos).
+    every = {p for m in (*methods, *METHODS.values()) for p in m.params} | known_params()
+    semi = any(m.uses_unlabelled for m in methods)
+    out = []
+    for task in tasks:
+        data = load_task_data(config, task, unlabelled=semi)
+        for method in methods:
+            grid = build_grid(method, task, method_space(config.space, method, every))
+            out.append(_Experiment(data, method, grid))
+    return out
 
 
 def _context(config: FewShotConfig, backends: Sequence[Backend], options: RunOptions) -> _Context:
@@ -181,18 +167,7 @@ def _context(config: FewShotConfig, backends: Sequence[Backend], options: RunOpt
         import torch
 
         torch.set_num_threads(config.threads)
-    task = get_task(config.task)
-    method = get_method(config.method)
-    space = config.space
-    if isinstance(space, str):
-        space = load_space(space, method.name)
-    grid = build_grid(method, task, space)
-    items = load_task_items(task, config.labelled)
-    if config.test_from_labelled is not None:
-        labelled, test = split_off_test(items, config.test_from_labelled, seed=config.seed)
-    else:
-        assert config.test is not None
-        labelled, test = items, load_task_items(task, config.test)
+    experiments = _experiments(config)
     if config.checkpoints is not None:
         root = Path(config.checkpoints)
     elif options.out is not None:
@@ -207,38 +182,55 @@ def _context(config: FewShotConfig, backends: Sequence[Backend], options: RunOpt
         device=config.device,
         keep_checkpoints=config.keep_checkpoints,
     )
-    return _Context(config, task, method, grid, tuple(labelled), tuple(test), ctx)
+    return _Context(config, experiments, ctx)
+
+
+def _unit(
+    e: _Experiment,
+    h: dict[str, Any],
+    splits: Sequence[tuple[Sequence[Item], Sequence[Item]]],
+    index: int,
+    seed: int,
+) -> Unit:
+    every: list[Split] = [(tuple(t), tuple(d)) for t, d in splits]
+    train, dev = every[index]
+    siblings = tuple(s for j, s in enumerate(every) if j != index)
+    pool = e.data.unlabelled if e.method.uses_unlabelled else ()
+    return Unit(e.task, h, train, dev, e.data.test, seed, siblings, pool)
 
 
 def fewshot_design(
     config: FewShotConfig, backends: Sequence[Backend], options: RunOptions
 ) -> StudyDesign:
-    """Every (strategy, K, split, setting) unit as blocks: the method's items, condition and
-    model for the unit, tagged with the strategy, K and split. Trains nothing: a trained
-    method's model is trained when the runner first needs its answers."""
+    """Every (task, method, strategy, K, split, setting) unit as blocks: the method's items,
+    condition and model for the unit, tagged with the task, strategy, K and split. Trains
+    nothing: a trained method's model is trained when the runner first needs its answers."""
     c = _context(config, backends, options)
     blocks: list[Block] = []
     skipped: list[dict[str, Any]] = []
     units: set[tuple[Any, ...]] = set()
-    units_used: list[_Usage] = []
-    for strategy in config.strategies:
-        for k in sorted(set(config.k_values) | {config.k}):
-            try:
-                splits = _splits(strategy, k, config, c.labelled)
-            except (StatsInputError, ConfigError) as exc:
-                if k == config.k:
-                    raise ConfigError(f"{strategy} with K={k}: {exc}") from None
-                skipped.append({"strategy": strategy, "k": k, "reason": str(exc)})
-                continue
-            for index, (train, dev) in enumerate(splits):
-                for h in c.grid:
-                    unit = Unit(c.task, h, tuple(train), tuple(dev), c.test, config.seed)
-                    units.add((hparams_id(h), *(i.id for i in train), "|", *(i.id for i in dev)))
-                    block = c.method.block(unit, c.methods)
-                    usage = _Usage(strategy, k, index)
-                    units_used.append(usage)
-                    blocks += _blocks(block, unit, c.method.name, usage)
-    info = _info(c, skipped, n_units=len(units), n_usages=len(units_used))
+    n_usages = 0
+    for e in c.experiments:
+        for strategy in config.strategies:
+            for k in sorted(set(config.k_values) | {config.k}):
+                try:
+                    splits = _splits(strategy, k, config, e.data.labelled)
+                except (StatsInputError, ConfigError) as exc:
+                    if k == config.k:
+                        raise ConfigError(f"{e.task.name}: {strategy} with K={k}: {exc}") from None
+                    skipped.append(
+                        {"task": e.task.name, "strategy": strategy, "k": k, "reason": str(exc)}
+                    )
+                    continue
+                for index, (train, dev) in enumerate(splits):
+                    for h in e.grid:
+                        unit = _unit(e, h, splits, index, config.seed)
+                        ids = (*(i.id for i in train), "|", *(i.id for i in dev))
+                        units.add((e.key, hparams_id(h), *ids))
+                        n_usages += 1
+                        block = e.method.block(unit, c.methods)
+                        blocks += _blocks(block, unit, e, _Usage(strategy, k, index))
+    info = _info(c, skipped, n_units=len(units), n_usages=n_usages)
     return StudyDesign(blocks=tuple(blocks), info=info, columns=COLUMNS)
 
 
@@ -250,19 +242,24 @@ def final_design(
     options: RunOptions,
 ) -> StudyDesign | None:
     """Each strategy's chosen setting (from the results so far), re-adapted on all labelled
-    data with ``final_seeds`` seeds and scored on the test set; None when not asked for."""
+    data with ``final_seeds`` seeds and scored on the test set; None when not asked for.
+    Cross-split pseudo-labels of a retrained unit come from the strategy's K splits."""
     if not config.final_seeds:
         return None
     c = _context(config, backends, options)
     analysis = analyze(table, design.info)
-    chosen = dict.fromkeys(r["selected"] for r in analysis["side_by_side"])
-    by_id = {hparams_id(h): h for h in c.grid}
     blocks: list[Block] = []
-    for hid in chosen:
-        for j in range(config.final_seeds):
-            unit = Unit(c.task, by_id[hid], c.labelled, (), c.test, config.seed + j)
-            block = c.method.block(unit, c.methods)
-            blocks += _blocks(block, unit, c.method.name, _Usage("final", 0, j))
+    for e in c.experiments:
+        rows = analysis["experiments"][e.key]["side_by_side"]
+        by_id = {hparams_id(h): h for h in e.grid}
+        for hid in dict.fromkeys(r["selected"] for r in rows):
+            strategy = next(r["strategy"] for r in rows if r["selected"] == hid)
+            splits = _splits(strategy, config.k, config, e.data.labelled)
+            for j in range(config.final_seeds):
+                every = [*splits, (e.data.labelled, ())]
+                unit = _unit(e, by_id[hid], every, len(splits), config.seed + j)
+                block = e.method.block(unit, c.methods)
+                blocks += _blocks(block, unit, e, _Usage("final", 0, j))
     return StudyDesign(blocks=tuple(blocks), columns=COLUMNS)
 
 
@@ -272,11 +269,36 @@ def _info(
     """The design facts the analysis and the report read (``summary.json`` → ``design``)."""
     config = c.config
     ks = sorted(set(config.k_values) | {config.k})
+    first = c.experiments[0]
     return {
-        "task": c.task.name,
-        "method": c.method.name,
+        "tasks": list(dict.fromkeys(e.task.name for e in c.experiments)),
+        "methods": list(dict.fromkeys(e.method.name for e in c.experiments)),
+        "experiments": [
+            {
+                "key": e.key,
+                "task": e.task.name,
+                "method": e.method.name,
+                "grid": info_grid(e.grid),
+                "n_labelled": len(e.data.labelled),
+                "n_test": len(e.data.test),
+                "groups": item_groups(e.data.labelled) is not None,
+                "metric": task_metric(e.task.key).name,
+                "unlabelled": (
+                    {"source": e.data.unlabelled_source, "available": len(e.data.unlabelled)}
+                    if e.method.uses_unlabelled
+                    else None
+                ),
+            }
+            for e in c.experiments
+        ],
+        # The first experiment's facts at the top, as one-task one-method runs always had.
+        "task": first.task.name,
+        "method": first.method.name,
+        "grid": info_grid(first.grid),
+        "n_labelled": len(first.data.labelled),
+        "n_test": len(first.data.test),
+        "groups": item_groups(first.data.labelled) is not None,
         "model": c.methods.base.identity(),
-        "grid": info_grid(c.grid),
         "strategies": list(config.strategies),
         "k": config.k,
         "k_values": [k for k in ks if not any(s["k"] == k for s in skipped)],
@@ -284,9 +306,5 @@ def _info(
         "ratio": config.ratio,
         "seed": config.seed,
         "final_seeds": config.final_seeds,
-        "n_labelled": len(c.labelled),
-        "n_test": len(c.test),
-        "metric": "accuracy",
-        "groups": item_groups(c.labelled) is not None,
         "units": {"distinct": n_units, "usages": n_usages},
     }

@@ -33,6 +33,7 @@ __all__ = [
     "Method",
     "MethodContext",
     "Unit",
+    "condition_name",
     "get_method",
     "register_method",
     "tag_items",
@@ -40,9 +41,17 @@ __all__ = [
 ]
 
 
+#: A split: its train part and its dev part.
+Split = tuple[tuple[Item, ...], tuple[Item, ...]]
+
+
 @dataclass(frozen=True)
 class Unit:
-    """One adaptation and its scoring: a setting, a train part, what to score, a seed."""
+    """One adaptation and its scoring: a setting, a train part, what to score, a seed.
+
+    ``siblings`` are the other splits of the same strategy and K (cross-split
+    pseudo-labelling reads them); ``unlabelled`` the task's unlabelled examples in a seeded
+    order (filled only for methods that declare ``uses_unlabelled``)."""
 
     task: FewShotTask
     hparams: Hparams
@@ -50,6 +59,8 @@ class Unit:
     dev: tuple[Item, ...]
     test: tuple[Item, ...]
     seed: int
+    siblings: tuple[Split, ...] = ()
+    unlabelled: tuple[Item, ...] = ()
 
 
 @dataclass
@@ -62,6 +73,8 @@ class MethodContext:
     base_dir: Callable[[], Path]
     device: str = "auto"
     keep_checkpoints: bool = True
+    #: In-memory results shared by a run's units (e.g. a chain model's scores on the pool).
+    cache: dict[Any, Any] = field(default_factory=dict, repr=False)
     _trained: dict[str, TrainedModel] = field(default_factory=dict, repr=False)
 
     def trained(self, model: TrainedModel) -> TrainedModel:
@@ -87,6 +100,8 @@ class Method(Protocol):
 
     name: str
     params: Mapping[str, Param]
+    #: Whether the method reads unlabelled examples (``Unit.unlabelled``).
+    uses_unlabelled: bool
 
     def block(self, unit: Unit, ctx: MethodContext) -> Block:
         """The items to score (dev and test, tagged by :func:`tag_items`), the condition and
@@ -126,6 +141,12 @@ def scored_items(unit: Unit) -> list[Item]:
     return tag_items(unit.dev, "dev", unit) + tag_items(unit.test, "test", unit)
 
 
+def condition_name(method: str, task: str, h: Hparams) -> str:
+    """A setting's condition name, ``METHOD-TASK-ID`` (``pet-rte-0123456789``): unique across
+    the tasks and methods of a run, so each condition has one template."""
+    return f"{method}-{task.lower()}-{hparams_id(h)}"
+
+
 def derive_seed(*parts: object) -> int:
     digest = hashlib.sha256("\x1f".join(map(str, parts)).encode()).digest()
     return int.from_bytes(digest[:4], "little")
@@ -160,10 +181,27 @@ def register_method(method: Method, *, replace: bool = False) -> Method:
     return method
 
 
+#: Makes a method from a spelling no method is registered under (a combination such as
+#: ``ipet+adapet/cross-split``), or returns None; set by the combination module.
+_spellings: list[Callable[[str], Method | None]] = []
+
+
 def get_method(name: str) -> Method:
-    method = _METHODS.get(name.lower())
+    """The method registered as ``name``, or the combination it spells (registered on first
+    use under its canonical spelling)."""
+    key = name.strip().lower()
+    method = _METHODS.get(key)
+    for parse in _spellings if method is None else ():
+        made = parse(key)
+        if made is not None:
+            method = _METHODS.setdefault(made.name, made)
+            break
     if method is None:
-        raise ConfigError(f"unknown method {name!r}; choose one of {', '.join(sorted(_METHODS))}")
+        raise ConfigError(
+            f"unknown method {name!r}; choose one of {', '.join(sorted(_METHODS))}, or a "
+            "combination BASE[+mlm|ipet|noisy][/single-split|/cross-split] such as "
+            "ipet+adapet/cross-split"
+        )
     return method
 
 
@@ -191,7 +229,7 @@ def icl_condition(task: FewShotTask, h: Hparams, seed: int) -> Condition:
         name=f"{task.key}/{h['pattern']}", body=left.rstrip(), answer=" {{ answer }}" + right
     )
     return Condition(
-        name=f"icl-{hparams_id(h)}" + (f"-seed{seed}" if seed else ""),
+        name=condition_name("icl", task.key, h) + (f"-seed{seed}" if seed else ""),
         template=template,
         format=Format(name="slot", kind="mc"),
         scoring=OPTION_LOGPROB,
@@ -208,4 +246,4 @@ def icl_condition(task: FewShotTask, h: Hparams, seed: int) -> Condition:
 
 # The built-in methods (ICL, PET, CLS) register themselves when their module loads; loading it
 # here means every way into the registry sees them.
-from . import _builtin  # noqa: E402, F401
+from . import _builtin, _combo  # noqa: E402, F401

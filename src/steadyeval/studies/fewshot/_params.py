@@ -18,11 +18,14 @@ __all__ = [
     "VERBALIZER",
     "Hparams",
     "Param",
+    "as_number",
     "default_shots",
+    "float_in",
     "hparams_id",
     "int_at_least",
     "names_of",
     "one_of",
+    "positive_float",
     "train_config",
     "train_params",
     "verbalizer_names",
@@ -72,22 +75,49 @@ def verbalizer_names(task: FewShotTask) -> list[str]:
 
 def int_at_least(minimum: int) -> Callable[[Any, FewShotTask], Any]:
     def check(value: Any, task: FewShotTask) -> Any:
-        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        x = as_number(value)
+        if x is None or not x.is_integer() or x < minimum:
             raise ValueError(f"expected an integer >= {minimum}, got {value!r}")
-        return value
+        return int(x)
 
     return check
 
 
-def _positive_float(value: Any, task: FewShotTask) -> Any:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float)
-        or not value > 0
-        or not math.isfinite(value)
-    ):
-        raise ValueError(f"expected a positive number, got {value!r}")
+def as_number(value: Any) -> float | None:
+    """``value`` as a finite float (numbers, and numeric text such as ``"1e-5"``, which YAML
+    1.1 reads as a string), or None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, str):
+        try:
+            value = float(value.strip())
+        except ValueError:
+            return None
+    if not isinstance(value, int | float) or not math.isfinite(value):
+        return None
     return float(value)
+
+
+def float_in(
+    low: float, high: float, *, open_low: bool = False
+) -> Callable[[Any, FewShotTask], Any]:
+    """A check that a value is a number in ``[low, high]`` (``(low, high]`` if ``open_low``)."""
+
+    def check(value: Any, task: FewShotTask) -> Any:
+        x = as_number(value)
+        if x is None or x > high or x < low or (open_low and x == low):
+            bracket = "(" if open_low else "["
+            raise ValueError(f"expected a number in {bracket}{low}, {high}], got {value!r}")
+        return x
+
+    return check
+
+
+def positive_float(value: Any, task: FewShotTask) -> Any:
+    x = as_number(value)
+    if x is None or not x > 0:
+        raise ValueError(f"expected a positive number, got {value!r}")
+    return x
 
 
 def one_of(*allowed: str) -> Callable[[Any, FewShotTask], Any]:
@@ -123,7 +153,7 @@ def train_params(lrs: list[float]) -> dict[str, Param]:
     """The settings every fine-tuning method has (learning rates: ``lrs`` by default)."""
     return {
         "learning_rate": Param(
-            "learning_rate", lambda t: list(lrs), _positive_float, "peak AdamW learning rate"
+            "learning_rate", lambda t: list(lrs), positive_float, "peak AdamW learning rate"
         ),
         "steps": Param("steps", lambda t: [30], int_at_least(1), "optimiser steps"),
         "batch_size": Param("batch_size", lambda t: [4], int_at_least(1), "examples per step"),
@@ -132,6 +162,13 @@ def train_params(lrs: list[float]) -> dict[str, Param]:
             lambda t: [10],
             int_at_least(0),
             "dev evaluation frequency for best-dev checkpointing (0: last)",
+        ),
+        "patience": Param(
+            "patience",
+            lambda t: [0],
+            int_at_least(0),
+            "early stopping: evaluations without a better dev score before training stops "
+            "(0: never stop early)",
         ),
         "max_length": Param("max_length", lambda t: [128], int_at_least(8), "input tokens"),
     }
@@ -145,4 +182,5 @@ def train_config(h: Hparams, device: str) -> TrainConfig:
         eval_every=int(h["eval_every"]),
         max_length=int(h["max_length"]),
         device=device,
+        patience=int(h.get("patience", 0)),
     )

@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ...reports import Bar, BarChart, Column, Note, Paragraph, Section, Table
+from ._report_methods import methods_section
 
 __all__ = ["fewshot_report_sections", "hparams_label"]
 
@@ -47,10 +48,10 @@ def _side_by_side(
     columns = (
         Column("strategy"),
         Column("chosen setting"),
-        Column("dev", "pct", "mean dev accuracy of the chosen setting"),
-        Column("(1) test", "pct", "mean test accuracy of the chosen setting over the K splits"),
+        Column("dev", "pct", "mean dev score of the chosen setting"),
+        Column("(1) test", "pct", "mean test score of the chosen setting over the K splits"),
         Column("test std", "pct", "sample std of its K test accuracies"),
-        Column("oracle test", "pct", "the best mean test accuracy any setting reached"),
+        Column("oracle test", "pct", "the best mean test score any setting reached"),
         Column("(2) rho(dev, test)", "float", "Spearman of mean dev and mean test across settings"),
         Column("(3) test range over K", "pct"),
         Column("(3) rho range over K", "float"),
@@ -103,57 +104,129 @@ def _grid(analysis: Mapping[str, Any], info: Mapping[str, Any], labels: Mapping[
         *(Column(f"{n} {part}", "pct") for n in names for part in ("dev", "test")),
         Column("chosen by"),
     )
-    return Table(f"Every setting (K = {k}): mean dev and mean test accuracy", columns, tuple(rows))
+    return Table(f"Every setting (K = {k}): mean dev and mean test score", columns, tuple(rows))
 
 
 def _notes(analysis: Mapping[str, Any], info: Mapping[str, Any]) -> list[Note]:
     notes = [
-        Note(f"{name}, K={k}: {res['spearman_note']}")
-        for name, s in analysis["strategies"].items()
+        Note(f"{key}: {name}, K={k}: {res['spearman_note']}")
+        for key, exp in analysis["experiments"].items()
+        for name, s in exp["strategies"].items()
         for k, res in s["by_k"].items()
         if res.get("spearman_note")
     ]
     notes += [
-        Note(f"{s['strategy']}, K={s['k']} skipped: {s['reason']}", "warning")
+        Note(
+            f"{s.get('task', info['task'])}: {s['strategy']}, K={s['k']} skipped: {s['reason']}",
+            "warning",
+        )
         for s in info.get("skipped_k", [])
     ]
+    notes += [
+        Note(f"{p['a']} vs {p['b']}: {p['note']}")
+        for p in analysis["methods"]["paired"]
+        if p.get("note")
+    ]
     return notes
+
+
+def _experiment_sections(
+    exp: Mapping[str, Any],
+    design: Mapping[str, Any],
+    info: Mapping[str, Any],
+    k: int,
+    *,
+    figures: bool,
+    suffix: str,
+) -> list[Section]:
+    grid = list(design["grid"])
+    labels = {g["id"]: hparams_label(g["hparams"], grid) for g in grid}
+    analysis = {**exp, "k": k}
+    intro = Paragraph(
+        f"Few-shot evaluation protocols: {design['task']} × {design['method']} on "
+        f"{info['model']}; {design['n_labelled']} labelled items "
+        f"({'grouped' if design.get('groups') else 'ungrouped'}), {design['n_test']} test "
+        f"items; {len(grid)} hyperparameter settings; seed {info['seed']}; Multi-Splits ratio "
+        f"{info['ratio']}. Metric: {exp.get('metric', 'accuracy')}. The setting is chosen by "
+        "mean dev score over the K splits. (1) test score of the chosen setting, mean and std "
+        "over its K test scores, with the best any setting reached (oracle); (2) Spearman's "
+        "rho between mean dev and mean test score across the settings; (3) how far the chosen "
+        f"setting's test score and rho move over K = {', '.join(map(str, info['k_values']))}."
+        + _unlabelled_note(design)
+    )
+    main: list[Any] = [intro, _side_by_side(analysis, info, labels)]
+    if figures and exp["side_by_side"]:
+        bars = tuple(Bar(r["strategy"], _num(r["test_mean"]), n=k) for r in exp["side_by_side"])
+        main.append(BarChart("Test score of the chosen setting", bars))
+    # A setting's condition (seed 0) is METHOD-TASK-ID for every method: the report then shows
+    # that condition by the setting's label everywhere (a label of a condition the run does
+    # not have is not used).
+    task = str(design["task"]).lower()
+    head = f"{design['task']} {design['method']}: " if suffix else ""
+    shown = {f"{design['method']}-{task}-{sid}": head + label for sid, label in labels.items()}
+    title = f" ({design['task']}, {design['method']})" if suffix else ""
+    stability = _stability(analysis, labels)
+    return [
+        Section.of(
+            f"fewshot-strategies{suffix}",
+            f"Split strategies side by side{title}",
+            main,
+            SOURCE,
+            shown,
+        ),
+        Section.of(
+            f"fewshot-stability{suffix}",
+            f"Stability as K changes{title}",
+            [stability],
+            SOURCE,
+            shown,
+        ),
+        Section.of(
+            f"fewshot-grid{suffix}",
+            f"Every setting{title}",
+            [_grid(analysis, design, labels)],
+            SOURCE,
+            shown,
+        ),
+    ]
+
+
+def _unlabelled_note(design: Mapping[str, Any]) -> str:
+    u = design.get("unlabelled")
+    if not u:
+        return ""
+    where = (
+        "the test set's inputs without labels (fallback)"
+        if u["source"] == "test-inputs"
+        else u["source"]
+    )
+    return f" Unlabelled examples: {u['available']} from {where}."
+
+
+def _slug(text: str) -> str:
+    return "".join(ch if ch.isalnum() else "-" for ch in text.lower())
 
 
 def fewshot_report_sections(
     analysis: Mapping[str, Any], info: Mapping[str, Any], *, figures: bool = True
 ) -> list[Section]:
-    """The study's sections from :func:`analyze`' result and the design facts."""
-    grid = list(info["grid"])
-    labels = {g["id"]: hparams_label(g["hparams"], grid) for g in grid}
-    intro = Paragraph(
-        f"Few-shot evaluation protocols: {info['task']} × {info['method']} on {info['model']}; "
-        f"{info['n_labelled']} labelled items "
-        f"({'grouped' if info.get('groups') else 'ungrouped'}), {info['n_test']} test items; "
-        f"{len(grid)} hyperparameter settings; seed {info['seed']}; Multi-Splits ratio "
-        f"{info['ratio']}. The setting is chosen by mean dev accuracy over the K splits. "
-        "(1) test accuracy of the chosen setting, mean and std over its K test scores, with the "
-        "best any setting reached (oracle); (2) Spearman's rho between mean dev and mean test "
-        "accuracy across the settings; (3) how far the chosen setting's test accuracy and rho "
-        f"move over K = {', '.join(map(str, info['k_values']))}."
-    )
-    main: list[Any] = [intro, _side_by_side(analysis, info, labels)]
-    if figures and analysis["side_by_side"]:
-        bars = tuple(
-            Bar(r["strategy"], _num(r["test_mean"]), n=int(analysis["k"]))
-            for r in analysis["side_by_side"]
-        )
-        main.append(BarChart("Test accuracy of the chosen setting", bars))
-    # A setting's condition (seed 0) is METHOD-ID for every built-in method: the report then
-    # shows that condition by the setting's label everywhere (a label of a condition the run
-    # does not have is not used).
-    shown = {f"{info['method']}-{sid}": label for sid, label in labels.items()}
-    stability = _stability(analysis, labels)
-    sections = [
-        Section.of("fewshot-strategies", "Split strategies side by side", main, SOURCE, shown),
-        Section.of("fewshot-stability", "Stability as K changes", [stability], SOURCE, shown),
-        Section.of("fewshot-grid", "Every setting", [_grid(analysis, info, labels)], SOURCE, shown),
+    """The study's sections from :func:`analyze`' result and the design facts: with several
+    methods or tasks the methods side by side first, then each experiment's sections."""
+    designs = info.get("experiments") or [
+        {
+            "key": f"{info.get('task', '')}/{info.get('method', '')}",
+            **{k: info.get(k, "") for k in ("task", "method", "n_labelled", "n_test")},
+            "grid": info["grid"],
+        }
     ]
+    several = len(designs) > 1
+    sections = [methods_section(analysis["methods"], SOURCE)] if several else []
+    for d in designs:
+        exp = analysis["experiments"][d["key"]]
+        suffix = f"-{_slug(d['key'])}" if several else ""
+        sections += _experiment_sections(
+            exp, d, info, int(analysis["k"]), figures=figures, suffix=suffix
+        )
     notes = _notes(analysis, info)
     if notes:
         sections.append(Section.of("fewshot-notes", "Notes", notes, SOURCE))

@@ -1,0 +1,89 @@
+"""The disparity study's configuration (YAML or flags), validated with pydantic."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, field_validator
+
+from .._protocol import StudyConfig
+
+__all__ = ["DisparityConfig"]
+
+
+class DisparityConfig(StudyConfig):
+    """A run of the sample-disparity study (flags or YAML)."""
+
+    data: str = Field(
+        description="Probe directory (generic, LAMA or LPAQA layout).",
+        json_schema_extra={"path": True, "metavar": "DIR"},
+    )
+    general: str = Field(
+        description="General corpus: a text file, one sentence or paragraph per line.",
+        json_schema_extra={"path": True, "metavar": "FILE"},
+    )
+    prompt_set: Literal["manual_paraphrase", "paraphrase", "mine"] | None = Field(
+        None, description="LPAQA layout: which prompt set (default manual_paraphrase)."
+    )
+    limit_per_relation: int | None = Field(
+        None, ge=1, description="At most N facts per relation (a seeded sample)."
+    )
+    vocab: str | None = Field(
+        None,
+        description="Keep only facts whose object is in this word list (one per line).",
+        json_schema_extra={"path": True, "metavar": "FILE"},
+    )
+    candidates: Literal["vocabulary", "relation"] = Field(
+        "vocabulary", description="P@1 over the vocabulary, or over the relation's objects."
+    )
+    overlap: Literal["other-templates", "probe-template"] = Field(
+        "other-templates",
+        description="Overlap sentences: the probed facts written with the relation's other "
+        "templates, or with the probed template itself.",
+    )
+    overlap_file: str | None = Field(
+        None,
+        description="Overlap sentences from a text file instead (e.g. evidence sentences), "
+        "one per line.",
+        json_schema_extra={"path": True, "metavar": "FILE"},
+    )
+    general_split: Literal["line", "sentence"] = Field(
+        "line", description="General corpus: one sentence per line, or split lines into sentences."
+    )
+    gammas: list[int] = Field(
+        [0, 20, 40, 60, 80, 100],
+        description="Overlap shares γ in percent.",
+        json_schema_extra={"comma": True, "metavar": "G,G,..."},
+    )
+    corpus_size: int = Field(1000, ge=1, description="Sentences in every mixture.")
+    steps: int = Field(200, ge=1, description="Training steps per model and γ.")
+    batch_size: int = Field(16, ge=1, description="Sentences per step.")
+    learning_rate: float = Field(5e-5, gt=0, description="Peak AdamW learning rate.")
+    warmup_steps: int = Field(0, ge=0, description="Linear warm-up steps.")
+    max_length: int = Field(128, ge=8, description="Tokens per training sentence.")
+    mlm_probability: float = Field(
+        0.15, gt=0, le=1, description="Masked LMs: share of tokens corrupted."
+    )
+    include_base: bool = Field(
+        True, description="Also probe each model without further pre-training."
+    )
+    seed: int = Field(0, description="Seeds the fact sample, the mixtures and the training.")
+    device: str = Field("auto", description="Where training runs (auto: CUDA when available).")
+    checkpoints: str | None = Field(
+        None,
+        description="Checkpoint folder (default: OUT/checkpoints).",
+        json_schema_extra={"path": True, "metavar": "DIR"},
+    )
+    keep_checkpoints: bool = Field(True, description="Keep checkpoints after the run.")
+
+    @field_validator("gammas")
+    @classmethod
+    def _percentages(cls, value: list[int]) -> list[int]:
+        if not value:
+            raise ValueError("give at least one γ, e.g. 0,20,40,60,80,100")
+        bad = [g for g in value if not 0 <= g <= 100]
+        if bad:
+            raise ValueError(f"γ is a percentage in 0..100; got {bad[0]}")
+        if len(set(value)) != len(value):
+            raise ValueError(f"γ values must be distinct; got {value}")
+        return value

@@ -1,0 +1,182 @@
+"""The sample-disparity corpora: an overlap pool (sentences stating the probed facts), a
+general pool (any text), and γ-mixtures of a fixed size drawn from the two.
+
+**Sizes.** A mixture of ``size`` sentences at γ percent holds ``round_half_up(size · γ / 100)``
+overlap sentences and the rest general ones, so every mixture has exactly ``size`` sentences.
+
+**Draws.** Each pool is shuffled once (``numpy.random.default_rng`` seeded from ``seed`` and
+the pool's name) and read as that permutation repeated end to end; a mixture takes the first
+``n`` sentences of each. Mixtures are therefore nested (the overlap sentences at 20% are
+among those at 40%), and a pool smaller than what a mixture needs is repeated as evenly as
+possible (each sentence ``⌊n / len⌋`` or ``⌈n / len⌉`` times). The mixture's order is a
+seeded shuffle of its sentences (seed, γ).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+
+from ..._errors import ConfigError, DataError
+
+__all__ = [
+    "Mixture",
+    "build_mixtures",
+    "mixture_counts",
+    "overlap_sentences",
+    "read_corpus",
+    "split_sentences",
+]
+
+OverlapSource = Literal["other-templates", "probe-template"]
+
+# A sentence ends at ., ! or ? (optionally closed by a quote or bracket) followed by space.
+_SENTENCE_END = re.compile(r"(?:(?<=[.!?])|(?<=[.!?][\"')\]]))\s+(?=[\"'(\[]?[A-Z0-9])")
+
+
+@dataclass(frozen=True)
+class Mixture:
+    """One pre-training corpus: ``gamma`` percent overlap, ``size`` sentences in all.
+
+    Attributes
+    ----------
+    gamma : int
+        Share of overlap sentences, in percent (0–100).
+    sentences : tuple of str
+        The corpus, in training order.
+    n_overlap, n_general : int
+        How many sentences come from each pool (with repeats when a pool is small).
+    """
+
+    gamma: int
+    sentences: tuple[str, ...]
+    n_overlap: int
+    n_general: int
+
+    @property
+    def size(self) -> int:
+        return len(self.sentences)
+
+
+def _seed(*parts: object) -> int:
+    digest = hashlib.sha256("\x1f".join(map(str, parts)).encode()).digest()
+    return int.from_bytes(digest[:8], "little")
+
+
+def mixture_counts(size: int, gamma: int) -> tuple[int, int]:
+    """``(n_overlap, n_general)`` of a mixture: ``size · γ / 100`` rounded half up."""
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        raise ConfigError(f"corpus size must be a positive integer; got {size!r}")
+    if isinstance(gamma, bool) or not isinstance(gamma, int) or not 0 <= gamma <= 100:
+        raise ConfigError(f"gamma is a percentage, an integer in 0..100; got {gamma!r}")
+    n_overlap = (size * gamma * 2 + 100) // 200
+    return n_overlap, size - n_overlap
+
+
+def _take(pool: Sequence[str], n: int, seed: int, name: str) -> list[str]:
+    """The first ``n`` sentences of ``pool``'s seeded permutation repeated end to end."""
+    if n == 0:
+        return []
+    perm = np.random.default_rng(_seed("pool", name, seed)).permutation(len(pool))
+    reps = -(-n // len(pool))
+    return [pool[int(i)] for i in np.tile(perm, reps)[:n]]
+
+
+def build_mixtures(
+    overlap: Sequence[str],
+    general: Sequence[str],
+    *,
+    gammas: Iterable[int],
+    size: int,
+    seed: int,
+) -> list[Mixture]:
+    """The γ-mixtures of ``size`` sentences (see the module docstring for the draws).
+
+    Raises
+    ------
+    ConfigError
+        A γ outside 0..100 or repeated, a size below 1, or an empty pool that a mixture
+        needs (γ > 0 needs overlap sentences, γ < 100 general ones).
+    """
+    gs = list(gammas)
+    if not gs:
+        raise ConfigError("no gammas: give at least one share, e.g. 0,20,40,60,80,100")
+    if len(set(gs)) != len(gs):
+        raise ConfigError(f"gammas must be distinct; got {gs}")
+    out = []
+    for g in gs:
+        n_o, n_g = mixture_counts(size, g)
+        for n, pool, what in ((n_o, overlap, "overlap"), (n_g, general, "general")):
+            if n and not pool:
+                raise ConfigError(
+                    f"gamma {g}% needs {n} {what} sentences but the {what} corpus is empty"
+                )
+        sentences = _take(overlap, n_o, seed, "overlap") + _take(general, n_g, seed, "general")
+        order = np.random.default_rng(_seed("order", g, seed)).permutation(len(sentences))
+        out.append(Mixture(g, tuple(sentences[int(i)] for i in order), n_o, n_g))
+    return out
+
+
+def _fill(template: str, subject: str, obj: str) -> str:
+    return template.replace("[X]", subject).replace("[Y]", obj)
+
+
+def overlap_sentences(
+    templates: Mapping[str, Sequence[str]],
+    facts: Iterable[tuple[str, str, str]],
+    source: OverlapSource,
+) -> tuple[list[str], dict[str, int]]:
+    """Sentences stating ``facts`` (``(relation, subject, object)``), each written with its
+    relation's ``templates`` (``[X]`` the subject, ``[Y]`` the object).
+
+    ``"other-templates"`` uses every template but the probed one (index 0) — the probe's
+    paraphrases, so the overlap states the facts without the probe's wording;
+    ``"probe-template"`` uses the probed template itself (the strongest overlap; for tests).
+    Returns the sentences (distinct, in fact then template order) and, per relation, how
+    many were written.
+    """
+    if source not in ("other-templates", "probe-template"):
+        raise ConfigError(
+            f"overlap source must be 'other-templates' or 'probe-template'; got {source!r}"
+        )
+    sentences: dict[str, None] = {}
+    per_relation: dict[str, int] = {}
+    for relation, subject, obj in facts:
+        if relation not in templates:
+            raise ConfigError(f"no templates for relation {relation!r}")
+        all_t = templates[relation]
+        chosen = all_t[1:] if source == "other-templates" else all_t[:1]
+        before = len(sentences)
+        for t in chosen:
+            sentences.setdefault(_fill(t, subject, obj), None)
+        per_relation[relation] = per_relation.get(relation, 0) + len(sentences) - before
+    return list(sentences), per_relation
+
+
+def split_sentences(text: str) -> list[str]:
+    """``text`` cut after ``.``, ``!`` or ``?`` followed by whitespace and a capital letter or
+    digit (a plain rule: abbreviations such as "Dr. Smith" are cut too)."""
+    return [s.strip() for s in _SENTENCE_END.split(text) if s.strip()]
+
+
+def read_corpus(path: str | Path, *, split: Literal["line", "sentence"] = "line") -> list[str]:
+    """A text file as training sentences: one per non-blank line (``"line"``), or each line
+    cut into sentences by :func:`split_sentences` (``"sentence"``)."""
+    p = Path(path)
+    try:
+        lines = p.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DataError(f"cannot read ({exc})", file=str(p), expected="a UTF-8 text file") from None
+    out: list[str] = []
+    for line in lines:
+        if line.strip():
+            out.extend(split_sentences(line) if split == "sentence" else [line.strip()])
+    if not out:
+        raise DataError("no text", file=str(p), expected="one sentence or paragraph per line")
+    return out

@@ -1,0 +1,98 @@
+"""The disparity study on the study protocol: config → design → runner → analysis → report
+sections. This module stays light (the CLI builds the study's command from it); each step
+imports its module when it runs."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .._protocol import Study, StudyDesign
+from ._config import DisparityConfig
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from ...models import Backend
+    from ...reports import Section
+    from ...run import RunOptions
+
+__all__ = ["DISPARITY_STUDY", "DisparityStudy"]
+
+
+class DisparityStudy(Study):
+    """Study 2, section 6: sample disparity — P@1 after further pre-training on corpora with
+    a share γ of probe-fact sentences (``docs/study-disparity.md``)."""
+
+    name = "disparity"
+    question = (
+        "how much of a probing score (and of the gap between two models) comes from overlap "
+        "between the pre-training data and the probe? (sample disparity, LAMA/LPAQA)"
+    )
+    config = DisparityConfig
+    example = """
+        steadyeval study disparity --model hf-masked:./tiny-bert --model hf-causal:./tiny-gpt2 \\
+            --data data/lama/lpaqa --general general.txt --limit-per-relation 20 --out runs/disp
+        steadyeval study disparity study.yaml --dry-run
+    """
+
+    def design(
+        self, config: DisparityConfig, backends: Sequence[Backend], options: RunOptions
+    ) -> StudyDesign:
+        from ...items import load_probes, load_vocab
+        from ...train import CheckpointStore, TrainConfig
+        from ..sensitivity import ProbeOptions
+        from ._design import CorpusOptions, PretrainOptions, disparity_design
+        from ._mixture import read_corpus
+
+        if config.checkpoints is not None:
+            store = CheckpointStore(config.checkpoints)
+        elif options.out is not None:
+            store = CheckpointStore(Path(options.out) / "checkpoints")
+        else:  # a dry run, or Python without a run directory
+            store = CheckpointStore.temporary()
+        train = TrainConfig(
+            learning_rate=config.learning_rate,
+            steps=config.steps,
+            batch_size=config.batch_size,
+            warmup_steps=config.warmup_steps,
+            max_length=config.max_length,
+            device=config.device,
+        )
+        probe = ProbeOptions(
+            limit_per_relation=config.limit_per_relation,
+            candidates=config.candidates,
+            vocab=None if config.vocab is None else load_vocab(config.vocab),
+            seed=config.seed,
+        )
+        return disparity_design(
+            load_probes(config.data, prompt_set=config.prompt_set),
+            read_corpus(config.general, split=config.general_split),
+            backends,
+            probe=probe,
+            corpus=CorpusOptions(
+                tuple(config.gammas), config.corpus_size, config.overlap, config.seed
+            ),
+            pretraining=PretrainOptions(
+                train, config.mlm_probability, config.seed, config.keep_checkpoints
+            ),
+            store=store,
+            overlap=None if config.overlap_file is None else read_corpus(config.overlap_file),
+            include_base=config.include_base,
+        )
+
+    def analyze(self, table: pa.Table, info: Mapping[str, Any]) -> dict[str, Any]:
+        from ._analysis import analyze_disparity
+
+        return analyze_disparity(table, info)
+
+    def sections(
+        self, analysis: Mapping[str, Any], info: Mapping[str, Any], *, figures: bool = True
+    ) -> list[Section]:
+        from ._report import disparity_report_sections
+
+        return disparity_report_sections(analysis, figures=figures)
+
+
+DISPARITY_STUDY = DisparityStudy()

@@ -1,0 +1,245 @@
+"""Semi-supervised chains: iPET's generations and Noisy Student's rounds, with single-split
+or cross-split pseudo-labelling.
+
+A *chain model* is one checkpoint: a base method (PET, ADAPET, P-tuning) trained at
+generation ``g`` on split ``j`` (its train part, selected on its dev part) with one ensemble
+member's pattern and seed. Generation 0 sees the labelled train part only; generation
+``g > 0`` also sees unlabelled examples labelled by the generation ``g - 1`` models of the
+*source* splits: the same split (``single-split``) or every other split of the same strategy
+and K (``cross-split``). Each chain model is trained through the study's
+:class:`~steadyeval.train.CheckpointStore` under a key that holds its teachers' keys, so
+units share chain models and a rerun trains nothing it has; all of it happens inside the
+unit's final model's training, i.e. only when the runner needs an answer it does not have.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from ...items import Item
+from ...train import PromptExample, TrainOutcome, checkpoint_key, score_masked
+from ._methods import MethodContext, Split, derive_seed
+from ._params import Hparams, train_config
+from ._tasks import FewShotTask
+from ._trainers import BaseTrainer, Extras, Job, prompt_examples
+
+__all__ = ["Chain", "Strategy", "ensemble_probs", "grow_sizes", "pick_pseudo"]
+
+Strategy = Literal["single-split", "cross-split"]
+#: A chain model: (generation, split index, member index).
+Node = tuple[int, int, int]
+
+
+def grow_sizes(n_labelled: int, growth: float, generations: int, pool: int) -> list[int]:
+    """iPET's pseudo-labelled examples per generation 1..G: the training set grows to
+    ``n_labelled * growth**g`` (Schick & Schütze 2021: d = 5), capped by the pool."""
+    return [
+        min(pool, round(n_labelled * growth**g) - n_labelled) for g in range(1, generations + 1)
+    ]
+
+
+def ensemble_probs(scores: Sequence[np.ndarray], temperature: float) -> np.ndarray:
+    """The ensemble's averaged probabilities: the mean over members of
+    ``softmax(scores / temperature)`` (rows: examples, columns: options)."""
+    probs = []
+    for s in scores:
+        z = np.asarray(s, dtype=float) / temperature
+        z = np.exp(z - z.max(axis=1, keepdims=True))
+        probs.append(z / z.sum(axis=1, keepdims=True))
+    mean: np.ndarray = np.mean(probs, axis=0)
+    return mean
+
+
+def pick_pseudo(
+    probs: np.ndarray, n: int, label_share: Sequence[float], rng: np.random.Generator
+) -> list[int]:
+    """iPET's choice of ``n`` pseudo-labelled examples: per label (its share of the labelled
+    train part), examples whose most likely label it is, drawn without replacement with
+    probability proportional to the ensemble's confidence. Returned sorted."""
+    labels = probs.argmax(axis=1)
+    picked: list[int] = []
+    for lab, share in enumerate(label_share):
+        cand = np.flatnonzero(labels == lab)
+        want = min(len(cand), round(n * share))
+        if want <= 0:
+            continue
+        w = probs[cand, lab]
+        picked += rng.choice(cand, size=want, replace=False, p=w / w.sum()).tolist()
+    return sorted(int(i) for i in picked)
+
+
+def _items_hash(items: Sequence[Item]) -> str:
+    return hashlib.sha256("".join(i.hash for i in items).encode()).hexdigest()
+
+
+@dataclass
+class Chain:
+    """The chain models of one unit's semi-supervised method (see the module docstring).
+
+    ``splits[0]`` is the unit's own split; ``members`` the ensemble's (pattern, seed)
+    pairs; ``rounds`` the generations after generation 0 (iPET's generations, Noisy
+    Student's rounds).
+    """
+
+    kind: Literal["ipet", "noisy"]
+    ctx: MethodContext
+    task: FewShotTask
+    h: Hparams
+    base: BaseTrainer
+    strategy: Strategy
+    splits: tuple[Split, ...]
+    pool: tuple[Item, ...]
+    members: tuple[tuple[str, int], ...]
+    rounds: int
+    causal: bool = False
+    _keys: dict[Node, str] = field(default_factory=dict, repr=False)
+
+    def sources(self, j: int) -> list[int]:
+        if self.strategy == "single-split":
+            return [j]
+        return [i for i in range(len(self.splits)) if i != j] or [j]
+
+    def member_h(self, m: int) -> dict[str, Any]:
+        return {**self.h, "pattern": self.members[m][0]}
+
+    def teachers(self, node: Node) -> list[Node]:
+        g, j, _ = node
+        if g == 0:
+            return []
+        return [(g - 1, s, m) for s in self.sources(j) for m in range(len(self.members))]
+
+    def key(self, node: Node) -> str:
+        if node not in self._keys:
+            g, j, m = node
+            train, dev = self.splits[j]
+            self._keys[node] = checkpoint_key(
+                {
+                    "version": 1,
+                    "kind": f"{self.kind}-chain",
+                    "task": self.task.name,
+                    "base": self.base.name,
+                    "hparams": self.member_h(m),
+                    "seed": self.members[m][1],
+                    "generation": g,
+                    "train": [i.hash for i in train],
+                    "dev": [i.hash for i in dev],
+                    "pool": _items_hash(self.pool) if g else None,
+                    "teachers": [self.key(t) for t in self.teachers(node)],
+                    "base_model": self.ctx.base.fingerprint(),
+                }
+            )
+        return self._keys[node]
+
+    def train_into(self, node: Node, out: Path) -> TrainOutcome:
+        """Train the chain model ``node`` into ``out`` (a unit's final model: not stored
+        under its chain key; its teachers are)."""
+        return self._train(node, out)
+
+    def path(self, node: Node) -> Path:
+        """The chain model's checkpoint, trained (with its teachers) if missing."""
+        key = self.key(node)
+        found = self.ctx.store.get(key)
+        if found is not None:
+            return found.path
+        return self.ctx.store.get_or_train(
+            key, {"chain": key}, lambda out: self._train(node, out)
+        ).path
+
+    def probs(self, teachers: Sequence[Node], temperature: float) -> np.ndarray:
+        """The teachers' averaged probabilities over the pool's options."""
+        scores = [self._pool_scores(t) for t in teachers]
+        return ensemble_probs(scores, temperature)
+
+    def _pool_scores(self, node: Node) -> np.ndarray:
+        key = ("pool-scores", self.key(node))
+        cache = self.ctx.cache
+        if key not in cache:
+            examples = prompt_examples(
+                self.task,
+                self.member_h(node[2]),
+                self.base.template(self.task, self.member_h(node[2])),
+                self.pool,
+            )
+            cache[key] = np.asarray(
+                score_masked(
+                    self.path(node),
+                    examples,
+                    max_length=int(self.h["max_length"]),
+                    device=self.ctx.device,
+                )
+            )
+        return np.asarray(cache[key])
+
+    def _train(self, node: Node, out: Path) -> TrainOutcome:
+        g, j, m = node
+        h = self.member_h(m)
+        template = self.base.template(self.task, h)
+        train, dev = self.splits[j]
+        labelled = prompt_examples(self.task, h, template, train)
+        extra: list[PromptExample] = []
+        noise = 0.0
+        if g > 0:
+            extra, noise = self._pseudo(node, h, template, len(train), train)
+        job = Job(
+            self.ctx.base_dir(), tuple(labelled + extra), tuple(prompt_examples(self.task, h, template, dev)),
+            train_config(h, self.ctx.device), self.members[m][1], h, self.causal,
+            Extras(noise=noise) if self.base.takes_extras else Extras(),
+        )  # fmt: skip
+        return self.base.train(job, out)
+
+    def _pseudo(
+        self, node: Node, h: Hparams, template: Any, n_train: int, train: Sequence[Item]
+    ) -> tuple[list[PromptExample], float]:
+        g = node[0]
+        if self.kind == "ipet":
+            probs = self.probs(self.teachers(node), float(self.h["temperature"]))
+            n = grow_sizes(n_train, float(self.h["growth"]), g, len(self.pool))[-1]
+            rng = np.random.default_rng(derive_seed("ipet", self.key(node)))
+            idx = pick_pseudo(probs, n, label_share(train, probs.shape[1]), rng)
+            hard = [np.eye(probs.shape[1])[int(probs[i].argmax())] for i in idx]
+            return prompt_examples(self.task, h, template, [self.pool[i] for i in idx], hard), 0.0
+        probs = self.probs(self.teachers(node), 1.0)
+        # Noisy Student: every pool example, soft labels where the base trains on them.
+        soft = (
+            list(probs)
+            if self.base.takes_extras
+            else [np.eye(probs.shape[1])[int(p.argmax())] for p in probs]
+        )
+        return prompt_examples(self.task, h, template, self.pool, soft), float(self.h["noise"])
+
+
+def label_share(items: Sequence[Item], n_options: int) -> list[float]:
+    """Each gold option index's share of ``items`` (for pseudo-label balance)."""
+    counts = [0] * n_options
+    for i in items:
+        counts[i.gold_options[0]] += 1
+    total = sum(counts)
+    return [c / total for c in counts] if total else [1 / n_options] * n_options
+
+
+def distil(chain: Chain, out: Path, extras: Extras) -> TrainOutcome:
+    """iPET's last step: one model of the unit's own setting trained on the labelled train
+    part and the whole pool soft-labelled by the last generation's ensemble (averaged
+    probabilities, temperature ``h["temperature"]``; PET's distillation)."""
+    from ._trainers import BASES
+
+    last = chain.rounds
+    teachers = [(last, s, m) for s in chain.sources(0) for m in range(len(chain.members))]
+    probs = chain.probs(teachers, float(chain.h["temperature"]))
+    pet = BASES["pet"]
+    h = chain.h
+    template = pet.template(chain.task, h)
+    train, dev = chain.splits[0]
+    examples = prompt_examples(chain.task, h, template, train)
+    examples += prompt_examples(chain.task, h, template, chain.pool, list(probs))
+    job = Job(
+        chain.ctx.base_dir(), tuple(examples), tuple(prompt_examples(chain.task, h, template, dev)),
+        train_config(h, chain.ctx.device), chain.members[0][1], h, False, extras,
+    )  # fmt: skip
+    return pet.train(job, out)

@@ -1,0 +1,309 @@
+"""Issue 19: the re-evaluation's methods (spellings, semi-supervised chains), its metrics,
+YAML spaces with numbers, unlabelled data and the methods × tasks table."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pytest
+import torch
+
+from steadyeval import ConfigError, RunOptions
+from steadyeval.models._tiny import DEFAULT_CORPUS, build_tiny_model
+from steadyeval.reports import sections_markdown
+from steadyeval.studies import run_study
+from steadyeval.studies.fewshot import analyze, build_grid, get_method, get_task, load_space
+from steadyeval.studies.fewshot._combo import parse_spelling
+from steadyeval.studies.fewshot._data import load_unlabelled_items
+from steadyeval.studies.fewshot._metrics import (
+    accuracy,
+    binary_f1,
+    group_exact_match,
+    macro_f1,
+    task_average,
+    task_scores,
+)
+from steadyeval.studies.fewshot._report import fewshot_report_sections
+from steadyeval.studies.fewshot._semi import ensemble_probs, grow_sizes, pick_pseudo
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _one_thread() -> Iterator[None]:
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+# -- spellings ---------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("spelling", "name", "base", "semi", "strategy"),
+    [
+        ("adapet", "adapet", "adapet", None, "single-split"),
+        ("P-Tuning", "ptuning", "ptuning", None, "single-split"),
+        ("mlm+pet", "pet+mlm", "pet", "mlm", "single-split"),
+        ("ipet", "ipet", "pet", "ipet", "single-split"),
+        ("ipet/single-split", "ipet", "pet", "ipet", "single-split"),
+        ("noisy/cross-split", "noisy/cross-split", "pet", "noisy", "cross-split"),
+        ("adapet+ipet/cross-split", "ipet+adapet/cross-split", "adapet", "ipet", "cross-split"),
+        ("noisy+ptuning", "noisy+ptuning", "ptuning", "noisy", "single-split"),
+    ],
+)
+def test_spellings_parse_to_one_canonical_method(
+    spelling: str, name: str, base: str, semi: str | None, strategy: str
+) -> None:
+    s = parse_spelling(spelling)
+    assert (s.name, s.base, s.semi, s.strategy) == (name, base, semi, strategy)
+    method = get_method(spelling)
+    assert method.name == name and get_method(name) is method
+    assert method.uses_unlabelled == (semi is not None)
+    # Every prompt-based method shares PET's space; the rest is its own.
+    assert list(method.params)[:8] == list(get_method("pet").params)
+
+
+@pytest.mark.parametrize(
+    ("spelling", "message"),
+    [
+        ("ipet+noisy", "at most one base"),
+        ("pet+adapet", "at most one base"),
+        ("pet/cross-split", "goes with ipet or noisy"),
+        ("ipet/sideways", "unknown pseudo-labelling strategy 'sideways'"),
+        ("ipet+bert", "unknown part 'bert'"),
+        ("adapet+mlm", r"use pet\+mlm"),
+    ],
+)
+def test_bad_spellings_say_what_is_wrong(spelling: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        get_method(spelling)
+
+
+# -- metrics -----------------------------------------------------------------------------------
+def test_metrics_against_hand_computed_values() -> None:
+    # CB: 3 labels. gold 0 0 0 1 1 2; pred 0 0 1 1 None 2.
+    golds, preds = [0, 0, 0, 1, 1, 2], [0, 0, 1, 1, None, 2]
+    assert accuracy(preds, golds) == pytest.approx(4 / 6)
+    # F1(0) = 2*2/(2*2+0+1) = 0.8; F1(1) = 2/(2+1+1) = 0.5; F1(2) = 1.
+    assert macro_f1(preds, golds) == pytest.approx((0.8 + 0.5 + 1.0) / 3)
+    cb = task_scores("CB", preds, golds)
+    assert cb["score"] == pytest.approx((4 / 6 + (0.8 + 0.5 + 1.0) / 3) / 2)
+    # MultiRC: two questions; F1a over "true" (1) answers, EM per question.
+    golds, preds, groups = [1, 0, 1, 1, 0], [1, 0, 0, 1, 1], ["q1", "q1", "q1", "q2", "q2"]
+    assert binary_f1(preds, golds) == pytest.approx(2 * 2 / (2 * 2 + 1 + 1))
+    assert group_exact_match(preds, golds, groups) == 0.0
+    assert group_exact_match([1, 0, 1, 1, 0], golds, groups) == 1.0
+    mrc = task_scores("MultiRC", preds, golds, groups)
+    assert (mrc["f1a"], mrc["em"], mrc["score"]) == pytest.approx((2 / 3, 0.0, 1 / 3))
+    assert task_scores("RTE", [1, None], [1, 1]) == {"accuracy": 0.5, "score": 0.5}
+    assert task_average({"RTE": 0.5, "CB": 0.7, "WiC": 0.6}) == pytest.approx(0.6)
+    with pytest.warns(RuntimeWarning, match="undefined"):
+        assert math.isnan(accuracy([], []))
+
+
+# -- spaces ------------------------------------------------------------------------------------
+def test_yaml_space_numbers_and_located_errors(tmp_path: Path) -> None:
+    space = tmp_path / "space.yaml"
+    space.write_text(
+        "learning_rate: [1e-5, 2E-5]\nsteps: 5\npattern: [question]\n"
+        "ipet:\n  generations: 2\n  temperature: 1\n"
+    )
+    pet, ipet, task = get_method("pet"), get_method("ipet"), get_task("RTE")
+    grid = build_grid(pet, task, load_space(space, "pet"))
+    assert [h["learning_rate"] for h in grid] == [1e-5, 2e-5] and grid[0]["steps"] == 5
+    grid = build_grid(ipet, task, load_space(space, "ipet"))
+    assert {(h["generations"], h["temperature"], h["learning_rate"]) for h in grid} == {
+        (2, 1.0, 1e-5),
+        (2, 1.0, 2e-5),
+    }
+    space.write_text("steps: 5\nlearning_rate: [1e-5, fast]\n")
+    with pytest.raises(
+        ConfigError, match=r"space.yaml, line 2: learning_rate: expected a positive"
+    ):
+        build_grid(pet, task, load_space(space, "pet"))
+    space.write_text("pet:\n  steps: 5\n  lr: 1\n")
+    with pytest.raises(
+        ConfigError, match=r"space.yaml, line 3: method pet has no hyperparameter 'lr'"
+    ):
+        build_grid(pet, task, load_space(space, "pet"))
+
+
+# -- unlabelled data ---------------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["COPA", "WiC", "WSC", "MultiRC"])
+def test_fewglue_unlabelled_files_load(shared_data: Path, name: str) -> None:
+    path = shared_data / "fewglue" / "FewGLUE" / name / "unlabeled.jsonl"
+    items = load_unlabelled_items(get_task(name), path)
+    assert len(items) > 100 and all(i.metadata["unlabelled"] for i in items)
+    assert len({i.id for i in items}) == len(items)
+
+
+# -- chains ------------------------------------------------------------------------------------
+def test_ipet_sizes_labels_and_selection() -> None:
+    # iPET's training set grows 5x per generation: 8 -> 40 -> 200 -> 1000 (capped by the pool).
+    assert grow_sizes(8, 5.0, 3, 10_000) == [32, 192, 992]
+    assert grow_sizes(8, 5.0, 3, 300) == [32, 192, 300]
+    # Averaged probabilities at temperature 2: softmax([2, 0]/2) and softmax([0, 0]).
+    p = ensemble_probs([np.array([[2.0, 0.0]]), np.array([[0.0, 0.0]])], 2.0)
+    e = 1 / (1 + math.exp(-1))
+    assert p[0] == pytest.approx([(e + 0.5) / 2, (1 - e + 0.5) / 2])
+    probs = np.array([[0.9, 0.1]] * 6 + [[0.2, 0.8]] * 6)
+    a = pick_pseudo(probs, 4, [0.5, 0.5], np.random.default_rng(0))
+    b = pick_pseudo(probs, 4, [0.5, 0.5], np.random.default_rng(0))
+    assert a == b and len(a) == 4 and sum(i < 6 for i in a) == 2  # two of each label
+
+
+# -- the methods x tasks table -----------------------------------------------------------------
+def _rows(task: str, method: str, split: int, part: str, hits: list[bool]) -> list[dict[str, Any]]:
+    return [
+        {"strategy": "multisplit", "n_splits": 2, "split_index": split, "hparams_id": "h",
+         "part": part, "correct": c, "task": task, "method": method,
+         "parsed_option": 1 if c else 0, "gold_options": [1], "metadata": "{}"}
+        for c in hits
+    ]  # fmt: skip
+
+
+def test_methods_table_content() -> None:
+    # Test scores per split: pet RTE 0.5/0.75, CB (acc = F1 here) ...; ipet one better each.
+    tests = {
+        ("RTE", "pet"): ([True, False, True, False], [True, True, True, False]),
+        ("RTE", "ipet"): ([True, True, True, False], [True, True, True, True]),
+        ("WiC", "pet"): ([False, False, True, False], [True, False, True, False]),
+        ("WiC", "ipet"): ([True, False, True, False], [True, True, True, False]),
+    }
+    rows = []
+    for (task, method), splits in tests.items():
+        for i, hits in enumerate(splits):
+            rows += _rows(task, method, i, "dev", [True]) + _rows(task, method, i, "test", hits)
+    grid = [{"id": "h", "hparams": {"pattern": "question"}}]
+    info = {
+        "experiments": [
+            {"key": f"{t}/{m}", "task": t, "method": m, "grid": grid, "n_labelled": 8,
+             "n_test": 4} for t, m in tests
+        ],
+        "grid": grid, "task": "RTE", "method": "pet", "strategies": ["multisplit"], "k": 2,
+        "k_values": [2], "seed": 0, "ratio": 0.5, "model": "hf:tiny", "skipped_k": [],
+    }  # fmt: skip
+    analysis = analyze(pa.Table.from_pylist(rows), info)
+    table = analysis["methods"]
+    assert table["strategy"] == "multisplit" and table["tasks"] == ["RTE", "WiC"]
+    pet, ipet = table["rows"]
+    assert pet["tasks"]["RTE"]["scores"] == [0.5, 0.75]
+    assert pet["tasks"]["RTE"]["mean"] == pytest.approx(0.625)
+    assert pet["tasks"]["RTE"]["std"] == pytest.approx(np.std([0.5, 0.75], ddof=1))
+    assert pet["average"] == pytest.approx((0.625 + 0.375) / 2)
+    assert ipet["average"] == pytest.approx((0.875 + 0.625) / 2)
+    (pair,) = table["paired"]
+    assert (pair["a"], pair["b"], pair["n_pairs"]) == ("pet", "ipet", 4)
+    assert pair["estimate"] == pytest.approx(-0.25) and pair["wins"] == 0 and pair["losses"] == 4
+    md = sections_markdown(fewshot_report_sections(analysis, info, figures=False))
+    assert "Methods × tasks (multisplit, K = 2)" in md
+    assert "| pet | 62.5 ± 17.7 | 37.5 ± 17.7 |" in md
+    assert "pet − ipet" in md
+
+
+# -- the methods learn ----------------------------------------------------------------------------
+_A = {1: ["good"], 0: ["bad"]}
+_B = {1: ["great", "fine", "nice"], 0: ["awful", "poor", "sad"]}
+
+
+def _row(i: int, y: int, words: list[str], label: bool = True) -> str:
+    row: dict[str, Any] = {"premise": f"the movie was {' and '.join(words)} .",
+                           "hypothesis": "it was fun .", "idx": i}  # fmt: skip
+    if label:
+        row["label"] = "entailment" if y else "not_entailment"
+    return json.dumps(row) + "\n"
+
+
+def _synthetic(folder: Path) -> dict[str, str]:
+    """16 labelled items cued by good/bad only (8 train + 8 dev in one split), 200 unlabelled
+    items holding a good/bad cue and a new cue word of the same class, and 64 test items
+    holding only the new cue words: the labelled items alone cannot teach them."""
+    rng = random.Random(0)
+    unl = []
+    for i in range(200):
+        y = rng.randint(0, 1)
+        words = [rng.choice(_A[y]), rng.choice(_B[y])]
+        rng.shuffle(words)
+        unl.append(_row(1000 + i, y, words, label=False))
+    files = {
+        "labelled": "".join(_row(i, i % 2, _A[i % 2]) for i in range(16)),
+        "unlabelled": "".join(unl),
+        "test": "".join(_row(2000 + i, i % 2, [rng.choice(_B[i % 2])]) for i in range(64)),
+    }
+    out = {}
+    for name, text in files.items():
+        (folder / f"{name}.jsonl").write_text(text)
+        out[name] = str(folder / f"{name}.jsonl")
+    return out
+
+
+def test_ipet_and_noisy_students_beat_pet_on_eight_labelled(tmp_path: Path) -> None:
+    words = " ".join(w for ws in [*_A.values(), *_B.values()] for w in ws)
+    corpus = [*DEFAULT_CORPUS, f"the movie was {words} and . it was fun . Question Answer yes no"]
+    model = build_tiny_model(tmp_path / "bert", "bert", seed=0, corpus=corpus)
+    space = {
+        "pattern": ["question"], "learning_rate": [3e-3], "steps": [40], "batch_size": [8],
+        "eval_every": [10], "max_length": [32],
+        # Tiny random models give small logit margins, so the distillation uses T = 1.
+        "ipet": {"generations": 1, "ensemble": "own-pattern", "temperature": 1.0, "steps": 60},
+        "noisy": {"rounds": 1, "steps": 60},
+    }  # fmt: skip
+    config = {
+        "models": [f"hf:{model}"], "task": "RTE", **_synthetic(tmp_path),
+        "methods": ["pet", "ipet", "noisy"], "strategies": ["multisplit"], "k": 1,
+        "k_values": [1], "space": space,
+    }  # fmt: skip
+    result = run_study("fewshot", config, options=RunOptions(out=tmp_path / "run", progress=False))
+    test = {r["method"]: r["test_mean"] for r in result.analysis["side_by_side"]}
+    assert test["pet"] <= 0.6, test  # the 8 labelled items teach only good / bad
+    assert test["ipet"] > test["pet"] + 0.1 and test["noisy"] > test["pet"] + 0.1, test
+    design = result.summary["design"]
+    assert {e["key"]: e["unlabelled"] for e in design["experiments"]}["RTE/ipet"] == {
+        "source": str(tmp_path / "unlabelled.jsonl"),
+        "available": 200,
+    }
+
+
+# -- the design: tasks x methods, unlabelled sources, cross-split, causal models ---------------
+def test_tasks_times_methods_design_records_unlabelled_sources(
+    shared_data: Path, tiny_bert: Path, tiny_gpt2: Path
+) -> None:
+    from steadyeval import load_backend
+    from steadyeval.studies.fewshot import FewShotConfig, fewshot_design
+    from steadyeval.train import TrainedModel
+
+    config = FewShotConfig(
+        models=[f"hf:{tiny_bert}"], tasks=["RTE", "COPA"], methods=["pet", "ipet/cross-split"],
+        labelled=str(shared_data / "fewglue" / "FewGLUE"), test_from_labelled=16,
+        strategies=["multisplit"], k=2, k_values=[2],
+        space={"learning_rate": [1e-3], "steps": [2], "ipet": {"generations": 1}},
+    )  # fmt: skip
+    design = fewshot_design(config, [load_backend(f"hf:{tiny_bert}")], RunOptions())
+    info = design.info
+    assert [e["key"] for e in info["experiments"]] == [
+        "RTE/pet", "RTE/ipet/cross-split", "COPA/pet", "COPA/ipet/cross-split",
+    ]  # fmt: skip
+    sources = {e["key"]: e["unlabelled"] for e in info["experiments"]}
+    assert sources["RTE/pet"] is None
+    assert sources["RTE/ipet/cross-split"] == {"source": "test-inputs", "available": 16}
+    copa = sources["COPA/ipet/cross-split"]
+    assert copa["source"].endswith("COPA/unlabeled.jsonl") and copa["available"] == 400
+    # 2 tasks x 2 methods x 2 splits x 2 patterns, dev and test blocks each.
+    assert len(design.blocks) == 2 * 2 * 2 * 2 * 2
+    assert {b.tags["task"] for b in design.blocks} == {"RTE", "COPA"}
+    # Cross-split: a unit's model depends on its sibling split (its teachers' keys).
+    ipet = [b for b in design.blocks if b.tags["method"] == "ipet/cross-split"]
+    models = [b.models[0] for b in ipet if b.tags["split"].endswith("/dev")]
+    recipes = [m.recipe for m in models if isinstance(m, TrainedModel)]
+    assert len(recipes) == len(models) == 8
+    # RTE's teachers: its 3 patterns' models on the other split; COPA's: its 2 patterns'.
+    assert sorted(len(r["teachers"]) for r in recipes) == [2] * 4 + [3] * 4
+    assert len({tuple(r["teachers"]) for r in recipes}) == 2 * 2  # per task, per split
+    with pytest.raises(ConfigError, match=r"^method ipet needs a masked LM; .* is causal"):
+        gpt = config.model_copy(update={"models": [f"hf:{tiny_gpt2}"], "methods": ["ipet"]})
+        fewshot_design(gpt, [load_backend(f"hf:{tiny_gpt2}")], RunOptions())
