@@ -166,6 +166,30 @@ def test_claims_keep_keys_apart_and_end_when_stored_or_released(tmp_path: Path) 
     assert _claims(path) == 0
 
 
+def test_claim_tables_of_another_layout_are_rebuilt_and_responses_kept(tmp_path: Path) -> None:
+    """A cache whose claim tables came from another build (a ``pid`` column in ``claims``)
+    still opens: the claim tables are rebuilt, stored responses stay."""
+    import sqlite3
+
+    from steadyeval.requests import GenerateResponse
+
+    path = tmp_path / "c.sqlite"
+    answer = GenerateResponse(text="x", n_input_tokens=1, n_output_tokens=1)
+    with ResponseCache(path) as c:
+        c.put_many([("a", "m", "generate", answer)])
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute("DROP TABLE claims")
+        conn.execute(
+            "CREATE TABLE claims (key TEXT PRIMARY KEY, owner TEXT NOT NULL, "
+            "pid INTEGER NOT NULL, claimed_at REAL NOT NULL)"
+        )
+    conn.close()
+    with ResponseCache(path) as c:
+        got = c.claim(["a", "b"])
+        assert (got.mine, got.cached) == (("b",), {"a": answer})
+
+
 def test_two_processes_on_one_cold_cache_send_each_request_once(serve: Any, tmp_path: Path) -> None:
     gate = Gate()
     srv = serve(faults=gate, delay=0.005)

@@ -54,6 +54,27 @@ CREATE TABLE IF NOT EXISTS claim_holders (
 _SCHEMA_VERSION = "1"
 
 
+_CLAIM_COLUMNS = {
+    "claims": ["key", "owner"],
+    "claim_holders": ["owner", "pid", "host", "started", "heartbeat"],
+}
+
+
+def _reset_stale_claim_tables(conn: sqlite3.Connection) -> None:
+    """Recreate the claim tables when a cache holds them in another layout (a development
+    build's): they hold only in-flight claims, never responses, so nothing is lost."""
+    stale = [
+        table
+        for table, columns in _CLAIM_COLUMNS.items()
+        if [row[1] for row in conn.execute(f"PRAGMA table_info({table})")] != columns
+    ]
+    if stale:
+        with conn:
+            for table in stale:
+                conn.execute(f"DROP TABLE {table}")
+        conn.executescript(_SCHEMA)
+
+
 def default_cache_path() -> Path:
     """``$STEADYEVAL_CACHE`` if set, else ``$XDG_CACHE_HOME/steadyeval/responses.sqlite``."""
     env = os.environ.get("STEADYEVAL_CACHE")
@@ -232,6 +253,7 @@ class ResponseCache:
             self._conn.execute("PRAGMA synchronous=NORMAL")
             _check_existing(self._conn)
             self._conn.executescript(_SCHEMA)
+            _reset_stale_claim_tables(self._conn)
         except sqlite3.DatabaseError as exc:
             self._conn.close()
             raise ConfigError(
