@@ -1,10 +1,11 @@
 """A sparse two-way logistic model of correctness: P(y=1) = σ(μ + θ_row + β_col [+ x_row·γ]).
 
 Rows are conditions (prompt formats), columns are items; only some (row, column) cells are
-observed. :func:`fit_irt` fits the model by penalised maximum likelihood with Gaussian priors
-whose scales are estimated from the data (empirical Bayes), and :func:`irt_distribution`
-turns the fit into the distribution of per-row accuracies over all columns, its quantiles
-and their intervals, from draws of the Laplace posterior.
+observed. :func:`fit_irt` fits the model by penalised maximum likelihood with priors whose
+scales are estimated from the data (empirical Bayes), and :func:`irt_distribution` turns
+the fit into the distribution of per-row accuracies over all columns, its quantiles and
+their intervals, from posterior draws (Laplace for the intercept, columns and covariates;
+the row effects from a two-component prior fitted on a grid, :mod:`._irt_mixture`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from scipy.linalg import cho_factor, cho_solve, solve_triangular
 from scipy.special import expit
 
 from ._errors import StatsInputError
+from ._irt_mixture import fit_row_mixture, grid_loglik, grid_scale
 from ._validate import SeedLike, make_rng
 
 __all__ = ["IrtCells", "IrtDistribution", "IrtFit", "fit_irt", "irt_distribution"]
@@ -96,13 +98,17 @@ class IrtFit:
         n = self.cells.n_rows
         return self.mean[1 + n : 1 + n + self.cells.n_cols].copy()
 
-    def draw(self, n_draws: int, rng: np.random.Generator) -> tuple[NDArray[np.float64], ...]:
-        """Laplace-posterior draws: intercept (d,), row effects (d, rows), col effects (d, cols)."""
+    def draw(
+        self, n_draws: int, rng: np.random.Generator, resid: NDArray[np.float64] | None = None
+    ) -> tuple[NDArray[np.float64], ...]:
+        """Laplace-posterior draws: intercept (d,), row effects (d, rows), col effects (d, cols).
+        ``resid`` (d, rows) replaces the draws of the row effects' own part (not the
+        covariates'), e.g. by draws from :class:`._irt_mixture.RowMixture`."""
         z = rng.standard_normal((len(self.mean), n_draws))
         dev = solve_triangular(self.prec_chol.T, z, lower=False).T  # N(0, H^-1)
         par = self.mean + dev
         n, m = self.cells.n_rows, self.cells.n_cols
-        theta = par[:, 1 : 1 + n]
+        theta = par[:, 1 : 1 + n] if resid is None else resid
         if self.covariates is not None:
             theta = theta + par[:, 1 + n + m :] @ self.covariates.T
         return par[:, 0], theta, par[:, 1 + n : 1 + n + m]
@@ -206,14 +212,16 @@ def fit_irt(
 
     Notes
     -----
-    Priors: θ_row ~ Student-t(4 d.o.f., scale τ_row) (as a scale mixture of normals, its
+    Priors: θ_row ~ Student-t(2 d.o.f., scale τ_row) (as a scale mixture of normals, its
     weights updated by EM), β_col ~ N(0, τ_col²), γ ~ N(0, τ_cov²), μ flat
     (a tiny precision, 1e-4). The mode is found by Newton's method with step halving on the
     penalised log-likelihood (analytic gradient and Hessian; strictly convex). Each scale
     τ (rows, columns, covariates) is estimated by MacKay's evidence update
     τ² = (Σ θ̂² + 2b) / (n − Σ Var θ / τ² + 2a + 2), Var from the inverse Hessian at the mode
-    and (a, b) an inverse-gamma hyperprior worth ~10 pseudo-rows at τ = 1 logit, repeated until they
-    settle (empirical Bayes: the data decide how much rows and columns are pooled). Cells
+    and (a, b) an inverse-gamma hyperprior worth ~10 pseudo-rows at τ = 1 logit; τ_col by
+    EM for its marginal likelihood with each column's effect integrated out on a grid
+    (same hyperprior), all repeated until they settle (empirical Bayes: the data decide
+    how much rows and columns are pooled). Cells
     are assumed independent given the parameters; row × column interactions are not
     modelled, so with many cells per row the intervals are only as good as that assumption.
     """
@@ -253,7 +261,7 @@ def fit_irt(
 
 #: Degrees of freedom of the Student-t prior of the row effects: heavy tails let a few
 #: catastrophic formats stand apart instead of being shrunk into the crowd.
-_ROW_DF = 4.0
+_ROW_DF = 2.0
 
 
 @dataclass(frozen=True)
@@ -277,12 +285,16 @@ class _Scales:
     def update(
         self, problem: _Problem, w: NDArray[np.float64], var: NDArray[np.float64]
     ) -> _Scales:
-        """One EM step for λ, then MacKay's evidence update for each τ."""
+        """One EM step for λ, MacKay's evidence update for τ_row and τ_cov, and τ_col by
+        EM on a grid (exact marginal likelihood of each column's cells; the Laplace
+        evidence understates the spread of item difficulties seen through 1-2 cells)."""
         n, m = problem.n, problem.m
         t, b, g = slice(1, 1 + n), slice(1 + n, 1 + n + m), slice(1 + n + m, problem.size)
         row = _evidence_scale(w[t], var[t], self.row, self.weights)
         weights = (_ROW_DF + 1) / (_ROW_DF + (w[t] ** 2 + var[t]) / row**2)
-        col = _evidence_scale(w[b], var[b], self.col, np.ones(m))
+        cells = problem.cells
+        offset = problem.eta(w) - w[b][cells.cols]
+        col = grid_scale(grid_loglik(offset, cells.cols, cells.y, m), self.col, _HYPER_A, _HYPER_B)
         cov = _evidence_scale(w[g], var[g], self.cov, np.ones(problem.k)) if problem.k else self.cov
         return _Scales(weights, row, col, cov)
 
@@ -338,13 +350,19 @@ def irt_distribution(
     levels: tuple[float, ...] = QUANTILES,
     confidence: float = 0.9,
     n_draws: int = 400,
+    row_prior: str = "mixture",
     seed: SeedLike = 0,
 ) -> IrtDistribution:
     """Per-row accuracy distribution over all columns, its quantiles and their intervals.
 
     Notes
     -----
-    Each draw takes (μ, θ, β) from the Laplace posterior and completes the matrix: an
+    ``row_prior="mixture"`` (default): the rows' own effects (beyond the covariates) are
+    drawn from their exact one-dimensional posteriors under a two-component prior fitted
+    by EM (:func:`._irt_mixture.fit_row_mixture`: a bulk and a minority of broken rows far
+    below it), given the other parameters at the mode; ``"fit"``: from the Laplace
+    posterior of the fit's Student-t prior. Each draw takes (μ, β, covariate effects)
+    from the Laplace posterior, the row effects as just said, and completes the matrix: an
     observed cell keeps its observed value, an unobserved cell is drawn as Bernoulli(σ(η))
     (the accuracy of a row is the share of the columns it gets right, so the unseen cells'
     own coin flips belong in its uncertainty). A row's accuracy is its row mean; the
@@ -362,7 +380,11 @@ def irt_distribution(
     values = np.zeros((n, m))
     observed[cells.rows, cells.cols] = True
     values[cells.rows, cells.cols] = cells.y
-    mu, theta, beta = fit.draw(n_draws, rng)
+    if row_prior not in ("mixture", "fit"):
+        raise StatsInputError(f"row_prior must be 'mixture' or 'fit'; got {row_prior!r}")
+    resid = fit_row_mixture(fit).draw(n_draws, rng) if row_prior == "mixture" else None
+    mu, theta, beta = fit.draw(n_draws, rng, resid)
+
     acc = np.empty((n_draws, n))
     for lo in range(0, n_draws, 50):  # chunks bound the memory to 50 completed matrices
         hi = min(lo + 50, n_draws)

@@ -10,7 +10,8 @@ from scipy.special import expit
 from steadyeval.stats import StatsInputError
 from steadyeval.stats._irt import IrtCells, _Problem, fit_irt, irt_distribution
 from steadyeval.stats._irt_design import adaptive_cells, stratified_cells
-from steadyeval.stats._irt_search import thompson_search
+from steadyeval.stats._irt_mixture import fit_row_mixture, grid_loglik, grid_scale
+from steadyeval.stats._irt_search import search_summary, thompson_search
 
 
 def _matrix(seed: int, n_f: int = 40, n_i: int = 60, tau: float = 1.2) -> np.ndarray:
@@ -136,3 +137,59 @@ def test_thompson_search_finds_extremes_and_keeps_the_budget() -> None:
     assert len(set(zip(res.rows.tolist(), res.cols.tolist(), strict=True))) == 600
     assert res.best == 7 and res.worst == 19
     np.testing.assert_array_equal(res.y, y[res.rows, res.cols])
+
+
+def test_row_mixture_finds_broken_rows_and_their_posteriors_stay_low() -> None:
+    rng = np.random.default_rng(7)
+    n_f, n_i = 60, 80
+    theta = rng.normal(0, 0.7, n_f)
+    broken = np.arange(n_f) < 6
+    theta[broken] -= 5.0
+    beta = rng.normal(0, 1.0, n_i)
+    y = (rng.random((n_f, n_i)) < expit(0.8 + theta[:, None] + beta[None, :])).astype(float)
+    rows, cols = stratified_cells(n_f, n_i, 8 * n_f, seed=0)
+    fit = fit_irt(IrtCells.of(rows, cols, y[rows, cols], n_f, n_i))
+    mix = fit_row_mixture(fit)
+    assert 0.03 < mix.weight_low < 0.3
+    assert mix.centre[1] < mix.centre[0] - 2.5
+    draws = mix.draw(200, np.random.default_rng(0))
+    assert draws.shape == (200, n_f)
+    assert draws[:, broken].mean() < draws[:, ~broken].mean() - 3
+    # the mixture's rows sit further from the bulk than the Student-t fit's shrunk modes
+    dist = irt_distribution(fit, n_draws=200, seed=0)
+    plain = irt_distribution(fit, n_draws=200, seed=0, row_prior="fit")
+    true_low = y[broken].mean()
+    assert abs(dist.accuracy[broken].mean() - true_low) <= abs(
+        plain.accuracy[broken].mean() - true_low
+    )
+    with pytest.raises(StatsInputError, match="row_prior"):
+        irt_distribution(fit, row_prior="gaussian")
+
+
+def test_grid_scale_recovers_the_spread_of_effects_seen_through_few_cells() -> None:
+    rng = np.random.default_rng(3)
+    units, per = 400, 3
+    effect = rng.normal(0, 2.5, units)
+    index = np.repeat(np.arange(units), per)
+    offset = rng.normal(0, 0.5, units * per)
+    y = (rng.random(units * per) < expit(offset + effect[index])).astype(float)
+    tau = grid_scale(grid_loglik(offset, index, y, units), 1.0, 5.0, 5.0)
+    assert 1.9 < tau < 3.1
+
+
+def test_search_confirms_candidates_on_many_items() -> None:
+    rng = np.random.default_rng(11)
+    acc = rng.uniform(0.3, 0.7, 40)
+    acc[3], acc[8] = 0.9, 0.88  # two close best rows
+    y = (rng.random((40, 100)) < acc[:, None]).astype(float)
+    res = thompson_search(lambda r, c: y[r, c], 40, 100, 800, batch=5, seed=0)
+    assert len(res.y) == 800
+    assert res.pulls[res.best] >= 50  # measured on many items, not one lucky batch
+    assert res.best in (3, 8)
+    two = thompson_search(lambda r, c: y[r, c], 40, 100, 800, batch=5, confirm=0.0, seed=0)
+    assert len(two.y) == 800
+    # the pick is among the well-evaluated rows: one perfect batch does not win
+    rows = np.array([0] * 5 + [1] * 40)
+    ys = np.concatenate([np.ones(5), np.r_[np.ones(30), np.zeros(10)]])
+    best, _, mean, _, _ = search_summary(rows, ys, 2, (1.0, 1.0))
+    assert best == 1 and mean[0] > mean[1]
