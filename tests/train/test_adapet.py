@@ -1,9 +1,14 @@
-"""ADAPET (Tam et al., 2021): its two loss terms by hand on fixed logits, and that it learns."""
+"""ADAPET (Tam et al., 2021): its two loss terms by hand on fixed logits, that it learns, and
+PET's semi-supervised terms (auxiliary MLM, token noise) added to its loss."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 import pytest
 import torch
@@ -11,8 +16,18 @@ import torch
 from steadyeval import ConfigError
 from steadyeval.models import load_backend
 from steadyeval.requests import ScoreRequest
-from steadyeval.train import MaskedPrompts, PromptExample, TrainConfig, score_masked, train_adapet
+from steadyeval.train import (
+    MaskedPrompts,
+    PromptExample,
+    TokenNoise,
+    TrainConfig,
+    TrainOutcome,
+    effective_max_length,
+    score_masked,
+    train_adapet,
+)
 from steadyeval.train._adapet import decoupled_label_loss, label_conditioned_mlm_loss
+from steadyeval.train._pet import TextBatches, seeded_generator, slot_mlm_loss
 
 from .toy import FixedLogits, accuracy, toy
 
@@ -117,3 +132,85 @@ def test_label_conditioned_mlm_loss_splices_a_longer_wrong_label(toy_bert: Path)
         -LOG(1 - prob(q, gold.ids[p])) for p, q in zip(targets, moved, strict=True)
     ) / len(targets)
     assert loss.item() == pytest.approx(likelihood + unlikelihood, rel=1e-5)
+
+
+# -- PET's semi-supervised terms on ADAPET's loss ----------------------------------------------
+#: Unlabelled texts for the auxiliary MLM term (a ``[Y]`` stands for the mask token).
+UNLABELLED = ["the movie was good . it was [Y] .", "the movie was sad .", "it was fine ."]
+
+
+def first_loss(
+    monkeypatch: pytest.MonkeyPatch,
+    module: ModuleType,
+    train_fn: Callable[..., TrainOutcome],
+    probe: Callable[[Any, int], Any],
+    **kwargs: Any,
+) -> tuple[float, Any]:
+    """Run ``train_fn`` (defined in ``module``) with its ``fit`` replaced by one evaluation of
+    the training loss on the whole training set, the model as loaded (eval mode, no step):
+    ``(that loss, probe(model, max_length))``, the probe run on the same model first."""
+    seen: list[tuple[float, Any]] = []
+
+    def fake_fit(model: Any, loss_fn: Any, n: int, evaluate: Any, config: Any, **_: Any) -> Any:
+        n_max = effective_max_length(None, model.config, config.max_length)
+        probed = probe(model, n_max)
+        seen.append((loss_fn(list(range(n))).item(), probed))
+        return TrainOutcome(best_step=0, best_dev=None, history=())
+
+    monkeypatch.setattr(module, "fit", fake_fit)
+    train_fn(**kwargs)
+    return seen[0]
+
+
+def soften(examples: list[PromptExample]) -> list[PromptExample]:
+    """``examples`` with the first one's target a soft distribution (0.7 on its gold)."""
+    first = examples[0]
+    soft = (0.3, 0.7) if first.gold == 1 else (0.7, 0.3)
+    return [dataclasses.replace(first, soft=soft), *examples[1:]]
+
+
+def test_adapet_mlm_weight_and_noise_change_the_loss_as_specified(
+    toy_bert: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, one_thread: None
+) -> None:
+    from transformers import AutoTokenizer
+
+    import steadyeval.train._adapet as adapet_module
+
+    tok = AutoTokenizer.from_pretrained(toy_bert)
+    train = soften(toy(4, 0))
+    config = TrainConfig(steps=1, batch_size=2, max_length=64)
+
+    def old_loss(model: Any, n: int, noise: TokenNoise | None = None) -> float:
+        prompts = MaskedPrompts(tok, n)
+        label = decoupled_label_loss(prompts.token_logprobs(model, train, noise=noise), train)
+        lc_mlm = label_conditioned_mlm_loss(
+            model, prompts, train, probability=0.105, generator=seeded_generator(0, 4)
+        )
+        return float((label + lc_mlm).item())
+
+    def mlm_term(model: Any, n: int) -> float:
+        texts = TextBatches(UNLABELLED, 2, seeded_generator(0, 2)).next()
+        gen = seeded_generator(0, 3)
+        aux = slot_mlm_loss(model, tok, texts, probability=0.15, generator=gen, max_length=n)
+        return float(aux.item())
+
+    def run(probe: Callable[[Any, int], Any], **kwargs: Any) -> tuple[float, Any]:
+        return first_loss(
+            monkeypatch, adapet_module, train_adapet, probe, base=toy_bert, train=train,
+            dev=[], config=config, seed=0, out_dir=tmp_path / str(len(kwargs)), **kwargs,
+        )  # fmt: skip
+
+    # mlm_weight = 0 (the default): exactly the loss without the new arguments' terms.
+    loss, expected = run(old_loss)
+    assert loss == expected
+    loss_mlm, (base, aux) = run(
+        lambda m, n: (old_loss(m, n), mlm_term(m, n)), unlabeled=UNLABELLED, mlm_weight=0.5
+    )
+    assert base == expected and aux > 0
+    assert loss_mlm == pytest.approx(expected + 0.5 * aux, rel=1e-6)
+    # Noise corrupts the decoupled objective's prompts, drawn from the run's noise generator.
+    noiser = TokenNoise(0.3, tok.mask_token_id, tok.all_special_ids, seeded_generator(0, 1))
+    loss_noise, noised = run(lambda m, n: old_loss(m, n, noiser), noise=0.3)
+    assert loss_noise == pytest.approx(noised, rel=1e-6) and loss_noise != expected
+    with pytest.raises(ValueError, match="needs unlabelled texts"):
+        train_adapet(toy_bert, train, [], config, seed=0, out_dir=tmp_path, mlm_weight=0.1)

@@ -1,5 +1,6 @@
 """P-tuning (Liu et al., 2021): prompt placement, folding the prompt encoder into ordinary
-checkpoints that the backends score exactly as training did, and that it learns."""
+checkpoints that the backends score exactly as training did, that it learns, and PET's
+semi-supervised terms and soft targets on its loss."""
 
 from __future__ import annotations
 
@@ -16,14 +17,17 @@ from steadyeval.requests import ScoreRequest
 from steadyeval.train import (
     CausalPrompts,
     MaskedPrompts,
+    TokenNoise,
     TrainConfig,
     causal_option_request,
     ptuning_pattern,
     score_masked,
     train_ptuning,
 )
-from steadyeval.train._ptuning import attach_prompt_encoder, fold_prompt_encoder
+from steadyeval.train._pet import TextBatches, seeded_generator, slot_mlm_loss
+from steadyeval.train._ptuning import attach_prompt_encoder, fold_prompt_encoder, prompt_token
 
+from .test_adapet import UNLABELLED, first_loss, soften
 from .toy import PATTERN, accuracy, toy
 
 P4 = ptuning_pattern(PATTERN, 4)
@@ -135,3 +139,78 @@ def test_ptuning_checks_kind_and_prompts(toy_bert: Path, toy_gpt2: Path, tmp_pat
         train_ptuning(toy_bert, toy(2, 0, P4), [], config, seed=0, out_dir=tmp_path, kind="causal")
     with pytest.raises(ValueError, match=r"lacks the prompt token \[P0\]"):
         train_ptuning(toy_bert, toy(2, 0), [], config, seed=0, out_dir=tmp_path, kind="masked")
+
+
+def test_ptuning_soft_targets_mlm_weight_and_noise_change_the_loss_as_specified(
+    toy_bert: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, one_thread: None
+) -> None:
+    from transformers import AutoTokenizer
+
+    import steadyeval.train._ptuning as ptuning_module
+
+    tok = AutoTokenizer.from_pretrained(toy_bert)
+    tok.add_tokens([prompt_token(i) for i in range(4)], special_tokens=True)
+    train = soften(toy(4, 0, P4))
+    config = TrainConfig(steps=1, batch_size=2, max_length=64)
+
+    def soft_ce(model: Any, n: int, noise: TokenNoise | None = None) -> float:
+        """PET's loss by hand: the soft cross-entropy for the soft example, else -log p(gold)."""
+        rows = MaskedPrompts(tok, n).scores(model, train, noise=noise)
+        losses = []
+        for s, ex in zip(rows, train, strict=True):
+            logp = torch.log_softmax(s, dim=0)
+            q = torch.tensor(ex.soft) if ex.soft else torch.eye(len(s))[ex.gold]
+            losses.append(-(q * logp).sum())
+        return torch.stack(losses).mean().item()
+
+    def prompt_ids(model: Any) -> range:
+        first = model.get_input_embeddings().first_id
+        return range(first, first + 4)
+
+    def mlm_term(model: Any, n: int) -> float:
+        texts = TextBatches(UNLABELLED, 2, seeded_generator(0, 2)).next()
+        aux = slot_mlm_loss(
+            model, tok, texts, probability=0.15, generator=seeded_generator(0, 3),
+            max_length=n, protected=prompt_ids(model),
+        )  # fmt: skip
+        return float(aux.item())
+
+    def run(probe: Any, **kwargs: Any) -> tuple[float, Any]:
+        return first_loss(
+            monkeypatch, ptuning_module, train_ptuning, probe, base=toy_bert, train=train,
+            dev=[], config=config, seed=0, out_dir=tmp_path / str(len(kwargs)), kind="masked",
+            **kwargs,
+        )  # fmt: skip
+
+    loss, expected = run(soft_ce)
+    assert loss == pytest.approx(expected, rel=1e-6)
+    loss_mlm, (base, aux) = run(
+        lambda m, n: (soft_ce(m, n), mlm_term(m, n)), unlabeled=UNLABELLED, mlm_weight=0.5
+    )
+    assert base == pytest.approx(expected, rel=1e-6) and aux > 0
+    assert loss_mlm == pytest.approx(expected + 0.5 * aux, rel=1e-6)
+
+    def noised(model: Any, n: int) -> float:
+        # The prompt tokens are protected like the special tokens.
+        keep = {*tok.all_special_ids, *prompt_ids(model)}
+        return soft_ce(model, n, TokenNoise(0.3, tok.mask_token_id, keep, seeded_generator(0, 1)))
+
+    loss_noise, expected_noise = run(noised, noise=0.3)
+    assert loss_noise == pytest.approx(expected_noise, rel=1e-6) and loss_noise != expected
+    for extra, what in (
+        (dict(unlabeled=UNLABELLED, mlm_weight=0.1), "mlm_weight"),
+        (dict(noise=0.1), "noise"),
+    ):
+        with pytest.raises(
+            ConfigError, match=f"^P-tuning with {what} > 0 needs a masked LM; kind is causal$"
+        ):
+            train_ptuning(
+                toy_bert,
+                train,
+                [],
+                config,
+                seed=0,
+                out_dir=tmp_path,
+                kind="causal",
+                **extra,  # type: ignore[arg-type]
+            )

@@ -1,4 +1,4 @@
-"""ADAPET: PET's objective made denser, without unlabelled data.
+"""ADAPET: PET's objective made denser, without unlabelled data (unless combined).
 
 ADAPET (Tam et al., 2021, "Improving and Simplifying Pattern Exploiting Training") replaces
 PET's loss with the sum of two terms:
@@ -26,6 +26,14 @@ PET's loss with the sum of two terms:
 
 The total is ``L_D + lm_weight * L_M`` (the paper adds them with weight 1). Checkpoint
 selection and the served checkpoint use PET's option score (the ``hf-masked`` backend's).
+
+Combined with a semi-supervised method (issue 19's combinations), ADAPET takes PET's
+additions through the same :class:`~steadyeval.train._pet.SemiTerms`: ``mlm_weight`` times
+PET's auxiliary masked-LM loss on unlabelled texts is added to the total (``adapet+mlm``),
+and Noisy Student's token noise corrupts the prompts the decoupled label objective scores
+(the label-conditioned MLM corrupts its inputs already and sees clean prompts). Soft
+targets (pseudo-labels) are the decoupled objective's BCE targets; the label-conditioned MLM
+conditions on their argmax (``gold``).
 """
 
 from __future__ import annotations
@@ -40,7 +48,14 @@ from ._checkpoint import TrainOutcome
 from ._lm_loss import IGNORE_INDEX, mask_tokens, masked_lm_loss
 from ._loop import TrainConfig, fit, resolve_device
 from ._masked import MaskedPrompts, PromptExample
-from ._pet import dev_accuracy, effective_max_length, save_checkpoint, seeded_generator
+from ._pet import (
+    SemiTerms,
+    check_semi_args,
+    dev_accuracy,
+    effective_max_length,
+    save_checkpoint,
+    seeded_generator,
+)
 
 __all__ = ["decoupled_label_loss", "label_conditioned_mlm_loss", "train_adapet"]
 
@@ -164,12 +179,16 @@ def train_adapet(
     out_dir: str | Path,
     mask_probability: float = 0.105,
     lm_weight: float = 1.0,
+    unlabeled: Sequence[str] = (),
+    mlm_weight: float = 0.0,
+    mlm_probability: float = 0.15,
+    noise: float = 0.0,
 ) -> TrainOutcome:
     """Fine-tune the masked LM in ``base`` with ADAPET (Tam et al., 2021); save to ``out_dir``.
 
     Loss per batch: :func:`decoupled_label_loss` + ``lm_weight`` *
-    :func:`label_conditioned_mlm_loss` (see the module docstring). No unlabelled data. With
-    a ``dev`` set, the best-dev weights (accuracy of PET's option scores, which the
+    :func:`label_conditioned_mlm_loss` (see the module docstring), plus PET+MLM's auxiliary
+    term when ``mlm_weight > 0``. With a ``dev`` set, the best-dev weights (accuracy of PET's option scores, which the
     ``hf-masked`` backend reproduces) are kept, as in :func:`~steadyeval.train.train_pet`.
 
     Parameters
@@ -185,12 +204,17 @@ def train_adapet(
         10.5%).
     lm_weight
         Weight of the label-conditioned MLM term (1, the paper's sum of the two losses).
+    unlabeled, mlm_weight, mlm_probability, noise
+        As :func:`~steadyeval.train.train_pet` (the same implementation): the auxiliary
+        masked-LM loss on unlabelled texts and Noisy Student's token noise, both off by
+        default; the noise applies to the decoupled label objective's prompts.
     """
     require("fine-tuning runs", *HF_MODEL_MODULES)
     if not 0 < mask_probability <= 1:
         raise ValueError(f"mask_probability must be in (0, 1], got {mask_probability}")
     if not lm_weight >= 0:
         raise ValueError(f"lm_weight must be >= 0, got {lm_weight}")
+    check_semi_args(unlabeled, mlm_weight, mlm_probability, noise)
     require_kind(base, "masked", "ADAPET")
     tokenizer, model = load_lm(base, "masked", seed)
     model.to(resolve_device(config.device))
@@ -198,16 +222,22 @@ def train_adapet(
     prompts = MaskedPrompts(tokenizer, max_length)
     train_list = list(train)
     generator = seeded_generator(seed, 4)
+    semi = SemiTerms(
+        tokenizer, seed=seed, batch_size=config.batch_size, max_length=max_length,
+        unlabeled=unlabeled, mlm_weight=mlm_weight, mlm_probability=mlm_probability,
+        noise=noise,
+    )  # fmt: skip
 
     def loss_fn(indices: list[int]) -> Any:
         batch = [train_list[i] for i in indices]
-        loss = decoupled_label_loss(prompts.token_logprobs(model, batch), batch)
+        logprobs = prompts.token_logprobs(model, batch, noise=semi.noise)
+        loss = decoupled_label_loss(logprobs, batch)
         if lm_weight > 0:
             mlm = label_conditioned_mlm_loss(
                 model, prompts, batch, probability=mask_probability, generator=generator
             )
             loss = loss + lm_weight * mlm
-        return loss
+        return semi.add_mlm(model, loss)
 
     evaluate = dev_accuracy(prompts, model, dev)
     outcome = fit(model, loss_fn, len(train_list), evaluate, config, seed=seed)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Protocol
@@ -17,6 +17,8 @@ from ._masked import MASK_SLOT, MaskedPrompts, PromptExample
 from ._noise import TokenNoise
 
 __all__ = [
+    "SemiTerms",
+    "check_semi_args",
     "dev_accuracy",
     "effective_max_length",
     "pet_loss",
@@ -107,10 +109,14 @@ def slot_mlm_loss(
     probability: float,
     generator: Any,
     max_length: int,
+    protected: Collection[int] = (),
 ) -> Any:
     """The shared masked-LM loss on ``texts`` in which a ``[Y]`` slot, if any, stands for
     the mask token (a pattern applied to an unlabelled input, as PET's auxiliary task sees
-    it); that mask and the special tokens are never prediction targets."""
+    it); that mask, the special tokens and the ids in ``protected`` (P-tuning's prompt
+    tokens) are never prediction targets."""
+    import torch
+
     mask = tokenizer.mask_token
     batch = encode_texts(tokenizer, [t.replace(MASK_SLOT, mask) for t in texts], max_length)
     ids = batch["input_ids"]
@@ -119,6 +125,8 @@ def slot_mlm_loss(
         & (batch["attention_mask"] == 1)
         & (ids != tokenizer.mask_token_id)
     )
+    if protected:
+        eligible &= ~torch.isin(ids, torch.tensor(sorted(protected), dtype=ids.dtype))
     inputs, labels = mask_tokens(
         ids,
         eligible,
@@ -140,9 +148,10 @@ def save_checkpoint(model: Any, tokenizer: Any, out_dir: str | Path) -> None:
         tokenizer.save_pretrained(out_dir)
 
 
-def _check_pet_extras(
+def check_semi_args(
     unlabeled: Sequence[str], mlm_weight: float, mlm_probability: float, noise: float
 ) -> None:
+    """Validate :class:`SemiTerms`' arguments (before any model is loaded)."""
     if not (math.isfinite(mlm_weight) and mlm_weight >= 0):
         raise ValueError(f"mlm_weight must be a finite number >= 0, got {mlm_weight}")
     if mlm_weight > 0 and not unlabeled:
@@ -151,6 +160,51 @@ def _check_pet_extras(
         raise ValueError(f"mlm_probability must be in (0, 1], got {mlm_probability}")
     if not 0 <= noise < 1:
         raise ValueError(f"noise must be in [0, 1), got {noise}")
+
+
+class SemiTerms:
+    """The semi-supervised additions one training run of PET, ADAPET or P-tuning (masked)
+    shares: Noisy Student's token noise (:attr:`noise`, for the labelled prompts' scoring)
+    and PET's auxiliary masked-LM loss on unlabelled texts (:meth:`add_mlm`), each drawn
+    from its own generator of ``seed`` (see :func:`train_pet` for the arguments).
+    ``protected`` ids (P-tuning's prompt tokens) are never noised nor MLM targets."""
+
+    def __init__(
+        self,
+        tokenizer: Any,
+        *,
+        seed: int,
+        batch_size: int,
+        max_length: int,
+        unlabeled: Sequence[str] = (),
+        mlm_weight: float = 0.0,
+        mlm_probability: float = 0.15,
+        noise: float = 0.0,
+        protected: Collection[int] = (),
+    ) -> None:
+        check_semi_args(unlabeled, mlm_weight, mlm_probability, noise)
+        self.tokenizer, self.max_length = tokenizer, max_length
+        self.mlm_weight, self.mlm_probability = mlm_weight, mlm_probability
+        self.protected = frozenset(protected)
+        self.noise: TokenNoise | None = None
+        if noise > 0:
+            ids = {*tokenizer.all_special_ids, *self.protected}
+            self.noise = TokenNoise(noise, tokenizer.mask_token_id, ids, seeded_generator(seed, 1))
+        self._texts = (
+            TextBatches(unlabeled, batch_size, seeded_generator(seed, 2)) if mlm_weight else None
+        )
+        self._generator = seeded_generator(seed, 3)
+
+    def add_mlm(self, model: Any, loss: Any) -> Any:
+        """``loss`` + ``mlm_weight`` times the masked-LM loss on the next unlabelled batch
+        (``loss`` itself when ``mlm_weight`` is 0)."""
+        if self._texts is None:
+            return loss
+        aux = slot_mlm_loss(
+            model, self.tokenizer, self._texts.next(), probability=self.mlm_probability,
+            generator=self._generator, max_length=self.max_length, protected=self.protected,
+        )  # fmt: skip
+        return loss + self.mlm_weight * aux
 
 
 def train_pet(
@@ -213,32 +267,22 @@ def train_pet(
         The kept step, its dev accuracy and the evaluation history.
     """
     require("fine-tuning runs", *HF_MODEL_MODULES)
-    _check_pet_extras(unlabeled, mlm_weight, mlm_probability, noise)
+    check_semi_args(unlabeled, mlm_weight, mlm_probability, noise)
     require_kind(base, "masked", "PET")
     tokenizer, model = load_lm(base, "masked", seed)
     model.to(resolve_device(config.device))
     max_length = effective_max_length(tokenizer, model.config, config.max_length)
     prompts = MaskedPrompts(tokenizer, max_length)
     train_list = list(train)
-    noiser = None
-    if noise > 0:
-        ids = tokenizer.all_special_ids
-        noiser = TokenNoise(noise, tokenizer.mask_token_id, ids, seeded_generator(seed, 1))
-    texts = (
-        TextBatches(unlabeled, config.batch_size, seeded_generator(seed, 2)) if mlm_weight else None
-    )
-    mlm_gen = seeded_generator(seed, 3)
+    semi = SemiTerms(
+        tokenizer, seed=seed, batch_size=config.batch_size, max_length=max_length,
+        unlabeled=unlabeled, mlm_weight=mlm_weight, mlm_probability=mlm_probability,
+        noise=noise,
+    )  # fmt: skip
 
     def loss_fn(indices: list[int]) -> Any:
         batch = [train_list[i] for i in indices]
-        loss = pet_loss(prompts.scores(model, batch, noise=noiser), batch)
-        if texts is not None:
-            aux = slot_mlm_loss(
-                model, tokenizer, texts.next(), probability=mlm_probability,
-                generator=mlm_gen, max_length=max_length,
-            )  # fmt: skip
-            loss = loss + mlm_weight * aux
-        return loss
+        return semi.add_mlm(model, pet_loss(prompts.scores(model, batch, noise=semi.noise), batch))
 
     outcome = fit(
         model, loss_fn, len(train_list), dev_accuracy(prompts, model, dev), config, seed=seed

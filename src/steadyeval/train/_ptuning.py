@@ -33,7 +33,14 @@ from ._causal import CausalPrompts
 from ._checkpoint import TrainOutcome
 from ._loop import TrainConfig, fit, resolve_device
 from ._masked import MaskedPrompts, PromptExample
-from ._pet import dev_accuracy, effective_max_length, pet_loss, save_checkpoint
+from ._pet import (
+    SemiTerms,
+    check_semi_args,
+    dev_accuracy,
+    effective_max_length,
+    pet_loss,
+    save_checkpoint,
+)
 
 __all__ = [
     "attach_prompt_encoder",
@@ -201,6 +208,10 @@ def train_ptuning(
     out_dir: str | Path,
     n_prompt_tokens: int = 4,
     kind: Literal["masked", "causal"],
+    unlabeled: Sequence[str] = (),
+    mlm_weight: float = 0.0,
+    mlm_probability: float = 0.15,
+    noise: float = 0.0,
 ) -> TrainOutcome:
     """P-tuning (Liu et al., 2021) of the masked or causal LM in ``base``; saved to ``out_dir``.
 
@@ -222,11 +233,17 @@ def train_ptuning(
         backend's score). ``causal``: each option's log-likelihood after the text before the
         slot (:class:`~steadyeval.train._causal.CausalPrompts`, the ``hf-causal`` backend's
         score of :func:`~steadyeval.train._causal.causal_option_request`).
+    unlabeled, mlm_weight, mlm_probability, noise
+        As :func:`~steadyeval.train.train_pet` (the same implementation): the auxiliary
+        masked-LM loss on unlabelled texts and Noisy Student's token noise; the prompt
+        tokens are never noised nor MLM targets. Masked LMs only: with ``kind="causal"``,
+        ``mlm_weight > 0`` or ``noise > 0`` is a :class:`~steadyeval.ConfigError`.
 
     Notes
     -----
-    Loss: PET's cross-entropy over the options' scores (soft targets when examples carry
-    them). The saved folder is the fine-tuned model with the encoder's outputs folded in as
+    Loss: PET's cross-entropy over the options' scores (the soft cross-entropy of
+    :func:`~steadyeval.train.pet_loss` when examples carry ``soft`` targets), plus
+    ``mlm_weight`` times the auxiliary masked-LM loss. The saved folder is the fine-tuned model with the encoder's outputs folded in as
     the prompt tokens' embeddings (module docstring); serve it as
     ``hf-masked:FOLDER?max_length=N`` or ``hf-causal:FOLDER?max_length=N`` with the
     returned ``max_length``.
@@ -234,6 +251,10 @@ def train_ptuning(
     require("fine-tuning runs", *HF_MODEL_MODULES)
     if kind not in ("masked", "causal"):
         raise ValueError(f"kind must be 'masked' or 'causal', got {kind!r}")
+    check_semi_args(unlabeled, mlm_weight, mlm_probability, noise)
+    if kind == "causal" and (mlm_weight > 0 or noise > 0):
+        what = "mlm_weight > 0" if mlm_weight > 0 else "noise > 0"
+        raise ConfigError(f"P-tuning with {what} needs a masked LM; kind is causal")
     train_list, dev_list = list(train), list(dev)
     _check_examples(train_list, n_prompt_tokens, "train")
     _check_examples(dev_list, n_prompt_tokens, "dev")
@@ -247,10 +268,20 @@ def train_ptuning(
         if kind == "masked"
         else CausalPrompts(tokenizer, max_length)
     )
+    prompt_ids = range(wrapped.first_id, wrapped.first_id + n_prompt_tokens)
+    semi = SemiTerms(
+        tokenizer, seed=seed, batch_size=config.batch_size, max_length=max_length,
+        unlabeled=unlabeled, mlm_weight=mlm_weight, mlm_probability=mlm_probability,
+        noise=noise, protected=prompt_ids,
+    )  # fmt: skip
 
     def loss_fn(indices: list[int]) -> Any:
         batch = [train_list[i] for i in indices]
-        return pet_loss(scorer.scores(model, batch), batch)
+        if isinstance(scorer, MaskedPrompts):
+            scores = scorer.scores(model, batch, noise=semi.noise)
+        else:
+            scores = scorer.scores(model, batch)
+        return semi.add_mlm(model, pet_loss(scores, batch))
 
     evaluate = dev_accuracy(scorer, model, dev_list)
     outcome = fit(model, loss_fn, len(train_list), evaluate, config, seed=seed)

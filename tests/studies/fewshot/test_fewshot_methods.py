@@ -54,6 +54,10 @@ def _one_thread() -> Iterator[None]:
         ("noisy/cross-split", "noisy/cross-split", "pet", "noisy", "cross-split"),
         ("adapet+ipet/cross-split", "ipet+adapet/cross-split", "adapet", "ipet", "cross-split"),
         ("noisy+ptuning", "noisy+ptuning", "ptuning", "noisy", "single-split"),
+        ("adapet+mlm", "adapet+mlm", "adapet", "mlm", "single-split"),
+        ("mlm+p-tuning", "ptuning+mlm", "ptuning", "mlm", "single-split"),
+        ("noisy+adapet", "noisy+adapet", "adapet", "noisy", "single-split"),
+        ("ipet+ptuning/cross-split", "ipet+ptuning/cross-split", "ptuning", "ipet", "cross-split"),
     ],
 )
 def test_spellings_parse_to_one_canonical_method(
@@ -76,12 +80,37 @@ def test_spellings_parse_to_one_canonical_method(
         ("pet/cross-split", "goes with ipet or noisy"),
         ("ipet/sideways", "unknown pseudo-labelling strategy 'sideways'"),
         ("ipet+bert", "unknown part 'bert'"),
-        ("adapet+mlm", r"use pet\+mlm"),
     ],
 )
 def test_bad_spellings_say_what_is_wrong(spelling: str, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         get_method(spelling)
+
+
+@pytest.mark.parametrize("base", ["pet", "adapet", "ptuning"])
+def test_every_base_passes_unlabelled_texts_and_noise_to_its_trainer(
+    base: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """PET+MLM's texts and Noisy Student's noise reach ADAPET's and P-tuning's trainers as
+    PET's (issue 19's combinations: adapet+mlm, ptuning+mlm, noisy+adapet, ...)."""
+    import steadyeval.studies.fewshot._trainers as trainers
+    import steadyeval.train as train_package
+    from steadyeval.studies.fewshot._trainers import BASES, Extras, Job
+    from steadyeval.train import TrainConfig, TrainOutcome
+
+    seen: dict[str, Any] = {}
+
+    def fake(*args: Any, **kwargs: Any) -> TrainOutcome:
+        seen.update(kwargs)
+        return TrainOutcome(best_step=0, best_dev=None, history=())
+
+    monkeypatch.setattr(train_package, f"train_{base}", fake)
+    monkeypatch.setattr(trainers, "train_pet", fake)
+    h = {"mask_probability": 0.105, "lm_weight": 1.0, "prompt_tokens": 4}
+    extras = Extras(("it was [Y] .",), 0.5, 0.2, 0.1)
+    BASES[base].train(Job(tmp_path, (), (), TrainConfig(), 0, h, False, extras), tmp_path / "o")
+    got = tuple(seen[k] for k in ("unlabeled", "mlm_weight", "mlm_probability", "noise"))
+    assert got == (("it was [Y] .",), 0.5, 0.2, 0.1)
 
 
 # -- metrics -----------------------------------------------------------------------------------
@@ -267,6 +296,26 @@ def test_ipet_and_noisy_students_beat_pet_on_eight_labelled(tmp_path: Path) -> N
         "source": str(tmp_path / "unlabelled.jsonl"),
         "available": 200,
     }
+
+
+def test_combinations_on_adapet_and_ptuning_run_two_steps(tmp_path: Path) -> None:
+    """PET+MLM and Noisy Student on ADAPET and P-tuning bases run as methods (2 training
+    steps each; learning is checked elsewhere; the trainers' terms in tests/train)."""
+    model = build_tiny_model(
+        tmp_path / "bert", "bert", seed=0, corpus=[*DEFAULT_CORPUS, "good bad"]
+    )
+    small = {"unlabelled_size": 8}
+    space = {
+        "pattern": ["question"], "learning_rate": [1e-3], "steps": [2], "batch_size": [4],
+        "max_length": [32], "mlm": small, "noisy": {"rounds": 1, **small},
+    }  # fmt: skip
+    methods = ["adapet+mlm", "noisy+ptuning"]
+    config = {
+        "models": [f"hf:{model}"], "task": "RTE", **_synthetic(tmp_path), "methods": methods,
+        "strategies": ["multisplit"], "k": 1, "k_values": [1], "space": space,
+    }  # fmt: skip
+    result = run_study("fewshot", config, options=RunOptions(out=tmp_path / "run", progress=False))
+    assert sorted(r["method"] for r in result.analysis["side_by_side"]) == sorted(methods)
 
 
 # -- the design: tasks x methods, unlabelled sources, cross-split, causal models ---------------

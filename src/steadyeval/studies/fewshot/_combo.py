@@ -115,7 +115,7 @@ SEMI_PARAMS: Mapping[Semi, dict[str, Param]] = {
     },
     "noisy": {
         "rounds": Param("rounds", lambda t: [3], int_at_least(1), "student rounds (each student teaches the next)"),
-        "noise": Param("noise", lambda t: [0.1], float_in(0.0, 0.99), "token noise of the students (PET base)"),
+        "noise": Param("noise", lambda t: [0.1], float_in(0.0, 0.99), "token noise of the students"),
         "unlabelled_size": _size(200),
     },
 }  # fmt: skip
@@ -135,11 +135,6 @@ class CombinedMethod:
         self.params: Mapping[str, Param] = {
             **shared_params(), **self.base.params, **(SEMI_PARAMS[semi] if semi else {}),
         }  # fmt: skip
-        if semi == "mlm" and not self.base.takes_extras:
-            raise ConfigError(
-                f"method {self.name}: {self.base.name}'s trainer takes no unlabelled texts for "
-                "the auxiliary MLM loss; use pet+mlm"
-            )
 
     def _serving(self) -> BaseTrainer:
         """iPET ends in a PET model distilled on soft labels; the others in the base's."""

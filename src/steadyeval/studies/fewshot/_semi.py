@@ -189,7 +189,7 @@ class Chain:
         job = Job(
             self.ctx.base_dir(), tuple(labelled + extra), tuple(prompt_examples(self.task, h, template, dev)),
             train_config(h, self.ctx.device), self.members[m][1], h, self.causal,
-            Extras(noise=noise) if self.base.takes_extras else Extras(),
+            Extras(noise=noise),
         )  # fmt: skip
         return self.base.train(job, out)
 
@@ -205,12 +205,8 @@ class Chain:
             hard = [np.eye(probs.shape[1])[int(probs[i].argmax())] for i in idx]
             return prompt_examples(self.task, h, template, [self.pool[i] for i in idx], hard), 0.0
         probs = self.probs(self.teachers(node), 1.0)
-        # Noisy Student: every pool example, soft labels where the base trains on them.
-        soft = (
-            list(probs)
-            if self.base.takes_extras
-            else [np.eye(probs.shape[1])[int(p.argmax())] for p in probs]
-        )
+        # Noisy Student: every pool example with the teachers' soft labels.
+        soft = list(probs)
         return prompt_examples(self.task, h, template, self.pool, soft), float(self.h["noise"])
 
 

@@ -57,9 +57,9 @@ class BaseTrainer(Protocol):
     name: str
     params: Mapping[str, Param]
     #: Whether it can train a causal LM (P-tuning can; PET and ADAPET need a masked LM).
+    #: Every base's ``train`` passes :class:`Extras` (PET+MLM's texts, Noisy Student's
+    #: noise) to its trainer, and its trainer honours soft targets.
     causal_ok: bool
-    #: Whether ``train`` uses :class:`Extras` (PET+MLM's texts, Noisy Student's noise).
-    takes_extras: bool
 
     def template(self, task: FewShotTask, h: Hparams) -> Template: ...
 
@@ -101,7 +101,6 @@ class PETBase:
     name = "pet"
     params: Mapping[str, Param] = MappingProxyType({})
     causal_ok = False
-    takes_extras = True
 
     def template(self, task: FewShotTask, h: Hparams) -> Template:
         return pattern_template(task, h)
@@ -132,7 +131,6 @@ class ADAPETBase:
         }
     )  # fmt: skip
     causal_ok = False
-    takes_extras = False
 
     def template(self, task: FewShotTask, h: Hparams) -> Template:
         return pattern_template(task, h)
@@ -140,10 +138,12 @@ class ADAPETBase:
     def train(self, job: Job, out_dir: Path) -> TrainOutcome:
         from ...train import train_adapet
 
-        h = job.hparams
+        h, e = job.hparams, job.extras
         return train_adapet(
             job.base_dir, job.train, job.dev, job.config, seed=job.seed, out_dir=out_dir,
             mask_probability=float(h["mask_probability"]), lm_weight=float(h["lm_weight"]),
+            unlabeled=e.unlabelled, mlm_weight=e.mlm_weight,
+            mlm_probability=e.mlm_probability, noise=e.noise,
         )  # fmt: skip
 
 
@@ -160,7 +160,6 @@ class PTuningBase:
         }
     )
     causal_ok = True
-    takes_extras = False
 
     def template(self, task: FewShotTask, h: Hparams) -> Template:
         from ...train import ptuning_pattern
@@ -175,10 +174,13 @@ class PTuningBase:
     def train(self, job: Job, out_dir: Path) -> TrainOutcome:
         from ...train import train_ptuning
 
+        e = job.extras
         return train_ptuning(
             job.base_dir, job.train, job.dev, job.config, seed=job.seed, out_dir=out_dir,
             n_prompt_tokens=int(job.hparams["prompt_tokens"]),
             kind="causal" if job.causal else "masked",
+            unlabeled=e.unlabelled, mlm_weight=e.mlm_weight,
+            mlm_probability=e.mlm_probability, noise=e.noise,
         )  # fmt: skip
 
 
