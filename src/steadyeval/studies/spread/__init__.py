@@ -1,14 +1,35 @@
 """The spread study: accuracy across many prompt formats from a few (format, item) cells
 (PromptEval's estimator) and the search for the best and the worst format (FormatSpread).
-See ``docs/study-spread.md``."""
+See ``docs/study-spread.md``.
 
-from ._analysis import analyze_spread
-from ._config import SpreadConfig
-from ._design import SpreadSetup, spread_design, spread_setup
-from ._formats_file import FileFormat, load_format_file
-from ._grammar import DIMENSIONS, GrammarFormat, generate_formats
-from ._report import spread_report_sections
-from ._study import SPREAD_STUDY, SpreadStudy
+Names load on first use, so building the study's CLI command (``study --help``) imports no
+statistics or report library."""
+
+from typing import TYPE_CHECKING
+
+from ..._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from ._analysis import analyze_spread
+    from ._config import SpreadConfig
+    from ._design import SpreadSetup, spread_design, spread_setup
+    from ._formats_file import FileFormat, load_format_file
+    from ._grammar import DIMENSIONS, GrammarFormat, generate_formats
+    from ._report import spread_report_sections
+    from ._study import SPREAD_STUDY, SpreadStudy
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "._analysis": ["analyze_spread"],
+        "._config": ["SpreadConfig"],
+        "._design": ["SpreadSetup", "spread_design", "spread_setup"],
+        "._formats_file": ["FileFormat", "load_format_file"],
+        "._grammar": ["DIMENSIONS", "GrammarFormat", "generate_formats"],
+        "._report": ["spread_report_sections"],
+        "._study": ["SPREAD_STUDY", "SpreadStudy"],
+    },
+)
 
 __all__ = [
     "DIMENSIONS",
