@@ -121,6 +121,6 @@ def test_text_mlm_loss_on_a_tiny_masked_lm(tiny_bert: Path) -> None:
         generator=torch.Generator().manual_seed(0),
         max_length=32,
     )
-    assert float(a) == pytest.approx(float(b)) and math.isfinite(float(a)) and float(a) > 0
+    assert a.item() == pytest.approx(b.item()) and math.isfinite(a.item()) and a.item() > 0
     a.backward()
     assert model.get_input_embeddings().weight.grad is not None
