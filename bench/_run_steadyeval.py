@@ -1,13 +1,24 @@
-"""One timed steadyeval run of the benchmark workload (run in its own subprocess)."""
+"""One timed steadyeval run of a benchmark workload (run in its own subprocess).
+
+    python bench/_run_steadyeval.py MODEL_DIR THREADS OUT.json [--workload a] [--size full]
+        [--backend hf|vllm] [--device cpu|cuda] [--dtype float32]
+
+The default (workload ``a`` at full size on ``hf:`` on the CPU) is the issue-12 benchmark.
+The backend's ``score`` and ``generate`` are wrapped to time them and to record every
+(context, continuation) log-probability and every generated text, for the parity checks.
+"""
 
 from __future__ import annotations
 
+import argparse
 import json
 import resource
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -18,39 +29,80 @@ import _workload
 from steadyeval import RunOptions, load_backend, run
 
 
+def instrument(backend: Any, report: dict[str, Any]) -> None:
+    """Time the backend's ``score`` and ``generate`` and record what they answer."""
+    report.update(score_s=0.0, generate_s=0.0, scores={}, generations={}, generated_tokens=0)
+
+    def wrap(name: str, record: Callable[[Sequence[Any], Sequence[Any]], None]) -> None:
+        real = getattr(backend, name)
+
+        def timed(requests: Sequence[Any]) -> Any:
+            t0 = time.perf_counter()
+            out = real(requests)
+            report[f"{name}_s"] += time.perf_counter() - t0
+            record(requests, out)
+            return out
+
+        setattr(backend, name, timed)
+
+    def scores(reqs: Sequence[Any], resps: Sequence[Any]) -> None:
+        for r, a in zip(reqs, resps, strict=True):
+            report["scores"][f"{r.context}\x1f{r.continuation}"] = a.logprob
+
+    def generations(reqs: Sequence[Any], resps: Sequence[Any]) -> None:
+        for r, a in zip(reqs, resps, strict=True):
+            report["generations"][r.prompt] = a.text
+            report["generated_tokens"] += a.n_output_tokens
+
+    wrap("score", scores)
+    wrap("generate", generations)
+
+
 def main() -> None:
-    model_dir, threads, out = Path(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3])
-    torch.set_num_threads(threads)
+    ap = argparse.ArgumentParser()
+    ap.add_argument("model_dir", type=Path)
+    ap.add_argument("threads", type=int)
+    ap.add_argument("out", type=Path)
+    ap.add_argument("--workload", default="a")
+    ap.add_argument("--size", default="full")
+    ap.add_argument("--backend", default="hf", choices=["hf", "vllm"])
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--dtype", default="float32")
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
     # Both tools are timed from the same point: libraries imported (lm-eval's import brings in
     # transformers; steadyeval imports it on first use, so it is imported here), then data,
     # model and evaluation inside the timer.
     import transformers  # noqa: F401
 
     t0 = time.perf_counter()
-    its = _workload.items()
-    backend = load_backend(f"hf:{model_dir}?dtype=float32&device=cpu")
+    wl = _workload.workload(args.workload, args.size)
+    if args.backend == "hf":
+        spec = f"hf:{args.model_dir}?dtype={args.dtype}&device={args.device}"
+    else:
+        spec = f"vllm:{args.model_dir}?dtype={args.dtype}"
+    backend = load_backend(spec)
+    report: dict[str, Any] = {"tool": "steadyeval", "backend": args.backend}
+    if args.backend == "hf":  # load now (lm-eval loads before it scores), not in the first call
+        t_load = time.perf_counter()
+        backend.model  # noqa: B018
+        backend.tokenizer  # noqa: B018
+        report["load_s"] = time.perf_counter() - t_load
+    instrument(backend, report)
     with tempfile.TemporaryDirectory() as tmp:  # a cold cache: every request is computed
         result = run(
-            its,
-            _workload.conditions(),
+            wl.items,
+            wl.conditions,
             [backend],
             options=RunOptions(cache=Path(tmp) / "c.sqlite", progress=False),
+            shot_pools=wl.shot_pools,
         )
-    wall = time.perf_counter() - t0
-    scores = {}
-    for row in result.table.to_pylist():
-        if row["option_logprobs"] is not None:
-            for cont, lp in zip(row["options"], row["option_logprobs"], strict=True):
-                scores[f"{row['prompt']}\x1f {cont}"] = lp
-    report = {
-        "tool": "steadyeval",
-        "wall_s": wall,
-        "tokens_forwarded": backend.tokens_forwarded,  # type: ignore[attr-defined]
-        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-        "scores": scores,
-        "model_calls": result.summary["plan"]["model_calls"],
-    }
-    out.write_text(json.dumps(report))
+    report["wall_s"] = time.perf_counter() - t0
+    # Scoring tokens the backend forwarded (padding excluded); vLLM does not count them.
+    report["tokens_forwarded"] = getattr(backend, "tokens_forwarded", None)
+    report["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    report["model_calls"] = result.summary["plan"]["model_calls"]
+    args.out.write_text(json.dumps(report))
 
 
 if __name__ == "__main__":

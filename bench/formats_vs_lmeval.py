@@ -55,8 +55,8 @@ output_type: generate_until
 doc_to_text: prompt
 doc_to_target: target
 generation_kwargs:
-  until: ["\\n"]
-  max_gen_toks: 24
+  until: {until}
+  max_gen_toks: {max_gen_toks}
   do_sample: false
 metric_list:
   - metric: exact_match
@@ -64,14 +64,22 @@ metric_list:
 
 
 def write_tasks(work: Path, docs: dict[str, list[dict[str, Any]]]) -> Path:
+    """One lm-eval YAML task per condition over its exact strings; a generation task takes
+    its stop strings and token limit from its first doc (default: a newline, 24 tokens)."""
     tasks = work / "lmeval_tasks"
     tasks.mkdir(parents=True, exist_ok=True)
     for name, rows in docs.items():
         data = tasks / f"bench_{name.replace('-', '_')}.jsonl"
         data.write_text("".join(json.dumps(r) + "\n" for r in rows))
-        tmpl = GEN_TASK if name == "free" else MC_TASK
         task = f"bench_{name.replace('-', '_')}"
-        (tasks / f"{task}.yaml").write_text(tmpl.format(name=task, path=data))
+        if rows and "choices" not in rows[0]:
+            until = json.dumps(rows[0].get("until", ["\n"]))
+            text = GEN_TASK.format(
+                name=task, path=data, until=until, max_gen_toks=rows[0].get("max_gen_toks", 24)
+            )
+        else:
+            text = MC_TASK.format(name=task, path=data)
+        (tasks / f"{task}.yaml").write_text(text)
     return tasks
 
 
