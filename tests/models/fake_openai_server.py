@@ -478,3 +478,10 @@ class _Handler(BaseHTTPRequestHandler):
                 "total_tokens": n_in + len(gen),
             },
         }
+
+
+def toy_spec(srv: FakeOpenAIServer, extra: str = "", *, fast: str) -> str:
+    """The toy model's spec at ``srv`` with the options ``fast`` (``a=1&b=2``); ``extra``
+    options override them."""
+    options = dict(kv.split("=", 1) for kv in f"{fast}&{extra}".split("&") if kv)
+    return f"openai:toy?base_url={srv.url}&" + "&".join(f"{k}={v}" for k, v in options.items())

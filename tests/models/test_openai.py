@@ -12,7 +12,6 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -50,9 +49,9 @@ from steadyeval.run import RunResult, load_run_config, run_config
 from tests.models.fake_openai_server import (
     FakeOpenAIServer,
     Fault,
-    ServerConfig,
     body_key,
     toy_logprob,
+    toy_spec,
     toy_tokens,
 )
 
@@ -60,24 +59,9 @@ ROOT = Path(__file__).resolve().parents[2]
 FAST = "max_concurrency=4&backoff_base=0.01&backoff_max=0.05&timeout=2"
 
 
-@pytest.fixture()
-def serve() -> Iterator[Any]:
-    servers: list[FakeOpenAIServer] = []
-
-    def start(**config: Any) -> FakeOpenAIServer:
-        srv = FakeOpenAIServer(ServerConfig(**config)).start()
-        servers.append(srv)
-        return srv
-
-    yield start
-    for srv in servers:
-        srv.stop()
-
-
 def spec_for(srv: FakeOpenAIServer, extra: str = "") -> str:
     """The toy model's spec with fast retries; ``extra`` options (``a=1&b=2``) override."""
-    options = dict(kv.split("=", 1) for kv in f"{FAST}&{extra}".split("&") if kv)
-    return f"openai:toy?base_url={srv.url}&" + "&".join(f"{k}={v}" for k, v in options.items())
+    return toy_spec(srv, extra, fast=FAST)
 
 
 # -- pure mapping ----------------------------------------------------------------------------

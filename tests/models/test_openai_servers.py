@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -19,11 +18,11 @@ from tests.models.fake_openai_modes import NOT_LOGITS_ALL, piece_score
 from tests.models.fake_openai_server import (
     FakeOpenAIServer,
     Fault,
-    ServerConfig,
     toy_generate,
+    toy_spec,
 )
 
-FAST = "max_concurrency=4&backoff_base=0.01&backoff_max=0.05&timeout=2"
+FAST = "max_concurrency=4&backoff_base=0.01&backoff_max=0.05&timeout=120"
 SCORES = [
     ScoreRequest("Question: capital of France?\nAnswer:", " Paris is big"),
     ScoreRequest("Question: which country?\nAnswer:", " 中国"),
@@ -32,24 +31,9 @@ SCORES = [
 ]
 
 
-@pytest.fixture()
-def serve() -> Iterator[Any]:
-    servers: list[FakeOpenAIServer] = []
-
-    def start(**config: Any) -> FakeOpenAIServer:
-        srv = FakeOpenAIServer(ServerConfig(**config)).start()
-        servers.append(srv)
-        return srv
-
-    yield start
-    for srv in servers:
-        srv.stop()
-
-
 def spec(srv: FakeOpenAIServer, extra: str = "") -> str:
     """The toy model's spec with fast retries; ``extra`` options (``a=1&b=2``) override."""
-    options = dict(kv.split("=", 1) for kv in f"{FAST}&{extra}".split("&") if kv)
-    return f"openai:toy?base_url={srv.url}&" + "&".join(f"{k}={v}" for k, v in options.items())
+    return toy_spec(srv, extra, fast=FAST)
 
 
 def _bodies(srv: FakeOpenAIServer) -> list[dict[str, Any]]:

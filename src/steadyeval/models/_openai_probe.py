@@ -15,7 +15,7 @@ import logging
 import re
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from .._errors import UnsupportedRequestError
 from ..requests import GenerateRequest, Request, ScoreRequest, TopKRequest
@@ -52,9 +52,11 @@ class CapabilityProbe:
     _post: Callable[[str, dict[str, Any]], dict[str, Any]]
     fingerprint: Callable[[], str]
 
-    @property
-    def client(self) -> HTTPClient:  # provided by OpenAIBackend
-        raise NotImplementedError
+    if TYPE_CHECKING:
+
+        @property
+        def client(self) -> HTTPClient:  # provided by OpenAIBackend
+            ...
 
     def profile(self) -> ServerProfile:
         """The server's profile: the spec's ``server=``, else what ``GET /models`` names
