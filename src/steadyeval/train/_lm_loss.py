@@ -16,7 +16,7 @@ comes from the ``torch.Generator`` passed in, so a seed fixes the corruption.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 __all__ = [
@@ -120,21 +120,33 @@ def text_mlm_loss(
     probability: float,
     generator: Any,
     max_length: int,
+    protected: Collection[int] = (),
 ) -> Any:
-    """Masked-LM loss of ``model`` on ``texts``: encode, corrupt, score (one call)."""
+    """Masked-LM loss of ``model`` on ``texts``: encode, corrupt, score (one call). Special
+    tokens, mask tokens already in the text and the ids in ``protected`` (e.g. P-tuning's
+    prompt tokens) are never prediction targets."""
+    import torch
+
     if tokenizer.mask_token_id is None:
         raise ValueError("the tokenizer has no mask token: masked-LM loss needs a masked LM")
     batch = encode_texts(tokenizer, texts, max_length)
-    device = next(model.parameters()).device
-    eligible = (batch["special_tokens_mask"] == 0) & (batch["attention_mask"] == 1)
+    ids = batch["input_ids"]
+    eligible = (
+        (batch["special_tokens_mask"] == 0)
+        & (batch["attention_mask"] == 1)
+        & (ids != tokenizer.mask_token_id)
+    )
+    if protected:
+        eligible &= ~torch.isin(ids, torch.tensor(sorted(protected), dtype=ids.dtype))
     inputs, labels = mask_tokens(
-        batch["input_ids"],
+        ids,
         eligible,
         mask_token_id=int(tokenizer.mask_token_id),
         vocab_size=min(len(tokenizer), model.get_input_embeddings().num_embeddings),
         probability=probability,
         generator=generator,
     )
+    device = next(model.parameters()).device
     return masked_lm_loss(
         model, inputs.to(device), batch["attention_mask"].to(device), labels.to(device)
     )

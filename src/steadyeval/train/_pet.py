@@ -11,7 +11,7 @@ from typing import Any, Protocol
 from .._extras import HF_MODEL_MODULES, require
 from ._base import load_lm, require_kind
 from ._checkpoint import TrainOutcome
-from ._lm_loss import encode_texts, mask_tokens, masked_lm_loss
+from ._lm_loss import text_mlm_loss
 from ._loop import TrainConfig, fit, resolve_device
 from ._masked import MASK_SLOT, MaskedPrompts, PromptExample
 from ._noise import TokenNoise
@@ -115,29 +115,15 @@ def slot_mlm_loss(
     the mask token (a pattern applied to an unlabelled input, as PET's auxiliary task sees
     it); that mask, the special tokens and the ids in ``protected`` (P-tuning's prompt
     tokens) are never prediction targets."""
-    import torch
-
     mask = tokenizer.mask_token
-    batch = encode_texts(tokenizer, [t.replace(MASK_SLOT, mask) for t in texts], max_length)
-    ids = batch["input_ids"]
-    eligible = (
-        (batch["special_tokens_mask"] == 0)
-        & (batch["attention_mask"] == 1)
-        & (ids != tokenizer.mask_token_id)
-    )
-    if protected:
-        eligible &= ~torch.isin(ids, torch.tensor(sorted(protected), dtype=ids.dtype))
-    inputs, labels = mask_tokens(
-        ids,
-        eligible,
-        mask_token_id=int(tokenizer.mask_token_id),
-        vocab_size=min(len(tokenizer), model.get_input_embeddings().num_embeddings),
+    return text_mlm_loss(
+        model,
+        tokenizer,
+        [t.replace(MASK_SLOT, mask) for t in texts],
         probability=probability,
         generator=generator,
-    )
-    device = next(model.parameters()).device
-    return masked_lm_loss(
-        model, inputs.to(device), batch["attention_mask"].to(device), labels.to(device)
+        max_length=max_length,
+        protected=protected,
     )
 
 
