@@ -315,6 +315,32 @@ def test_space_and_grid_errors(tmp_path: Path) -> None:
         build_grid(icl, task, {"shots": [-1]})
 
 
+def test_space_values_per_task(tmp_path: Path) -> None:
+    """Pattern names differ between tasks: a value may be a mapping of task names to values;
+    a task it leaves out keeps the default (its first two patterns)."""
+    space = tmp_path / "space.yaml"
+    space.write_text(
+        "pattern:\n  rte: [based-on]\n  COPA: [pet-choices]\n"
+        "pet:\n  learning_rate: {CB: [1e-4, 2e-4]}\n"
+    )
+    pet = get_method("pet")
+    rte, copa, cb = get_task("RTE"), get_task("COPA"), get_task("CB")
+    assert {h["pattern"] for h in build_grid(pet, rte, load_space(space, "pet"))} == {"based-on"}
+    assert {h["pattern"] for h in build_grid(pet, copa, load_space(space, "pet"))} == {
+        "pet-choices"
+    }
+    cb_grid = build_grid(pet, cb, load_space(space, "pet"))
+    assert {h["pattern"] for h in cb_grid} == set(list(cb.patterns)[:2])
+    assert sorted({h["learning_rate"] for h in cb_grid}) == [1e-4, 2e-4]
+    rte_rates = {h["learning_rate"] for h in build_grid(pet, rte, load_space(space, "pet"))}
+    assert rte_rates == {1e-5, 1e-4}  # PET's default grid
+    with pytest.raises(ConfigError, match=r"space.yaml, line 1: pattern: RTE has no pattern"):
+        space.write_text("pattern:\n  RTE: [pet-choices]\n")
+        build_grid(pet, rte, load_space(space, "pet"))
+    with pytest.raises(ConfigError, match=r"steps: expected a value, a list of values or a map"):
+        build_grid(pet, rte, {"steps": {"nope": 3}})
+
+
 # -- methods through the pipeline ----------------------------------------------------------------
 def _config(data: Path, model: Path, **kw: Any) -> dict[str, Any]:
     return {"models": [f"hf:{model}"], "task": "RTE", "labelled": str(data),

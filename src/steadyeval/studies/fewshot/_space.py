@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from ..._errors import ConfigError
+from ...items._fewglue import FEWGLUE
 from ._tasks import FewShotTask
 
 if TYPE_CHECKING:
@@ -64,12 +65,22 @@ def _lines(node: yaml.Node, section: str | None) -> dict[str, int]:
     return {str(k.value): k.start_mark.line + 1 for k, _ in node.value}
 
 
+def _per_task(value: Any) -> bool:
+    """Whether a mapping value gives a hyperparameter's values per task (every key a task
+    name, ``{RTE: [...], CB: [...]}``) rather than being a method's section."""
+    return (
+        isinstance(value, dict)
+        and bool(value)
+        and all(isinstance(k, str) and k.lower() in FEWGLUE for k in value)
+    )
+
+
 def _section(
     data: Mapping[str, Any], method: str | None, where: Mapping[str, str], shared_where: str
 ) -> SpaceFile:
     """The names shared by every method (top-level values that are not sections) overlaid
     by ``method``'s section; other methods' sections are left out."""
-    shared = {str(k): v for k, v in data.items() if not isinstance(v, dict)}
+    shared = {str(k): v for k, v in data.items() if not isinstance(v, dict) or _per_task(v)}
     section = data.get(method) if method is not None else None
     own = {str(k): v for k, v in section.items()} if isinstance(section, dict) else {}
     out = SpaceFile({**shared, **own}, {k: where.get(k, shared_where) for k in {**shared, **own}})
@@ -116,6 +127,20 @@ def method_space(
     return SpaceFile({k: v for k, v in own.items() if k not in drop}, own.where)
 
 
+def _task_value(raw: Any, task: FewShotTask, here: str, name: str) -> Any:
+    """``raw`` itself, or, for values given per task (``{RTE: [...], CB: [...]}``), this
+    task's (None: not given for it, so the default)."""
+    if not isinstance(raw, Mapping):
+        return raw
+    if not _per_task(raw):
+        raise ConfigError(
+            f"{here}: {name}: expected a value, a list of values or a mapping of task names "
+            f"({', '.join(t.name for t in FEWGLUE.values())}) to values, got {dict(raw)!r}"
+        )
+    given = {str(k).lower(): v for k, v in raw.items()}
+    return given.get(task.key)
+
+
 def build_grid(
     method: Method, task: FewShotTask, space: Mapping[str, Any] | None, *, where: str = "space"
 ) -> list[dict[str, Any]]:
@@ -135,7 +160,8 @@ def build_grid(
         )
     axes: list[list[Any]] = []
     for name, param in method.params.items():
-        raw = space.get(name, param.default(task))
+        raw = _task_value(space.get(name), task, lines.get(name, where), name)
+        raw = param.default(task) if raw is None else raw
         values = list(raw) if isinstance(raw, list | tuple) else [raw]
         here = lines.get(name, where)
         if not values:
