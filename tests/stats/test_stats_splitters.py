@@ -129,3 +129,30 @@ def test_splitters_invalid() -> None:
         list(stats.KFold(3).split(3.0))
     with pytest.raises(stats.StatsInputError, match="NaN"):
         list(stats.KFold(2).split(np.array([1.0, np.nan, 2.0])))
+
+
+def _sizes(splitter: object, n: int) -> list[tuple[int, int]]:
+    return [(len(t), len(d)) for t, d in splitter.split(n)]  # type: ignore[attr-defined]
+
+
+def test_fewnlu_sizes_follow_fewnlu_code() -> None:
+    """FewNLU's DataProvider: CV folds of round(N/K) (halves to even), the last fold the
+    rest; MDL the first floor(N/2) then the rest so cut; Multi-Splits train floor(N r)."""
+    assert [d for _, d in _sizes(stats.KFold(4, sizes="fewnlu"), 10)] == [2, 2, 2, 4]
+    assert [d for _, d in _sizes(stats.KFold(4, sizes="fewnlu"), 14)] == [4, 4, 4, 2]
+    assert [d for _, d in _sizes(stats.KFold(4), 10)] == [3, 3, 2, 2]
+    assert _sizes(stats.MDLSplits(4, sizes="fewnlu"), 30) == [(15, 4), (19, 4), (23, 4), (27, 3)]
+    assert _sizes(stats.MDLSplits(4), 30) == [(15, 3), (18, 4), (22, 4), (26, 4)]
+    assert _sizes(stats.MultiSplits(1, seed=0, sizes="fewnlu"), 33) == [(16, 17)]
+    assert _sizes(stats.MultiSplits(1, seed=0), 33) == [(17, 16)]
+    for k in (2, 4, 8):  # FewGLUE's N = 32: the two rules agree
+        for make in (stats.KFold, stats.MDLSplits):
+            assert _sizes(make(k, sizes="fewnlu"), 32) == _sizes(make(k), 32)
+    # Every unit is still in exactly one CV dev fold.
+    devs = np.concatenate([d for _, d in stats.KFold(4, seed=3, sizes="fewnlu").split(10)])
+    assert sorted(devs.tolist()) == list(range(10))
+    assert [d for _, d in _sizes(stats.KFold(4, sizes="fewnlu"), 5)] == [1, 1, 1, 2]
+    with pytest.raises(stats.StatsInputError, match="last fold empty"):
+        list(stats.KFold(8, sizes="fewnlu").split(12))  # round(1.5) = 2, 7 x 2 = 14 > 12
+    with pytest.raises(stats.StatsInputError, match="sizes must be 'even' or 'fewnlu'"):
+        stats.KFold(4, sizes="round")  # type: ignore[arg-type]

@@ -6,7 +6,7 @@ import math
 import numbers
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -17,6 +17,29 @@ from ._validate import SeedLike, as_positive_int, check_seed, make_rng
 __all__ = ["KFold", "MDLSplits", "MultiSplits"]
 
 IndexPair = tuple[NDArray[np.intp], NDArray[np.intp]]
+Sizes = Literal["even", "fewnlu"]
+
+
+def _check_sizes(sizes: Any) -> None:
+    if sizes not in ("even", "fewnlu"):
+        raise StatsInputError(f"sizes must be 'even' or 'fewnlu'; got {sizes!r}.")
+
+
+def _blocks(n: int, k: int, sizes: Sizes) -> NDArray[np.intp]:
+    """Sizes of ``k`` consecutive blocks tiling ``n`` units.
+
+    ``even``: sizes differ by at most one, earlier blocks larger (scikit-learn's KFold).
+    ``fewnlu``: FewNLU's code: every block has ``round(n / k)`` units (Python's rounding,
+    halves to even) and the last block takes what is left, so it can be larger or smaller.
+    """
+    if sizes == "even":
+        out = np.full(k, n // k, dtype=np.intp)
+        out[: n % k] += 1
+        return out
+    per = round(n / k)
+    out = np.full(k, per, dtype=np.intp)
+    out[-1] = n - per * (k - 1)
+    return out
 
 
 def _units(n_or_groups: int | ArrayLike) -> tuple[int, NDArray[np.intp] | None]:
@@ -74,6 +97,10 @@ class KFold:
     seed : int, numpy.random.Generator or None
         Shuffles units before cutting folds. ``None`` keeps the given order (no shuffle).
         An int gives the same folds on every ``split()`` call; a Generator is advanced.
+    sizes : {"even", "fewnlu"}
+        ``"fewnlu"`` cuts folds as FewNLU's code does when ``K`` does not divide ``N``:
+        ``round(N/K)`` units each (halves to even), the last fold the rest (N = 10, K = 4:
+        2, 2, 2, 4 instead of 3, 3, 2, 2). Equal to ``"even"`` when ``K`` divides ``N``.
 
     Notes
     -----
@@ -90,10 +117,12 @@ class KFold:
 
     n_splits: int = 5
     seed: SeedLike | None = field(default=None, kw_only=True)
+    sizes: Sizes = field(default="even", kw_only=True)
 
     def __post_init__(self) -> None:
         as_positive_int(self.n_splits, "n_splits", minimum=2)
         _check_seed_opt(self.seed)
+        _check_sizes(self.sizes)
 
     def get_n_splits(self) -> int:
         """Number of (train, dev) pairs that :meth:`split` yields."""
@@ -107,11 +136,15 @@ class KFold:
             raise StatsInputError(
                 f"KFold with n_splits={k} needs at least {k} units (items or groups); got {n}."
             )
+        blocks = _blocks(n, k, self.sizes)
+        if blocks[-1] < 1:
+            raise StatsInputError(
+                f"KFold with n_splits={k} and sizes='fewnlu' on {n} units leaves the last "
+                f"fold empty ({round(n / k)} units per fold); use sizes='even'."
+            )
         order = _order(None if self.seed is None else make_rng(self.seed), n)
-        sizes = np.full(k, n // k, dtype=np.intp)
-        sizes[: n % k] += 1
         start = 0
-        for size in sizes:
+        for size in blocks:
             dev = order[start : start + size]
             train = np.concatenate([order[:start], order[start + size :]])
             start += int(size)
@@ -133,6 +166,9 @@ class MultiSplits:
         Required. Each split is a fresh permutation drawn in sequence from one generator,
         so the first ``K`` splits are the same for any larger ``K`` (stability as ``K``
         changes can be studied directly).
+    sizes : {"even", "fewnlu"}
+        ``"fewnlu"``: train has ``floor(N r)`` units, as FewNLU's code (N = 33, r = 0.5: 16
+        train, 17 dev, where ``"even"`` gives 17 and 16).
 
     Notes
     -----
@@ -150,9 +186,11 @@ class MultiSplits:
     n_splits: int
     train_ratio: float = field(default=0.5, kw_only=True)
     seed: SeedLike | None = field(default=None, kw_only=True)
+    sizes: Sizes = field(default="even", kw_only=True)
 
     def __post_init__(self) -> None:
         as_positive_int(self.n_splits, "n_splits")
+        _check_sizes(self.sizes)
         r = self.train_ratio
         if isinstance(r, bool) or not isinstance(r, numbers.Real) or not 0.0 < float(r) < 1.0:
             raise StatsInputError(f"train_ratio must lie in (0, 1), e.g. 0.5; got {r!r}.")
@@ -167,7 +205,9 @@ class MultiSplits:
         return self.n_splits
 
     def n_train(self, n: int) -> int:
-        """Train units for ``n`` units: ``floor(n r + 1/2)``."""
+        """Train units for ``n`` units: ``floor(n r + 1/2)`` (``"fewnlu"``: ``floor(n r)``)."""
+        if self.sizes == "fewnlu":
+            return math.floor(n * float(self.train_ratio))
         return math.floor(n * float(self.train_ratio) + 0.5)
 
     def split(self, n_or_groups: int | ArrayLike) -> Iterator[IndexPair]:
@@ -195,6 +235,10 @@ class MDLSplits:
         Number of splits ``K >= 1``.
     seed : int, numpy.random.Generator or None
         Shuffles units once before cutting blocks; ``None`` keeps the given order.
+    sizes : {"even", "fewnlu"}
+        ``"fewnlu"`` cuts as FewNLU's code: the first ``floor(N/2)`` units, then the rest
+        in blocks of ``round(rest/K)`` (halves to even), the last block taking what is left
+        (N = 30, K = 4: dev blocks 4, 4, 4, 3 where ``"even"`` gives 3, 4, 4, 4).
 
     Notes
     -----
@@ -213,14 +257,29 @@ class MDLSplits:
 
     n_splits: int
     seed: SeedLike | None = field(default=None, kw_only=True)
+    sizes: Sizes = field(default="even", kw_only=True)
 
     def __post_init__(self) -> None:
         as_positive_int(self.n_splits, "n_splits")
         _check_seed_opt(self.seed)
+        _check_sizes(self.sizes)
 
     def get_n_splits(self) -> int:
         """Number of (train, dev) pairs that :meth:`split` yields."""
         return self.n_splits
+
+    def _bounds(self, n: int) -> list[tuple[int, int]]:
+        """(train end, dev end) of each split."""
+        k_total = self.n_splits
+        if self.sizes == "even":
+            return [
+                (n * (k_total + k - 1) // (2 * k_total), n * (k_total + k) // (2 * k_total))
+                for k in range(1, k_total + 1)
+            ]
+        half = n // 2
+        ends = half + np.cumsum(_blocks(n - half, k_total, "fewnlu"))
+        starts = [half, *ends[:-1].tolist()]
+        return list(zip(starts, ends.tolist(), strict=True))
 
     def split(self, n_or_groups: int | ArrayLike) -> Iterator[IndexPair]:
         """Yield ``(train_idx, dev_idx)`` for k = 1..K."""
@@ -231,8 +290,12 @@ class MDLSplits:
                 f"MDLSplits with n_splits={k_total} needs at least {2 * k_total} units "
                 f"(items or groups) so that every dev block is non-empty; got {n}."
             )
+        bounds = self._bounds(n)
+        if any(dev_end <= train_end for train_end, dev_end in bounds):
+            raise StatsInputError(
+                f"MDLSplits with n_splits={k_total} and sizes='fewnlu' on {n} units leaves "
+                "a dev block empty; use sizes='even'."
+            )
         order = _order(None if self.seed is None else make_rng(self.seed), n)
-        for k in range(1, k_total + 1):
-            train_end = n * (k_total + k - 1) // (2 * k_total)
-            dev_end = n * (k_total + k) // (2 * k_total)
+        for train_end, dev_end in bounds:
             yield _expand(order[:train_end], codes), _expand(order[train_end:dev_end], codes)

@@ -74,6 +74,12 @@ class FewShotConfig(StudyConfig):
         json_schema_extra={"comma": True, "metavar": "K,K,..."},
     )
     ratio: float = Field(0.5, gt=0, lt=1, description="Multi-Splits' train share r.")
+    split_sizes: Literal["even", "fewnlu"] = Field(
+        "even",
+        description="How split sizes round when K does not divide N: even (folds differ by "
+        "at most one; Multi-Splits' train round(N r)) or fewnlu (FewNLU's code: folds of "
+        "round(N/K), the last takes the rest; train floor(N r)).",
+    )
     space: dict[str, Any] | str | None = Field(
         None,
         description="Hyperparameter space ({name: [values]}), or a YAML file holding it "

@@ -17,6 +17,7 @@ from ...models import Backend, model_folder
 from ...results import StudyColumn
 from ...run import Block, RunOptions
 from ...stats import KFold, MDLSplits, MultiSplits, StatsInputError
+from ...stats._splitters import Sizes
 from ...train import CheckpointStore
 from .._protocol import StudyDesign
 from ._analysis import analyze
@@ -55,16 +56,19 @@ COLUMNS = (
 )
 
 
-def make_splitter(strategy: str, k: int, *, ratio: float = 0.5, seed: int = 0) -> Splitter:
-    """The :mod:`steadyeval.stats` splitter for a strategy name."""
+def make_splitter(
+    strategy: str, k: int, *, ratio: float = 0.5, seed: int = 0, sizes: Sizes = "even"
+) -> Splitter:
+    """The :mod:`steadyeval.stats` splitter for a strategy name (``sizes``: how split sizes
+    round when K does not divide N, ``"even"`` or FewNLU's ``"fewnlu"``)."""
     if strategy == "multisplit":
-        return MultiSplits(k, train_ratio=ratio, seed=seed)
+        return MultiSplits(k, train_ratio=ratio, seed=seed, sizes=sizes)
     if strategy == "cv":
         if k < 2:
             raise ConfigError("cross-validation needs K >= 2")
-        return KFold(k, seed=seed)
+        return KFold(k, seed=seed, sizes=sizes)
     if strategy == "mdl":
-        return MDLSplits(k, seed=seed)
+        return MDLSplits(k, seed=seed, sizes=sizes)
     raise ConfigError(f"unknown strategy {strategy!r}; choose from {', '.join(STRATEGIES)}")
 
 
@@ -80,7 +84,7 @@ def _splits(
     seed = int.from_bytes(
         hashlib.sha256(f"{config.seed}/{strategy}".encode()).digest()[:4], "little"
     )
-    splitter = make_splitter(strategy, k, ratio=config.ratio, seed=seed)
+    splitter = make_splitter(strategy, k, ratio=config.ratio, seed=seed, sizes=config.split_sizes)
     groups = item_groups(labelled)
     pairs = splitter.split(groups if groups is not None else len(labelled))
     return [([labelled[int(i)] for i in tr], [labelled[int(i)] for i in dv]) for tr, dv in pairs]
@@ -304,6 +308,7 @@ def _info(
         "k_values": [k for k in ks if not any(s["k"] == k for s in skipped)],
         "skipped_k": skipped,
         "ratio": config.ratio,
+        "split_sizes": config.split_sizes,
         "seed": config.seed,
         "final_seeds": config.final_seeds,
         "units": {"distinct": n_units, "usages": n_usages},
