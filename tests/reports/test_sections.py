@@ -402,6 +402,31 @@ def test_registered_study_sections_appear_in_every_format() -> None:
         build_report(context_from_table(table, {"study": "demo_broken_study"}))
 
 
+class _LeadStudy(_DemoStudy):
+    name = "demo_lead_study"
+
+    def sections(self, analysis: Any, info: Any, *, figures: bool = True) -> list[Section]:
+        (own,) = super().sections(analysis, info, figures=figures)
+        answer = Section.of("demo-answer", "The answer", [Paragraph("A beats B.")], lead=True)
+        return [own, answer]
+
+
+def test_lead_sections_come_before_the_headline_and_long_facts_fold() -> None:
+    register_study(_LeadStudy(), replace=True)
+    models = [f"hf-masked:pet-{i:012x}?max_length=128" for i in range(40)]
+    rows = [r for i, m in enumerate(models) for r in _rows({f"c{i}": A[:4]}, model=m)]
+    ctx = context_from_table(table_of(rows), {"study": "demo_lead_study", "analysis": {"flips": 1}})
+    report = build_report(ctx)
+    assert [s.id for s in report.sections][:3] == ["demo-answer", "headline", "demo-study"]
+    page = render_html(report)
+    # 40 model names (1,600 characters) fold behind their first 200 characters.
+    assert page.count('<details class="long-fact">') == 1
+    folded = page.split('<details class="long-fact"><summary>', 1)[1].split("</summary>", 1)
+    assert folded[0].startswith(models[0]) and "(show all)" in folded[0]
+    assert all(m in folded[1].split("</details>", 1)[0] for m in models)
+    assert "## The answer" in render_markdown(report).split("## Headline", 1)[0]
+
+
 def test_study_without_sections_shows_its_summary_md(tmp_path: Path) -> None:
     from steadyeval.results import summary_markdown
 

@@ -145,6 +145,7 @@ def build_report(
 ) -> Report:
     """The report of a run: headline, the study's own sections, agreement between
     conditions, spread, calibration, accuracy vs shots, rank consistency and per-item rows.
+    A study section marked ``lead`` comes before the headline.
 
     A study section whose id is that of a generic section (``agreement``, ``spread``,
     ``calibration``, ``shots``, ``rank-consistency``) takes that section's place.
@@ -172,7 +173,8 @@ def build_report(
     labels = condition_labels(own, ctx.conditions)
     if labels:
         ctx = dataclasses.replace(ctx, labels=labels)
-    sections: list[Section] = [headline_section(ctx), *own]
+    lead = [s for s in own if s.lead]  # the study's own answer first
+    sections: list[Section] = [*lead, headline_section(ctx), *(s for s in own if not s.lead)]
     replaced = {s.id for s in own}  # a study section may take a generic section's place
     for fn in (
         agreement_section,

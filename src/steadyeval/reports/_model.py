@@ -324,7 +324,9 @@ class Section:
 
     ``labels`` are (condition, label) pairs: the names this section shows conditions by
     (e.g. ``list-nota`` as ``list + "none of the above"``). A report shows every condition
-    by one label, so the generic sections take a study section's labels.
+    by one label, so the generic sections take a study section's labels. A study section
+    with ``lead`` set comes first, before the generic headline table: the study's own
+    answer (the few-shot methods side by side, the spread's quantiles).
     """
 
     id: str
@@ -332,6 +334,7 @@ class Section:
     blocks: tuple[Block, ...]
     source: str = "steadyeval"
     labels: tuple[tuple[str, str], ...] = ()
+    lead: bool = False
 
     @classmethod
     def of(
@@ -341,10 +344,12 @@ class Section:
         blocks: Sequence[Block],
         source: str = "steadyeval",
         labels: Mapping[str, str] | None = None,
+        *,
+        lead: bool = False,
     ) -> Section:
         """Build a section from any sequence of blocks (and a condition → label map)."""
         pairs = tuple((str(k), str(v)) for k, v in (labels or {}).items())
-        return cls(id=id, title=title, blocks=tuple(blocks), source=source, labels=pairs)
+        return cls(id=id, title=title, blocks=tuple(blocks), source=source, labels=pairs, lead=lead)
 
 
 @dataclass(frozen=True)

@@ -229,7 +229,10 @@ def test_methods_table_content() -> None:
     (pair,) = table["paired"]
     assert (pair["a"], pair["b"], pair["n_pairs"]) == ("pet", "ipet", 4)
     assert pair["estimate"] == pytest.approx(-0.25) and pair["wins"] == 0 and pair["losses"] == 4
-    md = sections_markdown(fewshot_report_sections(analysis, info, figures=False))
+    own = fewshot_report_sections(analysis, info, figures=False)
+    # The methods table is the study's answer: it leads the report, before the headline.
+    assert [s.id for s in own if s.lead] == ["fewshot-methods"]
+    md = sections_markdown(own)
     assert "Methods × tasks (multisplit, K = 2)" in md
     assert "| pet | 62.5 ± 17.7 | 37.5 ± 17.7 |" in md
     assert "pet − ipet" in md

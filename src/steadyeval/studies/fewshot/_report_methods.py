@@ -94,4 +94,4 @@ def methods_section(methods: Mapping[str, Any], source: str) -> Section:
     blocks: list[Any] = [intro, _table(methods)]
     if methods["paired"]:
         blocks.append(_paired(methods))
-    return Section.of("fewshot-methods", "Methods side by side", blocks, source)
+    return Section.of("fewshot-methods", "Methods side by side", blocks, source, lead=True)
