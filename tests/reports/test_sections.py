@@ -20,6 +20,7 @@ from steadyeval.reports import (
     Note,
     Paragraph,
     Preformatted,
+    Report,
     ReportOptions,
     Section,
     Table,
@@ -463,3 +464,19 @@ def test_errors_name_the_problem(tmp_path: Path) -> None:
     (tmp_path / "summary.json").write_text("{\n  oops\n}")
     with pytest.raises(ValueError, match=r"summary.json, line 2: not valid JSON"):
         build_report(tmp_path)
+
+
+def test_a_long_table_of_contents_folds() -> None:
+    """Over 20 sections (a few-shot run: three per task x method), the contents show the
+    first eight and the last three, and every section behind a fold."""
+
+    def nav(n: int) -> str:
+        secs = tuple(Section.of(f"s{i}", f"Section {i}", [Paragraph("x")]) for i in range(n))
+        page = render_html(Report(title="t", sections=secs))
+        return page.split('<nav class="toc">', 1)[1].split("</nav>", 1)[0]
+
+    short, long = nav(20), nav(30)
+    assert short.count("<a ") == 20 and "<details>" not in short
+    shown, folded = long.split("<details>", 1)
+    assert shown.count("<a ") == 11 and 'href="#s29"' in shown and 'href="#s8"' not in shown
+    assert folded.count("<a ") == 30 and "all 30 sections" in folded
