@@ -229,13 +229,35 @@ def test_methods_table_content() -> None:
     (pair,) = table["paired"]
     assert (pair["a"], pair["b"], pair["n_pairs"]) == ("pet", "ipet", 4)
     assert pair["estimate"] == pytest.approx(-0.25) and pair["wins"] == 0 and pair["losses"] == 4
+    # Every split differs by the same 0.25: no spread, so no p-value and no adjusted one.
+    assert math.isnan(pair["pvalue"]) and math.isnan(pair["pvalue_holm"])
     own = fewshot_report_sections(analysis, info, figures=False)
     # The methods table is the study's answer: it leads the report, before the headline.
     assert [s.id for s in own if s.lead] == ["fewshot-methods"]
     md = sections_markdown(own)
     assert "Methods × tasks (multisplit, K = 2)" in md
     assert "| pet | 62.5 ± 17.7 | 37.5 ± 17.7 |" in md
-    assert "pet − ipet" in md
+    assert "pet − ipet" in md and "p (Holm)" in md
+
+
+def test_paired_method_comparisons_are_holm_adjusted() -> None:
+    from steadyeval.stats import holm
+    from steadyeval.studies.fewshot._compare import compare_methods
+
+    scores = {"a": [0.9, 0.8, 0.7, 0.9], "b": [0.5, 0.6, 0.4, 0.7], "c": [0.6, 0.5, 0.6, 0.6]}
+    experiments, designs = {}, []
+    for m, xs in scores.items():
+        row = {"strategy": "multisplit", "test_mean": float(np.mean(xs)), "test_std": 0.1,
+               "test_scores": xs, "selected": "h", "selected_hparams": {}, "spearman": 0.0,
+               "regret": 0.0, "test_range_over_k": 0.0}  # fmt: skip
+        experiments[f"RTE/{m}"] = {"side_by_side": [row]}
+        designs.append({"key": f"RTE/{m}", "task": "RTE", "method": m})
+    out = compare_methods(experiments, designs, {"strategies": ["multisplit"], "k": 4})
+    raw = [p["pvalue"] for p in out["paired"]]
+    assert [(p["a"], p["b"]) for p in out["paired"]] == [("a", "b"), ("a", "c"), ("b", "c")]
+    assert all(0 < p <= 1 for p in raw) and len(set(raw)) == 3
+    assert [p["pvalue_holm"] for p in out["paired"]] == pytest.approx(list(holm(raw).pvalues))
+    assert min(p["pvalue_holm"] for p in out["paired"]) == pytest.approx(3 * min(raw))
 
 
 # -- the methods learn ----------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ...stats import StatsInputError, paired_difference
+from ...stats import StatsInputError, holm, paired_difference
 
 __all__ = ["compare_methods"]
 
@@ -109,6 +109,13 @@ def compare_methods(
             }
         )
     paired = [_paired(a, b, cells, tasks) for a, b in itertools.combinations(methods, 2)]
+    # Every pair of methods is a test: Holm's adjustment over the pairs with a p-value.
+    tested = [p for p in paired if math.isfinite(p["pvalue"])]
+    adjusted: Any = holm([p["pvalue"] for p in tested]).pvalues if tested else []
+    for p in paired:
+        p["pvalue_holm"] = math.nan
+    for p, q in zip(tested, adjusted, strict=True):
+        p["pvalue_holm"] = float(q)
     return {
         "strategy": strategy,
         "k": int(info["k"]),

@@ -67,6 +67,7 @@ def _paired(methods: Mapping[str, Any]) -> Table:
             _num(p["low"]),
             _num(p["high"]),
             _num(p["pvalue"]),
+            _num(p.get("pvalue_holm", math.nan)),
             f"{p['wins']}/{p['losses']}/{p['ties']}",
         )
         for p in methods["paired"]
@@ -78,6 +79,7 @@ def _paired(methods: Mapping[str, Any]) -> Table:
         Column("95% low", "pct"),
         Column("95% high", "pct"),
         Column("p", "float", "paired z-test on the split-level differences"),
+        Column("p (Holm)", "float", "adjusted for the number of method pairs compared"),
         Column("wins/losses/ties", "text"),
     )
     return Table("Paired comparisons on the same splits", columns, rows)
