@@ -6,12 +6,14 @@ For each workload (default ``b`` and ``e`` at ``--size tiny``), in this process:
    packing, mask building, forward, log-softmax; generation: the packing checks, prefill,
    cache gather, decoding steps, stop checks) and the top functions by own time;
 2. scoring forwards alone on the same fed sequences: packed trie rows (as steadyeval
-   packs them; rows of 256 / 512 / 1,024 nodes), the same rows with a plain causal mask
-   (what the custom 4-D mask costs), and lm-eval-style padded batches of the unshared
+   packs them; rows of 256 / 512 / 1,024 nodes) with the 4-D trie mask additive (float) and
+   boolean, the same rows with a plain causal mask (what the custom 4-D mask costs; the
+   variants chosen with ``--masks``), and lm-eval-style padded batches of the unshared
    sequences (batch 16, longest first): tokens, seconds, tokens per second;
 3. ``torch.profiler`` operator totals of one packed batch and one padded batch.
 
     python bench/profile_layouts.py [--workloads be] [--size tiny] [--threads 2]
+        [--masks float,bool,causal] [--skip 3]
 
 Not a test; numbers go to bench/README.md.
 """
@@ -40,7 +42,10 @@ PARTS = [
     ("  encode pairs (_prepare_scores)", "_hf_causal_score.py", "_prepare_scores"),
     ("  packing check (once)", "_hf_causal_score.py", "_check_packing"),
     ("  _score_packed", "_hf_causal_score.py", "_score_packed"),
+    ("    pack_with_prefixes", "_packing.py", "pack_with_prefixes"),
     ("    pack_sequences", "_packing.py", "pack_sequences"),
+    ("    _run_rows (a batch of rows)", "_hf_causal_score.py", "_run_rows"),
+    ("    _run_prefix_group (cached prefix)", "_hf_causal_score.py", "_run_prefix_group"),
     ("    row_tensors (4-D masks)", "_packing.py", "row_tensors"),
     ("      ancestor_mask", "_packing.py", "ancestor_mask"),
     ("    _forward (model)", "_hf_causal_score.py", "_forward"),
@@ -49,6 +54,8 @@ PARTS = [
     ("  packed generation check (once)", "_hf.py", "_packed_generation_ok"),
     ("  _generate_plain (check's generate())", "_hf.py", "_generate_plain"),
     ("  packed_greedy", "_packed_decode.py", "packed_greedy"),
+    ("    _prefill_padded (one left-padded batch)", "_packed_decode.py", "_prefill_padded"),
+    ("    _prefill_packed (trie rows + gather)", "_packed_decode.py", "_prefill_packed"),
     ("    _prefill", "_packed_decode.py", "_prefill"),
     ("    _gather", "_packed_decode.py", "_gather"),
     ("    _decode", "_packed_decode.py", "_decode"),
@@ -110,12 +117,14 @@ def _timed(fn: Callable[[], Any], repeats: int = 2) -> float:
     return best
 
 
-def forward_packed(model: Any, rows: Sequence[Any], per_batch: int, causal: bool) -> None:
+def forward_packed(
+    model: Any, rows: Sequence[Any], per_batch: int, causal: bool, boolean: bool = False
+) -> None:
     import torch
 
     from steadyeval.models._packing import row_tensors
 
-    dtype = next(model.parameters()).dtype
+    dtype = torch.bool if boolean else next(model.parameters()).dtype
     for i in range(0, len(rows), per_batch):
         ids, pos, mask = row_tensors(rows[i : i + per_batch], dtype)
         with torch.inference_mode():
@@ -141,7 +150,15 @@ def forward_padded(model: Any, seqs: Sequence[Sequence[int]], batch: int) -> Non
             model(input_ids=ids, attention_mask=mask)
 
 
-def scoring_forwards(backend: Any, fed: list[list[int]]) -> None:
+#: ``--masks`` variants of step 2: (label, causal mask only, boolean 4-D mask).
+MASKS = {
+    "float": ("4-D trie mask", False, False),
+    "bool": ("4-D bool mask", False, True),
+    "causal": ("causal mask only", True, False),
+}
+
+
+def scoring_forwards(backend: Any, fed: list[list[int]], masks: Sequence[str]) -> None:
     from steadyeval.models._packing import pack_sequences
 
     model = backend.model
@@ -158,9 +175,10 @@ def scoring_forwards(backend: Any, fed: list[list[int]]) -> None:
         tok = sum(len(r.tokens) for r in rows)
         per_batch = max(1, 16 * 512 // nodes)
         t_masks = _timed(lambda rows=rows: [r.ancestor_mask() for r in rows])
-        for causal in (False, True):
-            t = _timed(lambda r=rows, p=per_batch, c=causal: forward_packed(model, r, p, c))
-            kind = "causal mask only" if causal else "4-D trie mask"
+        for kind, causal, boolean in (MASKS[m] for m in masks):
+            t = _timed(
+                lambda r=rows, p=per_batch, c=causal, b=boolean: forward_packed(model, r, p, c, b)
+            )
             print(
                 f"    packed {nodes:4d}-node rows, {kind:16s} {tok:7d} tok {t:6.2f} s "
                 f"{tok / t:8.0f} tok/s ({len(rows)} rows, {per_batch}/batch)"
@@ -198,6 +216,9 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--work", type=Path, default=HERE / ".work")
     ap.add_argument("--skip", default="", help="steps to skip, e.g. 3 or 23")
+    ap.add_argument(
+        "--masks", default="float,bool,causal", help=f"step 2's mask variants ({','.join(MASKS)})"
+    )
     args = ap.parse_args()
     import torch
 
@@ -222,7 +243,7 @@ def main() -> None:
         ]
         fed = [p.fed for p in backend._prepare_scores(reqs)]
         if "2" not in args.skip:
-            scoring_forwards(backend, fed)
+            scoring_forwards(backend, fed, args.masks.split(","))
         if "3" not in args.skip:
             op_profile(backend, fed)
 

@@ -82,18 +82,18 @@ def test_out_of_memory_halves_the_batch_and_retries(
     real = b._forward
     sizes: list[int] = []
 
-    def flaky(ids: Any, mask: Any, pos: Any = None) -> Any:
+    def flaky(ids: Any, mask: Any, pos: Any = None, **kw: Any) -> Any:
         sizes.append(ids.shape[0])
         if ids.shape[0] > 2:
             raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2 GiB")
-        return real(ids, mask, pos)
+        return real(ids, mask, pos, **kw)
 
     monkeypatch.setattr(b, "_forward", flaky)
     got = [r.logprob for r in b.score([ScoreRequest(c, x) for c, x in PAIRS])]
     assert got == pytest.approx(expected, abs=1e-5)
     assert sizes[:3] == [6, 4, 2] and b._batch_size == 2
     monkeypatch.setattr(
-        b, "_forward", lambda ids, mask: (_ for _ in ()).throw(RuntimeError("boom"))
+        b, "_forward", lambda ids, mask, **kw: (_ for _ in ()).throw(RuntimeError("boom"))
     )
     with pytest.raises(RuntimeError, match="boom"):
         b.score([ScoreRequest("a", "b")])
@@ -209,11 +209,11 @@ def test_packed_scoring_equals_unshared_scoring(
     real = packed._forward
     sizes: list[int] = []
 
-    def flaky(ids: Any, mask: Any, pos: Any = None) -> Any:
+    def flaky(ids: Any, mask: Any, pos: Any = None, **kw: Any) -> Any:
         sizes.append(ids.shape[0])
         if ids.shape[0] > 1:
             raise torch.cuda.OutOfMemoryError("CUDA out of memory")
-        return real(ids, mask, pos)
+        return real(ids, mask, pos, **kw)
 
     monkeypatch.setattr(packed, "_forward", flaky)
     again = packed.score(reqs)
@@ -303,7 +303,10 @@ def _ignores_the_trie(real: Any) -> Any:
     def fake(rows: Any, dtype: Any) -> Any:
         ids, pos, mask = real(rows, dtype)
         width = ids.shape[1]
-        causal = torch.full((width, width), torch.finfo(dtype).min).triu(1)
+        if dtype == torch.bool:
+            causal = torch.ones((width, width), dtype=torch.bool).tril()
+        else:
+            causal = torch.full((width, width), torch.finfo(dtype).min).triu(1)
         return ids, torch.arange(width).expand_as(pos), causal.expand_as(mask).clone()
 
     return fake
@@ -346,3 +349,103 @@ def test_packed_generation_rows_leave_the_batch_and_eos(tiny_gpt2: Path) -> None
     assert a == b
     assert {r.finish_reason for r in a} == {"stop", "length"}
     assert {r.n_output_tokens for r in a} >= {0, 8}  # eos at once; run to the limit
+
+
+def _few_shot_requests(n_questions: int) -> list[ScoreRequest]:
+    shots = "".join(
+        f"Example {k}: the river {k} flows to the sea {k}. Answer: {k % 3}\n" for k in range(4)
+    )
+    return [
+        ScoreRequest(f"{shots}Question {q}: where does river {q} go? Answer:", opt)
+        for q in range(n_questions)
+        for opt in (" A", " B", " the sea")
+    ]
+
+
+def test_packing_check_is_short_and_not_counted(tiny_gpt2: Path) -> None:
+    """The one-time check forwards a short probe (and its branches), counted apart."""
+    from steadyeval.models._hf_causal_score import PROBE_TOKENS
+
+    b = load_backend(f"hf:{tiny_gpt2}")
+    assert isinstance(b, HFCausalBackend)
+    req = _few_shot_requests(1)[2]
+    (p,) = b._prepare_scores([req])
+    assert len(p.fed) > 3 * PROBE_TOKENS
+    b.score([req])
+    assert b._packing is True and b._prefix_cache is True
+    assert b.tokens_forwarded == len(p.fed)  # the request alone
+    # packed (probe + 3 branch nodes), padded (3 sequences), twice: once with a cached prefix
+    assert 0 < b.check_tokens <= 2 * (PROBE_TOKENS + 3 + 3 * (PROBE_TOKENS + 1))
+
+
+def test_few_shot_prefix_is_forwarded_once(
+    tiny_gpt2: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Questions sharing few-shot examples that do not fit in one row: the examples are
+    forwarded once as a key/value cache; every score equals the unshared computation and
+    the tokens forwarded are close to the prefix-trie bound."""
+    from steadyeval.models._packing import trie_size
+
+    monkeypatch.setattr(HFCausalBackend, "_row_nodes", property(lambda self: 96))
+    packed = load_backend(f"hf:{tiny_gpt2}?batch_size=4")
+    plain = load_backend(f"hf:{tiny_gpt2}?packing=false")
+    assert isinstance(packed, HFCausalBackend) and isinstance(plain, HFCausalBackend)
+    reqs = [*_few_shot_requests(12), ScoreRequest("Paris is the", " capital")]
+    fed = [p.fed for p in plain._prepare_scores(reqs)]
+    assert trie_size(fed) > 2 * 96 and max(len(f) for f in fed) < plain.max_length
+    a, b = packed.score(reqs), plain.score(reqs)
+    assert packed._prefix_cache is True
+    for x, y in zip(a, b, strict=True):
+        assert x.logprob == pytest.approx(y.logprob, abs=1e-4)
+        assert (x.n_tokens, x.is_greedy, x.n_input_tokens) == (
+            y.n_tokens,
+            y.is_greedy,
+            y.n_input_tokens,
+        )
+    # the bound, up to a question's first tokens repeated where a row is cut
+    assert trie_size(fed) <= packed.tokens_forwarded <= 1.05 * trie_size(fed)
+    # Without the cached prefix, rows of 96 nodes forward the examples again in every row.
+    no_cache = load_backend(f"hf:{tiny_gpt2}?batch_size=4")
+    assert isinstance(no_cache, HFCausalBackend)
+    monkeypatch.setattr(
+        "steadyeval.models._hf_causal_score._check_plain_cache",
+        lambda cache: (_ for _ in ()).throw(TypeError("not a plain cache")),
+    )
+    c = no_cache.score(reqs)
+    assert no_cache._packing is True and no_cache._prefix_cache is False
+    assert [r.logprob for r in c] == pytest.approx([r.logprob for r in b], abs=1e-4)
+    assert no_cache.tokens_forwarded > 1.5 * packed.tokens_forwarded
+
+
+def test_logits_only_at_scored_positions_and_fallback(
+    tiny_gpt2: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Scoring asks the model for the scored positions' logits only; a model whose forward
+    takes ``logits_to_keep`` but ignores it is detected and sliced here, same numbers."""
+    import inspect
+
+    reqs = [ScoreRequest(c, x) for c, x in PAIRS] + _few_shot_requests(3)
+    b = load_backend(f"hf:{tiny_gpt2}?batch_size=4")
+    assert isinstance(b, HFCausalBackend)
+    expected = [r.logprob for r in b.score(reqs)]
+    if "logits_to_keep" in inspect.signature(b.model.forward).parameters:
+        assert b._keep_ok is True
+    for packing in ("true", "false"):
+        odd = load_backend(f"hf:{tiny_gpt2}?batch_size=4&packing={packing}")
+        assert isinstance(odd, HFCausalBackend)
+        real = odd.model.forward
+
+        def ignores_keep(*args: Any, logits_to_keep: Any = 0, real: Any = real, **kw: Any) -> Any:
+            return real(*args, **kw)
+
+        monkeypatch.setattr(odd.model, "forward", ignores_keep)
+        assert [r.logprob for r in odd.score(reqs)] == pytest.approx(expected, abs=1e-4)
+        assert odd._keep_ok is False
+
+
+def test_a_shared_context_is_encoded_once(backend: HFCausalBackend) -> None:
+    memo: dict[str, int] = {}
+    for c, x in PAIRS:
+        req = ScoreRequest(c, x)
+        assert backend._text.encode_pair(req, memo) == backend._text.encode_pair(req)
+    assert set(memo) == {c.rstrip() for c, _ in PAIRS}

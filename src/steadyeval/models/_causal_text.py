@@ -54,12 +54,16 @@ class CausalText:
         )
         return rendered
 
-    def encode_pair(self, req: ScoreRequest) -> tuple[list[int], int]:
+    def encode_pair(
+        self, req: ScoreRequest, context_lengths: dict[str, int] | None = None
+    ) -> tuple[list[int], int]:
         """Token ids of context + continuation and how many of them are the continuation.
 
         As lm-evaluation-harness: trailing whitespace of the context moves to the
         continuation; the pair is encoded whole and the context's tokens are cut off; an empty
         context conditions on :meth:`prefix_token` (unless the continuation starts with it).
+        ``context_lengths`` (context text -> its token count), when given, is read and filled
+        so that a context shared by several continuations is encoded once.
         """
         context, continuation = req.context, req.continuation
         if req.chat:
@@ -75,4 +79,9 @@ class CausalText:
                 return cont, len(cont) - 1
             return [prefix, *cont], len(cont)
         whole = self.encode(context + continuation)
-        return whole, len(whole) - len(self.encode(context))
+        if context_lengths is None:
+            return whole, len(whole) - len(self.encode(context))
+        n_context = context_lengths.get(context)
+        if n_context is None:
+            n_context = context_lengths[context] = len(self.encode(context))
+        return whole, len(whole) - n_context

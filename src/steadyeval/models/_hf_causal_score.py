@@ -13,17 +13,49 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ..requests import ScoreRequest, ScoreResponse
 from ._causal_text import CausalText
 from ._hf_batching import is_oom, run_with_backoff
 from ._hf_common import HFBackendBase
 from ._hf_options import HFOptions
-from ._packing import PackedRow, pack_sequences, row_tensors
+from ._packing import PackedRow, PrefixGroup, pack_with_prefixes, row_tensors
 from ._spec import ModelSpec
 
 __all__ = ["CausalScoring"]
 
 log = logging.getLogger(__name__)
+
+#: Tokens of the first request's sequence the one-time packing check forwards (its last
+#: ones), with two sequences branching from them: enough to exercise masks and positions.
+PROBE_TOKENS = 16
+
+
+def _kept_shape(keep: Any, input_ids: Any) -> tuple[int, ...]:
+    """The leading shape of the logits ``_forward`` returns for ``keep``."""
+    if isinstance(keep, int):
+        return (int(input_ids.shape[0]), keep or int(input_ids.shape[1]))
+    return (int(keep.sum()),)
+
+
+def _cache_arg(model: Any) -> str:
+    """The key/value cache's argument and output name: ``cache`` in recent transformers,
+    ``past_key_values`` before."""
+    import inspect
+
+    params = inspect.signature(model.forward).parameters
+    return "cache" if "cache" in params else "past_key_values"
+
+
+def _check_plain_cache(cache: Any) -> None:
+    """A shared prefix is reused through a plain growing cache that can be cut back to it;
+    any other kind (sliding windows, recurrent state) raises ``TypeError``."""
+    from transformers.cache_utils import DynamicLayer
+
+    layers = getattr(cache, "layers", None)
+    if not layers or any(type(layer) is not DynamicLayer for layer in layers):
+        raise TypeError("a cached shared prefix needs a plain dynamic key/value cache")
 
 
 def _branches(ids: Sequence[int]) -> list[list[int]]:
@@ -66,8 +98,11 @@ class CausalScoring(HFBackendBase):
     ) -> None:
         super().__init__(spec, _resolved=_resolved)
         self._packing: bool | None = None
+        self._prefix_cache = False  # shared prefixes forwarded once as a key/value cache
+        self._keep_ok: bool | None = None  # the model's forward takes logits_to_keep
         self._causal_text: CausalText | None = None
         self.tokens_forwarded = 0  # score tokens actually forwarded (padding excluded)
+        self.check_tokens = 0  # tokens the one-time packing check forwarded
 
     # -- the tokenizer side ----------------------------------------------------------------
     @property
@@ -102,22 +137,62 @@ class CausalScoring(HFBackendBase):
             self._causal_text = CausalText(self.tokenizer, str(self.spec))
         return self._causal_text
 
-    def _forward(self, input_ids: Any, attention_mask: Any, position_ids: Any = None) -> Any:
-        """One forward pass (a seam for tests that inject out-of-memory errors). Scoring needs
-        no key/value cache: ``use_cache=False`` keeps the model from building one per forward
-        only to discard it (4–6% of forward time and its memory, bench/README.md)."""
+    def _forward(
+        self, input_ids: Any, attention_mask: Any, position_ids: Any = None, **extra: Any
+    ) -> Any:
+        """One forward pass (a seam for tests that inject out-of-memory errors): the logits,
+        all of them, or with ``keep`` (``logits_to_keep``) only those of the kept positions: an
+        int *k* (the last *k* of every row: ``(batch, k, vocab)``) or a boolean ``(batch,
+        width)`` tensor (``(kept, vocab)``, row by row). The LM head is 2·d·V per position and
+        scoring needs a few per row, so the model is asked for those only when its forward
+        takes ``logits_to_keep`` (else all are computed and sliced here). Other ``extra``
+        arguments (a key/value cache) go to the model. Scoring needs no new key/value cache:
+        ``use_cache`` is off unless a cache is passed (bench/README.md, issue 22)."""
+        keep = extra.pop("keep", None)
         kwargs = {} if position_ids is None else {"position_ids": position_ids}
-        out = self.model(
-            input_ids=input_ids, attention_mask=attention_mask, use_cache=False, **kwargs
-        )
-        return out.logits
+        kwargs.update(extra)
+        kwargs.setdefault("use_cache", False)
+        if keep is not None and self._takes_keep:
+            try:
+                logits = self.model(
+                    input_ids=input_ids,
+                    attention_mask=attention_mask,
+                    logits_to_keep=keep,
+                    **kwargs,
+                ).logits
+            except Exception as exc:  # e.g. a model that slices positions with one index only
+                if is_oom(exc):
+                    raise
+                logits = None
+            if logits is not None and tuple(logits.shape[:-1]) == _kept_shape(keep, input_ids):
+                return logits
+            log.info("%s: logits_to_keep not usable here; computing all logits", self.spec)
+            self._takes_keep = False
+        logits = self.model(input_ids=input_ids, attention_mask=attention_mask, **kwargs).logits
+        if keep is None or (isinstance(keep, int) and keep == 0):
+            return logits
+        return logits[keep] if not isinstance(keep, int) else logits[:, -keep:]
+
+    @property
+    def _takes_keep(self) -> bool:
+        if self._keep_ok is None:
+            import inspect
+
+            params = inspect.signature(self.model.forward).parameters
+            self._keep_ok = "logits_to_keep" in params
+        return self._keep_ok
+
+    @_takes_keep.setter
+    def _takes_keep(self, value: bool) -> None:
+        self._keep_ok = value
 
     # -- score -----------------------------------------------------------------------------
     def _prepare_scores(self, requests: Sequence[ScoreRequest]) -> list[_Prepared]:
         max_len = self.max_length
         out = []
+        context_lengths: dict[str, int] = {}  # options share a context: encode it once
         for req in requests:
-            enc = _Encoded(*self._text.encode_pair(req))
+            enc = _Encoded(*self._text.encode_pair(req, context_lengths))
             fed = enc.tokens[:-1]
             truncated = len(fed) > max_len
             fed = fed[-max_len:]
@@ -132,7 +207,8 @@ class CausalScoring(HFBackendBase):
         if self._packing is None and prepared:
             self._packing = self._check_packing(prepared[0])
         if self._packing:
-            return self._score_packed(prepared)
+            min_shared = self._row_nodes // 4 if self._prefix_cache else None
+            return self._score_packed(prepared, min_shared=min_shared)
         return self._score_padded(prepared)
 
     @property
@@ -143,25 +219,47 @@ class CausalScoring(HFBackendBase):
 
     def _check_packing(self, probe: _Prepared) -> bool:
         """Packing needs a model that honours custom 4-D masks and position ids: once, score
-        the probe and two sequences branching from it (another last token; and that, one
-        token longer) packed and plain, and fall back if they differ. A chain alone would
-        pass on a model that ignores the mask."""
-        if self.options.packing is not None:
-            return self.options.packing
-        if not probe.targets:
-            return False
-        probes = [probe, *(_Prepared(f, probe.targets, False) for f in _branches(probe.fed))]
+        a short probe (the last ``PROBE_TOKENS`` tokens fed for ``probe``) and two sequences
+        branching from it (another last token; and that, one token longer) packed and plain,
+        and fall back if they differ (a chain alone would pass on a model that ignores the
+        mask). The probe is checked a second time with its shared part forwarded once as a
+        key/value cache (:class:`~._packing.PrefixGroup`); if only that differs, prefixes are
+        not cached. The check's tokens are counted in ``check_tokens``, not in
+        ``tokens_forwarded``. With the ``packing`` option set, packing is on or off as it
+        says; the cached-prefix check still runs when it is on."""
+        if self.options.packing is False or not probe.targets:
+            return bool(self.options.packing)
+        fed = probe.fed[-PROBE_TOKENS:]
+        short = _Prepared(fed, probe.targets[-len(fed) :], False)
+        probes = [short, *(_Prepared(f, short.targets, False) for f in _branches(fed))]
+        shared = len(fed) - len(short.targets)
+        before = self.tokens_forwarded
         try:
-            packed = self._score_packed(probes)
-        except Exception as exc:  # any failure means: this architecture cannot be packed
+            ok = bool(self.options.packing) or self._agrees(probes, min_shared=None)
+            if ok and shared > 1:
+                self._prefix_cache = self._agrees(probes, min_shared=shared, max_nodes=len(fed))
+        finally:
+            self.check_tokens += self.tokens_forwarded - before
+            self.tokens_forwarded = before
+        return ok
+
+    def _agrees(
+        self, probes: Sequence[_Prepared], *, min_shared: int | None, max_nodes: int | None = None
+    ) -> bool:
+        """Whether packed scoring of ``probes`` equals padded scoring (``min_shared``: with
+        shared prefixes forwarded once, see ``_score_packed``)."""
+        what = "packed scoring" if min_shared is None else "a cached shared prefix"
+        try:
+            packed = self._score_packed(probes, min_shared=min_shared, max_nodes=max_nodes)
+        except Exception as exc:  # any failure means: this architecture cannot do it
             if is_oom(exc):
                 raise
-            log.info("%s: packed scoring unavailable (%s); using padded batches", self.spec, exc)
+            log.info("%s: %s unavailable (%s); not used", self.spec, what, exc)
             return False
         plain = self._score_padded(probes)
         ok = all(abs(a.logprob - b.logprob) < 1e-3 for a, b in zip(packed, plain, strict=True))
         if not ok:
-            log.warning("%s: packed scoring disagrees with plain scoring; disabled", self.spec)
+            log.warning("%s: %s disagrees with plain scoring; disabled", self.spec, what)
         return ok
 
     def _score_padded(self, prepared: Sequence[_Prepared]) -> list[ScoreResponse]:
@@ -177,12 +275,14 @@ class CausalScoring(HFBackendBase):
             for b, r in enumerate(rows):
                 ids[b, : len(r.fed)] = torch.tensor(r.fed, dtype=torch.long)
                 mask[b, : len(r.fed)] = 1
+            # Logits from the first scored position of the batch on (rows are right-padded).
+            keep = width - min(len(r.fed) - len(r.targets) for r in rows)
             with torch.inference_mode():
-                logits = self._forward(ids.to(self.device), mask.to(self.device))
+                logits = self._forward(ids.to(self.device), mask.to(self.device), keep=keep)
             out = []
             for b, r in enumerate(rows):
-                positions = list(range(len(r.fed) - len(r.targets), len(r.fed)))
-                out.append(_response(logits[b, positions], r))
+                start = len(r.fed) - len(r.targets) - (width - keep)
+                out.append(_response(logits[b, start : start + len(r.targets)], r))
             return out
 
         results, self._batch_size = run_with_backoff(
@@ -192,12 +292,25 @@ class CausalScoring(HFBackendBase):
         self.tokens_forwarded += sum(len(p.fed) for p in prepared)
         return [final[i] for i in range(len(prepared))]
 
-    def _score_packed(self, prepared: Sequence[_Prepared]) -> list[ScoreResponse]:
-        import torch
-
-        max_nodes = self._row_nodes
+    def _score_packed(
+        self,
+        prepared: Sequence[_Prepared],
+        *,
+        min_shared: int | None = None,
+        max_nodes: int | None = None,
+    ) -> list[ScoreResponse]:
+        """Score in packed trie rows of at most ``max_nodes`` nodes (default ``_row_nodes``);
+        a run of sequences sharing at least ``min_shared`` leading tokens that does not fit in
+        one row has its shared prefix forwarded once (``pack_with_prefixes``)."""
+        max_nodes = max_nodes or self._row_nodes
         todo = [i for i, p in enumerate(prepared) if p.targets]
-        rows = pack_sequences([prepared[i].fed for i in todo], max_nodes=max_nodes)
+        members = [prepared[i] for i in todo]
+        rows, groups = pack_with_prefixes(
+            [p.fed for p in members],
+            max_nodes=max_nodes,
+            limits=[len(p.fed) - len(p.targets) for p in members],
+            min_shared=min_shared,
+        )
         rows.sort(key=lambda r: -len(r.tokens))
         per_batch = max(1, (self._batch_size * 512) // max_nodes)
         final: dict[int, ScoreResponse] = {
@@ -205,48 +318,104 @@ class CausalScoring(HFBackendBase):
             for i, p in enumerate(prepared)
             if not p.targets
         }
-
-        def run_batch(batch: Sequence[PackedRow]) -> list[list[tuple[int, ScoreResponse]]]:
-            ids, pos, mask = row_tensors(batch, next(self.model.parameters()).dtype)
-            with torch.inference_mode():
-                logits = self._forward(
-                    ids.to(self.device), mask.to(self.device), pos.to(self.device)
-                )
-            # One gather and one log-softmax for every target position of the batch.
-            rows_idx: list[int] = []
-            nodes_idx: list[int] = []
-            targets: list[int] = []
-            spans: list[tuple[int, int, int, _Prepared]] = []  # (row, member, start, prepared)
-            for b, row in enumerate(batch):
-                for member, path in row.members.items():
-                    p = prepared[todo[member]]
-                    spans.append((b, member, len(targets), p))
-                    rows_idx += [b] * len(p.targets)
-                    nodes_idx += path[len(path) - len(p.targets) :]
-                    targets += p.targets
-            with torch.inference_mode():
-                picked = logits[torch.tensor(rows_idx), torch.tensor(nodes_idx)].float()
-                logp = torch.log_softmax(picked, dim=-1).cpu()
-            target = torch.tensor(targets, dtype=torch.long)
-            token_lp = logp.gather(1, target[:, None])[:, 0]
-            is_top = logp.argmax(-1) == target
-            out: list[list[tuple[int, ScoreResponse]]] = [[] for _ in batch]
-            for b, member, start, p in spans:
-                end = start + len(p.targets)
-                resp = ScoreResponse(
-                    float(token_lp[start:end].sum()),
-                    len(p.targets),
-                    bool(is_top[start:end].all()),
-                    p.truncated,
-                    len(p.fed),
-                )
-                out[b].append((todo[member], resp))
-            return out
-
         results, per_batch = run_with_backoff(
-            rows, per_batch, run_batch, on_shrink=self._log_shrink
+            rows,
+            per_batch,
+            lambda batch: [self._run_rows(batch, members)],
+            on_shrink=self._log_shrink,
         )
+        for group in groups:
+            results.append(self._run_prefix_group(group, members))
         for got in results:
-            final.update(got)
+            final.update((todo[m], resp) for m, resp in got)
         self.tokens_forwarded += sum(len(r.tokens) for r in rows)
+        self.tokens_forwarded += sum(
+            len(g.prefix) + sum(len(r.tokens) for r in g.rows) for g in groups
+        )
         return [final[i] for i in range(len(prepared))]
+
+    def _mask_dtype(self) -> Any:
+        """Boolean 4-D masks where attention takes them as they are (SDPA); an additive mask
+        in the model's dtype elsewhere (eager attention adds the mask to its scores)."""
+        import torch
+
+        if getattr(self.config, "_attn_implementation", None) == "sdpa":
+            return torch.bool
+        return next(self.model.parameters()).dtype
+
+    def _run_rows(
+        self,
+        batch: Sequence[PackedRow],
+        members: Sequence[_Prepared],
+        prefix: tuple[int, Any] | None = None,
+    ) -> list[tuple[int, ScoreResponse]]:
+        """Forward a batch of packed rows, logits only at the members' target nodes. With
+        ``prefix`` = (its length, its key/value cache), the rows continue that prefix: their
+        positions start after it and every node may attend to all of it."""
+        import torch
+
+        ids, pos, mask = row_tensors(batch, self._mask_dtype())
+        extra: dict[str, Any] = {}
+        if prefix is not None:
+            length, cache = prefix
+            pos = pos + length
+            seen = torch.ones if mask.dtype == torch.bool else torch.zeros
+            mask = torch.cat([seen((*mask.shape[:3], length), dtype=mask.dtype), mask], dim=-1)
+            extra[_cache_arg(self.model)] = cache
+            extra["use_cache"] = True
+        keep = np.zeros(tuple(ids.shape), dtype=np.bool_)
+        spans: list[tuple[int, int, list[int]]] = []  # (member, row, its target nodes)
+        for b, row in enumerate(batch):
+            for member, path in row.members.items():
+                nodes = path[len(path) - len(members[member].targets) :]
+                keep[b, nodes] = True
+                spans.append((member, b, nodes))
+        flat = (np.cumsum(keep.ravel()) - 1).reshape(keep.shape)  # (row, node) -> kept index
+        with torch.inference_mode():
+            logits = self._forward(
+                ids.to(self.device),
+                mask.to(self.device),
+                pos.to(self.device),
+                keep=torch.from_numpy(keep).to(self.device),
+                **extra,
+            )
+            logp = torch.log_softmax(logits.float(), dim=-1).cpu()
+        index = [int(flat[b, n]) for _, b, nodes in spans for n in nodes]
+        targets = torch.tensor([t for m, _, _ in spans for t in members[m].targets])
+        picked = logp[torch.tensor(index, dtype=torch.long)]
+        token_lp = picked.gather(1, targets[:, None])[:, 0]
+        is_top = picked.argmax(-1) == targets
+        out, start = [], 0
+        for member, _, nodes in spans:
+            p, end = members[member], start + len(nodes)
+            top = bool(is_top[start:end].all())
+            resp = ScoreResponse(
+                float(token_lp[start:end].sum()), len(nodes), top, p.truncated, len(p.fed)
+            )
+            out.append((member, resp))
+            start = end
+        return out
+
+    def _run_prefix_group(
+        self, group: PrefixGroup, members: Sequence[_Prepared]
+    ) -> list[tuple[int, ScoreResponse]]:
+        """Forward the group's prefix once (keeping its key/value cache), then each row of
+        its suffixes on that cache, one row at a time; after each row the cache's layers are
+        set back to the prefix's keys and values (a plain layer concatenates on update, so
+        they are left as they were)."""
+        import torch
+
+        with torch.inference_mode():
+            out = self.model.base_model(
+                input_ids=torch.tensor([group.prefix], dtype=torch.long, device=self.device),
+                use_cache=True,
+            )
+        cache = getattr(out, _cache_arg(self.model.base_model))
+        _check_plain_cache(cache)
+        saved = [(layer.keys, layer.values) for layer in cache.layers]
+        got: list[tuple[int, ScoreResponse]] = []
+        for row in group.rows:
+            got += self._run_rows([row], members, (len(group.prefix), cache))
+            for layer, (keys, values) in zip(cache.layers, saved, strict=True):
+                layer.keys, layer.values = keys, values  # back to the prefix alone
+        return got

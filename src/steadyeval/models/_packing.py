@@ -4,6 +4,11 @@ Sequences are sorted (a prefix sort), then packed greedily into rows. Inside a r
 sequences form a trie: every shared prefix appears once, each token attends only to its
 ancestors (a 4-D attention mask) and sits at its depth (position ids). One forward pass over
 a row gives, for every sequence, exactly the logits an unshared forward pass would give.
+
+A run of sequences sharing a long prefix that does not fit in one row (a subject's few-shot
+examples before each of its questions) becomes a :class:`PrefixGroup`: the prefix is
+forwarded once and the rows of the suffixes attend to its keys and values
+(:func:`pack_with_prefixes`), so the prefix is not forwarded again in every row.
 """
 
 from __future__ import annotations
@@ -15,7 +20,14 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["PackedRow", "pack_sequences", "row_tensors", "trie_size"]
+__all__ = [
+    "PackedRow",
+    "PrefixGroup",
+    "pack_sequences",
+    "pack_with_prefixes",
+    "row_tensors",
+    "trie_size",
+]
 
 
 @dataclass
@@ -117,6 +129,68 @@ def pack_sequences(seqs: Sequence[Sequence[int]], *, max_nodes: int) -> list[Pac
     return rows
 
 
+@dataclass
+class PrefixGroup:
+    """Sequences sharing ``prefix``: it is forwarded once, and ``rows`` pack the members'
+    remaining tokens (member keys are indices into the packed sequences; paths are nodes of
+    the suffix rows; a node's position is ``len(prefix)`` + its depth)."""
+
+    prefix: list[int]
+    rows: list[PackedRow]
+
+
+def _prefix_runs(
+    seqs: Sequence[Sequence[int]], order: Sequence[int], limits: Sequence[int], min_shared: int
+) -> list[tuple[list[int], int]]:
+    """Runs of sorted sequences with a common prefix of at least ``min_shared`` tokens, each
+    with its usable prefix length (at most ``limits[i]`` tokens of sequence ``i``)."""
+    runs: list[tuple[list[int], int]] = []
+    run: list[int] = []
+    common = 0
+    for i in order:
+        if run:
+            shared = min(common, _shared(seqs[run[-1]], seqs[i]), limits[i])
+            if shared >= min_shared:
+                run.append(i)
+                common = shared
+                continue
+            runs.append((run, common))
+        run, common = [i], min(len(seqs[i]), limits[i])
+    if run:
+        runs.append((run, common))
+    return runs
+
+
+def pack_with_prefixes(
+    seqs: Sequence[Sequence[int]],
+    *,
+    max_nodes: int,
+    limits: Sequence[int],
+    min_shared: int | None,
+) -> tuple[list[PackedRow], list[PrefixGroup]]:
+    """Rows as :func:`pack_sequences`, except that a run of sequences sharing a prefix of at
+    least ``min_shared`` tokens whose trie does not fit in one row becomes a
+    :class:`PrefixGroup` (``None``: never). At most ``limits[i]`` leading tokens of sequence
+    ``i`` may go into a prefix (its scored positions must stay in the rows)."""
+    if min_shared is None:
+        return pack_sequences(seqs, max_nodes=max_nodes), []
+    plain: list[int] = []
+    groups: list[PrefixGroup] = []
+    order = sorted(range(len(seqs)), key=lambda i: list(seqs[i]))
+    for run, common in _prefix_runs(seqs, order, limits, min_shared):
+        if len(run) < 2 or common < min_shared or trie_size([seqs[i] for i in run]) <= max_nodes:
+            plain += run
+            continue
+        rows = pack_sequences([seqs[i][common:] for i in run], max_nodes=max_nodes)
+        for row in rows:
+            row.members = {run[k]: path for k, path in row.members.items()}
+        groups.append(PrefixGroup(list(seqs[run[0]][:common]), rows))
+    rows = pack_sequences([seqs[i] for i in plain], max_nodes=max_nodes)
+    for row in rows:
+        row.members = {plain[k]: path for k, path in row.members.items()}
+    return rows, groups
+
+
 def trie_size(seqs: Sequence[Sequence[int]]) -> int:
     """Nodes of one trie over all sequences: the least number of token positions any
     prefix-sharing scheme must forward."""
@@ -129,8 +203,9 @@ def trie_size(seqs: Sequence[Sequence[int]]) -> int:
 
 def row_tensors(rows: Sequence[PackedRow], dtype: Any) -> tuple[Any, Any, Any]:
     """Torch inputs for a batch of packed rows: token ids, position ids (each node's depth)
-    and an additive 4-D attention mask of ``dtype`` (0 where a node may attend, the dtype's
-    minimum elsewhere; padding sees only itself)."""
+    and a 4-D attention mask: additive of ``dtype`` (0 where a node may attend, the dtype's
+    minimum elsewhere), or boolean (true where it may attend) when ``dtype`` is
+    ``torch.bool``; padding sees only itself."""
     import torch
 
     width = max(len(r.tokens) for r in rows)
@@ -144,6 +219,8 @@ def row_tensors(rows: Sequence[PackedRow], dtype: Any) -> tuple[Any, Any, Any]:
         pos[b, :n] = torch.tensor(row.depths, dtype=torch.long)
         allowed[b, 0, :n, :n] = row.ancestor_mask()
         allowed[b, 0, diagonal[n:], diagonal[n:]] = True
+    if dtype == torch.bool:
+        return ids, pos, torch.from_numpy(allowed)
     mask = torch.zeros(allowed.shape, dtype=dtype)
     mask.masked_fill_(~torch.from_numpy(allowed), torch.finfo(dtype).min)
     return ids, pos, mask
