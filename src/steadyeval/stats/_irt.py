@@ -18,7 +18,7 @@ from scipy.linalg import cho_factor, cho_solve, solve_triangular
 from scipy.special import expit
 
 from ._errors import StatsInputError
-from ._irt_mixture import fit_row_mixture, grid_loglik, grid_scale
+from ._irt_mixture import draw_with_mixture, grid_loglik, grid_scale
 from ._validate import SeedLike, make_rng
 
 __all__ = ["IrtCells", "IrtDistribution", "IrtFit", "fit_irt", "irt_distribution"]
@@ -104,14 +104,18 @@ class IrtFit:
         """Laplace-posterior draws: intercept (d,), row effects (d, rows), col effects (d, cols).
         ``resid`` (d, rows) replaces the draws of the row effects' own part (not the
         covariates'), e.g. by draws from :class:`._irt_mixture.RowMixture`."""
-        z = rng.standard_normal((len(self.mean), n_draws))
-        dev = solve_triangular(self.prec_chol.T, z, lower=False).T  # N(0, H^-1)
-        par = self.mean + dev
+        par = self.draw_parameters(n_draws, rng)
         n, m = self.cells.n_rows, self.cells.n_cols
         theta = par[:, 1 : 1 + n] if resid is None else resid
         if self.covariates is not None:
             theta = theta + par[:, 1 + n + m :] @ self.covariates.T
         return par[:, 0], theta, par[:, 1 + n : 1 + n + m]
+
+    def draw_parameters(self, n_draws: int, rng: np.random.Generator) -> NDArray[np.float64]:
+        """Laplace-posterior draws of (μ, θ, β, γ) stacked, shape (n_draws, parameters)."""
+        z = rng.standard_normal((len(self.mean), n_draws))
+        dev = solve_triangular(self.prec_chol.T, z, lower=False).T  # N(0, H^-1)
+        return np.asarray(self.mean + dev)
 
 
 class _Problem:
@@ -360,9 +364,11 @@ def irt_distribution(
     ``row_prior="mixture"`` (default): the rows' own effects (beyond the covariates) are
     drawn from their exact one-dimensional posteriors under a two-component prior fitted
     by EM (:func:`._irt_mixture.fit_row_mixture`: a bulk and a minority of broken rows far
-    below it), given the other parameters at the mode; ``"fit"``: from the Laplace
-    posterior of the fit's Student-t prior. Each draw takes (μ, β, covariate effects)
-    from the Laplace posterior, the row effects as just said, and completes the matrix: an
+    below it), given each draw's other parameters, the mixture refitted per group of draws
+    with Bayesian-bootstrap weights of the rows (:func:`._irt_mixture.draw_with_mixture`);
+    ``"fit"``: from the Laplace posterior of the fit's Student-t prior. Each draw takes
+    (μ, β, covariate effects) from the Laplace posterior, the row effects as just said,
+    and completes the matrix: an
     observed cell keeps its observed value, an unobserved cell is drawn as Bernoulli(σ(η))
     (the accuracy of a row is the share of the columns it gets right, so the unseen cells'
     own coin flips belong in its uncertainty). A row's accuracy is its row mean; the
@@ -382,8 +388,10 @@ def irt_distribution(
     values[cells.rows, cells.cols] = cells.y
     if row_prior not in ("mixture", "fit"):
         raise StatsInputError(f"row_prior must be 'mixture' or 'fit'; got {row_prior!r}")
-    resid = fit_row_mixture(fit).draw(n_draws, rng) if row_prior == "mixture" else None
-    mu, theta, beta = fit.draw(n_draws, rng, resid)
+    if row_prior == "mixture":
+        mu, theta, beta = draw_with_mixture(fit, n_draws, rng)
+    else:
+        mu, theta, beta = fit.draw(n_draws, rng)
 
     acc = np.empty((n_draws, n))
     for lo in range(0, n_draws, 50):  # chunks bound the memory to 50 completed matrices

@@ -14,11 +14,18 @@ from ._validate import SeedLike, make_rng
 
 __all__ = ["SearchResult", "search_summary", "thompson_search"]
 
-#: evaluate(row, cols) -> 0/1 outcomes of those cells, in order.
 #: Formats measured side by side in a confirmation phase.
 _CANDIDATES = 3
+#: Share of the confirmation budget spent on the best side (the worst format is usually
+#: far below the rest, a catastrophic one, and needs fewer items to confirm).
+_BEST_SHARE = 0.7
+#: Share of the exploration budget (FormatSpread's two phases) spent on phase 1 (best).
+_EXPLORE_BEST = 0.6
+#: The pick maximises (minimises) the posterior mean minus (plus) this many posterior s.d.
+_BOUND_Z = 1.0
 
-Evaluate = Callable[[int, NDArray[np.intp]], Sequence[float]]
+#: evaluate(rows, cols) -> 0/1 outcomes of the cells (rows[k], cols[k]), in order.
+Evaluate = Callable[[NDArray[np.intp], NDArray[np.intp]], Sequence[float]]
 
 
 @dataclass(frozen=True, eq=False)
@@ -56,17 +63,22 @@ def search_summary(
 ) -> tuple[int, int, NDArray[np.float64], NDArray[np.int64], NDArray[np.float64]]:
     """Best row, worst row, posterior means, cells and successes per row, from cells.
 
-    The best and the worst are chosen among the *well-evaluated* rows: those with at least
-    half as many cells as the most-evaluated row (after a search, the confirmed candidates;
-    after an even design, every row), so a row lucky on one batch is not picked over a
-    candidate measured on many items."""
+    The best row maximises a lower posterior bound, the Beta posterior mean minus one
+    posterior s.d.; the worst minimises the upper bound (mean plus one s.d.), both among
+    the rows evaluated at all. A row lucky on one batch has a wide posterior, so it is not
+    picked over a candidate measured on many items with nearly the same mean. (An earlier
+    rule, the highest mean among the rows with at least half the most-evaluated row's
+    cells, picked the best among the worst side's candidates when those had been measured
+    on more items.)"""
     pulls = np.bincount(rows, minlength=n_rows).astype(np.int64)
     succ = np.bincount(rows, weights=y, minlength=n_rows).astype(np.float64)
     a, b = prior
-    mean = np.asarray((a + succ) / (a + b + pulls), dtype=np.float64)
-    seen = np.flatnonzero(pulls >= max(1.0, pulls.max() / 2))
-    best = int(seen[np.argmax(mean[seen])])
-    worst = int(seen[np.argmin(mean[seen])])
+    total = a + b + pulls
+    mean = np.asarray((a + succ) / total, dtype=np.float64)
+    sd = np.sqrt(mean * (1 - mean) / (total + 1))
+    seen = np.flatnonzero(pulls > 0)
+    best = int(seen[np.argmax((mean - _BOUND_Z * sd)[seen])])
+    worst = int(seen[np.argmin((mean + _BOUND_Z * sd)[seen])])
     return best, worst, mean, pulls, succ
 
 
@@ -79,7 +91,7 @@ def thompson_search(
     batch: int = 10,
     default: int = 0,
     prior_strength: float = 2.0,
-    confirm: float = 0.6,
+    confirm: float = 0.55,
     seed: SeedLike = 0,
 ) -> SearchResult:
     """Search the best and the worst row within ``budget`` cells.
@@ -87,13 +99,14 @@ def thompson_search(
     Parameters
     ----------
     evaluate : callable
-        ``evaluate(row, cols)`` returns the 0/1 outcomes of those cells (calls the model).
+        ``evaluate(rows, cols)`` returns the 0/1 outcomes of the cells (rows[k], cols[k])
+        (calls the model once per step).
     n_rows, n_cols : int
         Formats and items.
     budget : int
         Cells to evaluate in all (at least two batches).
     batch : int
-        Items per step.
+        Cells per step (one call of ``evaluate``).
     default : int
         The default format's row: its first batch sets the prior.
     prior_strength : float
@@ -105,20 +118,23 @@ def thompson_search(
 
     Notes
     -----
-    The default row is evaluated on the first batch; the Beta prior of every row has that
-    accuracy as its mean. The budget left after ``confirm`` is split in two phases.
-    Phase 1 looks for the best row: each step draws one accuracy per row from its Beta
-    posterior and evaluates the row with the largest draw on its next batch of items.
-    Phase 2 looks for the worst row the same way with the smallest draw, reusing every cell
-    seen so far. Then two confirmation phases (half of ``confirm`` each, best then worst)
-    evaluate the current top three candidates (highest, then lowest posterior mean among
-    the rows evaluated), always the one with the fewest items so far, so the candidates
-    end up measured on many items (on all of them when the budget allows) instead of one
-    or two batches: at 10% of the cells a Beta posterior after one batch cannot tell
-    formats a few points apart. Items come in one shuffled order shared by all rows (a
-    row's k-th batch is the same items for every row), so rows are compared on the same
-    items. A row whose items are used up is not drawn again. The best and the worst are
-    picked by :func:`search_summary` among the well-evaluated rows.
+    The default row is evaluated on the first ``batch`` items; the Beta prior of every row
+    has that accuracy as its mean. The budget left after ``confirm`` is split in two
+    phases (60% and 40%). Phase 1 looks for the best row: for each cell of a step, one accuracy per row
+    is drawn from its Beta posterior and the row with the largest draw gets that cell (its
+    next item; a row can take several cells of one step), all of the step's cells
+    evaluated in one call. Phase 2 looks for the worst row the same way with the smallest
+    draw, reusing every cell seen so far. Then two confirmation phases (70% and 30% of
+    ``confirm``, best then worst) give each step's cells to the current top three
+    candidates (highest, then lowest posterior mean among the rows evaluated), the one
+    with the fewest items first, so the candidates end up measured on many items (on all
+    of them when the budget allows) instead of a few: at 10% of the cells a Beta posterior
+    after a few items cannot tell formats a few points apart. Items come in one shuffled
+    order shared by all rows (a row's k-th item is the same for every row), so rows are
+    compared on the same items. A row whose items are used up is not drawn again. The
+    best and the worst are picked by :func:`search_summary` (posterior bounds). Spreading
+    a step's cells over rows, instead of one row's batch of items per step as
+    FormatSpread does, lets phase 1 try about ``batch`` times more rows.
     """
     if n_rows < 2 or n_cols < 1 or batch < 1:
         raise StatsInputError("need at least 2 rows, 1 column and a batch of at least 1")
@@ -128,66 +144,97 @@ def thompson_search(
             f"got {budget}"
         )
     rng = make_rng(seed)
-    order = rng.permutation(n_cols).astype(np.intp)
-    strength = float(prior_strength)
-    used = np.zeros(n_rows, dtype=np.int64)
-    log_r: list[NDArray[np.intp]] = []
-    log_c: list[NDArray[np.intp]] = []
-    log_y: list[NDArray[np.float64]] = []
-
-    def pull(row: int) -> None:
-        cols = order[used[row] : min(used[row] + batch, n_cols, used[row] + budget - spent())]
-        out = np.asarray(evaluate(row, cols), dtype=np.float64)
-        used[row] += len(cols)
-        log_r.append(np.full(len(cols), row, dtype=np.intp))
-        log_c.append(cols)
-        log_y.append(out)
-
-    def spent() -> int:
-        return int(used.sum())
-
-    pull(default)
-    prior = _prior(log_y[0], strength)
-    succ = np.zeros(n_rows)
-    succ[default] = log_y[0].sum()
+    cells = _Cells(evaluate, rng.permutation(n_cols).astype(np.intp), n_rows)
+    cells.take(np.full(batch, default, dtype=np.intp), budget)
+    prior = _prior(cells.log_y[0], float(prior_strength))
     explore = budget - int(confirm * budget)
     plan = (
-        (1, explore // 2, False),
+        (1, int(_EXPLORE_BEST * explore), False),
         (-1, explore, False),
-        (1, (explore + budget) // 2, True),
+        (1, explore + int(_BEST_SHARE * (budget - explore)), True),
         (-1, budget, True),
     )
     for phase, limit, confirming in plan:
-        while spent() < limit:
-            open_rows = np.flatnonzero(used < n_cols)
+        while cells.spent < limit:
+            open_rows = np.flatnonzero(cells.used < n_cols)
             if len(open_rows) == 0:
                 break
             if confirming:
-                row = _candidate(phase, open_rows, used, succ, prior)
-            else:
+                picks = _candidates(phase, open_rows, cells.used, cells.succ, prior, batch)
+            else:  # one posterior draw per cell of the step, each choosing a row
+                a = prior[0] + cells.succ[open_rows]
                 draws = rng.beta(
-                    prior[0] + succ[open_rows], prior[1] + used[open_rows] - succ[open_rows]
+                    a,
+                    prior[1] + cells.used[open_rows] - cells.succ[open_rows],
+                    (batch, len(open_rows)),
                 )
-                row = int(open_rows[np.argmax(phase * draws)])
-            before = len(log_y)
-            pull(row)
-            succ[row] += sum(float(v.sum()) for v in log_y[before:])
-    rows, cols, y = np.concatenate(log_r), np.concatenate(log_c), np.concatenate(log_y)
+                picks = open_rows[np.argmax(phase * draws, axis=1)]
+            cells.take(picks, limit)
+    rows = np.concatenate(cells.log_r).astype(np.intp)
+    cols = np.concatenate(cells.log_c).astype(np.intp)
+    y = np.concatenate(cells.log_y).astype(np.float64)
     best, worst, mean, pulls, successes = search_summary(rows, y, n_rows, prior)
     return SearchResult(best, worst, mean, pulls, successes, prior, rows, cols, y)
 
 
-def _candidate(
+class _Cells:
+    """The cells evaluated so far: items per row (``used``), successes, and the log."""
+
+    def __init__(self, evaluate: Evaluate, order: NDArray[np.intp], n_rows: int) -> None:
+        self.evaluate, self.order = evaluate, order
+        self.used = np.zeros(n_rows, dtype=np.int64)
+        self.succ = np.zeros(n_rows)
+        self.log_r: list[NDArray[np.intp]] = []
+        self.log_c: list[NDArray[np.intp]] = []
+        self.log_y: list[NDArray[np.float64]] = []
+
+    @property
+    def spent(self) -> int:
+        return int(self.used.sum())
+
+    def take(self, picks: NDArray[np.intp], limit: int) -> None:
+        """Evaluate each picked row on its next item (a row picked k times: its next k),
+        within ``limit`` cells in all, in one call of ``evaluate``."""
+        rows: list[int] = []
+        cols: list[int] = []
+        room = limit - self.spent
+        for row in picks:
+            if len(rows) == room or self.used[row] >= len(self.order):
+                continue
+            rows.append(int(row))
+            cols.append(int(self.order[self.used[row]]))
+            self.used[row] += 1
+        if not rows:
+            return
+        r, c = np.asarray(rows, dtype=np.intp), np.asarray(cols, dtype=np.intp)
+        out = np.asarray(self.evaluate(r, c), dtype=np.float64)
+        if out.shape != r.shape:
+            raise StatsInputError(f"evaluate returned {out.shape[0]} outcomes for {len(r)} cells")
+        self.succ += np.bincount(r, weights=out, minlength=len(self.used))
+        self.log_r.append(r)
+        self.log_c.append(c)
+        self.log_y.append(out)
+
+
+def _candidates(
     phase: int,
     open_rows: NDArray[np.intp],
     used: NDArray[np.int64],
     succ: NDArray[np.float64],
     prior: tuple[float, float],
-) -> int:
-    """Confirmation: of the three open rows with the highest (phase 1) or lowest (phase
-    −1) posterior mean among those evaluated, the one with the fewest items so far."""
+    size: int,
+) -> NDArray[np.intp]:
+    """Confirmation: ``size`` cells for the three open rows with the highest (phase 1) or
+    lowest (phase −1) posterior mean among those evaluated, each cell to the one with the
+    fewest items so far (counting the cells already given in this step)."""
     seen = open_rows[used[open_rows] > 0]
     pool = seen if len(seen) else open_rows
     mean = (prior[0] + succ[pool]) / (prior[0] + prior[1] + used[pool])
     top = pool[np.argsort(-phase * mean, kind="stable")[:_CANDIDATES]]
-    return int(top[np.argmin(used[top])])
+    count = used[top].astype(np.float64)
+    picks = np.empty(size, dtype=np.intp)
+    for k in range(size):
+        j = int(np.argmin(count))
+        picks[k] = top[j]
+        count[j] += 1
+    return picks

@@ -128,9 +128,9 @@ def test_thompson_search_finds_extremes_and_keeps_the_budget() -> None:
     y = (rng.random((30, 100)) < acc[:, None]).astype(float)
     calls: list[int] = []
 
-    def evaluate(row: int, cols: np.ndarray) -> list[float]:
+    def evaluate(rows: np.ndarray, cols: np.ndarray) -> list[float]:
         calls.append(len(cols))
-        return list(y[row, cols])
+        return list(y[rows, cols])
 
     res = thompson_search(evaluate, 30, 100, 600, batch=10, seed=0)
     assert sum(calls) == 600 == len(res.y)
@@ -188,8 +188,22 @@ def test_search_confirms_candidates_on_many_items() -> None:
     assert res.best in (3, 8)
     two = thompson_search(lambda r, c: y[r, c], 40, 100, 800, batch=5, confirm=0.0, seed=0)
     assert len(two.y) == 800
-    # the pick is among the well-evaluated rows: one perfect batch does not win
+    # the pick is by posterior bounds: one perfect batch does not beat a row measured on
+    # many items with nearly the same mean (34/40)
     rows = np.array([0] * 5 + [1] * 40)
-    ys = np.concatenate([np.ones(5), np.r_[np.ones(30), np.zeros(10)]])
+    ys = np.concatenate([np.ones(5), np.r_[np.ones(34), np.zeros(6)]])
     best, _, mean, _, _ = search_summary(rows, ys, 2, (1.0, 1.0))
     assert best == 1 and mean[0] > mean[1]
+    # the best is not chosen among the worst side's candidates when those were measured on
+    # more items (rows 2 and 3: broken formats confirmed on 60 items; row 1: 18/20)
+    rows = np.array([0] * 5 + [1] * 20 + [2] * 60 + [3] * 60)
+    ys = np.concatenate(
+        [
+            np.r_[np.ones(3), np.zeros(2)],
+            np.r_[np.ones(18), np.zeros(2)],
+            np.r_[np.ones(3), np.zeros(57)],
+            np.zeros(60),
+        ]
+    )
+    best, worst, _, _, _ = search_summary(rows, ys, 4, (1.0, 1.0))
+    assert best == 1 and worst == 3

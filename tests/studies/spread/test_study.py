@@ -130,3 +130,22 @@ def test_prompteval_templates_load(items_file: Path) -> None:
     # the file holds 93 distinct template strings (7 pairs are identical as released)
     assert len({t.prompt for t in trials}) == len({f.source for f in formats}) == 93
     assert all("arithmetic" in t.prompt and item.question in t.prompt for t in trials)
+
+
+def test_report_leads_with_the_estimated_distribution(tmp_path: Path, items_file: Path) -> None:
+    from steadyeval.reports import build_report, render_markdown
+
+    result = _run(tmp_path, items_file)
+    report = build_report(tmp_path / "run")
+    ids = [s.id for s in report.sections]
+    # the study's answer first, then the generic per-format headline, then the details
+    assert ids[0] == "spread-headline"
+    assert ids.index("spread-headline") < ids.index("headline") < ids.index("spread-model-1")
+    rec = result.analysis["models"][0]
+    lead = report.sections[0]
+    (table,) = [b for b in lead.blocks if type(b).__name__ == "Table"]
+    (row,) = table.rows
+    assert row[0] == rec["model"] and rec["best"]["format"] in row[-2]
+    assert rec["worst"]["format"] in row[-1]
+    text = render_markdown(report)
+    assert text.index("Estimated accuracy across formats") < text.index("Headline results")

@@ -50,7 +50,7 @@ class SpreadConfig(StudyConfig):
     covariates: bool = Field(
         True, description="Use the grammar's choices as format covariates in the estimator."
     )
-    batch: int = Field(5, gt=0, description="Search: items per Thompson-sampling step.")
+    batch: int = Field(5, gt=0, description="Search: cells per Thompson-sampling step.")
     scoring: Literal["option-logprob", "generate"] = Field(
         "option-logprob", description="How an answer is read: option log-probability or generation."
     )

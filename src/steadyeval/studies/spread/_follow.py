@@ -69,20 +69,27 @@ def search_follow_up(
     blocks = []
     for backend in backends:
 
-        def evaluate(row: int, cols: np.ndarray, backend: Backend = backend) -> list[float]:
+        def evaluate(rows: np.ndarray, cols: np.ndarray, backend: Backend = backend) -> list[float]:
             step = [
                 dataclasses.replace(b, models=[backend])
-                for b in cell_blocks(setup, np.full(len(cols), row, dtype=np.intp), cols, "search")
+                for b in cell_blocks(setup, rows, cols, "search")
             ]
             res = run_blocks(step, options=step_options, columns=design.columns)
-            by_item = dict(
+            by_cell = dict(
                 zip(
-                    res.table.column("item_id").to_pylist(),
+                    zip(
+                        res.table.column("condition").to_pylist(),
+                        res.table.column("item_id").to_pylist(),
+                        strict=True,
+                    ),
                     res.table.column("correct").to_pylist(),
                     strict=True,
                 )
             )
-            return [1.0 if by_item.get(setup.items[int(c)].id) else 0.0 for c in cols]
+            return [
+                1.0 if by_cell.get((names[int(r)], setup.items[int(c)].id)) else 0.0
+                for r, c in zip(rows, cols, strict=True)
+            ]
 
         result = thompson_search(
             evaluate, n_f, n_i, budget_of(config, setup), batch=config.batch, seed=config.seed

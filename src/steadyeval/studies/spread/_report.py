@@ -152,14 +152,64 @@ def _formats_table(rec: Mapping[str, Any], info: Mapping[str, Any]) -> Table:
     )
 
 
+def _interval(value: float, low: float, high: float) -> str:
+    return f"{format_cell(value, 'pct')} [{format_cell(low, 'pct')}, {format_cell(high, 'pct')}]"
+
+
+def headline_section(analysis: Mapping[str, Any], info: Mapping[str, Any]) -> Section:
+    """The study's answer, first in the report (before the generic per-format table): per
+    model the estimated 5/50/95% quantiles and the spread with their intervals, and the
+    best and worst format."""
+    confidence = float(info.get("confidence", 0.9))
+    levels = (5.0, 50.0, 95.0)
+    rows = []
+    for rec in analysis["models"]:
+        by_level = {float(q["level"]): q for q in rec["quantiles"]}
+        shown = [
+            _interval(by_level[lv]["estimate"], by_level[lv]["low"], by_level[lv]["high"])
+            if lv in by_level
+            else "–"
+            for lv in levels
+        ]
+        sp = rec["spread"]
+        best, worst = rec["best"], rec["worst"]
+        rows.append(
+            (
+                rec["model"],
+                *shown,
+                _interval(sp["estimate"], sp["low"], sp["high"]),
+                f"{best['format']} ({format_cell(best['estimate'], 'pct')})",
+                f"{worst['format']} ({format_cell(worst['estimate'], 'pct')})",
+            )
+        )
+    columns = (
+        Column("model"),
+        *(Column(f"{lv:g}% quantile", "text") for lv in levels),
+        Column("spread (best − worst)", "text"),
+        Column("best format (estimate)", "text"),
+        Column("worst format (estimate)", "text"),
+    )
+    intro = Paragraph(
+        f"Accuracy over all {len(info['formats'])} formats and {len(info['items'])} items, "
+        f"estimated from a sample of cells: quantiles of the per-format accuracy and the "
+        f"spread, with {confidence:.0%} intervals in brackets, and the formats estimated best "
+        "and worst. The generic table below shows only the cells that were observed."
+    )
+    table = Table("Estimated accuracy across formats", columns, tuple(rows))
+    return Section.of(
+        "spread-headline", "Accuracy across formats", [intro, table], SOURCE, lead=True
+    )
+
+
 def spread_report_sections(
     analysis: Mapping[str, Any], info: Mapping[str, Any], *, figures: bool = True
 ) -> list[Section]:
-    """One section per model: what was observed, the quantiles with intervals, the spread,
-    best and worst formats with example prompts, (search) the search's result, figures and
-    the per-format table."""
+    """The headline (:func:`headline_section`, first in the report), then one section per
+    model: what was observed, the quantiles with intervals, the spread, best and worst
+    formats with example prompts, (search) the search's result, figures and the per-format
+    table."""
     confidence = float(info.get("confidence", 0.9))
-    out = []
+    out = [headline_section(analysis, info)]
     for i, rec in enumerate(analysis["models"]):
         blocks: list[Block] = [
             Paragraph(
