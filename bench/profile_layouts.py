@@ -54,7 +54,7 @@ PARTS = [
     ("  packed generation check (once)", "_hf.py", "_packed_generation_ok"),
     ("  _generate_plain (check's generate())", "_hf.py", "_generate_plain"),
     ("  packed_greedy", "_packed_decode.py", "packed_greedy"),
-    ("    _prefill_padded (one left-padded batch)", "_packed_decode.py", "_prefill_padded"),
+    ("    _prefill_padded (left-padded batches)", "_packed_decode.py", "_prefill_padded"),
     ("    _prefill_packed (trie rows + gather)", "_packed_decode.py", "_prefill_packed"),
     ("    _prefill", "_packed_decode.py", "_prefill"),
     ("    _gather", "_packed_decode.py", "_gather"),

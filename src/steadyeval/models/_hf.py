@@ -27,7 +27,7 @@ from ._backend import Backend
 from ._hf_batching import BatchedGeneration, is_oom, run_with_backoff, stop_on_text
 from ._hf_causal_score import CausalScoring, _branches, _Prepared
 from ._hf_options import HFOptions, load_config, resolve_model_dir
-from ._packed_decode import UnsupportedCache, packed_greedy
+from ._packed_decode import Decoded, Prefill, UnsupportedCache, logit_gap, packed_greedy
 from ._spec import ModelSpec
 
 __all__ = ["HFCausalBackend", "load_hf"]
@@ -69,6 +69,18 @@ def load_hf(spec: ModelSpec) -> Backend:
 # (issue-12 benchmark, batch 64: 64 → 784 MB peak RSS, 25.5 s; 128 → 968 MB, 22–26 s;
 # 256 → 1,110 MB, 22–23 s: memory grows with it, time barely moves past 128).
 DECODE_POSITIONS_PER_ROW = 128
+
+# The one-time check of packed generation decodes the probe prompt's last PROBE_TOKENS tokens
+# (and two branches of them) for at most PROBE_STEPS steps: enough to exercise the trie mask,
+# the positions, the gathered cache and decoding, at about 1% of a run's cost (full-length
+# probes took 22-48% of the issue-22 benchmark's quick and tiny runs).
+PROBE_TOKENS = 16
+PROBE_STEPS = 3
+# Largest next-token log-probability difference the check accepts in 32-bit (or wider)
+# floats and in half precision, which rounds more (a wrong mask or cache moves them by far
+# more: 0.6 on the tiny test model, against ~1e-6 when right).
+PROBE_TOLERANCE = 1e-3
+PROBE_TOLERANCE_HALF = 5e-2
 
 
 def _spaced(prompt: str, candidate: str) -> str:
@@ -207,47 +219,71 @@ class HFCausalBackend(BatchedGeneration, CausalScoring):
 
     def _packed_generation_ok(self, probe: GenerateRequest) -> bool:
         """Greedy prompts are prefilled with shared prefixes (``_packed_decode``) when the
-        model honours custom masks and position ids (scoring's numeric check, on the probe)
-        and keeps a plain key/value cache: checked once against ``generate`` on the probe and
-        two prompts branching from it (another last token; and that, one token longer)."""
+        model honours custom masks and position ids (scoring's numeric check) and keeps a
+        plain key/value cache: checked once (see :meth:`_check_packed_generation`)."""
         if self._packed_generation is None and self.options.packing is not None:
             self._packed_generation = self.options.packing
         if self._packed_generation is None:
-            short = replace(probe, max_new_tokens=min(probe.max_new_tokens, 4))
-            ids, truncated = self._prompt_ids(
-                short.prompt, short.chat, short.system, short.max_new_tokens
-            )
-            if self._packing is None:  # the prefill's masks and positions: scoring's check
-                self._packing = self._check_packing(_Prepared(list(ids), [ids[-1]], False))
-            if not self._packing:
-                self._packed_generation = False
-                return False
-            prepared = [(ids, truncated), *((b, truncated) for b in _branches(ids))]
-            reqs = [short] * len(prepared)
-            try:
-                packed = self._generate_packed(reqs, prepared)
-            except Exception as exc:  # any failure: this architecture decodes with generate()
-                if is_oom(exc):
-                    raise
-                log.info("%s: packed generation unavailable (%s)", self.spec, exc)
-                self._packed_generation = False
-                return False
-            plain = [
-                self._generate_plain([r], [p], None)[0] for r, p in zip(reqs, prepared, strict=True)
-            ]
-            self._packed_generation = packed == plain
-            if not self._packed_generation:
-                log.warning("%s: packed generation disagrees with generate(); disabled", self.spec)
+            self._packed_generation = self._check_packed_generation(probe)
         return self._packed_generation
 
-    def _generate_packed(
-        self, reqs: Sequence[GenerateRequest], prepared: Sequence[tuple[list[int], bool]]
-    ) -> list[GenerateResponse]:
+    def _check_packed_generation(self, probe: GenerateRequest) -> bool:
+        """The one-time check, on short probes so that it costs little: the probe prompt's
+        last ``PROBE_TOKENS`` tokens and two prompts branching from them (another last
+        token; and that, one token longer) are decoded for a few steps through ``generate``
+        (one batch) and through packed decoding with either prefill (trie rows; a left-padded
+        batch). Packed decoding is kept when its responses equal ``generate``'s and its
+        next-token log-probabilities those of a plain forward pass (within
+        ``PROBE_TOLERANCE``). On a busy CPU a forward pass costs about the same however few
+        its tokens, so the check makes few of them (about ten)."""
+        import torch
+
+        short = replace(probe, max_new_tokens=min(probe.max_new_tokens, PROBE_STEPS))
+        ids = self._prompt_ids(short.prompt, short.chat, short.system, short.max_new_tokens)[0]
+        ids = ids[-PROBE_TOKENS:]
+        if self._packing is None:  # the prefill's masks and positions: scoring's check
+            self._packing = self._check_packing(_Prepared(list(ids), [ids[-1]], False))
+        if not self._packing:
+            return False
+        prepared = [(ids, False), *((b, False) for b in _branches(ids))]
+        reqs = [short] * len(prepared)
+        plain = self._generate_plain(reqs, prepared, None)
+        full = self.model.dtype.itemsize >= 4
+        tolerance = PROBE_TOLERANCE if full else PROBE_TOLERANCE_HALF
+        prefills: tuple[Prefill, ...] = ("packed", "padded")
+        try:
+            runs = [self._decode_packed(reqs, prepared, p, keep_logits=True) for p in prefills]
+            with torch.inference_mode():
+                gap = logit_gap(self.model, [p for p, _ in prepared], runs)
+        except Exception as exc:  # any failure: this architecture decodes with generate()
+            if is_oom(exc):
+                raise
+            log.info("%s: packed generation unavailable (%s)", self.spec, exc)
+            return False
+        same = all(self._responses(reqs, prepared, run) == plain for run in runs)
+        if gap > tolerance or not same:
+            log.warning(
+                "%s: packed generation disagrees with generate() (log-probabilities differ "
+                "by up to %.2g); disabled",
+                self.spec,
+                gap,
+            )
+            return False
+        return True
+
+    def _decode_packed(
+        self,
+        reqs: Sequence[GenerateRequest],
+        prepared: Sequence[tuple[list[int], bool]],
+        prefill: Prefill = "auto",
+        *,
+        keep_logits: bool = False,
+    ) -> list[Decoded]:
         import torch
 
         first = reqs[0]
         with torch.inference_mode():
-            decoded = packed_greedy(
+            return packed_greedy(
                 self.model,
                 self.tokenizer,
                 [p for p, _ in prepared],
@@ -255,13 +291,28 @@ class HFCausalBackend(BatchedGeneration, CausalScoring):
                 stops=first.stop,
                 max_nodes=self._row_nodes,
                 budget=self._batch_size * DECODE_POSITIONS_PER_ROW,
+                prefill=prefill,
+                keep_logits=keep_logits,
             )
+
+    def _responses(
+        self,
+        reqs: Sequence[GenerateRequest],
+        prepared: Sequence[tuple[list[int], bool]],
+        decoded: Sequence[Decoded],
+    ) -> list[GenerateResponse]:
+        first = reqs[0]
         return [
             self._generation_response(
                 first, d.tokens, d.hit_eos, len(d.tokens) >= first.max_new_tokens, p, truncated
             )
             for d, (p, truncated) in zip(decoded, prepared, strict=True)
         ]
+
+    def _generate_packed(
+        self, reqs: Sequence[GenerateRequest], prepared: Sequence[tuple[list[int], bool]]
+    ) -> list[GenerateResponse]:
+        return self._responses(reqs, prepared, self._decode_packed(reqs, prepared))
 
     def _generation_response(
         self,

@@ -4,24 +4,49 @@ Prompts that share a prefix (one paragraph, several questions) are prefilled as 
 rows (see ``_packing``): every shared token is forwarded once. Each prompt's keys and values
 are then gathered from its row along its trie path — a token's keys and values depend only on
 its ancestors and its position, so the gathered cache is the one an unshared prefill would
-build — left-padded into one batch, and decoded greedily. Rows that finish (end of sequence or
-a stop string in the decoded text) leave the batch, so later steps compute mostly live rows.
-The new tokens' keys and values are written into room reserved in the gathered cache (the
-plain cache concatenates, copying itself at every step). Prompts are prefilled and decoded in
-groups (in prefix order, so shared prefixes stay together) under a budget of cached
-positions, which bounds memory.
+build — left-padded into one batch, and decoded greedily. Prompts that share little (the
+question-first layout: each prompt its own question) gain nothing from packing and would pay
+for its dense 4-D mask, so such a group is prefilled with causal masks as ``generate()``
+does, in left-padded batches of prompts of similar length (little padding), whose caches
+are copied into one left-padded buffer. Rows that finish (end of sequence or a stop string in the decoded text)
+leave the batch, so later steps compute mostly live rows. The new tokens' keys and values are
+written into room reserved in the cache (the plain cache concatenates, copying itself at
+every step). Prompts are prefilled and decoded in groups under a budget of cached positions,
+which bounds memory: in prefix order when the prompts share prefixes (a shared prefix stays in
+one group and is prefilled once), longest first otherwise (little padding).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from ._hf_batching import stop_hit
 from ._packing import PackedRow, pack_sequences, row_tensors
 
-__all__ = ["Decoded", "UnsupportedCache", "packed_greedy"]
+__all__ = [
+    "PACKED_IF_TRIE_BELOW",
+    "Decoded",
+    "Prefill",
+    "UnsupportedCache",
+    "logit_gap",
+    "packed_greedy",
+]
+
+#: How a group of prompts is prefilled: packed trie rows, one left-padded causal batch, or
+#: (``auto``) packed only when the prompts' trie saves at least 10% of their tokens.
+Prefill = Literal["auto", "packed", "padded"]
+
+#: ``auto`` packs a group when its trie has fewer nodes than this share of its tokens. Above
+#: it, the shared tokens saved cost more than packing does (question-first prompts, whose
+#: trie keeps 99% of their tokens: bench/README.md, issue 22).
+PACKED_IF_TRIE_BELOW = 0.9
+
+#: The padded prefill forwards prompts of similar length together, so that padding is at
+#: most this share of a forward's positions (one batch of question-first prompts of 100-355
+#: tokens would be 40% padding).
+PADDING_AT_MOST = 0.1
 
 
 class UnsupportedCache(TypeError):
@@ -33,6 +58,8 @@ class UnsupportedCache(TypeError):
 class Decoded:
     tokens: list[int]  # the new tokens, end-of-sequence excluded
     hit_eos: bool
+    # With ``keep_logits``: each step's next-token logits (the end-of-sequence step included).
+    logits: list[Any] | None = None
 
 
 _ROOMY: Any = None
@@ -85,34 +112,47 @@ def _cache_name(base: Any) -> str:
     return "cache" if "cache" in inspect.signature(base.forward).parameters else "past_key_values"
 
 
-def _prefill(model: Any, rows: Sequence[PackedRow], device: Any) -> list[tuple[Any, Any]]:
-    """Forward each packed row on its own (the attention over a row is the largest transient;
-    one row at a time keeps it small): per row, its last hidden states and its key/value
-    cache."""
+def _plain_cache(result: Any, base: Any) -> Any:
+    """The key/value cache a forward returned, if it is a plain growing one."""
     from transformers.cache_utils import DynamicLayer
 
-    dtype = next(model.parameters()).dtype
-    out = []
-    for row in rows:
-        ids, pos, mask = row_tensors([row], dtype)
-        result = model.base_model(
-            input_ids=ids.to(device),
-            attention_mask=mask.to(device),
-            position_ids=pos.to(device),
-            use_cache=True,
-        )
-        cache = getattr(result, _cache_name(model.base_model))
-        if any(type(layer) is not DynamicLayer for layer in cache.layers):
-            raise UnsupportedCache("packed decoding needs a plain dynamic key/value cache")
-        out.append((result.last_hidden_state[0], cache))
-    return out
+    cache = getattr(result, _cache_name(base))
+    if any(type(layer) is not DynamicLayer for layer in cache.layers):
+        raise UnsupportedCache("packed decoding needs a plain dynamic key/value cache")
+    return cache
 
 
-def decode_groups(prompts: Sequence[Sequence[int]], room: int, budget: int) -> list[list[int]]:
-    """Prompts (indices) in prefix order, cut into groups whose left-padded caches hold at
-    most ``budget`` token positions each (a prompt longer than that goes alone). Prefix order
-    keeps prompts that share a prefix in one group, so the prefix is prefilled once."""
-    order = sorted(range(len(prompts)), key=lambda i: list(prompts[i]))
+def trie_nodes(seqs: Sequence[Sequence[int]]) -> int:
+    """Nodes of one trie over ``seqs`` (as ``_packing.trie_size``, in linear time): in sorted
+    order each sequence adds the tokens past its common prefix with the one before."""
+    ordered = sorted(list(s) for s in seqs)
+    total, prev = 0, list[int]()
+    for seq in ordered:
+        shared = 0
+        for a, b in zip(prev, seq, strict=False):
+            if a != b:
+                break
+            shared += 1
+        total += len(seq) - shared
+        prev = seq
+    return total
+
+
+def _shares_enough(seqs: Sequence[Sequence[int]]) -> bool:
+    return trie_nodes(seqs) < PACKED_IF_TRIE_BELOW * sum(len(s) for s in seqs)
+
+
+def decode_groups(
+    prompts: Sequence[Sequence[int]], room: int, budget: int, *, by_length: bool = False
+) -> list[list[int]]:
+    """Prompts (indices) cut into groups whose left-padded caches hold at most ``budget``
+    token positions each (a prompt longer than that goes alone). Prefix order keeps prompts
+    that share a prefix in one group, so the prefix is prefilled once; ``by_length`` (longest
+    first) keeps the padding of unshared prompts small."""
+    if by_length:
+        order = sorted(range(len(prompts)), key=lambda i: -len(prompts[i]))
+    else:
+        order = sorted(range(len(prompts)), key=lambda i: list(prompts[i]))
     groups: list[list[int]] = []
     longest = 0
     for i in order:
@@ -135,23 +175,27 @@ def packed_greedy(
     stops: Sequence[str],
     max_nodes: int,
     budget: int,
+    prefill: Prefill = "auto",
+    keep_logits: bool = False,
 ) -> list[Decoded]:
     """Greedy continuations of ``prompts`` (token ids). Prompts go in groups of at most
-    ``budget`` cached token positions (memory stays bounded); each group is packed and
-    prefilled with its shared prefixes once, then decoded.
+    ``budget`` cached token positions (memory stays bounded); each group is prefilled
+    (``prefill``: packed with its shared prefixes once, or in left-padded causal batches) and
+    decoded. ``keep_logits`` keeps each step's logits (for :func:`logit_gap`).
 
     Raises :class:`UnsupportedCache` if the model's cache is not a plain growing key/value
     cache (the caller falls back to ``generate``).
     """
-
     device = next(model.parameters()).device
-    out = [Decoded([], False) for _ in prompts]
-    for group in decode_groups(prompts, max_new_tokens, budget):
-        rows = pack_sequences([prompts[i] for i in group], max_nodes=max_nodes)
-        paths = {j: (r, path) for r, row in enumerate(rows) for j, path in row.members.items()}
-        cache, attn, last = _gather(
-            _prefill(model, rows, device), [paths[j] for j in range(len(group))], max_new_tokens
-        )  # the rows' own caches are freed here: only the gathered buffers stay
+    out = [Decoded([], False, [] if keep_logits else None) for _ in prompts]
+    unshared = prefill == "padded" or (prefill == "auto" and not _shares_enough(prompts))
+    for group in decode_groups(prompts, max_new_tokens, budget, by_length=unshared):
+        seqs = [prompts[i] for i in group]
+        packed = prefill == "packed" or (prefill == "auto" and _shares_enough(seqs))
+        if packed:
+            cache, attn, last = _prefill_packed(model, seqs, max_nodes, max_new_tokens, device)
+        else:
+            cache, attn, last = _prefill_padded(model, seqs, max_new_tokens, device)
         _decode(
             model,
             tokenizer,
@@ -166,36 +210,141 @@ def packed_greedy(
     return out
 
 
+def length_batches(lengths: Sequence[int], padding: float = PADDING_AT_MOST) -> list[list[int]]:
+    """Indices by decreasing length, cut into runs whose left padding is at most ``padding``
+    of their positions."""
+    batches: list[list[int]] = []
+    tokens = 0
+    for i in sorted(range(len(lengths)), key=lambda i: -lengths[i]):
+        if batches:
+            run = batches[-1]
+            if (len(run) + 1) * lengths[run[0]] * (1 - padding) <= tokens + lengths[i]:
+                run.append(i)
+                tokens += lengths[i]
+                continue
+        batches.append([i])
+        tokens = lengths[i]
+    return batches
+
+
+def _prefill_padded(
+    model: Any, seqs: Sequence[Sequence[int]], room: int, device: Any
+) -> tuple[Any, Any, Any]:
+    """Causal forwards of left-padded batches of prompts of similar length (padding at most
+    ``PADDING_AT_MOST`` of a batch), positions counted from each prompt's first token (as
+    ``generate()`` does); their caches copied into one left-padded buffer per layer with
+    ``room`` free positions. Returns the cache, its attention mask and each prompt's last
+    hidden state."""
+    import torch
+    from transformers import DynamicCache
+
+    n, longest = len(seqs), max(len(s) for s in seqs)
+    attn = torch.zeros((n, longest), dtype=torch.long)
+    for b, seq in enumerate(seqs):
+        attn[b, longest - len(seq) :] = 1
+    buffers: list[tuple[Any, Any]] = []
+    last: Any = None
+    for batch in length_batches([len(s) for s in seqs]):
+        width = len(seqs[batch[0]])
+        ids = torch.zeros((len(batch), width), dtype=torch.long)
+        mask = torch.zeros((len(batch), width), dtype=torch.long)
+        for b, i in enumerate(batch):
+            ids[b, width - len(seqs[i]) :] = torch.tensor(list(seqs[i]), dtype=torch.long)
+            mask[b, width - len(seqs[i]) :] = 1
+        result = model.base_model(
+            input_ids=ids.to(device),
+            attention_mask=mask.to(device),
+            position_ids=(mask.cumsum(-1) - 1).clamp(min=0).to(device),
+            use_cache=True,
+        )
+        layers = _plain_cache(result, model.base_model).layers
+        if not buffers:  # zeros: the left padding of shorter batches
+            buffers = [
+                tuple(
+                    kv.new_zeros((n, kv.shape[1], longest + room, kv.shape[3]))
+                    for kv in (layer.keys, layer.values)
+                )
+                for layer in layers
+            ]
+            hidden = result.last_hidden_state
+            last = hidden.new_empty((n, hidden.shape[-1]))
+        rows = torch.tensor(batch, dtype=torch.long)
+        for layer, bufs in zip(layers, buffers, strict=True):
+            for kv, buf in zip((layer.keys, layer.values), bufs, strict=True):
+                buf[rows.to(buf.device), :, longest - width : longest] = kv
+        last[rows.to(last.device)] = result.last_hidden_state[:, -1]
+    roomy = _roomy_layer()
+    cache = DynamicCache()
+    cache.layers = [roomy(keys, values, longest) for keys, values in buffers]
+    return cache, attn, last
+
+
+def _prefill_packed(
+    model: Any, seqs: Sequence[Sequence[int]], max_nodes: int, room: int, device: Any
+) -> tuple[Any, Any, Any]:
+    """The prompts packed into trie rows and prefilled; each prompt's cache gathered."""
+    rows = pack_sequences(seqs, max_nodes=max_nodes)
+    paths = {j: (r, path) for r, row in enumerate(rows) for j, path in row.members.items()}
+    # The rows' own caches are freed on return: only the gathered buffers stay.
+    return _gather(_prefill(model, rows, device), [paths[j] for j in range(len(seqs))], room)
+
+
+def _prefill(model: Any, rows: Sequence[PackedRow], device: Any) -> list[tuple[Any, Any]]:
+    """Forward each packed row on its own (the attention over a row is the largest transient;
+    one row at a time keeps it small): per row, its last hidden states and its key/value
+    cache."""
+    dtype = next(model.parameters()).dtype
+    out = []
+    for row in rows:
+        ids, pos, mask = row_tensors([row], dtype)
+        result = model.base_model(
+            input_ids=ids.to(device),
+            attention_mask=mask.to(device),
+            position_ids=pos.to(device),
+            use_cache=True,
+        )
+        out.append((result.last_hidden_state[0], _plain_cache(result, model.base_model)))
+    return out
+
+
 def _gather(
     prefilled: Sequence[tuple[Any, Any]], paths: Sequence[tuple[int, list[int]]], room: int
 ) -> tuple[Any, Any, Any]:
     """Each prompt's keys and values along its trie path, left-padded into one buffer per
     layer with ``room`` free positions: the cache, its attention mask and each prompt's last
-    hidden state."""
+    hidden state. Per layer the rows' caches are laid end to end (with one zero position for
+    the padding) and every prompt's positions taken in one ``index_select``."""
     import torch
     from transformers import DynamicCache
 
     n = len(paths)
     longest = max(len(path) for _, path in paths)
+    starts, blank = [], 0  # each row's first node in the rows laid end to end; the zero slot
+    for hidden, _ in prefilled:
+        starts.append(blank)
+        blank += hidden.shape[0]
+    index = torch.full((n, longest), blank, dtype=torch.long)
+    attn = torch.zeros((n, longest), dtype=torch.long)
+    for b, (r, path) in enumerate(paths):
+        index[b, longest - len(path) :] = torch.tensor(path, dtype=torch.long) + starts[r]
+        attn[b, longest - len(path) :] = 1
     roomy = _roomy_layer()
-    indices = [torch.tensor(path, dtype=torch.long) for _, path in paths]
     layers = []
-    for layer_idx, first in enumerate(prefilled[0][1].layers):
-        heads, dim_k, dim_v = first.keys.shape[1], first.keys.shape[3], first.values.shape[3]
-        keys = first.keys.new_zeros((n, heads, longest + room, dim_k))
-        values = first.values.new_zeros((n, heads, longest + room, dim_v))
-        for b, ((r, path), index) in enumerate(zip(paths, indices, strict=True)):
-            layer = prefilled[r][1].layers[layer_idx]
-            index = index.to(layer.keys.device)  # layers may sit on different devices
-            keys[b, :, longest - len(path) : longest] = layer.keys[0].index_select(1, index)
-            values[b, :, longest - len(path) : longest] = layer.values[0].index_select(1, index)
-        layers.append(roomy(keys, values, longest))
+    for layer_idx in range(len(prefilled[0][1].layers)):
+        buffers = []
+        for name in ("keys", "values"):
+            parts = [getattr(cache.layers[layer_idx], name)[0] for _, cache in prefilled]
+            heads, dim = parts[0].shape[0], parts[0].shape[2]
+            every = torch.cat([*parts, parts[0].new_zeros((heads, 1, dim))], dim=1)
+            picked = every.index_select(1, index.view(-1).to(every.device))
+            buf = every.new_empty((n, heads, longest + room, dim))
+            buf[:, :, :longest] = picked.view(heads, n, longest, dim).transpose(0, 1)
+            buffers.append(buf)
+        layers.append(roomy(*buffers, longest))
     cache = DynamicCache()
     cache.layers = layers
-    attn = torch.zeros((n, longest), dtype=torch.long)
-    for b, (_, path) in enumerate(paths):
-        attn[b, longest - len(path) :] = 1
-    last = torch.stack([prefilled[r][0][path[-1]] for r, path in paths])
+    hidden = torch.cat([h for h, _ in prefilled])
+    last = hidden.index_select(0, index[:, -1].to(hidden.device))
     return cache, attn, last
 
 
@@ -211,7 +360,7 @@ def _decode(
     stops: Sequence[str],
     device: Any,
 ) -> None:
-    """Greedy steps for one group from its gathered cache, filling ``out``."""
+    """Greedy steps for one group from its prefilled cache, filling ``out``."""
     import torch
 
     n = len(out)
@@ -225,10 +374,14 @@ def _decode(
     rows_of_batch = list(range(n))  # the prompt of each row of the batch
     done = [False] * n
     for step in range(max_new_tokens):
-        next_tokens = head(last).argmax(-1).tolist()
+        logits = head(last)
+        next_tokens = logits.argmax(-1).tolist()
         for b, i in enumerate(rows_of_batch):
             if done[i]:
                 continue
+            kept = out[i].logits
+            if kept is not None:
+                kept.append(logits[b])
             tok = int(next_tokens[b])
             if eos is not None and tok == eos:
                 out[i].hit_eos = done[i] = True
@@ -261,3 +414,45 @@ def _decode(
         positions = positions + 1
         cache = getattr(result, cache_name)
         last = result.last_hidden_state[:, -1]
+
+
+def logit_gap(
+    model: Any, prompts: Sequence[Sequence[int]], runs: Sequence[Sequence[Decoded]]
+) -> float:
+    """The largest difference between the next-token log-probabilities packed decoding saw
+    (each run of ``prompts``, kept with ``keep_logits``) and those of one plain forward pass
+    over each prompt and the first run's tokens (one right-padded batch): the numeric check
+    of the prefill, the gathered cache and the decoding steps (greedy tokens alone can agree
+    on a model that barely reads its context). Runs whose tokens differ: infinity."""
+    import torch
+
+    first = runs[0]
+    if any([d.tokens for d in run] != [d.tokens for d in first] for run in runs):
+        return float("inf")
+    kept = [j for j, d in enumerate(first) if d.logits]
+    if not kept:
+        return 0.0
+    steps = [len(first[j].logits or ()) for j in kept]
+    seqs = [
+        [*prompts[j], *first[j].tokens][: len(prompts[j]) + k - 1]
+        for j, k in zip(kept, steps, strict=True)
+    ]
+    width = max(len(s) for s in seqs)
+    ids = torch.zeros((len(seqs), width), dtype=torch.long)
+    attn = torch.zeros((len(seqs), width), dtype=torch.long)
+    for b, seq in enumerate(seqs):
+        ids[b, : len(seq)] = torch.tensor(seq, dtype=torch.long)
+        attn[b, : len(seq)] = 1
+    device = next(model.parameters()).device
+    ref = model(input_ids=ids.to(device), attention_mask=attn.to(device), use_cache=False).logits
+    gap = 0.0
+    for b, j in enumerate(kept):
+        start = len(prompts[j]) - 1
+        expected = torch.log_softmax(ref[b, start : start + steps[b]].float(), -1)
+        for run in runs:
+            seen = run[j].logits or []
+            if len(seen) != steps[b]:
+                return float("inf")
+            diff = torch.log_softmax(torch.stack(seen).float(), -1) - expected
+            gap = max(gap, float(diff.abs().max()))
+    return gap

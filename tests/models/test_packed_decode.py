@@ -1,0 +1,217 @@
+"""Packed greedy decoding (``_packed_decode``): both prefills, the choice between them, the
+cache gather across rows, and the one-time check on short probes (issue 22)."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from steadyeval import load_backend
+from steadyeval.models import _packed_decode
+from steadyeval.models._hf import PROBE_STEPS, PROBE_TOKENS, HFCausalBackend
+from steadyeval.models._packed_decode import (
+    decode_groups,
+    length_batches,
+    packed_greedy,
+    trie_nodes,
+)
+from steadyeval.models._packing import trie_size
+from steadyeval.requests import GenerateRequest
+
+
+def _load(tiny_gpt2: Path, options: str) -> HFCausalBackend:
+    b = load_backend(f"hf:{tiny_gpt2}?{options}")
+    assert isinstance(b, HFCausalBackend)
+    return b
+
+
+def _question_first(k: int) -> str:
+    """A question-first prompt (UnifiedQA's order): prompts of different questions share
+    almost nothing."""
+    return f"Question {k}: how far is town {k * 7} from the sea?\nParagraph: the coast {k}."
+
+
+def _paragraph_first(k: int, q: str) -> str:
+    return f"Paragraph {k}: the river flows through the city number {k}.\nQuestion: {q}\nAnswer:"
+
+
+def _mixed_requests() -> list[GenerateRequest]:
+    """Unshared prompts of different lengths, prompts sharing paragraphs, an extension of
+    another prompt and a one-token prompt."""
+    prompts = ["A", *(_question_first(k) + " Answer:" * (k % 3) for k in range(5))]
+    prompts += [_paragraph_first(k, q) for k in range(2) for q in ("which?", "where is it?")]
+    prompts.append(prompts[-1] + " It is")
+    return [GenerateRequest(p, 7) for p in prompts]
+
+
+def test_trie_nodes_equals_trie_size() -> None:
+    rng = random.Random(0)
+    for _ in range(50):
+        stem = [rng.randrange(5) for _ in range(rng.randrange(0, 6))]
+        seqs = [
+            stem[: rng.randrange(len(stem) + 1)]
+            + [rng.randrange(4) for _ in range(rng.randrange(4))]
+            for _ in range(rng.randrange(1, 8))
+        ]
+        seqs = [s for s in seqs if s] or [[1]]
+        assert trie_nodes(seqs) == trie_size(seqs)
+
+
+def test_decode_groups_by_length_respect_the_budget() -> None:
+    prompts = [[1] * 30, [2] * 5, [1] * 12 + [3], [1] * 31, [2] * 7, [5] * 200]
+    groups = decode_groups(prompts, room=10, budget=100, by_length=True)
+    assert groups == [[5], [3, 0], [2, 4, 1]]  # longest first; 200 tokens go alone
+    for g in groups:
+        assert len(g) == 1 or len(g) * (max(len(prompts[i]) for i in g) + 10) <= 100
+
+
+def test_length_batches_bound_the_padding() -> None:
+    lengths = [355, 101, 340, 186, 200, 350, 1, 190, 330]
+    batches = length_batches(lengths)
+    assert sorted(i for b in batches for i in b) == list(range(len(lengths)))
+    assert batches == [[0, 5, 2, 8], [4, 7, 3], [1], [6]]  # longest first
+    for b in batches:
+        assert sum(lengths[i] for i in b) >= 0.9 * len(b) * max(lengths[i] for i in b)
+
+
+@pytest.mark.parametrize(
+    ("prefill", "max_nodes"), [("auto", 1024), ("packed", 1024), ("packed", 24), ("padded", 1024)]
+)
+def test_each_prefill_equals_generate(tiny_gpt2: Path, prefill: Any, max_nodes: int) -> None:
+    """Either prefill (and packed rows too small for one group, so one group's prompts are
+    gathered from several rows) decodes exactly what generate() does, prompt by prompt."""
+    packed = _load(tiny_gpt2, "packing=true&batch_size=64")
+    plain = _load(tiny_gpt2, "packing=false&batch_size=1")
+    reqs = _mixed_requests()
+    prepared = [packed._prompt_ids(r.prompt, False, None, r.max_new_tokens) for r in reqs]
+    with torch.inference_mode():
+        decoded = packed_greedy(
+            packed.model,
+            packed.tokenizer,
+            [p for p, _ in prepared],
+            max_new_tokens=7,
+            stops=(),
+            max_nodes=max_nodes,
+            budget=10_000,
+            prefill=prefill,
+        )
+    assert packed._responses(reqs, prepared, decoded) == plain.generate(reqs)
+
+
+def _spy_prefills(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[int]]:
+    """Record the group size of every prefill, by kind."""
+    seen: dict[str, list[int]] = {"packed": [], "padded": []}
+    for kind in seen:
+        real = getattr(_packed_decode, f"_prefill_{kind}")
+
+        def spy(model: Any, seqs: Any, *args: Any, _real: Any = real, _kind: str = kind) -> Any:
+            seen[_kind].append(len(seqs))
+            return _real(model, seqs, *args)
+
+        monkeypatch.setattr(_packed_decode, f"_prefill_{kind}", spy)
+    return seen
+
+
+def test_auto_prefill_packs_only_prompts_that_share(
+    tiny_gpt2: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Question-first prompts (trie > 90% of their tokens) go as one left-padded batch;
+    paragraph-first prompts (three questions per paragraph) are packed."""
+    b = _load(tiny_gpt2, "packing=true&batch_size=64")
+    seen = _spy_prefills(monkeypatch)
+    unshared = [GenerateRequest(_question_first(k), 5) for k in range(6)]
+    b.generate(unshared)
+    assert seen == {"packed": [], "padded": [6]}
+    seen["padded"].clear()
+    shared = [
+        GenerateRequest(_paragraph_first(k, q), 5)
+        for k in range(2)
+        for q in ("which river?", "where?", "how many?")
+    ]
+    b.generate(shared)
+    assert seen == {"packed": [6], "padded": []}
+
+
+def test_the_check_decodes_short_probes(tiny_gpt2: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The one-time check sees the probe's last PROBE_TOKENS tokens (and branches one
+    token longer) for PROBE_STEPS steps, however long the prompts are."""
+    b = _load(tiny_gpt2, "batch_size=8")
+    checked: list[tuple[int, int]] = []  # (prompt tokens, steps) of every decode in the check
+    real_plain, real_packed = b._generate_plain, b._decode_packed
+
+    def plain(reqs: Any, prepared: Any, seed: Any) -> Any:
+        if b._packed_generation is None:
+            checked.extend(
+                (len(p), r.max_new_tokens) for r, (p, _) in zip(reqs, prepared, strict=True)
+            )
+        return real_plain(reqs, prepared, seed)
+
+    def packed(reqs: Any, prepared: Any, *args: Any, **kwargs: Any) -> Any:
+        if b._packed_generation is None:
+            checked.extend(
+                (len(p), r.max_new_tokens) for r, (p, _) in zip(reqs, prepared, strict=True)
+            )
+        return real_packed(reqs, prepared, *args, **kwargs)
+
+    monkeypatch.setattr(b, "_generate_plain", plain)
+    monkeypatch.setattr(b, "_decode_packed", packed)
+    long_prompt = " ".join(f"word{k}" for k in range(120))
+    assert len(b._prompt_ids(long_prompt, False, None, 0)[0]) > 4 * PROBE_TOKENS
+    b.generate([GenerateRequest(long_prompt, 20), GenerateRequest(long_prompt + " x", 20)])
+    assert b._packed_generation is True
+    assert len(checked) == 9  # 3 probes: generate(), packed rows, padded batch
+    assert all(n <= PROBE_TOKENS + 1 and steps == PROBE_STEPS for n, steps in checked)
+
+
+def _ignores_the_trie(real: Any) -> Any:
+    """``row_tensors`` of a model that ignores custom masks and position ids (a causal mask
+    over the packed row, positions 0..n-1), whatever the mask's dtype."""
+
+    def fake(rows: Any, dtype: Any) -> Any:
+        ids, pos, mask = real(rows, dtype)
+        width = ids.shape[1]
+        if mask.dtype == torch.bool:
+            causal = torch.ones((width, width), dtype=torch.bool).tril()
+        else:
+            causal = torch.full((width, width), torch.finfo(mask.dtype).min).triu(1)
+        return ids, torch.arange(width).expand_as(pos), causal.expand_as(mask).clone()
+
+    return fake
+
+
+def _scaled_values(real: Any) -> Any:
+    """A padded prefill whose cached values come back wrong (scaled)."""
+
+    def fake(*args: Any) -> Any:
+        cache, attn, last = real(*args)
+        for layer in cache.layers:
+            layer._values.mul_(3.0)
+        return cache, attn, last
+
+    return fake
+
+
+@pytest.mark.parametrize("broken", ["packed", "padded"])
+def test_the_check_catches_wrong_packed_decoding(
+    tiny_gpt2: Path, monkeypatch: pytest.MonkeyPatch, broken: str
+) -> None:
+    """Decoding that goes wrong after a correct scoring check (a mask ignored in the packed
+    prefill only; a wrong cache from the padded prefill) fails the check on its short probes
+    (the tiny model's greedy tokens barely read the context, so the check compares
+    log-probabilities too), and generation falls back to generate() with its answers."""
+    plain = _load(tiny_gpt2, "packing=false&batch_size=1")
+    reqs = _mixed_requests()
+    expected = plain.generate(reqs)
+    if broken == "packed":
+        fake = _ignores_the_trie(_packed_decode.row_tensors)
+        monkeypatch.setattr(_packed_decode, "row_tensors", fake)
+    else:
+        fake = _scaled_values(_packed_decode._prefill_padded)
+        monkeypatch.setattr(_packed_decode, "_prefill_padded", fake)
+    b = _load(tiny_gpt2, "batch_size=8")
+    assert b.generate(reqs) == expected
+    assert b._packing is True and b._packed_generation is False
