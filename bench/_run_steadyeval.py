@@ -70,10 +70,17 @@ def main() -> None:
     ap.add_argument("--dtype", default="float32")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
-    # Both tools are timed from the same point: libraries imported (lm-eval's import brings in
-    # transformers; steadyeval imports it on first use, so it is imported here), then data,
-    # model and evaluation inside the timer.
+    # Both tools are timed from the same point: libraries imported, then data, model and
+    # evaluation inside the timer. lm-eval's runner imports lm_eval (its evaluator, tasks and
+    # the hf model module, with transformers and pandas) before its timer; steadyeval's
+    # top-level import is lazy, so what run() uses is imported here: transformers, the run
+    # and stats modules (scipy.stats), and pandas (pyarrow imports it on the first pa.array).
+    import pandas  # noqa: F401
     import transformers  # noqa: F401
+
+    import steadyeval.results
+    import steadyeval.run
+    import steadyeval.stats  # noqa: F401
 
     t0 = time.perf_counter()
     wl = _workload.workload(args.workload, args.size)
