@@ -323,6 +323,44 @@ def test_ipet_and_noisy_students_beat_pet_on_eight_labelled(tmp_path: Path) -> N
     }
 
 
+def test_ipet_pseudo_labels_do_not_depend_on_the_model_files_identity(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same model in a new place with new file times (a copy) draws the same iPET
+    pseudo-labels: the draw is seeded from the chain node, not from the checkpoint key
+    (which holds the base model's path and file times)."""
+    import os
+    import shutil
+
+    from steadyeval.studies.fewshot import _semi
+
+    draws: list[tuple[str, Any]] = []
+    real = _semi.pick_pseudo
+
+    def spy(probs: Any, n: int, share: Any, rng: Any) -> Any:
+        picked = real(probs, n, share, rng)
+        draws.append((run_name, list(picked)))
+        return picked
+
+    monkeypatch.setattr(_semi, "pick_pseudo", spy)
+    model = build_tiny_model(tmp_path / "bert", "bert", seed=0)
+    space = {"pattern": ["question"], "learning_rate": [3e-3], "steps": [5], "batch_size": [8],
+             "eval_every": [5], "max_length": [32], "generations": 1, "growth": 3.0,
+             "ensemble": "own-pattern"}  # fmt: skip
+    data = _synthetic(tmp_path)
+    for run_name in ("a", "b"):
+        where = tmp_path / f"model-{run_name}"
+        shutil.copytree(model, where)
+        for f in where.iterdir():
+            os.utime(f, ns=(ord(run_name) * 10**9, ord(run_name) * 10**9))
+        config = {"models": [f"hf:{where}"], "task": "RTE", **data, "methods": ["ipet"],
+                  "strategies": ["multisplit"], "k": 1, "k_values": [1], "space": space}  # fmt: skip
+        run_study("fewshot", config, options=RunOptions(out=tmp_path / run_name, progress=False))
+    a = [d for name, d in draws if name == "a"]
+    b = [d for name, d in draws if name == "b"]
+    assert a and a == b
+
+
 def test_combinations_on_adapet_and_ptuning_run_two_steps(tmp_path: Path) -> None:
     """PET+MLM and Noisy Student on ADAPET and P-tuning bases run as methods (2 training
     steps each; learning is checked elsewhere; the trainers' terms in tests/train)."""

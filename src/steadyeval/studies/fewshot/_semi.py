@@ -200,7 +200,12 @@ class Chain:
         if self.kind == "ipet":
             probs = self.probs(self.teachers(node), float(self.h["temperature"]))
             n = grow_sizes(n_train, float(self.h["growth"]), g, len(self.pool))[-1]
-            rng = np.random.default_rng(derive_seed("ipet", self.key(node)))
+            # Seeded from what the node is, not from its checkpoint key: the key holds the
+            # base model's file identity (path, mtimes), which must not change the draw.
+            pattern, seed = self.members[node[2]]
+            rng = np.random.default_rng(
+                derive_seed("ipet", self.task.name, g, node[1], pattern, seed)
+            )
             idx = pick_pseudo(probs, n, label_share(train, probs.shape[1]), rng)
             hard = [np.eye(probs.shape[1])[int(probs[i].argmax())] for i in idx]
             return prompt_examples(self.task, h, template, [self.pool[i] for i in idx], hard), 0.0
