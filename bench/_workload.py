@@ -83,6 +83,16 @@ def build_model(out: Path, *, seed: int = 0, shape: str = "12m") -> Path:
     return out
 
 
+def score_requests(docs: Mapping[str, Sequence[Mapping[str, Any]]]) -> list[ScoreRequest]:
+    """Every (prompt, choice) of the lm-eval docs as steadyeval's score request."""
+    return [
+        ScoreRequest(d["prompt"], c)
+        for rows in docs.values()
+        for d in rows
+        for c in d.get("choices", ())
+    ]
+
+
 def requests(
     its: Sequence[Item],
     conds: Sequence[Condition] | None = None,

@@ -71,16 +71,9 @@ def bounds(model: Path, docs: dict[str, list[dict[str, Any]]]) -> dict[str, int]
     the backend splits them), generation prompts, and both in one trie."""
     from steadyeval import load_backend
     from steadyeval.models._packing import trie_size
-    from steadyeval.requests import ScoreRequest
 
     backend: Any = load_backend(f"hf:{model}?device=cpu")
-    reqs = [
-        ScoreRequest(d["prompt"], c)
-        for rows in docs.values()
-        for d in rows
-        for c in d.get("choices", ())
-    ]
-    fed = [p.fed for p in backend._prepare_scores(reqs)]
+    fed = [p.fed for p in backend._prepare_scores(_workload.score_requests(docs))]
     prompts = [
         list(backend._prompt_ids(d["prompt"], False, None, d["max_gen_toks"])[0])
         for rows in docs.values()

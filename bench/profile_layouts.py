@@ -223,7 +223,6 @@ def main() -> None:
     import torch
 
     from steadyeval import load_backend
-    from steadyeval.requests import ScoreRequest
 
     torch.set_num_threads(args.threads)
     for key in args.workloads:
@@ -235,13 +234,7 @@ def main() -> None:
         if "1" not in args.skip:
             profiled_run(wl, backend)
         docs = _workload.requests(wl.items, wl.conditions, wl.shot_pools)
-        reqs = [
-            ScoreRequest(d["prompt"], c)
-            for r in docs.values()
-            for d in r
-            for c in d.get("choices", ())
-        ]
-        fed = [p.fed for p in backend._prepare_scores(reqs)]
+        fed = [p.fed for p in backend._prepare_scores(_workload.score_requests(docs))]
         if "2" not in args.skip:
             scoring_forwards(backend, fed, args.masks.split(","))
         if "3" not in args.skip:
