@@ -68,6 +68,7 @@ def report(got: dict[str, Any]) -> float:
         f"  scoring tokens: steadyeval {se_tok}, lm-eval {le_tok} (padded {padded}); "
         f"trie bound {b['score']}"
         + (f"; steadyeval/bound {se_tok / b['score']:.3f}" if se_tok else "")
+        + (f" (+{se['check_tokens']} in one-time checks)" if se.get("check_tokens") else "")
     )
     se_score, le_score = _median(se_runs, "score_s"), _median(le_runs, "score_s")
     print(
@@ -91,6 +92,12 @@ def report(got: dict[str, Any]) -> float:
     if estimated:
         print(
             "  (lm-eval's tokens not counted with this model: estimated as every sequence in full)"
+        )
+    if got["n_gen"] and b["joint"] < b["score"] + b["prompts"]:
+        joint = (b["joint"] + int(se["generated_tokens"])) / theirs
+        print(
+            f"  (with scoring and generation prompts in one trie the floor would be {joint:.3f}; "
+            "the target uses the two tries apart)"
         )
     score_ok = se_tok is not None and se_tok <= 1.1 * b["score"]
     print(

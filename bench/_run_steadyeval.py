@@ -107,6 +107,7 @@ def main() -> None:
     report["wall_s"] = time.perf_counter() - t0
     # Scoring tokens the backend forwarded (padding excluded); vLLM does not count them.
     report["tokens_forwarded"] = getattr(backend, "tokens_forwarded", None)
+    report["check_tokens"] = getattr(backend, "check_tokens", None)  # one-time packing checks
     report["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     report["model_calls"] = result.summary["plan"]["model_calls"]
     args.out.write_text(json.dumps(report))

@@ -155,7 +155,7 @@ class Workload:
 #: Items per workload and size: SQuAD questions (half answerable) for a, b, e; (subjects,
 #: questions per subject) for c; (templates per relation, facts per relation) for d.
 SIZES: dict[str, dict[str, Any]] = {
-    "full": {"a": 200, "b": 200, "c": (10, 10), "d": (10, 10), "e": 40},
+    "full": {"a": 100, "b": 100, "c": (8, 8), "d": (10, 10), "e": 20},
     "quick": {"a": 40, "b": 40, "c": (4, 5), "d": (5, 4), "e": 6},
     "tiny": {"a": 4, "b": 4, "c": (2, 2), "d": (2, 2), "e": 2},
 }
