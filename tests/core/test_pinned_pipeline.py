@@ -77,3 +77,18 @@ def test_a_difference_is_caught() -> None:
 def test_pins_are_where_the_cases_say() -> None:
     assert sorted(p.stem for p in HERE.glob("*.json")) == sorted(c.name for c in CASES)
     assert Path(HERE / "make_golden.py").is_file()
+
+
+def test_a_loose_rule_widens_the_tolerance_of_its_paths_only() -> None:
+    from tests.golden.pipeline.compare import Comparison, Rule
+
+    rules = [Rule("k", "summary.stats.*", "loose", "test")]
+
+    def problems(path: str, old: float, new: float) -> list[str]:
+        cmp = Comparison("k", rules)
+        cmp.walk({"x": old}, {"x": new}, path)
+        return cmp.problems
+
+    assert problems("summary.stats", 0.5, 0.5002) == []  # 4e-4 relative: within 1e-3
+    assert problems("summary.stats", 0.5, 0.51)  # 2e-2: still a difference
+    assert problems("summary.other", 0.5, 0.5002)  # elsewhere 1e-5 holds

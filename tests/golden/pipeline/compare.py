@@ -15,6 +15,8 @@ Rules:
 * ``added`` — present only in the new run (a new column or key).
 * ``removed`` — present only in the pinned run.
 * ``changed`` — compared no more (say why; use sparingly).
+* ``loose`` — numbers compared to a relative 1e-3 instead of 1e-5 (statistics that magnify
+  float32 rounding in the model's outputs; say which).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 CHANGES = Path(__file__).resolve().parents[1] / "CHANGES.md"
-RULES = ("renamed", "added", "removed", "changed")
+RULES = ("renamed", "added", "removed", "changed", "loose")
 
 
 @dataclass(frozen=True)
@@ -105,7 +107,7 @@ class Comparison:
                 return
             for i, (a, b) in enumerate(zip(old, new, strict=True)):
                 self.walk(a, b, f"{path}[{i}]")
-        elif not self._same(old, new):
+        elif not self._same(old, new, 1e-3 if rule == "loose" else 1e-5):
             self.problems.append(f"{path}: pinned {_short(old)}, now {_short(new)}")
 
     def _mapping(self, old: Mapping[str, Any], new: Mapping[str, Any], path: str) -> None:
@@ -121,20 +123,20 @@ class Comparison:
                 continue
             self.walk(old[k_old], new[k_new], sub)
 
-    def _same(self, old: Any, new: Any) -> bool:
+    def _same(self, old: Any, new: Any, rel: float = 1e-5) -> bool:
         if isinstance(old, str) and old in self.renames:
             return bool(self.renames[old] == new)
         if isinstance(old, float) and isinstance(new, int | float) and not isinstance(new, bool):
-            return is_close(old, float(new))
+            return is_close(old, float(new), rel)
         if isinstance(old, int) and isinstance(new, float) and not isinstance(old, bool):
-            return is_close(float(old), new)
+            return is_close(float(old), new, rel)
         return bool(type(old) is type(new) and old == new)
 
 
-def is_close(a: float, b: float) -> bool:
+def is_close(a: float, b: float, rel: float = 1e-5) -> bool:
     if math.isnan(a) or math.isnan(b):
         return math.isnan(a) and math.isnan(b)
-    return math.isclose(a, b, rel_tol=1e-5, abs_tol=1e-7)
+    return math.isclose(a, b, rel_tol=rel, abs_tol=1e-7)
 
 
 def _key(value: Any) -> Any:
