@@ -11,7 +11,8 @@ with covariates. The adaptive sampler (half stratified, then rounds at the least
 formats) is reported on its own cells at the same budget. Printed per budget: mean W1
 between the estimated and the true per-format accuracy distributions, mean absolute error of
 the 5/25/50/75/95 quantiles, and (steadyeval) the coverage of the true quantiles by its 90%
-intervals. The generator counts as valid when plain averaging's and PE-Rasch's W1 are within
+intervals and their mean width (calibrated as the study reports them; ``--raw-intervals``:
+the posterior's own). The generator counts as valid when plain averaging's and PE-Rasch's W1 are within
 ±35% of the paper's BBH values (paper_results.npz, when ../shared is there; else the
 values from its SOURCE.md). If convert_ys.py outputs (``--real DIR`` with ``*.npz``) are
 given, their matrices are benchmarked too. The search part is bench/spread_search.py.
@@ -67,12 +68,14 @@ def _point(acc: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.fl
     return np.sort(acc), np.percentile(acc, LEVELS)
 
 
-def _ours(cells: IrtCells, x: NDArray[np.float64] | None, seed: int) -> tuple:
-    dist = irt_distribution(fit_irt(cells, x), seed=seed, n_draws=150)
+def _ours(cells: IrtCells, x: NDArray[np.float64] | None, seed: int, calibrate: bool) -> tuple:
+    dist = irt_distribution(fit_irt(cells, x), seed=seed, n_draws=150, calibrate=calibrate)
     return dist.sorted_accuracy, dist.quantiles, dist.quantile_low, dist.quantile_high
 
 
-def _adaptive(y: NDArray[np.float64], budget: int, seed: int, rounds: int = 2) -> tuple:
+def _adaptive(
+    y: NDArray[np.float64], budget: int, seed: int, calibrate: bool, rounds: int = 2
+) -> tuple:
     n_f, n_i = y.shape
     rows, cols = stratified_cells(n_f, n_i, budget // 2, seed=seed)
     taken = np.zeros(y.shape, dtype=bool)
@@ -86,10 +89,16 @@ def _adaptive(y: NDArray[np.float64], budget: int, seed: int, rounds: int = 2) -
         r, c = adaptive_cells(dist, taken, step, seed=seed + k)
         taken[r, c] = True
         rows, cols, left = np.concatenate([rows, r]), np.concatenate([cols, c]), left - step
-    return _ours(IrtCells.of(rows, cols, y[rows, cols], n_f, n_i), None, seed)
+    return _ours(IrtCells.of(rows, cols, y[rows, cols], n_f, n_i), None, seed, calibrate)
 
 
-def run_one(y: NDArray[np.float64], x: NDArray[np.float64] | None, budget: int, seed: int) -> dict:
+def run_one(
+    y: NDArray[np.float64],
+    x: NDArray[np.float64] | None,
+    budget: int,
+    seed: int,
+    calibrate: bool = True,
+) -> dict:
     n_f, n_i = y.shape
     rows, cols = stratified_cells(n_f, n_i, budget, seed=seed)
     obs = y[rows, cols]
@@ -97,13 +106,13 @@ def run_one(y: NDArray[np.float64], x: NDArray[np.float64] | None, budget: int, 
     out = {
         "avg": _point(plain_average(rows, obs, n_f)),
         "PE-Rasch": _point(prompteval(rows, cols, obs, y.shape)),
-        "steadyeval": _ours(cells, None, seed),
+        "steadyeval": _ours(cells, None, seed, calibrate),
     }
     if x is not None:  # real matrices (convert_ys.py) come without covariates
         out["PE-discrete"] = _point(prompteval(rows, cols, obs, y.shape, x))
-        out["steadyeval+cov"] = _ours(cells, x, seed)
+        out["steadyeval+cov"] = _ours(cells, x, seed, calibrate)
     if seed == 0:  # the adaptive sampler: one seed per matrix (its own cells)
-        out["adaptive"] = _adaptive(y, budget, seed)
+        out["adaptive"] = _adaptive(y, budget, seed, calibrate)
     true = y.mean(axis=1)
     tq = np.percentile(true, LEVELS)
     res = {}
@@ -111,6 +120,7 @@ def run_one(y: NDArray[np.float64], x: NDArray[np.float64] | None, budget: int, 
         row = {"w1": w1(v[0], true), "qerr": float(np.mean(np.abs(v[1] - tq)))}
         if len(v) == 4:
             row["covered"] = ((v[2] <= tq) & (tq <= v[3])).tolist()
+            row["width"] = float(np.mean(v[3] - v[2]))
         res[m] = row
     return res
 
@@ -134,7 +144,8 @@ def real_matrices(folder: Path) -> list[tuple[NDArray[np.float64], NDArray[np.fl
 
 def table(results: dict[int, list[dict]], paper: dict[str, tuple[float, ...]]) -> bool:
     ok = True
-    print(f"{'budget':>6} {'method':15} {'W1':>7} {'q-MAE':>7} {'cover90':>8} {'paper W1':>9}")
+    head = f"{'budget':>6} {'method':15} {'W1':>7} {'q-MAE':>7} {'cover90':>8} {'width90':>8}"
+    print(f"{head} {'paper W1':>9}")
     for bi, b in enumerate(results):
         runs = results[b]
         for m in METHODS:
@@ -144,8 +155,10 @@ def table(results: dict[int, list[dict]], paper: dict[str, tuple[float, ...]]) -
             q = np.mean([r[m]["qerr"] for r in runs if m in r])
             cov = [c for r in runs if m in r for c in r[m].get("covered", [])]
             cv = f"{np.mean(cov):.3f}" if cov else "-"
+            wd = [r[m]["width"] for r in runs if m in r and "width" in r[m]]
+            wv = f"{np.mean(wd):.3f}" if wd else "-"
             pp = f"{paper[m][bi]:.3f}" if m in paper else ""
-            print(f"{b:>6} {m:15} {w:7.4f} {q:7.4f} {cv:>8} {pp:>9}")
+            print(f"{b:>6} {m:15} {w:7.4f} {q:7.4f} {cv:>8} {wv:>8} {pp:>9}")
         ok &= _verdicts(b, bi, runs, paper)
     return ok
 
@@ -176,6 +189,11 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=2, help="worker processes")
     ap.add_argument("--budgets", type=int, nargs="+", default=list(BUDGETS))
     ap.add_argument("--real", type=Path, default=None, help="folder of convert_ys.py .npz files")
+    ap.add_argument(
+        "--raw-intervals",
+        action="store_true",
+        help="steadyeval's posterior intervals without the calibration (calibrate=False)",
+    )
     args = ap.parse_args()
     mats = matrices(args.matrices)
     sizes = [y.shape[0] for y, _ in mats]
@@ -188,7 +206,9 @@ def main() -> None:
     ok = True
     with Pool(args.jobs) as pool:
         for b in args.budgets:
-            tasks = [(y, x, b, s) for y, x in mats for s in range(args.seeds)]
+            tasks = [
+                (y, x, b, s, not args.raw_intervals) for y, x in mats for s in range(args.seeds)
+            ]
             runs = pool.starmap(run_one, tasks)
             ok &= table({b: runs}, {m: (v[BUDGETS.index(b)],) for m, v in paper.items()})
             sys.stdout.flush()
@@ -196,7 +216,11 @@ def main() -> None:
             real = real_matrices(args.real)
             print(f"convert_ys.py matrices from {args.real}: {len(real)} (not in the verdict)")
             for b in args.budgets:
-                tasks = [(y, None, b, s) for y, _ in real for s in range(args.seeds)]
+                tasks = [
+                    (y, None, b, s, not args.raw_intervals)
+                    for y, _ in real
+                    for s in range(args.seeds)
+                ]
                 table(
                     {b: pool.starmap(run_one, tasks)},
                     {m: (v[BUDGETS.index(b)],) for m, v in paper.items()},

@@ -8,7 +8,7 @@ from scipy.optimize import approx_fprime
 from scipy.special import expit
 
 from steadyeval.stats import StatsInputError
-from steadyeval.stats._irt import IrtCells, _Problem, fit_irt, irt_distribution
+from steadyeval.stats._irt import IrtCells, _Problem, fit_irt, irt_distribution, widen
 from steadyeval.stats._irt_design import adaptive_cells, stratified_cells
 from steadyeval.stats._irt_mixture import fit_row_mixture, grid_loglik, grid_scale
 from steadyeval.stats._irt_search import search_summary, thompson_search
@@ -63,6 +63,35 @@ def test_sparse_estimate_beats_plain_averaging_and_intervals_cover() -> None:
         avg.append(np.mean(np.abs(np.sort(plain) - true)))
     assert np.mean(ours) < 0.6 * np.mean(avg)
     assert np.mean(covered) >= 0.7
+
+
+def test_calibrated_intervals_widen_the_posterior_ones_by_the_documented_factor() -> None:
+    low, centre, high = (
+        np.array([0.2, 0.5, 0.9]),
+        np.array([0.3, 0.6, 0.95]),
+        np.array([0.4, 0.8, 1.0]),
+    )
+    few_lo, few_hi = widen(low, centre, high, cells_per_row=1.0)  # factor 1.45
+    np.testing.assert_allclose(few_lo, [0.155, 0.455, 0.8775])
+    np.testing.assert_allclose(few_hi, [0.445, 0.89, 1.0])  # clipped to 1
+    many_lo, many_hi = widen(low, centre, high, cells_per_row=10.0)  # factor 1.225
+    np.testing.assert_allclose(many_lo, [0.1775, 0.4775, 0.88875])
+    np.testing.assert_allclose(many_hi, [0.4225, 0.845, 1.0])
+    y = _matrix(3)
+    rows, cols = stratified_cells(*y.shape, 80, seed=3)  # 2 cells per row
+    fit = fit_irt(IrtCells.of(rows, cols, y[rows, cols], *y.shape))
+    raw = irt_distribution(fit, n_draws=100, seed=0, calibrate=False)
+    cal = irt_distribution(fit, n_draws=100, seed=0)
+    np.testing.assert_array_equal(cal.quantiles, raw.quantiles)  # same draws
+    np.testing.assert_allclose(cal.quantiles, cal.quantile_draws.mean(axis=0))
+    assert np.all(cal.quantile_low <= raw.quantile_low) and np.all(
+        cal.quantile_high >= raw.quantile_high
+    )
+    ratio = (cal.quantile_high - cal.quantile_low) / (raw.quantile_high - raw.quantile_low)
+    inner = (cal.quantile_low > 0) & (cal.quantile_high < 1)
+    assert inner.sum() >= 3
+    np.testing.assert_allclose(ratio[inner], 1.45)
+    np.testing.assert_array_equal(cal.accuracy_low, raw.accuracy_low)  # per-row: not widened
 
 
 def test_covariates_shape_checked_and_used() -> None:
