@@ -75,6 +75,17 @@ def report(got: dict[str, Any]) -> float:
         f"  scoring time: steadyeval {se_score:.1f} s ({_rate(se_tok, se_score)}), "
         f"lm-eval {le_score:.1f} s ({_rate(le_tok, le_score)})"
     )
+    se_joint = statistics.median(float(r.get("joint_s", 0.0)) for r in se_runs)
+    if se_joint:
+        print(
+            f"  scoring and generation in joint calls (one prefill for both): steadyeval "
+            f"{se_joint:.1f} s (lm-eval's two together: {le_score + _median(le_runs, 'generate_s'):.1f} s)"
+        )
+    if se.get("joint_prompts"):
+        print(
+            f"  generation prompts prefilled in the scoring rows: {se['joint_prompts']} of "
+            f"{got['n_gen']}, {se['joint_prompt_tokens']} tokens beyond the scored paths"
+        )
     se_gen, le_gen = _median(se_runs, "generate_s"), _median(le_runs, "generate_s")
     print(
         f"  generation time: steadyeval {se_gen:.1f} s, lm-eval {le_gen:.1f} s; prompt tokens "

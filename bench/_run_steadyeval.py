@@ -30,16 +30,26 @@ from steadyeval import RunOptions, load_backend, run
 
 
 def instrument(backend: Any, report: dict[str, Any]) -> None:
-    """Time the backend's ``score`` and ``generate`` and record what they answer."""
-    report.update(score_s=0.0, generate_s=0.0, scores={}, generations={}, generated_tokens=0)
+    """Time the backend's ``score``, ``generate`` and (where the runner sends both kinds in one
+    call) ``score_and_generate``, and record what they answer."""
+    report.update(
+        score_s=0.0, generate_s=0.0, joint_s=0.0, scores={}, generations={}, generated_tokens=0
+    )
+    inside = [False]  # a joint call may call score/generate itself: counted once, as joint
 
-    def wrap(name: str, record: Callable[[Sequence[Any], Sequence[Any]], None]) -> None:
+    def wrap(name: str, key: str, record: Callable[[Any, Any], None]) -> None:
         real = getattr(backend, name)
 
-        def timed(requests: Sequence[Any]) -> Any:
+        def timed(*requests: Any) -> Any:
+            if inside[0]:
+                return real(*requests)
+            inside[0] = True
             t0 = time.perf_counter()
-            out = real(requests)
-            report[f"{name}_s"] += time.perf_counter() - t0
+            try:
+                out = real(*requests)
+            finally:
+                inside[0] = False
+            report[key] += time.perf_counter() - t0
             record(requests, out)
             return out
 
@@ -54,8 +64,14 @@ def instrument(backend: Any, report: dict[str, Any]) -> None:
             report["generations"][r.prompt] = a.text
             report["generated_tokens"] += a.n_output_tokens
 
-    wrap("score", scores)
-    wrap("generate", generations)
+    wrap("score", "score_s", lambda reqs, out: scores(reqs[0], out))
+    wrap("generate", "generate_s", lambda reqs, out: generations(reqs[0], out))
+    if callable(getattr(backend, "score_and_generate", None)):
+        wrap(
+            "score_and_generate",
+            "joint_s",
+            lambda reqs, out: (scores(reqs[0], out[0]), generations(reqs[1], out[1])),
+        )
 
 
 def main() -> None:
@@ -108,6 +124,10 @@ def main() -> None:
     # Scoring tokens the backend forwarded (padding excluded); vLLM does not count them.
     report["tokens_forwarded"] = getattr(backend, "tokens_forwarded", None)
     report["check_tokens"] = getattr(backend, "check_tokens", None)  # one-time packing checks
+    # Generation prompts prefilled in the scoring rows (joint calls): their tokens beyond the
+    # scored paths, and how many prompts went that way.
+    report["joint_prompt_tokens"] = getattr(backend, "joint_prompt_tokens", None)
+    report["joint_prompts"] = getattr(backend, "joint_prompts", None)
     report["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     report["model_calls"] = result.summary["plan"]["model_calls"]
     args.out.write_text(json.dumps(report))

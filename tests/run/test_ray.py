@@ -73,12 +73,15 @@ def test_ray_results_equal_local_with_a_worker_killed(
         options=RunOptions(cache=tmp_path / "local.sqlite", progress=False),
     )
     executor = KillOneWorker(workers=2)
+    # Small batches, so that batches are still in flight when a worker is killed: the hf
+    # backend's score and generate requests go together (joint prefill), about batch_size
+    # prompts with their options per batch.
     remote = run(
         ITEMS,
         CONDITIONS,
         [model],
         options=RunOptions(
-            cache=tmp_path / "ray.sqlite", progress=False, executor=executor, batch_size=8
+            cache=tmp_path / "ray.sqlite", progress=False, executor=executor, batch_size=2
         ),
     )
     executor.shutdown()

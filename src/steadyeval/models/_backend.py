@@ -208,6 +208,12 @@ class Backend(Protocol):
         backend that wraps another returns the inner one's."""
         ...
 
+    # Optional members (not checked by ``isinstance``; :class:`BaseBackend` has defaults):
+    # ``joint_prefill`` (bool) and ``score_and_generate(scores, generates)``. A backend
+    # whose ``joint_prefill`` is true gets a model's score and greedy generate requests
+    # together, prefix-sorted, through ``score_and_generate`` (it shares the prefill of an
+    # item's option and free-form prompts); any other gets one call per kind.
+
 
 class BaseBackend:
     """Defaults for the optional members of :class:`Backend`: a backend subclasses this and
@@ -242,6 +248,23 @@ class BaseBackend:
 
     def stats(self) -> BackendStats:
         return BackendStats()
+
+    @property
+    def joint_prefill(self) -> bool:
+        """Whether :meth:`score_and_generate` does better than ``score`` then ``generate``
+        (prefills the prompts the two kinds share once): the runner then sends a model's
+        score and greedy generate requests together. Default: false (one call per kind)."""
+        return False
+
+    def score_and_generate(
+        self, scores: Sequence[ScoreRequest], generates: Sequence[GenerateRequest]
+    ) -> tuple[list[ScoreResponse], list[GenerateResponse]]:
+        """Answer score and generate requests in one call: the responses of ``scores`` and
+        of ``generates``, each in request order, as ``score`` and ``generate`` give them.
+        Default: ``score`` then ``generate`` (each skipped when it has no requests)."""
+        scored = self.score(scores) if scores else []
+        generated = self.generate(generates) if generates else []
+        return scored, generated
 
     def _unsupported(self, kind: RequestKind) -> UnsupportedRequestError:
         return UnsupportedRequestError(f"backend {self.spec} does not support {kind} requests")

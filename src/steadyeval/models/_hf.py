@@ -20,6 +20,7 @@ from ..requests import (
     GenerateResponse,
     RequestKind,
     ScoreRequest,
+    ScoreResponse,
     TopKRequest,
     TopKResponse,
 )
@@ -27,6 +28,7 @@ from ._backend import Backend
 from ._hf_batching import BatchedGeneration, is_oom, run_with_backoff, stop_on_text
 from ._hf_causal_score import CausalScoring, _branches, _Prepared
 from ._hf_options import HFOptions, load_config, resolve_model_dir
+from ._joint_prefill import score_and_generate as joint_score_and_generate
 from ._packed_decode import Decoded, Prefill, UnsupportedCache, logit_gap, packed_greedy
 from ._spec import ModelSpec
 
@@ -108,11 +110,30 @@ class HFCausalBackend(BatchedGeneration, CausalScoring):
     ) -> None:
         super().__init__(spec, _resolved=_resolved)
         self._packed_generation: bool | None = None
+        self.joint_prompts = 0  # greedy prompts prefilled with the scoring rows
+        self.joint_prompt_tokens = 0  # their tokens forwarded there beyond scoring's
 
     # -- cheap parts -------------------------------------------------------------------
     @property
     def supported_kinds(self) -> frozenset[RequestKind]:
         return frozenset({"score", "generate", "top-k"})
+
+    # -- score and generate together -------------------------------------------------------
+    @property
+    def joint_prefill(self) -> bool:
+        """True unless packing is off: greedy prompts that share a prefix with scored
+        sequences are prefilled in the scoring rows (:meth:`score_and_generate`)."""
+        return self.options.packing is not False
+
+    def score_and_generate(
+        self, scores: Sequence[ScoreRequest], generates: Sequence[GenerateRequest]
+    ) -> tuple[list[ScoreResponse], list[GenerateResponse]]:
+        """``score`` and ``generate`` in one call: a greedy prompt sharing at least half of
+        its tokens with a scored sequence joins the scoring trie, so the shared prefix is
+        forwarded once for both (``_joint_prefill``); the responses are those of ``score``
+        and ``generate`` (within float tolerance; greedy tokens the same)."""
+        budget = self._batch_size * DECODE_POSITIONS_PER_ROW
+        return joint_score_and_generate(self, scores, generates, budget)
 
     # -- top-k -----------------------------------------------------------------------------
     def _prompt_ids(

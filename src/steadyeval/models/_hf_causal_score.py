@@ -8,7 +8,7 @@ packed rows (``_packing``) when the model passes a one-time check, else in padde
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -203,7 +203,9 @@ class CausalScoring(HFBackendBase):
 
     def score(self, requests: Sequence[ScoreRequest]) -> list[ScoreResponse]:
         """Score continuations; shared prefixes are forwarded once (see ``_packing``)."""
-        prepared = self._prepare_scores(requests)
+        return self._score_prepared(self._prepare_scores(requests))
+
+    def _score_prepared(self, prepared: Sequence[_Prepared]) -> list[ScoreResponse]:
         if self._packing is None and prepared:
             self._packing = self._check_packing(prepared[0])
         if self._packing:
@@ -348,10 +350,13 @@ class CausalScoring(HFBackendBase):
         batch: Sequence[PackedRow],
         members: Sequence[_Prepared],
         prefix: tuple[int, Any] | None = None,
+        ends: dict[int, Any] | None = None,
     ) -> list[tuple[int, ScoreResponse]]:
         """Forward a batch of packed rows, logits only at the members' target nodes. With
         ``prefix`` = (its length, its key/value cache), the rows continue that prefix: their
-        positions start after it and every node may attend to all of it."""
+        positions start after it and every node may attend to all of it (the cache then
+        holds the rows' keys and values too). ``ends``: members (generation prompts, without
+        targets) whose last node's logits are wanted, filled in here."""
         import torch
 
         ids, pos, mask = row_tensors(batch, self._mask_dtype())
@@ -365,8 +370,14 @@ class CausalScoring(HFBackendBase):
             extra["use_cache"] = True
         keep = np.zeros(tuple(ids.shape), dtype=np.bool_)
         spans: list[tuple[int, int, list[int]]] = []  # (member, row, its target nodes)
+        ending: list[tuple[int, int, int]] = []  # (member, row, its last node)
         for b, row in enumerate(batch):
             for member, path in row.members.items():
+                if ends is not None and member in ends:
+                    keep[b, path[-1]] = True
+                    ending.append((member, b, path[-1]))
+                if not members[member].targets:
+                    continue
                 nodes = path[len(path) - len(members[member].targets) :]
                 keep[b, nodes] = True
                 spans.append((member, b, nodes))
@@ -380,6 +391,10 @@ class CausalScoring(HFBackendBase):
                 **extra,
             )
             logp = torch.log_softmax(logits.float(), dim=-1).cpu()
+        if ends is not None:
+            ends.update((member, logits[int(flat[b, node])]) for member, b, node in ending)
+        if not spans:
+            return []
         index = [int(flat[b, n]) for _, b, nodes in spans for n in nodes]
         targets = torch.tensor([t for m, _, _ in spans for t in members[m].targets])
         picked = logp[torch.tensor(index, dtype=torch.long)]
@@ -397,12 +412,18 @@ class CausalScoring(HFBackendBase):
         return out
 
     def _run_prefix_group(
-        self, group: PrefixGroup, members: Sequence[_Prepared]
+        self,
+        group: PrefixGroup,
+        members: Sequence[_Prepared],
+        ends: dict[int, Any] | None = None,
+        on_row: Callable[[PackedRow, Any], None] | None = None,
     ) -> list[tuple[int, ScoreResponse]]:
         """Forward the group's prefix once (keeping its key/value cache), then each row of
         its suffixes on that cache, one row at a time; after each row the cache's layers are
         set back to the prefix's keys and values (a plain layer concatenates on update, so
-        they are left as they were)."""
+        they are left as they were). ``ends`` as in :meth:`_run_rows`; ``on_row(row,
+        cache)`` is called after each row's forward, while the cache holds the prefix and
+        the row."""
         import torch
 
         with torch.inference_mode():
@@ -415,7 +436,9 @@ class CausalScoring(HFBackendBase):
         saved = [(layer.keys, layer.values) for layer in cache.layers]
         got: list[tuple[int, ScoreResponse]] = []
         for row in group.rows:
-            got += self._run_rows([row], members, (len(group.prefix), cache))
+            got += self._run_rows([row], members, (len(group.prefix), cache), ends)
+            if on_row is not None:
+                on_row(row, cache)
             for layer, (keys, values) in zip(cache.layers, saved, strict=True):
                 layer.keys, layer.values = keys, values  # back to the prefix alone
         return got

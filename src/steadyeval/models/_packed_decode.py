@@ -359,8 +359,11 @@ def _decode(
     max_new_tokens: int,
     stops: Sequence[str],
     device: Any,
+    first: Any = None,
 ) -> None:
-    """Greedy steps for one group from its prefilled cache, filling ``out``."""
+    """Greedy steps for one group from its prefilled cache, filling ``out``; the first
+    step's logits are ``first`` when the prefill computed them, else the head's of
+    ``last``."""
     import torch
 
     n = len(out)
@@ -374,7 +377,7 @@ def _decode(
     rows_of_batch = list(range(n))  # the prompt of each row of the batch
     done = [False] * n
     for step in range(max_new_tokens):
-        logits = head(last)
+        logits = head(last) if step or first is None else first
         next_tokens = logits.argmax(-1).tolist()
         for b, i in enumerate(rows_of_batch):
             if done[i]:

@@ -123,6 +123,20 @@ class SlotReader(BaseBackend):
     def generate(self, requests: Sequence[GenerateRequest]) -> list[GenerateResponse]:
         return self.inner.generate(requests)
 
+    @property
+    def joint_prefill(self) -> bool:
+        return getattr(self.inner, "joint_prefill", False) is True
+
+    def score_and_generate(
+        self, scores: Sequence[ScoreRequest], generates: Sequence[GenerateRequest]
+    ) -> tuple[list[ScoreResponse], list[GenerateResponse]]:
+        """The inner backend's joint call (score and generate requests carry no slot)."""
+        joint = getattr(self.inner, "score_and_generate", None)
+        if joint is None:
+            return super().score_and_generate(scores, generates)
+        scored, generated = joint(scores, generates)
+        return list(scored), list(generated)
+
     def classify(self, requests: Sequence[ClassifyRequest]) -> list[ClassifyResponse]:
         return self.inner.classify(requests)
 

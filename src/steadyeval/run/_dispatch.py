@@ -14,6 +14,7 @@ from ..cache import PartialBatchError, ResponseCache
 from ..models import Backend, BackendStats
 from ..requests import (
     ClassifyRequest,
+    GenerateRequest,
     Plan,
     PlannedTrial,
     Request,
@@ -22,7 +23,7 @@ from ..requests import (
     ScoreRequest,
 )
 from ..scoring import get_scoring
-from ._executor import Executor, LocalExecutor
+from ._executor import JOINT, CallKind, Executor, LocalExecutor, joint_prefill
 from ._progress import Progress
 
 __all__ = [
@@ -153,10 +154,14 @@ def dispatch(
     are cached before the error goes on, and every claim still held is released.
     """
     executor = executor or LocalExecutor()
-    groups: dict[str, dict[RequestKind, list[str]]] = defaultdict(lambda: defaultdict(list))
+    by_kind: dict[str, dict[RequestKind, list[str]]] = defaultdict(lambda: defaultdict(list))
     for key in missing:
         model, req = plan.unique[key]
-        groups[model][req.kind].append(key)
+        by_kind[model][req.kind].append(key)
+    groups = {
+        model: _joint_groups(plan, kinds) if joint_prefill(backends[model]) else dict(kinds)
+        for model, kinds in by_kind.items()
+    }
     n_cached, n_models = plan.n_unique - len(missing), len(backends)
     with Progress(total=plan.n_unique, cached=n_cached, enabled=progress, models=n_models) as bar:
         sent = 0
@@ -173,13 +178,37 @@ def dispatch(
     return sent
 
 
+def _joint_groups(plan: Plan, kinds: Mapping[RequestKind, list[str]]) -> dict[CallKind, list[str]]:
+    """A joint-prefill backend's groups: its score and greedy generate requests as one group
+    (``JOINT``) when it has both; sampled generate requests stay apart."""
+    greedy = [k for k in kinds.get("generate", []) if _greedy(plan.unique[k][1])]
+    if not kinds.get("score") or not greedy:
+        return {kind: keys for kind, keys in kinds.items()}
+    out: dict[CallKind, list[str]] = {}
+    for kind, keys in kinds.items():
+        if kind == "score":
+            out[JOINT] = [*keys, *greedy]  # the sender sorts them by prompt text together
+        elif kind == "generate":
+            if len(greedy) < len(keys):
+                taken = set(greedy)
+                out["generate"] = [k for k in keys if k not in taken]
+        else:
+            out[kind] = keys
+    return out
+
+
+def _greedy(req: Request) -> bool:
+    return isinstance(req, GenerateRequest) and req.temperature == 0
+
+
 @dataclass
 class _Sender:
-    """Sends one model's requests of one kind, claiming them in the cache first."""
+    """Sends one model's requests of one kind (or, for a joint-prefill backend, its score
+    and greedy generate requests together), claiming them in the cache first."""
 
     plan: Plan
     model: str
-    kind: RequestKind
+    kind: CallKind
     backend: Backend
     cache: ResponseCache
     responses: dict[str, Response]
@@ -223,9 +252,11 @@ class _Sender:
         # all options of a question) land in the same batch, so a backend that shares
         # prefixes computes each once. Ties keep plan order.
         keys.sort(key=lambda k: prompt_text(unique[k][1]))
-        if self.kind == "score":  # keep prefix groups together for shared-prefix scoring
+        if self.kind in ("score", JOINT):  # keep prefix groups together (shared prefixes)
             reqs = [unique[k][1] for k in keys]
-            chunks = _chunks(keys, [prompt_text(r) for r in reqs], batch_size, _calls(reqs))
+            weights = _joint_weights(reqs) if self.kind == JOINT else None
+            texts = [prompt_text(r) for r in reqs]
+            chunks = _chunks(keys, texts, batch_size, _calls(reqs), weights)
         else:
             chunks = [keys[i : i + batch_size] for i in range(0, len(keys), batch_size)]
         requests = [[unique[k][1] for k in chunk] for chunk in chunks]
@@ -245,7 +276,9 @@ class _Sender:
             raise exc.error from None
 
     def store(self, keys: Sequence[str], got: Sequence[Response]) -> None:
-        rows = [(k, self.model, self.kind, r) for k, r in zip(keys, got, strict=True)]
+        # Each row with its own request's kind (a joint batch mixes score and generate).
+        unique = self.plan.unique
+        rows = [(k, self.model, unique[k][1].kind, r) for k, r in zip(keys, got, strict=True)]
         self.cache.put_many(rows)
         self.responses.update(zip(keys, got, strict=True))
         self.bar.advance(len(keys), model=self.model)
@@ -260,16 +293,28 @@ def _calls(requests: Sequence[Request]) -> list[Hashable]:
     ]
 
 
+def _joint_weights(requests: Sequence[Request]) -> list[float]:
+    """Sizes of score and generate requests in a joint batch: a batch of ``size`` holds
+    about ``size`` generate requests (the backend decodes a batch's prompts together, as it
+    would a generate batch) and the score requests in proportion (an item's options)."""
+    n_gen = sum(1 for r in requests if isinstance(r, GenerateRequest))
+    n_score = len(requests) - n_gen
+    per_score = 0.5 * n_gen / n_score if n_score and n_gen else 1.0
+    return [0.5 if isinstance(r, GenerateRequest) else per_score for r in requests]
+
+
 def _chunks(
     keys: Sequence[str],
     texts: Sequence[str],
     size: int,
     calls: Sequence[Hashable] | None = None,
+    weights: Sequence[float] | None = None,
 ) -> list[list[str]]:
     """Batches of about ``size`` prefix-sorted requests, cut where a request shares little
     prefix with the one before (so one item's formats and options stay together), and never
     longer than four times ``size`` — except that a batch is never cut between two requests
-    of one call (``calls``, e.g. the labels of one chat question), which stay together."""
+    of one call (``calls``, e.g. the labels of one chat question), which stay together.
+    ``weights``: each request's share of ``size`` (default 1)."""
 
     def shared(a: str, b: str) -> int:
         n = 0
@@ -281,15 +326,17 @@ def _chunks(
 
     chunks: list[list[str]] = []
     current: list[str] = []
+    filled = 0.0  # the current batch's weight (a little over, so that 3 x 1/3 fills 1)
     for i, key in enumerate(keys):
         same_call = calls is not None and i > 0 and calls[i] == calls[i - 1]
-        if current and len(current) >= size and not same_call:
+        if current and filled >= size and not same_call:
             prev, text = texts[i - 1], texts[i]
             related = shared(prev, text) * 2 >= min(len(prev), len(text)) > 0
-            if not related or len(current) >= 4 * size:
+            if not related or filled >= 4 * size:
                 chunks.append(current)
-                current = []
+                current, filled = [], 0.0
         current.append(key)
+        filled += 1.0 if weights is None else weights[i] + 1e-9
     if current:
         chunks.append(current)
     return chunks

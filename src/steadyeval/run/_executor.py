@@ -8,7 +8,7 @@ cluster.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Protocol, cast
+from typing import Literal, Protocol, cast
 
 from ..models import Backend
 from ..requests import (
@@ -21,15 +21,56 @@ from ..requests import (
     TopKRequest,
 )
 
-__all__ = ["Executor", "LocalExecutor", "call_backend"]
+__all__ = ["JOINT", "CallKind", "Executor", "LocalExecutor", "call_backend", "joint_prefill"]
+
+#: The call of a backend that prefills score and generate requests together
+#: (``score_and_generate``): a batch holds requests of both kinds.
+JOINT: Literal["score+generate"] = "score+generate"
+CallKind = RequestKind | Literal["score+generate"]
 
 
-def call_backend(
-    backend: Backend, kind: RequestKind, requests: Sequence[Request]
-) -> list[Response]:
-    """Call the backend method for ``kind``; checks that one response came per request."""
+def joint_prefill(backend: Backend) -> bool:
+    """Whether ``backend`` declares a ``score_and_generate`` worth calling (its optional
+    ``joint_prefill`` member is true)."""
+    return getattr(backend, "joint_prefill", False) is True and callable(
+        getattr(backend, "score_and_generate", None)
+    )
+
+
+def _call_jointly(backend: Backend, requests: Sequence[Request]) -> list[Response]:
+    """Score and generate requests mixed: one ``score_and_generate`` call, responses put
+    back in request order."""
+    scores = [i for i, r in enumerate(requests) if isinstance(r, ScoreRequest)]
+    generates = [i for i, r in enumerate(requests) if isinstance(r, GenerateRequest)]
+    if len(scores) + len(generates) != len(requests):
+        raise TypeError("a joint call takes score and generate requests only")
+    joint = getattr(backend, "score_and_generate", None)
+    s_reqs = [cast(ScoreRequest, requests[i]) for i in scores]
+    g_reqs = [cast(GenerateRequest, requests[i]) for i in generates]
+    if joint is None:
+        got_s, got_g = list(backend.score(s_reqs)), list(backend.generate(g_reqs))
+    else:
+        got_s, got_g = joint(s_reqs, g_reqs)
+    if len(got_s) != len(scores) or len(got_g) != len(generates):
+        raise RuntimeError(
+            f"backend {backend.spec} returned {len(got_s)} + {len(got_g)} responses for "
+            f"{len(scores)} score and {len(generates)} generate requests"
+        )
+    out: list[Response | None] = [None] * len(requests)
+    for index, responses in ((scores, got_s), (generates, got_g)):
+        for i, resp in zip(index, cast(Sequence[Response], responses), strict=True):
+            out[i] = resp
+    return [r for r in out if r is not None]
+
+
+def call_backend(backend: Backend, kind: CallKind, requests: Sequence[Request]) -> list[Response]:
+    """Call the backend method for ``kind`` (``JOINT``: ``score_and_generate``, with the
+    score and generate requests of a mixed batch); checks that one response came per
+    request, in request order."""
     out: Sequence[Response]
-    if kind == "score":
+    if kind == JOINT:
+        out = _call_jointly(backend, requests)
+    elif kind == "score":
         out = backend.score(cast(Sequence[ScoreRequest], requests))
     elif kind == "generate":
         out = backend.generate(cast(Sequence[GenerateRequest], requests))
@@ -45,14 +86,15 @@ def call_backend(
 
 
 class Executor(Protocol):
-    """Runs batches (``chunks``) of same-kind requests for one backend.
+    """Runs batches (``chunks``) of same-kind requests for one backend (``JOINT``: score and
+    greedy generate requests mixed, for a backend that prefills them together).
 
     Yields ``(chunk index, responses)`` as each batch completes, in any order; every chunk
     exactly once. The caller caches each batch as it arrives.
     """
 
     def run(
-        self, backend: Backend, kind: RequestKind, chunks: Sequence[Sequence[Request]]
+        self, backend: Backend, kind: CallKind, chunks: Sequence[Sequence[Request]]
     ) -> Iterator[tuple[int, list[Response]]]: ...
 
 
@@ -60,7 +102,7 @@ class LocalExecutor:
     """Runs the batches one after another in this process (the backend batches inside)."""
 
     def run(
-        self, backend: Backend, kind: RequestKind, chunks: Sequence[Sequence[Request]]
+        self, backend: Backend, kind: CallKind, chunks: Sequence[Sequence[Request]]
     ) -> Iterator[tuple[int, list[Response]]]:
         for index, chunk in enumerate(chunks):
             yield index, call_backend(backend, kind, chunk)

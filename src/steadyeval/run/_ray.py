@@ -15,8 +15,8 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from ..models import Backend
-from ..requests import Request, RequestKind, Response
-from ._executor import call_backend
+from ..requests import Request, Response
+from ._executor import CallKind, call_backend
 
 __all__ = ["RayExecutor"]
 
@@ -41,7 +41,7 @@ class _Worker:
     def pid(self) -> int:
         return os.getpid()
 
-    def call(self, kind: RequestKind, requests: Sequence[Request]) -> list[Response]:
+    def call(self, kind: CallKind, requests: Sequence[Request]) -> list[Response]:
         return call_backend(self.backend, kind, requests)
 
 
@@ -99,7 +99,7 @@ class RayExecutor:
         return self._actors[key]
 
     def run(
-        self, backend: Backend, kind: RequestKind, chunks: Sequence[Sequence[Request]]
+        self, backend: Backend, kind: CallKind, chunks: Sequence[Sequence[Request]]
     ) -> Iterator[tuple[int, list[Response]]]:
         ray = self._init()
         from ray.exceptions import RayActorError

@@ -1,0 +1,319 @@
+"""Score and greedy generate requests prefilled together (issue 22, fix 6).
+
+An item's free-form prompt (``<paragraph> Q: <question> A:``) and its option-scoring
+sequences share the paragraph and the question. Scored apart, the generation prefill forwards
+that prefix again. Here a greedy prompt that shares at least half of its tokens with a scored
+sequence joins the scoring trie as a member without targets: the packed rows (or a
+:class:`~._packing.PrefixGroup`'s prefix and rows) are forwarded once with their key/value
+cache kept, the targets are scored as ``score`` does, and each joining prompt's keys and
+values are taken along its trie path (a token's keys and values depend only on its ancestors
+and its position, so they are those an unshared prefill would build), with its next-token
+logits from its last node. The prompts' caches wait in compact form until a decode group is
+full (the budget of cached positions ``packed_greedy`` uses), then are left-padded into one
+batch and decoded greedily (``_packed_decode._decode``). Prompts that share little go
+through ``generate``.
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..requests import GenerateRequest, GenerateResponse, ScoreRequest, ScoreResponse
+from ._hf_batching import is_oom, run_with_backoff
+from ._hf_causal_score import _check_plain_cache, _Prepared
+from ._packed_decode import Decoded, _decode, _roomy_layer
+from ._packing import PackedRow, PrefixGroup, pack_with_prefixes
+
+if TYPE_CHECKING:
+    from ._hf import HFCausalBackend
+
+__all__ = ["JOINT_IF_SHARED", "joining_prompts", "score_and_generate"]
+
+log = logging.getLogger(__name__)
+
+#: A greedy prompt joins the scoring trie when it shares at least this share of its tokens
+#: with a scored sequence (an item's free-form prompt shares all but its last tokens).
+JOINT_IF_SHARED = 0.5
+
+
+def _common(a: Sequence[int], b: Sequence[int]) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def joining_prompts(scored: Sequence[Sequence[int]], prompts: Sequence[Sequence[int]]) -> list[int]:
+    """Indices of ``prompts`` sharing at least ``JOINT_IF_SHARED`` of their tokens with one
+    of the ``scored`` sequences (the longest common prefix with a sorted list is with one of
+    the two neighbours of the prompt's place in it)."""
+    ordered = sorted(tuple(s) for s in scored)
+    out = []
+    for j, prompt in enumerate(prompts):
+        at = bisect.bisect_left(ordered, tuple(prompt))
+        near = ordered[max(0, at - 1) : at + 1]
+        shared = max((_common(prompt, s) for s in near), default=0)
+        if prompt and shared >= JOINT_IF_SHARED * len(prompt):
+            out.append(j)
+    return out
+
+
+@dataclass
+class _Waiting:
+    """Prompts of one setting (max_new_tokens, stops) waiting for their decode group: each
+    as (request index, its keys and values per layer, its next-token logits)."""
+
+    items: list[tuple[int, list[tuple[Any, Any]], Any]] = field(default_factory=list)
+    widest: int = 0
+
+
+class _JointRun:
+    """One ``score_and_generate`` call's joint prefill and decoding."""
+
+    def __init__(
+        self,
+        backend: HFCausalBackend,
+        prepared: Sequence[_Prepared],
+        generates: Sequence[GenerateRequest],
+        prompts: dict[int, tuple[list[int], bool]],
+        budget: int,
+        *,
+        keep_logits: bool = False,
+    ) -> None:
+        self.b, self.prepared, self.generates = backend, prepared, generates
+        self.keep_logits = keep_logits  # each decoding step's logits, in ``decoded``
+        self.decoded: dict[int, Decoded] = {}
+        self.prompts, self.budget = prompts, budget
+        self.todo = [i for i, p in enumerate(prepared) if p.targets]
+        self.members = [prepared[i] for i in self.todo]
+        self.first_prompt = len(self.members)  # members from here on are generation prompts
+        self.joined = sorted(prompts)
+        self.members += [_Prepared(prompts[j][0], [], prompts[j][1]) for j in self.joined]
+        self.waiting: dict[tuple[int, tuple[str, ...]], _Waiting] = {}
+        self.generated: dict[int, GenerateResponse] = {}
+        self.ends: dict[int, Any] = dict.fromkeys(range(self.first_prompt, len(self.members)))
+
+    def run(self) -> list[ScoreResponse]:
+        """Score every prepared sequence and decode every joined prompt."""
+        import torch
+
+        with torch.inference_mode():
+            return self._run()
+
+    def _run(self) -> list[ScoreResponse]:
+        b = self.b
+        rows, groups = pack_with_prefixes(
+            [m.fed for m in self.members],
+            max_nodes=b._row_nodes,
+            limits=[len(m.fed) - max(1, len(m.targets)) for m in self.members],
+            min_shared=b._row_nodes // 4 if b._prefix_cache else None,
+        )
+        final = {
+            i: ScoreResponse(0.0, 0, True, p.truncated, len(p.fed))
+            for i, p in enumerate(self.prepared)
+            if not p.targets
+        }
+        results = self._score_only([r for r in rows if not self._has_prompts(r)])
+        joint = [r for r in rows if self._has_prompts(r)]
+        # Rows with prompts keep their caches until the prompts' paths are taken: a batch of
+        # them holds at most a decode group's budget of positions (and one row).
+        per_batch = max(1, min((b._batch_size * 512) // b._row_nodes, self.budget // b._row_nodes))
+        for start in range(0, len(joint), per_batch):
+            results.append(self._joint_rows(joint[start : start + per_batch]))
+        for group in groups:
+            results.append(self._prefix_group(group))
+        for key in list(self.waiting):
+            self._flush(key)
+        for got in results:
+            final.update((self.todo[m], resp) for m, resp in got)
+        return [final[i] for i in range(len(self.prepared))]
+
+    def _has_prompts(self, row: PackedRow) -> bool:
+        return any(m >= self.first_prompt for m in row.members)
+
+    def _count(self, row: PackedRow) -> None:
+        """Scoring tokens forwarded: the nodes on a scored member's path (and the prefix if
+        a scored member uses it); the rest are generation prompt tokens, counted apart."""
+        scored = {n for m, path in row.members.items() if m < self.first_prompt for n in path}
+        self.b.tokens_forwarded += len(scored)
+        self.b.joint_prompt_tokens += len(row.tokens) - len(scored)
+
+    def _score_only(self, rows: list[PackedRow]) -> list[list[tuple[int, ScoreResponse]]]:
+        """Rows without generation prompts: batched as ``score`` batches them, no cache."""
+        b = self.b
+        rows.sort(key=lambda r: -len(r.tokens))
+        per_batch = max(1, (b._batch_size * 512) // b._row_nodes)
+        results, _ = run_with_backoff(
+            rows,
+            per_batch,
+            lambda batch: [b._run_rows(batch, self.members)],
+            on_shrink=b._log_shrink,
+        )
+        b.tokens_forwarded += sum(len(r.tokens) for r in rows)
+        return results
+
+    def _joint_rows(self, rows: list[PackedRow]) -> list[tuple[int, ScoreResponse]]:
+        """Rows with prompts: forwarded in one batch with their key/value cache kept."""
+        from transformers import DynamicCache
+
+        cache = DynamicCache()
+        got = self.b._run_rows(rows, self.members, (0, cache), self.ends)
+        for b, row in enumerate(rows):
+            self._count(row)
+            self._take(row, cache, 0, b)
+        return got
+
+    def _prefix_group(self, group: PrefixGroup) -> list[tuple[int, ScoreResponse]]:
+        """A group's prefix forwarded once, then its rows on it (``_run_prefix_group``); the
+        prompts among its members are taken from the cache after their row."""
+        length = len(group.prefix)
+        scored = any(m < self.first_prompt for row in group.rows for m in row.members)
+        if scored:
+            self.b.tokens_forwarded += length
+        else:
+            self.b.joint_prompt_tokens += length
+
+        def on_row(row: PackedRow, cache: Any) -> None:
+            self._count(row)
+            if self._has_prompts(row):
+                self._take(row, cache, length)
+
+        got: list[tuple[int, ScoreResponse]] = self.b._run_prefix_group(
+            group, self.members, self.ends, on_row
+        )
+        return got
+
+    def _take(self, row: PackedRow, cache: Any, prefix: int, b: int = 0) -> None:
+        """The generation prompts' keys and values along their paths in the row (row ``b``
+        of the cache's batch, after the ``prefix`` positions it starts with), queued for
+        decoding."""
+        import torch
+
+        _check_plain_cache(cache)
+        for m, path in row.members.items():
+            if m < self.first_prompt:
+                continue
+            j = self.joined[m - self.first_prompt]
+            index = torch.tensor([*range(prefix), *(prefix + n for n in path)], dtype=torch.long)
+            kv = []
+            for layer in cache.layers:
+                at = index.to(layer.keys.device)
+                kv.append((layer.keys[b].index_select(1, at), layer.values[b].index_select(1, at)))
+            self._queue(j, kv, self.ends.pop(m))
+
+    def _queue(self, j: int, kv: list[tuple[Any, Any]], logits: Any) -> None:
+        """Queue prompt ``j``; a setting's queue is decoded first if ``j`` would take its
+        left-padded cache past the budget (as ``decode_groups`` cuts groups)."""
+        req = self.generates[j]
+        key = (req.max_new_tokens, req.stop)
+        length = len(self.prompts[j][0])
+        wait = self.waiting.get(key)
+        if wait is not None:
+            wider = max(wait.widest, length)
+            if (len(wait.items) + 1) * (wider + req.max_new_tokens) > self.budget:
+                self._flush(key)
+        wait = self.waiting.setdefault(key, _Waiting())
+        wait.items.append((j, kv, logits))
+        wait.widest = max(wait.widest, length)
+
+    def _flush(self, key: tuple[int, tuple[str, ...]]) -> None:
+        """Decode one setting's waiting prompts as one left-padded batch."""
+        import torch
+        from transformers import DynamicCache
+
+        wait = self.waiting.pop(key)
+        max_new, stops = key
+        n, longest = len(wait.items), wait.widest
+        attn = torch.zeros((n, longest), dtype=torch.long)
+        for b, (j, _, _) in enumerate(wait.items):
+            attn[b, longest - len(self.prompts[j][0]) :] = 1
+        roomy = _roomy_layer()
+        layers = []
+        for layer in range(len(wait.items[0][1])):
+            bufs = []
+            for side in (0, 1):
+                first = wait.items[0][1][layer][side]
+                buf = first.new_zeros((n, first.shape[0], longest + max_new, first.shape[2]))
+                for b, (_, kv, _) in enumerate(wait.items):
+                    part = kv[layer][side]
+                    buf[b, :, longest - part.shape[1] : longest] = part
+                bufs.append(buf)
+            layers.append(roomy(*bufs, longest))
+        cache = DynamicCache()
+        cache.layers = layers
+        logits = torch.stack([lg for _, _, lg in wait.items])
+        wait.items = [(j, [], None) for j, _, _ in wait.items]  # the compact copies go now
+        out = [Decoded([], False, [] if self.keep_logits else None) for _ in wait.items]
+        model = self.b.model
+        _decode(
+            model,
+            self.b.tokenizer,
+            cache,
+            attn,
+            None,
+            out,
+            max_new_tokens=max_new,
+            stops=stops,
+            device=next(model.parameters()).device,
+            first=logits,
+        )
+        for (j, _, _), d in zip(wait.items, out, strict=True):
+            if self.keep_logits:
+                self.decoded[j] = d
+            req, (ids, truncated) = self.generates[j], self.prompts[j]
+            self.generated[j] = self.b._generation_response(
+                req, d.tokens, d.hit_eos, len(d.tokens) >= max_new, ids, truncated
+            )
+
+
+def score_and_generate(
+    backend: HFCausalBackend,
+    scores: Sequence[ScoreRequest],
+    generates: Sequence[GenerateRequest],
+    budget: int,
+) -> tuple[list[ScoreResponse], list[GenerateResponse]]:
+    """``backend``'s joint call (see the module doc); ``budget``: cached positions per
+    decode group. Without packing for both kinds (the one-time checks), or without greedy
+    prompts sharing a prefix with a scored sequence, it is ``score`` then ``generate``."""
+    greedy = [i for i, r in enumerate(generates) if r.temperature == 0]
+    if not scores or not greedy:
+        return (backend.score(scores) if scores else []), (
+            backend.generate(generates) if generates else []
+        )
+    prepared = backend._prepare_scores(scores)
+    if backend._packing is None:
+        backend._packing = backend._check_packing(prepared[0])
+    # Joint rows continue a (possibly empty) cache: the cached-prefix check must have passed.
+    ok = backend._packing is True and backend._prefix_cache
+    ok = ok and backend._packed_generation_ok(generates[greedy[0]])
+    prompts = {
+        i: backend._prompt_ids(r.prompt, r.chat, r.system, r.max_new_tokens)
+        for i, r in ((i, generates[i]) for i in greedy)
+        if ok
+    }
+    scored = [p.fed for p in prepared if p.targets]
+    picked = joining_prompts(scored, [prompts[i][0] for i in greedy]) if ok and scored else []
+    joined = {greedy[k]: prompts[greedy[k]] for k in picked}
+    if not joined:
+        return backend._score_prepared(prepared), backend.generate(generates)
+    run = _JointRun(backend, prepared, generates, joined, budget)
+    try:
+        scored_out = run.run()
+    except Exception as exc:  # out of memory: apart, where batches halve on it
+        if not is_oom(exc):
+            raise
+        log.warning(
+            "%s: out of memory in a joint prefill; scoring and generating apart", backend.spec
+        )
+        return backend._score_prepared(prepared), backend.generate(generates)
+    backend.joint_prompts += len(joined)
+    rest = [i for i in range(len(generates)) if i not in joined]
+    if rest:
+        run.generated.update(zip(rest, backend.generate([generates[i] for i in rest]), strict=True))
+    return scored_out, [run.generated[i] for i in range(len(generates))]
