@@ -191,7 +191,7 @@ def test_packed_scoring_equals_unshared_scoring(
     tiny_gpt2: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Options sharing a prompt are forwarded once; scores equal the padded computation."""
-    packed = load_backend(f"hf:{tiny_gpt2}?packing=true&batch_size=8")
+    packed = load_backend(f"hf:{tiny_gpt2}?packing=true&batch_size=64")
     plain = load_backend(f"hf:{tiny_gpt2}?packing=false")
     assert isinstance(packed, HFCausalBackend) and isinstance(plain, HFCausalBackend)
     reqs = [ScoreRequest(c, x) for c, x in PAIRS]

@@ -27,6 +27,14 @@ __all__ = ["CausalScoring"]
 
 log = logging.getLogger(__name__)
 
+#: Token positions of a packed forward pass per unit of the ``batch_size`` option (rows per
+#: forward = batch_size × this // row nodes). A packed row's attention is dense over its
+#: width, so a forward of 32 rows of 1,024 nodes (the former 512 per unit) holds ~1 GB of
+#: attention scores on a 12M GPT-2: on the layouts benchmark's workloads at quick size
+#: (bench/README.md, issue 22), scoring all requests of a workload in one call took
+#: 0.6-0.8× the time and about half the memory with 32 per unit; 64 and 128 were between.
+PACKED_POSITIONS_PER_UNIT = 32
+
 #: Tokens of the first request's sequence the one-time packing check forwards (its last
 #: ones), with two sequences branching from them: enough to exercise masks and positions.
 PROBE_TOKENS = 16
@@ -219,6 +227,11 @@ class CausalScoring(HFBackendBase):
         forward 10% more tokens and take 15% longer than rows of 1,024; 256, 2.6 times)."""
         return max(512, min(self.max_length, 2048))
 
+    def _packed_rows_per_forward(self, max_nodes: int) -> int:
+        """Packed rows per forward pass: ``batch_size`` × ``PACKED_POSITIONS_PER_UNIT``
+        token positions (2 rows of 1,024 nodes at the default batch size of 64)."""
+        return max(1, (self._batch_size * PACKED_POSITIONS_PER_UNIT) // max_nodes)
+
     def _check_packing(self, probe: _Prepared) -> bool:
         """Packing needs a model that honours custom 4-D masks and position ids: once, score
         a short probe (the last ``PROBE_TOKENS`` tokens fed for ``probe``) and two sequences
@@ -314,7 +327,7 @@ class CausalScoring(HFBackendBase):
             min_shared=min_shared,
         )
         rows.sort(key=lambda r: -len(r.tokens))
-        per_batch = max(1, (self._batch_size * 512) // max_nodes)
+        per_batch = self._packed_rows_per_forward(max_nodes)
         final: dict[int, ScoreResponse] = {
             i: ScoreResponse(0.0, 0, True, p.truncated, len(p.fed))
             for i, p in enumerate(prepared)

@@ -123,7 +123,9 @@ class _JointRun:
         joint = [r for r in rows if self._has_prompts(r)]
         # Rows with prompts keep their caches until the prompts' paths are taken: a batch of
         # them holds at most a decode group's budget of positions (and one row).
-        per_batch = max(1, min((b._batch_size * 512) // b._row_nodes, self.budget // b._row_nodes))
+        per_batch = max(
+            1, min(b._packed_rows_per_forward(b._row_nodes), self.budget // b._row_nodes)
+        )
         for start in range(0, len(joint), per_batch):
             results.append(self._joint_rows(joint[start : start + per_batch]))
         for group in groups:
@@ -148,7 +150,7 @@ class _JointRun:
         """Rows without generation prompts: batched as ``score`` batches them, no cache."""
         b = self.b
         rows.sort(key=lambda r: -len(r.tokens))
-        per_batch = max(1, (b._batch_size * 512) // b._row_nodes)
+        per_batch = b._packed_rows_per_forward(b._row_nodes)
         results, _ = run_with_backoff(
             rows,
             per_batch,
