@@ -136,7 +136,10 @@ def run_workload(key: str, args: argparse.Namespace) -> dict[str, Any] | None:
         for b in sizes:
             got = lmeval(search_tasks, b)
             if not args.dry_run:
-                print(f"  lm-eval batch {b} ({search} size, to pick): {got['wall_s']:.1f} s")
+                print(
+                    f"  lm-eval batch {b} ({search} size, to pick): {got['wall_s']:.1f} s",
+                    flush=True,
+                )
                 trials[b] = got["wall_s"]
         best = min(trials, key=lambda b: trials[b]) if trials else sizes[0]
         le_runs = [lmeval(tasks, best) for _ in range(args.repeats)]
