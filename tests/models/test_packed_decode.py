@@ -76,6 +76,11 @@ def test_length_batches_bound_the_padding() -> None:
     assert batches == [[0, 5, 2, 8], [4, 7, 3], [1], [6]]  # longest first
     for b in batches:
         assert sum(lengths[i] for i in b) >= 0.9 * len(b) * max(lengths[i] for i in b)
+    capped = length_batches(lengths, max_positions=700)
+    assert sorted(i for b in capped for i in b) == list(range(len(lengths)))
+    assert [0] in capped  # 2 x 355 positions would pass the cap: the longest goes alone
+    assert all(len(b) * lengths[b[0]] <= 700 or len(b) == 1 for b in capped)
+    assert len(capped) > len(batches)
 
 
 @pytest.mark.parametrize(
@@ -108,9 +113,11 @@ def _spy_prefills(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[int]]:
     for kind in seen:
         real = getattr(_packed_decode, f"_prefill_{kind}")
 
-        def spy(model: Any, seqs: Any, *args: Any, _real: Any = real, _kind: str = kind) -> Any:
+        def spy(
+            model: Any, seqs: Any, *args: Any, _real: Any = real, _kind: str = kind, **kw: Any
+        ) -> Any:
             seen[_kind].append(len(seqs))
-            return _real(model, seqs, *args)
+            return _real(model, seqs, *args, **kw)
 
         monkeypatch.setattr(_packed_decode, f"_prefill_{kind}", spy)
     return seen
