@@ -26,7 +26,7 @@ from ..requests import GenerateRequest, GenerateResponse, ScoreRequest, ScoreRes
 from ._hf_batching import is_oom, run_with_backoff
 from ._hf_causal_score import _check_plain_cache, _Prepared
 from ._packed_decode import Decoded, _decode, _roomy_layer
-from ._packing import PackedRow, PrefixGroup, pack_with_prefixes
+from ._packing import PackedRow, PrefixGroup, _shared, pack_with_prefixes
 
 if TYPE_CHECKING:
     from ._hf import HFCausalBackend
@@ -40,15 +40,6 @@ log = logging.getLogger(__name__)
 JOINT_IF_SHARED = 0.5
 
 
-def _common(a: Sequence[int], b: Sequence[int]) -> int:
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n
-
-
 def joining_prompts(scored: Sequence[Sequence[int]], prompts: Sequence[Sequence[int]]) -> list[int]:
     """Indices of ``prompts`` sharing at least ``JOINT_IF_SHARED`` of their tokens with one
     of the ``scored`` sequences (the longest common prefix with a sorted list is with one of
@@ -58,7 +49,7 @@ def joining_prompts(scored: Sequence[Sequence[int]], prompts: Sequence[Sequence[
     for j, prompt in enumerate(prompts):
         at = bisect.bisect_left(ordered, tuple(prompt))
         near = ordered[max(0, at - 1) : at + 1]
-        shared = max((_common(prompt, s) for s in near), default=0)
+        shared = max((_shared(prompt, s) for s in near), default=0)
         if prompt and shared >= JOINT_IF_SHARED * len(prompt):
             out.append(j)
     return out
