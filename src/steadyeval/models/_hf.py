@@ -132,6 +132,8 @@ class HFCausalBackend(BatchedGeneration, CausalScoring):
         its tokens with a scored sequence joins the scoring trie, so the shared prefix is
         forwarded once for both (``_joint_prefill``); the responses are those of ``score``
         and ``generate`` (within float tolerance; greedy tokens the same)."""
+        if not scores or not any(r.temperature == 0 for r in generates):
+            return super().score_and_generate(scores, generates)  # nothing to share
         budget = self._batch_size * DECODE_POSITIONS_PER_ROW
         return joint_score_and_generate(self, scores, generates, budget)
 

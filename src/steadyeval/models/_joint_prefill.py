@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from ..requests import GenerateRequest, GenerateResponse, ScoreRequest, ScoreResponse
 from ._hf_batching import is_oom, run_with_backoff
 from ._hf_causal_score import _check_plain_cache, _Prepared
-from ._packed_decode import Decoded, _decode, _roomy_layer
+from ._packed_decode import Decoded, _decode, roomy_cache
 from ._packing import PackedRow, PrefixGroup, _shared, pack_with_prefixes
 
 if TYPE_CHECKING:
@@ -218,7 +218,6 @@ class _JointRun:
     def _flush(self, key: tuple[int, tuple[str, ...]]) -> None:
         """Decode one setting's waiting prompts as one left-padded batch."""
         import torch
-        from transformers import DynamicCache
 
         wait = self.waiting.pop(key)
         max_new, stops = key
@@ -226,7 +225,6 @@ class _JointRun:
         attn = torch.zeros((n, longest), dtype=torch.long)
         for b, (j, _, _) in enumerate(wait.items):
             attn[b, longest - len(self.prompts[j][0]) :] = 1
-        roomy = _roomy_layer()
         layers = []
         for layer in range(len(wait.items[0][1])):
             bufs = []
@@ -237,9 +235,8 @@ class _JointRun:
                     part = kv[layer][side]
                     buf[b, :, longest - part.shape[1] : longest] = part
                 bufs.append(buf)
-            layers.append(roomy(*bufs, longest))
-        cache = DynamicCache()
-        cache.layers = layers
+            layers.append((bufs[0], bufs[1]))
+        cache = roomy_cache(layers, longest)
         logits = torch.stack([lg for _, _, lg in wait.items])
         wait.items = [(j, [], None) for j, _, _ in wait.items]  # the compact copies go now
         out = [Decoded([], False, [] if self.keep_logits else None) for _ in wait.items]
@@ -272,13 +269,10 @@ def score_and_generate(
     budget: int,
 ) -> tuple[list[ScoreResponse], list[GenerateResponse]]:
     """``backend``'s joint call (see the module doc); ``budget``: cached positions per
-    decode group. Without packing for both kinds (the one-time checks), or without greedy
-    prompts sharing a prefix with a scored sequence, it is ``score`` then ``generate``."""
+    decode group; ``scores`` and greedy ``generates`` are both non-empty. Without packing
+    for both kinds (the one-time checks), or without greedy prompts sharing a prefix with a
+    scored sequence, it is ``score`` then ``generate``."""
     greedy = [i for i, r in enumerate(generates) if r.temperature == 0]
-    if not scores or not greedy:
-        return (backend.score(scores) if scores else []), (
-            backend.generate(generates) if generates else []
-        )
     prepared = backend._prepare_scores(scores)
     if backend._packing is None:
         backend._packing = backend._check_packing(prepared[0])

@@ -110,6 +110,17 @@ def _roomy_layer() -> Any:
     return _ROOMY
 
 
+def roomy_cache(layers: Sequence[tuple[Any, Any]], used: int) -> Any:
+    """A ``DynamicCache`` over preallocated (keys, values) buffers per layer, of which the
+    first ``used`` positions are filled (decoding writes the rest in place)."""
+    from transformers import DynamicCache
+
+    roomy = _roomy_layer()
+    cache = DynamicCache()
+    cache.layers = [roomy(keys, values, used) for keys, values in layers]
+    return cache
+
+
 def _cache_name(base: Any) -> str:
     """The key/value cache's argument and output name: ``cache`` in recent transformers,
     ``past_key_values`` before."""
@@ -253,7 +264,6 @@ def _prefill_padded(
     ``room`` free positions. Returns the cache, its attention mask and each prompt's last
     hidden state."""
     import torch
-    from transformers import DynamicCache
 
     n, longest = len(seqs), max(len(s) for s in seqs)
     attn = torch.zeros((n, longest), dtype=torch.long)
@@ -290,10 +300,7 @@ def _prefill_padded(
             for kv, buf in zip((layer.keys, layer.values), bufs, strict=True):
                 buf[rows.to(buf.device), :, longest - width : longest] = kv
         last[rows.to(last.device)] = result.last_hidden_state[:, -1]
-    roomy = _roomy_layer()
-    cache = DynamicCache()
-    cache.layers = [roomy(keys, values, longest) for keys, values in buffers]
-    return cache, attn, last
+    return roomy_cache(buffers, longest), attn, last
 
 
 def _prefill_packed(
@@ -332,7 +339,6 @@ def _gather(
     hidden state. Per layer the rows' caches are laid end to end (with one zero position for
     the padding) and every prompt's positions taken in one ``index_select``."""
     import torch
-    from transformers import DynamicCache
 
     n = len(paths)
     longest = max(len(path) for _, path in paths)
@@ -345,7 +351,6 @@ def _gather(
     for b, (r, path) in enumerate(paths):
         index[b, longest - len(path) :] = torch.tensor(path, dtype=torch.long) + starts[r]
         attn[b, longest - len(path) :] = 1
-    roomy = _roomy_layer()
     layers = []
     for layer_idx in range(len(prefilled[0][1].layers)):
         buffers = []
@@ -357,9 +362,8 @@ def _gather(
             buf = every.new_empty((n, heads, longest + room, dim))
             buf[:, :, :longest] = picked.view(heads, n, longest, dim).transpose(0, 1)
             buffers.append(buf)
-        layers.append(roomy(*buffers, longest))
-    cache = DynamicCache()
-    cache.layers = layers
+        layers.append((buffers[0], buffers[1]))
+    cache = roomy_cache(layers, longest)
     hidden = torch.cat([h for h, _ in prefilled])
     last = hidden.index_select(0, index[:, -1].to(hidden.device))
     return cache, attn, last

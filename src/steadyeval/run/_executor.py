@@ -44,23 +44,19 @@ def _call_jointly(backend: Backend, requests: Sequence[Request]) -> list[Respons
     generates = [i for i, r in enumerate(requests) if isinstance(r, GenerateRequest)]
     if len(scores) + len(generates) != len(requests):
         raise TypeError("a joint call takes score and generate requests only")
-    joint = getattr(backend, "score_and_generate", None)
     s_reqs = [cast(ScoreRequest, requests[i]) for i in scores]
     g_reqs = [cast(GenerateRequest, requests[i]) for i in generates]
-    if joint is None:
-        got_s, got_g = list(backend.score(s_reqs)), list(backend.generate(g_reqs))
-    else:
-        got_s, got_g = joint(s_reqs, g_reqs)
+    # Only sent to a backend that has it (``joint_prefill``): an optional protocol member.
+    got_s, got_g = backend.score_and_generate(s_reqs, g_reqs)  # type: ignore[attr-defined]
     if len(got_s) != len(scores) or len(got_g) != len(generates):
         raise RuntimeError(
             f"backend {backend.spec} returned {len(got_s)} + {len(got_g)} responses for "
             f"{len(scores)} score and {len(generates)} generate requests"
         )
-    out: list[Response | None] = [None] * len(requests)
-    for index, responses in ((scores, got_s), (generates, got_g)):
-        for i, resp in zip(index, cast(Sequence[Response], responses), strict=True):
-            out[i] = resp
-    return [r for r in out if r is not None]
+    out: list[Response] = [*got_s, *got_g]  # placeholders, each slot overwritten below
+    for i, resp in zip([*scores, *generates], [*got_s, *got_g], strict=True):
+        out[i] = resp
+    return out
 
 
 def call_backend(backend: Backend, kind: CallKind, requests: Sequence[Request]) -> list[Response]:

@@ -341,9 +341,7 @@ def widen(
     ``1 + factor × min(1, _WIDEN_CELLS / cells_per_row)``, clipped to [0, 1]
     (bench/spread_calibrate.py chooses ``factor``)."""
     k = 1.0 + factor * min(1.0, _WIDEN_CELLS / max(cells_per_row, 1e-9))
-    new_low = np.clip(centre - k * (centre - low), 0.0, 1.0)
-    new_high = np.clip(centre + k * (high - centre), 0.0, 1.0)
-    return np.asarray(new_low), np.asarray(new_high)
+    return np.clip(centre - k * (centre - low), 0, 1), np.clip(centre + k * (high - centre), 0, 1)
 
 
 @dataclass(frozen=True, eq=False)
