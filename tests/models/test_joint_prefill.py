@@ -223,3 +223,31 @@ def test_dispatch_sends_the_hf_backend_joint_batches(tiny_gpt2: Path, tmp_path: 
     with ResponseCache(tmp_path / "c.sqlite") as cache:  # read back with their kinds
         assert cache.claim(list(plan.unique)).cached == responses
         cache.release()
+
+
+def test_decode_groups_cut_by_the_budget(tiny_gpt2: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With a budget of two prompts' caches, the joined prompts are decoded in several
+    groups (planned before the forwards, each filled as its prompts' rows are forwarded):
+    every answer still equals generate()'s."""
+    b = _load(tiny_gpt2, "packing=true&batch_size=16")
+    plain = _load(tiny_gpt2, "packing=false&batch_size=1")
+    scores, gens = _requests()
+    gens = gens[:4]
+    b.score(scores[:1])  # the one-time checks
+    assert b._packed_generation_ok(gens[0])
+    prompts = {
+        i: b._prompt_ids(g.prompt, False, None, g.max_new_tokens) for i, g in enumerate(gens)
+    }
+    widest = max(len(p) for p, _ in prompts.values())
+    sizes: list[int] = []
+    real = _JointRun._flush
+
+    def spy(self: _JointRun, group: Any) -> None:
+        sizes.append(len(group.prompts))
+        real(self, group)
+
+    monkeypatch.setattr(_JointRun, "_flush", spy)
+    run = _JointRun(b, b._prepare_scores(scores), gens, prompts, 2 * (widest + 5))
+    run.run()
+    assert sizes == [2, 2]
+    assert [run.generated[i] for i in range(4)] == plain.generate(gens)

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from steadyeval import load_backend
-from steadyeval.models import _packed_decode
+from steadyeval.models import _packed_decode, _roomy
 from steadyeval.models._hf import PROBE_STEPS, PROBE_TOKENS, HFCausalBackend
 from steadyeval.models._packed_decode import (
     decode_groups,
@@ -222,3 +222,53 @@ def test_the_check_catches_wrong_packed_decoding(
     b = _load(tiny_gpt2, "batch_size=8")
     assert b.generate(reqs) == expected
     assert b._packing is True and b._packed_generation is False
+
+
+def test_padded_batches_after_the_first_write_into_the_buffer(
+    tiny_gpt2: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The padded prefill forwards its longest prompt alone, then writes every later batch's
+    keys and values straight into the group's buffer (no batch cache beside it); decoding
+    from that buffer equals generate(), prompt by prompt."""
+    packed = _load(tiny_gpt2, "packing=true&batch_size=64")
+    plain = _load(tiny_gpt2, "packing=false&batch_size=1")
+    reqs = _mixed_requests()
+    prepared = [packed._prompt_ids(r.prompt, False, None, r.max_new_tokens) for r in reqs]
+    views: list[bool] = []
+    real = _packed_decode._rows_view
+
+    def spy(*args: Any) -> Any:
+        got = real(*args)
+        views.append(got is not None)
+        return got
+
+    monkeypatch.setattr(_packed_decode, "_rows_view", spy)
+    with torch.inference_mode():
+        decoded = packed_greedy(
+            packed.model,
+            packed.tokenizer,
+            [p for p, _ in prepared],
+            max_new_tokens=7,
+            stops=(),
+            max_nodes=1024,
+            budget=10_000,
+            prefill="padded",
+        )
+    assert packed._responses(reqs, prepared, decoded) == plain.generate(reqs)
+    assert views[0] is False and sum(views) >= 2  # the first alone; later batches in place
+
+
+def test_dropping_finished_rows_keeps_the_others_in_the_same_buffer() -> None:
+    """Rows leaving a cache over preallocated buffers: the kept rows move to the front of
+    the buffer (no second buffer), in order, with their positions intact."""
+    keys = torch.randn(5, 2, 9, 4)
+    values = torch.randn(5, 2, 9, 4)
+    want_k, want_v = keys[[0, 2, 3], :, :6].clone(), values[[0, 2, 3], :, :6].clone()
+    cache = _roomy.roomy_cache([(keys, values)], 6)
+    layer = cache.layers[0]
+    layer.batch_select_indices(torch.tensor([0, 2, 3]))
+    assert torch.equal(layer.keys, want_k) and torch.equal(layer.values, want_v)
+    assert layer.keys.data_ptr() == keys.data_ptr()  # the same storage
+    k, v = layer.update(torch.ones(3, 2, 1, 4), torch.zeros(3, 2, 1, 4))
+    assert k.shape == (3, 2, 7, 4) and torch.equal(k[:, :, 6], torch.ones(3, 2, 4))
+    assert torch.equal(v[:, :, :6], want_v)

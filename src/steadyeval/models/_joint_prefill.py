@@ -8,9 +8,10 @@ sequence joins the scoring trie as a member without targets: the packed rows (or
 cache kept, the targets are scored as ``score`` does, and each joining prompt's keys and
 values are taken along its trie path (a token's keys and values depend only on its ancestors
 and its position, so they are those an unshared prefill would build), with its next-token
-logits from its last node. The prompts' caches wait in compact form until a decode group is
-full (the budget of cached positions ``packed_greedy`` uses), then are left-padded into one
-batch and decoded greedily (``_packed_decode._decode``). Prompts that share little go
+logits from its last node. The prompts are cut into decode groups before the forwards (the
+budget of cached positions ``packed_greedy`` uses); each prompt's keys and values go
+straight into its row of its group's left-padded buffers, and a group is decoded greedily
+(``_packed_decode._decode``) once its last prompt is in. Prompts that share little go
 through ``generate``.
 """
 
@@ -25,8 +26,9 @@ from typing import TYPE_CHECKING, Any
 from ..requests import GenerateRequest, GenerateResponse, ScoreRequest, ScoreResponse
 from ._hf_batching import is_oom, run_with_backoff
 from ._hf_causal_score import _check_plain_cache, _Prepared
-from ._packed_decode import Decoded, _decode, roomy_cache
+from ._packed_decode import Decoded, _decode
 from ._packing import PackedRow, PrefixGroup, _shared, pack_with_prefixes
+from ._roomy import roomy_cache
 
 if TYPE_CHECKING:
     from ._hf import HFCausalBackend
@@ -56,12 +58,18 @@ def joining_prompts(scored: Sequence[Sequence[int]], prompts: Sequence[Sequence[
 
 
 @dataclass
-class _Waiting:
-    """Prompts of one setting (max_new_tokens, stops) waiting for their decode group: each
-    as (request index, its keys and values per layer, its next-token logits)."""
+class _Group:
+    """A decode group, planned before the forwards (prompts of one setting, in the order
+    they are taken, cut where the next would take the left-padded cache past the budget, as
+    ``decode_groups`` cuts them). Its buffers are allocated when its first prompt is taken;
+    each prompt's keys and values are written straight into its row."""
 
-    items: list[tuple[int, list[tuple[Any, Any]], Any]] = field(default_factory=list)
+    key: tuple[int, tuple[str, ...]]  # (max_new_tokens, stop strings)
+    prompts: list[int] = field(default_factory=list)  # request indices, in buffer-row order
     widest: int = 0
+    layers: list[tuple[Any, Any]] = field(default_factory=list)
+    logits: list[Any] = field(default_factory=list)  # each row's next-token logits
+    taken: int = 0
 
 
 class _JointRun:
@@ -86,7 +94,7 @@ class _JointRun:
         self.first_prompt = len(self.members)  # members from here on are generation prompts
         self.joined = sorted(prompts)
         self.members += [_Prepared(prompts[j][0], [], prompts[j][1]) for j in self.joined]
-        self.waiting: dict[tuple[int, tuple[str, ...]], _Waiting] = {}
+        self.group_of: dict[int, tuple[_Group, int]] = {}  # request -> (its group, its row)
         self.generated: dict[int, GenerateResponse] = {}
         self.ends: dict[int, Any] = dict.fromkeys(range(self.first_prompt, len(self.members)))
 
@@ -117,12 +125,11 @@ class _JointRun:
         per_batch = max(
             1, min(b._packed_rows_per_forward(b._row_nodes), self.budget // b._row_nodes)
         )
+        self._plan([*joint, *(row for group in groups for row in group.rows)])
         for start in range(0, len(joint), per_batch):
             results.append(self._joint_rows(joint[start : start + per_batch]))
         for group in groups:
             results.append(self._prefix_group(group))
-        for key in list(self.waiting):
-            self._flush(key)
         for got in results:
             final.update((self.todo[m], resp) for m, resp in got)
         return [final[i] for i in range(len(self.prepared))]
@@ -182,10 +189,29 @@ class _JointRun:
         )
         return got
 
+    def _plan(self, rows: Sequence[PackedRow]) -> None:
+        """Cut the joined prompts into decode groups, in the order ``_take`` meets them in
+        ``rows`` (the order they are forwarded)."""
+        last: dict[tuple[int, tuple[str, ...]], _Group] = {}
+        for row in rows:
+            for m in row.members:
+                if m < self.first_prompt:
+                    continue
+                j = self.joined[m - self.first_prompt]
+                req = self.generates[j]
+                key, length = (req.max_new_tokens, req.stop), len(self.prompts[j][0])
+                group = last.get(key)
+                wider = max(group.widest, length) if group else length
+                if group is None or (len(group.prompts) + 1) * (wider + key[0]) > self.budget:
+                    group = last[key] = _Group(key)
+                self.group_of[j] = (group, len(group.prompts))
+                group.prompts.append(j)
+                group.widest = wider
+
     def _take(self, row: PackedRow, cache: Any, prefix: int, b: int = 0) -> None:
         """The generation prompts' keys and values along their paths in the row (row ``b``
-        of the cache's batch, after the ``prefix`` positions it starts with), queued for
-        decoding."""
+        of the cache's batch, after the ``prefix`` positions it starts with), written into
+        their decode group's buffers; a group is decoded once its last prompt is in."""
         import torch
 
         _check_plain_cache(cache)
@@ -193,53 +219,45 @@ class _JointRun:
             if m < self.first_prompt:
                 continue
             j = self.joined[m - self.first_prompt]
+            group, slot = self.group_of[j]
+            if not group.layers:
+                self._allocate(group, cache)
             index = torch.tensor([*range(prefix), *(prefix + n for n in path)], dtype=torch.long)
-            kv = []
-            for layer in cache.layers:
+            start = group.widest - len(index)
+            for layer, (keys, values) in zip(cache.layers, group.layers, strict=True):
                 at = index.to(layer.keys.device)
-                kv.append((layer.keys[b].index_select(1, at), layer.values[b].index_select(1, at)))
-            self._queue(j, kv, self.ends.pop(m))
+                keys[slot, :, start : group.widest] = layer.keys[b].index_select(1, at)
+                values[slot, :, start : group.widest] = layer.values[b].index_select(1, at)
+            group.logits[slot] = self.ends.pop(m)
+            group.taken += 1
+            if group.taken == len(group.prompts):
+                self._flush(group)
 
-    def _queue(self, j: int, kv: list[tuple[Any, Any]], logits: Any) -> None:
-        """Queue prompt ``j``; a setting's queue is decoded first if ``j`` would take its
-        left-padded cache past the budget (as ``decode_groups`` cuts groups)."""
-        req = self.generates[j]
-        key = (req.max_new_tokens, req.stop)
-        length = len(self.prompts[j][0])
-        wait = self.waiting.get(key)
-        if wait is not None:
-            wider = max(wait.widest, length)
-            if (len(wait.items) + 1) * (wider + req.max_new_tokens) > self.budget:
-                self._flush(key)
-        wait = self.waiting.setdefault(key, _Waiting())
-        wait.items.append((j, kv, logits))
-        wait.widest = max(wait.widest, length)
+    def _allocate(self, group: _Group, cache: Any) -> None:
+        """The group's buffers (zeros: the left padding), shaped as ``cache``'s layers."""
+        n, width = len(group.prompts), group.widest + group.key[0]
+        group.layers = [
+            tuple(
+                kv.new_zeros((n, kv.shape[1], width, kv.shape[3]))
+                for kv in (layer.keys, layer.values)
+            )
+            for layer in cache.layers
+        ]
+        group.logits = [None] * n
 
-    def _flush(self, key: tuple[int, tuple[str, ...]]) -> None:
-        """Decode one setting's waiting prompts as one left-padded batch."""
+    def _flush(self, group: _Group) -> None:
+        """Decode a group whose prompts are all in its buffers, as one left-padded batch."""
         import torch
 
-        wait = self.waiting.pop(key)
-        max_new, stops = key
-        n, longest = len(wait.items), wait.widest
+        max_new, stops = group.key
+        n, longest = len(group.prompts), group.widest
         attn = torch.zeros((n, longest), dtype=torch.long)
-        for b, (j, _, _) in enumerate(wait.items):
+        for b, j in enumerate(group.prompts):
             attn[b, longest - len(self.prompts[j][0]) :] = 1
-        layers = []
-        for layer in range(len(wait.items[0][1])):
-            bufs = []
-            for side in (0, 1):
-                first = wait.items[0][1][layer][side]
-                buf = first.new_zeros((n, first.shape[0], longest + max_new, first.shape[2]))
-                for b, (_, kv, _) in enumerate(wait.items):
-                    part = kv[layer][side]
-                    buf[b, :, longest - part.shape[1] : longest] = part
-                bufs.append(buf)
-            layers.append((bufs[0], bufs[1]))
-        cache = roomy_cache(layers, longest)
-        logits = torch.stack([lg for _, _, lg in wait.items])
-        wait.items = [(j, [], None) for j, _, _ in wait.items]  # the compact copies go now
-        out = [Decoded([], False, [] if self.keep_logits else None) for _ in wait.items]
+        cache = roomy_cache(group.layers, longest)
+        logits = torch.stack(group.logits)
+        group.layers, group.logits = [], []  # the decoding cache owns the buffers now
+        out = [Decoded([], False, [] if self.keep_logits else None) for _ in group.prompts]
         model = self.b.model
         _decode(
             model,
@@ -253,7 +271,7 @@ class _JointRun:
             device=next(model.parameters()).device,
             first=logits,
         )
-        for (j, _, _), d in zip(wait.items, out, strict=True):
+        for j, d in zip(group.prompts, out, strict=True):
             if self.keep_logits:
                 self.decoded[j] = d
             req, (ids, truncated) = self.generates[j], self.prompts[j]

@@ -24,6 +24,7 @@ from typing import Any, Literal
 
 from ._hf_batching import stop_hit
 from ._packing import PackedRow, pack_sequences, row_tensors
+from ._roomy import roomy_cache
 
 __all__ = [
     "PACKED_IF_TRIE_BELOW",
@@ -48,11 +49,12 @@ PACKED_IF_TRIE_BELOW = 0.9
 #: tokens would be 40% padding).
 PADDING_AT_MOST = 0.1
 
-#: A padded prefill batch holds at most budget // PREFILL_SHARE positions: the group's
-#: buffer and the batch's own cache coexist while it is copied, so a batch as large as the
-#: group doubled the peak (question-first, 100 questions, 12M GPT-2: +441 MB of peak RSS in
-#: generation with one batch per group).
-PREFILL_SHARE = 4
+#: A padded prefill batch holds at most budget // PREFILL_SHARE positions: its activations
+#: are the prefill's transient beside the group's buffer (a batch as large as the group
+#: doubled the peak: question-first, 100 questions, 12M GPT-2, +441 MB of peak RSS in
+#: generation; at a quarter of the group, question-first on an 89M GPT-2 still peaked 150 MB
+#: above the buffer, at an eighth 110 MB less).
+PREFILL_SHARE = 8
 
 
 class UnsupportedCache(TypeError):
@@ -66,59 +68,6 @@ class Decoded:
     hit_eos: bool
     # With ``keep_logits``: each step's next-token logits (the end-of-sequence step included).
     logits: list[Any] | None = None
-
-
-_ROOMY: Any = None
-
-
-def _roomy_layer() -> Any:
-    """A dynamic cache layer over a buffer with room for the new tokens: ``update`` writes
-    in place, where the plain layer concatenates (copying the whole cache at every step)."""
-    global _ROOMY
-    if _ROOMY is None:
-        from transformers.cache_utils import DynamicLayer
-
-        class RoomyLayer(DynamicLayer):  # type: ignore[misc,no-untyped-call]
-            def __init__(self, keys: Any, values: Any, used: int) -> None:
-                super().__init__()  # type: ignore[no-untyped-call]
-                self._keys, self._values, self._n = keys, values, used
-                self.device = keys.device
-                self.is_initialized = True
-                self._expose()
-
-            def _expose(self) -> None:
-                self.keys = self._keys[:, :, : self._n]
-                self.values = self._values[:, :, : self._n]
-
-            def update(self, key_states: Any, value_states: Any, *args: Any, **kwargs: Any) -> Any:
-                end = self._n + key_states.shape[-2]
-                if end > self._keys.shape[-2]:
-                    raise RuntimeError("packed decoding: the cache has no room left")
-                self._keys[:, :, self._n : end] = key_states
-                self._values[:, :, self._n : end] = value_states
-                self._n = end
-                self._expose()
-                return self.keys, self.values
-
-            def batch_select_indices(self, indices: Any) -> None:
-                indices = indices.to(self._keys.device)
-                self._keys = self._keys[indices]
-                self._values = self._values[indices]
-                self._expose()
-
-        _ROOMY = RoomyLayer
-    return _ROOMY
-
-
-def roomy_cache(layers: Sequence[tuple[Any, Any]], used: int) -> Any:
-    """A ``DynamicCache`` over preallocated (keys, values) buffers per layer, of which the
-    first ``used`` positions are filled (decoding writes the rest in place)."""
-    from transformers import DynamicCache
-
-    roomy = _roomy_layer()
-    cache = DynamicCache()
-    cache.layers = [roomy(keys, values, used) for keys, values in layers]
-    return cache
 
 
 def _cache_name(base: Any) -> str:
@@ -209,6 +158,9 @@ def packed_greedy(
     for group in decode_groups(prompts, max_new_tokens, budget, by_length=unshared):
         seqs = [prompts[i] for i in group]
         packed = prefill == "packed" or (prefill == "auto" and _shares_enough(seqs))
+        if not packed:  # longest first: each padded batch is then a run of consecutive rows
+            group = sorted(group, key=lambda i: -len(prompts[i]))
+            seqs = [prompts[i] for i in group]
         if packed:
             cache, attn, last = _prefill_packed(model, seqs, max_nodes, max_new_tokens, device)
         else:
@@ -260,47 +212,66 @@ def _prefill_padded(
 ) -> tuple[Any, Any, Any]:
     """Causal forwards of left-padded batches of prompts of similar length (padding at most
     ``PADDING_AT_MOST`` of a batch), positions counted from each prompt's first token (as
-    ``generate()`` does); their caches copied into one left-padded buffer per layer with
-    ``room`` free positions. Returns the cache, its attention mask and each prompt's last
-    hidden state."""
+    ``generate()`` does), into one left-padded buffer per layer with ``room`` free positions.
+    The longest prompt goes first, alone: its cache (checked to be a plain one) gives the
+    buffer's shape; every later batch writes its keys and values straight into its rows of
+    the buffer (no batch cache beside it). Returns the cache, its attention mask and each
+    prompt's last hidden state."""
     import torch
 
     n, longest = len(seqs), max(len(s) for s in seqs)
     attn = torch.zeros((n, longest), dtype=torch.long)
     for b, seq in enumerate(seqs):
         attn[b, longest - len(seq) :] = 1
+    batches = length_batches([len(s) for s in seqs], max_positions=max_positions)
+    batches[:1] = [batches[0][:1], batches[0][1:]] if len(batches[0]) > 1 else batches[:1]
     buffers: list[tuple[Any, Any]] = []
     last: Any = None
-    for batch in length_batches([len(s) for s in seqs], max_positions=max_positions):
+    for batch in batches:
         width = len(seqs[batch[0]])
         ids = torch.zeros((len(batch), width), dtype=torch.long)
         mask = torch.zeros((len(batch), width), dtype=torch.long)
         for b, i in enumerate(batch):
             ids[b, width - len(seqs[i]) :] = torch.tensor(list(seqs[i]), dtype=torch.long)
             mask[b, width - len(seqs[i]) :] = 1
+        rows = torch.tensor(batch, dtype=torch.long)
+        into = _rows_view(buffers, batch, longest - width, longest)
         result = model.base_model(
             input_ids=ids.to(device),
             attention_mask=mask.to(device),
             position_ids=(mask.cumsum(-1) - 1).clamp(min=0).to(device),
             use_cache=True,
+            **({} if into is None else {_cache_name(model.base_model): roomy_cache(into, 0)}),
         )
-        layers = _plain_cache(result, model.base_model).layers
-        if not buffers:  # zeros: the left padding of shorter batches
-            buffers = [
-                tuple(
-                    kv.new_zeros((n, kv.shape[1], longest + room, kv.shape[3]))
-                    for kv in (layer.keys, layer.values)
-                )
-                for layer in layers
-            ]
-            hidden = result.last_hidden_state
-            last = hidden.new_empty((n, hidden.shape[-1]))
-        rows = torch.tensor(batch, dtype=torch.long)
-        for layer, bufs in zip(layers, buffers, strict=True):
-            for kv, buf in zip((layer.keys, layer.values), bufs, strict=True):
-                buf[rows.to(buf.device), :, longest - width : longest] = kv
+        if into is None:  # a cache of its own (the first batch), copied into the buffer
+            layers = _plain_cache(result, model.base_model).layers
+            if not buffers:  # zeros: the left padding of shorter prompts
+                buffers = [
+                    tuple(
+                        kv.new_zeros((n, kv.shape[1], longest + room, kv.shape[3]))
+                        for kv in (layer.keys, layer.values)
+                    )
+                    for layer in layers
+                ]
+                hidden = result.last_hidden_state
+                last = hidden.new_empty((n, hidden.shape[-1]))
+            for layer, bufs in zip(layers, buffers, strict=True):
+                for kv, buf in zip((layer.keys, layer.values), bufs, strict=True):
+                    buf[rows.to(buf.device), :, longest - width : longest] = kv
         last[rows.to(last.device)] = result.last_hidden_state[:, -1]
     return roomy_cache(buffers, longest), attn, last
+
+
+def _rows_view(
+    buffers: Sequence[tuple[Any, Any]], batch: Sequence[int], start: int, end: int
+) -> list[tuple[Any, Any]] | None:
+    """Views of ``buffers`` at rows ``batch`` and positions ``start:end`` (a forward's cache
+    writes through them), or None before the buffers exist or when the rows are not
+    consecutive (a view cannot take them)."""
+    lo, hi = batch[0], batch[0] + len(batch)
+    if not buffers or list(batch) != list(range(lo, hi)):
+        return None
+    return [(k[lo:hi, :, start:end], v[lo:hi, :, start:end]) for k, v in buffers]
 
 
 def _prefill_packed(

@@ -1,0 +1,67 @@
+"""A key/value cache over preallocated buffers, for packed greedy decoding (issue 22): each
+layer writes the new tokens' keys and values in place, where transformers' plain dynamic
+layer concatenates (copying the whole cache at every step)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = ["roomy_cache"]
+
+_ROOMY: Any = None
+
+
+def _roomy_layer() -> Any:
+    """A dynamic cache layer over a buffer with room for the new tokens: ``update`` writes
+    in place, where the plain layer concatenates (copying the whole cache at every step)."""
+    global _ROOMY
+    if _ROOMY is None:
+        from transformers.cache_utils import DynamicLayer
+
+        class RoomyLayer(DynamicLayer):  # type: ignore[misc,no-untyped-call]
+            def __init__(self, keys: Any, values: Any, used: int) -> None:
+                super().__init__()  # type: ignore[no-untyped-call]
+                self._keys, self._values, self._n = keys, values, used
+                self.device = keys.device
+                self.is_initialized = True
+                self._expose()
+
+            def _expose(self) -> None:
+                self.keys = self._keys[:, :, : self._n]
+                self.values = self._values[:, :, : self._n]
+
+            def update(self, key_states: Any, value_states: Any, *args: Any, **kwargs: Any) -> Any:
+                end = self._n + key_states.shape[-2]
+                if end > self._keys.shape[-2]:
+                    raise RuntimeError("packed decoding: the cache has no room left")
+                self._keys[:, :, self._n : end] = key_states
+                self._values[:, :, self._n : end] = value_states
+                self._n = end
+                self._expose()
+                return self.keys, self.values
+
+            def batch_select_indices(self, indices: Any) -> None:
+                # The kept rows move to the front of the same buffer: a copy of one layer's
+                # kept rows at a time, where a new cache beside the old one would add up to
+                # the whole cache again at the peak.
+                indices = indices.to(self._keys.device)
+                kept = len(indices)
+                self._keys[:kept] = self._keys[indices]
+                self._values[:kept] = self._values[indices]
+                self._keys, self._values = self._keys[:kept], self._values[:kept]
+                self._expose()
+
+        _ROOMY = RoomyLayer
+    return _ROOMY
+
+
+def roomy_cache(layers: Sequence[tuple[Any, Any]], used: int) -> Any:
+    """A ``DynamicCache`` over preallocated (keys, values) buffers per layer, of which the
+    first ``used`` positions are filled (decoding writes the rest in place)."""
+    from transformers import DynamicCache
+
+    roomy = _roomy_layer()
+    cache = DynamicCache()
+    cache.layers = [roomy(keys, values, used) for keys, values in layers]
+    return cache
