@@ -12,6 +12,7 @@ import pytest
 
 from steadyeval import stats
 from steadyeval.reports import (
+    Bar,
     BarChart,
     Column,
     Heatmap,
@@ -28,6 +29,7 @@ from steadyeval.reports import (
     context_from_table,
     render_html,
     render_markdown,
+    sections_markdown,
 )
 from steadyeval.reports._agreement import noise_floor
 from steadyeval.results import write_results
@@ -480,3 +482,30 @@ def test_a_long_table_of_contents_folds() -> None:
     shown, folded = long.split("<details>", 1)
     assert shown.count("<a ") == 11 and 'href="#s29"' in shown and 'href="#s8"' not in shown
     assert folded.count("<a ") == 30 and "all 30 sections" in folded
+
+
+def test_long_tables_and_bar_charts_fold() -> None:
+    """A table or bar chart of more than FOLD_ROWS rows (100 formats of a sparse spread
+    design) sits behind a fold in the HTML report; shorter ones are shown as they are; the
+    Markdown report keeps every row."""
+    from steadyeval.reports._html import FOLD_ROWS
+
+    def blocks(n: int) -> list[Any]:
+        names = [f"format-{i}" for i in range(n)]
+        table = Table(
+            "Accuracy", (Column("format"), Column("n", "int")), tuple((m, 2) for m in names)
+        )
+        bars = BarChart("Bars", tuple(Bar(m, 0.5, 0.1, 0.9, n=2) for m in names))
+        return [table, bars]
+
+    def page(n: int) -> str:
+        return render_html(Report(title="t", sections=(Section.of("s", "S", blocks(n)),)))
+
+    short, long = page(FOLD_ROWS), page(FOLD_ROWS + 1)
+    assert '<details class="fold">' not in short
+    assert long.count('<details class="fold">') == 2
+    assert f"{FOLD_ROWS + 1} rows (show)" in long and f"{FOLD_ROWS + 1} bars (show)" in long
+    folded = long.split('<details class="fold">', 1)[1].split("</details>", 1)[0]
+    assert f"format-{FOLD_ROWS}" in folded  # every row is inside the fold
+    md = sections_markdown([Section.of("s", "S", blocks(FOLD_ROWS + 1))])
+    assert f"| format-{FOLD_ROWS} | 2 |" in md

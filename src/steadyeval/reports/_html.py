@@ -90,6 +90,17 @@ def _sort_value(value: Any, kind: str) -> Any:
     return None
 
 
+#: A table or bar chart with more rows than this is folded in the HTML report (a click opens
+#: it): a study of many conditions (100 formats, each on a couple of cells in a sparse
+#: design) would otherwise push the study's own answer off the first screens.
+FOLD_ROWS = 30
+
+
+def _fold(n: int) -> int:
+    """The rows a folded block shows in its summary line, or 0: not folded."""
+    return n if n > FOLD_ROWS else 0
+
+
 def _table_view(t: Table) -> dict[str, Any]:
     rows = []
     for raw, cells in zip(t.rows, t.cells(), strict=True):
@@ -109,6 +120,7 @@ def _table_view(t: Table) -> dict[str, Any]:
         "headers": [{"name": c.name, "help": c.help} for c in t.columns],
         "rows": rows,
         "note": t.note,
+        "fold": _fold(len(rows)),
     }
 
 
@@ -169,6 +181,7 @@ def _block_view(b: Block) -> dict[str, Any]:
             "svg": bar_chart_svg(b),
             "legend": None,
             "note": b.note,
+            "fold": _fold(len(b.bars)),
         }
     if isinstance(b, Heatmap):
         return {
