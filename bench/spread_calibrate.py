@@ -1,6 +1,6 @@
 """Choose the calibration factor of the spread estimator's quantile intervals (issue 21).
 
-    python bench/spread_calibrate.py            # ~15 min on 2 cores
+    python bench/spread_calibrate.py            # ~8-15 min on 2 cores
 
 :func:`steadyeval.stats._irt.widen` multiplies each side of a quantile's posterior interval
 (its distance from the posterior median) by 1 + factor × min(1, 5 / cells per format). This
@@ -9,9 +9,10 @@ matrices of bench/spread_matrix.py drawn from generator seeds that the benchmark
 (7000-7019 with 3 sampling seeds, 9000-9019 with 2; the benchmark's matrices are seeds
 1000-1019), at budgets 200/400/800/1,600, and prints, for each candidate factor, the
 coverage of the true 5/25/50/75/95% quantiles by the widened 90% intervals (500 intervals
-per budget) and their mean width. The factor in ``_irt._WIDEN`` (0.45) is the one whose
-coverage came closest to 90% at every budget (91%, 90%, 90%, 93%; factor 0: 76%, 81%, 82%,
-90%).
+per budget) and their mean width. The factor in ``_irt._WIDEN`` (0.35) is the one whose
+coverage came closest to 90% over the budgets (least summed distance: 88%, 92%, 90%, 93%;
+factor 0: 76%, 83%, 83%, 90%; 0.45, the factor before ``_irt_mixture.gap`` widened with
+the cells per row: 91%, 93%, 93%, 94%). ~8 min on 2 cores.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ from scipy.special import expit
 from steadyeval.stats import StatsInputError
 from steadyeval.stats._irt import IrtCells, _Problem, fit_irt, irt_distribution, widen
 from steadyeval.stats._irt_design import adaptive_cells, stratified_cells
-from steadyeval.stats._irt_mixture import fit_row_mixture, grid_loglik, grid_scale
+from steadyeval.stats._irt_mixture import fit_row_mixture, gap, grid_loglik, grid_scale
 from steadyeval.stats._irt_search import search_summary, thompson_search
 
 
@@ -71,12 +71,12 @@ def test_calibrated_intervals_widen_the_posterior_ones_by_the_documented_factor(
         np.array([0.3, 0.6, 0.95]),
         np.array([0.4, 0.8, 1.0]),
     )
-    few_lo, few_hi = widen(low, centre, high, cells_per_row=1.0)  # factor 1.45
-    np.testing.assert_allclose(few_lo, [0.155, 0.455, 0.8775])
-    np.testing.assert_allclose(few_hi, [0.445, 0.89, 1.0])  # clipped to 1
-    many_lo, many_hi = widen(low, centre, high, cells_per_row=10.0)  # factor 1.225
-    np.testing.assert_allclose(many_lo, [0.1775, 0.4775, 0.88875])
-    np.testing.assert_allclose(many_hi, [0.4225, 0.845, 1.0])
+    few_lo, few_hi = widen(low, centre, high, cells_per_row=1.0)  # factor 1.35
+    np.testing.assert_allclose(few_lo, [0.165, 0.465, 0.8825])
+    np.testing.assert_allclose(few_hi, [0.435, 0.87, 1.0])  # clipped to 1
+    many_lo, many_hi = widen(low, centre, high, cells_per_row=10.0)  # factor 1.175
+    np.testing.assert_allclose(many_lo, [0.1825, 0.4825, 0.89125])
+    np.testing.assert_allclose(many_hi, [0.4175, 0.835, 1.0])
     y = _matrix(3)
     rows, cols = stratified_cells(*y.shape, 80, seed=3)  # 2 cells per row
     fit = fit_irt(IrtCells.of(rows, cols, y[rows, cols], *y.shape))
@@ -90,7 +90,7 @@ def test_calibrated_intervals_widen_the_posterior_ones_by_the_documented_factor(
     ratio = (cal.quantile_high - cal.quantile_low) / (raw.quantile_high - raw.quantile_low)
     inner = (cal.quantile_low > 0) & (cal.quantile_high < 1)
     assert inner.sum() >= 3
-    np.testing.assert_allclose(ratio[inner], 1.45)
+    np.testing.assert_allclose(ratio[inner], 1.35)
     np.testing.assert_array_equal(cal.accuracy_low, raw.accuracy_low)  # per-row: not widened
 
 
@@ -193,6 +193,21 @@ def test_row_mixture_finds_broken_rows_and_their_posteriors_stay_low() -> None:
     )
     with pytest.raises(StatsInputError, match="row_prior"):
         irt_distribution(fit, row_prior="gaussian")
+
+
+def test_gap_between_components_widens_with_cells_per_row() -> None:
+    """The least distance (bulk s.d.) between the components: 1 up to 1.5 cells per row,
+    4 from 2.5 on, linear in between; a fitted mixture keeps it."""
+    assert gap(1.0) == gap(1.5) == 1.0
+    assert gap(2.0) == pytest.approx(2.5)
+    assert gap(2.5) == gap(10.0) == 4.0
+    rng = np.random.default_rng(3)
+    n_f, n_i = 40, 50
+    y = (rng.random((n_f, n_i)) < expit(rng.normal(0, 1.0, n_f)[:, None])).astype(float)
+    for per_row in (1, 4):
+        rows, cols = stratified_cells(n_f, n_i, per_row * n_f, seed=0)
+        mix = fit_row_mixture(fit_irt(IrtCells.of(rows, cols, y[rows, cols], n_f, n_i)))
+        assert mix.centre[1] <= mix.centre[0] - gap(per_row) * mix.scale[0] + 1e-9
 
 
 def test_grid_scale_recovers_the_spread_of_effects_seen_through_few_cells() -> None:
