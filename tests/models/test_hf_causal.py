@@ -449,3 +449,41 @@ def test_a_shared_context_is_encoded_once(backend: HFCausalBackend) -> None:
         req = ScoreRequest(c, x)
         assert backend._text.encode_pair(req, memo) == backend._text.encode_pair(req)
     assert set(memo) == {c.rstrip() for c, _ in PAIRS}
+
+
+def test_scoring_rows_are_narrow_only_when_that_keeps_the_sharing(
+    tiny_gpt2: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rows of NARROW_ROWS nodes are used when they forward about the tokens of wide rows
+    (a long shared prefix goes into a prefix group: paragraph-first, few-shot); when they
+    cut shared parts that no prefix group takes (a short question shared by an item's
+    option lists, forwarded once per list), the rows stay wide."""
+    from steadyeval.models import _hf_causal_score
+    from steadyeval.models._hf_causal_score import forwarded
+
+    monkeypatch.setattr(_hf_causal_score, "NARROW_ROWS", 48)
+    monkeypatch.setattr(HFCausalBackend, "_row_nodes", property(lambda self: 192))
+    b = load_backend(f"hf:{tiny_gpt2}")
+    assert isinstance(b, HFCausalBackend)
+    b._prefix_cache = True
+    # paragraph-first: a 60-token paragraph, then 4 questions x 3 options each
+    para = [[*range(100, 160), 200 + q, 300 + q, 400 + o] for q in range(4) for o in range(3)]
+    # question-first: an 8-token question, 3 option lists of 40 tokens, 2 options each
+    qfirst = [
+        [*range(q * 10, q * 10 + 8), *range(1000 + 50 * li, 1040 + 50 * li), 900 + o]
+        for q in range(3)
+        for li in range(3)
+        for o in range(2)
+    ]
+    for seqs, width in ((para, 48), (qfirst, 192)):
+        limits = [len(s) - 1 for s in seqs]
+        rows, _, chosen = b._pack(seqs, limits)
+        assert chosen == width
+        assert all(len(r.tokens) <= width for r in rows)
+    narrow = _hf_causal_score.pack_with_prefixes(
+        qfirst, max_nodes=48, limits=[len(s) - 1 for s in qfirst], min_shared=12
+    )
+    wide = _hf_causal_score.pack_with_prefixes(
+        qfirst, max_nodes=192, limits=[len(s) - 1 for s in qfirst], min_shared=48
+    )
+    assert forwarded(*narrow) > 1.01 * forwarded(*wide)  # the question once per list

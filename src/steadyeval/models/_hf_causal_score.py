@@ -35,9 +35,28 @@ log = logging.getLogger(__name__)
 #: 0.6-0.8× the time and about half the memory with 32 per unit; 64 and 128 were between.
 PACKED_POSITIONS_PER_UNIT = 32
 
+#: Scoring rows are this narrow when that forwards at most NARROW_IF_TOKENS_WITHIN times the
+#: tokens of the wide rows (``CausalScoring._pack``). Attention inside a packed row is dense
+#: over its width, so a row of 1,024 nodes spends four times the attention of four rows of
+#: 256 on the same tokens; narrow rows keep the sharing when the shared parts are long
+#: prefixes (a paragraph, five shots), which go into prefix groups. On the layouts
+#: benchmark (bench/README.md, issue 22; 12M GPT-2) narrow rows forwarded 1.002× the tokens
+#: on paragraph-first items and scored them in ~35% less time, 1.001× and 11% less on MMLU
+#: 5-shot; question-first items, whose options share only the short question, forwarded
+#: 1.10× (rows of 512: 1.055×) and keep the wide rows.
+NARROW_ROWS = 256
+NARROW_IF_TOKENS_WITHIN = 1.01
+
 #: Tokens of the first request's sequence the one-time packing check forwards (its last
 #: ones), with two sequences branching from them: enough to exercise masks and positions.
 PROBE_TOKENS = 16
+
+
+def forwarded(rows: Sequence[PackedRow], groups: Sequence[PrefixGroup]) -> int:
+    """Token positions a packing forwards: its rows' nodes, and each prefix group's prefix
+    and rows."""
+    total = sum(len(r.tokens) for r in rows)
+    return total + sum(len(g.prefix) + sum(len(r.tokens) for r in g.rows) for g in groups)
 
 
 def _kept_shape(keep: Any, input_ids: Any) -> tuple[int, ...]:
@@ -217,8 +236,7 @@ class CausalScoring(HFBackendBase):
         if self._packing is None and prepared:
             self._packing = self._check_packing(prepared[0])
         if self._packing:
-            min_shared = self._row_nodes // 4 if self._prefix_cache else None
-            return self._score_packed(prepared, min_shared=min_shared)
+            return self._score_packed(prepared)
         return self._score_padded(prepared)
 
     @property
@@ -226,6 +244,29 @@ class CausalScoring(HFBackendBase):
         """Trie nodes per packed row (measured on the issue-12 benchmark: rows of 512 nodes
         forward 10% more tokens and take 15% longer than rows of 1,024; 256, 2.6 times)."""
         return max(512, min(self.max_length, 2048))
+
+    def _pack(
+        self, seqs: Sequence[Sequence[int]], limits: Sequence[int]
+    ) -> tuple[list[PackedRow], list[PrefixGroup], int]:
+        """``seqs`` packed for scoring (``pack_with_prefixes``; at most ``limits[i]`` tokens
+        of sequence ``i`` in a prefix) and the row width used: rows of ``NARROW_ROWS`` nodes
+        when they forward at most ``NARROW_IF_TOKENS_WITHIN`` times the tokens of rows of
+        ``_row_nodes`` (the long shared prefixes then go into prefix groups), else the
+        wide rows."""
+
+        def pack(width: int) -> tuple[list[PackedRow], list[PrefixGroup], int]:
+            min_shared = width // 4 if self._prefix_cache else None
+            rows, groups = pack_with_prefixes(
+                seqs, max_nodes=width, limits=limits, min_shared=min_shared
+            )
+            return rows, groups, width
+
+        wide = pack(self._row_nodes)
+        if self._row_nodes <= NARROW_ROWS:
+            return wide
+        narrow = pack(NARROW_ROWS)
+        fits = forwarded(*narrow[:2]) <= NARROW_IF_TOKENS_WITHIN * forwarded(*wide[:2])
+        return narrow if fits else wide
 
     def _packed_rows_per_forward(self, max_nodes: int) -> int:
         """Packed rows per forward pass: ``batch_size`` × ``PACKED_POSITIONS_PER_UNIT``
@@ -250,7 +291,9 @@ class CausalScoring(HFBackendBase):
         shared = len(fed) - len(short.targets)
         before = self.tokens_forwarded
         try:
-            ok = bool(self.options.packing) or self._agrees(probes, min_shared=None)
+            ok = bool(self.options.packing) or self._agrees(
+                probes, min_shared=None, max_nodes=self._row_nodes
+            )
             if ok and shared > 1:
                 self._prefix_cache = self._agrees(probes, min_shared=shared, max_nodes=len(fed))
         finally:
@@ -314,18 +357,19 @@ class CausalScoring(HFBackendBase):
         min_shared: int | None = None,
         max_nodes: int | None = None,
     ) -> list[ScoreResponse]:
-        """Score in packed trie rows of at most ``max_nodes`` nodes (default ``_row_nodes``);
-        a run of sequences sharing at least ``min_shared`` leading tokens that does not fit in
-        one row has its shared prefix forwarded once (``pack_with_prefixes``)."""
-        max_nodes = max_nodes or self._row_nodes
+        """Score in packed trie rows of at most ``max_nodes`` nodes (default: as ``_pack``
+        chooses); a run of sequences sharing at least ``min_shared`` leading tokens that does
+        not fit in one row has its shared prefix forwarded once (``pack_with_prefixes``)."""
         todo = [i for i, p in enumerate(prepared) if p.targets]
         members = [prepared[i] for i in todo]
-        rows, groups = pack_with_prefixes(
-            [p.fed for p in members],
-            max_nodes=max_nodes,
-            limits=[len(p.fed) - len(p.targets) for p in members],
-            min_shared=min_shared,
-        )
+        seqs = [p.fed for p in members]
+        limits = [len(p.fed) - len(p.targets) for p in members]
+        if max_nodes is None:
+            rows, groups, max_nodes = self._pack(seqs, limits)
+        else:
+            rows, groups = pack_with_prefixes(
+                seqs, max_nodes=max_nodes, limits=limits, min_shared=min_shared
+            )
         rows.sort(key=lambda r: -len(r.tokens))
         per_batch = self._packed_rows_per_forward(max_nodes)
         final: dict[int, ScoreResponse] = {
@@ -343,10 +387,7 @@ class CausalScoring(HFBackendBase):
             results.append(self._run_prefix_group(group, members))
         for got in results:
             final.update((todo[m], resp) for m, resp in got)
-        self.tokens_forwarded += sum(len(r.tokens) for r in rows)
-        self.tokens_forwarded += sum(
-            len(g.prefix) + sum(len(r.tokens) for r in g.rows) for g in groups
-        )
+        self.tokens_forwarded += forwarded(rows, groups)
         return [final[i] for i in range(len(prepared))]
 
     def _mask_dtype(self) -> Any:

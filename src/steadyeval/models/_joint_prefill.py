@@ -27,7 +27,7 @@ from ..requests import GenerateRequest, GenerateResponse, ScoreRequest, ScoreRes
 from ._hf_batching import is_oom, run_with_backoff
 from ._hf_causal_score import _check_plain_cache, _Prepared
 from ._packed_decode import Decoded, _decode
-from ._packing import PackedRow, PrefixGroup, _shared, pack_with_prefixes
+from ._packing import PackedRow, PrefixGroup, _shared
 from ._roomy import roomy_cache
 
 if TYPE_CHECKING:
@@ -107,24 +107,20 @@ class _JointRun:
 
     def _run(self) -> list[ScoreResponse]:
         b = self.b
-        rows, groups = pack_with_prefixes(
+        rows, groups, width = b._pack(
             [m.fed for m in self.members],
-            max_nodes=b._row_nodes,
-            limits=[len(m.fed) - max(1, len(m.targets)) for m in self.members],
-            min_shared=b._row_nodes // 4 if b._prefix_cache else None,
+            [len(m.fed) - max(1, len(m.targets)) for m in self.members],
         )
         final = {
             i: ScoreResponse(0.0, 0, True, p.truncated, len(p.fed))
             for i, p in enumerate(self.prepared)
             if not p.targets
         }
-        results = self._score_only([r for r in rows if not self._has_prompts(r)])
+        results = self._score_only([r for r in rows if not self._has_prompts(r)], width)
         joint = [r for r in rows if self._has_prompts(r)]
         # Rows with prompts keep their caches until the prompts' paths are taken: a batch of
         # them holds at most a decode group's budget of positions (and one row).
-        per_batch = max(
-            1, min(b._packed_rows_per_forward(b._row_nodes), self.budget // b._row_nodes)
-        )
+        per_batch = max(1, min(b._packed_rows_per_forward(width), self.budget // width))
         self._plan([*joint, *(row for group in groups for row in group.rows)])
         for start in range(0, len(joint), per_batch):
             results.append(self._joint_rows(joint[start : start + per_batch]))
@@ -144,11 +140,14 @@ class _JointRun:
         self.b.tokens_forwarded += len(scored)
         self.b.joint_prompt_tokens += len(row.tokens) - len(scored)
 
-    def _score_only(self, rows: list[PackedRow]) -> list[list[tuple[int, ScoreResponse]]]:
-        """Rows without generation prompts: batched as ``score`` batches them, no cache."""
+    def _score_only(
+        self, rows: list[PackedRow], width: int
+    ) -> list[list[tuple[int, ScoreResponse]]]:
+        """Rows without generation prompts (of at most ``width`` nodes): batched as
+        ``score`` batches them, no cache."""
         b = self.b
         rows.sort(key=lambda r: -len(r.tokens))
-        per_batch = b._packed_rows_per_forward(b._row_nodes)
+        per_batch = b._packed_rows_per_forward(width)
         results, _ = run_with_backoff(
             rows,
             per_batch,

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ._hf_batching import stop_hit
-from ._packing import PackedRow, pack_sequences, row_tensors
+from ._packing import PackedRow, pack_sequences, row_tensors, trie_size
 from ._roomy import roomy_cache
 
 __all__ = [
@@ -88,24 +88,8 @@ def _plain_cache(result: Any, base: Any) -> Any:
     return cache
 
 
-def trie_nodes(seqs: Sequence[Sequence[int]]) -> int:
-    """Nodes of one trie over ``seqs`` (as ``_packing.trie_size``, in linear time): in sorted
-    order each sequence adds the tokens past its common prefix with the one before."""
-    ordered = sorted(list(s) for s in seqs)
-    total, prev = 0, list[int]()
-    for seq in ordered:
-        shared = 0
-        for a, b in zip(prev, seq, strict=False):
-            if a != b:
-                break
-            shared += 1
-        total += len(seq) - shared
-        prev = seq
-    return total
-
-
 def _shares_enough(seqs: Sequence[Sequence[int]]) -> bool:
-    return trie_nodes(seqs) < PACKED_IF_TRIE_BELOW * sum(len(s) for s in seqs)
+    return trie_size(seqs) < PACKED_IF_TRIE_BELOW * sum(len(s) for s in seqs)
 
 
 def decode_groups(

@@ -113,10 +113,7 @@ def pack_sequences(seqs: Sequence[Sequence[int]], *, max_nodes: int) -> list[Pac
     rows: list[PackedRow] = []
     current = PackedRow()
     for group in _groups(seqs, order):
-        trial = PackedRow()
-        for i in group:
-            trial.add(i, seqs[i])
-        if current.tokens and len(current.tokens) + len(trial.tokens) > max_nodes:
+        if current.tokens and len(current.tokens) + trie_size([seqs[i] for i in group]) > max_nodes:
             rows.append(current)
             current = PackedRow()
         for i in group:
@@ -193,12 +190,13 @@ def pack_with_prefixes(
 
 def trie_size(seqs: Sequence[Sequence[int]]) -> int:
     """Nodes of one trie over all sequences: the least number of token positions any
-    prefix-sharing scheme must forward."""
-    seen: set[tuple[int, ...]] = set()
-    for s in seqs:
-        for k in range(1, len(s) + 1):
-            seen.add(tuple(s[:k]))
-    return len(seen)
+    prefix-sharing scheme must forward. In linear time: in sorted order each sequence adds
+    the tokens past its common prefix with the one before."""
+    total, prev = 0, list[int]()
+    for seq in sorted(list(s) for s in seqs):
+        total += len(seq) - _shared(prev, seq)
+        prev = seq
+    return total
 
 
 def row_tensors(rows: Sequence[PackedRow], dtype: Any) -> tuple[Any, Any, Any]:
