@@ -475,7 +475,10 @@ def test_scoring_rows_are_narrow_only_when_that_keeps_the_sharing(
         for li in range(3)
         for o in range(2)
     ]
-    for seqs, width in ((para, 48), (qfirst, 192)):
+    # long sequences sharing nothing: as many tokens either way, but a narrow row would
+    # still hold a whole one
+    unique = [[*range(1000 * k, 1000 * k + 100), 7] for k in range(4)]
+    for seqs, width in ((para, 48), (qfirst, 192), (unique, 192)):
         limits = [len(s) - 1 for s in seqs]
         rows, _, chosen = b._pack(seqs, limits)
         assert chosen == width
@@ -487,3 +490,28 @@ def test_scoring_rows_are_narrow_only_when_that_keeps_the_sharing(
         qfirst, max_nodes=192, limits=[len(s) - 1 for s in qfirst], min_shared=48
     )
     assert forwarded(*narrow) > 1.01 * forwarded(*wide)  # the question once per list
+
+
+def test_narrow_rows_score_as_the_unshared_computation(
+    tiny_gpt2: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Scoring through narrow rows (the shots in a prefix group, the questions in rows of
+    48 nodes) equals unshared scoring and forwards about the trie bound."""
+    from steadyeval.models import _hf_causal_score
+    from steadyeval.models._packing import trie_size
+
+    monkeypatch.setattr(_hf_causal_score, "NARROW_ROWS", 48)
+    monkeypatch.setattr(HFCausalBackend, "_row_nodes", property(lambda self: 192))
+    packed = load_backend(f"hf:{tiny_gpt2}?batch_size=4")
+    plain = load_backend(f"hf:{tiny_gpt2}?packing=false")
+    assert isinstance(packed, HFCausalBackend) and isinstance(plain, HFCausalBackend)
+    reqs = _few_shot_requests(12)
+    packed.score(reqs[:1])  # the one-time checks
+    prepared = packed._prepare_scores(reqs)
+    _, groups, width = packed._pack([p.fed for p in prepared], [len(p.fed) - 1 for p in prepared])
+    assert width == 48 and groups
+    packed.tokens_forwarded = 0
+    a, b = packed.score(reqs), plain.score(reqs)
+    assert [x.logprob for x in a] == pytest.approx([y.logprob for y in b], abs=1e-4)
+    fed = [p.fed for p in prepared]
+    assert packed.tokens_forwarded <= 1.05 * trie_size(fed)

@@ -16,7 +16,7 @@ import torch
 from steadyeval import load_backend
 from steadyeval.models import _joint_prefill
 from steadyeval.models._hf import DECODE_POSITIONS_PER_ROW, HFCausalBackend
-from steadyeval.models._joint_prefill import _JointRun, joining_prompts
+from steadyeval.models._joint_prefill import _JointRun, joining_prompts, plan_groups
 from steadyeval.models._packed_decode import logit_gap
 from steadyeval.models._packing import trie_size
 from steadyeval.requests import GenerateRequest, ScoreRequest
@@ -251,3 +251,41 @@ def test_decode_groups_cut_by_the_budget(tiny_gpt2: Path, monkeypatch: pytest.Mo
     run.run()
     assert sizes == [2, 2]
     assert [run.generated[i] for i in range(4)] == plain.generate(gens)
+
+
+def test_each_planned_group_is_as_wide_as_its_own_prompts() -> None:
+    """A long prompt widens only its own group: after it, a new group of short prompts
+    is as wide as they are and holds as many as the budget allows; settings are apart."""
+    key, other = (5, ()), (3, ("\n",))
+    taken = [(0, key, 100), (1, key, 10), (2, key, 10), (3, other, 10), (4, key, 10)]
+    taken += [(5 + k, key, 10) for k in range(12)]
+    groups = plan_groups(taken, 2 * (100 + 5))
+    assert [(g.prompts, g.widest) for g in (groups[0], groups[2])] == [([0, 1], 100), ([3], 10)]
+    assert groups[1].widest == 10 and groups[1].prompts[:3] == [2, 4, 5]
+    assert len(groups[1].prompts) == 210 // 15  # (prompts) x (10 + 5) <= 210
+    for g in groups:
+        assert len(g.prompts) * (g.widest + g.key[0]) <= 210
+
+
+def test_narrow_rows_through_the_joint_call(
+    tiny_gpt2: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Narrow scoring rows (prefix groups for the shared paragraphs) in the joint call:
+    scores and greedy outputs equal score() and generate()."""
+    from steadyeval.models import _hf_causal_score
+
+    monkeypatch.setattr(_hf_causal_score, "NARROW_ROWS", 48)
+    monkeypatch.setattr(HFCausalBackend, "_row_nodes", property(lambda self: 192))
+    widths: list[int] = []
+    real = HFCausalBackend._pack
+
+    def spy(self: HFCausalBackend, *args: Any) -> Any:
+        got = real(self, *args)
+        widths.append(got[2])
+        return got
+
+    monkeypatch.setattr(HFCausalBackend, "_pack", spy)
+    joint = _load(tiny_gpt2, "packing=true&batch_size=16")
+    plain = _load(tiny_gpt2, "packing=false&batch_size=1")
+    _check_same(joint, plain, words=16)
+    assert widths[-1] == 48

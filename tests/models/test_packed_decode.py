@@ -272,3 +272,27 @@ def test_dropping_finished_rows_keeps_the_others_in_the_same_buffer() -> None:
     k, v = layer.update(torch.ones(3, 2, 1, 4), torch.zeros(3, 2, 1, 4))
     assert k.shape == (3, 2, 7, 4) and torch.equal(k[:, :, 6], torch.ones(3, 2, 4))
     assert torch.equal(v[:, :, :6], want_v)
+
+
+def test_decode_groups_fit_a_cache_cap_in_bytes(
+    tiny_gpt2: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a CPU a decode group's keys and values stay under DECODE_CACHE_BYTES_CPU (the
+    bytes per position measured on the model: 2 x layers x width x 4 for a float32
+    GPT-2); with a cap of about two prompts' caches, generation goes in more groups and
+    still equals generate()."""
+    from steadyeval.models import _hf
+
+    b = _load(tiny_gpt2, "packing=true&batch_size=64")
+    cfg = b.model.config
+    per = _packed_decode.cache_bytes_per_position(b.model)
+    assert per == 2 * cfg.n_layer * cfg.n_embd * 4
+    assert b._decode_budget() == min(
+        64 * _hf.DECODE_POSITIONS_PER_ROW, _hf.DECODE_CACHE_BYTES_CPU // per
+    )
+    monkeypatch.setattr(_hf, "DECODE_CACHE_BYTES_CPU", 2 * 40 * per)
+    assert b._decode_budget() == 80
+    seen = _spy_prefills(monkeypatch)
+    reqs = _mixed_requests()
+    assert b.generate(reqs) == _load(tiny_gpt2, "packing=false&batch_size=1").generate(reqs)
+    assert len(seen["packed"]) + len(seen["padded"]) >= 4

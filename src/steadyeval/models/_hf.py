@@ -29,7 +29,14 @@ from ._hf_batching import BatchedGeneration, is_oom, run_with_backoff, stop_on_t
 from ._hf_causal_score import CausalScoring, _branches, _Prepared
 from ._hf_options import HFOptions, load_config, resolve_model_dir
 from ._joint_prefill import score_and_generate as joint_score_and_generate
-from ._packed_decode import Decoded, Prefill, UnsupportedCache, logit_gap, packed_greedy
+from ._packed_decode import (
+    Decoded,
+    Prefill,
+    UnsupportedCache,
+    cache_bytes_per_position,
+    logit_gap,
+    packed_greedy,
+)
 from ._spec import ModelSpec
 
 __all__ = ["HFCausalBackend", "load_hf"]
@@ -72,6 +79,15 @@ def load_hf(spec: ModelSpec) -> Backend:
 # 256 → 1,110 MB, 22–23 s: memory grows with it, time barely moves past 128).
 DECODE_POSITIONS_PER_ROW = 128
 
+#: A decode group's keys and values take at most this many bytes on a CPU (on small models
+#: the positions budget binds first: 8,192 positions of a 12M GPT-2 are 160 MiB). A larger
+#: group makes a step cheaper per row, but slowly, while its cache sets a run's peak memory:
+#: an 89M GPT-2 with 450-token caches took 6.3 ms per row and step at 10 rows (333 MiB of
+#: cache), 4.9 ms at 16 (533 MiB) (issue 22). On a GPU the cap is a share of the device's
+#: free memory.
+DECODE_CACHE_BYTES_CPU = 384 * 2**20
+DECODE_CACHE_GPU_SHARE = 0.25
+
 # The one-time check of packed generation decodes the probe prompt's last PROBE_TOKENS tokens
 # (and two branches of them) for at most PROBE_STEPS steps: enough to exercise the trie mask,
 # the positions, the gathered cache and decoding, at about 1% of a run's cost (full-length
@@ -112,6 +128,7 @@ class HFCausalBackend(BatchedGeneration, CausalScoring):
         self._packed_generation: bool | None = None
         self.joint_prompts = 0  # greedy prompts prefilled with the scoring rows
         self.joint_prompt_tokens = 0  # their tokens forwarded there beyond scoring's
+        self._cache_bytes: int | None = None  # keys and values per cached position
 
     # -- cheap parts -------------------------------------------------------------------
     @property
@@ -134,8 +151,24 @@ class HFCausalBackend(BatchedGeneration, CausalScoring):
         and ``generate`` (within float tolerance; greedy tokens the same)."""
         if not scores or not any(r.temperature == 0 for r in generates):
             return super().score_and_generate(scores, generates)  # nothing to share
-        budget = self._batch_size * DECODE_POSITIONS_PER_ROW
-        return joint_score_and_generate(self, scores, generates, budget)
+        return joint_score_and_generate(self, scores, generates, self._decode_budget())
+
+    def _decode_budget(self) -> int:
+        """Cached token positions per decode group: ``batch_size`` ×
+        ``DECODE_POSITIONS_PER_ROW``, and at most ``DECODE_CACHE_BYTES_CPU`` of keys and
+        values on a CPU (``DECODE_CACHE_GPU_SHARE`` of the free memory on a GPU)."""
+        positions = self._batch_size * DECODE_POSITIONS_PER_ROW
+        if self._cache_bytes is None:
+            self._cache_bytes = cache_bytes_per_position(self.model)
+        if not self._cache_bytes:
+            return positions
+        if self.device.type == "cuda":
+            import torch
+
+            cap = int(torch.cuda.mem_get_info(self.device)[0] * DECODE_CACHE_GPU_SHARE)
+        else:
+            cap = DECODE_CACHE_BYTES_CPU
+        return max(1, min(positions, cap // self._cache_bytes))
 
     # -- top-k -----------------------------------------------------------------------------
     def _prompt_ids(
@@ -313,7 +346,7 @@ class HFCausalBackend(BatchedGeneration, CausalScoring):
                 max_new_tokens=first.max_new_tokens,
                 stops=first.stop,
                 max_nodes=self._row_nodes,
-                budget=self._batch_size * DECODE_POSITIONS_PER_ROW,
+                budget=self._decode_budget(),
                 prefill=prefill,
                 keep_logits=keep_logits,
             )

@@ -249,10 +249,12 @@ class CausalScoring(HFBackendBase):
         self, seqs: Sequence[Sequence[int]], limits: Sequence[int]
     ) -> tuple[list[PackedRow], list[PrefixGroup], int]:
         """``seqs`` packed for scoring (``pack_with_prefixes``; at most ``limits[i]`` tokens
-        of sequence ``i`` in a prefix) and the row width used: rows of ``NARROW_ROWS`` nodes
-        when they forward at most ``NARROW_IF_TOKENS_WITHIN`` times the tokens of rows of
-        ``_row_nodes`` (the long shared prefixes then go into prefix groups), else the
-        wide rows."""
+        of sequence ``i`` in a prefix) and the row width used: on a CPU, rows of
+        ``NARROW_ROWS`` nodes when they forward at most ``NARROW_IF_TOKENS_WITHIN`` times
+        the tokens of rows of ``_row_nodes`` (the long shared prefixes then go into prefix
+        groups) and none is wider, else the wide rows. Narrow rows mean more forward passes
+        (a prefix group's rows go one at a time), measured only on CPUs, where time follows
+        the tokens and the attention; elsewhere the rows stay wide."""
 
         def pack(width: int) -> tuple[list[PackedRow], list[PrefixGroup], int]:
             min_shared = width // 4 if self._prefix_cache else None
@@ -262,11 +264,13 @@ class CausalScoring(HFBackendBase):
             return rows, groups, width
 
         wide = pack(self._row_nodes)
-        if self._row_nodes <= NARROW_ROWS:
+        if self._row_nodes <= NARROW_ROWS or self.device.type != "cpu":
             return wide
         narrow = pack(NARROW_ROWS)
+        rows = [*narrow[0], *(r for g in narrow[1] for r in g.rows)]
         fits = forwarded(*narrow[:2]) <= NARROW_IF_TOKENS_WITHIN * forwarded(*wide[:2])
-        return narrow if fits else wide
+        # a sequence that shares nothing stays whole in its row, however long
+        return narrow if fits and all(len(r.tokens) <= NARROW_ROWS for r in rows) else wide
 
     def _packed_rows_per_forward(self, max_nodes: int) -> int:
         """Packed rows per forward pass: ``batch_size`` × ``PACKED_POSITIONS_PER_UNIT``
@@ -365,6 +369,7 @@ class CausalScoring(HFBackendBase):
         seqs = [p.fed for p in members]
         limits = [len(p.fed) - len(p.targets) for p in members]
         if max_nodes is None:
+            assert min_shared is None, "min_shared is chosen with the rows' width"
             rows, groups, max_nodes = self._pack(seqs, limits)
         else:
             rows, groups = pack_with_prefixes(

@@ -33,7 +33,7 @@ from ._roomy import roomy_cache
 if TYPE_CHECKING:
     from ._hf import HFCausalBackend
 
-__all__ = ["JOINT_IF_SHARED", "joining_prompts", "score_and_generate"]
+__all__ = ["JOINT_IF_SHARED", "joining_prompts", "plan_groups", "score_and_generate"]
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +70,28 @@ class _Group:
     layers: list[tuple[Any, Any]] = field(default_factory=list)
     logits: list[Any] = field(default_factory=list)  # each row's next-token logits
     taken: int = 0
+
+
+def plan_groups(
+    taken: Sequence[tuple[int, tuple[int, tuple[str, ...]], int]], budget: int
+) -> list[_Group]:
+    """Decode groups for prompts given as (request index, setting, length) in the order
+    they will be taken: per setting, a group is cut where the next prompt would take its
+    left-padded cache (prompts × (widest + max_new_tokens)) past ``budget``, as
+    ``decode_groups`` cuts them; each group is as wide as its own longest prompt."""
+    groups: list[_Group] = []
+    last: dict[tuple[int, tuple[str, ...]], _Group] = {}
+    for j, key, length in taken:
+        group = last.get(key)
+        if (
+            group is None
+            or (len(group.prompts) + 1) * (max(group.widest, length) + key[0]) > budget
+        ):
+            group = last[key] = _Group(key)
+            groups.append(group)
+        group.prompts.append(j)
+        group.widest = max(group.widest, length)
+    return groups
 
 
 class _JointRun:
@@ -129,6 +151,11 @@ class _JointRun:
         for got in results:
             final.update((self.todo[m], resp) for m, resp in got)
         return [final[i] for i in range(len(self.prepared))]
+
+    def release(self) -> None:
+        """Drop the decode groups' buffers and the prompts' logits (after a failure)."""
+        self.group_of.clear()
+        self.ends.clear()
 
     def _has_prompts(self, row: PackedRow) -> bool:
         return any(m >= self.first_prompt for m in row.members)
@@ -191,21 +218,16 @@ class _JointRun:
     def _plan(self, rows: Sequence[PackedRow]) -> None:
         """Cut the joined prompts into decode groups, in the order ``_take`` meets them in
         ``rows`` (the order they are forwarded)."""
-        last: dict[tuple[int, tuple[str, ...]], _Group] = {}
+        taken = []
         for row in rows:
             for m in row.members:
-                if m < self.first_prompt:
-                    continue
-                j = self.joined[m - self.first_prompt]
-                req = self.generates[j]
-                key, length = (req.max_new_tokens, req.stop), len(self.prompts[j][0])
-                group = last.get(key)
-                wider = max(group.widest, length) if group else length
-                if group is None or (len(group.prompts) + 1) * (wider + key[0]) > self.budget:
-                    group = last[key] = _Group(key)
-                self.group_of[j] = (group, len(group.prompts))
-                group.prompts.append(j)
-                group.widest = wider
+                if m >= self.first_prompt:
+                    j = self.joined[m - self.first_prompt]
+                    req = self.generates[j]
+                    taken.append((j, (req.max_new_tokens, req.stop), len(self.prompts[j][0])))
+        for group in plan_groups(taken, self.budget):
+            for slot, j in enumerate(group.prompts):
+                self.group_of[j] = (group, slot)
 
     def _take(self, row: PackedRow, cache: Any, prefix: int, b: int = 0) -> None:
         """The generation prompts' keys and values along their paths in the row (row ``b``
@@ -308,10 +330,13 @@ def score_and_generate(
         return backend._score_prepared(prepared), backend.generate(generates)
     run = _JointRun(backend, prepared, generates, joined, budget)
     try:
-        scored_out = run.run()
+        scored_out: list[ScoreResponse] | None = run.run()
     except Exception as exc:  # out of memory: apart, where batches halve on it
         if not is_oom(exc):
             raise
+        scored_out = None
+    if scored_out is None:
+        run.release()  # its partly filled buffers go before the fallback runs
         log.warning(
             "%s: out of memory in a joint prefill; scoring and generating apart", backend.spec
         )

@@ -31,6 +31,7 @@ __all__ = [
     "Decoded",
     "Prefill",
     "UnsupportedCache",
+    "cache_bytes_per_position",
     "logit_gap",
     "packed_greedy",
 ]
@@ -76,6 +77,19 @@ def _cache_name(base: Any) -> str:
     import inspect
 
     return "cache" if "cache" in inspect.signature(base.forward).parameters else "past_key_values"
+
+
+def cache_bytes_per_position(model: Any) -> int:
+    """Bytes of keys and values the model caches per token (one token forwarded; 0 when its
+    output has no per-layer keys and values)."""
+    import torch
+
+    ids = torch.zeros((1, 1), dtype=torch.long, device=next(model.parameters()).device)
+    with torch.inference_mode():
+        result = model.base_model(input_ids=ids, use_cache=True)
+    layers = getattr(getattr(result, _cache_name(model.base_model), None), "layers", None)
+    sides = [getattr(layer, name, None) for layer in layers or () for name in ("keys", "values")]
+    return sum(t.numel() * t.element_size() for t in sides if isinstance(t, torch.Tensor))
 
 
 def _plain_cache(result: Any, base: Any) -> Any:
@@ -237,12 +251,14 @@ def _prefill_padded(
                     )
                     for layer in layers
                 ]
-                hidden = result.last_hidden_state
-                last = hidden.new_empty((n, hidden.shape[-1]))
+                width_h = result.last_hidden_state.shape[-1]
+                last = result.last_hidden_state.new_empty((n, width_h))
             for layer, bufs in zip(layers, buffers, strict=True):
                 for kv, buf in zip((layer.keys, layer.values), bufs, strict=True):
                     buf[rows.to(buf.device), :, longest - width : longest] = kv
+            del layers
         last[rows.to(last.device)] = result.last_hidden_state[:, -1]
+        del result  # not held while the next batch is forwarded
     return roomy_cache(buffers, longest), attn, last
 
 
