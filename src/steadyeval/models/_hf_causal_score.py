@@ -36,14 +36,11 @@ log = logging.getLogger(__name__)
 PACKED_POSITIONS_PER_UNIT = 32
 
 #: Scoring rows are this narrow when that forwards at most NARROW_IF_TOKENS_WITHIN times the
-#: tokens of the wide rows (``CausalScoring._pack``). Attention inside a packed row is dense
-#: over its width, so a row of 1,024 nodes spends four times the attention of four rows of
-#: 256 on the same tokens; narrow rows keep the sharing when the shared parts are long
-#: prefixes (a paragraph, five shots), which go into prefix groups. On the layouts
-#: benchmark (bench/README.md, issue 22; 12M GPT-2) narrow rows forwarded 1.002× the tokens
-#: on paragraph-first items and scored them in ~35% less time, 1.001× and 11% less on MMLU
-#: 5-shot; question-first items, whose options share only the short question, forwarded
-#: 1.10× (rows of 512: 1.055×) and keep the wide rows.
+#: tokens of the wide rows (``CausalScoring._pack``): attention in a packed row is dense over
+#: its width, and long shared prefixes (a paragraph, five shots) go into prefix groups. On
+#: the layouts benchmark (bench/README.md, issue 22; 12M GPT-2, CPU): 1.002× the tokens and
+#: ~35% less time on paragraph-first items, 1.001× and 11% less on MMLU 5-shot; 1.10× on
+#: question-first items (options share only the short question), which keep wide rows.
 NARROW_ROWS = 256
 NARROW_IF_TOKENS_WITHIN = 1.01
 
