@@ -89,6 +89,12 @@ def test_length_batches_bound_the_padding() -> None:
 def test_each_prefill_equals_generate(tiny_gpt2: Path, prefill: Any, max_nodes: int) -> None:
     """Either prefill (and packed rows too small for one group, so one group's prompts are
     gathered from several rows) decodes exactly what generate() does, prompt by prompt."""
+    got, expected = _packed_and_generate(tiny_gpt2, prefill, max_nodes)
+    assert got == expected
+
+
+def _packed_and_generate(tiny_gpt2: Path, prefill: Any, max_nodes: int) -> tuple[Any, Any]:
+    """The mixed requests decoded by ``packed_greedy`` (as responses) and by generate()."""
     packed = _load(tiny_gpt2, "packing=true&batch_size=64")
     plain = _load(tiny_gpt2, "packing=false&batch_size=1")
     reqs = _mixed_requests()
@@ -104,7 +110,7 @@ def test_each_prefill_equals_generate(tiny_gpt2: Path, prefill: Any, max_nodes: 
             budget=10_000,
             prefill=prefill,
         )
-    assert packed._responses(reqs, prepared, decoded) == plain.generate(reqs)
+    return packed._responses(reqs, prepared, decoded), plain.generate(reqs)
 
 
 def _spy_prefills(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[int]]:
@@ -230,10 +236,6 @@ def test_padded_batches_after_the_first_write_into_the_buffer(
     """The padded prefill forwards its longest prompt alone, then writes every later batch's
     keys and values straight into the group's buffer (no batch cache beside it); decoding
     from that buffer equals generate(), prompt by prompt."""
-    packed = _load(tiny_gpt2, "packing=true&batch_size=64")
-    plain = _load(tiny_gpt2, "packing=false&batch_size=1")
-    reqs = _mixed_requests()
-    prepared = [packed._prompt_ids(r.prompt, False, None, r.max_new_tokens) for r in reqs]
     views: list[bool] = []
     real = _packed_decode._rows_view
 
@@ -243,18 +245,8 @@ def test_padded_batches_after_the_first_write_into_the_buffer(
         return got
 
     monkeypatch.setattr(_packed_decode, "_rows_view", spy)
-    with torch.inference_mode():
-        decoded = packed_greedy(
-            packed.model,
-            packed.tokenizer,
-            [p for p, _ in prepared],
-            max_new_tokens=7,
-            stops=(),
-            max_nodes=1024,
-            budget=10_000,
-            prefill="padded",
-        )
-    assert packed._responses(reqs, prepared, decoded) == plain.generate(reqs)
+    got, expected = _packed_and_generate(tiny_gpt2, "padded", 1024)
+    assert got == expected
     assert views[0] is False and sum(views) >= 2  # the first alone; later batches in place
 
 
