@@ -288,3 +288,20 @@ def test_decode_groups_fit_a_cache_cap_in_bytes(
     reqs = _mixed_requests()
     assert b.generate(reqs) == _load(tiny_gpt2, "packing=false&batch_size=1").generate(reqs)
     assert len(seen["packed"]) + len(seen["padded"]) >= 4
+
+
+def test_a_cache_with_an_empty_layer_is_not_plain() -> None:
+    """A forward whose cache leaves a layer without keys and values (a model sharing
+    layers' caches) is refused as not plain (generation then falls back to generate())."""
+    from types import SimpleNamespace
+
+    from transformers.cache_utils import DynamicLayer
+
+    full = DynamicLayer()
+    full.update(torch.zeros(1, 1, 2, 4), torch.zeros(1, 1, 2, 4))
+    base = SimpleNamespace(forward=lambda cache=None: None)
+    ok = SimpleNamespace(cache=SimpleNamespace(layers=[full]))
+    assert _packed_decode._plain_cache(ok, base) is ok.cache
+    empty = SimpleNamespace(cache=SimpleNamespace(layers=[full, DynamicLayer()]))
+    with pytest.raises(_packed_decode.UnsupportedCache):
+        _packed_decode._plain_cache(empty, base)

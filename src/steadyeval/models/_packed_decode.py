@@ -96,11 +96,12 @@ def cache_bytes_per_position(model: Any) -> int:
 
 
 def _plain_cache(result: Any, base: Any) -> Any:
-    """The key/value cache a forward returned, if it is a plain growing one."""
+    """The key/value cache a forward returned, if it is a plain growing one with keys and
+    values in every layer (models sharing a layer's keys and values leave others empty)."""
     from transformers.cache_utils import DynamicLayer
 
     cache = getattr(result, _cache_name(base))
-    if any(type(layer) is not DynamicLayer for layer in cache.layers):
+    if any(type(layer) is not DynamicLayer or layer.keys is None for layer in cache.layers):
         raise UnsupportedCache("packed decoding needs a plain dynamic key/value cache")
     return cache
 
