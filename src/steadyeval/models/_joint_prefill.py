@@ -28,7 +28,7 @@ from ._hf_batching import is_oom, run_with_backoff
 from ._hf_causal_score import _check_plain_cache, _Prepared
 from ._packed_decode import Decoded, _decode
 from ._packing import PackedRow, PrefixGroup, _shared
-from ._roomy import roomy_cache
+from ._roomy import roomy_cache, zero_buffers
 
 if TYPE_CHECKING:
     from ._hf import HFCausalBackend
@@ -256,14 +256,8 @@ class _JointRun:
 
     def _allocate(self, group: _Group, cache: Any) -> None:
         """The group's buffers (zeros: the left padding), shaped as ``cache``'s layers."""
-        n, width = len(group.prompts), group.widest + group.key[0]
-        group.layers = [
-            tuple(
-                kv.new_zeros((n, kv.shape[1], width, kv.shape[3]))
-                for kv in (layer.keys, layer.values)
-            )
-            for layer in cache.layers
-        ]
+        n = len(group.prompts)
+        group.layers = zero_buffers(cache.layers, n, group.widest + group.key[0])
         group.logits = [None] * n
 
     def _flush(self, group: _Group) -> None:

@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 from ._hf_batching import stop_hit
 from ._packing import PackedRow, pack_sequences, row_tensors, trie_size
-from ._roomy import roomy_cache
+from ._roomy import roomy_cache, zero_buffers
 
 __all__ = [
     "PACKED_IF_TRIE_BELOW",
@@ -247,14 +247,8 @@ def _prefill_padded(
         )
         if into is None:  # a cache of its own (the first batch), copied into the buffer
             layers = _plain_cache(result, model.base_model).layers
-            if not buffers:  # zeros: the left padding of shorter prompts
-                buffers = [
-                    tuple(
-                        kv.new_zeros((n, kv.shape[1], longest + room, kv.shape[3]))
-                        for kv in (layer.keys, layer.values)
-                    )
-                    for layer in layers
-                ]
+            if not buffers:
+                buffers = zero_buffers(layers, n, longest + room)
                 width_h = result.last_hidden_state.shape[-1]
                 last = result.last_hidden_state.new_empty((n, width_h))
             for layer, bufs in zip(layers, buffers, strict=True):

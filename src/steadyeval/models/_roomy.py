@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["roomy_cache"]
+__all__ = ["roomy_cache", "zero_buffers"]
 
 _ROOMY: Any = None
 
@@ -65,3 +65,16 @@ def roomy_cache(layers: Sequence[tuple[Any, Any]], used: int) -> Any:
     cache = DynamicCache()
     cache.layers = [roomy(keys, values, used) for keys, values in layers]
     return cache
+
+
+def zero_buffers(layers: Sequence[Any], rows: int, width: int) -> list[tuple[Any, Any]]:
+    """Zeroed (keys, values) buffers of ``rows`` × ``width`` positions per layer, shaped
+    (heads, head size, dtype, device) as ``layers``' keys and values: the zeros are the left
+    padding of shorter prompts."""
+    return [
+        (
+            layer.keys.new_zeros((rows, layer.keys.shape[1], width, layer.keys.shape[3])),
+            layer.values.new_zeros((rows, layer.values.shape[1], width, layer.values.shape[3])),
+        )
+        for layer in layers
+    ]

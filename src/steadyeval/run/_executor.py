@@ -53,10 +53,8 @@ def _call_jointly(backend: Backend, requests: Sequence[Request]) -> list[Respons
             f"backend {backend.spec} returned {len(got_s)} + {len(got_g)} responses for "
             f"{len(scores)} score and {len(generates)} generate requests"
         )
-    out: list[Response] = [*got_s, *got_g]  # placeholders, each slot overwritten below
-    for i, resp in zip([*scores, *generates], [*got_s, *got_g], strict=True):
-        out[i] = resp
-    return out
+    answer = dict(zip([*scores, *generates], [*got_s, *got_g], strict=True))
+    return [answer[i] for i in range(len(requests))]
 
 
 def call_backend(backend: Backend, kind: CallKind, requests: Sequence[Request]) -> list[Response]:
