@@ -515,3 +515,21 @@ def test_narrow_rows_score_as_the_unshared_computation(
     assert [x.logprob for x in a] == pytest.approx([y.logprob for y in b], abs=1e-4)
     fed = [p.fed for p in prepared]
     assert packed.tokens_forwarded <= 1.05 * trie_size(fed)
+
+
+def test_fused_gelu_swaps_the_python_gelu_and_scores_the_same(tiny_gpt2: Path) -> None:
+    from transformers.activations import NewGELUActivation
+
+    fused = load_backend(f"hf:{tiny_gpt2}")
+    python = load_backend(f"hf:{tiny_gpt2}?fused_gelu=false")
+    assert isinstance(fused, HFCausalBackend) and isinstance(python, HFCausalBackend)
+    kinds = [{type(m) for m in b.model.modules()} for b in (fused, python)]
+    assert NewGELUActivation not in kinds[0] and NewGELUActivation in kinds[1]
+    reqs = [ScoreRequest(c, x) for c, x in PAIRS]
+    for a, b in zip(fused.score(reqs), python.score(reqs), strict=True):
+        assert a.logprob == pytest.approx(b.logprob, abs=1e-5)
+    # Run-only: the same model identity and cache key either way.
+    assert fused.identity() == python.identity()
+    assert fused.fingerprint() == python.fingerprint()
+    with pytest.raises(ModelSpecError, match="fused_gelu must be true or false"):
+        load_backend(f"hf:{tiny_gpt2}?fused_gelu=maybe")

@@ -21,7 +21,7 @@ from ._hf_options import RUN_ONLY, HFOptions, load_config, resolve_model_dir
 from ._known import known_input_format
 from ._spec import ModelSpec
 
-__all__ = ["AUTO_BATCH", "HFBackendBase"]
+__all__ = ["AUTO_BATCH", "HFBackendBase", "fuse_gelu"]
 
 log = logging.getLogger(__name__)
 
@@ -128,6 +128,8 @@ class HFBackendBase(BaseBackend):
                 trust_remote_code=self.options.trust_remote_code,
             )
             model.eval()
+            if self.options.fused_gelu:
+                fuse_gelu(model)
             self._model = model.to(self.options.torch_device())
             log.info(
                 "loaded model %s in %s (%s, %s)",
@@ -195,3 +197,34 @@ def _tokenizer_error(spec: ModelSpec, folder: Path, exc: BaseException) -> BaseE
     if "pip install" in text or " is required" in text or "requires the" in text:
         return ModelSpecError(f"{where}: {text[:300]}")
     return exc
+
+
+def fuse_gelu(model: Any) -> int:
+    """Swap the model's tanh-approximate GELU written as Python tensor operations
+    (``gelu_new`` and ``gelu_fast``: GPT-2, GPT-J, CodeGen, T5 v1.1, ...) for the same
+    function as one fused kernel (``torch.nn.functional.gelu(approximate="tanh")``), which
+    transformers ships as ``gelu_pytorch_tanh``. The two agree to float rounding (2.4e-7 at
+    most in float32); the fused one runs 2-4x faster on a CPU, where the Python version's
+    five passes over the MLP's activations took 10-15% of a 12M GPT-2's forward time
+    (issue 22). Returns how many modules were swapped."""
+    from transformers import activations
+
+    python_versions = tuple(
+        getattr(activations, name)
+        for name in ("NewGELUActivation", "FastGELUActivation")
+        if hasattr(activations, name)
+    )
+    fused_class = getattr(activations, "GELUTanh", None) or getattr(
+        activations, "PytorchGELUTanh", None
+    )
+    if fused_class is None or not python_versions:
+        return 0
+    swapped = 0
+    for parent in model.modules():
+        for name, child in list(parent.named_children()):
+            if type(child) in python_versions:
+                setattr(parent, name, fused_class())
+                swapped += 1
+    if swapped:
+        log.debug("fused %d tanh-GELU activation modules", swapped)
+    return swapped

@@ -34,9 +34,12 @@ _ALLOWED = {
     "trust_remote_code": "true | false",
     "packing": "true | false (score shared prefixes once; default: on when the model passes a check)",
     "input_format": "an input encoding the model expects, e.g. unifiedqa (see Capabilities)",
+    "fused_gelu": "true | false (GPT-2's tanh GELU as one fused kernel; default true)",
 }
 #: Options that change how a run goes, never an output: left out of the model's identity.
-RUN_ONLY = frozenset({"device", "batch_size", "trust_remote_code", "packing", "input_format"})
+RUN_ONLY = frozenset(
+    {"device", "batch_size", "trust_remote_code", "packing", "input_format", "fused_gelu"}
+)
 
 _DTYPES = ("float32", "float16", "bfloat16", "auto")
 
@@ -51,6 +54,7 @@ class HFOptions:
     trust_remote_code: bool = False
     packing: bool | None = None
     input_format: str | None = None
+    fused_gelu: bool = True
 
     @classmethod
     def from_spec(cls, spec: ModelSpec) -> HFOptions:
@@ -76,6 +80,9 @@ class HFOptions:
         packing = o.get("packing")
         if packing is not None and packing.lower() not in ("true", "false"):
             raise ModelSpecError(f"model spec {spec}: packing must be true or false")
+        fused = o.get("fused_gelu", "true").lower()
+        if fused not in ("true", "false"):
+            raise ModelSpecError(f"model spec {spec}: fused_gelu must be true or false")
         return cls(
             input_format=o.get("input_format") or None,
             packing=None if packing is None else packing.lower() == "true",
@@ -85,6 +92,7 @@ class HFOptions:
             batch_size=batch,
             max_length=max_length,
             trust_remote_code=trust == "true",
+            fused_gelu=fused == "true",
         )
 
     def torch_device(self) -> str:
