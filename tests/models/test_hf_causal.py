@@ -443,12 +443,35 @@ def test_logits_only_at_scored_positions_and_fallback(
         assert odd._keep_ok is False
 
 
-def test_a_shared_context_is_encoded_once(backend: HFCausalBackend) -> None:
-    memo: dict[str, int] = {}
-    for c, x in PAIRS:
-        req = ScoreRequest(c, x)
-        assert backend._text.encode_pair(req, memo) == backend._text.encode_pair(req)
-    assert set(memo) == {c.rstrip() for c, _ in PAIRS}
+def test_pairs_are_encoded_in_one_batch_each_context_once(
+    backend: HFCausalBackend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The batched encoding equals encoding each pair alone (empty contexts and a text
+    starting with the BOS text included), in one tokenizer call per special-token rule,
+    each shared context once."""
+    text = backend._text
+    bos = backend.tokenizer.bos_token or "<|endoftext|>"
+    reqs = [ScoreRequest(c, x) for c, x in PAIRS]
+    reqs += [ScoreRequest("", "Paris is"), ScoreRequest(bos + "Paris is the", " capital")]
+    alone = [text.encode_pair(r) for r in reqs]
+    real, batches = text.tokenizer, []
+
+    class Counting:
+        bos_token = real.bos_token
+
+        def __call__(self, texts: Any, **kwargs: Any) -> Any:
+            if isinstance(texts, list):
+                batches.append(list(texts))
+            return real(texts, **kwargs)
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(real, name)
+
+    monkeypatch.setattr(text, "tokenizer", Counting())
+    assert text.encode_pairs(reqs) == alone
+    assert len(batches) == 2  # with the special tokens, and the text starting with BOS
+    contexts = [t for b in batches for t in b if any(t == c.rstrip() for c, _ in PAIRS)]
+    assert sorted(contexts) == sorted({c.rstrip() for c, _ in PAIRS})
 
 
 def test_scoring_rows_are_narrow_only_when_that_keeps_the_sharing(
@@ -459,7 +482,7 @@ def test_scoring_rows_are_narrow_only_when_that_keeps_the_sharing(
     cut shared parts that no prefix group takes (a short question shared by an item's
     option lists, forwarded once per list), the rows stay wide."""
     from steadyeval.models import _hf_causal_score
-    from steadyeval.models._hf_causal_score import forwarded
+    from steadyeval.models._packing import forwarded
 
     monkeypatch.setattr(_hf_causal_score, "NARROW_ROWS", 48)
     monkeypatch.setattr(HFCausalBackend, "_row_nodes", property(lambda self: 192))
@@ -478,11 +501,25 @@ def test_scoring_rows_are_narrow_only_when_that_keeps_the_sharing(
     # long sequences sharing nothing: as many tokens either way, but a narrow row would
     # still hold a whole one
     unique = [[*range(1000 * k, 1000 * k + 100), 7] for k in range(4)]
-    for seqs, width in ((para, 48), (qfirst, 192), (unique, 192)):
+    real_pack, packs = _hf_causal_score.pack_with_prefixes, []
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        packs.append(kwargs["max_nodes"])
+        return real_pack(*args, **kwargs)
+
+    monkeypatch.setattr(_hf_causal_score, "pack_with_prefixes", counted)
+    # Narrow rows at the trie bound need no wide packing to compare with.
+    for seqs, width, widths in (
+        (para, 48, [48]),
+        (qfirst, 192, [48, 192]),
+        (unique, 192, [48, 192]),
+    ):
         limits = [len(s) - 1 for s in seqs]
+        packs.clear()
         rows, _, chosen = b._pack(seqs, limits)
-        assert chosen == width
+        assert chosen == width and packs == widths
         assert all(len(r.tokens) <= width for r in rows)
+    monkeypatch.setattr(_hf_causal_score, "pack_with_prefixes", real_pack)
     narrow = _hf_causal_score.pack_with_prefixes(
         qfirst, max_nodes=48, limits=[len(s) - 1 for s in qfirst], min_shared=12
     )

@@ -266,6 +266,31 @@ def test_dropping_finished_rows_keeps_the_others_in_the_same_buffer() -> None:
     assert torch.equal(v[:, :, :6], want_v)
 
 
+def test_buffer_pool_lends_zeroed_views_and_reuses_given_back_storage() -> None:
+    """Decode groups one after another reuse one storage (no fresh pages per group), each
+    time zeroed; a group needing more gets new storage; two groups alive at once never
+    share one."""
+    from types import SimpleNamespace
+
+    like = [SimpleNamespace(keys=torch.zeros(1, 2, 3, 4), values=torch.zeros(1, 2, 3, 4))] * 2
+    pool = _roomy.BufferPool(positions=10)
+    first, storage = pool.take(like, rows=2, width=5)
+    assert [tuple(k.shape) for k, _ in first] == [(2, 2, 5, 4)] * 2
+    assert all(not k.any() and not v.any() for k, v in first)
+    assert all(f.numel() == 10 * 2 * 4 for f in storage)  # room for `positions`
+    first[0][0].fill_(3.0)
+    other, other_storage = pool.take(like, rows=1, width=4)  # while the first is alive
+    assert not other[0][0].any()
+    assert other_storage[0].data_ptr() != storage[0].data_ptr()
+    pool.give(storage)
+    again, again_storage = pool.take(like, rows=1, width=9)
+    assert again_storage[0].data_ptr() == storage[0].data_ptr() and not again[0][0].any()
+    pool.give(again_storage)
+    bigger, bigger_storage = pool.take(like, rows=3, width=5)  # 15 positions: new storage
+    assert bigger_storage[0].numel() == 15 * 2 * 4 and not bigger[1][1].any()
+    pool.give(other_storage)
+
+
 def test_decode_groups_fit_a_cache_cap_in_bytes(
     tiny_gpt2: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

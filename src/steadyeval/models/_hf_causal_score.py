@@ -20,19 +20,25 @@ from ._causal_text import CausalText
 from ._hf_batching import is_oom, run_with_backoff
 from ._hf_common import HFBackendBase
 from ._hf_options import HFOptions
-from ._packing import PackedRow, PrefixGroup, pack_with_prefixes, row_tensors
+from ._packing import (
+    PackedRow,
+    PrefixGroup,
+    forwarded,
+    pack_with_prefixes,
+    row_tensors,
+    trie_size,
+)
 from ._spec import ModelSpec
 
 __all__ = ["CausalScoring"]
 
 log = logging.getLogger(__name__)
 
-#: Token positions of a packed forward pass per unit of the ``batch_size`` option (rows per
-#: forward = batch_size × this // row nodes). A packed row's attention is dense over its
-#: width, so a forward of 32 rows of 1,024 nodes (the former 512 per unit) holds ~1 GB of
-#: attention scores on a 12M GPT-2: on the layouts benchmark's workloads at quick size
-#: (bench/README.md, issue 22), scoring all requests of a workload in one call took
-#: 0.6-0.8× the time and about half the memory with 32 per unit; 64 and 128 were between.
+#: Token positions of a packed forward per unit of ``batch_size`` (rows per forward =
+#: batch_size × this // row nodes). A row's attention is dense over its width: 32 rows of
+#: 1,024 nodes (the former 512 per unit) hold ~1 GB of scores on a 12M GPT-2; on the layouts
+#: benchmark at quick size (bench/README.md, issue 22) 32 per unit took 0.6-0.8× the time
+#: and about half the memory of 512; 64 and 128 were between.
 PACKED_POSITIONS_PER_UNIT = 32
 
 #: Scoring rows are this narrow when that forwards at most NARROW_IF_TOKENS_WITHIN times the
@@ -44,16 +50,8 @@ PACKED_POSITIONS_PER_UNIT = 32
 NARROW_ROWS = 256
 NARROW_IF_TOKENS_WITHIN = 1.01
 
-#: Tokens of the first request's sequence the one-time packing check forwards (its last
-#: ones), with two sequences branching from them: enough to exercise masks and positions.
+#: Last tokens of the first request the packing check forwards (with two branches).
 PROBE_TOKENS = 16
-
-
-def forwarded(rows: Sequence[PackedRow], groups: Sequence[PrefixGroup]) -> int:
-    """Token positions a packing forwards: its rows' nodes, and each prefix group's prefix
-    and rows."""
-    total = sum(len(r.tokens) for r in rows)
-    return total + sum(len(g.prefix) + sum(len(r.tokens) for r in g.rows) for g in groups)
 
 
 def _kept_shape(keep: Any, input_ids: Any) -> tuple[int, ...]:
@@ -214,9 +212,8 @@ class CausalScoring(HFBackendBase):
     def _prepare_scores(self, requests: Sequence[ScoreRequest]) -> list[_Prepared]:
         max_len = self.max_length
         out = []
-        context_lengths: dict[str, int] = {}  # options share a context: encode it once
-        for req in requests:
-            enc = _Encoded(*self._text.encode_pair(req, context_lengths))
+        for pair in self._text.encode_pairs(requests):  # each shared context encoded once
+            enc = _Encoded(*pair)
             fed = enc.tokens[:-1]
             truncated = len(fed) > max_len
             fed = fed[-max_len:]
@@ -246,12 +243,10 @@ class CausalScoring(HFBackendBase):
         self, seqs: Sequence[Sequence[int]], limits: Sequence[int]
     ) -> tuple[list[PackedRow], list[PrefixGroup], int]:
         """``seqs`` packed for scoring (``pack_with_prefixes``; at most ``limits[i]`` tokens
-        of sequence ``i`` in a prefix) and the row width used: on a CPU, rows of
-        ``NARROW_ROWS`` nodes when they forward at most ``NARROW_IF_TOKENS_WITHIN`` times
-        the tokens of rows of ``_row_nodes`` (the long shared prefixes then go into prefix
-        groups) and none is wider, else the wide rows. Narrow rows mean more forward passes
-        (a prefix group's rows go one at a time), measured only on CPUs, where time follows
-        the tokens and the attention; elsewhere the rows stay wide."""
+        of sequence ``i`` in a prefix) and the row width: on a CPU, ``NARROW_ROWS`` nodes when
+        that forwards at most ``NARROW_IF_TOKENS_WITHIN`` times the tokens of ``_row_nodes``
+        (long shared prefixes go to prefix groups) and no row is wider; else wide (more,
+        narrower forwards were measured only on CPUs, where time follows the tokens)."""
 
         def pack(width: int) -> tuple[list[PackedRow], list[PrefixGroup], int]:
             min_shared = width // 4 if self._prefix_cache else None
@@ -260,14 +255,18 @@ class CausalScoring(HFBackendBase):
             )
             return rows, groups, width
 
-        wide = pack(self._row_nodes)
         if self._row_nodes <= NARROW_ROWS or self.device.type != "cpu":
-            return wide
+            return pack(self._row_nodes)
         narrow = pack(NARROW_ROWS)
         rows = [*narrow[0], *(r for g in narrow[1] for r in g.rows)]
-        fits = forwarded(*narrow[:2]) <= NARROW_IF_TOKENS_WITHIN * forwarded(*wide[:2])
-        # a sequence that shares nothing stays whole in its row, however long
-        return narrow if fits and all(len(r.tokens) <= NARROW_ROWS for r in rows) else wide
+        if any(len(r.tokens) > NARROW_ROWS for r in rows):  # a long sequence sharing nothing
+            return pack(self._row_nodes)
+        # Any rows forward the trie's nodes at least: within that, the wide ones need no pack.
+        cost = forwarded(*narrow[:2]) / NARROW_IF_TOKENS_WITHIN
+        if cost <= trie_size(seqs):
+            return narrow
+        wide = pack(self._row_nodes)
+        return narrow if cost <= forwarded(*wide[:2]) else wide
 
     def _packed_rows_per_forward(self, max_nodes: int) -> int:
         """Packed rows per forward pass: ``batch_size`` × ``PACKED_POSITIONS_PER_UNIT``

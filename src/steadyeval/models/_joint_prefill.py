@@ -28,7 +28,7 @@ from ._hf_batching import is_oom, run_with_backoff
 from ._hf_causal_score import _check_plain_cache, _Prepared
 from ._packed_decode import Decoded, _decode
 from ._packing import PackedRow, PrefixGroup, _shared
-from ._roomy import roomy_cache, zero_buffers
+from ._roomy import BufferPool, roomy_cache
 
 if TYPE_CHECKING:
     from ._hf import HFCausalBackend
@@ -68,6 +68,7 @@ class _Group:
     prompts: list[int] = field(default_factory=list)  # request indices, in buffer-row order
     widest: int = 0
     layers: list[tuple[Any, Any]] = field(default_factory=list)
+    storage: list[Any] = field(default_factory=list)  # what ``layers`` are views of
     logits: list[Any] = field(default_factory=list)  # each row's next-token logits
     taken: int = 0
 
@@ -111,6 +112,7 @@ class _JointRun:
         self.keep_logits = keep_logits  # each decoding step's logits, in ``decoded``
         self.decoded: dict[int, Decoded] = {}
         self.prompts, self.budget = prompts, budget
+        self.pool = BufferPool(budget)  # the decode groups' buffers, one group after another
         self.todo = [i for i, p in enumerate(prepared) if p.targets]
         self.members = [prepared[i] for i in self.todo]
         self.first_prompt = len(self.members)  # members from here on are generation prompts
@@ -156,6 +158,7 @@ class _JointRun:
         """Drop the decode groups' buffers and the prompts' logits (after a failure)."""
         self.group_of.clear()
         self.ends.clear()
+        self.pool = BufferPool(self.budget)
 
     def _has_prompts(self, row: PackedRow) -> bool:
         return any(m >= self.first_prompt for m in row.members)
@@ -257,7 +260,7 @@ class _JointRun:
     def _allocate(self, group: _Group, cache: Any) -> None:
         """The group's buffers (zeros: the left padding), shaped as ``cache``'s layers."""
         n = len(group.prompts)
-        group.layers = zero_buffers(cache.layers, n, group.widest + group.key[0])
+        group.layers, group.storage = self.pool.take(cache.layers, n, group.widest + group.key[0])
         group.logits = [None] * n
 
     def _flush(self, group: _Group) -> None:
@@ -271,7 +274,8 @@ class _JointRun:
             attn[b, longest - len(self.prompts[j][0]) :] = 1
         cache = roomy_cache(group.layers, longest)
         logits = torch.stack(group.logits)
-        group.layers, group.logits = [], []  # the decoding cache owns the buffers now
+        storage = group.storage  # the decoding cache holds the buffers now
+        group.layers, group.storage, group.logits = [], [], []
         out = [Decoded([], False, [] if self.keep_logits else None) for _ in group.prompts]
         model = self.b.model
         _decode(
@@ -286,6 +290,8 @@ class _JointRun:
             device=next(model.parameters()).device,
             first=logits,
         )
+        del cache
+        self.pool.give(storage)  # for the next group
         for j, d in zip(group.prompts, out, strict=True):
             if self.keep_logits:
                 self.decoded[j] = d

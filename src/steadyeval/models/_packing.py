@@ -23,6 +23,7 @@ from numpy.typing import NDArray
 __all__ = [
     "PackedRow",
     "PrefixGroup",
+    "forwarded",
     "pack_sequences",
     "pack_with_prefixes",
     "row_tensors",
@@ -186,6 +187,13 @@ def pack_with_prefixes(
     for row in rows:
         row.members = {plain[k]: path for k, path in row.members.items()}
     return rows, groups
+
+
+def forwarded(rows: Sequence[PackedRow], groups: Sequence[PrefixGroup]) -> int:
+    """Token positions a packing forwards: its rows' nodes, and each prefix group's prefix
+    and rows."""
+    total = sum(len(r.tokens) for r in rows)
+    return total + sum(len(g.prefix) + sum(len(r.tokens) for r in g.rows) for g in groups)
 
 
 def trie_size(seqs: Sequence[Sequence[int]]) -> int:
