@@ -1,6 +1,8 @@
 """Choose the calibration factor of the spread estimator's quantile intervals (issue 21).
 
     python bench/spread_calibrate.py            # ~8-15 min on 2 cores
+    python bench/spread_calibrate.py --budgets 400 --set _LOW_A=2 --set _LOW_B=8
+
 
 :func:`steadyeval.stats._irt.widen` multiplies each side of a quantile's posterior interval
 (its distance from the posterior median) by 1 + factor × min(1, 5 / cells per format). This
@@ -13,11 +15,19 @@ per budget) and their mean width. The factor in ``_irt._WIDEN`` (0.35) is the on
 coverage came closest to 90% over the budgets (least summed distance: 88%, 92%, 90%, 93%;
 factor 0: 76%, 83%, 83%, 90%; 0.45, the factor before ``_irt_mixture.gap`` widened with
 the cells per row: 91%, 93%, 93%, 94%). ~8 min on 2 cores.
+
+It also prints, per budget, the mean W1 of the estimator (with covariates) and of the
+better PromptEval baseline (PE-Rasch, PE-discrete; bench/spread_baseline.py, on the same
+cells, cached in ``--cache`` since they do not depend on steadyeval's settings) and their
+ratio, so that a change of the estimator can be judged on these seeds before the benchmark.
+``--set NAME=VALUE`` overrides a module constant of ``_irt_mixture`` or ``_irt`` (e.g. the
+Beta prior ``_LOW_A``/``_LOW_B``) in this run only.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from multiprocessing import Pool
@@ -28,8 +38,10 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from spread_baseline import prompteval  # noqa: E402
 from spread_matrix import generate  # noqa: E402
 
+from steadyeval.stats import _irt, _irt_mixture  # noqa: E402
 from steadyeval.stats._irt import IrtCells, fit_irt, irt_distribution, widen  # noqa: E402
 from steadyeval.stats._irt_design import stratified_cells  # noqa: E402
 
@@ -39,42 +51,96 @@ SETS = ((7000, 3), (9000, 2))  # (first generator seed, sampling seeds per matri
 FACTORS = (0.0, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6)
 
 
-def run_one(gseed: int, size: int, budget: int, seed: int) -> dict:
-    """Uncalibrated 90% intervals, per-draw quantiles and the true quantiles of one run."""
+def _w1(est: np.ndarray, true: np.ndarray) -> float:
+    return float(np.mean(np.abs(np.sort(est) - np.sort(true))))
+
+
+def run_one(gseed: int, size: int, budget: int, seed: int, baseline: bool) -> dict:
+    """Uncalibrated 90% intervals, per-draw quantiles and the true quantiles of one run; W1
+    of the estimator and (``baseline``) the better PromptEval's."""
     m = generate(gseed, size)
     rows, cols = stratified_cells(*m.y.shape, budget, seed=seed)
     cells = IrtCells.of(rows, cols, m.y[rows, cols], *m.y.shape)
     dist = irt_distribution(fit_irt(cells, m.covariates), seed=seed, n_draws=150, calibrate=False)
+    true = m.y.mean(axis=1)
+    base = None
+    if baseline:
+        obs = m.y[rows, cols]
+        base = min(
+            _w1(prompteval(rows, cols, obs, m.y.shape), true),
+            _w1(prompteval(rows, cols, obs, m.y.shape, m.covariates), true),
+        )
     return {
+        "key": f"{gseed}/{size}/{budget}/{seed}",
+        "w1": _w1(dist.sorted_accuracy, true),
+        "base": base,
         "budget": budget,
         "low": dist.quantile_low,
         "high": dist.quantile_high,
         "median": np.median(dist.quantile_draws, axis=0),
         "cells_per_row": budget / m.y.shape[0],
-        "true": np.percentile(m.y.mean(axis=1), LEVELS),
+        "true": np.percentile(true, LEVELS),
     }
+
+
+def _override(settings: list[str]) -> None:
+    """Apply ``NAME=VALUE`` to the module constant NAME of ``_irt_mixture`` or ``_irt``
+    (before the workers fork, so they inherit it)."""
+    for item in settings:
+        name, value = item.split("=", 1)
+        mod = _irt_mixture if hasattr(_irt_mixture, name) else _irt
+        if not hasattr(mod, name):
+            raise SystemExit(f"no constant {name} in _irt_mixture or _irt")
+        setattr(mod, name, float(value))
+    if any(s.startswith("_WIDEN=") for s in settings):  # widen()'s default is bound at def
+        global FACTORS
+        FACTORS = tuple(sorted({*FACTORS, float(_irt._WIDEN)}))
+
+
+def _ratios(runs: list[dict], cache: dict[str, float]) -> None:
+    """W1 of the estimator, of the better baseline, their ratio and the coverage at _WIDEN."""
+    print(f"{'budget':>6} {'W1':>7} {'best PE':>8} {'ratio':>6} {'cover90':>8}")
+    for b in sorted({r["budget"] for r in runs}):
+        mine = [r for r in runs if r["budget"] == b]
+        w = float(np.mean([r["w1"] for r in mine]))
+        pe = float(np.mean([cache[r["key"]] for r in mine]))
+        cov = []
+        for r in mine:
+            lo, hi = widen(r["low"], r["median"], r["high"], r["cells_per_row"], _irt._WIDEN)
+            cov += list((lo <= r["true"]) & (r["true"] <= hi))
+        print(f"{b:>6} {w:7.4f} {pe:8.4f} {w / pe:6.3f} {np.mean(cov):8.3f}")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--matrices", type=int, default=20)
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--budgets", type=int, nargs="+", default=list(BUDGETS))
+    ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE")
+    ap.add_argument("--cache", type=Path, default=Path("/tmp/spread_calibrate_baseline.json"))
     args = ap.parse_args()
+    _override(args.set)
+    cache = json.loads(args.cache.read_text()) if args.cache.exists() else {}
     tasks = []
     for first, seeds in SETS:
         sizes = np.random.default_rng(first).integers(136, 190, args.matrices)
         tasks += [
             (first + k, int(sizes[k]), b, s)
-            for b in BUDGETS
+            for b in args.budgets
             for k in range(args.matrices)
             for s in range(seeds)
         ]
+    tasks = [(*t, "/".join(map(str, t)) not in cache) for t in tasks]
     with Pool(args.jobs) as pool:
         runs = pool.starmap(run_one, tasks)
-    print(f"{'factor':>6} " + " ".join(f"{b:>14}" for b in BUDGETS) + "   (coverage, width)")
+    cache.update({r["key"]: r["base"] for r in runs if r["base"] is not None})
+    args.cache.write_text(json.dumps(cache))
+    print("settings: " + (" ".join(args.set) or "defaults"))
+    _ratios(runs, cache)
+    print(f"{'factor':>6} " + " ".join(f"{b:>14}" for b in args.budgets) + "   (coverage, width)")
     for f in FACTORS:
         cells = []
-        for b in BUDGETS:
+        for b in args.budgets:
             cov, wid = [], []
             for r in (r for r in runs if r["budget"] == b):
                 lo, hi = widen(r["low"], r["median"], r["high"], r["cells_per_row"], f)
