@@ -83,8 +83,8 @@ def zero_buffers(layers: Sequence[Any], rows: int, width: int) -> list[tuple[Any
 class BufferPool:
     """Left-padded (keys, values) buffers for decode groups that run one after another,
     carved from storage kept between them: a fresh buffer costs its pages' first touch
-    (page faults) on top of the zeroing, which took 0.3 s of the paragraph-first
-    benchmark's 7 s of model work when each of its 7 groups had a new one (issue 22). A
+    (page faults) on top of the zeroing: 0.31 s of the paragraph-first benchmark's run
+    under cProfile when each of its 7 groups had a new one (issue 22). A
     storage holds at least ``positions`` token positions (its pages are touched only as
     groups use them); :meth:`take` lends one that fits (dropping the free ones when none
     does) and :meth:`give` takes it back once its group is decoded."""
