@@ -71,11 +71,22 @@ def report(got: dict[str, Any]) -> float:
         + (f" (+{se['check_tokens']} in one-time checks)" if se.get("check_tokens") else "")
     )
     se_score, le_score = _median(se_runs, "score_s"), _median(le_runs, "score_s")
-    print(
-        f"  scoring time: steadyeval {se_score:.1f} s ({_rate(se_tok, se_score)}), "
-        f"lm-eval {le_score:.1f} s ({_rate(le_tok, le_score)})"
-    )
     se_joint = statistics.median(float(r.get("joint_s", 0.0)) for r in se_runs)
+    se_decode = statistics.median(float(r.get("joint_generate_s", 0.0)) for r in se_runs)
+    rows_s = se_joint - se_decode  # a joint call's scoring, with the joined prompts' prefill
+    if se_joint:
+        rows_tok = (se_tok or 0) + int(se.get("joint_prompt_tokens") or 0)
+        print(
+            f"  scoring time: steadyeval {se_score + rows_s:.1f} s in all ({rows_s:.1f} s of it "
+            f"in joint calls less their generation, which also prefill the joined prompts: "
+            f"{_rate(rows_tok, se_score + rows_s)} with their {rows_tok - (se_tok or 0)} "
+            f"extra tokens), lm-eval {le_score:.1f} s ({_rate(le_tok, le_score)})"
+        )
+    else:
+        print(
+            f"  scoring time: steadyeval {se_score:.1f} s ({_rate(se_tok, se_score)}), "
+            f"lm-eval {le_score:.1f} s ({_rate(le_tok, le_score)})"
+        )
     if se_joint:
         print(
             f"  scoring and generation in joint calls (one prefill for both): steadyeval "
@@ -86,9 +97,11 @@ def report(got: dict[str, Any]) -> float:
             f"  generation prompts prefilled in the scoring rows: {se['joint_prompts']} of "
             f"{got['n_gen']}, {se['joint_prompt_tokens']} tokens beyond the scored paths"
         )
-    se_gen, le_gen = _median(se_runs, "generate_s"), _median(le_runs, "generate_s")
+    se_gen, le_gen = _median(se_runs, "generate_s") + se_decode, _median(le_runs, "generate_s")
+    joint_part = f" ({se_decode:.1f} s of it in joint calls)" if se_joint else ""
     print(
-        f"  generation time: steadyeval {se_gen:.1f} s, lm-eval {le_gen:.1f} s; prompt tokens "
+        f"  generation time: steadyeval {se_gen:.1f} s{joint_part}, lm-eval {le_gen:.1f} s; "
+        "prompt tokens "
         f"{b['naive_prompts']} (trie {b['prompts']}; with scoring in one trie "
         f"{b['joint']} vs {b['score'] + b['prompts']} apart); generated: steadyeval "
         f"{se['generated_tokens']}, lm-eval decoding steps x rows {le.get('decode_tokens')}"

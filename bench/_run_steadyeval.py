@@ -41,8 +41,13 @@ def instrument(backend: Any, report: dict[str, Any]) -> None:
         real = getattr(backend, name)
 
         def timed(*requests: Any) -> Any:
-            if inside[0]:
-                return real(*requests)
+            if inside[0]:  # generate() inside a joint call: timed as its generation part
+                t0 = time.perf_counter()
+                try:
+                    return real(*requests)
+                finally:
+                    if name == "generate":
+                        report["joint_generate_s"] += time.perf_counter() - t0
             inside[0] = True
             t0 = time.perf_counter()
             try:
@@ -64,6 +69,22 @@ def instrument(backend: Any, report: dict[str, Any]) -> None:
             report["generations"][r.prompt] = a.text
             report["generated_tokens"] += a.n_output_tokens
 
+    # Inside a joint call, its generation (the greedy decoding of the joined prompts'
+    # groups, and generate() for the others) is timed apart, so that the report can split
+    # the call into scoring (with the joined prompts' prefill) and generation.
+    from steadyeval.models import _joint_prefill
+
+    real_decode = _joint_prefill._decode
+    report["joint_generate_s"] = 0.0
+
+    def timed_decode(*args: Any, **kwargs: Any) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return real_decode(*args, **kwargs)
+        finally:
+            report["joint_generate_s"] += time.perf_counter() - t0
+
+    _joint_prefill._decode = timed_decode  # type: ignore[assignment]
     wrap("score", "score_s", lambda reqs, out: scores(reqs[0], out))
     wrap("generate", "generate_s", lambda reqs, out: generations(reqs[0], out))
     if callable(getattr(backend, "score_and_generate", None)):
