@@ -14,7 +14,8 @@ coverage of the true 5/25/50/75/95% quantiles by the widened 90% intervals (500 
 per budget) and their mean width. The factor in ``_irt._WIDEN`` (0.35) is the one whose
 coverage came closest to 90% over the budgets (least summed distance: 88%, 92%, 90%, 93%;
 factor 0: 76%, 83%, 83%, 90%; 0.45, the factor before ``_irt_mixture.gap`` widened with
-the cells per row: 91%, 93%, 93%, 94%). ~8 min on 2 cores.
+the cells per row: 91%, 93%, 93%, 94%; with the broken share's Beta prior following the
+cells per row too, 0.35 covers 87.6%, 94.0%, 92.8%, 93.0%). ~7-10 min on 2 cores.
 
 It also prints, per budget, the mean W1 of the estimator (with covariates) and of the
 better PromptEval baseline (PE-Rasch, PE-discrete; bench/spread_baseline.py, on the same
