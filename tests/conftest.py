@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,18 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+
+
+@pytest.fixture(autouse=True)
+def _fresh_server_probes() -> None:
+    """The openai backend keeps each server's profile and probed capabilities for the
+    process, keyed by its URL. Test servers listen on ephemeral ports, and a later test's
+    server can get a port a finished one had, with other behaviour (e.g. max_tokens=0
+    generating): without this, it would inherit the earlier server's probe results."""
+    probe = sys.modules.get("steadyeval.models._openai_probe")
+    if probe is not None:
+        probe._PROFILES.clear()
+        probe._CAPABILITIES.clear()
 
 
 @pytest.fixture(autouse=True)
