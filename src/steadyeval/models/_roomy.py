@@ -70,14 +70,8 @@ def roomy_cache(layers: Sequence[tuple[Any, Any]], used: int) -> Any:
 def zero_buffers(layers: Sequence[Any], rows: int, width: int) -> list[tuple[Any, Any]]:
     """Zeroed (keys, values) buffers of ``rows`` × ``width`` positions per layer, shaped
     (heads, head size, dtype, device) as ``layers``' keys and values: the zeros are the left
-    padding of shorter prompts."""
-    return [
-        (
-            layer.keys.new_zeros((rows, layer.keys.shape[1], width, layer.keys.shape[3])),
-            layer.values.new_zeros((rows, layer.values.shape[1], width, layer.values.shape[3])),
-        )
-        for layer in layers
-    ]
+    padding of shorter prompts. A one-off :class:`BufferPool` loan, storage sized to fit."""
+    return BufferPool(0).take(layers, rows, width)[0]
 
 
 class BufferPool:
@@ -94,8 +88,9 @@ class BufferPool:
         self._free: list[list[Any]] = []  # storages: per layer and side, one flat tensor
 
     def take(self, layers: Sequence[Any], rows: int, width: int) -> tuple[list[Any], list[Any]]:
-        """Zeroed buffers shaped as :func:`zero_buffers` makes them, and the storage they
-        are views of (for :meth:`give`)."""
+        """Zeroed (keys, values) buffers of ``rows`` × ``width`` positions per layer, shaped
+        (heads, head size, dtype, device) as ``layers``' keys and values, and the storage
+        they are views of (for :meth:`give`)."""
         sides = [t for layer in layers for t in (layer.keys, layer.values)]
         shapes = [(rows, t.shape[1], width, t.shape[3]) for t in sides]
         need = [rows * t.shape[1] * width * t.shape[3] for t in sides]
