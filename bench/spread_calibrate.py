@@ -20,7 +20,10 @@ cells per row too, 0.35 covers 87.6%, 94.0%, 92.8%, 93.0%). ~7-10 min on 2 cores
 It also prints, per budget, the mean W1 of the estimator (with covariates) and of the
 better PromptEval baseline (PE-Rasch, PE-discrete; bench/spread_baseline.py, on the same
 cells, cached in ``--cache`` since they do not depend on steadyeval's settings) and their
-ratio, so that a change of the estimator can be judged on these seeds before the benchmark.
+ratio, so that a change of the estimator can be judged on these seeds before the benchmark;
+then where the estimator's W1 comes from: the error of the distribution's mean, the W1 of
+the two distributions with their means removed, and the signed errors of the centred 2-95%
+quantiles (positive: the estimate's quantile too high).
 ``--set NAME=VALUE`` overrides a module constant of ``_irt_mixture`` or ``_irt`` (e.g. the
 Beta prior ``_LOW_A``/``_LOW_B``) in this run only.
 """
@@ -52,8 +55,19 @@ SETS = ((7000, 3), (9000, 2))  # (first generator seed, sampling seeds per matri
 FACTORS = (0.0, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6)
 
 
+SHAPE = np.array([2.0, 5.0, 10.0, 25.0, 50.0, 75.0, 90.0, 95.0])
+
+
 def _w1(est: np.ndarray, true: np.ndarray) -> float:
     return float(np.mean(np.abs(np.sort(est) - np.sort(true))))
+
+
+def _shape(est: np.ndarray, true: np.ndarray) -> list[float]:
+    """|mean error|, W1 with both means removed, and the signed errors of the centred
+    quantiles at ``SHAPE`` (where the estimated distribution is too wide or too narrow)."""
+    e, t = est - est.mean(), true - true.mean()
+    q = np.percentile(e, SHAPE) - np.percentile(t, SHAPE)
+    return [abs(float(est.mean() - true.mean())), _w1(e, t), *map(float, q)]
 
 
 def run_one(gseed: int, size: int, budget: int, seed: int, baseline: bool) -> dict:
@@ -74,6 +88,7 @@ def run_one(gseed: int, size: int, budget: int, seed: int, baseline: bool) -> di
     return {
         "key": f"{gseed}/{size}/{budget}/{seed}",
         "w1": _w1(dist.sorted_accuracy, true),
+        "shape": _shape(dist.sorted_accuracy, true),
         "base": base,
         "budget": budget,
         "low": dist.quantile_low,
@@ -110,6 +125,14 @@ def _ratios(runs: list[dict], cache: dict[str, float]) -> None:
             lo, hi = widen(r["low"], r["median"], r["high"], r["cells_per_row"], _irt._WIDEN)
             cov += list((lo <= r["true"]) & (r["true"] <= hi))
         print(f"{b:>6} {w:7.4f} {pe:8.4f} {w / pe:6.3f} {np.mean(cov):8.3f}")
+    levels = " ".join(f"{f'{q:.0f}%':>7}" for q in SHAPE)
+    print("where W1 comes from: |mean error|, W1 of the centred distributions, and the")
+    print("signed error (estimate - truth) of the centred quantiles")
+    print(f"{'budget':>6} {'|mean|':>7} {'centred':>8} {levels}")
+    for b in sorted({r["budget"] for r in runs}):
+        a = np.mean([r["shape"] for r in runs if r["budget"] == b], axis=0)
+        errs = " ".join(f"{v:+7.3f}" for v in a[2:])
+        print(f"{b:>6} {a[0]:7.4f} {a[1]:8.4f} {errs}")
 
 
 def main() -> None:
