@@ -1,12 +1,14 @@
-"""Choose the calibration factor of the spread estimator's quantile intervals (issue 21).
+"""Choose the calibration factor of the Laplace sampler's quantile intervals (issue 21).
 
     python bench/spread_calibrate.py            # ~8-15 min on 2 cores
     python bench/spread_calibrate.py --budgets 400 --set _LOW_A=2 --set _LOW_B=8
 
 
-:func:`steadyeval.stats._irt.widen` multiplies each side of a quantile's posterior interval
-(its distance from the posterior median) by 1 + factor × min(1, 5 / cells per format). This
-script fits steadyeval's estimator (with the format covariates, the study's default) on
+The spread estimator's default (Gibbs) sampler needs no calibration; with
+``irt_distribution(..., sampler="laplace")``, :func:`steadyeval.stats._irt.widen`
+multiplies each side of a quantile's posterior interval (its distance from the posterior
+median) by 1 + factor × min(1, 5 / cells per format). This script fits that estimator (with
+the format covariates, the study's default until the Gibbs sampler replaced it) on
 matrices of bench/spread_matrix.py drawn from generator seeds that the benchmark does not use
 (7000-7019 with 3 sampling seeds, 9000-9019 with 2; the benchmark's matrices are seeds
 1000-1019), at budgets 200/400/800/1,600, and prints, for each candidate factor, the
@@ -76,7 +78,9 @@ def run_one(gseed: int, size: int, budget: int, seed: int, baseline: bool) -> di
     m = generate(gseed, size)
     rows, cols = stratified_cells(*m.y.shape, budget, seed=seed)
     cells = IrtCells.of(rows, cols, m.y[rows, cols], *m.y.shape)
-    dist = irt_distribution(fit_irt(cells, m.covariates), seed=seed, n_draws=150, calibrate=False)
+    dist = irt_distribution(
+        fit_irt(cells, m.covariates), seed=seed, n_draws=150, sampler="laplace", calibrate=False
+    )
     true = m.y.mean(axis=1)
     base = None
     if baseline:

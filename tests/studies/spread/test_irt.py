@@ -80,8 +80,8 @@ def test_calibrated_intervals_widen_the_posterior_ones_by_the_documented_factor(
     y = _matrix(3)
     rows, cols = stratified_cells(*y.shape, 80, seed=3)  # 2 cells per row
     fit = fit_irt(IrtCells.of(rows, cols, y[rows, cols], *y.shape))
-    raw = irt_distribution(fit, n_draws=100, seed=0, calibrate=False)
-    cal = irt_distribution(fit, n_draws=100, seed=0)
+    raw = irt_distribution(fit, n_draws=100, seed=0, sampler="laplace", calibrate=False)
+    cal = irt_distribution(fit, n_draws=100, seed=0, sampler="laplace")
     np.testing.assert_array_equal(cal.quantiles, raw.quantiles)  # same draws
     np.testing.assert_allclose(cal.quantiles, cal.quantile_draws.mean(axis=0))
     assert np.all(cal.quantile_low <= raw.quantile_low) and np.all(
@@ -185,8 +185,8 @@ def test_row_mixture_finds_broken_rows_and_their_posteriors_stay_low() -> None:
     assert draws.shape == (200, n_f)
     assert draws[:, broken].mean() < draws[:, ~broken].mean() - 3
     # the mixture's rows sit further from the bulk than the Student-t fit's shrunk modes
-    dist = irt_distribution(fit, n_draws=200, seed=0)
-    plain = irt_distribution(fit, n_draws=200, seed=0, row_prior="fit")
+    dist = irt_distribution(fit, n_draws=200, seed=0, sampler="laplace")
+    plain = irt_distribution(fit, n_draws=200, seed=0, sampler="laplace", row_prior="fit")
     true_low = y[broken].mean()
     assert abs(dist.accuracy[broken].mean() - true_low) <= abs(
         plain.accuracy[broken].mean() - true_low

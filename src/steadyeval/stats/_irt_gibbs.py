@@ -1,0 +1,282 @@
+"""Full-Bayes posterior of the sparse two-way model of :mod:`._irt` by Gibbs sampling.
+
+The model is the same, P(y=1) = σ(μ + θ_row + β_col [+ x_row·γ]), but nothing is fixed at
+a mode: the prior scales of the columns and covariates, and the two-component prior of the
+rows (a bulk at 0 and a minority of broken rows below it, :mod:`._irt_mixture`), are
+sampled with the effects. With one or two cells per row or column the joint mode lets row
+effects absorb column effects (two cells of one item agree far more often than chance, yet
+the mode's item scale stays near its hyperprior); integrating the scales out does not.
+
+Each row's and each column's effect has a one-dimensional full conditional given the
+others, so every one is drawn exactly from its conditional evaluated on a grid of step 0.1
+logit (jittered uniformly within the step, as in :mod:`._irt_mixture`); the intercept and
+the covariates' effects, each seen through many cells, move by random-walk Metropolis
+steps of 2.4 × their s.d. at the mode.
+The variances have inverse-gamma full conditionals (the hyperpriors of :mod:`._irt`, worth
+about ten units at one logit²), the broken share a Beta one (:func:`._irt_mixture.low_prior`)
+and the broken component's centre a normal one, truncated to stay :func:`._irt_mixture.gap`
+bulk s.d. below the bulk.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy.special import expit, log_expit, logsumexp
+from scipy.stats import truncnorm
+
+from ._irt_mixture import GRID, gap, low_prior
+
+if TYPE_CHECKING:
+    from ._irt import IrtFit
+
+#: Inverse-gamma (shape, scale) of every variance, as ``_irt._HYPER_A``/``_HYPER_B``.
+_HYPER = (5.0, 5.0)
+#: Prior of the broken component's centre (before its truncation): N(−3, 2²) logits.
+_LOW_CENTRE = (-3.0, 2.0)
+#: Sweeps discarded before the first kept draw, and sweeps between kept draws. The chain
+#: starts from the empirical-Bayes mode (:func:`._irt.fit_irt`), so it starts near the bulk
+#: of the posterior.
+BURN_IN = 300
+THIN = 2
+
+
+class _Units:
+    """Which unit (row, column or covariate) each cell belongs to, sorted once, so that a
+    unit's summed grid log-likelihood is one ``reduceat``."""
+
+    def __init__(self, index: NDArray[np.intp], size: int) -> None:
+        self.order = np.argsort(index, kind="stable")
+        self.present, self.starts = np.unique(index[self.order], return_index=True)
+        self.size = size
+
+    def loglik(self, offset: NDArray[np.float64], sign: NDArray[np.float64]) -> NDArray[np.float64]:
+        """(size, len(GRID)): Σ over a unit's cells of log σ(sign · (offset + t))."""
+        o = self.order
+        per_cell = log_expit(sign[o, None] * (offset[o, None] + GRID[None, :]))
+        out = np.zeros((self.size, len(GRID)))
+        out[self.present] = np.add.reduceat(per_cell, self.starts, axis=0)
+        return out
+
+
+def _draw(log_post: NDArray[np.float64], rng: np.random.Generator) -> NDArray[np.float64]:
+    """One draw per row of ``log_post`` (units, len(GRID)), jittered within a grid step."""
+    post = np.exp(log_post - logsumexp(log_post, axis=1, keepdims=True))
+    cdf = np.cumsum(post, axis=1)
+    idx = np.minimum((cdf < rng.random(len(cdf))[:, None]).sum(axis=1), len(GRID) - 1)
+    return np.asarray(GRID[idx] + (rng.random(len(idx)) - 0.5) * (GRID[1] - GRID[0]))
+
+
+def _inv_gamma(rng: np.random.Generator, units: int, squares: float) -> float:
+    """A variance from its inverse-gamma full conditional under the ``_HYPER`` prior."""
+    return float((_HYPER[1] + 0.5 * squares) / rng.gamma(_HYPER[0] + 0.5 * units))
+
+
+def _log_inv_gamma(var: float) -> float:
+    """log density (up to a constant) of the ``_HYPER`` inverse-gamma prior of a variance."""
+    return float(-(_HYPER[0] + 1) * np.log(var) - _HYPER[1] / var)
+
+
+@dataclass
+class _State:
+    mu: float
+    theta: NDArray[np.float64]  # the rows' own effects (without the covariates' part)
+    beta: NDArray[np.float64]
+    gamma: NDArray[np.float64]
+    var_col: float
+    var_cov: float
+    weight_low: float
+    centre_low: float
+    scale: tuple[float, float]  # s.d. of the bulk and of the broken component
+
+
+class _Chain:
+    """The sampler's fixed parts (cells, covariates, sort orders) and one sweep."""
+
+    def __init__(self, fit: IrtFit) -> None:
+        cells = fit.cells
+        self.rows, self.cols = cells.rows, cells.cols
+        self.sign = 2 * cells.y - 1
+        n, m = cells.n_rows, cells.n_cols
+        self.x = np.zeros((n, 0)) if fit.covariates is None else fit.covariates
+        self.by_row, self.by_col = _Units(self.rows, n), _Units(self.cols, m)
+        #: the cells each covariate touches (a one-hot level: the cells of its rows)
+        self.on = [np.flatnonzero(self.x[self.rows, k] != 0) for k in range(self.x.shape[1])]
+        per_row = len(cells.y) / n
+        self.low_prior, self.gap = low_prior(per_row), gap(per_row)
+        # random-walk steps: 2.4 × the coefficient's s.d. at the mode (Fisher information
+        # of its cells), the usual scale for a one-dimensional Metropolis move
+        p = expit(fit.mean[0] + fit.theta[self.rows] + fit.beta[self.cols])
+        info = p * (1 - p)
+        self.step_mu = 2.4 / float(np.sqrt(info.sum()))
+        self.step_cov = [
+            2.4 / float(np.sqrt(np.sum(self.x[self.rows[i], k] ** 2 * info[i]) + 1.0))
+            for k, i in enumerate(self.on)
+        ]
+
+    def start(self, fit: IrtFit) -> _State:
+        n, m = fit.cells.n_rows, fit.cells.n_cols
+        w = fit.mean
+        return _State(
+            mu=float(w[0]),
+            theta=w[1 : 1 + n].copy(),
+            beta=w[1 + n : 1 + n + m].copy(),
+            gamma=w[1 + n + m :].copy(),
+            var_col=fit.tau_col**2,
+            var_cov=1.0,
+            weight_low=self.low_prior[0] / sum(self.low_prior),
+            centre_low=-3.0 * fit.tau_row,
+            scale=(fit.tau_row, fit.tau_row),
+        )
+
+    def sweep(self, s: _State, rng: np.random.Generator) -> None:
+        """One pass over every block, in place."""
+        part = self.x @ s.gamma
+        s.theta = _draw(
+            self.by_row.loglik(s.mu + s.beta[self.cols] + part[self.rows], self.sign)
+            + self._row_prior(s)[None, :],
+            rng,
+        )
+        row_eff = s.theta + part
+        s.beta = _draw(
+            self.by_col.loglik(s.mu + row_eff[self.rows], self.sign)
+            - 0.5 * GRID[None, :] ** 2 / s.var_col,
+            rng,
+        )
+        eta = s.mu + row_eff[self.rows] + s.beta[self.cols]
+        s.mu += self._metropolis(eta, np.arange(len(eta)), 1.0, self.step_mu, 0.0, 0.0, rng)
+        for k, idx in enumerate(self.on):
+            xk = self.x[self.rows[idx], k]
+            move = self._metropolis(eta, idx, xk, self.step_cov[k], s.gamma[k], s.var_cov, rng)
+            s.gamma[k] += move
+        if self.on:
+            s.var_cov = _inv_gamma(rng, len(s.gamma), float(s.gamma @ s.gamma))
+        s.var_col = _inv_gamma(rng, len(s.beta), float(s.beta @ s.beta))
+        self._mixture(s, rng)
+        self._rescale_columns(s, rng)
+        self._rescale_rows(s, rng)
+
+    def _metropolis(
+        self,
+        eta: NDArray[np.float64],
+        idx: NDArray[np.intp],
+        xk: NDArray[np.float64] | float,
+        step: float,
+        value: float,
+        var: float,
+        rng: np.random.Generator,
+    ) -> float:
+        """A random-walk Metropolis move of one coefficient (the intercept, or a covariate's
+        effect under its N(0, var) prior; var 0: flat) that adds ``xk`` × move to the linear
+        predictor of the cells ``idx``; ``eta`` is updated in place. Returns the move (0 if
+        rejected)."""
+        move = float(rng.normal(0.0, step))
+        old, new = eta[idx], eta[idx] + xk * move
+        y = self.sign[idx]
+        gain = float(np.sum(log_expit(y * new) - log_expit(y * old)))
+        if var > 0:
+            gain -= ((value + move) ** 2 - value**2) / (2 * var)
+        if np.log(rng.random()) < gain:
+            eta[idx] = new
+            return move
+        return 0.0
+
+    def _eta(self, s: _State) -> NDArray[np.float64]:
+        return np.asarray(s.mu + (s.theta + self.x @ s.gamma)[self.rows] + s.beta[self.cols])
+
+    def _accept(self, gain: float, rng: np.random.Generator) -> bool:
+        return bool(np.log(rng.random()) < gain)
+
+    def _rescale_columns(self, s: _State, rng: np.random.Generator) -> None:
+        """Scale every column effect and their s.d. by one factor c (a Metropolis move).
+
+        With one or two cells per column, the variance drawn given the effects and the
+        effects given the variance follow each other: that chain creeps. Moving both at
+        once keeps each effect's standardised value; the acceptance ratio is the
+        likelihood's times the variance's hyperprior's times c² (the Jacobian of the
+        variance; the effects' own Jacobian cancels against their prior)."""
+        c = float(np.exp(rng.normal(0.0, 0.1)))
+        eta = self._eta(s)
+        new = eta + (c - 1) * s.beta[self.cols]
+        gain = float(np.sum(log_expit(self.sign * new) - log_expit(self.sign * eta)))
+        gain += _log_inv_gamma(c * c * s.var_col) - _log_inv_gamma(s.var_col) + 2 * np.log(c)
+        if self._accept(gain, rng):
+            s.beta = c * s.beta
+            s.var_col *= c * c
+
+    def _rescale_rows(self, s: _State, rng: np.random.Generator) -> None:
+        """The same move for the rows' own effects and their two-component prior (both
+        components' s.d. and the broken centre scale with them; the gap constraint is
+        kept): Jacobian c² per variance and c for the centre."""
+        c = float(np.exp(rng.normal(0.0, 0.1)))
+        eta = self._eta(s)
+        new = eta + (c - 1) * s.theta[self.rows]
+        gain = float(np.sum(log_expit(self.sign * new) - log_expit(self.sign * eta)))
+        m0, sd0 = _LOW_CENTRE
+        for sd in s.scale:
+            gain += _log_inv_gamma(c * c * sd * sd) - _log_inv_gamma(sd * sd)
+        gain += (-((c * s.centre_low - m0) ** 2) + (s.centre_low - m0) ** 2) / (2 * sd0**2)
+        gain += 5 * np.log(c)
+        if self._accept(gain, rng):
+            s.theta = c * s.theta
+            s.centre_low *= c
+            s.scale = (c * s.scale[0], c * s.scale[1])
+
+    def _row_prior(self, s: _State) -> NDArray[np.float64]:
+        """log density of the two-component prior of a row's own effect on ``GRID``."""
+        bulk, low = s.scale
+        return np.asarray(
+            np.logaddexp(
+                np.log1p(-s.weight_low) - 0.5 * (GRID / bulk) ** 2 - np.log(bulk),
+                np.log(s.weight_low) - 0.5 * ((GRID - s.centre_low) / low) ** 2 - np.log(low),
+            )
+        )
+
+    def _mixture(self, s: _State, rng: np.random.Generator) -> None:
+        """Component memberships, then the weight, the bulk's s.d., the broken centre (kept
+        ``gap`` bulk s.d. below 0) and the broken s.d. from their full conditionals."""
+        bulk, low = s.scale
+        t = s.theta
+        log_odds = (
+            np.log(s.weight_low)
+            - np.log1p(-s.weight_low)
+            - 0.5 * ((t - s.centre_low) / low) ** 2
+            + 0.5 * (t / bulk) ** 2
+            + np.log(bulk / low)
+        )
+        broken = rng.random(len(t)) < expit(log_odds)
+        k = int(broken.sum())
+        a, b = self.low_prior
+        s.weight_low = float(rng.beta(a + k, b + len(t) - k))
+        bulk = float(np.sqrt(_inv_gamma(rng, len(t) - k, float(t[~broken] @ t[~broken]))))
+        m0, sd0 = _LOW_CENTRE
+        prec = 1 / sd0**2 + k / low**2
+        mean = (m0 / sd0**2 + float(t[broken].sum()) / low**2) / prec
+        sd = 1 / np.sqrt(prec)
+        upper = (-self.gap * bulk - mean) / sd
+        s.centre_low = float(truncnorm.rvs(-np.inf, upper, loc=mean, scale=sd, random_state=rng))
+        dev = t[broken] - s.centre_low
+        low = float(np.sqrt(_inv_gamma(rng, k, float(dev @ dev))))
+        s.scale = (bulk, low)
+
+
+def gibbs_draws(
+    fit: IrtFit, n_draws: int, rng: np.random.Generator
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """Posterior draws of the intercept (d,), the row effects with their covariate part
+    (d, rows) and the column effects (d, cols), by ``BURN_IN`` + ``THIN`` × ``n_draws``
+    Gibbs sweeps started at the fit's mode."""
+    chain = _Chain(fit)
+    state = chain.start(fit)
+    n, m = fit.cells.n_rows, fit.cells.n_cols
+    mu, theta, beta = np.empty(n_draws), np.empty((n_draws, n)), np.empty((n_draws, m))
+    for _ in range(BURN_IN):
+        chain.sweep(state, rng)
+    for d in range(n_draws):
+        for _ in range(THIN):
+            chain.sweep(state, rng)
+        mu[d], theta[d], beta[d] = state.mu, state.theta + chain.x @ state.gamma, state.beta
+    return mu, theta, beta
