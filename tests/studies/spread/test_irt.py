@@ -191,6 +191,12 @@ def test_row_mixture_finds_broken_rows_and_their_posteriors_stay_low() -> None:
     assert abs(dist.accuracy[broken].mean() - true_low) <= abs(
         plain.accuracy[broken].mean() - true_low
     )
+    # the Gibbs sampler (default) samples the same two-component prior with its scales
+    gibbs = irt_distribution(fit, n_draws=100, seed=0)
+    assert abs(gibbs.accuracy[broken].mean() - true_low) < abs(
+        plain.accuracy[broken].mean() - true_low
+    )
+    assert gibbs.accuracy[broken].max() < 0.1
     with pytest.raises(StatsInputError, match="row_prior"):
         irt_distribution(fit, row_prior="gaussian")
 
