@@ -15,7 +15,9 @@ steps of 2.4 × their s.d. at the mode.
 The variances have inverse-gamma full conditionals (the hyperpriors of :mod:`._irt`, worth
 about ten units at one logit²), the broken share a Beta one (:func:`._irt_mixture.low_prior`)
 and the broken component's centre a normal one, truncated to stay :func:`._irt_mixture.gap`
-bulk s.d. below the bulk.
+bulk s.d. below the bulk. (The truncated prior's normalising constant depends on the bulk
+s.d.; the bulk s.d.'s draw and the rows' scale move leave it out, a slight change of the
+prior that is not corrected for.)
 """
 
 from __future__ import annotations
