@@ -27,16 +27,16 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.special import expit, log_expit, logsumexp
+from scipy.special import expit, log_expit
 from scipy.stats import truncnorm
 
-from ._irt_mixture import GRID, gap, low_prior
+from ._irt_mixture import _VAR_A, _VAR_B, GRID, draw_grid, gap, grid_loglik, low_prior
 
 if TYPE_CHECKING:
     from ._irt import IrtFit
 
-#: Inverse-gamma (shape, scale) of every variance, as ``_irt._HYPER_A``/``_HYPER_B``.
-_HYPER = (5.0, 5.0)
+#: Inverse-gamma (shape, scale) of every variance: the mixture's (as ``_irt``'s hyperprior).
+_HYPER = (_VAR_A, _VAR_B)
 #: Prior of the broken component's centre (before its truncation): N(−3, 2²) logits.
 _LOW_CENTRE = (-3.0, 2.0)
 #: Sweeps discarded before the first kept draw, and sweeps between kept draws. The chain
@@ -46,30 +46,14 @@ BURN_IN = 300
 THIN = 2
 
 
-class _Units:
-    """Which unit (row, column or covariate) each cell belongs to, sorted once, so that a
-    unit's summed grid log-likelihood is one ``reduceat``."""
-
-    def __init__(self, index: NDArray[np.intp], size: int) -> None:
-        self.order = np.argsort(index, kind="stable")
-        self.present, self.starts = np.unique(index[self.order], return_index=True)
-        self.size = size
-
-    def loglik(self, offset: NDArray[np.float64], sign: NDArray[np.float64]) -> NDArray[np.float64]:
-        """(size, len(GRID)): Σ over a unit's cells of log σ(sign · (offset + t))."""
-        o = self.order
-        per_cell = log_expit(sign[o, None] * (offset[o, None] + GRID[None, :]))
-        out = np.zeros((self.size, len(GRID)))
-        out[self.present] = np.add.reduceat(per_cell, self.starts, axis=0)
-        return out
-
-
 def _draw(log_post: NDArray[np.float64], rng: np.random.Generator) -> NDArray[np.float64]:
-    """One draw per row of ``log_post`` (units, len(GRID)), jittered within a grid step."""
-    post = np.exp(log_post - logsumexp(log_post, axis=1, keepdims=True))
-    cdf = np.cumsum(post, axis=1)
-    idx = np.minimum((cdf < rng.random(len(cdf))[:, None]).sum(axis=1), len(GRID) - 1)
-    return np.asarray(GRID[idx] + (rng.random(len(idx)) - 0.5) * (GRID[1] - GRID[0]))
+    """One draw per unit from its grid log density (units, len(GRID))."""
+    return np.asarray(draw_grid(log_post, 1, rng)[0])
+
+
+def _accept(gain: float, rng: np.random.Generator) -> bool:
+    """Metropolis acceptance of a move whose log acceptance ratio is ``gain``."""
+    return bool(np.log(rng.random()) < gain)
 
 
 def _inv_gamma(rng: np.random.Generator, units: int, squares: float) -> float:
@@ -100,14 +84,14 @@ class _Chain:
 
     def __init__(self, fit: IrtFit) -> None:
         cells = fit.cells
-        self.rows, self.cols = cells.rows, cells.cols
+        self.rows, self.cols, self.y = cells.rows, cells.cols, cells.y
         self.sign = 2 * cells.y - 1
-        n, m = cells.n_rows, cells.n_cols
-        self.x = np.zeros((n, 0)) if fit.covariates is None else fit.covariates
-        self.by_row, self.by_col = _Units(self.rows, n), _Units(self.cols, m)
+        self.every = np.arange(len(cells.y))
+        self.n, self.m = cells.n_rows, cells.n_cols
+        self.x = np.zeros((self.n, 0)) if fit.covariates is None else fit.covariates
         #: the cells each covariate touches (a one-hot level: the cells of its rows)
         self.on = [np.flatnonzero(self.x[self.rows, k] != 0) for k in range(self.x.shape[1])]
-        per_row = len(cells.y) / n
+        per_row = len(cells.y) / self.n
         self.low_prior, self.gap = low_prior(per_row), gap(per_row)
         # random-walk steps: 2.4 × the coefficient's s.d. at the mode (Fisher information
         # of its cells), the usual scale for a one-dimensional Metropolis move
@@ -138,18 +122,18 @@ class _Chain:
         """One pass over every block, in place."""
         part = self.x @ s.gamma
         s.theta = _draw(
-            self.by_row.loglik(s.mu + s.beta[self.cols] + part[self.rows], self.sign)
+            grid_loglik(s.mu + s.beta[self.cols] + part[self.rows], self.rows, self.y, self.n)
             + self._row_prior(s)[None, :],
             rng,
         )
         row_eff = s.theta + part
         s.beta = _draw(
-            self.by_col.loglik(s.mu + row_eff[self.rows], self.sign)
+            grid_loglik(s.mu + row_eff[self.rows], self.cols, self.y, self.m)
             - 0.5 * GRID[None, :] ** 2 / s.var_col,
             rng,
         )
         eta = s.mu + row_eff[self.rows] + s.beta[self.cols]
-        s.mu += self._metropolis(eta, np.arange(len(eta)), 1.0, self.step_mu, 0.0, 0.0, rng)
+        s.mu += self._metropolis(eta, self.every, 1.0, self.step_mu, 0.0, 0.0, rng)
         for k, idx in enumerate(self.on):
             xk = self.x[self.rows[idx], k]
             move = self._metropolis(eta, idx, xk, self.step_cov[k], s.gamma[k], s.var_cov, rng)
@@ -158,8 +142,15 @@ class _Chain:
             s.var_cov = _inv_gamma(rng, len(s.gamma), float(s.gamma @ s.gamma))
         s.var_col = _inv_gamma(rng, len(s.beta), float(s.beta @ s.beta))
         self._mixture(s, rng)
-        self._rescale_columns(s, rng)
-        self._rescale_rows(s, rng)
+        eta = self._rescale_columns(s, eta, rng)
+        self._rescale_rows(s, eta, rng)
+
+    def _gain(
+        self, idx: NDArray[np.intp], old: NDArray[np.float64], new: NDArray[np.float64]
+    ) -> float:
+        """Log-likelihood ratio of the cells ``idx`` with linear predictors new / old."""
+        y = self.sign[idx]
+        return float(np.sum(log_expit(y * new) - log_expit(y * old)))
 
     def _metropolis(
         self,
@@ -177,23 +168,19 @@ class _Chain:
         rejected)."""
         move = float(rng.normal(0.0, step))
         old, new = eta[idx], eta[idx] + xk * move
-        y = self.sign[idx]
-        gain = float(np.sum(log_expit(y * new) - log_expit(y * old)))
+        gain = self._gain(idx, old, new)
         if var > 0:
             gain -= ((value + move) ** 2 - value**2) / (2 * var)
-        if np.log(rng.random()) < gain:
+        if _accept(gain, rng):
             eta[idx] = new
             return move
         return 0.0
 
-    def _eta(self, s: _State) -> NDArray[np.float64]:
-        return np.asarray(s.mu + (s.theta + self.x @ s.gamma)[self.rows] + s.beta[self.cols])
-
-    def _accept(self, gain: float, rng: np.random.Generator) -> bool:
-        return bool(np.log(rng.random()) < gain)
-
-    def _rescale_columns(self, s: _State, rng: np.random.Generator) -> None:
-        """Scale every column effect and their s.d. by one factor c (a Metropolis move).
+    def _rescale_columns(
+        self, s: _State, eta: NDArray[np.float64], rng: np.random.Generator
+    ) -> NDArray[np.float64]:
+        """Scale every column effect and their s.d. by one factor c (a Metropolis move);
+        returns the cells' linear predictor after it.
 
         With one or two cells per column, the variance drawn given the effects and the
         effects given the variance follow each other: that chain creeps. Moving both at
@@ -201,28 +188,28 @@ class _Chain:
         likelihood's times the variance's hyperprior's times c² (the Jacobian of the
         variance; the effects' own Jacobian cancels against their prior)."""
         c = float(np.exp(rng.normal(0.0, 0.1)))
-        eta = self._eta(s)
         new = eta + (c - 1) * s.beta[self.cols]
-        gain = float(np.sum(log_expit(self.sign * new) - log_expit(self.sign * eta)))
+        gain = self._gain(self.every, eta, new)
         gain += _log_inv_gamma(c * c * s.var_col) - _log_inv_gamma(s.var_col) + 2 * np.log(c)
-        if self._accept(gain, rng):
-            s.beta = c * s.beta
-            s.var_col *= c * c
+        if not _accept(gain, rng):
+            return eta
+        s.beta = c * s.beta
+        s.var_col *= c * c
+        return new
 
-    def _rescale_rows(self, s: _State, rng: np.random.Generator) -> None:
+    def _rescale_rows(self, s: _State, eta: NDArray[np.float64], rng: np.random.Generator) -> None:
         """The same move for the rows' own effects and their two-component prior (both
         components' s.d. and the broken centre scale with them; the gap constraint is
         kept): Jacobian c² per variance and c for the centre."""
         c = float(np.exp(rng.normal(0.0, 0.1)))
-        eta = self._eta(s)
         new = eta + (c - 1) * s.theta[self.rows]
-        gain = float(np.sum(log_expit(self.sign * new) - log_expit(self.sign * eta)))
+        gain = self._gain(self.every, eta, new)
         m0, sd0 = _LOW_CENTRE
         for sd in s.scale:
             gain += _log_inv_gamma(c * c * sd * sd) - _log_inv_gamma(sd * sd)
         gain += (-((c * s.centre_low - m0) ** 2) + (s.centre_low - m0) ** 2) / (2 * sd0**2)
         gain += 5 * np.log(c)
-        if self._accept(gain, rng):
+        if _accept(gain, rng):
             s.theta = c * s.theta
             s.centre_low *= c
             s.scale = (c * s.scale[0], c * s.scale[1])

@@ -94,9 +94,11 @@ def grid_loglik(
 ) -> NDArray[np.float64]:
     """log P(cells of unit u | its effect t) on ``GRID`` for each unit (a row or a column):
     cell k has logit ``offset[k] + t`` and belongs to unit ``index[k]``."""
-    per_cell = log_expit((2 * y[:, None] - 1) * (offset[:, None] + GRID[None, :]))
+    order = np.argsort(index, kind="stable")
+    present, starts = np.unique(index[order], return_index=True)
+    per_cell = log_expit((2 * y[order, None] - 1) * (offset[order, None] + GRID[None, :]))
     out = np.zeros((size, len(GRID)))
-    np.add.at(out, index, per_cell)
+    out[present] = np.add.reduceat(per_cell, starts, axis=0)  # one pass per unit's cells
     return out
 
 
@@ -216,21 +218,17 @@ def draw_rows_given(
     per_cell = log_expit(sign * (offset[:, order, None] + GRID[None, None, :]))
     ll[:, present, :] = np.add.reduceat(per_cell, starts, axis=1)
     post = ll + log_prior[None, None, :]
-    cdf = np.cumsum(np.exp(post - logsumexp(post, axis=2, keepdims=True)), axis=2)
-    idx = np.minimum((cdf < rng.random(cdf.shape[:2])[:, :, None]).sum(axis=2), len(GRID) - 1)
-    step = GRID[1] - GRID[0]
-    return np.asarray(GRID[idx] + (rng.random(idx.shape) - 0.5) * step)
+    return draw_grid(post.reshape(-1, len(GRID)), 1, rng).reshape(post.shape[:2])
 
 
 def draw_grid(
     log_post: NDArray[np.float64], n_draws: int, rng: np.random.Generator
 ) -> NDArray[np.float64]:
-    """Draws (n_draws, units) from per-unit grid posteriors, jittered within a grid step."""
-    cdf = np.cumsum(np.exp(log_post), axis=1)
+    """Draws (n_draws, units) from per-unit grid log densities (units, len(GRID)),
+    normalised here, each jittered uniformly within its grid step."""
+    cdf = np.cumsum(np.exp(log_post - logsumexp(log_post, axis=1, keepdims=True)), axis=1)
     u = rng.random((n_draws, cdf.shape[0]))
-    idx = np.empty(u.shape, dtype=np.intp)
-    for k in range(cdf.shape[0]):
-        idx[:, k] = np.searchsorted(cdf[k], u[:, k])
+    idx = np.stack([(cdf < draw[:, None]).sum(axis=1) for draw in u])
     idx = np.minimum(idx, len(GRID) - 1)
     step = GRID[1] - GRID[0]
     return np.asarray(GRID[idx] + (rng.random(idx.shape) - 0.5) * step)
