@@ -225,9 +225,9 @@ def draw_grid(
     log_post: NDArray[np.float64], n_draws: int, rng: np.random.Generator
 ) -> NDArray[np.float64]:
     """Draws (n_draws, units) from per-unit grid log densities (units, len(GRID)),
-    normalised here, each jittered uniformly within its grid step."""
-    cdf = np.cumsum(np.exp(log_post - logsumexp(log_post, axis=1, keepdims=True)), axis=1)
-    u = rng.random((n_draws, cdf.shape[0]))
+    unnormalised, each jittered uniformly within its grid step."""
+    cdf = np.cumsum(np.exp(log_post - log_post.max(axis=1, keepdims=True)), axis=1)
+    u = rng.random((n_draws, cdf.shape[0])) * cdf[:, -1]  # the normalisation, on u
     idx = np.stack([(cdf < draw[:, None]).sum(axis=1) for draw in u])
     idx = np.minimum(idx, len(GRID) - 1)
     step = GRID[1] - GRID[0]
