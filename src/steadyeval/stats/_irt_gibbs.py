@@ -39,21 +39,11 @@ if TYPE_CHECKING:
 _HYPER = (_VAR_A, _VAR_B)
 #: Prior of the broken component's centre (before its truncation): N(−3, 2²) logits.
 _LOW_CENTRE = (-3.0, 2.0)
-#: Sweeps discarded before the first kept draw. The chain starts from the empirical-Bayes
-#: mode (:func:`._irt.fit_irt`), so it starts near the bulk of the posterior.
-BURN_IN = 500
-#: Sweeps kept (``n_draws`` of them, evenly spaced): at least ``THIN`` per draw, and at
-#: least ``CELL_SWEEPS`` / cells up to ``MAX_SWEEPS``. The spread of the drawn accuracies
-#: follows the broken share, whose autocorrelation time was 15-40 sweeps (up to 120) on
-#: generated matrices at 200-800 cells, so a short chain leaves Monte Carlo error in the
-#: estimated distribution; where cells are few a sweep is cheap and that error is the
-#: largest part left. Chosen on generator seeds 7000-7019 and 9000-9019 (W1 / PE-discrete at
-#: 200 cells, 150 draws): 0.833 with 300 sweeps kept after 300 burn-in, 0.815 with 1,200
-#: after 1,000, 0.798 with 1,200 after 2,000; with the recentring step (``_recentre``) 0.799
-#: with 2,000 after 500 and 0.807 with 4,000 after 500 (within the runs' noise, about ±0.01).
+#: Sweeps discarded before the first kept draw, and sweeps between kept draws. The chain
+#: starts from the empirical-Bayes mode (:func:`._irt.fit_irt`), so it starts near the bulk
+#: of the posterior.
+BURN_IN = 300
 THIN = 2
-CELL_SWEEPS = 400_000
-MAX_SWEEPS = 2_000
 
 
 def _draw(log_post: NDArray[np.float64], rng: np.random.Generator) -> NDArray[np.float64]:
@@ -87,7 +77,6 @@ class _State:
     weight_low: float
     centre_low: float
     scale: tuple[float, float]  # s.d. of the bulk and of the broken component
-    broken: NDArray[np.bool_]  # each row's component (True: broken), drawn with the mixture
 
 
 class _Chain:
@@ -127,7 +116,6 @@ class _Chain:
             weight_low=self.low_prior[0] / sum(self.low_prior),
             centre_low=-3.0 * fit.tau_row,
             scale=(fit.tau_row, fit.tau_row),
-            broken=np.zeros(n, dtype=bool),
         )
 
     def sweep(self, s: _State, rng: np.random.Generator) -> None:
@@ -156,7 +144,6 @@ class _Chain:
         self._mixture(s, rng)
         eta = self._rescale_columns(s, eta, rng)
         self._rescale_rows(s, eta, rng)
-        self._recentre(s, rng)
 
     def _gain(
         self, idx: NDArray[np.intp], old: NDArray[np.float64], new: NDArray[np.float64]
@@ -227,20 +214,6 @@ class _Chain:
             s.centre_low *= c
             s.scale = (c * s.scale[0], c * s.scale[1])
 
-    def _recentre(self, s: _State, rng: np.random.Generator) -> None:
-        """The intercept drawn given the rows' levels α = μ + θ and their components (the
-        centred parametrisation, interwoven with the sweep's: Yu & Meng's ASIS), θ moved so
-        that α, hence the likelihood, is unchanged. With one or two cells per row the
-        intercept alone is pinned by the cells and θ's mean by its prior, so μ crept (an
-        autocorrelation time of 20-100 sweeps); given α it is a normal draw."""
-        bulk, low = s.scale
-        alpha, broken = s.mu + s.theta, s.broken
-        prec = (~broken).sum() / bulk**2 + broken.sum() / low**2
-        mean = alpha[~broken].sum() / bulk**2 + (alpha[broken] - s.centre_low).sum() / low**2
-        new = float(rng.normal(mean / prec, 1 / np.sqrt(prec)))
-        s.theta = alpha - new
-        s.mu = new
-
     def _row_prior(self, s: _State) -> NDArray[np.float64]:
         """log density of the two-component prior of a row's own effect on ``GRID``."""
         bulk, low = s.scale
@@ -264,7 +237,6 @@ class _Chain:
             + np.log(bulk / low)
         )
         broken = rng.random(len(t)) < expit(log_odds)
-        s.broken = broken
         k = int(broken.sum())
         a, b = self.low_prior
         s.weight_low = float(rng.beta(a + k, b + len(t) - k))
@@ -280,27 +252,20 @@ class _Chain:
         s.scale = (bulk, low)
 
 
-def kept_sweeps(n_draws: int, n_cells: int) -> int:
-    """Sweeps after the burn-in: ``THIN`` per draw, and at least ``CELL_SWEEPS`` / cells (at
-    most ``MAX_SWEEPS``)."""
-    return max(THIN * n_draws, min(CELL_SWEEPS // max(n_cells, 1), MAX_SWEEPS))
-
-
 def gibbs_draws(
     fit: IrtFit, n_draws: int, rng: np.random.Generator
 ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
     """Posterior draws of the intercept (d,), the row effects with their covariate part
-    (d, rows) and the column effects (d, cols): ``BURN_IN`` Gibbs sweeps started at the
-    fit's mode, then :func:`kept_sweeps` sweeps of which ``n_draws`` evenly spaced are kept."""
+    (d, rows) and the column effects (d, cols), by ``BURN_IN`` + ``THIN`` × ``n_draws``
+    Gibbs sweeps started at the fit's mode."""
     chain = _Chain(fit)
     state = chain.start(fit)
     n, m = fit.cells.n_rows, fit.cells.n_cols
     mu, theta, beta = np.empty(n_draws), np.empty((n_draws, n)), np.empty((n_draws, m))
     for _ in range(BURN_IN):
         chain.sweep(state, rng)
-    ends = np.linspace(0, kept_sweeps(n_draws, len(fit.cells.y)), n_draws + 1).astype(int)
     for d in range(n_draws):
-        for _ in range(ends[d + 1] - ends[d]):
+        for _ in range(THIN):
             chain.sweep(state, rng)
         mu[d], theta[d], beta[d] = state.mu, state.theta + chain.x @ state.gamma, state.beta
     return mu, theta, beta
