@@ -370,6 +370,11 @@ class IrtDistribution:
         Best − worst row accuracy: (estimate, low, high).
     levels : tuple of float
         The quantile levels (percent).
+    effect_sd : tuple of float
+        Posterior mean of the s.d. of the rows' effects (with their covariate part) and of
+        the columns' effects, in logits: how far rows and columns differ, as drawn (the
+        fit's ``tau_row`` and ``tau_col`` are the prior scales at the empirical-Bayes
+        mode, the Gibbs chain's starting point).
     """
 
     accuracy: NDArray[np.float64]
@@ -383,6 +388,7 @@ class IrtDistribution:
     spread: tuple[float, float, float]
     levels: tuple[float, ...]
     confidence: float
+    effect_sd: tuple[float, float]
 
 
 def irt_distribution(
@@ -472,4 +478,5 @@ def irt_distribution(
         ),
         levels=tuple(levels),
         confidence=confidence,
+        effect_sd=(float(theta.std(axis=1).mean()), float(beta.std(axis=1).mean())),
     )

@@ -62,6 +62,7 @@ def test_estimate_runs_only_the_sampled_cells(tmp_path: Path, items_file: Path) 
     rec = result.analysis["models"][0]
     assert rec["cells"] == 40 and rec["cells_total"] == 180
     assert rec["formats_observed"] == 15
+    assert rec["tau_format"] > 0 and rec["tau_item"] > 0  # posterior s.d. of the effects, logits
     levels = [q["level"] for q in rec["quantiles"]]
     assert levels == [5, 25, 50, 75, 95]
     for q in rec["quantiles"]:

@@ -86,8 +86,9 @@ def _model_analysis(table: pa.Table, info: Mapping[str, Any], model: str) -> dic
         "cells": len(y),
         "cells_total": n_f * n_i,
         "formats_observed": len(np.unique(rows)),
-        "tau_format": fit.tau_row,
-        "tau_item": fit.tau_col,
+        # how far formats and items differ (posterior mean s.d. of their effects, logits)
+        "tau_format": dist.effect_sd[0],
+        "tau_item": dist.effect_sd[1],
         "quantiles": [
             {"level": lv, "estimate": float(e), "low": float(lo), "high": float(hi)}
             for lv, e, lo, hi in zip(
