@@ -30,7 +30,7 @@ from numpy.typing import NDArray
 from scipy.special import expit, log_expit
 from scipy.stats import truncnorm
 
-from ._irt_mixture import _VAR_A, _VAR_B, GRID, draw_grid, gap, grid_loglik, low_prior
+from ._irt_mixture import _VAR_A, _VAR_B, GRID, Units, draw_grid, gap, low_prior
 
 if TYPE_CHECKING:
     from ._irt import IrtFit
@@ -88,6 +88,7 @@ class _Chain:
         self.sign = 2 * cells.y - 1
         self.every = np.arange(len(cells.y))
         self.n, self.m = cells.n_rows, cells.n_cols
+        self.row_units, self.col_units = Units.of(self.rows, self.n), Units.of(self.cols, self.m)
         self.x = np.zeros((self.n, 0)) if fit.covariates is None else fit.covariates
         #: the cells each covariate touches (a one-hot level: the cells of its rows)
         self.on = [np.flatnonzero(self.x[self.rows, k] != 0) for k in range(self.x.shape[1])]
@@ -122,13 +123,13 @@ class _Chain:
         """One pass over every block, in place."""
         part = self.x @ s.gamma
         s.theta = _draw(
-            grid_loglik(s.mu + s.beta[self.cols] + part[self.rows], self.rows, self.y, self.n)
+            self.row_units.loglik(s.mu + s.beta[self.cols] + part[self.rows], self.y)
             + self._row_prior(s)[None, :],
             rng,
         )
         row_eff = s.theta + part
         s.beta = _draw(
-            grid_loglik(s.mu + row_eff[self.rows], self.cols, self.y, self.m)
+            self.col_units.loglik(s.mu + row_eff[self.rows], self.y)
             - 0.5 * GRID[None, :] ** 2 / s.var_col,
             rng,
         )

@@ -89,17 +89,39 @@ class RowMixture:
         return draw_grid(self.log_post, n_draws, rng)
 
 
+@dataclass(frozen=True)
+class Units:
+    """Cells grouped by the unit (a row or a column) they belong to, sorted once, so that
+    every unit's grid log-likelihood is one ``reduceat`` over its cells (a sampler that
+    evaluates them every sweep builds this once)."""
+
+    order: NDArray[np.intp]  # cells sorted by unit
+    present: NDArray[np.intp]  # the units that have cells
+    starts: NDArray[np.intp]  # where each present unit's cells start in ``order``
+    size: int
+
+    @classmethod
+    def of(cls, index: NDArray[np.intp], size: int) -> Units:
+        order = np.argsort(index, kind="stable")
+        present, starts = np.unique(index[order], return_index=True)
+        return cls(order, present, starts, size)
+
+    def loglik(self, offset: NDArray[np.float64], y: NDArray[np.float64]) -> NDArray[np.float64]:
+        """log P(cells of unit u | its effect t) on ``GRID``, shape (..., size, len(GRID)):
+        cell k has logit ``offset[..., k] + t`` (leading axes: e.g. posterior draws)."""
+        sign = (2 * y[self.order] - 1)[:, None]
+        per_cell = log_expit(sign * (offset[..., self.order, None] + GRID))
+        out = np.zeros((*offset.shape[:-1], self.size, len(GRID)))
+        out[..., self.present, :] = np.add.reduceat(per_cell, self.starts, axis=-2)
+        return out
+
+
 def grid_loglik(
     offset: NDArray[np.float64], index: NDArray[np.intp], y: NDArray[np.float64], size: int
 ) -> NDArray[np.float64]:
     """log P(cells of unit u | its effect t) on ``GRID`` for each unit (a row or a column):
     cell k has logit ``offset[k] + t`` and belongs to unit ``index[k]``."""
-    order = np.argsort(index, kind="stable")
-    present, starts = np.unique(index[order], return_index=True)
-    per_cell = log_expit((2 * y[order, None] - 1) * (offset[order, None] + GRID[None, :]))
-    out = np.zeros((size, len(GRID)))
-    out[present] = np.add.reduceat(per_cell, starts, axis=0)  # one pass per unit's cells
-    return out
+    return Units.of(index, size).loglik(offset, y)
 
 
 def grid_scale(ll: NDArray[np.float64], tau: float, prior_a: float, prior_b: float) -> float:
@@ -211,13 +233,7 @@ def draw_rows_given(
     log_prior = logsumexp(
         _components(mixture.weight_low, list(mixture.centre), list(mixture.scale)), axis=0
     )
-    order = np.argsort(rows, kind="stable")
-    present, starts = np.unique(rows[order], return_index=True)
-    sign = (2 * y[order] - 1)[None, :, None]
-    ll = np.zeros((offset.shape[0], n_rows, len(GRID)))
-    per_cell = log_expit(sign * (offset[:, order, None] + GRID[None, None, :]))
-    ll[:, present, :] = np.add.reduceat(per_cell, starts, axis=1)
-    post = ll + log_prior[None, None, :]
+    post = Units.of(rows, n_rows).loglik(offset, y) + log_prior[None, None, :]
     return draw_grid(post.reshape(-1, len(GRID)), 1, rng).reshape(post.shape[:2])
 
 
