@@ -9,15 +9,27 @@ the mode's item scale stays near its hyperprior); integrating the scales out doe
 
 Each row's and each column's effect has a one-dimensional full conditional given the
 others, so every one is drawn exactly from its conditional evaluated on a grid of step 0.1
-logit (jittered uniformly within the step, as in :mod:`._irt_mixture`); the intercept and
-the covariates' effects, each seen through many cells, move by random-walk Metropolis
-steps of 2.4 × their s.d. at the mode.
+logit (jittered uniformly within the step, as in :mod:`._irt_mixture`); so is each
+covariate's effect (the covariates are centred over the rows first, so that moving one
+does not move the mean of the rows' effects: with one-hot grammar choices the intercept and
+the levels of a choice would otherwise trade places slowly). The intercept, seen through
+every cell, moves by random-walk Metropolis steps of 2.4 × its s.d. at the mode.
 The variances have inverse-gamma full conditionals (the hyperpriors of :mod:`._irt`, worth
 about ten units at one logit²), the broken share a Beta one (:func:`._irt_mixture.low_prior`)
 and the broken component's centre a normal one, truncated to stay :func:`._irt_mixture.gap`
 bulk s.d. below the bulk. (The truncated prior's normalising constant depends on the bulk
 s.d.; the bulk s.d.'s draw and the rows' scale move leave it out, a slight change of the
 prior that is not corrected for.)
+
+With covariates, what the formats' grammar explains and what is left to the bulk share one
+prior: the bulk's variance u and the covariate part's variance v (the spread over the rows
+of x·γ, ``dim`` × the coefficients' variance) add up to the total format variance V =
+u + v ~ the same inverse gamma as the bulk's alone, split by a share φ = v / V ~ Beta
+(``_SHARE``), as R2-D2-type priors do. Independent priors on u and on each coefficient
+(tried first) let the two parts add up to far more than the data hold: with one or two cells
+per format the bulk's prior alone is already about the whole format variance, and the
+distribution came out far too wide (W1 1.4× PromptEval's at 200 cells). u and v are drawn
+from their full conditionals on a grid of log variances.
 """
 
 from __future__ import annotations
@@ -44,6 +56,14 @@ _LOW_CENTRE = (-3.0, 2.0)
 #: of the posterior.
 BURN_IN = 300
 THIN = 2
+#: Beta prior of the covariates' share φ of the format variance (see the module docstring):
+#: uniform. On generator seeds 7000-7019 and 9000-9019 at 200 cells (W1 / PE-discrete's;
+#: runs differ by about ±0.01): Beta(1, 1) 0.798, Beta(2, 2) 0.826; uncentred covariates
+#: drawn by Metropolis steps 0.834 and 0.820; centred, by Metropolis 0.809.
+_SHARE = (1.0, 1.0)
+#: Grid of a covariate's effect (logits) and of the variances' logarithm.
+_COV_GRID = np.linspace(-5.0, 5.0, 101)
+_LOG_VAR = np.linspace(np.log(1e-3), np.log(50.0), 400)
 
 
 def _draw(log_post: NDArray[np.float64], rng: np.random.Generator) -> NDArray[np.float64]:
@@ -64,6 +84,36 @@ def _inv_gamma(rng: np.random.Generator, units: int, squares: float) -> float:
 def _log_inv_gamma(var: float) -> float:
     """log density (up to a constant) of the ``_HYPER`` inverse-gamma prior of a variance."""
     return float(-(_HYPER[0] + 1) * np.log(var) - _HYPER[1] / var)
+
+
+def _log_split(
+    u: NDArray[np.float64] | float, v: NDArray[np.float64] | float
+) -> NDArray[np.float64]:
+    """log prior density (up to a constant) of the bulk's variance u and the covariate part's
+    v: V = u + v inverse gamma, φ = v / V Beta(``_SHARE``), Jacobian 1 / V."""
+    total = np.asarray(u) + v
+    phi = v / total
+    return np.asarray(
+        -(_HYPER[0] + 2) * np.log(total)  # the inverse gamma's density, and the Jacobian
+        - _HYPER[1] / total
+        + (_SHARE[0] - 1) * np.log(phi)
+        + (_SHARE[1] - 1) * np.log1p(-phi)
+    )
+
+
+def _split_draw(
+    units: int,
+    squares: float,
+    per_unit: float,
+    log_prior: NDArray[np.float64],
+    rng: np.random.Generator,
+) -> float:
+    """A variance w from its full conditional on the ``_LOG_VAR`` grid: ``units`` effects
+    N(0, w / per_unit) with sum of squares ``squares``, prior ``log_prior`` (on the grid, in w)."""
+    w = np.exp(_LOG_VAR)
+    var = w / per_unit
+    log_post = log_prior - 0.5 * units * np.log(var) - 0.5 * squares / var + _LOG_VAR
+    return float(np.exp(draw_grid(log_post[None, :], 1, rng, _LOG_VAR)[0, 0]))
 
 
 @dataclass
@@ -89,9 +139,17 @@ class _Chain:
         self.every = np.arange(len(cells.y))
         self.n, self.m = cells.n_rows, cells.n_cols
         self.row_units, self.col_units = Units.of(self.rows, self.n), Units.of(self.cols, self.m)
-        self.x = np.zeros((self.n, 0)) if fit.covariates is None else fit.covariates
-        #: the cells each covariate touches (a one-hot level: the cells of its rows)
+        x = np.zeros((self.n, 0)) if fit.covariates is None else fit.covariates
+        #: the covariates centred over the rows, and the spread of x·γ per unit of the
+        #: coefficients' variance (the mean squared norm of a centred row)
+        self.x_mean = x.mean(axis=0)
+        self.x = x - self.x_mean
+        self.dim = float(np.mean(np.sum(self.x**2, axis=1))) if self.x.size else 0.0
+        #: the cells each covariate touches (after centring: all but a constant column's);
+        #: none if every covariate is constant (then they only move the intercept)
         self.on = [np.flatnonzero(self.x[self.rows, k] != 0) for k in range(self.x.shape[1])]
+        if self.dim == 0:
+            self.on = []
         per_row = len(cells.y) / self.n
         self.low_prior, self.gap = low_prior(per_row), gap(per_row)
         # random-walk steps: 2.4 × the coefficient's s.d. at the mode (Fisher information
@@ -99,21 +157,18 @@ class _Chain:
         p = expit(fit.mean[0] + fit.theta[self.rows] + fit.beta[self.cols])
         info = p * (1 - p)
         self.step_mu = 2.4 / float(np.sqrt(info.sum()))
-        self.step_cov = [
-            2.4 / float(np.sqrt(np.sum(self.x[self.rows[i], k] ** 2 * info[i]) + 1.0))
-            for k, i in enumerate(self.on)
-        ]
 
     def start(self, fit: IrtFit) -> _State:
         n, m = fit.cells.n_rows, fit.cells.n_cols
         w = fit.mean
+        gamma = w[1 + n + m :].copy()
         return _State(
-            mu=float(w[0]),
+            mu=float(w[0] + self.x_mean @ gamma),  # the same predictor, covariates centred
             theta=w[1 : 1 + n].copy(),
             beta=w[1 + n : 1 + n + m].copy(),
-            gamma=w[1 + n + m :].copy(),
+            gamma=gamma,
             var_col=fit.tau_col**2,
-            var_cov=1.0,
+            var_cov=max(float(np.var(self.x @ gamma)) / self.dim, 1e-2) if self.on else 1.0,
             weight_low=self.low_prior[0] / sum(self.low_prior),
             centre_low=-3.0 * fit.tau_row,
             scale=(fit.tau_row, fit.tau_row),
@@ -134,13 +189,9 @@ class _Chain:
             rng,
         )
         eta = s.mu + row_eff[self.rows] + s.beta[self.cols]
-        s.mu += self._metropolis(eta, self.every, 1.0, self.step_mu, 0.0, 0.0, rng)
-        for k, idx in enumerate(self.on):
-            xk = self.x[self.rows[idx], k]
-            move = self._metropolis(eta, idx, xk, self.step_cov[k], s.gamma[k], s.var_cov, rng)
-            s.gamma[k] += move
+        s.mu += self._metropolis(eta, self.step_mu, rng)
         if self.on:
-            s.var_cov = _inv_gamma(rng, len(s.gamma), float(s.gamma @ s.gamma))
+            self._covariates(s, eta, rng)
         s.var_col = _inv_gamma(rng, len(s.beta), float(s.beta @ s.beta))
         self._mixture(s, rng)
         eta = self._rescale_columns(s, eta, rng)
@@ -153,29 +204,29 @@ class _Chain:
         y = self.sign[idx]
         return float(np.sum(log_expit(y * new) - log_expit(y * old)))
 
-    def _metropolis(
-        self,
-        eta: NDArray[np.float64],
-        idx: NDArray[np.intp],
-        xk: NDArray[np.float64] | float,
-        step: float,
-        value: float,
-        var: float,
-        rng: np.random.Generator,
-    ) -> float:
-        """A random-walk Metropolis move of one coefficient (the intercept, or a covariate's
-        effect under its N(0, var) prior; var 0: flat) that adds ``xk`` × move to the linear
-        predictor of the cells ``idx``; ``eta`` is updated in place. Returns the move (0 if
-        rejected)."""
+    def _metropolis(self, eta: NDArray[np.float64], step: float, rng: np.random.Generator) -> float:
+        """A random-walk Metropolis move of the intercept (flat prior) by N(0, step²); ``eta``,
+        every cell's linear predictor, is updated in place. Returns the move (0 if rejected)."""
         move = float(rng.normal(0.0, step))
-        old, new = eta[idx], eta[idx] + xk * move
-        gain = self._gain(idx, old, new)
-        if var > 0:
-            gain -= ((value + move) ** 2 - value**2) / (2 * var)
-        if _accept(gain, rng):
-            eta[idx] = new
+        new = eta + move
+        if _accept(self._gain(self.every, eta, new), rng):
+            eta[:] = new
             return move
         return 0.0
+
+    def _covariates(self, s: _State, eta: NDArray[np.float64], rng: np.random.Generator) -> None:
+        """Each covariate's effect from its exact conditional on ``_COV_GRID`` (``eta``
+        updated in place), then the covariate part's variance given the bulk's."""
+        for k, idx in enumerate(self.on):
+            xk = self.x[self.rows[idx], k]
+            rest = eta[idx] - xk * s.gamma[k]
+            ll = log_expit(self.sign[idx, None] * (rest[:, None] + xk[:, None] * _COV_GRID))
+            log_post = ll.sum(axis=0) - 0.5 * _COV_GRID**2 / s.var_cov
+            s.gamma[k] = float(draw_grid(log_post[None, :], 1, rng, _COV_GRID)[0, 0])
+            eta[idx] = rest + xk * s.gamma[k]
+        prior = _log_split(s.scale[0] ** 2, np.exp(_LOG_VAR))
+        squares = float(s.gamma @ s.gamma)
+        s.var_cov = _split_draw(len(s.gamma), squares, self.dim, prior, rng) / self.dim
 
     def _rescale_columns(
         self, s: _State, eta: NDArray[np.float64], rng: np.random.Generator
@@ -206,8 +257,13 @@ class _Chain:
         new = eta + (c - 1) * s.theta[self.rows]
         gain = self._gain(self.every, eta, new)
         m0, sd0 = _LOW_CENTRE
-        for sd in s.scale:
-            gain += _log_inv_gamma(c * c * sd * sd) - _log_inv_gamma(sd * sd)
+        bulk, low = s.scale
+        gain += _log_inv_gamma(c * c * low * low) - _log_inv_gamma(low * low)
+        if self.on:  # the bulk's variance under the split prior, the covariates' fixed
+            v = s.var_cov * self.dim
+            gain += float(_log_split(c * c * bulk * bulk, v) - _log_split(bulk * bulk, v))
+        else:
+            gain += _log_inv_gamma(c * c * bulk * bulk) - _log_inv_gamma(bulk * bulk)
         gain += (-((c * s.centre_low - m0) ** 2) + (s.centre_low - m0) ** 2) / (2 * sd0**2)
         gain += 5 * np.log(c)
         if _accept(gain, rng):
@@ -241,7 +297,12 @@ class _Chain:
         k = int(broken.sum())
         a, b = self.low_prior
         s.weight_low = float(rng.beta(a + k, b + len(t) - k))
-        bulk = float(np.sqrt(_inv_gamma(rng, len(t) - k, float(t[~broken] @ t[~broken]))))
+        squares = float(t[~broken] @ t[~broken])
+        if self.on:
+            prior = _log_split(np.exp(_LOG_VAR), s.var_cov * self.dim)
+            bulk = float(np.sqrt(_split_draw(len(t) - k, squares, 1.0, prior, rng)))
+        else:
+            bulk = float(np.sqrt(_inv_gamma(rng, len(t) - k, squares)))
         m0, sd0 = _LOW_CENTRE
         prec = 1 / sd0**2 + k / low**2
         mean = (m0 / sd0**2 + float(t[broken].sum()) / low**2) / prec

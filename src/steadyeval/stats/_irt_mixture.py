@@ -238,16 +238,19 @@ def draw_rows_given(
 
 
 def draw_grid(
-    log_post: NDArray[np.float64], n_draws: int, rng: np.random.Generator
+    log_post: NDArray[np.float64],
+    n_draws: int,
+    rng: np.random.Generator,
+    grid: NDArray[np.float64] = GRID,
 ) -> NDArray[np.float64]:
-    """Draws (n_draws, units) from per-unit grid log densities (units, len(GRID)),
-    unnormalised, each jittered uniformly within its grid step."""
+    """Draws (n_draws, units) from per-unit log densities (units, len(grid)) on an evenly
+    spaced ``grid``, unnormalised, each jittered uniformly within its grid step."""
     cdf = np.cumsum(np.exp(log_post - log_post.max(axis=1, keepdims=True)), axis=1)
     u = rng.random((n_draws, cdf.shape[0])) * cdf[:, -1]  # the normalisation, on u
     idx = np.stack([(cdf < draw[:, None]).sum(axis=1) for draw in u])
-    idx = np.minimum(idx, len(GRID) - 1)
-    step = GRID[1] - GRID[0]
-    return np.asarray(GRID[idx] + (rng.random(idx.shape) - 0.5) * step)
+    idx = np.minimum(idx, len(grid) - 1)
+    step = grid[1] - grid[0]
+    return np.asarray(grid[idx] + (rng.random(idx.shape) - 0.5) * step)
 
 
 #: Bayesian-bootstrap replicates of the mixture per call of :func:`draw_with_mixture`, and

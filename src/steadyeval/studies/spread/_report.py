@@ -217,7 +217,9 @@ def spread_report_sections(
                 f"(format, item) cells observed ({len(info['formats'])} formats × "
                 f"{len(info['items'])} items; {info['method']}, {info['sampler']} cells); "
                 f"mean observed accuracy {format_cell(rec['observed_mean'], 'pct')}. "
-                "Unobserved cells are predicted by the fitted model σ(μ + θ_format + β_item); "
+                "Unobserved cells are predicted by the fitted model σ(μ + θ_format + β_item"
+                f"{' + x_format·γ' if info.get('covariates') else ''}), "
+                f"{'x_format the grammar choices; ' if info.get('covariates') else ''}"
                 "see docs/study-spread.md for when to trust the estimate."
             ),
             _quantile_table(rec, confidence),
