@@ -64,6 +64,7 @@ _SHARE = (1.0, 1.0)
 #: Grid of a covariate's effect (logits) and of the variances' logarithm.
 _COV_GRID = np.linspace(-5.0, 5.0, 101)
 _LOG_VAR = np.linspace(np.log(1e-3), np.log(50.0), 400)
+_VAR = np.exp(_LOG_VAR)
 
 
 def _draw(log_post: NDArray[np.float64], rng: np.random.Generator) -> NDArray[np.float64]:
@@ -83,7 +84,12 @@ def _inv_gamma(rng: np.random.Generator, units: int, squares: float) -> float:
 
 def _log_inv_gamma(var: float) -> float:
     """log density (up to a constant) of the ``_HYPER`` inverse-gamma prior of a variance."""
-    return float(-(_HYPER[0] + 1) * np.log(var) - _HYPER[1] / var)
+    return float(_log_inv_gamma_of(var))
+
+
+def _log_inv_gamma_of(var: NDArray[np.float64] | float) -> NDArray[np.float64]:
+    """:func:`_log_inv_gamma` element-wise (e.g. on a grid of variances)."""
+    return np.asarray(-(_HYPER[0] + 1) * np.log(var) - _HYPER[1] / var)
 
 
 def _log_split(
@@ -94,8 +100,8 @@ def _log_split(
     total = np.asarray(u) + v
     phi = v / total
     return np.asarray(
-        -(_HYPER[0] + 2) * np.log(total)  # the inverse gamma's density, and the Jacobian
-        - _HYPER[1] / total
+        _log_inv_gamma_of(total)
+        - np.log(total)  # the Jacobian
         + (_SHARE[0] - 1) * np.log(phi)
         + (_SHARE[1] - 1) * np.log1p(-phi)
     )
@@ -110,8 +116,7 @@ def _split_draw(
 ) -> float:
     """A variance w from its full conditional on the ``_LOG_VAR`` grid: ``units`` effects
     N(0, w / per_unit) with sum of squares ``squares``, prior ``log_prior`` (on the grid, in w)."""
-    w = np.exp(_LOG_VAR)
-    var = w / per_unit
+    var = _VAR / per_unit
     log_post = log_prior - 0.5 * units * np.log(var) - 0.5 * squares / var + _LOG_VAR
     return float(np.exp(draw_grid(log_post[None, :], 1, rng, _LOG_VAR)[0, 0]))
 
@@ -224,7 +229,7 @@ class _Chain:
             log_post = ll.sum(axis=0) - 0.5 * _COV_GRID**2 / s.var_cov
             s.gamma[k] = float(draw_grid(log_post[None, :], 1, rng, _COV_GRID)[0, 0])
             eta[idx] = rest + xk * s.gamma[k]
-        prior = _log_split(s.scale[0] ** 2, np.exp(_LOG_VAR))
+        prior = _log_split(s.scale[0] ** 2, _VAR)
         squares = float(s.gamma @ s.gamma)
         s.var_cov = _split_draw(len(s.gamma), squares, self.dim, prior, rng) / self.dim
 
@@ -299,7 +304,7 @@ class _Chain:
         s.weight_low = float(rng.beta(a + k, b + len(t) - k))
         squares = float(t[~broken] @ t[~broken])
         if self.on:
-            prior = _log_split(np.exp(_LOG_VAR), s.var_cov * self.dim)
+            prior = _log_split(_VAR, s.var_cov * self.dim)
             bulk = float(np.sqrt(_split_draw(len(t) - k, squares, 1.0, prior, rng)))
         else:
             bulk = float(np.sqrt(_inv_gamma(rng, len(t) - k, squares)))

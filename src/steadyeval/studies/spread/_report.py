@@ -201,6 +201,13 @@ def headline_section(analysis: Mapping[str, Any], info: Mapping[str, Any]) -> Se
     )
 
 
+def _model(info: Mapping[str, Any]) -> str:
+    """The fitted model, as the report names it (with the covariates' term when used)."""
+    if info.get("covariates"):
+        return "σ(μ + θ_format + β_item + x_format·γ), x_format the grammar choices"
+    return "σ(μ + θ_format + β_item)"
+
+
 def spread_report_sections(
     analysis: Mapping[str, Any], info: Mapping[str, Any], *, figures: bool = True
 ) -> list[Section]:
@@ -217,9 +224,7 @@ def spread_report_sections(
                 f"(format, item) cells observed ({len(info['formats'])} formats × "
                 f"{len(info['items'])} items; {info['method']}, {info['sampler']} cells); "
                 f"mean observed accuracy {format_cell(rec['observed_mean'], 'pct')}. "
-                "Unobserved cells are predicted by the fitted model σ(μ + θ_format + β_item"
-                f"{' + x_format·γ' if info.get('covariates') else ''}), "
-                f"{'x_format the grammar choices; ' if info.get('covariates') else ''}"
+                f"Unobserved cells are predicted by the fitted model {_model(info)}; "
                 "see docs/study-spread.md for when to trust the estimate."
             ),
             _quantile_table(rec, confidence),
