@@ -38,6 +38,7 @@ from spread_matrix import generate  # noqa: E402
 
 from steadyeval.stats._irt import IrtCells, fit_irt, irt_distribution  # noqa: E402
 from steadyeval.stats._irt_design import adaptive_cells, stratified_cells  # noqa: E402
+from steadyeval.studies.spread._config import SpreadConfig  # noqa: E402
 
 BUDGETS = (200, 400, 800, 1600)
 LEVELS = np.array([5.0, 25.0, 50.0, 75.0, 95.0])
@@ -48,10 +49,9 @@ PAPER_BBH = {
     "PE-discrete": (0.055, 0.030, 0.023, 0.021),
 }
 METHODS = ("avg", "PE-Rasch", "PE-discrete", "steadyeval", "steadyeval-nocov", "adaptive")
-#: Posterior draws per fit (``--draws``; the study's default is 400, and the Gibbs chain
-#: runs 300 + 2 × draws sweeps, so fewer draws are a shorter chain: 150 keep the ~400 fits
-#: per budget at 800 and 1,600 cells affordable).
-DRAWS = 150
+#: Posterior draws per fit (``--draws``): the study's default (the Gibbs chain runs 300 +
+#: 2 × draws sweeps; fewer draws are a shorter chain and a noisier mean over them).
+DRAWS = int(SpreadConfig.model_fields["draws"].default)
 
 
 def paper_bbh() -> dict[str, tuple[float, ...]]:
@@ -196,7 +196,7 @@ def main() -> None:
         "--draws",
         type=int,
         default=DRAWS,
-        help=f"posterior draws per fit (default {DRAWS}; the study's default is 400)",
+        help=f"posterior draws per fit (default {DRAWS}, the study's)",
     )
     ap.add_argument("--real", type=Path, default=None, help="folder of convert_ys.py .npz files")
     ap.add_argument(
