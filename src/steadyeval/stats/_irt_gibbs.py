@@ -248,8 +248,8 @@ class _Chain:
 
         With one-hot grammar choices the centred columns of one choice add up to zero, so
         the likelihood is flat along that direction and one-at-a-time moves creep; the
-        joint Gaussian proposal follows the posterior's correlations (it accepts about
-        nine moves in ten)."""
+        joint Gaussian proposal follows the posterior's correlations (it accepted 85-95% of
+        moves on generated matrices at 200-1,600 cells)."""
         w = np.concatenate([[s.mu], s.gamma])
         precision = np.concatenate([[0.0], np.full(len(s.gamma), 1.0 / s.var_cov)])
         rest = eta - self.design @ w
