@@ -12,6 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
+from steadyeval import ConfigError
 from steadyeval.cli import main
 from steadyeval.run import RunOptions
 from steadyeval.studies import StudyResult, reanalyze, run_study
@@ -99,8 +100,6 @@ def test_search_finds_best_and_worst_within_budget(tmp_path: Path, items_file: P
 
 
 def test_budget_below_formats_is_an_error(tmp_path: Path, items_file: Path) -> None:
-    from steadyeval import ConfigError
-
     with pytest.raises(ConfigError, match="below the number of formats"):
         _run(tmp_path, items_file, budget=10)
 
@@ -131,6 +130,26 @@ def test_prompteval_templates_load(items_file: Path) -> None:
     # the file holds 93 distinct template strings (7 pairs are identical as released)
     assert len({t.prompt for t in trials}) == len({f.source for f in formats}) == 93
     assert all("arithmetic" in t.prompt and item.question in t.prompt for t in trials)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[1, 2", "cannot read the formats file"),
+        ("[]", "expected a non-empty list of template strings"),
+        ('["Q: {question}\\n{choices}", 5]', "template 1: expected a string, got int 5"),
+        ('["{choices} only"]', "template 0: the template has no {question} placeholder"),
+        ('["{question} {answer}"]', "template 0: unknown placeholder {answer}"),
+    ],
+)
+def test_a_bad_formats_file_names_the_file_and_the_template(
+    tmp_path: Path, text: str, message: str
+) -> None:
+    path = tmp_path / "formats.json"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ConfigError) as err:
+        load_format_file(path)
+    assert str(path) in str(err.value) and message in str(err.value)
 
 
 def test_report_leads_with_the_estimated_distribution(tmp_path: Path, items_file: Path) -> None:

@@ -70,11 +70,16 @@ def _templates(data: Any, path: Path) -> list[str]:
         data = data["MMLU"]
     if isinstance(data, dict) and "templates" in data:
         data = data["templates"]
-    if not isinstance(data, list) or not all(isinstance(t, str) for t in data) or not data:
+    if not isinstance(data, list) or not data:
         raise ConfigError(
             f"{path}: expected a non-empty list of template strings (or {{'templates': [...]}}, "
             "or PromptEval's templates.json with an 'MMLU' entry)"
         )
+    for i, t in enumerate(data):
+        if not isinstance(t, str):
+            raise ConfigError(
+                f"{path}: template {i}: expected a string, got {type(t).__name__} {t!r:.60}"
+            )
     return list(data)
 
 
