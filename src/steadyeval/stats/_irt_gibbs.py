@@ -159,7 +159,6 @@ class _Chain:
         cells = fit.cells
         self.rows, self.cols, self.y = cells.rows, cells.cols, cells.y
         self.sign = 2 * cells.y - 1
-        self.every = np.arange(len(cells.y))
         self.n, self.m = cells.n_rows, cells.n_cols
         self.row_units, self.col_units = Units.of(self.rows, self.n), Units.of(self.cols, self.m)
         x = np.zeros((self.n, 0)) if fit.covariates is None else fit.covariates
@@ -218,20 +217,16 @@ class _Chain:
         eta = self._rescale_columns(s, eta, rng)
         self._rescale_rows(s, eta, rng)
 
-    def _gain(
-        self, idx: NDArray[np.intp], old: NDArray[np.float64], new: NDArray[np.float64]
-    ) -> float:
-        """Log-likelihood ratio of the cells ``idx`` with linear predictors new / old."""
-        y = self.sign[idx]
-        return float(np.sum(log_expit(y * new) - log_expit(y * old)))
+    def _gain(self, old: NDArray[np.float64], new: NDArray[np.float64]) -> float:
+        """Log-likelihood ratio of the cells with linear predictors new / old."""
+        return float(np.sum(log_expit(self.sign * new) - log_expit(self.sign * old)))
 
     def _newton(
-        self, w: NDArray[np.float64], rest: NDArray[np.float64], precision: NDArray[np.float64]
+        self, w: NDArray[np.float64], eta: NDArray[np.float64], precision: NDArray[np.float64]
     ) -> tuple[float, NDArray[np.float64], NDArray[np.float64]]:
-        """The block (μ, γ) at ``w`` (cells' other terms ``rest``, prior precisions
-        ``precision``): its log posterior, the Newton step's end and the Cholesky factor of
-        the negative Hessian."""
-        eta = rest + self.design @ w
+        """The block (μ, γ) at ``w`` (``eta`` the cells' linear predictor there, prior
+        precisions ``precision``): its log posterior, the Newton step's end and the
+        Cholesky factor of the negative Hessian."""
         p = expit(eta)
         grad = self.design.T @ (self.y - p) - precision * w
         hess = (self.design.T * (p * (1 - p))) @ self.design + np.diag(precision)
@@ -252,15 +247,15 @@ class _Chain:
         moves on generated matrices at 200-1,600 cells)."""
         w = np.concatenate([[s.mu], s.gamma])
         precision = np.concatenate([[0.0], np.full(len(s.gamma), 1.0 / s.var_cov)])
-        rest = eta - self.design @ w
-        log_post, centre, chol = self._newton(w, rest, precision)
+        log_post, centre, chol = self._newton(w, eta, precision)
         new = centre + np.linalg.solve(chol.T, rng.standard_normal(len(w)))
-        log_post_new, centre_new, chol_new = self._newton(new, rest, precision)
+        eta_new = eta + self.design @ (new - w)
+        log_post_new, centre_new, chol_new = self._newton(new, eta_new, precision)
         gain = log_post_new - log_post
         gain += _log_gauss(w, centre_new, chol_new) - _log_gauss(new, centre, chol)
         if _accept(gain, rng):
             s.mu, s.gamma = float(new[0]), new[1:]
-            eta[:] = rest + self.design @ new
+            eta[:] = eta_new
 
     def _covariate_variance(self, s: _State, rng: np.random.Generator) -> None:
         """The covariate part's variance given the bulk's (the split prior)."""
@@ -293,7 +288,7 @@ class _Chain:
         variance; the effects' own Jacobian cancels against their prior)."""
         c = float(np.exp(rng.normal(0.0, 0.1)))
         new = eta + (c - 1) * s.beta[self.cols]
-        gain = self._gain(self.every, eta, new)
+        gain = self._gain(eta, new)
         gain += _log_inv_gamma(c * c * s.var_col) - _log_inv_gamma(s.var_col) + 2 * np.log(c)
         if not _accept(gain, rng):
             return eta
@@ -307,7 +302,7 @@ class _Chain:
         kept): Jacobian c² per variance and c for the centre."""
         c = float(np.exp(rng.normal(0.0, 0.1)))
         new = eta + (c - 1) * s.theta[self.rows]
-        gain = self._gain(self.every, eta, new)
+        gain = self._gain(eta, new)
         m0, sd0 = _LOW_CENTRE
         bulk, low = s.scale
         gain += _log_inv_gamma(c * c * low * low) - _log_inv_gamma(low * low)
