@@ -135,7 +135,10 @@ def test_prompteval_templates_load(items_file: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("[1, 2", "cannot read the formats file"),
+        ("[1, 2", "invalid JSON"),
+        ("[NaN]", "NaN is not JSON"),
+        ("[" * 5000 + "]" * 5000, "nested deeper than"),
+        ('["{question}' + "x" * 20_000 + '"]', "over the limit of 10,000"),
         ("[]", "expected a non-empty list of template strings"),
         ('["Q: {question}\\n{choices}", 5]', "template 1: expected a string, got int 5"),
         ('["{choices} only"]', "template 0: the template has no {question} placeholder"),
@@ -150,6 +153,48 @@ def test_a_bad_formats_file_names_the_file_and_the_template(
     with pytest.raises(ConfigError) as err:
         load_format_file(path)
     assert str(path) in str(err.value) and message in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "literal",
+    [
+        "{% endraw %}[[{{ 7*7 }}]]{% raw %}",
+        "{{ 7*7 }}",
+        "{%- if true -%}yes{%- endif -%}",
+        "{# hidden #}",
+        "{{- 7*7 -}}",
+        "{% set x = 7 * 7 %}{{ x }}",
+        "{{ ''.__class__ }}",
+        "{{{{ 7*7 }}}}",
+        "}} %} #} {%",
+        "{{ '{' }}",
+        "{%- raw -%}",
+        "\\{{ 7*7 }}",
+    ],
+)
+def test_a_formats_file_template_is_text_never_evaluated(tmp_path: Path, literal: str) -> None:
+    """Class 8 of issue 37: text around the placeholders renders as itself, whatever Jinja
+    delimiters it holds (there is no raw block to break out of)."""
+    from steadyeval.conditions import render_template
+
+    path = tmp_path / "formats.json"
+    path.write_text(json.dumps([f"{literal} Q: {{question}} {literal}\n{{choices}}"]))
+    (fmt,) = load_format_file(path)
+    values = {"question": "Why?", "options_block": "A. x", "subject": None, "context": None}
+    prompt = render_template(fmt.body, values, where="test")
+    assert prompt == f"{literal} Q: Why? {literal}\nA. x"
+    assert "49" not in prompt
+
+
+def test_a_formats_file_that_is_a_fifo_or_a_device_is_refused(tmp_path: Path) -> None:
+    """Class 3 of issue 37: a FIFO with no writer and /dev/zero are refused before reading."""
+    import os
+
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)
+    for path, kind in ((fifo, "a FIFO"), (Path("/dev/zero"), "a character device")):
+        with pytest.raises(ConfigError, match=kind):
+            load_format_file(path)
 
 
 def test_report_leads_with_the_estimated_distribution(tmp_path: Path, items_file: Path) -> None:

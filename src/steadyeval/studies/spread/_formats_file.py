@@ -3,14 +3,15 @@
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..._errors import ConfigError
+from ..._errors import ConfigError, DataError
+from ..._files import load_json_file
 from ...conditions import FORMATS, Condition, Template
+from ...items import shorten
 
 __all__ = ["FileFormat", "load_format_file"]
 
@@ -22,8 +23,19 @@ _FIELDS = {
 }
 
 
+#: The longest template a formats file may hold (PromptEval's are under 200 characters).
+MAX_TEMPLATE_CHARS = 10_000
+#: The most templates one formats file may hold (PromptEval's MMLU file has 100).
+MAX_TEMPLATES = 10_000
+
+
 def _literal(text: str) -> str:
-    return f"{{% raw %}}{text}{{% endraw %}}" if re.search(r"[{}%#]", text) else text
+    """``text`` as Jinja2 source that renders to exactly ``text`` and is never evaluated.
+
+    Every Jinja2 delimiter (``{{``, ``{%``, ``{#``) starts with ``{``, so each ``{`` is
+    written as the expression ``{{ '{' }}``: no delimiter can be formed from the file's text,
+    whatever it holds (no raw block to break out of)."""
+    return text.replace("{", "{{ '{' }}")
 
 
 def to_jinja(text: str, where: str) -> str:
@@ -75,10 +87,20 @@ def _templates(data: Any, path: Path) -> list[str]:
             f"{path}: expected a non-empty list of template strings (or {{'templates': [...]}}, "
             "or PromptEval's templates.json with an 'MMLU' entry)"
         )
+    if len(data) > MAX_TEMPLATES:
+        raise ConfigError(
+            f"{path}: {len(data):,} templates, over the limit of {MAX_TEMPLATES:,} per file"
+        )
     for i, t in enumerate(data):
         if not isinstance(t, str):
             raise ConfigError(
-                f"{path}: template {i}: expected a string, got {type(t).__name__} {t!r:.60}"
+                f"{path}: template {i}: expected a string, got {type(t).__name__} "
+                f"{shorten(repr(t), 60)}"
+            )
+        if len(t) > MAX_TEMPLATE_CHARS:
+            raise ConfigError(
+                f"{path}: template {i} is {len(t):,} characters long, over the limit of "
+                f"{MAX_TEMPLATE_CHARS:,}"
             )
     return list(data)
 
@@ -87,9 +109,9 @@ def load_format_file(path: str | Path) -> list[FileFormat]:
     """The formats of a JSON file of ``{question}``/``{choices}``/``{topic}`` templates."""
     path = Path(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read the formats file: {exc}") from None
+        data = load_json_file(path, "a formats file (JSON)", max_bytes=64 * 1024 * 1024)
+    except DataError as exc:
+        raise ConfigError(str(exc)) from None
     return [
         FileFormat(f"tpl-{i:03d}", t, to_jinja(t, f"{path}: template {i}"))
         for i, t in enumerate(_templates(data, path))
