@@ -1,0 +1,86 @@
+"""Run one fuzz target: ``python -m tests.fuzz._runner NAME --examples N --seed S``.
+
+Prints one JSON line: the target, how many examples ran, and the failure (its input and
+traceback) if one was found. Exit code 0 when the property held for every example, 1 when
+not. ``test_fuzz.py`` runs this in a subprocess to measure the peak memory of the target.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import resource
+import sys
+import tempfile
+import traceback
+from pathlib import Path
+from typing import Any
+
+from hypothesis import HealthCheck, Phase, given, seed, settings
+
+from tests.fuzz._registry import OUTCOMES, all_targets
+
+
+def run(name: str, examples: int, seed_value: int) -> dict[str, Any]:
+    spec = all_targets()[name]
+    count = [0]
+    failure: dict[str, str] = {}
+    home = Path(tempfile.mkdtemp(prefix=f"fuzz-{name}-"))
+
+    @seed(seed_value)
+    @settings(
+        max_examples=examples,
+        deadline=None,  # no wall-clock limit per example: a busy machine is not a bug
+        database=None,
+        derandomize=False,
+        phases=[Phase.generate, Phase.shrink],
+        suppress_health_check=list(HealthCheck),
+        print_blob=False,
+    )
+    @given(example=spec.strategy)
+    def prop(example: Any) -> None:
+        count[0] += 1
+        folder = Path(tempfile.mkdtemp(dir=home))
+        os.chdir(folder)
+        try:
+            spec.call(example, folder)
+        except BaseException as exc:
+            if not failure or len(repr(example)) < len(failure["input"]):
+                failure.update(
+                    input=repr(example)[:4000],
+                    error=f"{type(exc).__name__}: {str(exc)[:2000]}",
+                    traceback="".join(traceback.format_exc(limit=-12))[-6000:],
+                )
+            raise
+
+    with contextlib.suppress(BaseException):  # a failure is reported below
+        prop()
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
+    return {
+        "target": name,
+        "entry": spec.entry,
+        "examples": count[0],
+        "outcomes": dict(OUTCOMES),
+        "failure": failure or None,
+        "peak_rss_bytes": peak,
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("name")
+    parser.add_argument("--examples", type=int, default=50)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    from tests import scripted_backend
+
+    scripted_backend.register()
+    report = run(args.name, args.examples, args.seed)
+    sys.stdout.write(json.dumps(report) + "\n")
+    return 1 if report["failure"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
