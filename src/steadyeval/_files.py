@@ -26,6 +26,7 @@ __all__ = [
     "MAX_JSON_DEPTH",
     "MAX_TEXT_BYTES",
     "check_json_depth",
+    "decode_utf8",
     "input_file",
     "limit_from_env",
     "load_json_file",
@@ -121,13 +122,19 @@ def read_text_file(
         raise error(f"{p}: cannot read {what} ({exc.strerror or exc})") from None
     if len(data) > max_bytes:  # grew while read
         raise error(_size_error(p, len(data), max_bytes, what, raise_with))
+    return decode_utf8(data, str(p), error=error)
+
+
+def decode_utf8(data: bytes, where: str, *, error: type[SteadyevalError] = DataError) -> str:
+    """``data`` decoded as UTF-8; otherwise ``error`` naming ``where`` and the line and
+    column of the first bad byte."""
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
         raise error(
-            f"{p}, line {line}: not UTF-8 text at column {column} ({exc.reason}); "
+            f"{where}, line {line}: not UTF-8 text at column {column} ({exc.reason}); "
             "save the file as UTF-8"
         ) from None
 
@@ -149,16 +156,19 @@ def check_json_depth(value: Any, where: str, *, max_depth: int = MAX_JSON_DEPTH)
         stack.extend((child, depth + 1) for child in children)
 
 
-def loads_json(text: str, where: str, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
+def loads_json(
+    text: str, where: str, *, max_depth: int = MAX_JSON_DEPTH, allow_nan: bool = False
+) -> Any:
     """``json.loads(text)`` with the nesting limit checked and every failure a
     :class:`DataError` naming ``where`` (and the line and column of a syntax error). NaN and
-    Infinity, which JSON does not allow, are refused."""
+    Infinity, which JSON does not allow, are refused unless ``allow_nan`` (files other tools
+    write with them, e.g. Inspect's unscored ``NaN``)."""
 
     def constant(name: str) -> Any:
         raise ValueError(f"{name} is not JSON")
 
     try:
-        value = json.loads(text, parse_constant=constant)
+        value = json.loads(text, parse_constant=None if allow_nan else constant)
     except json.JSONDecodeError as exc:
         raise DataError(
             f"{where}, line {exc.lineno}: invalid JSON at column {exc.colno}: {exc.msg}"
@@ -179,8 +189,9 @@ def load_json_file(
     *,
     max_bytes: int = MAX_TEXT_BYTES,
     max_depth: int = MAX_JSON_DEPTH,
+    allow_nan: bool = False,
 ) -> Any:
     """The JSON value of the regular file ``path`` with the checks of :func:`read_text_file`
     and :func:`loads_json`; every failure a :class:`DataError` naming the file."""
     text = read_text_file(path, what, max_bytes=max_bytes)
-    return loads_json(text, str(path), max_depth=max_depth)
+    return loads_json(text, str(path), max_depth=max_depth, allow_nan=allow_nan)
