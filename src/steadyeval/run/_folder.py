@@ -1,13 +1,24 @@
 """A run folder belongs to one run: the same config resumes into it, a different one is
-refused unless the caller asks to overwrite it (which clears the folder first)."""
+refused unless the caller asks to overwrite it.
+
+What makes a folder a run folder is steadyeval's own marker, ``.steadyeval-run``, written
+before anything else of the run (a regular file holding ``{"format": 1, "config_key": ...,
+"owns": [...]}``); nothing else counts (a ``config.json`` is in every Hugging Face model
+folder). ``--overwrite`` deletes only the entries the marker records as steadyeval's own (the
+run's files, reports, checkpoints, and temporary files of those names); any other file stays.
+The lock file is opened without following links and must be a regular file with one link,
+so a lock path that is a link, a folder or a FIFO is an error, never written through."""
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
+import re
 import shutil
 import socket
+import stat
 import time
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -21,6 +32,8 @@ from ..items import canonical_json
 __all__ = [
     "LOCK",
     "MARKER",
+    "MARKER_FORMAT",
+    "OWNED",
     "claim_run_dir",
     "config_key",
     "default_out",
@@ -30,11 +43,27 @@ __all__ = [
 
 #: Written into a run folder before any model is called: which config the folder holds.
 MARKER = ".steadyeval-run"
+#: The marker's format: 1 records ``owns``; markers without ``format`` (format 0, before
+#: this rule) are read as owning :data:`OWNED`.
+MARKER_FORMAT = 1
 #: Held (``flock``) by the process writing a run folder; the file stays, the lock goes with
 #: the process, so a lock left by a dead process is never in the way.
 LOCK = ".steadyeval-lock"
 #: What ``steadyeval report`` writes into a run folder by default.
 REPORT_FILES = ("report.html", "report.md", "report.json")
+#: The entries steadyeval writes into a run folder (recorded in the marker as its own).
+OWNED = (
+    "results.parquet",
+    "summary.json",
+    "summary.md",
+    "config.json",
+    "provenance.json",
+    "manifest.json",
+    *REPORT_FILES,
+    "checkpoints",
+)
+#: A temporary file of ``replace_atomically`` left by a killed writer: ``NAME.PID-HEX.tmp``.
+_TMP = re.compile(r"^(?P<name>.+)\.\d+-[0-9a-f]{8}\.tmp$")
 
 
 def config_key(config: Mapping[str, Any] | None, run_id: str) -> str:
@@ -45,17 +74,46 @@ def config_key(config: Mapping[str, Any] | None, run_id: str) -> str:
     return hashlib.sha256(canonical_json(config).encode()).hexdigest()[:16]
 
 
-def _held_key(run_dir: Path) -> str | None:
-    """The config key a folder was claimed for (``None``: the folder holds no run)."""
-    for name, field in ((MARKER, "config_key"), ("config.json", "run_id")):
-        path = run_dir / name
-        if path.is_file():
-            try:
-                value = json.loads(path.read_text(encoding="utf-8")).get(field)
-            except (OSError, ValueError, AttributeError):
-                value = None
-            return str(value) if value else "?"
-    return None
+def _marker(run_dir: Path) -> dict[str, Any] | None:
+    """The folder's marker (``None``: the folder holds no steadyeval run). A marker path that
+    is not a regular file, or that does not hold steadyeval's marker, is an error."""
+    path = run_dir / MARKER
+    try:
+        mode = path.lstat().st_mode
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise ConfigError(f"--out {run_dir}: cannot read {MARKER} ({exc.strerror})") from None
+    if not stat.S_ISREG(mode):
+        raise ConfigError(
+            f"--out {run_dir}: {MARKER} is not a regular file (a link, folder or special "
+            "file); it is not steadyeval's marker: choose another --out"
+        )
+    try:
+        with path.open("rb") as fh:
+            data = json.loads(fh.read(64 * 1024).decode("utf-8"))
+    except (OSError, ValueError):
+        data = None
+    if not isinstance(data, dict) or not isinstance(data.get("config_key"), str):
+        raise ConfigError(
+            f"--out {run_dir}: {MARKER} is not a steadyeval run marker (unreadable or "
+            "foreign); choose another --out"
+        )
+    return data
+
+
+def _owned(marker: Mapping[str, Any]) -> set[str]:
+    owns = marker.get("owns") if marker.get("format") else None
+    if not isinstance(owns, list):
+        return set(OWNED)
+    return {name for name in owns if isinstance(name, str) and "/" not in name and name}
+
+
+def _is_owned(name: str, owned: Collection[str]) -> bool:
+    if name in owned or name in (MARKER, LOCK):
+        return True
+    m = _TMP.match(name)
+    return m is not None and (m["name"] in owned or m["name"] == MARKER)
 
 
 def _entries(run_dir: Path, kept: Collection[str] = ()) -> list[Path]:
@@ -63,6 +121,19 @@ def _entries(run_dir: Path, kept: Collection[str] = ()) -> list[Path]:
     if not run_dir.is_dir():
         return []
     return [p for p in run_dir.iterdir() if p.name != LOCK and str(p.resolve()) not in kept]
+
+
+def _not_a_run(run_dir: Path) -> ConfigError:
+    hint = ""
+    if (run_dir / "config.json").is_file():
+        hint = (
+            " (it holds a config.json but no steadyeval marker: a model folder, or a run "
+            "folder of a steadyeval too old to mark its folders: delete it yourself if so)"
+        )
+    return ConfigError(
+        f"--out {run_dir}: the folder is not empty and holds no steadyeval run{hint}; "
+        "choose a new or empty folder"
+    )
 
 
 _HELD: dict[str, tuple[int, int]] = {}  # folder -> (file descriptor, depth), this process
@@ -82,11 +153,10 @@ def locked_run_dir(run_dir: Path) -> Iterator[None]:
         finally:
             _HELD[key] = (fd, _HELD[key][1] - 1)
         return
-    if _entries(run_dir) and _held_key(run_dir) is None:
-        raise ConfigError(
-            f"--out {run_dir}: the folder is not empty and holds no steadyeval run; "
-            "choose a new or empty folder"
-        )
+    if run_dir.exists() and not run_dir.is_dir():
+        raise ConfigError(f"--out {run_dir}: exists and is not a folder")
+    if _entries(run_dir) and _marker(run_dir) is None:
+        raise _not_a_run(run_dir)
     created = not run_dir.exists()
     try:
         run_dir.mkdir(parents=True, exist_ok=True)
@@ -104,11 +174,41 @@ def locked_run_dir(run_dir: Path) -> Iterator[None]:
         os.close(fd)  # releases the lock
 
 
+def _open_lock(path: Path) -> int:
+    """The lock file, created exclusively or opened, never through a link; refused unless
+    it is a regular file with one link (so writing the holder's pid into it can never
+    truncate another file)."""
+    flags = os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    try:
+        try:
+            fd = os.open(path, flags | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            fd = os.open(path, flags)
+    except OSError as exc:
+        what = {
+            errno.ELOOP: "is a symbolic link",
+            errno.EISDIR: "is a folder",
+            errno.ENXIO: "is a special file",
+        }.get(exc.errno or 0, f"cannot be opened ({exc.strerror})")
+        raise ConfigError(
+            f"--out {path.parent}: the lock file {LOCK} {what}; expected a regular file "
+            "written by steadyeval (remove it if nothing else uses it)"
+        ) from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
+        os.close(fd)
+        what = "has other hard links" if stat.S_ISREG(info.st_mode) else "is a special file"
+        raise ConfigError(
+            f"--out {path.parent}: the lock file {LOCK} {what}; expected a regular file "
+            "written by steadyeval (remove it if nothing else uses it)"
+        )
+    return fd
+
+
 def _lock(run_dir: Path) -> int:
     import fcntl
 
-    path = run_dir / LOCK
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = _open_lock(run_dir / LOCK)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -117,6 +217,8 @@ def _lock(run_dir: Path) -> int:
         except ValueError:
             holder = {}
         os.close(fd)
+        if not isinstance(holder, dict):
+            holder = {}
         pid, host = holder.get("pid", "?"), holder.get("host", "?")
         raise ConfigError(
             f"--out {run_dir}: another steadyeval process (pid {pid} on {host}) is writing "
@@ -127,42 +229,51 @@ def _lock(run_dir: Path) -> int:
     return fd
 
 
+def _remove(entry: Path) -> None:
+    """Delete one entry steadyeval owns: a link is removed, never followed."""
+    if entry.is_dir() and not entry.is_symlink():
+        shutil.rmtree(entry)
+    else:
+        entry.unlink(missing_ok=True)
+
+
 def claim_run_dir(
     run_dir: Path, key: str, *, overwrite: bool = False, keep: Sequence[Path] = ()
 ) -> None:
     """Make ``run_dir`` this run's folder, or refuse.
 
-    A new or empty folder is claimed. A folder holding the same config is kept (the run
-    resumes: cached responses are not sent again). A folder holding another run is refused
-    unless ``overwrite``, which deletes its contents first. A non-empty folder that holds no
-    run (no marker, no ``config.json``) is always refused: it is not ours to clear. Files in
-    ``keep`` (the response cache, when it lives in the folder; with its SQLite side files)
-    neither make a folder non-empty nor are deleted.
+    A new or empty folder is claimed. A folder whose marker holds the same config is kept
+    (the run resumes: cached responses are not sent again). A folder holding another run is
+    refused unless ``overwrite``, which deletes the entries its marker records as
+    steadyeval's own (other files stay). A non-empty folder with no marker is always
+    refused: it is not ours to clear. Files in ``keep`` (the response cache, when it lives
+    in the folder; with its SQLite side files) neither make a folder non-empty nor are
+    deleted.
     """
     if run_dir.exists() and not run_dir.is_dir():
         raise ConfigError(f"--out {run_dir}: exists and is not a folder")
     kept = {str(k.resolve()) + tail for k in keep for tail in ("", "-wal", "-shm", "-journal")}
     entries = _entries(run_dir, kept)
     if entries:
-        held = _held_key(run_dir)
-        if held is None:
-            raise ConfigError(
-                f"--out {run_dir}: the folder is not empty and holds no steadyeval run; "
-                "choose a new or empty folder"
-            )
-        if held != key:
+        marker = _marker(run_dir)
+        if marker is None:
+            raise _not_a_run(run_dir)
+        if marker["config_key"] != key:
             if not overwrite:
                 raise ConfigError(
                     f"--out {run_dir}: the folder holds a run of a different config; pass "
-                    "--overwrite to replace it (its files are deleted) or choose another --out"
+                    "--overwrite to replace it (the files steadyeval wrote there are "
+                    "deleted) or choose another --out"
                 )
-            for entry in entries:
-                if entry.is_dir() and not entry.is_symlink():
-                    shutil.rmtree(entry)
-                else:
-                    entry.unlink()
+            owned = _owned(marker)
+            for entry in entries:  # the marker last: a crash midway leaves a claimed folder
+                if entry.name != MARKER and _is_owned(entry.name, owned):
+                    _remove(entry)
     run_dir.mkdir(parents=True, exist_ok=True)
-    write_json(run_dir / MARKER, {"config_key": key, "claimed": time.time()})
+    write_json(
+        run_dir / MARKER,
+        {"format": MARKER_FORMAT, "config_key": key, "claimed": time.time(), "owns": OWNED},
+    )
 
 
 def drop_stale_reports(run_dir: Path, old_run_id: str | None, new_run_id: str) -> list[str]:

@@ -1,0 +1,165 @@
+"""Issue 37, class 1: steadyeval never deletes or overwrites what it did not write.
+
+A folder is a run folder only if it holds steadyeval's own marker (``.steadyeval-run``),
+never because of a ``config.json`` (every Hugging Face model folder has one);
+``--overwrite`` deletes only what the marker records as steadyeval's; the lock file is never
+written through a link, and a lock path that is a link, a folder or a FIFO is an error."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import steadyeval as se
+from steadyeval import ConfigError
+from steadyeval.cli import main
+from steadyeval.run._folder import LOCK, MARKER, MARKER_FORMAT
+from tests.scripted_backend import register
+
+register()
+
+
+def _data(tmp: Path) -> Path:
+    path = tmp / "items.jsonl"
+    rows = [{"id": f"q{i}", "question": f"Item {i}?", "answer": "a"} for i in range(4)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def _run(tmp: Path, out: Path, model: str = "scripted:a", *extra: str) -> tuple[int, str]:
+    argv = ["run", "--model", model, "--data", str(_data(tmp)), "--out", str(out), *extra]
+    result = CliRunner().invoke(main, argv)
+    return result.exit_code, result.output
+
+
+def _model_folder(path: Path) -> dict[str, bytes]:
+    """A folder shaped like a Hugging Face model folder (``config.json`` and weights)."""
+    files = {
+        "config.json": b'{"model_type": "gpt2", "run_id": "looks-like-a-run"}',
+        "model.safetensors": b"\x00weights\x00",
+        "tokenizer.json": b"{}",
+        "summary.json": b'{"mine": true}',
+    }
+    path.mkdir()
+    for name, data in files.items():
+        (path / name).write_bytes(data)
+    return files
+
+
+def _unchanged(path: Path, files: dict[str, bytes]) -> None:
+    assert {p.name for p in path.iterdir()} == set(files)
+    for name, data in files.items():
+        assert (path / name).read_bytes() == data
+
+
+@pytest.mark.parametrize("overwrite", [False, True])
+def test_a_model_folder_is_never_taken_for_a_run(tmp_path: Path, overwrite: bool) -> None:
+    out = tmp_path / "gpt2-model"
+    files = _model_folder(out)
+    code, output = _run(tmp_path, out, "scripted:a", *(["--overwrite"] if overwrite else []))
+    assert code == 2, output
+    assert "holds no steadyeval run" in output and "config.json" in output
+    _unchanged(out, files)  # nothing deleted, nothing written (not even a lock file)
+
+
+def test_overwrite_deletes_only_what_steadyeval_wrote(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    assert _run(tmp_path, out, "scripted:a")[0] == 0
+    (out / "notes.txt").write_text("my notes")
+    (out / "plots").mkdir()
+    (out / "plots" / "fig.png").write_bytes(b"png")
+    (out / "results.parquet.123-0badc0de.tmp").write_bytes(b"left by a kill -9")
+    marker = json.loads((out / MARKER).read_text())
+    assert marker["format"] == MARKER_FORMAT and "results.parquet" in marker["owns"]
+    code, output = _run(tmp_path, out, "scripted:b")
+    assert code == 2 and "--overwrite" in output  # another config: refused without the flag
+    code, output = _run(tmp_path, out, "scripted:b", "--overwrite")
+    assert code == 0, output
+    assert (out / "notes.txt").read_text() == "my notes"
+    assert (out / "plots" / "fig.png").read_bytes() == b"png"
+    assert not list(out.glob("*.tmp"))
+    assert se.read_results(out).column("model").to_pylist()[0].startswith("scripted:b")
+
+
+def test_overwrite_removes_a_link_it_owns_never_its_target(tmp_path: Path) -> None:
+    out, precious = tmp_path / "run", tmp_path / "precious.json"
+    precious.write_text("keep me")
+    assert _run(tmp_path, out, "scripted:a")[0] == 0
+    (out / "report.json").symlink_to(precious)
+    assert _run(tmp_path, out, "scripted:b", "--overwrite")[0] == 0
+    assert precious.read_text() == "keep me"
+
+
+def test_a_lock_file_that_is_a_symlink_is_refused_and_its_target_untouched(
+    tmp_path: Path,
+) -> None:
+    out, victim = tmp_path / "run", tmp_path / "victim.txt"
+    victim.write_text("do not truncate")
+    out.mkdir()
+    (out / LOCK).symlink_to(victim)
+    code, output = _run(tmp_path, out)
+    assert code == 2 and "symbolic link" in output, output
+    assert victim.read_text() == "do not truncate"
+
+
+@pytest.mark.parametrize("kind", ["folder", "fifo", "hardlink", "dangling"])
+def test_a_lock_path_that_is_not_a_plain_file_is_an_error(tmp_path: Path, kind: str) -> None:
+    out = tmp_path / "run"
+    assert _run(tmp_path, out)[0] == 0  # a claimed run folder: the lock path is then replaced
+    lock = out / LOCK
+    lock.unlink()
+    victim = tmp_path / "victim.txt"
+    victim.write_text("do not truncate")
+    if kind == "folder":
+        lock.mkdir()
+    elif kind == "fifo":
+        os.mkfifo(lock)
+    elif kind == "hardlink":
+        os.link(victim, lock)
+    else:
+        lock.symlink_to(tmp_path / "nowhere")
+    code, output = _run(tmp_path, out)
+    assert code == 2 and LOCK in output and "Traceback" not in output, output
+    assert victim.read_text() == "do not truncate"
+    assert not (tmp_path / "nowhere").exists()
+
+
+@pytest.mark.parametrize("kind", ["folder", "symlink", "garbage"])
+def test_a_marker_that_is_not_steadyevals_is_refused(tmp_path: Path, kind: str) -> None:
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "data.bin").write_bytes(b"user data")
+    marker = out / MARKER
+    if kind == "folder":
+        marker.mkdir()
+    elif kind == "symlink":
+        (tmp_path / "m.json").write_text('{"config_key": "x"}')
+        marker.symlink_to(tmp_path / "m.json")
+    else:
+        marker.write_bytes(b"\xff\xfe not json")
+    code, output = _run(tmp_path, out, "scripted:a", "--overwrite")
+    assert code == 2 and MARKER in output, output
+    assert (out / "data.bin").read_bytes() == b"user data"
+
+
+def test_a_legacy_marker_without_format_still_resumes(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    assert _run(tmp_path, out)[0] == 0
+    marker = json.loads((out / MARKER).read_text())
+    (out / MARKER).write_text(json.dumps({"config_key": marker["config_key"], "claimed": 0}))
+    code, output = _run(tmp_path, out)
+    assert code == 0, output
+    assert json.loads((out / MARKER).read_text())["format"] == MARKER_FORMAT
+
+
+def test_claim_refuses_without_a_marker_even_with_config_json(tmp_path: Path) -> None:
+    from steadyeval.run._folder import claim_run_dir
+
+    out = tmp_path / "run"
+    _model_folder(out)
+    with pytest.raises(ConfigError, match="holds no steadyeval run"):
+        claim_run_dir(out, "key", overwrite=True)
