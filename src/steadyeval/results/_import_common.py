@@ -13,6 +13,7 @@ import pyarrow as pa
 
 from .._errors import ConfigError, DataError
 from .._json import json_safe, write_json, write_text_atomic
+from ..items import shorten
 from ._manifest import writing_run
 from ._row import ResultRow, prompt_hash
 from ._schema import SCHEMA_VERSION, StudyColumn, write_results
@@ -45,8 +46,12 @@ def files_digest(paths: Sequence[Path], options: Mapping[str, Any]) -> str:
     """A run id for an import: hash of the files' names and bytes and the import options."""
     h = hashlib.sha256()
     for p in sorted(paths, key=lambda q: q.name):
-        h.update(p.name.encode())
-        h.update(hashlib.sha256(p.read_bytes()).digest())
+        h.update(p.name.encode("utf-8", "surrogateescape"))
+        file_hash = hashlib.sha256()
+        with p.open("rb") as fh:  # in blocks: a log may be larger than memory allows
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                file_hash.update(block)
+        h.update(file_hash.digest())
     h.update(canonical(dict(options)).encode())
     return h.hexdigest()[:16]
 
@@ -103,9 +108,11 @@ class RowKeys:
 
     def add(self, key: tuple[Any, ...], where: str, hint: str) -> None:
         if key in self.seen:
+            model, condition, item_id, sample_index = (shorten(repr(k)) for k in key)
             raise DataError(
-                f"{where}: duplicate row for model={key[0]!r}, condition={key[1]!r}, "
-                f"item_id={key[2]!r}, sample_index={key[3]} (first at {self.seen[key]}); {hint}"
+                f"{where}: duplicate row for model={model}, condition={condition}, "
+                f"item_id={item_id}, sample_index={sample_index} (first at "
+                f"{self.seen[key]}); {hint}"
             )
         self.seen[key] = where
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from .._errors import DataError
+from ..items import shorten
 from ..scoring import GENERATE
 from ._import_common import (
     ImportedRun,
@@ -177,8 +178,8 @@ def _correct(value: Any) -> bool | None:
         return value
     if isinstance(value, str):
         return {"C": True, "I": False, "N": False}.get(value.strip().upper())
-    if isinstance(value, int | float) and float(value) in (0.0, 1.0):
-        return float(value) == 1.0
+    if isinstance(value, int | float) and value in (0, 1):  # no float(): ints may be huge
+        return bool(value == 1)
     return None
 
 
@@ -197,7 +198,8 @@ def _pick_score(
     assert isinstance(scores, Mapping)
     if chosen is not None and scores and chosen not in scores:
         raise DataError(
-            f"{where}: no score named {chosen!r} (--scorer); scores: {', '.join(scores)}"
+            f"{where}: no score named {shorten(repr(chosen))} (--scorer); scores: "
+            f"{shorten(', '.join(map(str, scores)), 200)}"
         )
     scorer = chosen if chosen is not None else next(iter(scores), None)
     score = scores.get(scorer) if scorer is not None else None
@@ -269,7 +271,7 @@ def _metadata(
             "run_id": spec.get("run_id"),
             "log": log.path.name,
             "status": log.status,
-            "epoch": sample.get("epoch", 1),
+            "epoch": sample["epoch"],
             "id": sample["id"],
             "scorer": scorer,
             "score_value": value,
@@ -294,9 +296,9 @@ def _iter_rows(
     condition, scope = _condition_and_scope(log, opts)
     model = opts.model or str(log.spec.get("model", "unknown"))
     for sample in log.samples:
-        where = f"{log.path}, sample {sample['id']!r} epoch {sample.get('epoch', 1)}"
+        where = f"{log.path}, sample {shorten(repr(sample['id']))} epoch {sample['epoch']}"
         item_id = f"{scope}/{sample['id']}"
-        sample_index = int(sample.get("epoch", 1)) - 1
+        sample_index = sample["epoch"] - 1  # epoch >= 1, checked on reading
         keys.add(
             (model, condition, item_id, sample_index),
             where,

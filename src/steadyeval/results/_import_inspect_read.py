@@ -8,11 +8,16 @@ only ``_journal/start.json``; older files have ``start.json`` and, once ended,
 ``samples/<id>_epoch_<n>.json`` per sample and epoch. Inspect compresses the members with
 Zstandard (zip method 93), which :mod:`zipfile` reads only from Python 3.14; members so
 compressed are decompressed here with the ``zstandard`` package.
+
+Logs are untrusted input: every member is decompressed in chunks under the limits of
+:mod:`._import_limits` (bytes per member and per log, members per archive, JSON values
+and nesting), and the fields the import uses are type-checked
+(:mod:`._import_inspect_fields`).
 """
 
 from __future__ import annotations
 
-import json
+import os
 import struct
 import zipfile
 import zlib
@@ -21,7 +26,16 @@ from pathlib import Path
 from typing import Any
 
 from .._errors import DataError
-from ..items import shorten
+from .._files import input_file, read_text_file
+from ._import_fields import LIST, OBJECT, Place, get
+from ._import_inspect_fields import check_header, check_sample
+from ._import_limits import (
+    ImportLimits,
+    LogBudget,
+    json_document,
+    member_too_big,
+    read_bounded,
+)
 
 __all__ = ["LISTINGS", "find_inspect_logs", "read_inspect_log"]
 
@@ -30,13 +44,29 @@ __all__ = ["LISTINGS", "find_inspect_logs", "read_inspect_log"]
 LISTINGS = frozenset({"logs.json", "eval-set.json"})
 _HEADERS = ("header.json", "_journal/start.json", "start.json")
 _ZSTD = 93  # the zip compression method number of Zstandard
+#: Methods a member may use: Inspect writes Zstandard (older versions deflate). Others
+#: (bzip2, LZMA) decompress in unbounded steps, so they are refused.
+_METHODS = {zipfile.ZIP_STORED: "stored", zipfile.ZIP_DEFLATED: "deflate", _ZSTD: "Zstandard"}
 _LOCAL_HEADER = struct.Struct("<4s22xHH")  # signature ... file name length, extra length
+_CENTRAL_ENTRY = b"PK\x01\x02"
+_WHAT = "an Inspect log (.eval or .json)"
+#: Errors the zip reader and its decompressors raise on damaged archives.
+_ZIP_ERRORS = (
+    zipfile.BadZipFile,
+    zlib.error,
+    EOFError,
+    NotImplementedError,
+    RuntimeError,
+    OSError,
+    ValueError,
+    struct.error,
+)
 
 
 def find_inspect_logs(paths: Sequence[str | Path]) -> list[Path]:
     """The ``.eval`` and ``.json`` logs named by ``paths`` (folders are searched
     recursively; Inspect's ``logs.json`` listing and an eval set's ``eval-set.json`` are
-    skipped)."""
+    skipped). Every log must be a regular file: a FIFO or device is refused unopened."""
     found: list[Path] = []
     for raw in paths:
         p = Path(raw)
@@ -44,35 +74,47 @@ def find_inspect_logs(paths: Sequence[str | Path]) -> list[Path]:
             hits = sorted(
                 q
                 for q in p.rglob("*")
-                if q.suffix in (".eval", ".json") and q.name not in LISTINGS and q.is_file()
+                if q.suffix in (".eval", ".json") and q.name not in LISTINGS and not q.is_dir()
             )
             if not hits:
                 raise DataError(f"{p}: no .eval or .json Inspect logs in this folder")
-            found += hits
-        elif p.is_file():
+            found += [input_file(q, _WHAT) for q in hits]
+        elif not os.path.lexists(p):
+            raise DataError(f"{p}: no such file or folder")
+        else:
+            input_file(p, _WHAT)
             if p.name in LISTINGS:
                 raise DataError(
                     f"{p}: Inspect's {p.name} describes logs but holds no samples; pass its "
                     "folder (or the .eval/.json logs) instead"
                 )
             found.append(p)
-        else:
-            raise DataError(f"{p}: no such file or folder")
     return sorted(dict.fromkeys(q.resolve() for q in found))
 
 
-def _load_json(data: bytes, where: str) -> Any:
-    try:
-        return json.loads(data)
-    except json.JSONDecodeError as exc:
-        raise DataError(f"{where}, line {exc.lineno}: not valid JSON ({exc.msg})") from None
-    except UnicodeDecodeError:
-        raise DataError(f"{where}: not UTF-8 text; expected a JSON document") from None
+def _count_entries(path: Path, limits: ImportLimits) -> None:
+    """Refuse an archive whose central directory could list more than ``limits.members``
+    members, before :mod:`zipfile` builds an object for each (every listed member starts
+    with the directory entry's signature, so counting signatures bounds them)."""
+    count = 0
+    tail = b""
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            data = tail + block
+            count += data.count(_CENTRAL_ENTRY)
+            tail = data[-3:]
+            if count > limits.members:
+                raise DataError(
+                    f"{path}: the archive lists more than {limits.members:,} members, the "
+                    "limit for one log; set STEADYEVAL_MAX_LOG_MEMBERS to raise it"
+                )
 
 
-def _zstd_member(path: Path, info: zipfile.ZipInfo) -> bytes:
+def _zstd_member(
+    path: Path, info: zipfile.ZipInfo, limits: ImportLimits, budget: LogBudget
+) -> bytes:
     """A member compressed with Zstandard: its raw bytes from the local header on,
-    decompressed and checked against the archive's CRC and size."""
+    decompressed in chunks under the limits."""
     where = f"{path}!{info.filename}"
     try:
         import zstandard
@@ -91,95 +133,143 @@ def _zstd_member(path: Path, info: zipfile.ZipInfo) -> bytes:
         raw = f.read(info.compress_size)
     try:
         with zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True) as r:
-            data = r.read()
+            return read_bounded(r.read, where, limits, budget)
     except zstandard.ZstdError as exc:
         raise DataError(f"{where}: damaged Zstandard data ({exc})") from None
+
+
+def _member(
+    zf: zipfile.ZipFile, path: Path, info: zipfile.ZipInfo, limits: ImportLimits, budget: LogBudget
+) -> bytes:
+    """The decompressed bytes of one member, checked against the archive's size and CRC."""
+    where = f"{path}!{info.filename}"
+    method = _METHODS.get(info.compress_type)
+    if method is None:
+        raise DataError(
+            f"{where}: compressed with zip method {info.compress_type}; expected Zstandard or "
+            "deflate, as Inspect writes"
+        )
+    if max(info.file_size, info.compress_size) > limits.member_bytes:  # as declared
+        raise member_too_big(where, limits)
+    if info.compress_type == _ZSTD:
+        data = _zstd_member(path, info, limits, budget)
+    else:
+        try:
+            with zf.open(info) as fh:
+                data = read_bounded(fh.read, where, limits, budget)
+        except DataError:
+            raise
+        except _ZIP_ERRORS as exc:
+            raise DataError(f"{where}: cannot be read from the archive ({exc})") from None
     if len(data) != info.file_size or zlib.crc32(data) != info.CRC:
         raise DataError(f"{where}: size or CRC differs from the archive's directory; damaged")
     return data
 
 
-def _member(zf: zipfile.ZipFile, path: Path, info: zipfile.ZipInfo) -> bytes:
-    if info.compress_type == _ZSTD:
-        return _zstd_member(path, info)
+def _open_zip(p: Path, limits: ImportLimits) -> zipfile.ZipFile:
+    _count_entries(p, limits)
     try:
-        return zf.read(info)
-    except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError) as exc:
-        raise DataError(
-            f"{path}!{info.filename}: cannot be read from the archive ({exc})"
-        ) from None
-
-
-def _read_eval(p: Path) -> tuple[dict[str, Any], list[Any]]:
-    try:
-        zf = zipfile.ZipFile(p)
-    except (zipfile.BadZipFile, OSError) as exc:
+        return zipfile.ZipFile(p)
+    except _ZIP_ERRORS as exc:
         raise DataError(
             f"{p}: not a readable zip archive ({exc}); an Inspect .eval log is one (a log "
             "cut short while Inspect was writing it cannot be read)"
         ) from None
-    with zf:
-        names = zf.namelist()
-        head_name = next((h for h in _HEADERS if h in names), None)
+
+
+def _read_eval(p: Path, limits: ImportLimits) -> tuple[dict[str, Any], list[Any]]:
+    budget = LogBudget(str(p), limits)
+    with _open_zip(p, limits) as zf:
+        infos: dict[str, zipfile.ZipInfo] = {}
+        for info in zf.infolist():  # a re-written member appears twice; the last wins
+            infos[info.filename] = info
+
+        def load(name: str) -> Any:
+            where = f"{p}!{name}"
+            data = _member(zf, p, infos[name], limits, budget)
+            return json_document(data, where, limits, surrogates=False)
+
+        head_name = next((h for h in _HEADERS if h in infos), None)
         if head_name is None:
             raise DataError(
                 f"{p}: no header.json (or _journal/start.json) in the archive; not an "
                 "Inspect .eval log"
             )
-        head_info = [i for i in zf.infolist() if i.filename == head_name][-1]
-        header = _load_json(_member(zf, p, head_info), f"{p}!{head_name}")
-        if isinstance(header, dict) and head_name != "header.json":
-            if "results.json" in names:  # an older layout: the end of the eval apart
-                info = [i for i in zf.infolist() if i.filename == "results.json"][-1]
-                ending = _load_json(_member(zf, p, info), f"{p}!results.json")
+        header = load(head_name)
+        if not isinstance(header, dict):
+            raise DataError(
+                f"{p}!{head_name}: is not a JSON object; expected an Inspect log header"
+            )
+        if head_name != "header.json":
+            if "results.json" in infos:  # an older layout: the end of the eval apart
+                ending = load("results.json")
                 header.update(ending if isinstance(ending, dict) else {})
             header.setdefault("status", "started")  # no header.json: the eval never ended
-        members: dict[str, zipfile.ZipInfo] = {}
-        for info in zf.infolist():  # a re-written sample appears twice; the last wins
-            if info.filename.startswith("samples/") and info.filename.endswith(".json"):
-                members[info.filename] = info
-        samples = [_load_json(_member(zf, p, i), f"{p}!{n}") for n, i in members.items()]
+        check_header(header, Place(f"{p}!{head_name}"))
+        samples = [
+            check_sample(load(name), Place(f"{p}!{name}"))
+            for name in infos
+            if name.startswith("samples/") and name.endswith(".json")
+        ]
     return header, samples
+
+
+def _read_json(p: Path, limits: ImportLimits) -> tuple[dict[str, Any], list[Any]]:
+    text = read_text_file(p, _WHAT, max_bytes=limits.file_bytes)
+    header = json_document(text, str(p), limits, surrogates=False)
+    if not isinstance(header, dict):
+        raise DataError(f"{p}: is not a JSON object; expected an Inspect EvalLog")
+    place = Place(str(p))
+    samples = get(header, "samples", place, LIST) or []
+    header.pop("samples", None)
+    check_header(header, place)
+    out = []
+    for i, s in enumerate(samples):
+        where = place.at("samples").at(i)
+        if not isinstance(s, Mapping):
+            raise where.error("is not an object", "an Inspect EvalSample")
+        out.append(check_sample(s, where))
+    return header, out
 
 
 def _sample_order(sample: Mapping[str, Any]) -> tuple[int, int, int, str]:
     """Inspect's order: by epoch, then id (integer ids before string ids)."""
-    sid = sample.get("id")
-    epoch = int(sample.get("epoch", 1))
+    sid = sample["id"]
+    epoch = sample["epoch"]
     return (epoch, 0, sid, "") if isinstance(sid, int) else (epoch, 1, 0, str(sid))
 
 
-def read_inspect_log(path: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def read_inspect_log(
+    path: str | Path, limits: ImportLimits | None = None
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """``(header, samples)`` of one Inspect log; ``header`` has at least ``eval`` and
-    ``status`` (``started`` for a ``.eval`` log without ``header.json``).
+    ``status`` (``started`` for a ``.eval`` log without ``header.json``). Each sample holds
+    the fields an import uses (``id``, ``epoch``, always set, ``input``, ``choices``,
+    ``target``, ``messages``, ``output``, ``scores``, ``metadata``, ``error``), their types
+    checked; the rest (``events``, ``attachments``, ...) is dropped as it is read.
+
+    Parameters
+    ----------
+    path : path
+        A ``.eval`` or ``.json`` log (a regular file).
+    limits : ImportLimits, optional
+        What the log may make steadyeval decompress and hold (default: from the
+        environment, see :mod:`steadyeval.results._import_limits`).
 
     Raises
     ------
     ValueError
-        If the file is not an Inspect log (no ``eval`` spec) or is malformed; the message
-        names the file (and the archive member) and what was expected.
+        (:class:`~steadyeval.DataError`) If the file is not an Inspect log (no ``eval``
+        spec), is damaged, passes a limit, or holds a field of the wrong type; the message
+        names the file, the archive member, the field and what was expected.
     """
-    p = Path(path)
+    p = input_file(path, _WHAT)
+    limits = limits or ImportLimits.from_env()
     if p.suffix == ".eval":
-        header, samples = _read_eval(p)
+        header, samples = _read_eval(p, limits)
     else:
-        try:
-            data = p.read_bytes()
-        except OSError as exc:
-            raise DataError(f"{p}: cannot be read ({exc.strerror})") from None
-        header = _load_json(data, str(p))
-        if not isinstance(header, dict):
-            raise DataError(f"{p}: expected a JSON object (an Inspect EvalLog)")
-        samples = header.pop("samples", None) or []
-        if not isinstance(samples, list):
-            raise DataError(f"{p}: 'samples' is {type(samples).__name__}; expected a list")
-    if not isinstance(header, dict) or not isinstance(header.get("eval"), Mapping):
+        header, samples = _read_json(p, limits)
+    if not isinstance(get(header, "eval", Place(str(p)), OBJECT), Mapping):
         raise DataError(f"{p}: no 'eval' object; not an Inspect evaluation log")
-    for i, s in enumerate(samples):
-        if not isinstance(s, Mapping) or "id" not in s:
-            raise DataError(f"{p}: sample {i} has no 'id'; expected an Inspect EvalSample")
-        epoch = s.get("epoch", 1)
-        if isinstance(epoch, bool) or not isinstance(epoch, int):
-            raise DataError(f"{p}: sample {i}: epoch {shorten(repr(epoch))}; expected an integer")
     samples.sort(key=_sample_order)
     return header, samples

@@ -9,15 +9,16 @@ document becomes one row; every column the files determine is filled, the rest i
 
 from __future__ import annotations
 
-import json
+import os
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from .._errors import DataError
-from ..items import read_jsonl
+from .._files import input_file
+from ..items import shorten
 from ._import_common import (
     ImportedRun,
     RowKeys,
@@ -26,12 +27,15 @@ from ._import_common import (
     files_digest,
     lifted_columns,
 )
+from ._import_limits import ImportLimits
+from ._import_lmeval_fields import read_records, read_results_json
 from ._import_lmeval_records import output_type, pick_metric, record_arguments, row_fields
 from ._row import ResultRow
 from ._schema import rows_to_table
 
 __all__ = ["LmEvalImportOptions", "find_lmeval_samples", "import_lmeval"]
 
+_WHAT = "an lm-eval samples file (samples_*.jsonl)"
 _SAMPLES = re.compile(r"^samples_(?P<task>.+)_(?P<date>\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}\.\d+)$")
 
 
@@ -70,22 +74,23 @@ class LmEvalImportOptions:
 
 def find_lmeval_samples(paths: Sequence[str | Path]) -> list[Path]:
     """The ``samples_*.jsonl`` files named by ``paths`` (files, or folders searched
-    recursively), sorted and deduplicated."""
+    recursively), sorted and deduplicated. Each must be a regular file: a FIFO or device is
+    refused unopened."""
     found: list[Path] = []
     for raw in paths:
         p = Path(raw)
         if p.is_dir():
-            hits = sorted(p.rglob("samples_*.jsonl"))
+            hits = sorted(q for q in p.rglob("samples_*.jsonl") if not q.is_dir())
             if not hits:
                 raise DataError(
                     f"{p}: no samples_*.jsonl files; run lm_eval with --log_samples "
                     "--output_path and pass that folder or the files"
                 )
-            found += hits
-        elif p.is_file():
-            found.append(p)
-        else:
+            found += [input_file(q, _WHAT) for q in hits]
+        elif not os.path.lexists(p):
             raise DataError(f"{p}: no such file or folder")
+        else:
+            found.append(input_file(p, _WHAT))
     return sorted(dict.fromkeys(q.resolve() for q in found))
 
 
@@ -96,17 +101,14 @@ def _task_and_date(path: Path) -> tuple[str, str | None]:
     return path.stem.removeprefix("samples_"), None
 
 
-def _results_for(path: Path, date: str | None) -> dict[str, Any]:
+def _results_for(path: Path, date: str | None, limits: ImportLimits) -> dict[str, Any]:
+    """The ``results_<date>.json`` beside a samples file (``{}`` when there is none)."""
     if date is None:
         return {}
     res = path.parent / f"results_{date}.json"
-    if not res.exists():
+    if not os.path.lexists(res):
         return {}
-    try:
-        data = json.loads(res.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise DataError(f"{res}, line {exc.lineno}: not valid JSON ({exc.msg})") from exc
-    return data if isinstance(data, dict) else {}
+    return read_results_json(res, limits)
 
 
 def _model_name(results: Mapping[str, Any], path: Path) -> str:
@@ -123,26 +125,6 @@ def _model_name(results: Mapping[str, Any], path: Path) -> str:
     return f"{kind}:{name}" if kind else str(name)
 
 
-def _records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """The records of a ``--log_samples`` file, each checked for lm-eval's fields."""
-    for lineno, rec in read_jsonl(path):
-        if not isinstance(rec, dict):
-            raise DataError(
-                "not a JSON object", file=str(path), line=lineno, expected="one object per line"
-            )
-        for key in ("doc_id", "doc", "arguments", "filtered_resps"):
-            if key not in rec:
-                raise DataError(
-                    "missing field",
-                    file=str(path),
-                    line=lineno,
-                    field=key,
-                    expected="an lm-eval --log_samples record (doc_id, doc, arguments, resps, "
-                    "filtered_resps, ...)",
-                )
-        yield lineno, rec
-
-
 class _SamplesFile(NamedTuple):
     """One samples file, read: its task, ``results_*.json`` (``{}`` if none) and records."""
 
@@ -152,15 +134,17 @@ class _SamplesFile(NamedTuple):
     records: list[tuple[int, dict[str, Any]]]
 
 
-def _load(files: Sequence[Path]) -> tuple[list[_SamplesFile], dict[str, set[str]]]:
+def _load(
+    files: Sequence[Path], limits: ImportLimits
+) -> tuple[list[_SamplesFile], dict[str, set[str]]]:
     """Each file read, and the filters each task's records use (a task with more than one
     filter gets one condition per filter)."""
     loaded: list[_SamplesFile] = []
     filters: dict[str, set[str]] = {}
     for path in files:
         task, date = _task_and_date(path)
-        results = _results_for(path, date)
-        recs = list(_records(path))
+        results = _results_for(path, date, limits)
+        recs = list(read_records(path, limits))
         for _, rec in recs:
             filters.setdefault(task, set()).add(str(rec.get("filter", "none")))
         loaded.append(_SamplesFile(path, task, results, recs))
@@ -174,7 +158,7 @@ def _task_config(results: Mapping[str, Any], task: str) -> tuple[Mapping[str, An
     config = configs.get(task) if isinstance(configs.get(task), Mapping) else {}
     assert isinstance(config, Mapping)
     n_shot = (results.get("n-shot") or {}).get(task, config.get("num_fewshot"))
-    return config, n_shot
+    return config, n_shot  # both checked on reading: an integer in range, or None
 
 
 def _condition(cmap: Mapping[str, str], task: str, source: str, flt: str) -> str:
@@ -193,9 +177,10 @@ def _item_id(rec: Mapping[str, Any], item_id_field: str | None, where: str) -> s
         return str(rec["doc_id"])
     doc = rec["doc"]
     if not isinstance(doc, Mapping) or item_id_field not in doc:
+        fields = ", ".join(map(str, doc)) if isinstance(doc, Mapping) else "none"
         raise DataError(
-            f"{where}: doc has no field {item_id_field!r} (--item-id); its "
-            f"fields: {', '.join(doc) if isinstance(doc, Mapping) else 'none'}"
+            f"{where}: doc has no field {shorten(repr(item_id_field))} (--item-id); its "
+            f"fields: {shorten(fields, 200)}"
         )
     return str(doc[item_id_field])
 
@@ -274,7 +259,10 @@ def _file_rows(
 
 
 def import_lmeval(
-    paths: Sequence[str | Path], options: LmEvalImportOptions | None = None
+    paths: Sequence[str | Path],
+    options: LmEvalImportOptions | None = None,
+    *,
+    limits: ImportLimits | None = None,
 ) -> ImportedRun:
     """Read lm-eval ``--log_samples`` files into a results table.
 
@@ -286,6 +274,9 @@ def import_lmeval(
         target delimiter, shots and the model; without it they are inferred.
     options : LmEvalImportOptions, optional
         Condition names, model name, item id field and the metric that fills ``correct``.
+    limits : ImportLimits, optional
+        How large a file may be, in bytes and in JSON values (default: from the
+        environment; see docs/import.md).
 
     Returns
     -------
@@ -316,7 +307,7 @@ def import_lmeval(
     if not files:
         raise DataError("no lm-eval samples files given")
     run_id = files_digest(files, {"tool": "lm-eval", **opts.as_dict()})
-    loaded, filters = _load(files)
+    loaded, filters = _load(files, limits or ImportLimits.from_env())
     used: set[str] = set()
     keys = RowKeys()
     rows: list[ResultRow] = []

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .._errors import DataError
 from ..items import shorten
-from ..scoring import GENERATE, OPTION_LOGPROB
+from ..scoring import GENERATE, OPTION_LOGPROB, best_index
 
 __all__ = ["output_type", "pick_metric", "record_arguments", "row_fields"]
 
@@ -20,6 +21,26 @@ _GEN = "generate_until"
 _LL = "loglikelihood"
 _ROLLING = "loglikelihood_rolling"
 _DEFAULT_METRIC = {_MC: ("acc",), _GEN: ("exact_match", "acc"), _LL: ("acc",), _ROLLING: ()}
+_INDEX = re.compile(r"_([0-9]{1,9})$")
+_SMALL_INT = re.compile(r"-?[0-9]{1,9}")
+
+
+def _checked_args(args: list[list[Any]], where: str) -> list[list[Any]]:
+    """Each request's arguments: a string context first, then (if any) a continuation
+    string or generation settings object."""
+    for i, a in enumerate(args):
+        if not a or not isinstance(a[0], str):
+            got = "nothing" if not a else f"{type(a[0]).__name__} {shorten(repr(a[0]))}"
+            raise DataError(
+                f"{where}: arguments[{i}] starts with {got}; expected the request's context "
+                "(a string) first"
+            )
+        if len(a) > 1 and not isinstance(a[1], str | Mapping):
+            raise DataError(
+                f"{where}: arguments[{i}][1] is {type(a[1]).__name__} {shorten(repr(a[1]))}; "
+                "expected a continuation (a string) or generation settings (an object)"
+            )
+    return args
 
 
 def record_arguments(rec: Mapping[str, Any], where: str) -> list[list[Any]]:
@@ -28,23 +49,25 @@ def record_arguments(rec: Mapping[str, Any], where: str) -> list[list[Any]]:
     if isinstance(args, Mapping):
 
         def index(key: str) -> int:
-            tail = str(key).rsplit("_", 1)[-1]
-            if not tail.isdigit():
+            m = _INDEX.search(str(key))
+            if m is None:
                 raise DataError(
                     f"{where}: arguments key {shorten(repr(key))} does not end in a number; "
                     "expected gen_args_0, gen_args_1, ... holding arg_0, arg_1, ..."
                 )
-            return int(tail)
+            return int(m.group(1))
 
         out = []
         for k in sorted(args, key=index):
             inner = args[k]
             if not isinstance(inner, Mapping):
-                raise DataError(f"{where}: arguments.{k} must be an object of arg_0, arg_1, ...")
+                raise DataError(
+                    f"{where}: arguments.{shorten(str(k))} must be an object of arg_0, arg_1, ..."
+                )
             out.append([inner[a] for a in sorted(inner, key=index)])
-        return out
+        return _checked_args(out, where)
     if isinstance(args, list):
-        return [list(a) if isinstance(a, list | tuple) else [a] for a in args]
+        return _checked_args([list(a) if isinstance(a, list) else [a] for a in args], where)
     raise DataError(f"{where}: arguments must be an object or a list; got {type(args).__name__}")
 
 
@@ -62,16 +85,25 @@ def output_type(config: Mapping[str, Any], args: list[list[Any]], where: str) ->
 
 
 def _ll_pair(value: Any, where: str) -> tuple[float, bool | None]:
-    """``[loglikelihood, is_greedy]`` as lm-eval writes it (strings after sanitising)."""
-    first = value[0] if isinstance(value, list | tuple) and value else value
+    """``[loglikelihood, is_greedy]`` as lm-eval writes it (strings after sanitising). A
+    log-likelihood that is NaN or +inf (no probability is above 1) is an error; -inf (a
+    probability of 0) is read."""
+    first = value[0] if isinstance(value, list) and value else value
     try:
+        if isinstance(first, bool) or not isinstance(first, int | float | str):
+            raise TypeError
         ll = float(first)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise DataError(
             f"{where}: expected a [loglikelihood, is_greedy] response; got {shorten(repr(value))}"
         ) from None
+    if math.isnan(ll) or ll == math.inf:
+        raise DataError(
+            f"{where}: log-likelihood {shorten(repr(first))} is not a number a model can give; "
+            "expected a finite number or -inf (the model's output was damaged)"
+        )
     greedy = None
-    if isinstance(value, list | tuple) and len(value) > 1:
+    if isinstance(value, list) and len(value) > 1:
         greedy = str(value[1]) == "True" if not isinstance(value[1], bool) else value[1]
     return ll, greedy
 
@@ -82,11 +114,12 @@ def _binary(rec: Mapping[str, Any], metric: str | None, where: str) -> bool | No
     v = rec[metric]
     if isinstance(v, bool):
         return v
-    if isinstance(v, int | float) and float(v) in (0.0, 1.0):
-        return float(v) == 1.0
+    if isinstance(v, int | float) and v in (0, 1):  # no float(): an int may be huge
+        return bool(v == 1)
     raise DataError(
-        f"{where}: metric {metric!r} is {v!r}, not 0/1, so it cannot fill 'correct'; pass a 0/1 "
-        f"metric with --metric (this record has: {', '.join(rec.get('metrics', []))})"
+        f"{where}: metric {shorten(repr(metric))} is {shorten(repr(v))}, not 0/1, so it "
+        "cannot fill 'correct'; pass a 0/1 metric with --metric (this record has: "
+        f"{shorten(', '.join(rec.get('metrics') or []), 200)})"
     )
 
 
@@ -95,7 +128,8 @@ def pick_metric(rec: Mapping[str, Any], kind: str, chosen: str | None, where: st
     if chosen is not None:
         if chosen not in rec:
             raise DataError(
-                f"{where}: metric {chosen!r} is not in this record; it has: {', '.join(names)}"
+                f"{where}: metric {shorten(repr(chosen))} is not in this record; it has: "
+                f"{shorten(', '.join(names), 200)}"
             )
         return chosen
     for m in _DEFAULT_METRIC[kind]:
@@ -112,13 +146,13 @@ def _gold_index(target: Any, options: Sequence[str]) -> list[int]:
             try:
                 loaded = json.loads(text)
                 values = loaded if isinstance(loaded, list) else [target]
-            except json.JSONDecodeError:
+            except (ValueError, RecursionError):  # not JSON: the text itself
                 values = [target]
     out: list[int] = []
     for v in values:
         if isinstance(v, int) and 0 <= v < len(options):
             out.append(v)
-        elif isinstance(v, str) and v.strip().lstrip("-").isdigit() and 0 <= int(v) < len(options):
+        elif isinstance(v, str) and _SMALL_INT.fullmatch(v.strip()) and 0 <= int(v) < len(options):
             out.append(int(v))
         elif isinstance(v, str) and v in options:
             out.append(options.index(v))
@@ -129,6 +163,8 @@ def _gold_index(target: Any, options: Sequence[str]) -> list[int]:
 
 def _softmax_at(lls: Sequence[float], k: int) -> float:
     top = max(lls)
+    if top == -math.inf:
+        return math.nan
     exps = [math.exp(x - top) for x in lls]
     return exps[k] / sum(exps)
 
@@ -157,7 +193,7 @@ def row_fields(
     if kind == _MC:
         row.update(_mc_fields(fr, target, row["correct"], args=args, config=config, where=where))
     elif kind == _GEN:
-        row.update(_gen_fields(rec, fr, target, metrics))
+        row.update(_gen_fields(rec, fr, target, metrics, where))
     else:
         row.update(_ll_fields(fr, target, row["correct"], kind=kind, args=args, where=where))
     row["_metrics"] = metrics
@@ -165,10 +201,16 @@ def row_fields(
     return row
 
 
-def _mc_options(args: list[list[Any]], config: Mapping[str, Any]) -> list[str]:
+def _mc_options(args: list[list[Any]], config: Mapping[str, Any], where: str) -> list[str]:
     """The choices: the continuations without the task's target delimiter (when all have it)."""
     delim = config.get("target_delimiter", " ")
-    conts = [str(a[1]) for a in args]
+    for i, a in enumerate(args):
+        if len(a) < 2 or not isinstance(a[1], str):
+            raise DataError(
+                f"{where}: arguments[{i}] holds no continuation (a string after the context); "
+                "expected one (context, choice) pair per choice of a multiple-choice request"
+            )
+    conts = [a[1] for a in args]
     if isinstance(delim, str) and delim and all(c.startswith(delim) for c in conts):
         return [c[len(delim) :] for c in conts]
     return conts
@@ -185,27 +227,29 @@ def _mc_fields(
 ) -> dict[str, Any]:
     """A multiple-choice row: the arg-max option of the filtered log-likelihoods; without a
     0/1 metric, ``correct`` is whether it is a gold option."""
-    options = _mc_options(args, config)
+    options = _mc_options(args, config, where)
     if not isinstance(fr, list) or len(fr) != len(options):
         raise DataError(
             f"{where}: {len(options)} choices but {len(fr) if isinstance(fr, list) else '?'} "
             "filtered responses; expected one [loglikelihood, is_greedy] per choice"
         )
-    lls = [_ll_pair(x, where)[0] for x in fr]
-    pick = max(range(len(lls)), key=lambda i: (lls[i], -i))
+    lls = [_ll_pair(x, where)[0] for x in fr]  # never NaN: refused on reading
+    # No option with any probability (all -inf): no choice, rather than the first by the
+    # tie rule (as the scoring modes do).
+    pick = best_index(lls) if any(ll > -math.inf for ll in lls) else None
     gold = _gold_index(target, options)
     fields: dict[str, Any] = dict(
         options=tuple(options),
         option_source=tuple(range(len(options))),
-        parsed=options[pick],
-        output=options[pick],
-        parsed_kind="option",
+        parsed=None if pick is None else options[pick],
+        output=None if pick is None else options[pick],
+        parsed_kind="unmatched" if pick is None else "option",
         parsed_option=pick,
         option_logprobs=tuple(lls),
         option_logprobs_per_char=tuple(
             ll / len(o) if len(o) else math.nan for ll, o in zip(lls, options, strict=True)
         ),
-        confidence=_softmax_at(lls, pick),
+        confidence=None if pick is None else _softmax_at(lls, pick),
         gold=tuple(options[i] for i in gold),
         gold_options=tuple(gold),
         scoring=OPTION_LOGPROB,
@@ -217,7 +261,7 @@ def _mc_fields(
 
 
 def _gen_fields(
-    rec: Mapping[str, Any], fr: Any, target: Any, metrics: Mapping[str, Any]
+    rec: Mapping[str, Any], fr: Any, target: Any, metrics: Mapping[str, Any], where: str
 ) -> dict[str, Any]:
     """A generation row: the raw generation, the filtered answer, EM and F1."""
     resps = rec.get("resps") or []
@@ -232,8 +276,8 @@ def _gen_fields(
         gold=(str(target),) if target is not None else None,
         scoring=GENERATE,
         format="free",
-        em=_float(metrics.get("exact_match")),
-        f1=_float(metrics.get("f1")),
+        em=_float(metrics.get("exact_match"), "exact_match", where),
+        f1=_float(metrics.get("f1"), "f1", where),
     )
 
 
@@ -261,5 +305,14 @@ def _ll_fields(
     return fields
 
 
-def _float(v: Any) -> float | None:
-    return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
+def _float(v: Any, name: str, where: str) -> float | None:
+    """A metric's value as a float (None when it is not a number)."""
+    if not isinstance(v, int | float) or isinstance(v, bool):
+        return None
+    try:
+        return float(v)
+    except OverflowError:
+        raise DataError(
+            f"{where}: metric {name!r} is {shorten(str(v), 30)}, too large for a number; "
+            "expected a score from 0 to 1"
+        ) from None

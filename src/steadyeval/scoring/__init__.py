@@ -14,7 +14,7 @@ from ._modes import (
     score_trial,
     scoring_names,
 )
-from ._options import OptionScores, option_scores, softmax
+from ._options import OptionScores, best_index, option_scores, softmax
 from ._text import (
     UNMATCHED_F1_THRESHOLD,
     OptionMatch,
@@ -39,6 +39,7 @@ __all__ = [
     "OptionScores",
     "ScoredTrial",
     "ScoringMode",
+    "best_index",
     "canonical_scoring",
     "exact_match",
     "get_scoring",

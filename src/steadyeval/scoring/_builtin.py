@@ -166,6 +166,21 @@ class _Choice(ScoringMode):
         truncated, n_in = _common(responses)
         scores = [r for r in responses if isinstance(r, ScoreResponse)]
         approximate = any(r.approximate for r in scores)
+        if any(math.isnan(r.logprob) for r in scores):
+            # A score that is not a number (a damaged model output, e.g. an fp16 overflow)
+            # makes the comparison meaningless: no answer, marked as an error (correct is
+            # null, so accuracy leaves it out), never the NaN option or a guess without it.
+            raw = [r.logprob for r in scores]
+            return ScoredTrial(
+                output="",
+                parsed=None,
+                parsed_kind="error",
+                correct=None,
+                option_logprobs=raw,
+                truncated=truncated,
+                n_input_tokens=n_in,
+                approximate=approximate,
+            )
         if all(math.isinf(r.logprob) and r.logprob < 0 for r in scores):
             # No option has any probability (e.g. an API whose top log-probs list none of the
             # labels): choosing by the tie rule would bias towards the first option.

@@ -74,6 +74,16 @@ class ClassifierHead(ScoringMode):
                 f"item {trial.item.id!r}: the head gives {len(lps)} log-probabilities for "
                 f"{len(trial.options)} options"
             )
+        if any(math.isnan(x) for x in lps):  # a damaged output: no answer, never a NaN pick
+            return ScoredTrial(
+                output="",
+                parsed=None,
+                parsed_kind="error",
+                correct=None,
+                option_logprobs=lps,
+                truncated=resp.truncated,
+                n_input_tokens=resp.n_input_tokens,
+            )
         choice = max(range(len(lps)), key=lambda j: (lps[j], -j))
         return ScoredTrial(
             output=trial.options[choice],
