@@ -12,6 +12,7 @@ from ._errors import (
     ModelSpecError,
     SteadyevalDeprecationWarning,
     SteadyevalError,
+    StorageError,
     UnsupportedRequestError,
 )
 from ._lazy import lazy_exports
@@ -73,6 +74,7 @@ __all__ = [
     "Shots",
     "SteadyevalDeprecationWarning",
     "SteadyevalError",
+    "StorageError",
     "Template",
     "UnsupportedRequestError",
     "__version__",

@@ -8,6 +8,7 @@ __all__ = [
     "ModelSpecError",
     "SteadyevalDeprecationWarning",
     "SteadyevalError",
+    "StorageError",
     "UnsupportedRequestError",
 ]
 
@@ -57,6 +58,13 @@ class ConfigError(SteadyevalError, ValueError):
 
 class ModelSpecError(SteadyevalError, ValueError):
     """A model spec (``BACKEND:NAME?key=value``) cannot be parsed or resolved."""
+
+
+class StorageError(SteadyevalError, OSError):
+    """A file could not be written (disk full, quota, read-only, permission): names the file
+    and the reason. Whatever was being replaced is unchanged (steadyeval writes through a
+    temporary file renamed into place) and the response cache keeps every answer received,
+    so the same command resumes once there is room."""
 
 
 class UnsupportedRequestError(SteadyevalError):

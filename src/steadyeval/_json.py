@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import math
 import os
@@ -12,7 +14,41 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["json_safe", "replace_atomically", "write_json", "write_text_atomic"]
+from ._errors import StorageError
+
+__all__ = [
+    "json_safe",
+    "replace_atomically",
+    "storage_error",
+    "write_json",
+    "write_text_atomic",
+]
+
+#: OS errors that mean "no room or no right to write here", not a bug.
+_STORAGE_ERRNOS = {
+    errno.ENOSPC: "no space left on the device",
+    errno.EDQUOT: "disk quota exceeded",
+    errno.EFBIG: "file too large for the file system or the process's file size limit",
+    errno.EROFS: "read-only file system",
+    errno.EACCES: "permission denied",
+    errno.EPERM: "operation not permitted",
+    errno.EIO: "input/output error",
+}
+
+
+def storage_error(exc: OSError, path: Path | str, doing: str = "write") -> StorageError | None:
+    """``exc`` as a :class:`StorageError` naming ``path`` when it means the disk is full,
+    read-only or not writable (else ``None``: a bug, re-raised as it is)."""
+    reason = _STORAGE_ERRNOS.get(exc.errno or 0)
+    if reason is None:
+        return None
+    error = StorageError(
+        f"cannot {doing} {path}: {reason}; nothing was half-written (the previous file, if "
+        "any, is unchanged) and every response received is in the cache: make room, then run "
+        "the same command again"
+    )
+    error.errno = exc.errno
+    return error
 
 
 def json_safe(value: Any) -> Any:
@@ -47,8 +83,14 @@ def replace_atomically(path: Path, write: Callable[[Path], object]) -> None:
     try:
         write(tmp)
         tmp.replace(path)
+    except OSError as exc:
+        error = storage_error(exc, path)
+        if error is None:
+            raise
+        raise error from None
     finally:
-        tmp.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
 
 
 def write_text_atomic(path: Path, text: str) -> None:

@@ -4,6 +4,7 @@ processes that run at the same time (claims: no request is sent by two of them a
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -11,12 +12,12 @@ import socket
 import sqlite3
 import time
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, cast
 
-from .._errors import ConfigError, SteadyevalError
+from .._errors import ConfigError, SteadyevalError, StorageError
 from ..requests import Request, Response, response_from_dict, response_to_dict
 
 __all__ = [
@@ -189,6 +190,43 @@ def _connect(path: Path) -> sqlite3.Connection:
         ) from None
 
 
+#: SQLite's messages for a write the disk refused (full, read-only, failing).
+_FULL = ("disk is full", "disk i/o error", "readonly database", "unable to open database")
+
+
+def storage_failure(exc: sqlite3.Error, path: Path) -> StorageError | None:
+    """``exc`` as a :class:`StorageError` naming the cache file when SQLite could not write
+    it because of the disk (full, read-only, failing); ``None`` otherwise."""
+    text = str(exc).lower()
+    if not isinstance(exc, sqlite3.OperationalError) or not any(m in text for m in _FULL):
+        return None
+    return StorageError(
+        f"--cache {path}: cannot write the response cache ({exc}); every response stored "
+        "before this is kept: make room (or give --cache a file on another disk), then run "
+        "the same command again"
+    )
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _writes(method: _F) -> _F:
+    """A :class:`ResponseCache` method that writes the file: a write the disk refused is a
+    :class:`StorageError` naming the cache, not an ``sqlite3`` traceback."""
+
+    @functools.wraps(method)
+    def wrapper(self: ResponseCache, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except sqlite3.Error as exc:
+            full = storage_failure(exc, self.path)
+            if full is None:
+                raise
+            raise full from None
+
+    return cast(_F, wrapper)
+
+
 def _check_existing(conn: sqlite3.Connection) -> None:
     """Raise :class:`sqlite3.DatabaseError` unless the database is new or a steadyeval
     cache this version reads: another program's database is never written into."""
@@ -254,16 +292,19 @@ class ResponseCache:
             _check_existing(self._conn)
             self._conn.executescript(_SCHEMA)
             _reset_stale_claim_tables(self._conn)
+            self._conn.execute(
+                "INSERT OR IGNORE INTO meta(name, value) VALUES ('schema_version', ?)",
+                (_SCHEMA_VERSION,),
+            )
         except sqlite3.DatabaseError as exc:
             self._conn.close()
+            full = storage_failure(exc, self.path)
+            if full is not None:
+                raise full from None
             raise ConfigError(
                 f"{self.path}: not a response cache ({exc}); give --cache a new file name "
                 "or an existing steadyeval cache"
             ) from None
-        self._conn.execute(
-            "INSERT OR IGNORE INTO meta(name, value) VALUES ('schema_version', ?)",
-            (_SCHEMA_VERSION,),
-        )
 
     def close(self) -> None:
         with contextlib.suppress(sqlite3.Error):
@@ -290,6 +331,7 @@ class ResponseCache:
                 out[key] = response_from_dict(kind, json.loads(text))
         return out
 
+    @_writes
     def put_many(self, rows: Iterable[tuple[str, str, str, Response]]) -> int:
         """Store ``(key, model, kind, response)`` rows in one transaction; return the count."""
         now = time.time()
@@ -310,13 +352,15 @@ class ResponseCache:
                 self._conn.execute(
                     "UPDATE claim_holders SET heartbeat = ? WHERE owner = ?", (now, self._owner)
                 )
+            self._conn.execute("COMMIT")
         except BaseException:
-            self._conn.execute("ROLLBACK")
+            with contextlib.suppress(sqlite3.Error):
+                self._conn.execute("ROLLBACK")
             raise
-        self._conn.execute("COMMIT")
         return len(data)
 
     # -- claims ---------------------------------------------------------------------------
+    @_writes
     def claim(self, keys: Sequence[str]) -> Claims:
         """Claim ``keys`` before sending them, in one transaction: see :class:`Claims`."""
         keys = list(dict.fromkeys(keys))
@@ -405,6 +449,7 @@ class ResponseCache:
             seen[pid, started] = _process_alive(pid, started)
         return seen[pid, started]
 
+    @_writes
     def release(self) -> None:
         """End every claim this cache object holds (its responses will not come)."""
         if self._claiming:
@@ -436,6 +481,7 @@ class ResponseCache:
         )
         return CacheInfo(str(self.path), size, sum(per_model.values()), per_model)
 
+    @_writes
     def clear(self, model: str | None = None) -> int:
         """Delete every entry (or those of one model); return how many were deleted."""
         if model is None:

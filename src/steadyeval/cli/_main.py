@@ -73,6 +73,14 @@ class _Group(click.Group):
         except SteadyevalError as exc:
             click.echo(f"error: {exc}", err=True)
             sys.exit(2)
+        except OSError as exc:  # a write the disk refused outside steadyeval's own writers
+            from .._json import storage_error
+
+            error = storage_error(exc, exc.filename or "a file")
+            if error is None:
+                raise
+            click.echo(f"error: {error}", err=True)
+            sys.exit(2)
         except KeyboardInterrupt:
             click.echo(
                 ("terminated" if terminated else "interrupted")
