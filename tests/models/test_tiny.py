@@ -218,14 +218,20 @@ def test_refuses_non_empty_dir_unless_overwrite(tmp_path: Path) -> None:
         build_tiny_model(folder, "gpt2")
     assert _files(folder) == {"notes.txt": b"keep me"}
 
-    # A failed build with overwrite=True still loses nothing.
-    with pytest.raises(ConfigError, match="too small"):
-        build_tiny_model(folder, "gpt2", vocab_size=10, overwrite=True)
+    # overwrite=True replaces only a tiny model steadyeval wrote: this folder holds none.
+    with pytest.raises(ConfigError, match="holds no tiny model written by steadyeval"):
+        build_tiny_model(folder, "gpt2", overwrite=True)
     assert _files(folder) == {"notes.txt": b"keep me"}
 
-    build_tiny_model(folder, "gpt2", overwrite=True)
-    assert "notes.txt" not in _files(folder)
-    assert AutoTokenizer.from_pretrained(folder).eos_token == "<|endoftext|>"
+    tiny = build_tiny_model(tmp_path / "tiny", "gpt2")
+    before = _files(tiny)
+    # A failed build with overwrite=True still loses nothing.
+    with pytest.raises(ConfigError, match="too small"):
+        build_tiny_model(tiny, "gpt2", vocab_size=10, overwrite=True)
+    assert _files(tiny) == before
+    build_tiny_model(tiny, "bert", overwrite=True)
+    assert AutoTokenizer.from_pretrained(tiny).mask_token == "[MASK]"
+    assert "merges.txt" not in _files(tiny)  # the gpt2 files it wrote are gone
 
 
 def test_empty_existing_dir_is_fine(tmp_path: Path) -> None:

@@ -163,3 +163,19 @@ def test_claim_refuses_without_a_marker_even_with_config_json(tmp_path: Path) ->
     _model_folder(out)
     with pytest.raises(ConfigError, match="holds no steadyeval run"):
         claim_run_dir(out, "key", overwrite=True)
+
+
+def test_tiny_model_overwrite_clears_only_a_tiny_model_it_wrote(tmp_path: Path) -> None:
+    from steadyeval.models import build_tiny_model
+
+    real = tmp_path / "real-model"
+    files = _model_folder(real)
+    with pytest.raises(ConfigError, match="holds no tiny model written by steadyeval"):
+        build_tiny_model(real, "gpt2", overwrite=True)
+    _unchanged(real, files)
+    tiny = build_tiny_model(tmp_path / "tiny", "gpt2")
+    (tiny / "notes.txt").write_text("mine")
+    first = (tiny / "model.safetensors").read_bytes()
+    build_tiny_model(tiny, "gpt2", seed=1, overwrite=True)
+    assert (tiny / "notes.txt").read_text() == "mine"
+    assert (tiny / "model.safetensors").read_bytes() != first

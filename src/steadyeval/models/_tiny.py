@@ -8,6 +8,7 @@ README saying what the folder is. Same arguments, same bytes.
 
 from __future__ import annotations
 
+import json
 import shutil
 import tempfile
 from collections.abc import Sequence
@@ -141,8 +142,10 @@ def build_tiny_model(
     corpus
         Sentences to train the tokenizer on; defaults to :data:`DEFAULT_CORPUS`.
     overwrite
-        Replace what ``out_dir`` holds. Everything in it is deleted, but only after the new
-        model has been built successfully.
+        Replace a tiny model this function wrote before: the files its marker
+        (``.steadyeval-tiny``) lists are deleted, only after the new model has been built
+        successfully; other files stay. A non-empty folder without the marker (a real model,
+        anything else) is never cleared.
 
     Returns
     -------
@@ -153,8 +156,9 @@ def build_tiny_model(
     ------
     ConfigError
         (a ``ValueError``) for an unknown ``arch``, a negative ``seed``, a ``vocab_size`` too
-        small for the alphabet, an empty corpus, or an ``out_dir`` that is a file or is not
-        empty without ``overwrite``. Nothing is written then.
+        small for the alphabet, an empty corpus, or an ``out_dir`` that is a file, is not
+        empty without ``overwrite``, or is not empty and holds no tiny model of ours. Nothing
+        is written then.
     TypeError
         For arguments of the wrong type.
 
@@ -183,23 +187,48 @@ def build_tiny_model(
     if out.is_dir() and any(out.iterdir()) and not overwrite:
         raise ConfigError(
             f"{out} is not empty; choose an empty or new folder, or pass overwrite=True "
-            "(--overwrite on the command line) to delete what it holds and write the tiny "
-            "model there"
+            "(--overwrite on the command line) to replace the tiny model it holds"
         )
+    owned = _owned_tiny_files(out)
 
     require("tiny models", "torch", "transformers", "tokenizers", "safetensors")
     with tempfile.TemporaryDirectory(prefix="steadyeval-tiny-") as staging_name:
         staging = Path(staging_name)
         _write_model(staging, arch, seed=seed, vocab_size=vocab_size, corpus=texts)
+        names = sorted(p.name for p in staging.iterdir())
+        (staging / TINY_MARKER).write_text(json.dumps({"files": names}) + "\n", "utf-8")
         out.mkdir(parents=True, exist_ok=True)
-        for entry in sorted(out.iterdir()):
+        for name in sorted(owned | {TINY_MARKER}):
+            entry = out / name
             if entry.is_dir() and not entry.is_symlink():
                 shutil.rmtree(entry)
             else:
-                entry.unlink()
+                entry.unlink(missing_ok=True)
         for entry in sorted(staging.iterdir()):
             shutil.move(str(entry), str(out / entry.name))
     return out
+
+
+#: Written beside a tiny model: the files :func:`build_tiny_model` wrote (all it may delete).
+TINY_MARKER = ".steadyeval-tiny"
+
+
+def _owned_tiny_files(out: Path) -> set[str]:
+    """The files of the tiny model in ``out`` (none when ``out`` is new or empty); a
+    non-empty folder without a readable marker is refused."""
+    if not out.is_dir() or not any(out.iterdir()):
+        return set()
+    marker = out / TINY_MARKER
+    try:
+        files = json.loads(marker.read_text("utf-8"))["files"] if marker.is_file() else None
+    except (OSError, ValueError, KeyError, TypeError):
+        files = None
+    if not isinstance(files, list) or marker.is_symlink():
+        raise ConfigError(
+            f"{out} is not empty and holds no tiny model written by steadyeval (no "
+            f"{TINY_MARKER}); it is not cleared: choose an empty or new folder"
+        )
+    return {f for f in files if isinstance(f, str) and f and "/" not in f and f != ".."}
 
 
 def _check_corpus(corpus: Sequence[str] | None) -> list[str]:
