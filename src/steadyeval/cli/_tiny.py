@@ -19,7 +19,11 @@ from ..models import TINY_ARCHS
     help="Architecture of the tiny model.",
 )
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random weights.")
-@click.option("--overwrite", is_flag=True, help="Replace a tiny model written there before (never a folder without one).")
+@click.option(
+    "--overwrite",
+    is_flag=True,
+    help="Replace a tiny model written there before (never a folder without one).",
+)
 def tiny_model_cmd(directory: Path, arch: str, seed: int, overwrite: bool) -> None:
     """Write a tiny RANDOMLY INITIALISED model and its tokenizer to DIRECTORY.
 
