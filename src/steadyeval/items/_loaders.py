@@ -11,6 +11,7 @@ from typing import Any
 
 from .._errors import ConfigError, DataError
 from .._extras import require
+from .._hub import locate
 from .._lazy import load_entry, load_plugins
 from ._item import Item
 from ._jsonl import not_utf8, read_jsonl
@@ -261,30 +262,41 @@ def load_hf(
 
 
 def _by_suffix(source: str | Path, **kwargs: Any) -> list[Item]:
-    """A ``.jsonl`` or ``.csv`` file, else a hub data set name (``kwargs`` for the hub)."""
+    """A ``.jsonl`` or ``.csv`` file, else a hub data set name (``kwargs`` for the hub).
+
+    A name that does not end in ``.jsonl``, ``.ndjson`` or ``.csv`` is a local path or a
+    hub id by :func:`steadyeval._hub.locate`'s rule (what exists on disk and the hub id
+    grammar, never another suffix: ``teknium/OpenHermes-2.5`` is a hub id)."""
     p = Path(source)
-    if p.is_dir():
+    where = locate(str(source))
+    if where.exists and p.is_dir():
         raise DataError(
             "is a folder",
             file=str(p),
             expected="a .jsonl or .csv file; a folder needs a named loader "
             "(data: {loader: NAME, path: FOLDER})",
         )
-    if p.suffix in {".jsonl", ".ndjson", ".csv"} and not p.exists():
+    if p.suffix in {".jsonl", ".ndjson", ".csv"} and not where.exists:
         raise DataError("file not found", file=str(p), expected="an existing .jsonl or .csv file")
     if p.suffix in {".jsonl", ".ndjson"}:
         return load_jsonl(p)
     if p.suffix == ".csv":
         return load_csv(p)
-    if p.exists():
+    if where.exists:
         raise DataError(
             f"unknown file type {p.suffix!r}",
             file=str(p),
             expected="a .jsonl or .csv file, a hub data set name, or a named loader "
             f"({', '.join(loader_names())})",
         )
-    if str(source).startswith((".", "/")) or p.suffix:
+    if where.kind == "path":
         raise DataError("file not found", file=str(p), expected="an existing .jsonl or .csv file")
+    if where.kind == "neither":
+        raise DataError(
+            f"no such file, and not a hub data set name: {where.why}",
+            file=shorten(str(source), 80),
+            expected="an existing .jsonl or .csv file or a hub data set name such as cais/mmlu",
+        )
     return load_hf(str(source), **kwargs)
 
 

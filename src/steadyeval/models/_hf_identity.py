@@ -12,6 +12,7 @@ import struct
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
+from .._hub import locate
 from ._backend import spec_identity
 from ._hf_options import HFOptions
 from ._spec import ModelSpec
@@ -124,13 +125,14 @@ def model_identity(
     local folder (its name and the first 12 hex digits of its content hashes; no path), plus
     the options that change outputs (e.g. ``dtype``, ``max_length``) when they differ from
     their default. Every Hugging Face backend is ``hf`` (``hf:X`` and ``hf-causal:X`` are
-    one model); vLLM stays ``vllm``."""
+    one model); vLLM stays ``vllm``. Local or hub is decided as when the folder was
+    resolved (:func:`steadyeval._hub.locate`)."""
     spec = ModelSpec(
         "hf" if spec.backend in _HF_FAMILY else spec.backend,
         spec.name,
         {k: v for k, v in spec.options.items() if _DEFAULTS.get(k) != v},
     )
-    if Path(spec.name).expanduser().is_dir():
+    if locate(spec.name).kind == "path":
         digest = hashlib.sha256(
             json.dumps(
                 dict(content_hashes(model_dir) if hashes is None else hashes), sort_keys=True

@@ -8,12 +8,22 @@ folder of a model (:func:`resolve_model_dir`: the path itself or the hub snapsho
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .._errors import ModelSpecError
-from ._spec import ModelSpec
+from .._hub import locate
+from ._spec import ModelSpec, echo, spec_where
+from ._spec_values import (
+    check_known,
+    choice_option,
+    flag_option,
+    input_format_option,
+    int_option,
+    text_option,
+)
 
 __all__ = [
     "HF_BACKENDS",
@@ -42,6 +52,11 @@ RUN_ONLY = frozenset(
 )
 
 _DTYPES = ("float32", "float16", "bfloat16", "auto")
+_DEVICE = re.compile(r"cpu|cuda|cuda:[0-9]{1,4}|mps|auto")
+#: The largest count an option takes (a batch size, GPUs, replicas, top-k).
+MAX_COUNT = 1 << 20
+#: The longest context an option names, in tokens.
+MAX_CONTEXT = 1 << 24
 
 
 @dataclass(frozen=True)
@@ -58,41 +73,24 @@ class HFOptions:
 
     @classmethod
     def from_spec(cls, spec: ModelSpec) -> HFOptions:
-        unknown = sorted(set(spec.options) - set(_ALLOWED))
-        if unknown:
-            allowed = "; ".join(f"{k} ({v})" for k, v in sorted(_ALLOWED.items()))
-            raise ModelSpecError(
-                f"model spec {spec}: unknown option {unknown[0]!r}; allowed: {allowed}"
-            )
+        check_known(spec, _ALLOWED)
         o = spec.options
-        dtype = o.get("dtype", "float32")
-        if dtype not in _DTYPES:
-            raise ModelSpecError(f"model spec {spec}: dtype {dtype!r} not in {', '.join(_DTYPES)}")
-        batch: int | None = None
-        if o.get("batch_size", "auto") != "auto":
-            batch = positive_int(spec, "batch_size", o["batch_size"])
-        max_length = (
-            positive_int(spec, "max_length", o["max_length"]) if "max_length" in o else None
-        )
-        trust = o.get("trust_remote_code", "false").lower()
-        if trust not in ("true", "false"):
-            raise ModelSpecError(f"model spec {spec}: trust_remote_code must be true or false")
-        packing = o.get("packing")
-        if packing is not None and packing.lower() not in ("true", "false"):
-            raise ModelSpecError(f"model spec {spec}: packing must be true or false")
-        fused = o.get("fused_gelu", "true").lower()
-        if fused not in ("true", "false"):
-            raise ModelSpecError(f"model spec {spec}: fused_gelu must be true or false")
+
+        def flag(key: str, default: str) -> bool:
+            return flag_option(spec, key, o.get(key, default))
+
+        batch = o.get("batch_size", "auto")
+        length = o.get("max_length")
         return cls(
-            input_format=o.get("input_format") or None,
-            packing=None if packing is None else packing.lower() == "true",
-            dtype=dtype,
-            device=o.get("device", "auto"),
-            revision=o.get("revision"),
-            batch_size=batch,
-            max_length=max_length,
-            trust_remote_code=trust == "true",
-            fused_gelu=fused == "true",
+            input_format=input_format_option(spec, o),
+            packing=None if "packing" not in o else flag("packing", ""),
+            dtype=choice_option(spec, "dtype", o.get("dtype", "float32"), _DTYPES),
+            device=_device(spec, o.get("device", "auto")),
+            revision=text_option(spec, "revision", o),
+            batch_size=None if batch == "auto" else positive_int(spec, "batch_size", batch),
+            max_length=None if length is None else context_length(spec, "max_length", length),
+            trust_remote_code=flag("trust_remote_code", "false"),
+            fused_gelu=flag("fused_gelu", "true"),
         )
 
     def torch_device(self) -> str:
@@ -111,60 +109,87 @@ class HFOptions:
 
 
 def positive_int(spec: ModelSpec, key: str, value: str) -> int:
-    """A spec option's value as a positive integer, else an error naming the spec and key."""
-    try:
-        n = int(value)
-    except ValueError:
-        n = 0
-    if n <= 0:
-        raise ModelSpecError(f"model spec {spec}: {key} must be a positive integer, got {value!r}")
-    return n
+    """A spec option's value as a count from 1 to :data:`MAX_COUNT` (a batch size, a number
+    of GPUs, ...), else an error naming the spec and key."""
+    return int_option(spec, key, value, high=MAX_COUNT)
+
+
+def context_length(spec: ModelSpec, key: str, value: str) -> int:
+    """A context length in tokens, from 1 to :data:`MAX_CONTEXT`."""
+    return int_option(spec, key, value, high=MAX_CONTEXT, unit="tokens")
+
+
+def _device(spec: ModelSpec, value: str) -> str:
+    if not _DEVICE.fullmatch(value):
+        raise ModelSpecError(
+            f"{spec_where(spec)}: option device must be cpu, cuda, cuda:N, mps or auto, got "
+            f"'{echo(value, 40)}'"
+        )
+    return value
 
 
 def _offline() -> bool:
-    return os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False")
+    """Whether ``HF_HUB_OFFLINE`` is set, read as ``huggingface_hub`` reads it."""
+    return os.environ.get("HF_HUB_OFFLINE", "").strip().upper() in ("1", "ON", "YES", "TRUE")
+
+
+_PATTERNS = ["*.json", "*.safetensors", "*.model", "*.txt", "*.tiktoken", "*.py", "*.jinja"]
 
 
 def resolve_model_dir(spec: ModelSpec, options: HFOptions) -> Path:
     """A local directory holding the model's files: the path itself, or the hub snapshot.
 
-    Hub models are resolved through ``huggingface_hub.snapshot_download`` (which reuses the
-    local cache); when the hub cannot be reached the error says so and suggests a local path.
+    Whether the name is a local folder or a hub id is :func:`steadyeval._hub.locate`'s
+    rule (what exists on disk and the hub id grammar, never a suffix). Hub models are
+    resolved through ``huggingface_hub.snapshot_download`` (which reuses the local cache);
+    when the hub cannot be reached the error says so and suggests a local path.
     """
-    path = Path(spec.name).expanduser()
-    if path.is_dir():
-        return path
-    if spec.name.startswith((".", "/", "~")) or path.suffix:
-        raise ModelSpecError(f"model directory {spec.name!r} does not exist")
-    from huggingface_hub import snapshot_download
+    where = locate(spec.name)
+    if where.kind == "path":
+        if where.path.is_dir():
+            return where.path
+        shown = echo(str(where.path.absolute()), 120)
+        raise ModelSpecError(
+            f"{spec_where(spec)}: "
+            + (f"{shown} is not a folder" if where.exists else f"folder {shown} does not exist")
+            + "; expected a model folder (holding config.json and the weights) or a hub id "
+            "such as gpt2 or Qwen/Qwen2.5-0.5B"
+        )
+    if where.kind == "neither":
+        raise ModelSpecError(
+            f"{spec_where(spec)}: no folder of that name here, and not a hub id: {where.why}"
+        )
+    return _hub_snapshot(spec, options)
 
+
+def _hub_snapshot(spec: ModelSpec, options: HFOptions) -> Path:
+    """The local snapshot of hub model ``spec.name`` (downloaded unless offline)."""
+    from huggingface_hub import constants, snapshot_download
+
+    offline = _offline()
     try:
         return Path(
             snapshot_download(
                 spec.name,
                 revision=options.revision,
-                local_files_only=_offline(),
-                allow_patterns=[
-                    "*.json",
-                    "*.safetensors",
-                    "*.model",
-                    "*.txt",
-                    "*.tiktoken",
-                    "*.py",
-                    "*.jinja",
-                ],
+                local_files_only=offline,
+                allow_patterns=_PATTERNS,
             )
         )
     except Exception as exc:  # huggingface_hub raises many types; all mean "not reachable"
-        hint = (
-            "the hub is not reachable from here (HF_HUB_OFFLINE is set or there is no network)"
-            if _offline()
-            else "it could not be downloaded"
-        )
+        if offline:
+            hint = (
+                f"it is not in the local hub cache ({echo(str(constants.HF_HUB_CACHE), 120)}) "
+                "and the hub is not reachable from here (HF_HUB_OFFLINE is set)"
+            )
+        else:
+            hint = f"it could not be downloaded ({type(exc).__name__}: {echo(str(exc), 200)})"
+        revision = f" at revision {echo(options.revision, 40)}" if options.revision else ""
         raise ModelSpecError(
-            f"cannot load model {spec.name!r}: {hint} ({type(exc).__name__}: {exc}). "
-            f"Pass a local directory instead, e.g. --model {spec.backend}:/path/to/model "
-            "(`steadyeval tiny-model DIR` writes a tiny test model)"
+            f"{spec_where(spec)}: cannot load hub model {spec.name}{revision}: {hint}; there "
+            f"is no folder of that name here either. Pass a local directory instead, e.g. "
+            f"--model {spec.backend}:./path/to/model (`steadyeval tiny-model DIR` writes a "
+            "tiny test model)"
         ) from None
 
 

@@ -3,7 +3,11 @@
 
 from __future__ import annotations
 
-__all__ = ["KNOWN_INPUT_FORMATS", "known_input_format"]
+__all__ = ["INPUT_FORMATS", "KNOWN_INPUT_FORMATS", "known_input_format"]
+
+#: The input encodings a model may declare (``?input_format=``); a study's ``template: auto``
+#: follows them.
+INPUT_FORMATS = ("unifiedqa",)
 
 _UNIFIEDQA_SIZES = ("small", "base", "large", "3b", "11b")
 

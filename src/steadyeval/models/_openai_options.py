@@ -8,22 +8,34 @@ longer waits).
 
 from __future__ import annotations
 
-import json
-import math
 import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from .._errors import ModelSpecError
+from ._openai_extra import extra_fields
 from ._openai_http import RetryPolicy
-from ._openai_server import PROFILES, RESERVED_FIELDS, ServerName
-from ._spec import ModelSpec
+from ._openai_server import PROFILES, ServerName
+from ._spec import ModelSpec, echo, spec_where
+from ._spec_values import (
+    check_known,
+    choice_option,
+    flag_option,
+    float_option,
+    input_format_option,
+    int_option,
+    text_option,
+)
 
 __all__ = ["DEFAULT_BASE_URL", "MAX_SECONDS", "RUN_ONLY", "OpenAIOptions", "default_deadline"]
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 MAX_SECONDS = 1e6  # about 11 days; far longer waits overflow the platform's timers
+#: The largest count an option takes (concurrency, retries).
+MAX_COUNT = 100_000
+#: The largest token budget (``max_tokens_total``).
+MAX_TOKENS = 10**15
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _SECRET_KEYS = frozenset(
     {"api_key", "apikey", "api-key", "key", "token", "access_token", "authorization",
@@ -67,25 +79,14 @@ _SECONDS = frozenset({"backoff_base", "backoff_max", "timeout", "deadline", "max
 
 
 def _number(spec: ModelSpec, key: str, value: str, kind: type[Any], *, zero_ok: bool) -> Any:
-    try:
-        number = kind(value)
-    except ValueError:
-        number = None
-    top = MAX_SECONDS if key in _SECONDS else math.inf
-    if (
-        number is None
-        or not math.isfinite(number)
-        or number < 0
-        or (number == 0 and not zero_ok)
-        or number > top
-    ):
-        what = "integer" if kind is int else "finite number"
-        most = f" of at most {top:g} seconds" if key in _SECONDS else ""
-        raise ModelSpecError(
-            f"model spec {spec.backend}:{spec.name}: option {key} must be a "
-            f"{'non-negative' if zero_ok else 'positive'} {what}{most}, got {value!r}"
-        )
-    return number
+    """An option's number: a count (``int``: up to :data:`MAX_COUNT`, or
+    :data:`MAX_TOKENS` for a token budget) or seconds (``float``: up to :data:`MAX_SECONDS`)."""
+    if kind is int:
+        high = MAX_TOKENS if key == "max_tokens_total" else MAX_COUNT
+        return int_option(spec, key, value, low=0 if zero_ok else 1, high=high)
+    return float_option(
+        spec, key, value, low=0, high=MAX_SECONDS, low_open=not zero_ok, unit="seconds"
+    )
 
 
 def default_deadline(timeout: float) -> float:
@@ -113,19 +114,16 @@ class OpenAIOptions:
 
     @classmethod
     def from_spec(cls, spec: ModelSpec) -> OpenAIOptions:
-        where = f"model spec {spec.backend}:{spec.name}"  # never str(spec): it may hold a key
+        where = spec_where(spec)  # never str(spec): it may hold a key
         o = dict(spec.options)
         secret_like = sorted(k for k in o if k.lower() in _SECRET_KEYS)
         if secret_like:
             raise ModelSpecError(
-                f"{where}: option {secret_like[0]!r} would put a credential in the model "
+                f"{where}: option '{echo(secret_like[0], 40)}' would put a credential in the model "
                 "spec, which is written to results, caches and logs. Put the key in an "
                 "environment variable and name it: api_key_env=NAME (default OPENAI_API_KEY)"
             )
-        unknown = sorted(k for k in set(o) - set(_ALLOWED) if not k.startswith("extra."))
-        if unknown:
-            allowed = "; ".join(f"{k} ({v})" for k, v in _ALLOWED.items())
-            raise ModelSpecError(f"{where}: unknown option {unknown[0]!r}; allowed: {allowed}")
+        check_known(spec, (k for k in _ALLOWED if k != "extra.NAME"), prefixes=("extra.",))
         base_url = _check_base_url(where, o.get("base_url", DEFAULT_BASE_URL))
         env = o.get("api_key_env", "OPENAI_API_KEY")
         if not _ENV_NAME.match(env) or env.lower().startswith("sk-"):
@@ -133,30 +131,22 @@ class OpenAIOptions:
                 f"{where}: api_key_env takes the NAME of an environment variable (letters, "
                 "digits, underscores), not the key itself"
             )
-        logprobs = o.get("logprobs", "auto")
-        if logprobs not in ("auto", "none"):
-            raise ModelSpecError(f"{where}: logprobs must be auto or none, got {logprobs!r}")
-        strict = o.get("strict", "false").lower()
-        if strict not in ("true", "false"):
-            raise ModelSpecError(f"{where}: strict must be true or false, got {strict!r}")
+        logprobs = choice_option(spec, "logprobs", o.get("logprobs", "auto"), ("auto", "none"))
+        strict = flag_option(spec, "strict", o.get("strict", "false"))
+        server = choice_option(spec, "server", o.get("server", "auto"), ("auto", *PROFILES))
+        chat_template = o.get("chat_template")
+        if chat_template is not None:
+            choice_option(spec, "chat_template", chat_template, ("server",))
 
         def num(key: str, kind: type[Any], default: Any, *, zero_ok: bool = False) -> Any:
             return _number(spec, key, o[key], kind, zero_ok=zero_ok) if key in o else default
 
         d = RetryPolicy()
         timeout = num("timeout", float, d.timeout)
-        server = o.get("server", "auto")
-        if server != "auto" and server not in PROFILES:
-            raise ModelSpecError(
-                f"{where}: server must be auto or one of {', '.join(PROFILES)}, got {server!r}"
-            )
-        chat_template = o.get("chat_template")
-        if chat_template not in (None, "server"):
-            raise ModelSpecError(f"{where}: chat_template takes server, got {chat_template!r}")
         return cls(
             base_url=base_url,
             api_key_env=env,
-            revision=o.get("revision"),
+            revision=text_option(spec, "revision", o),
             max_concurrency=num("max_concurrency", int, 8),
             policy=RetryPolicy(
                 max_retries=num("max_retries", int, d.max_retries, zero_ok=True),
@@ -168,55 +158,35 @@ class OpenAIOptions:
             ),
             max_tokens_total=num("max_tokens_total", int, None),
             logprobs="none" if logprobs == "none" else "auto",
-            input_format=o.get("input_format") or None,
-            strict=strict == "true",
+            input_format=input_format_option(spec, o),
+            strict=strict,
             server=None if server == "auto" else server,  # type: ignore[arg-type]
-            extra=_extra(where, o),
+            extra=extra_fields(where, o),
             chat_template="server" if chat_template else None,
         )
 
 
 def _check_base_url(where: str, url: str) -> str:
-    parts = urlsplit(url)
+    """``url`` without a trailing slash, once it is a plain http(s) URL (the message never
+    echoes more than its scheme and host: it could carry a credential)."""
+    try:
+        parts = urlsplit(url)
+        _ = parts.port
+    except ValueError:  # an unclosed [IPv6 bracket, a port that is no number in range
+        parts = None
+    if parts is None or len(url) > 2048 or not url.isprintable():
+        raise ModelSpecError(
+            f"{where}: base_url must be a URL like http(s)://host[:port]/v1: at most 2,048 "
+            "printable characters, a port from 0 to 65535"
+        )
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ModelSpecError(
-            f"{where}: base_url must look like http(s)://host[:port]/v1, got {parts.scheme}://"
-            f"{parts.hostname or ''}..."
+            f"{where}: base_url must look like http(s)://host[:port]/v1, got "
+            f"{echo(parts.scheme, 20)}://{echo(parts.hostname or '', 60)}..."
         )
     if parts.username or parts.password or parts.query or parts.fragment:
         raise ModelSpecError(
             f"{where}: base_url must not carry credentials, a query or a fragment; keep keys "
             "in an environment variable named by api_key_env"
         )
-    try:
-        _ = parts.port
-    except ValueError:
-        raise ModelSpecError(f"{where}: base_url has an invalid port") from None
     return url.rstrip("/")
-
-
-def _extra(where: str, o: dict[str, str]) -> tuple[tuple[str, Any], ...]:
-    """The extra request fields of ``extra_body`` and ``extra.NAME`` options (these win)."""
-    fields: dict[str, Any] = {}
-    if "extra_body" in o:
-        try:
-            body = json.loads(o["extra_body"])
-        except ValueError:
-            body = None
-        if not isinstance(body, dict):
-            raise ModelSpecError(f"{where}: extra_body must be a JSON object, e.g. "
-                                 '{"repeat_penalty": 1.0}')  # fmt: skip
-        fields.update(body)
-    for key, value in o.items():
-        if key.startswith("extra."):
-            try:
-                fields[key[6:]] = json.loads(value)
-            except ValueError:
-                fields[key[6:]] = value
-    bad = sorted(k for k in fields if k in RESERVED_FIELDS or not k)
-    if bad:
-        raise ModelSpecError(
-            f"{where}: extra field {bad[0]!r} is written by the backend itself; extra fields "
-            f"may not be any of {', '.join(sorted(RESERVED_FIELDS))}"
-        )
-    return tuple(sorted(fields.items()))

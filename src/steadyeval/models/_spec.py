@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import unquote_plus, urlencode
 
 from .._errors import ModelSpecError
+from ..items import lone_surrogate, shorten
 
-__all__ = ["ModelSpec", "parse_model_spec"]
+__all__ = ["MAX_SPEC_CHARS", "ModelSpec", "echo", "parse_model_spec", "spec_where"]
 
 
 @dataclass(frozen=True)
@@ -37,33 +39,105 @@ class ModelSpec:
         return self.options.get(key, default)
 
 
+#: The longest model spec accepted (an ``extra_body`` JSON object included).
+MAX_SPEC_CHARS = 65_536
+_BACKEND = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def echo(text: str, limit: int = 80) -> str:
+    """``text`` fit to echo on one line of a message: cut to ``limit`` characters, and
+    characters that do not print (control characters, lone surrogates) escaped."""
+    cut = shorten(text, limit)
+    if cut.isprintable():
+        return cut
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in cut)
+
+
+def spec_where(spec: ModelSpec) -> str:
+    """``model spec BACKEND:NAME`` for a message: the name cut, no option values (which
+    could hold a secret someone pasted into a spec)."""
+    return f"model spec {echo(spec.backend, 40)}:{echo(spec.name)}"
+
+
+def _check_text(text: str, what: str, where_: str, *, control: bool) -> None:
+    """Refuse a lone surrogate in ``text`` (and a control character, with ``control``)."""
+    at = lone_surrogate(text)
+    if at is not None:
+        raise ModelSpecError(
+            f"{where_}: {what} holds a lone surrogate at character {at + 1} (half of a "
+            "UTF-16 pair); expected valid Unicode text"
+        )
+    bad = _CONTROL.search(text) if control else None
+    if bad is not None:
+        raise ModelSpecError(
+            f"{where_}: {what} holds the control character {bad.group()!r} at character "
+            f"{bad.start() + 1}; expected printable text"
+        )
+
+
+def _options(query: str, where_: str) -> dict[str, str]:
+    """``key=value&...`` decoded (``%XX`` escapes as UTF-8, ``+`` as a space), each key
+    once."""
+    pairs: dict[str, str] = {}
+    for n, field_ in enumerate(query.split("&") if query else [], start=1):
+        key, eq, value = field_.partition("=")
+        if not eq or not key:
+            raise ModelSpecError(
+                f"{where_}: option {n} ('{echo(field_, 40)}') is not key=value; "
+                "options look like ?key=value&key2=value2"
+            )
+        try:
+            key, value = unquote_plus(key, errors="strict"), unquote_plus(value, errors="strict")
+        except UnicodeDecodeError:
+            raise ModelSpecError(
+                f"{where_}: option {n} ('{echo(field_, 40)}') has a %-escape that is not "
+                "UTF-8; expected %XX escapes of UTF-8 bytes"
+            ) from None
+        _check_text(key, f"option name '{echo(key, 40)}'", where_, control=True)
+        _check_text(value, f"option {echo(key, 40)}'s value", where_, control=False)
+        if key in pairs:
+            raise ModelSpecError(f"{where_}: option '{echo(key, 40)}' is given twice")
+        pairs[key] = value
+    return pairs
+
+
 def parse_model_spec(text: str) -> ModelSpec:
     """Parse ``BACKEND:NAME_OR_PATH[?key=value&...]``.
 
     Examples: ``hf:/models/tiny``, ``hf:Qwen/Qwen2.5-0.5B?dtype=bfloat16``,
-    ``openai:gpt-4o-mini?base_url=http://localhost:8000/v1``.
+    ``openai:gpt-4o-mini?base_url=http://localhost:8000/v1``. Option names and values may
+    be ``%XX``-escaped (UTF-8); each option is given once. Whether the name is a local
+    folder or a hub id is decided when the model is opened (``steadyeval._hub``).
     """
+    if len(text) > MAX_SPEC_CHARS:
+        raise ModelSpecError(
+            f"model spec '{echo(text, 40)}' is {len(text):,} characters long; expected "
+            f"at most {MAX_SPEC_CHARS:,}"
+        )
     if ":" not in text:
         raise ModelSpecError(
-            f"model spec {text!r} has no backend; write BACKEND:NAME_OR_PATH, e.g. hf:{text}"
+            f"model spec '{echo(text)}' has no backend; write BACKEND:NAME_OR_PATH, "
+            f"e.g. hf:{echo(text)}"
         )
     backend, rest = text.split(":", 1)
     backend = backend.strip().lower()
     name, _, query = rest.partition("?")
     # Errors below name the backend and model but never echo option values (which could
     # hold a secret someone pasted into a spec).
-    where = f"model spec {backend}:{name}"
-    if not backend or not name:
-        raise ModelSpecError(f"{where}: expected BACKEND:NAME_OR_PATH[?key=value&...]")
-    try:
-        pairs = parse_qsl(query, keep_blank_values=True, strict_parsing=bool(query))
-    except ValueError:
-        raise ModelSpecError(f"{where}: options must look like ?key=value&key2=value2") from None
-    keys = [k for k, _ in pairs]
-    dupes = sorted({k for k in keys if keys.count(k) > 1})
-    if dupes:
-        raise ModelSpecError(f"{where}: option {dupes[0]!r} is given twice")
-    return ModelSpec(backend=backend, name=name, options=dict(pairs))
+    where_ = f"model spec {echo(backend, 40)}:{echo(name)}"
+    if not _BACKEND.fullmatch(backend):
+        _check_text(backend, "the backend", where_, control=True)
+        raise ModelSpecError(
+            f"{where_}: expected BACKEND:NAME_OR_PATH[?key=value&...] with a backend name "
+            "such as hf, openai or vllm (lower-case letters, digits, '.', '_', '-')"
+        )
+    _check_text(name, "the model name", where_, control=True)
+    if not name.strip():
+        raise ModelSpecError(
+            f"{where_}: the model name is empty; expected BACKEND:NAME_OR_PATH[?key=value&...]"
+        )
+    return ModelSpec(backend=backend, name=name, options=_options(query, where_))
 
 
 #: lm-evaluation-harness model names and the key of their ``--model_args`` naming the model.

@@ -25,6 +25,7 @@ to vLLM calls (:class:`~steadyeval.models._vllm_engine.VLLMEngine`, and the data
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -46,9 +47,17 @@ from ..requests import (
 )
 from ._backend import BaseBackend, Capabilities
 from ._hf_identity import content_hashes, fingerprint_dir, model_identity
-from ._hf_options import HFOptions, positive_int, resolve_model_dir
+from ._hf_options import HFOptions, context_length, positive_int, resolve_model_dir
 from ._known import known_input_format
-from ._spec import ModelSpec
+from ._spec import ModelSpec, echo, spec_where
+from ._spec_values import (
+    check_known,
+    choice_option,
+    flag_option,
+    float_option,
+    input_format_option,
+    text_option,
+)
 from ._vllm_engine import ReplicaPool, VLLMEngine, import_engine_module
 
 log = logging.getLogger(__name__)
@@ -74,12 +83,17 @@ RUN_ONLY = frozenset(
      "prefix_caching", "trust_remote_code", "input_format"}
 )  # fmt: skip
 _DTYPES = ("auto", "float16", "bfloat16", "float32")
+_QUANTIZATION = re.compile(r"[a-z0-9][a-z0-9_.-]{0,63}")
 
 
-def _bool(spec: ModelSpec, key: str, value: str) -> bool:
-    if value.lower() not in ("true", "false"):
-        raise ModelSpecError(f"model spec {spec}: {key} must be true or false, got {value!r}")
-    return value.lower() == "true"
+def _quantization(spec: ModelSpec, value: str | None) -> str | None:
+    """A vLLM quantization method's name (vLLM checks that it knows it)."""
+    if value is not None and not _QUANTIZATION.fullmatch(value):
+        raise ModelSpecError(
+            f"{spec_where(spec)}: option quantization must name a vLLM quantization method "
+            f"(e.g. awq, gptq, fp8), got '{echo(value, 40)}'"
+        )
+    return value
 
 
 @dataclass(frozen=True)
@@ -100,45 +114,31 @@ class VLLMOptions:
 
     @classmethod
     def from_spec(cls, spec: ModelSpec) -> VLLMOptions:
-        o = dict(spec.options)
-        unknown = sorted(set(o) - set(_ALLOWED))
-        if unknown:
-            allowed = "; ".join(f"{k} ({v})" for k, v in _ALLOWED.items())
-            raise ModelSpecError(
-                f"model spec {spec}: unknown option {unknown[0]!r}; allowed: {allowed}"
-            )
-        dtype = o.get("dtype", "auto")
-        if dtype not in _DTYPES:
-            raise ModelSpecError(f"model spec {spec}: dtype {dtype!r} not in {', '.join(_DTYPES)}")
-        gmu = None
-        if "gpu_memory_utilization" in o:
-            try:
-                gmu = float(o["gpu_memory_utilization"])
-            except ValueError:
-                gmu = -1.0
-            if not 0 < gmu <= 1:
-                raise ModelSpecError(
-                    f"model spec {spec}: gpu_memory_utilization must be in (0, 1], "
-                    f"got {o['gpu_memory_utilization']!r}"
-                )
+        check_known(spec, _ALLOWED)
+        o = spec.options
+
+        def count(key: str, default: str) -> int:
+            return positive_int(spec, key, o.get(key, default))
+
+        def flag(key: str, default: str) -> bool:
+            return flag_option(spec, key, o.get(key, default))
+
+        gmu = o.get("gpu_memory_utilization")
+        length = o.get("max_model_len")
         return cls(
-            dtype=dtype,
-            revision=o.get("revision"),
-            tensor_parallel_size=positive_int(
-                spec, "tensor_parallel_size", o.get("tensor_parallel_size", "1")
-            ),
-            data_parallel_size=positive_int(
-                spec, "data_parallel_size", o.get("data_parallel_size", "1")
-            ),
-            max_model_len=positive_int(spec, "max_model_len", o["max_model_len"])
-            if "max_model_len" in o
-            else None,
-            gpu_memory_utilization=gmu,
-            max_logprobs=positive_int(spec, "max_logprobs", o.get("max_logprobs", "20")),
-            prefix_caching=_bool(spec, "prefix_caching", o.get("prefix_caching", "true")),
-            quantization=o.get("quantization"),
-            trust_remote_code=_bool(spec, "trust_remote_code", o.get("trust_remote_code", "false")),
-            input_format=o.get("input_format") or None,
+            dtype=choice_option(spec, "dtype", o.get("dtype", "auto"), _DTYPES),
+            revision=text_option(spec, "revision", o),
+            tensor_parallel_size=count("tensor_parallel_size", "1"),
+            data_parallel_size=count("data_parallel_size", "1"),
+            max_model_len=None if length is None else context_length(spec, "max_model_len", length),
+            gpu_memory_utilization=None
+            if gmu is None
+            else float_option(spec, "gpu_memory_utilization", gmu, low=0, high=1, low_open=True),
+            max_logprobs=count("max_logprobs", "20"),
+            prefix_caching=flag("prefix_caching", "true"),
+            quantization=_quantization(spec, o.get("quantization")),
+            trust_remote_code=flag("trust_remote_code", "false"),
+            input_format=input_format_option(spec, o),
         )
 
     def engine_kwargs(self, model_dir: Path) -> dict[str, Any]:
