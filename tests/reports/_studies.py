@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -63,8 +64,37 @@ def _rte(path: Path, n: int) -> Path:
     return path
 
 
+#: A folder name as long as those of models in a hub cache or a pytest temp folder: the
+#: report must wrap such names at their separators, never mid-word.
+LONG_NAME = "tiny-random-model-for-the-report-layout-tests-with-a-long-folder-name"
+
+
+def _long_named_models(model: Path, root: Path) -> tuple[Path, Path]:
+    """The tiny GPT-2 and a tiny BERT in folders with long names (their model identities
+    are ``hf:FOLDER#HASH``)."""
+    from steadyeval.models import build_tiny_model
+
+    gpt2 = root / f"gpt2-{LONG_NAME}"
+    if not gpt2.exists():
+        shutil.copytree(model, gpt2)
+    bert = root / f"bert-{LONG_NAME}"
+    if not bert.exists():
+        build_tiny_model(bert, "bert", seed=0)
+    return gpt2, bert
+
+
+def _general_corpus(path: Path) -> Path:
+    """General sentences for the disparity study's corpora (the paragraphs of the example
+    SQuAD file)."""
+    squad = json.loads((EXAMPLES / "squad-mini.json").read_text(encoding="utf-8"))
+    lines = [p["context"] for a in squad["data"] for p in a["paragraphs"]]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
 def study_configs(model: Path, data: Path) -> dict[str, dict[str, Any]]:
-    """A small config of every built-in study on ``model`` (data written under ``data``)."""
+    """A small config of every built-in study on ``model`` (data written under ``data``;
+    the disparity study's models are made on first use)."""
     spec = f"hf:{model}"
     return {
         "formats": {
@@ -96,6 +126,24 @@ def study_configs(model: Path, data: Path) -> dict[str, dict[str, Any]]:
     }
 
 
+def disparity_config(model: Path, data: Path) -> dict[str, Any]:
+    """Two tiny models with long folder names, trained two steps per γ: the report's
+    layout, not the study's result."""
+    gpt2, bert = _long_named_models(model, data)
+    return {
+        "models": [f"hf-causal:{gpt2}", f"hf-masked:{bert}"],
+        "data": str(EXAMPLES / "probes-study"),
+        "general": str(_general_corpus(data / "general.txt")),
+        "gammas": [0, 100],
+        "corpus_size": 20,
+        "steps": 2,
+        "batch_size": 4,
+        "max_length": 32,
+        "device": "cpu",
+        "seed": 0,
+    }
+
+
 class StudyRuns:
     """Small runs of the built-in studies, each made on first use (``runs["formats"]``)."""
 
@@ -107,7 +155,11 @@ class StudyRuns:
     def __getitem__(self, name: str) -> Path:
         if name not in self.runs:
             self.root.mkdir(parents=True, exist_ok=True)
-            config = study_configs(self.model, self.root)[name]
+            config = (
+                disparity_config(self.model, self.root)
+                if name == "disparity"
+                else study_configs(self.model, self.root)[name]
+            )
             out = self.root / name
             options = RunOptions(out=out, cache=self.root / "cache.sqlite", progress=False)
             run_study(name, config, options=options)

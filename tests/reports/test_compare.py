@@ -7,6 +7,9 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
@@ -133,3 +136,69 @@ def test_two_tiny_models_and_the_cli(tiny_runs: tuple[Path, Path], tmp_path: Pat
     assert data == json.loads(json.dumps(comp.to_dict()))
     bad = CliRunner().invoke(main, ["compare", str(tiny_runs[0])])
     assert bad.exit_code == 2 and "a comparison needs two" in bad.output
+
+
+def _scripted_run(out: Path, items: list, conds: list, models: list[str]) -> Path:
+    run(
+        items,
+        conds,
+        [scripted(m) for m in models],
+        options=RunOptions(out=out, cache=out.parent / "c.sqlite", progress=False),
+    )
+    return out
+
+
+def test_unrelated_runs_are_an_error_that_says_why(scripted_run: Path, tmp_path: Path) -> None:
+    """Two runs that share no (item, condition, sample) unit: exit 2 and a message naming
+    the keys that differ (was: exit 0 and an empty table)."""
+    other_items = [dataclasses.replace(i, id=f"other-{i.id}") for i in ITEMS[:3]]
+    renamed = [dataclasses.replace(c, name=f"{c.name}-v2") for c in conditions()[:2]]
+    disjoint = _scripted_run(tmp_path / "disjoint", other_items, renamed, ["b"])
+    with pytest.raises(ValueError, match="nothing to compare") as err:
+        compare_runs([scripted_run, disjoint], models=["scripted:a", "scripted:b"])
+    message = str(err.value)
+    assert "item ids: none shared (A has 13: q0, q1, q2, q3, q4, …" in message
+    assert "B has 3: other-q0, other-q1, other-q2)" in message
+    assert "conditions: none shared" in message and "free-v2, mc-v2" in message
+    assert "sample indices: the same 1 (0)" in message
+    assert "'scripted:a' and 'scripted:b'" in message
+    result = CliRunner().invoke(main, ["compare", str(scripted_run), str(disjoint)])
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith("error: nothing to compare: A (scripted:a in")
+    assert "B has 3" in result.output and "Traceback" not in result.output
+    assert len(result.output.strip().splitlines()) == 1
+    # The same item ids and conditions, never the same (item, condition): each key alone
+    # is shared, no unit is (two halves of one run's table, written as .parquet files).
+    table = read_results(scripted_run)
+    first = pc.is_in(table.column("item_id"), pa.array([f"q{i}" for i in range(6)]))
+    free = pc.equal(table.column("condition"), "free")
+    mc = pc.equal(table.column("condition"), "mc")
+    halves = []
+    for name, keep in (
+        ("x", pc.or_(pc.and_(first, free), pc.and_(pc.invert(first), mc))),
+        ("y", pc.or_(pc.and_(first, mc), pc.and_(pc.invert(first), free))),
+    ):
+        keep = pc.and_(keep, pc.equal(table.column("model"), "scripted:a"))
+        halves.append(tmp_path / f"{name}.parquet")
+        pq.write_table(table.filter(keep), halves[-1])
+    with pytest.raises(ValueError, match="nothing to compare") as err:
+        compare_runs(halves)
+    message = str(err.value)
+    assert "item ids: the same 13 (q0, q1, q2, q3, q4, …)" in message
+    assert "conditions: the same 2 (free, mc)" in message
+    assert "each key is shared on its own, but no (item, condition, sample) is" in message
+    assert "both arms are model 'scripted:a'" in message
+
+
+def test_shared_units_without_an_outcome_are_an_error(scripted_run: Path, tmp_path: Path) -> None:
+    """Units that pair, none with a value of the compared outcome on both sides."""
+    table = read_results(scripted_run)
+    table = table.filter(pc.equal(table.column("model"), "scripted:a"))
+    pq.write_table(table, tmp_path / "a.parquet")
+    empty = pa.nulls(table.num_rows, pa.bool_())
+    pq.write_table(
+        table.set_column(table.schema.get_field_index("correct"), "correct", empty),
+        tmp_path / "b.parquet",
+    )
+    with pytest.raises(ValueError, match=r"share 65 .* none has a correct value on both sides"):
+        compare_runs([tmp_path / "a.parquet", tmp_path / "b.parquet"])

@@ -71,3 +71,68 @@ def test_each_study_report_fits_1280_pixels(
         study_runs[study], output=tmp_path / "r.html", options=ReportOptions(n_resamples=100)
     )
     _check_fits(browser, path, f"study-{study}", tmp_path)
+
+
+#: Line breaks inside a word: for every text in the given elements, a line that starts
+#: right after a letter or digit, with no space or separator (/ - : @ # ? & = _ ,) before
+#: it. Reads each character's box (a Range per character); a space at a line's end has
+#: no box and counts as a space.
+_MID_WORD = r"""(function (selector) {
+  var bad = [], sep = /[\/\-:@#?&=_,.;)\]]/;
+  document.querySelectorAll(selector).forEach(function (e) {
+    var walk = document.createTreeWalker(e, NodeFilter.SHOW_TEXT), node;
+    var lastTop = null, last = "", space = false, text = "";
+    while ((node = walk.nextNode())) {
+      for (var i = 0; i < node.length; i++) {
+        var ch = node.data[i];
+        text += ch;
+        if (/\s/.test(ch)) { space = true; continue; }
+        var r = document.createRange(); r.setStart(node, i); r.setEnd(node, i + 1);
+        var box = r.getClientRects()[0];
+        if (!box) { space = true; continue; }
+        if (lastTop !== null && box.top > lastTop + 2 && !space && !sep.test(last))
+          bad.push(e.tagName + ": " + text.slice(-30) + " | " + node.data.slice(i + 1, i + 15));
+        lastTop = box.top; last = ch; space = false;
+      }
+    }
+  });
+  return bad;
+})"""
+_NAMES = "dl.facts dd, section:not(#items) th, section:not(#items) td, figcaption"
+
+
+@pytest.mark.parametrize("width", [1280, 760])
+def test_disparity_report_wraps_long_model_names_at_separators(
+    browser: Browser, study_runs: StudyRuns, width: int, tmp_path: Path
+) -> None:
+    """Model names as long as a hub cache's or a temp folder's wrap at / - : @ # in the
+    header and the tables (the header broke them anywhere: ``word-break: break-all``),
+    and nothing scrolls sideways, at 1280 px and at 760 px."""
+    from ._studies import LONG_NAME
+
+    path = write_report(
+        study_runs["disparity"], output=tmp_path / "r.html", options=ReportOptions(n_resamples=100)
+    )
+    html = path.read_text(encoding="utf-8")
+    assert f"gpt2-<wbr>{LONG_NAME.replace('-', '-<wbr>')}#<wbr>" in html
+    if width == WIDTH:
+        _check_fits(browser, path, "study-disparity", tmp_path)
+    page = open_report(browser, path, width, HEIGHT)
+    models = page.evaluate(
+        "Array.from(document.querySelectorAll('dl.facts div'))"
+        ".filter(d => d.querySelector('dt').textContent === 'models')"
+        ".map(d => [d.querySelector('dd').textContent,"
+        " Math.round(d.querySelector('dd').getBoundingClientRect().height)])[0]"
+    )
+    assert LONG_NAME in models[0]
+    assert models[1] > 40  # the names did wrap: else the test below would prove nothing
+    assert page.evaluate(f"{_MID_WORD}({_NAMES!r})") == []
+    assert page.evaluate("document.documentElement.scrollWidth") <= width
+    assert page.evaluate("document.querySelector('#disparity').scrollWidth") <= width
+    section_clipped = _CLIPPED.replace(
+        "document.querySelectorAll(", "document.querySelector('#disparity').querySelectorAll("
+    )
+    assert page.evaluate(section_clipped) == []
+    assert page.console_errors() == []
+    page.evaluate("window.scrollTo(0, 0)")
+    shot(page, tmp_path / f"disparity-{width}.png", full=False)

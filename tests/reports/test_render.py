@@ -154,3 +154,19 @@ def test_write_report_default_paths_and_formats(scripted_run: Path, tmp_path: Pa
     assert report_to_dict(build_report(scripted_run, opts)) == json.loads(js.read_text())
     with pytest.raises(ValueError, match="unknown report format"):
         write_report(scripted_run, fmt="pdf")  # type: ignore[arg-type]
+
+
+def test_breakable_names_wrap_at_separators_and_stay_escaped() -> None:
+    from steadyeval.reports._html import breakable
+
+    assert breakable("hf:/tmp/pytest-of-root/gpt2-tiny@abcdef123456") == (
+        "hf:/<wbr>tmp/<wbr>pytest-<wbr>of-<wbr>root/<wbr>gpt2-<wbr>tiny@<wbr>abcdef123456"
+    )
+    assert breakable("hf-masked:pet-0?max_length=128") == (
+        "hf-<wbr>masked:<wbr>pet-<wbr>0?<wbr>max_<wbr>length=<wbr>128"
+    )
+    assert breakable("+1.0 pp [-3.4, 5.6]") == "+1.0 pp [-3.4, 5.6]"  # no sign is split off
+    assert breakable("a-b<c>&d") == "a-<wbr>b&lt;c&gt;&amp;d"  # escaped piece by piece
+    assert (
+        breakable("<img src=x onerror=alert(1)>") == "&lt;img src=<wbr>x onerror=<wbr>alert(1)&gt;"
+    )

@@ -328,11 +328,54 @@ def _compare_pair(
     rows = _condition_rows(usable, order, outcome, cluster, confidence)
     overall = _pooled(usable, outcome, cluster, confidence) if len(rows) > 1 else None
     if not rows:
-        notes.append(
-            f"{a.label} and {b.label} share no (item, condition, sample) units with a "
-            f"{outcome} value; nothing to compare"
-        )
+        raise DataError(_nothing_pairs(a, fa, b, fb, len(merged), outcome))
     return PairComparison(a, b, tuple(rows), overall, tuple(notes), len(usable), only_a, only_b)
+
+
+def _key_overlap(name: str, values_a: Sequence[Any], values_b: Sequence[Any]) -> str:
+    """How one join key's values overlap between A and B, e.g. ``"item ids: none shared
+    (A has 12: q0, q1, …; B has 3: x0, x1, x2)"``."""
+    va, vb = list(dict.fromkeys(values_a)), list(dict.fromkeys(values_b))
+    shared = [v for v in va if v in set(vb)]
+    if not shared:
+        return (
+            f"{name}: none shared (A has {len(va)}: {_examples(va)}; "
+            f"B has {len(vb)}: {_examples(vb)})"
+        )
+    if len(shared) == len(va) == len(vb):
+        return f"{name}: the same {len(shared)} ({_examples(shared)})"
+    return f"{name}: {len(shared)} shared ({_examples(shared)}) of A's {len(va)} and B's {len(vb)}"
+
+
+def _nothing_pairs(
+    a: Arm, fa: pd.DataFrame, b: Arm, fb: pd.DataFrame, n_shared: int, outcome: str
+) -> str:
+    """Why arm B pairs with no unit of the baseline A: which join keys differ (item ids,
+    conditions, sample indices), with the models named, or that the shared units have no
+    ``outcome`` on one side."""
+    head = f"{a.label} ({a.model} in {a.run}) and {b.label} ({b.model} in {b.run})"
+    if n_shared:
+        return (
+            f"nothing to compare: {head} share {n_shared} (item, condition, sample) units, "
+            f"but none has a {outcome} value on both sides; compare another --outcome"
+        )
+    keys = [
+        _key_overlap(name, [str(v) for v in fa[col]], [str(v) for v in fb[col]])
+        for name, col in zip(("item ids", "conditions", "sample indices"), _KEY, strict=True)
+    ]
+    if all(": none shared" not in k for k in keys):
+        keys.append("each key is shared on its own, but no (item, condition, sample) is")
+    models = (
+        f"the models are {a.model!r} and {b.model!r} (that may differ: units are joined "
+        "without the model)"
+        if a.model != b.model
+        else f"both arms are model {a.model!r}"
+    )
+    return (
+        f"nothing to compare: {head} share no (item_id, condition, sample_index) unit: "
+        + "; ".join(keys)
+        + f"; {models}. Compare runs of the same items and conditions"
+    )
 
 
 def _replace_holm(r: ConditionDifference, p: float) -> ConditionDifference:
@@ -373,6 +416,13 @@ def compare_runs(
         Per pair and condition: accuracy of A and B, B − A with its paired SE and interval,
         McNemar's exact p and Holm-adjusted p across conditions, plus warnings when items
         (``item_hash``) or prompts (``prompt_hash``) differ between the arms.
+
+    Raises
+    ------
+    DataError
+        If an arm shares no unit with the baseline (or none with an ``outcome`` value on
+        both sides): the message says which keys differ (item ids, conditions, sample
+        indices) and names both models.
 
     Notes
     -----

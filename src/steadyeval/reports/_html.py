@@ -6,6 +6,7 @@ import dataclasses
 import hashlib
 import json
 import math
+import re
 from functools import lru_cache
 from importlib import resources
 from typing import Any
@@ -29,7 +30,7 @@ from ._model import (
 )
 from ._plots import bar_chart_svg, heatmap_svg, line_chart_svg
 
-__all__ = ["render_html", "script_json"]
+__all__ = ["breakable", "render_html", "script_json"]
 
 _NUMERIC = {"int", "float", "pct", "pct_ci", "diff_ci", "pvalue"}
 
@@ -65,14 +66,33 @@ def script_json(value: Any) -> Markup:
     return Markup(text)
 
 
+#: Separators a name may wrap after (between two word characters): model specs and paths
+#: such as ``hf:/tmp/models/gpt2-tiny@0123456789ab`` or ``hf-masked:disparity-g0-4848bdc7b718``.
+_BREAK_AFTER = re.compile(r"(?<=\w)[/\-:@#?&=_]+(?=\w)")
+
+
+def breakable(text: object) -> Markup:
+    """``text`` escaped, with a ``<wbr>`` (a line-break opportunity that copies as nothing)
+    after each run of ``/ - : @ # ? & = _`` between word characters, so a long model name
+    or path wraps at its separators rather than mid-word (CSS alone cannot choose where a
+    word breaks: ``overflow-wrap`` then breaks it anywhere, as the last resort). A sign
+    before a number (``[-3.4``) is not between word characters and gets none."""
+    raw = str(text)
+    cuts = [m.end() for m in _BREAK_AFTER.finditer(raw)]
+    pieces = [raw[i:j] for i, j in zip([0, *cuts], [*cuts, len(raw)], strict=True)]
+    return Markup("<wbr>").join(pieces)
+
+
 @lru_cache(maxsize=1)
 def _environment() -> jinja2.Environment:
-    return jinja2.Environment(
+    env = jinja2.Environment(
         loader=jinja2.PackageLoader("steadyeval.reports", "templates"),
         autoescape=True,
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
     )
+    env.filters["breakable"] = breakable
+    return env
 
 
 @lru_cache(maxsize=1)
@@ -112,7 +132,10 @@ def _table_view(t: Table) -> dict[str, Any]:
             if len(parts) == 2:
                 parts[1] = "[" + parts[1]
                 cls = "num ci"
-            row.append({"text": text, "parts": parts, "v": _sort_value(v, col.kind), "cls": cls})
+            elif cls == "num" and isinstance(v, str):
+                cls = "num words"  # words in a numeric column ("no discordant facts") wrap
+            shown = text if cls and cls.startswith("num") else breakable(text)
+            row.append({"text": shown, "parts": parts, "v": _sort_value(v, col.kind), "cls": cls})
         rows.append(row)
     return {
         "kind": "table",

@@ -70,6 +70,19 @@
     return e;
   }
 
+  // A name wraps after its separators (/ - : @ # ? & = _ between word characters), as the
+  // tables written by the server do with <wbr>: text nodes and <wbr> elements, no markup.
+  function breakable(e, text) {
+    var re = /\w[\/\-:@#?&=_]+(?=\w)/g, at = 0, m;
+    while ((m = re.exec(text)) !== null) {
+      e.appendChild(document.createTextNode(text.slice(at, re.lastIndex)));
+      e.appendChild(document.createElement("wbr"));
+      at = re.lastIndex;
+    }
+    e.appendChild(document.createTextNode(text.slice(at)));
+    return e;
+  }
+
   function show(v, kind) {
     if (v === null || v === undefined) return "\u2013";
     if (kind === "bool") return v ? "yes" : "no";
@@ -148,7 +161,8 @@
   function card(i, current) {
     var r = rows[i];
     var c = el("div", "cond-card" + (current ? " current" : ""));
-    var h = el("h4", null, r[idx.condition]);
+    var h = el("h4");
+    h.appendChild(breakable(el("span"), show(r[idx.condition])));
     var verdict = r[idx.refused] === true ? "refused" : r[idx.correct] === true ? "correct"
       : r[idx.correct] === false ? "wrong" : r[idx.kind] || "";
     h.appendChild(el("span", "badge " + verdict, verdict));
@@ -180,8 +194,8 @@
   function drill(i) {
     var r = rows[i], u = units[unitKey(r)];
     var box = el("div", "drill");
-    box.appendChild(el("div", "drill-head", "item " + show(r[idx.item]) + " \u00b7 model " +
-      show(r[idx.model]) + " \u00b7 sample " + show(r[idx.sample]) +
+    box.appendChild(breakable(el("div", "drill-head"), "item " + show(r[idx.item]) +
+      " \u00b7 model " + show(r[idx.model]) + " \u00b7 sample " + show(r[idx.sample]) +
       ": every condition this report holds for it, side by side"));
     var grid = el("div", "cond-grid");
     var missing = [];
@@ -208,10 +222,12 @@
     tr.setAttribute("aria-expanded", state.open === i ? "true" : "false");
     tr.setAttribute("data-row", String(i));
     columns.forEach(function (col, j) {
-      var td = el("td", null, show(r[j], col.kind));
+      var td = el("td");
       if (col.kind === "bool" && r[j] !== null) td.className = r[j] ? "yes" : "no";
       else if (col.kind === "int") td.className = "num";
       else if (col.wide) td.className = "text";
+      if (col.kind === "bool" || col.kind === "int" || col.wide) td.textContent = show(r[j], col.kind);
+      else breakable(td, show(r[j], col.kind));
       tr.appendChild(td);
     });
     tr.addEventListener("click", function () { toggle(i); });
