@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any, TypeVar, cast
 
 from .._errors import ConfigError, SteadyevalError, StorageError
-from ..requests import Request, Response, response_from_dict, response_to_dict
+from ..requests import Request, Response, response_to_dict
+from ._file import check_cache_path, check_schema, damaged, decode_response, harden
 
 __all__ = [
     "DEFAULT_CLAIM_EXPIRY",
@@ -210,36 +211,29 @@ def storage_failure(exc: sqlite3.Error, path: Path) -> StorageError | None:
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 
-def _writes(method: _F) -> _F:
-    """A :class:`ResponseCache` method that writes the file: a write the disk refused is a
-    :class:`StorageError` naming the cache, not an ``sqlite3`` traceback."""
+def _guarded(method: _F) -> _F:
+    """A :class:`ResponseCache` method that reads or writes the file: a write the disk
+    refused is a :class:`StorageError` naming the cache, a damaged file a
+    :class:`DataError` naming it (:func:`._file.damaged`), not an ``sqlite3`` traceback."""
 
     @functools.wraps(method)
     def wrapper(self: ResponseCache, *args: Any, **kwargs: Any) -> Any:
         try:
             return method(self, *args, **kwargs)
         except sqlite3.Error as exc:
-            full = storage_failure(exc, self.path)
-            if full is None:
+            known = storage_failure(exc, self.path) or damaged(exc, self.path)
+            if known is None:
                 raise
-            raise full from None
+            raise known from None
 
     return cast(_F, wrapper)
 
 
 def _check_existing(conn: sqlite3.Connection) -> None:
     """Raise :class:`sqlite3.DatabaseError` unless the database is new or a steadyeval
-    cache this version reads: another program's database is never written into."""
+    cache this version reads (:func:`._file.check_schema`, then its schema version)."""
+    check_schema(conn)
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    if not tables:
-        return
-    if "responses" not in tables:
-        names = ", ".join(sorted(tables)[:5])
-        raise sqlite3.DatabaseError(f"an SQLite database of something else; its tables: {names}")
-    columns = {r[1] for r in conn.execute("PRAGMA table_info(responses)")}
-    missing = sorted({"key", "model", "kind", "response", "created"} - columns)
-    if missing:
-        raise sqlite3.DatabaseError(f"its responses table has no column {missing[0]}")
     if "meta" in tables:
         row = conn.execute("SELECT value FROM meta WHERE name = 'schema_version'").fetchone()
         if row is not None and str(row[0]) != _SCHEMA_VERSION:
@@ -285,8 +279,10 @@ class ResponseCache:
         self._host = socket.gethostname()
         self._started = _start_time(self._pid)
         self._claiming = False
+        check_cache_path(self.path)
         self._conn = _connect(self.path)
         try:
+            harden(self._conn)
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=NORMAL")
             _check_existing(self._conn)
@@ -302,7 +298,7 @@ class ResponseCache:
             if full is not None:
                 raise full from None
             raise ConfigError(
-                f"{self.path}: not a response cache ({exc}); give --cache a new file name "
+                f"{self.path}: not a response cache ({str(exc)[:200]}); give --cache a new file name "
                 "or an existing steadyeval cache"
             ) from None
 
@@ -317,6 +313,7 @@ class ResponseCache:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    @_guarded
     def get_many(self, keys: Sequence[str]) -> dict[str, Response]:
         """The cached responses among ``keys``."""
         out: dict[str, Response] = {}
@@ -328,10 +325,10 @@ class ResponseCache:
                 f"SELECT key, kind, response FROM responses WHERE key IN ({marks})", chunk
             )
             for key, kind, text in rows:
-                out[key] = response_from_dict(kind, json.loads(text))
+                out[key] = decode_response(self.path, key, kind, text)
         return out
 
-    @_writes
+    @_guarded
     def put_many(self, rows: Iterable[tuple[str, str, str, Response]]) -> int:
         """Store ``(key, model, kind, response)`` rows in one transaction; return the count."""
         now = time.time()
@@ -360,7 +357,7 @@ class ResponseCache:
         return len(data)
 
     # -- claims ---------------------------------------------------------------------------
-    @_writes
+    @_guarded
     def claim(self, keys: Sequence[str]) -> Claims:
         """Claim ``keys`` before sending them, in one transaction: see :class:`Claims`."""
         keys = list(dict.fromkeys(keys))
@@ -375,9 +372,11 @@ class ResponseCache:
                 for key, kind, text in self._conn.execute(
                     f"SELECT key, kind, response FROM responses WHERE key IN ({marks})", chunk
                 ):
-                    cached[key] = response_from_dict(kind, json.loads(text))
+                    cached[key] = decode_response(self.path, key, kind, text)
                 for key, owner, pid, host, started, beat in self._conn.execute(
-                    "SELECT c.key, c.owner, h.pid, h.host, h.started, h.heartbeat "
+                    # as the types claim() wrote them, whatever a damaged file holds
+                    "SELECT c.key, CAST(c.owner AS TEXT), CAST(h.pid AS INTEGER), "
+                    "CAST(h.host AS TEXT), CAST(h.started AS TEXT), CAST(h.heartbeat AS REAL) "
                     "FROM claims AS c LEFT JOIN claim_holders AS h ON h.owner = c.owner "
                     f"WHERE c.key IN ({marks})",
                     chunk,
@@ -449,7 +448,7 @@ class ResponseCache:
             seen[pid, started] = _process_alive(pid, started)
         return seen[pid, started]
 
-    @_writes
+    @_guarded
     def release(self) -> None:
         """End every claim this cache object holds (its responses will not come)."""
         if self._claiming:
@@ -463,10 +462,12 @@ class ResponseCache:
             self._conn.execute("COMMIT")
             self._claiming = False
 
+    @_guarded
     def __len__(self) -> int:
         (n,) = self._conn.execute("SELECT COUNT(*) FROM responses").fetchone()
         return int(n)
 
+    @_guarded
     def info(self) -> CacheInfo:
         per_model = {
             str(m): int(n)
@@ -481,7 +482,7 @@ class ResponseCache:
         )
         return CacheInfo(str(self.path), size, sum(per_model.values()), per_model)
 
-    @_writes
+    @_guarded
     def clear(self, model: str | None = None) -> int:
         """Delete every entry (or those of one model); return how many were deleted."""
         if model is None:

@@ -10,7 +10,9 @@ from ..cache import ResponseCache, default_cache_path
 from ._options import cache_help
 
 _CACHE_OPT = click.option(
-    "--cache", type=click.Path(dir_okay=False, path_type=Path), help=cache_help()
+    "--cache",
+    type=click.Path(path_type=Path),  # a folder or FIFO is refused by ResponseCache, in one line
+    help=cache_help(),
 )
 
 
