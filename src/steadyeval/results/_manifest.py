@@ -6,14 +6,16 @@ kill -9) is refused instead of read as a mix of two runs."""
 from __future__ import annotations
 
 import hashlib
-import json
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from .._errors import DataError
+from .._files import loads_json, read_text_file
 from .._json import write_json
+from ..items import shorten
 
 __all__ = ["MANIFEST", "RUN_FILES", "check_run_dir", "writing_run"]
 
@@ -22,6 +24,8 @@ MANIFEST = "manifest.json"
 RUN_FILES = ("results.parquet", "summary.json", "summary.md", "config.json", "provenance.json")
 #: Written into a run folder by steadyeval before any file of the run (see run/_folder.py).
 _MARKER = ".steadyeval-run"
+#: A manifest lists five hashes: anything near this size is not one.
+_MAX_MANIFEST_BYTES = 1024 * 1024
 
 
 def _digest(path: Path) -> str:
@@ -44,15 +48,21 @@ def writing_run(run_dir: Path, run_id: str) -> Iterator[None]:
 
 
 def _manifest(run_dir: Path) -> dict[str, Any] | None:
+    """The manifest (``None`` when there is none); one that is not a regular file, too
+    large, not UTF-8 or JSON, nested too deep or of the wrong shape is an error."""
     path = run_dir / MANIFEST
-    if not path.is_file():
+    if not os.path.lexists(path):
         return None
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        data = None
+        text = read_text_file(
+            path, "a run's manifest.json", max_bytes=_MAX_MANIFEST_BYTES, raise_with=None
+        )
+        data = loads_json(text, str(path))
+    except DataError as exc:
+        raise DataError(f"{exc}; run the command that wrote the run again") from None
     if not isinstance(data, dict) or not isinstance(data.get("files"), dict):
         raise DataError(f"{path}: not a readable manifest; run the command that wrote it again")
+    data["run_id"] = shorten(str(data.get("run_id")))  # echoed in messages
     return data
 
 
