@@ -10,8 +10,10 @@ from typing import Any, Literal
 
 from .._errors import DataError
 from .._extras import require
+from .._hub import locate
 from ._item import Item
 from ._mmlu_subjects import SUBJECTS, subject_info
+from ._text import shorten
 
 __all__ = ["LETTERS", "MMLUData", "Split", "load_mmlu", "load_mmlu_items"]
 
@@ -330,13 +332,13 @@ def load_mmlu(
             f"got {limit_per_subject!r}", field="limit_per_subject", expected="a positive integer"
         )
     text = str(source)
-    path = Path(text).expanduser()
-    if path.is_dir():
-        chosen, dev, evaluated = _load_dir(path, subjects, split)
-    elif path.exists() or text.startswith((".", "/", "~")) or path.suffix:
+    where = locate(text)  # a folder, or a hub id (never decided by a suffix)
+    if where.exists and where.path.is_dir():
+        chosen, dev, evaluated = _load_dir(where.path, subjects, split)
+    elif where.kind != "hub":
         raise DataError(
-            "not a directory",
-            file=text,
+            "not a directory" if where.kind == "path" else f"not a hub id: {where.why}",
+            file=shorten(text, 80),
             expected="a folder with dev/ and test/ in the original MMLU layout, or a hub "
             "data set name such as cais/mmlu",
         )

@@ -10,7 +10,9 @@ from typing import Any
 
 from .._errors import DataError
 from .._extras import require
+from .._hub import locate
 from ._item import Item
+from ._text import shorten
 
 __all__ = [
     "SquadArticle",
@@ -95,13 +97,19 @@ def load_squad(source: str | Path, *, split: str = "validation") -> SquadData:
     The hub's ``squad_v2`` has no ``plausible_answers`` column, so its unanswerable
     questions have no decoy; the official ``dev-v2.0.json`` has them.
     """
-    path = Path(source)
-    if path.is_file():
-        return _load_json(path)
     text = str(source)
-    if path.suffix or text.startswith((".", "/", "~")):
+    where = locate(text)  # a file, or a hub id (never decided by a suffix, but .json's)
+    if where.exists and where.path.is_file():
+        return _load_json(where.path)
+    if where.kind != "hub" or where.path.suffix == ".json":
+        if where.exists:
+            problem = "not a file"
+        elif where.kind == "neither" and where.path.suffix != ".json":
+            problem = f"no such file, and not a hub id: {where.why}"
+        else:
+            problem = "file not found"
         raise DataError(
-            "file not found", file=text, expected="a SQuAD-format .json file or a hub name"
+            problem, file=shorten(text, 80), expected="a SQuAD-format .json file or a hub name"
         )
     return _load_hub(text, split)
 
