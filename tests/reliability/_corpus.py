@@ -218,7 +218,7 @@ YAML = [
     _cfg("limit-zero", HEAD + "limit: 0\n", "line 3", "limit"),
     _cfg("two-documents", HEAD + "---\nseed: 1\n", "invalid YAML"),
     _cfg("data-missing", "models: [scripted:m]\n", "data", "Field required"),
-    _cfg("megabyte-value", HEAD + "seed: " + "9" * 10**6 + "x\n", "line 3", "characters)"),
+    _cfg("megabyte-value", HEAD + "seed: " + "9" * 10**6 + "x\n", "line 3", "1,000,001 characters"),
 ]  # fmt: skip
 
 
@@ -331,11 +331,11 @@ IMPORTED = [
         "inspect-epoch-not-a-number",
         "log.json",
         json.dumps({**_INSPECT, "samples": [{"id": 1, "epoch": "x", "input": "q", "target": "A"}]}),
-        "sample 0",
-        "epoch",
+        "samples[0].epoch",
+        "an integer",
         tool="inspect",
     ),
-    _imported("inspect-not-json", "log.json", "{bad", "line 1", "not valid JSON", tool="inspect"),
+    _imported("inspect-not-json", "log.json", "{bad", "line 1", "invalid JSON", tool="inspect"),
 ]
 
 
@@ -345,8 +345,8 @@ FLAGS = [
     _flag("seed-float", (*RUN, "--data", "items.jsonl", "--seed", "1e3"), "--seed"),
     _flag("unknown-executor", (*RUN, "--data", "items.jsonl", "--executor", "slurm"), "--executor"),
     _flag("workers-not-a-number", (*RUN, "--data", "items.jsonl", "--workers", "x"), "--workers"),
-    _flag("no-model-no-data", ("run",), "models", "Field required"),
-    _flag("no-data", ("run", "--model", "scripted:m"), "data", "Field required"),
+    _flag("no-model-no-data", ("run",), "--model is required", "--data is required"),
+    _flag("no-data", ("run", "--model", "scripted:m"), "--data is required (or give a config file with data:)"),
     _flag("model-args-two-models", ("run", "--model", "a:x", "--model", "b:y", "--model_args", "k=v",
                                     "--data", "items.jsonl"), "--model_args"),
     _flag("model-args-not-key-value", ("run", "--model", "hf", "--model_args", "pretrained",
@@ -392,7 +392,7 @@ PATHS = [
     Case("data-missing-file", "paths", (*RUN, "--data", "missing.jsonl"), ("missing.jsonl", "not found")),
     Case("data-unknown-suffix", "paths", (*RUN, "--data", "items.txt"), ("items.txt", "unknown file type"),
          {"items.txt": "x\n"}),
-    Case("config-missing", "paths", ("run", "missing.yaml"), ("missing.yaml", "cannot read")),
+    Case("config-missing", "paths", ("run", "missing.yaml"), ("missing.yaml", "no such file")),
     Case("config-is-a-folder", "paths", ("run", "adir"), ("adir",), setup=lambda t, g: (t / "adir").mkdir()),
     Case("shot-pool-file-missing", "paths", ("run", "c.yaml", "--out", "out"), ("dev.jsonl", "not found"),
          {"c.yaml": HEAD + "shot_pools: {dev: dev.jsonl}\n", "items.jsonl": GOOD_JSONL}),

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -14,7 +13,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .._errors import DataError
+from ..results import read_summary as _read_summary
 from ._options import ReportOptions
 
 __all__ = ["ReportContext", "ReportOptions", "read_summary"]
@@ -104,14 +103,6 @@ def _ordered(declared: Any, column: pd.Series) -> list[str]:  # type: ignore[typ
 
 
 def read_summary(run_dir: Path) -> dict[str, Any]:
-    """``summary.json`` of a run directory, or ``{}`` when the run has none."""
-    path = run_dir / "summary.json"
-    if not path.exists():
-        return {}
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise DataError(f"{path}, line {exc.lineno}: not valid JSON ({exc.msg})") from exc
-    if not isinstance(data, dict):
-        raise DataError(f"{path}: expected a JSON object at the top level")
-    return data
+    """``summary.json`` of a run directory, or ``{}`` when the run has none (read as
+    untrusted input: :func:`steadyeval.results.read_summary`)."""
+    return _read_summary(run_dir)

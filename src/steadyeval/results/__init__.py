@@ -8,19 +8,19 @@ from ._import_inspect import (
     read_inspect_log,
 )
 from ._import_lmeval import LmEvalImportOptions, find_lmeval_samples, import_lmeval
+from ._read import read_results
 from ._row import ResultRow, prompt_hash, row_key
 from ._schema import (
     RESULTS_SCHEMA,
     RESULTS_SCHEMA_V1,
     SCHEMA_VERSION,
     StudyColumn,
-    read_results,
     rows_to_table,
     study_columns,
     upgrade_table,
     write_results,
 )
-from ._summary import summarize, summary_markdown
+from ._summary import read_summary, summarize, summary_markdown
 
 __all__ = [
     "RESULTS_SCHEMA",
@@ -39,6 +39,7 @@ __all__ = [
     "prompt_hash",
     "read_inspect_log",
     "read_results",
+    "read_summary",
     "row_key",
     "rows_to_table",
     "study_columns",

@@ -27,7 +27,6 @@ __all__ = [
     "RESULTS_SCHEMA_V1",
     "SCHEMA_VERSION",
     "StudyColumn",
-    "read_results",
     "rows_to_table",
     "study_columns",
     "upgrade_table",
@@ -250,71 +249,3 @@ def upgrade_table(table: pa.Table) -> pa.Table:
     meta = dict(RESULTS_SCHEMA.metadata or {})
     meta[_COLUMNS_KEY] = json.dumps(declared).encode()
     return pa.Table.from_arrays(arrays, schema=pa.schema(fields, metadata=meta))
-
-
-def read_results(path: str | Path) -> pa.Table:
-    """Read a results table (a file, or a run directory's ``results.parquet``).
-
-    Version 1 files are upgraded (:func:`upgrade_table`); files of a newer version than
-    this steadyeval knows are refused.
-    """
-    path = Path(path)
-    if path.is_dir():
-        from ._manifest import check_run_dir
-
-        check_run_dir(path)
-        path = path / "results.parquet"
-    if not path.is_file():
-        raise DataError(
-            f"{path}: no results table here (expected a run directory with results.parquet, "
-            "or a .parquet file)"
-        )
-    try:
-        table = pq.read_table(path)
-    except (pa.ArrowInvalid, OSError) as exc:
-        raise DataError(f"{path}: not a readable Parquet file ({exc})") from None
-    meta = table.schema.metadata or {}
-    version = meta.get(_VERSION_KEY)
-    if version is None:
-        raise DataError(f"{path}: not a steadyeval results file (no schema_version)")
-    if not version.strip().isdigit():
-        raise DataError(
-            f"{path}: schema_version {version[:20].decode(errors='replace')!r} is not a number (the file's schema "
-            "metadata is damaged); write the run again"
-        )
-    if int(version) > SCHEMA_VERSION:
-        raise DataError(
-            f"{path}: schema_version {int(version)} is newer than this steadyeval "
-            f"understands ({SCHEMA_VERSION}); upgrade steadyeval"
-        )
-    _check_columns(table, path, types=False)
-    try:
-        table = upgrade_table(table)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, DataError) as exc:
-        raise DataError(f"{path}: {exc}") from None
-    _check_columns(table, path, types=True)
-    try:
-        study_columns(table)
-    except (ValueError, TypeError, KeyError, ConfigError) as exc:
-        raise DataError(
-            f"{path}: the study columns declared in the schema metadata cannot be read "
-            f"({type(exc).__name__}: {str(exc)[:80]})"
-        ) from None
-    return table
-
-
-def _check_columns(table: pa.Table, path: Path, *, types: bool) -> None:
-    """Every core column present (``schema_version`` aside: an upgrade adds it) and, with
-    ``types``, of the core schema's type: a damaged or foreign table is refused on reading,
-    not half-way through an analysis."""
-    for want in RESULTS_SCHEMA:
-        if want.name not in table.column_names:
-            if want.name == "schema_version" and not types:
-                continue
-            raise DataError(
-                f"{path}: the results table has no column {want.name!r}; expected "
-                "steadyeval's results schema (docs/results.md)"
-            )
-        got = table.schema.field(want.name).type
-        if types and got != want.type:
-            raise DataError(f"{path}: column {want.name!r} holds {got}; expected {want.type}")

@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import math
+import os
 import re
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
-__all__ = ["summarize", "summary_markdown"]
+from .._files import read_text_file
+from ._import_fields import INT, LIST, OBJECT, TEXT, Place, describe, get, list_of
+from ._import_limits import ImportLimits, json_document
+
+__all__ = ["read_summary", "summarize", "summary_markdown"]
 
 
 def _wilson(k: int, n: int) -> tuple[float, float]:
@@ -142,3 +148,40 @@ def summary_markdown(summary: dict[str, Any]) -> str:
             lines.append(f"| {_cell(s['condition'])} | {_cell(s['reason'])} | {s['count']} |")
     lines.append("")
     return "\n".join(lines)
+
+
+def read_summary(run_dir: str | Path) -> dict[str, Any]:
+    """``summary.json`` of a run directory, or ``{}`` when the run has none.
+
+    Read as untrusted input (a run folder may come from anywhere): a regular file (a FIFO
+    or a link to ``/dev/zero`` is refused unopened) within ``STEADYEVAL_MAX_FILE_MB``,
+    UTF-8, JSON of bounded depth and size in values, an object whose fields every reader
+    uses have their types (``run_id``, ``study``, ``models``, ``conditions``, ``design``,
+    ``analysis``, ``imported``, ``plan``, ``by_condition``, ``n_skipped``). Every failure is
+    a :class:`~steadyeval.DataError` naming the file and field.
+    """
+    path = Path(run_dir) / "summary.json"
+    if not os.path.lexists(path):
+        return {}
+    limits = ImportLimits.from_env()
+    text = read_text_file(path, "a run's summary.json", max_bytes=limits.file_bytes)
+    data = json_document(text, str(path), limits)
+    place = Place(str(path))
+    if not isinstance(data, dict):
+        raise place.error(f"is {describe(data)}", "a JSON object (a run's summary)")
+    for key in ("run_id", "study"):
+        get(data, key, place, TEXT)
+    get(data, "schema_version", place, INT)
+    for key in ("models", "conditions"):
+        list_of(get(data, key, place, LIST), place.at(key), TEXT)
+    for key in ("design", "analysis", "plan"):
+        get(data, key, place, OBJECT)
+    list_of(get(data, "by_condition", place, LIST), place.at("by_condition"), OBJECT)
+    get(data, "n_skipped", place, INT)
+    imported = get(data, "imported", place, OBJECT)
+    if imported is not None:
+        at = place.at("imported")
+        get(imported, "tool", at, TEXT)
+        get(imported, "files", at, INT)
+        list_of(get(imported, "notes", at, LIST), at.at("notes"), TEXT)
+    return data

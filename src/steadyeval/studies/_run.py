@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, overload
@@ -11,7 +10,7 @@ from typing import Any, Literal, overload
 from .._errors import ConfigError
 from .._json import json_safe, write_json, write_text_atomic
 from ..models import Backend, load_backend
-from ..results import read_results, summary_markdown
+from ..results import read_results, read_summary, summary_markdown
 from ..results._manifest import writing_run
 from ..run import PlanCounts, RunOptions, run_blocks, validate_config
 from ..run._folder import locked_run_dir
@@ -165,7 +164,7 @@ def reanalyze(run_dir: str | Path) -> dict[str, Any]:
     rewrite ``summary.json`` and ``summary.md``."""
     run_dir = Path(run_dir)
     table = read_results(run_dir)
-    summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
+    summary = read_summary(run_dir)  # checked: a regular file, bounded, typed fields
     if "study" not in summary:
         raise ConfigError(f"{run_dir}: not a study run (summary.json names no study)")
     study = get_study(summary["study"])
