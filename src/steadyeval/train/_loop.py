@@ -3,10 +3,20 @@
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from .._errors import ConfigError
+from .._limits import (
+    DEVICE_PATTERN,
+    MAX_BATCH_SIZE,
+    MAX_LEARNING_RATE,
+    MAX_TOKENS,
+    MAX_TRAIN_STEPS,
+)
+from ..items import shorten
 from ._checkpoint import TrainOutcome
 
 __all__ = ["TrainConfig", "fit", "resolve_device"]
@@ -42,6 +52,12 @@ class TrainConfig:
         Early stopping (needs ``eval_every > 0``): stop once this many evaluations in a row
         have not improved on the best dev score; the best-dev weights are kept as always.
         0 (the default) never stops early. The learning-rate schedule still spans ``steps``.
+
+    Raises
+    ------
+    ConfigError
+        A setting of the wrong type or out of range (the bounds of
+        :mod:`steadyeval._limits`: a run that would never end is refused before it starts).
     """
 
     learning_rate: float = 1e-5
@@ -56,25 +72,40 @@ class TrainConfig:
     patience: int = 0
 
     def __post_init__(self) -> None:
+        ints = ("steps", "batch_size", "eval_every", "warmup_steps", "max_length", "patience")
+        for k in ints:
+            value = getattr(self, k)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ConfigError(
+                    f"training setting {k}={shorten(repr(value))}: expected an integer"
+                )
+        for k in ("learning_rate", "weight_decay", "max_grad_norm"):
+            value = getattr(self, k)
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise ConfigError(f"training setting {k}={shorten(repr(value))}: expected a number")
         checks = {
-            "learning_rate": self.learning_rate > 0 and math.isfinite(self.learning_rate),
-            "steps": self.steps >= 1,
-            "batch_size": self.batch_size >= 1,
-            "eval_every": self.eval_every >= 0,
-            "weight_decay": self.weight_decay >= 0,
+            "learning_rate": 0 < self.learning_rate <= MAX_LEARNING_RATE,
+            "steps": 1 <= self.steps <= MAX_TRAIN_STEPS,
+            "batch_size": 1 <= self.batch_size <= MAX_BATCH_SIZE,
+            "eval_every": 0 <= self.eval_every <= MAX_TRAIN_STEPS,
+            "weight_decay": 0 <= self.weight_decay < math.inf,
             "warmup_steps": 0 <= self.warmup_steps < self.steps,
-            "max_length": self.max_length >= 8,
-            "max_grad_norm": self.max_grad_norm >= 0,
-            "patience": self.patience >= 0 and (self.patience == 0 or self.eval_every > 0),
+            "max_length": 8 <= self.max_length <= MAX_TOKENS,
+            "max_grad_norm": 0 <= self.max_grad_norm < math.inf,
+            "patience": 0 <= self.patience <= MAX_TRAIN_STEPS
+            and (self.patience == 0 or self.eval_every > 0),
+            "device": re.fullmatch(DEVICE_PATTERN, self.device) is not None,
         }
         bad = [k for k, ok in checks.items() if not ok]
         if bad:
             k = bad[0]
-            raise ValueError(
-                f"training setting {k}={getattr(self, k)!r} is out of range "
-                "(learning_rate > 0; steps, batch_size >= 1; eval_every, weight_decay, "
-                "max_grad_norm, patience >= 0; 0 <= warmup_steps < steps; max_length >= 8; "
-                "patience > 0 needs eval_every > 0)"
+            raise ConfigError(
+                f"training setting {k}={shorten(repr(getattr(self, k)))} is out of range "
+                f"(0 < learning_rate <= {MAX_LEARNING_RATE:g}; 1 <= steps <= {MAX_TRAIN_STEPS:,}; "
+                f"1 <= batch_size <= {MAX_BATCH_SIZE:,}; eval_every, patience in "
+                f"0..{MAX_TRAIN_STEPS:,}; weight_decay, max_grad_norm finite and >= 0; "
+                f"0 <= warmup_steps < steps; 8 <= max_length <= {MAX_TOKENS:,}; patience > 0 "
+                "needs eval_every > 0; device auto, cpu, cuda, cuda:N or mps)"
             )
 
     def fingerprint(self) -> dict[str, Any]:
