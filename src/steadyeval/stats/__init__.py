@@ -29,6 +29,7 @@ from ._intervals import (
     paired_difference,
     wilson_interval,
 )
+from ._irt import IrtCells, IrtDistribution, IrtFit, fit_irt, irt_distribution
 from ._multiple import MultipleTestResult, benjamini_hochberg, holm
 from ._paired import (
     AgreementTable,
@@ -64,6 +65,9 @@ __all__ = [
     "CochranQResult",
     "CorrelationResult",
     "Interval",
+    "IrtCells",
+    "IrtDistribution",
+    "IrtFit",
     "KFold",
     "KendallWResult",
     "MDLSplits",
@@ -87,7 +91,9 @@ __all__ = [
     "clustered_se",
     "cochran_q",
     "expected_calibration_error",
+    "fit_irt",
     "holm",
+    "irt_distribution",
     "kendall_tau",
     "kendall_w",
     "mcnemar",

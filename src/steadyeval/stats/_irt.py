@@ -2,10 +2,9 @@
 
 Rows are conditions (prompt formats), columns are items; only some (row, column) cells are
 observed. :func:`fit_irt` fits the model by penalised maximum likelihood with priors whose
-scales are estimated from the data (empirical Bayes), and :func:`irt_distribution` turns
-the fit into the distribution of per-row accuracies over all columns, its quantiles and
-their intervals, from posterior draws (Laplace for the intercept, columns and covariates;
-the row effects from a two-component prior fitted on a grid, :mod:`._irt_mixture`).
+scales are estimated from the data (empirical Bayes), and :func:`irt_distribution`
+(:mod:`._irt_posterior`, re-exported here) turns the fit into the distribution of per-row
+accuracies over all columns, its quantiles and their intervals, from posterior draws.
 """
 
 from __future__ import annotations
@@ -18,18 +17,27 @@ from scipy.linalg import cho_factor, cho_solve, solve_triangular
 from scipy.special import expit
 
 from ._errors import StatsInputError
-from ._irt_gibbs import gibbs_draws
-from ._irt_mixture import draw_with_mixture, grid_loglik, grid_scale
-from ._validate import SeedLike, make_rng
+from ._irt_mixture import grid_loglik, grid_scale
+from ._irt_posterior import QUANTILES, IrtDistribution, irt_distribution, widen
+from ._validate import as_positive_int
 
-__all__ = ["IrtCells", "IrtDistribution", "IrtFit", "fit_irt", "irt_distribution"]
+__all__ = [
+    "QUANTILES",
+    "IrtCells",
+    "IrtDistribution",
+    "IrtFit",
+    "fit_irt",
+    "irt_distribution",
+    "widen",
+]
 
-QUANTILES = (5.0, 25.0, 50.0, 75.0, 95.0)
 #: Inverse-gamma hyperprior on a prior variance τ²: worth about 2·_HYPER_A = 10 pseudo-rows
 #: with τ² near _HYPER_B / _HYPER_A = 1 (one logit: the size of format effects reported by
 #: PromptEval and FormatSpread). It keeps τ from collapsing when rows have one or two cells.
 _HYPER_A = 5.0
 _HYPER_B = 5.0
+#: The largest covariate value :func:`fit_irt` accepts (its squares enter the Hessian).
+_MAX_COVARIATE = 1e6
 
 
 @dataclass(frozen=True, eq=False)
@@ -46,25 +54,50 @@ class IrtCells:
     def of(
         cls, rows: ArrayLike, cols: ArrayLike, y: ArrayLike, n_rows: int, n_cols: int
     ) -> IrtCells:
-        """Validate the cells: equal lengths, indices in range, y in {0, 1}, not empty."""
-        r = np.asarray(rows, dtype=np.intp).ravel()
-        c = np.asarray(cols, dtype=np.intp).ravel()
-        v = np.asarray(y, dtype=np.float64).ravel()
+        """Validate the cells: a shape of at most ``MAX_CELLS`` cells, equal lengths,
+        integer indices in range, y in {0, 1}, not empty."""
+        n_rows = as_positive_int(n_rows, "n_rows")
+        n_cols = as_positive_int(n_cols, "n_cols")
+        if n_rows * n_cols > MAX_CELLS:
+            raise StatsInputError(
+                f"n_rows × n_cols = {n_rows:,} × {n_cols:,} cells is over the estimator's "
+                f"limit of {MAX_CELLS:,} (it holds the whole matrix in memory); use fewer "
+                "rows or columns"
+            )
+        r, c = _indices(rows, "rows", n_rows), _indices(cols, "cols", n_cols)
+        try:
+            v = np.asarray(y, dtype=np.float64).ravel()
+        except (TypeError, ValueError, OverflowError):
+            raise StatsInputError("y must hold only 0 and 1 (correct = 1)") from None
         if not (len(r) == len(c) == len(v)):
             raise StatsInputError(
                 f"rows, cols and y must have equal lengths; got {len(r)}, {len(c)}, {len(v)}"
             )
         if len(r) == 0:
-            raise StatsInputError("no observed cells; observe at least one cell per row")
-        if n_rows < 1 or n_cols < 1:
-            raise StatsInputError(f"n_rows and n_cols must be >= 1; got {n_rows}, {n_cols}")
-        if r.min() < 0 or r.max() >= n_rows or c.min() < 0 or c.max() >= n_cols:
-            raise StatsInputError(
-                f"cell indices out of range: rows must be in [0, {n_rows}), cols in [0, {n_cols})"
-            )
+            raise StatsInputError("no observed cells; observe at least one cell")
         if not np.all((v == 0) | (v == 1)):
             raise StatsInputError("y must hold only 0 and 1 (correct = 1)")
-        return cls(r, c, v, int(n_rows), int(n_cols))
+        return cls(r, c, v, n_rows, n_cols)
+
+
+#: The most cells (n_rows × n_cols, observed or not) :class:`IrtCells` accepts: the
+#: posterior holds the whole matrix (about 9 bytes a cell) and completes it draw by draw.
+MAX_CELLS = 50_000_000
+
+
+def _indices(values: ArrayLike, name: str, size: int) -> NDArray[np.intp]:
+    """``values`` as integer indices in [0, ``size``), or :class:`StatsInputError`."""
+    try:
+        a = np.asarray(values).ravel()
+    except (TypeError, ValueError, OverflowError):
+        a = np.asarray([None])
+    if a.dtype.kind == "f" and np.all(np.isfinite(a)) and np.all(a == np.floor(a)):
+        a = a.astype(np.float64)
+    elif a.dtype.kind not in "iu" and a.size:
+        raise StatsInputError(f"{name} must hold integer indices; got dtype {a.dtype}")
+    if a.size and (a.min() < 0 or a.max() >= size):
+        raise StatsInputError(f"cell indices out of range: {name} must be in [0, {size})")
+    return np.asarray(a, dtype=np.intp)
 
 
 @dataclass(frozen=True, eq=False)
@@ -215,6 +248,12 @@ def fit_irt(
     -------
     IrtFit
 
+    Raises
+    ------
+    StatsInputError
+        If the covariates are not finite numbers of shape (n_rows, k), at most 1e6 in
+        absolute value.
+
     Notes
     -----
     Priors: θ_row ~ Student-t(2 d.o.f., scale τ_row) (as a scale mixture of normals, its
@@ -229,6 +268,14 @@ def fit_irt(
     how much rows and columns are pooled). Cells
     are assumed independent given the parameters; row × column interactions are not
     modelled, so with many cells per row the intervals are only as good as that assumption.
+
+    Examples
+    --------
+    >>> from steadyeval import stats
+    >>> cells = stats.IrtCells.of([0, 0, 1, 1, 2], [0, 1, 1, 2, 0], [1, 0, 1, 1, 0], 3, 4)
+    >>> fit = stats.fit_irt(cells)
+    >>> fit.theta.shape, fit.beta.shape
+    ((3,), (4,))
     """
     x = None
     if covariates is not None:
@@ -237,8 +284,11 @@ def fit_irt(
             raise StatsInputError(
                 f"covariates must have shape (n_rows={cells.n_rows}, k); got {x.shape}"
             )
-        if not np.all(np.isfinite(x)):
-            raise StatsInputError("covariates must be finite")
+        if not np.all(np.isfinite(x)) or (x.size and float(np.max(np.abs(x))) > _MAX_COVARIATE):
+            raise StatsInputError(
+                f"covariates must be finite and at most {_MAX_COVARIATE:g} in absolute value "
+                "(scale them: one-hot choices or standardised values)"
+            )
     problem = _Problem(cells, x)
     w = np.zeros(problem.size)
     mean_y = float(np.clip(cells.y.mean(), 0.02, 0.98))
@@ -313,170 +363,3 @@ def _evidence_scale(
     effective = max(len(est) - float(np.sum(weights * var)) / tau**2, 0.0)
     total = float(np.sum(weights * est**2))
     return float(np.sqrt((total + 2 * _HYPER_B) / (effective + 2 * _HYPER_A + 2)))
-
-
-#: Calibration of the quantiles' intervals: their half-widths (from the posterior median) are
-#: multiplied by 1 + _WIDEN × min(1, _WIDEN_CELLS / cells per row). The model is additive in
-#: logits and its priors are fitted, so with a few cells per row its posterior is too sure of
-#: the distribution's tails (nominal 90% intervals covered 76-82% at 1-5 cells per row on
-#: generated matrices, 90% at 10); the misses there come mostly from the prior's shape (the
-#: catastrophic rows pulled up, the bulk too wide), which more cells per row do not remove
-#: until they outweigh the prior, hence a constant factor up to _WIDEN_CELLS, then 1/cells.
-#: Both were chosen on generator seeds 7000-7019 and 9000-9019 of bench/spread_matrix.py,
-#: not on the benchmark's matrices (seeds 1000-1019): 5 (a round number) and the _WIDEN
-#: whose 90% intervals covered closest to 90% at 200-1,600 cells on 100 items (least
-#: summed distance; there: 88%, 92%, 90%, 93% of 500 intervals per budget; uncalibrated
-#: 76%, 83%, 83%, 90%; 0.45, chosen before the components' gap of
-#: :func:`._irt_mixture.gap` widened with the cells per row, covered 91%, 93%, 93%, 94%
-#: then), by bench/spread_calibrate.py. With the broken share's prior following the cells
-#: per row as well (``_irt_mixture._LOW_A``) it covers 87.6%, 94.0%, 92.8%, 93.0% there
-#: (within 85-95%: not re-chosen).
-_WIDEN = 0.35
-_WIDEN_CELLS = 5.0
-
-
-def widen(
-    low: NDArray[np.float64],
-    centre: NDArray[np.float64],
-    high: NDArray[np.float64],
-    cells_per_row: float,
-    factor: float = _WIDEN,
-) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """Calibrated interval: each side's distance from ``centre`` times
-    ``1 + factor × min(1, _WIDEN_CELLS / cells_per_row)``, clipped to [0, 1]
-    (bench/spread_calibrate.py chooses ``factor``)."""
-    k = 1.0 + factor * min(1.0, _WIDEN_CELLS / max(cells_per_row, 1e-9))
-    return np.clip(centre - k * (centre - low), 0, 1), np.clip(centre + k * (high - centre), 0, 1)
-
-
-@dataclass(frozen=True, eq=False)
-class IrtDistribution:
-    """The distribution of per-row accuracies over all columns, from posterior draws.
-
-    Attributes
-    ----------
-    accuracy : ndarray, shape (n_rows,)
-        Posterior mean accuracy of each row (observed cells count as observed).
-    accuracy_low, accuracy_high : ndarray, shape (n_rows,)
-        Its equal-tailed interval.
-    sorted_accuracy : ndarray, shape (n_rows,)
-        The estimated distribution: the posterior mean of the sorted accuracies (the
-        accuracy of the k-th worst row), as an empirical distribution over rows.
-    quantiles : ndarray, shape (len(levels),)
-        Posterior mean of each quantile of the per-row accuracies; ``quantile_low`` and
-        ``quantile_high`` its interval (calibrated unless ``calibrate=False``, see
-        :func:`widen`); ``quantile_draws`` (draws, levels) the quantiles of each draw.
-    spread : tuple of float
-        Best − worst row accuracy: (estimate, low, high).
-    levels : tuple of float
-        The quantile levels (percent).
-    effect_sd : tuple of float
-        Posterior mean of the s.d. of the rows' effects (with their covariate part) and of
-        the columns' effects, in logits: how far rows and columns differ, as drawn (the
-        fit's ``tau_row`` and ``tau_col`` are the prior scales at the empirical-Bayes
-        mode, the Gibbs chain's starting point).
-    """
-
-    accuracy: NDArray[np.float64]
-    accuracy_low: NDArray[np.float64]
-    accuracy_high: NDArray[np.float64]
-    sorted_accuracy: NDArray[np.float64]
-    quantiles: NDArray[np.float64]
-    quantile_low: NDArray[np.float64]
-    quantile_high: NDArray[np.float64]
-    quantile_draws: NDArray[np.float64]
-    spread: tuple[float, float, float]
-    levels: tuple[float, ...]
-    confidence: float
-    effect_sd: tuple[float, float]
-
-
-def irt_distribution(
-    fit: IrtFit,
-    *,
-    levels: tuple[float, ...] = QUANTILES,
-    confidence: float = 0.9,
-    n_draws: int = 400,
-    sampler: str = "gibbs",
-    row_prior: str = "mixture",
-    calibrate: bool = True,
-    seed: SeedLike = 0,
-) -> IrtDistribution:
-    """Per-row accuracy distribution over all columns, its quantiles and their intervals.
-
-    Notes
-    -----
-    ``sampler="gibbs"`` (default): full Bayes; every effect, the prior scales and the
-    rows' two-component prior are drawn by Gibbs sampling from the fit's mode on
-    (:mod:`._irt_gibbs`); its intervals are the posterior's own (no calibration needed: on
-    generated matrices its 90% intervals of the quantiles covered 94-95%).
-    ``sampler="laplace"``: the scales fixed at the fit's empirical-Bayes values, and
-    ``row_prior="mixture"``: the rows' own effects (beyond the covariates) are
-    drawn from their exact one-dimensional posteriors under a two-component prior fitted
-    by EM (:func:`._irt_mixture.fit_row_mixture`: a bulk and a minority of broken rows far
-    below it), given each draw's other parameters, the mixture refitted per group of draws
-    with Bayesian-bootstrap weights of the rows (:func:`._irt_mixture.draw_with_mixture`);
-    ``"fit"``: from the Laplace posterior of the fit's Student-t prior. Each draw takes
-    (μ, β, covariate effects) from the Laplace posterior, the row effects as just said,
-    and completes the matrix: an
-    observed cell keeps its observed value, an unobserved cell is drawn as Bernoulli(σ(η))
-    (the accuracy of a row is the share of the columns it gets right, so the unseen cells'
-    own coin flips belong in its uncertainty). A row's accuracy is its row mean; the
-    quantiles are those of the per-row accuracies (numpy's linear interpolation). Estimates
-    are posterior means over draws, intervals equal-tailed posterior percentiles; with the
-    Laplace sampler and ``calibrate=True`` the quantiles' intervals are then widened about
-    the posterior median by a factor calibrated on generated matrices (:func:`widen`; the
-    factor was chosen for 90% intervals and is applied as is at other levels). Sorting
-    each draw before averaging keeps the distribution's spread (posterior means of single
-    rows are shrunk toward each other; their spread would understate the true one).
-    """
-    if not 0 < confidence < 1:
-        raise StatsInputError(f"confidence must be in (0, 1); got {confidence}")
-    rng = make_rng(seed)
-    cells = fit.cells
-    n, m = cells.n_rows, cells.n_cols
-    observed = np.zeros((n, m), dtype=bool)
-    values = np.zeros((n, m))
-    observed[cells.rows, cells.cols] = True
-    values[cells.rows, cells.cols] = cells.y
-    if sampler not in ("gibbs", "laplace"):
-        raise StatsInputError(f"sampler must be 'gibbs' or 'laplace'; got {sampler!r}")
-    if row_prior not in ("mixture", "fit"):
-        raise StatsInputError(f"row_prior must be 'mixture' or 'fit'; got {row_prior!r}")
-    if sampler == "gibbs":
-        mu, theta, beta = gibbs_draws(fit, n_draws, rng)
-    elif row_prior == "mixture":
-        mu, theta, beta = draw_with_mixture(fit, n_draws, rng)
-    else:
-        mu, theta, beta = fit.draw(n_draws, rng)
-
-    acc = np.empty((n_draws, n))
-    for lo in range(0, n_draws, 50):  # chunks bound the memory to 50 completed matrices
-        hi = min(lo + 50, n_draws)
-        p = expit(mu[lo:hi, None, None] + theta[lo:hi, :, None] + beta[lo:hi, None, :])
-        sim = rng.random(p.shape) < p
-        acc[lo:hi] = np.where(observed, values, sim).mean(axis=2)
-    alpha = (1 - confidence) / 2
-    q = np.percentile(acc, levels, axis=1).T  # (draws, levels)
-    spread = acc.max(axis=1) - acc.min(axis=1)
-    q_low, q_high = np.quantile(q, alpha, axis=0), np.quantile(q, 1 - alpha, axis=0)
-    if calibrate and sampler == "laplace":
-        q_low, q_high = widen(q_low, np.median(q, axis=0), q_high, len(cells.y) / n)
-    return IrtDistribution(
-        accuracy=acc.mean(axis=0),
-        accuracy_low=np.quantile(acc, alpha, axis=0),
-        accuracy_high=np.quantile(acc, 1 - alpha, axis=0),
-        sorted_accuracy=np.sort(acc, axis=1).mean(axis=0),
-        quantiles=q.mean(axis=0),
-        quantile_low=q_low,
-        quantile_high=q_high,
-        quantile_draws=q,
-        spread=(
-            float(spread.mean()),
-            float(np.quantile(spread, alpha)),
-            float(np.quantile(spread, 1 - alpha)),
-        ),
-        levels=tuple(levels),
-        confidence=confidence,
-        effect_sd=(float(theta.std(axis=1).mean()), float(beta.std(axis=1).mean())),
-    )

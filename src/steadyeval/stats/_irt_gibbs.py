@@ -70,6 +70,10 @@ _SHARE = (1.0, 1.0)
 #: generator seeds 7000-7019 and 9000-9019 (W1 / PE-discrete's, 400 draws), against a
 #: normal prior: 0.778 against 0.798 at 200 cells, 0.725 against 0.734 at 400.
 _NU = np.array([1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0, 32.0, 64.0, 128.0])
+#: Least eigenvalue of the block move's proposal precision where the Hessian is not positive
+#: definite, relative to its largest (:func:`_proposal_factor`): a proposal s.d. of at most
+#: 1,000 times the best-determined direction's.
+_FLOOR = 1e-6
 #: Grid of the variances' logarithm.
 _LOG_VAR = np.linspace(np.log(1e-3), np.log(50.0), 400)
 _VAR = np.exp(_LOG_VAR)
@@ -86,6 +90,25 @@ def _log_gauss(
     """log density (up to a constant) of N(mean, (L Lᵀ)⁻¹) at x, L = ``chol``."""
     z = chol.T @ (x - mean)
     return float(np.sum(np.log(np.diag(chol))) - 0.5 * z @ z)
+
+
+def _proposal_factor(hess: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Cholesky factor (lower) of the block move's proposal precision at a point: ``hess``,
+    the negative Hessian there, when it is positive definite (the Newton proposal), else
+    ``hess`` with its eigenvalues raised to ``_FLOOR`` × its largest (at least 1).
+
+    The Hessian is singular in floating point where every cell's probability is saturated
+    (a proposal far out in a tail: p(1 − p) underflows, and the intercept has a flat
+    prior) or where the cells do not inform a direction. The floored matrix is a function
+    of the point alone, as the Hessian is, so the reverse proposal built the same way at the
+    proposed point keeps the Metropolis-Hastings move exact; where the Hessian is positive
+    definite nothing changes."""
+    try:
+        return np.asarray(np.linalg.cholesky(hess))
+    except np.linalg.LinAlgError:
+        vals, vecs = np.linalg.eigh(hess)
+        floor = _FLOOR * max(1.0, float(np.max(np.abs(vals))))
+        return np.asarray(np.linalg.cholesky((vecs * np.maximum(vals, floor)) @ vecs.T))
 
 
 def _accept(gain: float, rng: np.random.Generator) -> bool:
@@ -230,7 +253,7 @@ class _Chain:
         p = expit(eta)
         grad = self.design.T @ (self.y - p) - precision * w
         hess = (self.design.T * (p * (1 - p))) @ self.design + np.diag(precision)
-        chol = np.linalg.cholesky(hess)
+        chol = _proposal_factor(hess)
         step = np.linalg.solve(chol.T, np.linalg.solve(chol, grad))
         log_post = float(np.sum(log_expit(self.sign * eta)) - 0.5 * precision @ w**2)
         return log_post, w + step, chol

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..._errors import ConfigError
-from ...stats._irt import IrtCells, fit_irt, irt_distribution
+from ...stats import IrtCells, StatsWarning, fit_irt, irt_distribution
 from ...stats._irt_search import search_summary
 
 if TYPE_CHECKING:
@@ -71,13 +72,20 @@ def _model_analysis(table: pa.Table, info: Mapping[str, Any], model: str) -> dic
         raise ConfigError(f"model {model!r} has no scored cells in the results table")
     cells = IrtCells.of(rows, cols, y, n_f, n_i)
     x = info.get("covariates")
-    fit = fit_irt(cells, np.asarray(x) if x else None)
-    dist = irt_distribution(
-        fit,
-        confidence=float(info["confidence"]),
-        n_draws=int(info["draws"]),
-        seed=int(info["seed"]),
-    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", StatsWarning)
+        fit = fit_irt(cells, np.asarray(x) if x else None)
+        dist = irt_distribution(
+            fit,
+            confidence=float(info["confidence"]),
+            n_draws=int(info["draws"]),
+            seed=int(info["seed"]),
+        )
+    # what the cells cannot tell (all correct, one format observed, ...): shown with the result
+    notes = list(dict.fromkeys(str(w.message) for w in caught if w.category is StatsWarning))
+    for w in caught:
+        if w.category is not StatsWarning:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     per_format = _per_format(info, dist, rows, y)
     best = int(np.argmax(dist.accuracy))
     worst = int(np.argmin(dist.accuracy))
@@ -101,6 +109,7 @@ def _model_analysis(table: pa.Table, info: Mapping[str, Any], model: str) -> dic
         "best": {**per_format[best], "prompt": prompts[best]},
         "worst": {**per_format[worst], "prompt": prompts[worst]},
         "observed_mean": float(y.mean()),
+        "notes": notes,
     }
     if info["method"] == "search":
         out["search"] = _search(info, rows, y, prompts)

@@ -120,6 +120,15 @@ def budget_of(config: SpreadConfig, setup: SpreadSetup) -> int:
     budget = config.budget if config.budget is not None else 2 * len(setup.items)
     if budget > total:
         raise ConfigError(f"budget {budget} exceeds the {total} (format, item) cells")
+    if config.method == "search" and len(setup.formats) < 2:
+        raise ConfigError(f"a search needs at least 2 formats to compare; got {len(setup.formats)}")
+    if config.method == "search" and budget < 2 * config.batch:
+        given = "" if config.budget is not None else " (the default: 2 × items)"
+        raise ConfigError(
+            f"budget {budget}{given} is below two search steps of --batch {config.batch} "
+            f"cells ({2 * config.batch}); pass --budget {2 * config.batch} or more, or a "
+            "smaller --batch"
+        )
     if budget < len(setup.formats) and config.method == "estimate":
         raise ConfigError(
             f"budget {budget} is below the number of formats ({len(setup.formats)}); "

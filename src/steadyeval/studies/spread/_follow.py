@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ...stats._irt import IrtCells, fit_irt, irt_distribution
+from ...stats import IrtCells, StatsWarning, fit_irt, irt_distribution
 from ...stats._irt_design import adaptive_cells
 from ...stats._irt_search import thompson_search
 from .._protocol import StudyDesign
@@ -39,7 +40,9 @@ def adaptive_follow_up(config: SpreadConfig, design: StudyDesign, table: pa.Tabl
             continue
         cells = IrtCells.of(rows, cols, y, n_f, n_i)
         x = np.asarray(info["covariates"]) if info.get("covariates") else None
-        dist = irt_distribution(fit_irt(cells, x), n_draws=200, seed=config.seed)
+        with warnings.catch_warnings():  # the final analysis notes what the cells cannot tell
+            warnings.simplefilter("ignore", StatsWarning)
+            dist = irt_distribution(fit_irt(cells, x), n_draws=200, seed=config.seed)
         taken = np.zeros((n_f, n_i), dtype=bool)
         taken[rows, cols] = True
         r, c = adaptive_cells(dist, taken, min(left, int((~taken).sum())), seed=config.seed)

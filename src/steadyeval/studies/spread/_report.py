@@ -12,6 +12,7 @@ from ...reports import (
     Block,
     Column,
     LineChart,
+    Note,
     Paragraph,
     Point,
     Preformatted,
@@ -196,8 +197,13 @@ def headline_section(analysis: Mapping[str, Any], info: Mapping[str, Any]) -> Se
         "and worst. The generic table below shows only the cells that were observed."
     )
     table = Table("Estimated accuracy across formats", columns, tuple(rows))
+    notes = [
+        Note(f"{rec['model']}: {note}", "warning")
+        for rec in analysis["models"]
+        for note in rec.get("notes", ())
+    ]
     return Section.of(
-        "spread-headline", "Accuracy across formats", [intro, table], SOURCE, lead=True
+        "spread-headline", "Accuracy across formats", [intro, table, *notes], SOURCE, lead=True
     )
 
 

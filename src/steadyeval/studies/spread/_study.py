@@ -4,9 +4,11 @@ module when it runs."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from ..._errors import ConfigError
 from .._protocol import Study, StudyDesign
 from ._config import SpreadConfig
 
@@ -18,6 +20,18 @@ if TYPE_CHECKING:
     from ...run import RunOptions
 
 __all__ = ["SPREAD_STUDY", "SpreadStudy"]
+
+
+@contextmanager
+def _as_config_error() -> Iterator[None]:
+    """The statistics' input errors the study's own checks did not catch first (their
+    messages say what was wrong) as one ``error:`` line, never a traceback."""
+    from ...stats import StatsInputError
+
+    try:
+        yield
+    except StatsInputError as exc:
+        raise ConfigError(f"spread study: {exc}") from None
 
 
 class SpreadStudy(Study):
@@ -40,7 +54,8 @@ class SpreadStudy(Study):
     ) -> StudyDesign:
         from ._design import spread_design
 
-        return spread_design(config)[0]
+        with _as_config_error():
+            return spread_design(config)[0]
 
     def follow_up(
         self,
@@ -56,14 +71,16 @@ class SpreadStudy(Study):
             return None
         from ._follow import adaptive_follow_up, search_follow_up
 
-        if config.method == "search":
-            return search_follow_up(config, design, table, backends, options)
-        return adaptive_follow_up(config, design, table)
+        with _as_config_error():
+            if config.method == "search":
+                return search_follow_up(config, design, table, backends, options)
+            return adaptive_follow_up(config, design, table)
 
     def analyze(self, table: pa.Table, info: Mapping[str, Any]) -> dict[str, Any]:
         from ._analysis import analyze_spread
 
-        return analyze_spread(table, info)
+        with _as_config_error():
+            return analyze_spread(table, info)
 
     def sections(
         self, analysis: Mapping[str, Any], info: Mapping[str, Any], *, figures: bool = True

@@ -1,0 +1,304 @@
+"""The posterior of the sparse two-way model of :mod:`._irt` as a distribution of per-row
+accuracies over all columns: draws (:mod:`._irt_gibbs`, or Laplace with the rows'
+two-component prior of :mod:`._irt_mixture`), the completed matrix, its quantiles and
+their intervals."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy.special import expit
+
+from ._errors import StatsInputError
+from ._irt_gibbs import gibbs_draws
+from ._irt_mixture import draw_with_mixture
+from ._validate import SeedLike, as_positive_int, check_confidence, make_rng, warn
+
+if TYPE_CHECKING:
+    from ._irt import IrtCells, IrtFit
+
+__all__ = [
+    "MAX_DRAW_VALUES",
+    "QUANTILES",
+    "IrtDistribution",
+    "degenerate_cells",
+    "irt_distribution",
+    "widen",
+]
+
+QUANTILES = (5.0, 25.0, 50.0, 75.0, 95.0)
+
+
+#: Calibration of the quantiles' intervals: their half-widths (from the posterior median) are
+#: multiplied by 1 + _WIDEN × min(1, _WIDEN_CELLS / cells per row). The model is additive in
+#: logits and its priors are fitted, so with a few cells per row its posterior is too sure of
+#: the distribution's tails (nominal 90% intervals covered 76-82% at 1-5 cells per row on
+#: generated matrices, 90% at 10); the misses there come mostly from the prior's shape (the
+#: catastrophic rows pulled up, the bulk too wide), which more cells per row do not remove
+#: until they outweigh the prior, hence a constant factor up to _WIDEN_CELLS, then 1/cells.
+#: Both were chosen on generator seeds 7000-7019 and 9000-9019 of bench/spread_matrix.py,
+#: not on the benchmark's matrices (seeds 1000-1019): 5 (a round number) and the _WIDEN
+#: whose 90% intervals covered closest to 90% at 200-1,600 cells on 100 items (least
+#: summed distance; there: 88%, 92%, 90%, 93% of 500 intervals per budget; uncalibrated
+#: 76%, 83%, 83%, 90%; 0.45, chosen before the components' gap of
+#: :func:`._irt_mixture.gap` widened with the cells per row, covered 91%, 93%, 93%, 94%
+#: then), by bench/spread_calibrate.py. With the broken share's prior following the cells
+#: per row as well (``_irt_mixture._LOW_A``) it covers 87.6%, 94.0%, 92.8%, 93.0% there
+#: (within 85-95%: not re-chosen).
+_WIDEN = 0.35
+_WIDEN_CELLS = 5.0
+
+
+def widen(
+    low: NDArray[np.float64],
+    centre: NDArray[np.float64],
+    high: NDArray[np.float64],
+    cells_per_row: float,
+    factor: float = _WIDEN,
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Calibrated interval: each side's distance from ``centre`` times
+    ``1 + factor × min(1, _WIDEN_CELLS / cells_per_row)``, clipped to [0, 1]
+    (bench/spread_calibrate.py chooses ``factor``)."""
+    k = 1.0 + factor * min(1.0, _WIDEN_CELLS / max(cells_per_row, 1e-9))
+    return np.clip(centre - k * (centre - low), 0, 1), np.clip(centre + k * (high - centre), 0, 1)
+
+
+@dataclass(frozen=True, eq=False)
+class IrtDistribution:
+    """The distribution of per-row accuracies over all columns, from posterior draws.
+
+    Attributes
+    ----------
+    accuracy : ndarray, shape (n_rows,)
+        Posterior mean accuracy of each row (observed cells count as observed).
+    accuracy_low, accuracy_high : ndarray, shape (n_rows,)
+        Its equal-tailed interval.
+    sorted_accuracy : ndarray, shape (n_rows,)
+        The estimated distribution: the posterior mean of the sorted accuracies (the
+        accuracy of the k-th worst row), as an empirical distribution over rows.
+    quantiles : ndarray, shape (len(levels),)
+        Posterior mean of each quantile of the per-row accuracies; ``quantile_low`` and
+        ``quantile_high`` its interval (calibrated unless ``calibrate=False``, see
+        :func:`widen`); ``quantile_draws`` (draws, levels) the quantiles of each draw.
+    spread : tuple of float
+        Best − worst row accuracy: (estimate, low, high).
+    levels : tuple of float
+        The quantile levels (percent).
+    effect_sd : tuple of float
+        Posterior mean of the s.d. of the rows' effects (with their covariate part) and of
+        the columns' effects, in logits: how far rows and columns differ, as drawn (the
+        fit's ``tau_row`` and ``tau_col`` are the prior scales at the empirical-Bayes
+        mode, the Gibbs chain's starting point).
+    """
+
+    accuracy: NDArray[np.float64]
+    accuracy_low: NDArray[np.float64]
+    accuracy_high: NDArray[np.float64]
+    sorted_accuracy: NDArray[np.float64]
+    quantiles: NDArray[np.float64]
+    quantile_low: NDArray[np.float64]
+    quantile_high: NDArray[np.float64]
+    quantile_draws: NDArray[np.float64]
+    spread: tuple[float, float, float]
+    levels: tuple[float, ...]
+    confidence: float
+    effect_sd: tuple[float, float]
+
+
+#: The most values (draws × (rows + columns)) :func:`irt_distribution` draws at once.
+MAX_DRAW_VALUES = 50_000_000
+#: The most cells of completed matrices held at once (50 draws of a 100 × 14,000 grid, an
+#: MMLU-sized study, before the limit); fewer draws per chunk on larger grids. A chunk
+#: draws its coin flips in the order one chunk of all draws would, so the chunk size never
+#: changes a result.
+_CHUNK_CELLS = 70_000_000
+
+
+def _accuracies(
+    cells: IrtCells,
+    mu: NDArray[np.float64],
+    theta: NDArray[np.float64],
+    beta: NDArray[np.float64],
+    rng: np.random.Generator,
+) -> NDArray[np.float64]:
+    """Each draw's per-row accuracies (draws, rows) over the completed matrix: observed
+    cells as observed, the others Bernoulli(σ(η)) of that draw."""
+    n, m = cells.n_rows, cells.n_cols
+    observed = np.zeros((n, m), dtype=bool)
+    values = np.zeros((n, m))
+    observed[cells.rows, cells.cols] = True
+    values[cells.rows, cells.cols] = cells.y
+    n_draws = len(mu)
+    chunk = max(1, min(50, _CHUNK_CELLS // (n * m)))
+    acc = np.empty((n_draws, n))
+    for lo in range(0, n_draws, chunk):
+        hi = min(lo + chunk, n_draws)
+        p = expit(mu[lo:hi, None, None] + theta[lo:hi, :, None] + beta[lo:hi, None, :])
+        sim = rng.random(p.shape) < p
+        acc[lo:hi] = np.where(observed, values, sim).mean(axis=2)
+    return acc
+
+
+def degenerate_cells(cells: IrtCells) -> list[str]:
+    """What the observed cells cannot tell (one message each; empty for ordinary cells):
+    every cell correct, or every cell wrong (the intercept's prior is flat, so the level is
+    bounded by the data on one side only), and one observed row or column of several (the
+    others' spread is the prior's alone)."""
+    out = []
+    if np.all(cells.y == cells.y[0]):
+        word, side = ("correct", "above") if cells.y[0] else ("wrong", "below")
+        out.append(
+            f"every observed cell ({len(cells.y)}) is {word}: nothing bounds the accuracy "
+            f"from {side}, so the estimates sit at the end of the scale and their intervals "
+            "understate the uncertainty; observe more cells (or check the scoring)"
+        )
+    for name, index, size in (
+        ("rows", cells.rows, cells.n_rows),
+        ("cols", cells.cols, cells.n_cols),
+    ):
+        if size > 1 and np.all(index == index[0]):
+            out.append(
+                f"only one of the {size} {name} has observed cells: how the others differ "
+                "from it comes from the prior alone"
+            )
+    return out
+
+
+def _levels(levels: tuple[float, ...]) -> tuple[float, ...]:
+    try:
+        out = tuple(float(v) for v in levels)
+    except (TypeError, ValueError):
+        out = ()
+    if not out or not all(0.0 <= v <= 100.0 for v in out):
+        raise StatsInputError(f"levels must be percentages in [0, 100]; got {levels!r}"[:200])
+    return out
+
+
+def irt_distribution(
+    fit: IrtFit,
+    *,
+    levels: tuple[float, ...] = QUANTILES,
+    confidence: float = 0.9,
+    n_draws: int = 400,
+    sampler: str = "gibbs",
+    row_prior: str = "mixture",
+    calibrate: bool = True,
+    seed: SeedLike = 0,
+) -> IrtDistribution:
+    """Per-row accuracy distribution over all columns, its quantiles and their intervals.
+
+    Parameters
+    ----------
+    fit : IrtFit
+        The fitted model (:func:`fit_irt`).
+    levels : tuple of float
+        Quantile levels, in percent.
+    confidence : float
+        Level of the equal-tailed intervals.
+    n_draws : int
+        Posterior draws.
+    sampler, row_prior : str
+        ``"gibbs"`` or ``"laplace"``; with Laplace, ``"mixture"`` or ``"fit"`` (see Notes).
+    calibrate : bool
+        Widen the Laplace sampler's quantile intervals (:func:`widen`).
+    seed : int or numpy.random.Generator
+
+    Returns
+    -------
+    IrtDistribution
+
+    Warns
+    -----
+    StatsWarning
+        When the cells cannot inform the estimate: see the last paragraph of Notes.
+
+    Notes
+    -----
+    ``sampler="gibbs"`` (default): full Bayes; every effect, the prior scales and the
+    rows' two-component prior are drawn by Gibbs sampling from the fit's mode on
+    (:mod:`._irt_gibbs`); its intervals are the posterior's own (no calibration needed: on
+    generated matrices its 90% intervals of the quantiles covered 94-95%).
+    ``sampler="laplace"``: the scales fixed at the fit's empirical-Bayes values, and
+    ``row_prior="mixture"``: the rows' own effects (beyond the covariates) are
+    drawn from their exact one-dimensional posteriors under a two-component prior fitted
+    by EM (:func:`._irt_mixture.fit_row_mixture`: a bulk and a minority of broken rows far
+    below it), given each draw's other parameters, the mixture refitted per group of draws
+    with Bayesian-bootstrap weights of the rows (:func:`._irt_mixture.draw_with_mixture`);
+    ``"fit"``: from the Laplace posterior of the fit's Student-t prior. Each draw takes
+    (μ, β, covariate effects) from the Laplace posterior, the row effects as just said,
+    and completes the matrix: an
+    observed cell keeps its observed value, an unobserved cell is drawn as Bernoulli(σ(η))
+    (the accuracy of a row is the share of the columns it gets right, so the unseen cells'
+    own coin flips belong in its uncertainty). A row's accuracy is its row mean; the
+    quantiles are those of the per-row accuracies (numpy's linear interpolation). Estimates
+    are posterior means over draws, intervals equal-tailed posterior percentiles; with the
+    Laplace sampler and ``calibrate=True`` the quantiles' intervals are then widened about
+    the posterior median by a factor calibrated on generated matrices (:func:`widen`; the
+    factor was chosen for 90% intervals and is applied as is at other levels). Sorting
+    each draw before averaging keeps the distribution's spread (posterior means of single
+    rows are shrunk toward each other; their spread would understate the true one).
+
+    Cells that cannot inform the estimate (every cell correct, or every cell wrong; one
+    observed row or column of several: :func:`degenerate_cells`) still give a result, with
+    a :class:`~steadyeval.stats.StatsWarning` saying what it rests on. ``n_draws × (n_rows + n_cols)`` is
+    limited to ``MAX_DRAW_VALUES``.
+
+    Examples
+    --------
+    >>> from steadyeval import stats
+    >>> cells = stats.IrtCells.of([0, 0, 1, 1, 2], [0, 1, 1, 2, 0], [1, 0, 1, 1, 0], 3, 4)
+    >>> dist = stats.irt_distribution(stats.fit_irt(cells), n_draws=50, seed=0)
+    >>> dist.accuracy.shape, dist.levels
+    ((3,), (5.0, 25.0, 50.0, 75.0, 95.0))
+    """
+    confidence = check_confidence(confidence)
+    levels = _levels(levels)
+    n_draws = as_positive_int(n_draws, "n_draws")
+    rng = make_rng(seed)
+    cells = fit.cells
+    n, m = cells.n_rows, cells.n_cols
+    if n_draws * (n + m) > MAX_DRAW_VALUES:
+        raise StatsInputError(
+            f"n_draws × (n_rows + n_cols) = {n_draws:,} × {n + m:,} is over the limit of "
+            f"{MAX_DRAW_VALUES:,} values held at once; ask for fewer draws"
+        )
+    if sampler not in ("gibbs", "laplace"):
+        raise StatsInputError(f"sampler must be 'gibbs' or 'laplace'; got {sampler!r}")
+    if row_prior not in ("mixture", "fit"):
+        raise StatsInputError(f"row_prior must be 'mixture' or 'fit'; got {row_prior!r}")
+    for message in degenerate_cells(cells):
+        warn(message)
+    if sampler == "gibbs":
+        mu, theta, beta = gibbs_draws(fit, n_draws, rng)
+    elif row_prior == "mixture":
+        mu, theta, beta = draw_with_mixture(fit, n_draws, rng)
+    else:
+        mu, theta, beta = fit.draw(n_draws, rng)
+    acc = _accuracies(cells, mu, theta, beta, rng)
+    alpha = (1 - confidence) / 2
+    q = np.percentile(acc, levels, axis=1).T  # (draws, levels)
+    spread = acc.max(axis=1) - acc.min(axis=1)
+    q_low, q_high = np.quantile(q, alpha, axis=0), np.quantile(q, 1 - alpha, axis=0)
+    if calibrate and sampler == "laplace":
+        q_low, q_high = widen(q_low, np.median(q, axis=0), q_high, len(cells.y) / n)
+    return IrtDistribution(
+        accuracy=acc.mean(axis=0),
+        accuracy_low=np.quantile(acc, alpha, axis=0),
+        accuracy_high=np.quantile(acc, 1 - alpha, axis=0),
+        sorted_accuracy=np.sort(acc, axis=1).mean(axis=0),
+        quantiles=q.mean(axis=0),
+        quantile_low=q_low,
+        quantile_high=q_high,
+        quantile_draws=q,
+        spread=(
+            float(spread.mean()),
+            float(np.quantile(spread, alpha)),
+            float(np.quantile(spread, 1 - alpha)),
+        ),
+        levels=tuple(levels),
+        confidence=confidence,
+        effect_sd=(float(theta.std(axis=1).mean()), float(beta.std(axis=1).mean())),
+    )
