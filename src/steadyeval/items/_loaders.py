@@ -14,7 +14,7 @@ from .._extras import require
 from .._hub import locate
 from .._lazy import load_entry, load_plugins
 from ._item import Item
-from ._jsonl import not_utf8, read_jsonl
+from ._jsonl import read_jsonl, read_lines
 from ._record_fields import (
     check_shape,
     check_str,
@@ -170,21 +170,21 @@ def _csv_row(row: dict[str | None, Any], names: list[str], path: Path, line: int
 
 
 def _csv_records(path: Path) -> Iterator[tuple[int, Any]]:
-    with path.open("r", encoding="utf-8", newline="") as fh:
-        reader = csv.DictReader(fh)
-        try:
-            if reader.fieldnames is None:
-                return
-            names = _csv_header(reader, path)
-            for row in reader:
-                yield reader.line_num, _csv_row(row, names, path, reader.line_num)
-        except csv.Error as exc:
-            raise DataError(
-                f"malformed CSV: {exc}",
-                file=str(path),
-                line=max(reader.reader.line_num, 1),  # DictReader's own is set per row read
-                expected="RFC 4180 CSV",
-            ) from None
+    lines = (text for _, text in read_lines(path, "a CSV file"))
+    reader = csv.DictReader(lines)
+    try:
+        if reader.fieldnames is None:
+            return
+        names = _csv_header(reader, path)
+        for row in reader:
+            yield reader.line_num, _csv_row(row, names, path, reader.line_num)
+    except csv.Error as exc:
+        raise DataError(
+            f"malformed CSV: {exc}",
+            file=str(path),
+            line=max(reader.reader.line_num, 1),  # DictReader's own is set per row read
+            expected="RFC 4180 CSV",
+        ) from None
 
 
 def load_csv(path: str | Path) -> list[Item]:
@@ -192,19 +192,10 @@ def load_csv(path: str | Path) -> list[Item]:
 
     Columns: ``id``, ``question``, optional ``context``, ``option_1`` ... ``option_N``,
     ``answer`` (text, option index or letter), optional ``answerable``; any other column
-    goes into the item's metadata.
+    goes into the item's metadata. The file is read line by line (see
+    :func:`~steadyeval.items.read_jsonl` for the limits).
     """
-    p = Path(path)
-    if p.is_dir():
-        raise DataError("is a folder", file=str(p), expected="a CSV file")
-    try:
-        return items_from_records(_csv_records(p), file=str(p))
-    except UnicodeDecodeError as exc:
-        raise not_utf8(p, exc) from None
-    except OSError as exc:
-        raise DataError(
-            f"cannot read ({exc.strerror or exc})", file=str(p), expected="a CSV file"
-        ) from None
+    return items_from_records(_csv_records(Path(path)), file=str(path))
 
 
 def load_hf(

@@ -1,10 +1,14 @@
 """Reading a YAML config file safely: located syntax errors, and limits a hostile file cannot
-get past. Aliases are counted at every use before anything is built, so a few hundred bytes
-of nested aliases (an "alias bomb") are refused in milliseconds instead of expanding to
-gigabytes; nesting, recursive aliases and text that is not valid Unicode are refused too."""
+get past. The file must be a regular file of at most :data:`MAX_YAML_BYTES`; it is composed
+once and checked before any value is built: aliases are counted at every use (values and
+characters), so a few hundred bytes of nested aliases (an "alias bomb") are refused in
+milliseconds instead of expanding to gigabytes; nesting, recursive aliases, a key given twice,
+text that is not valid Unicode, integers too long to be a count or a seed, numbers that are
+not finite and dates that do not exist are refused too, each naming its line."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -12,15 +16,32 @@ import yaml
 from yaml.reader import ReaderError
 
 from .._errors import ConfigError
-from ..items import bad_utf8, lone_surrogate, shorten
+from .._files import limit_from_env, read_text_file
+from ..items import lone_surrogate, shorten
 
-__all__ = ["MAX_YAML_DEPTH", "MAX_YAML_NODES", "read_yaml"]
+__all__ = [
+    "MAX_YAML_BYTES",
+    "MAX_YAML_CHARS",
+    "MAX_YAML_DEPTH",
+    "MAX_YAML_NODES",
+    "check_nodes",
+    "read_yaml",
+]
 
 #: Most values (scalars, lists, mappings; keys count) a config may expand to, each alias
 #: counted at every place it is used. Real configs hold hundreds.
 MAX_YAML_NODES = 100_000
+#: Most characters of text a config may expand to, each alias counted at every use (a long
+#: string repeated through nested aliases is a bomb too).
+MAX_YAML_CHARS = 32 * 1024 * 1024
 #: Deepest nesting of lists and mappings in a config.
 MAX_YAML_DEPTH = 100
+#: The largest YAML file read (``STEADYEVAL_MAX_CONFIG_MB`` raises it).
+MAX_YAML_BYTES = 16 * 1024 * 1024
+#: The longest integer (in characters) a YAML file may hold: 2**63 has 19 digits.
+MAX_INT_CHARS = 40
+
+_INT, _FLOAT, _TIME = (f"tag:yaml.org,2002:{t}" for t in ("int", "float", "timestamp"))
 
 
 def _line(node: yaml.Node) -> int:
@@ -35,47 +56,99 @@ def _children(node: yaml.Node) -> list[yaml.Node]:
     return []
 
 
-def _check_scalar(node: yaml.Node, where: str) -> None:
-    if not isinstance(node, yaml.ScalarNode) or not isinstance(node.value, str):
-        return
-    at = lone_surrogate(node.value)
+def _scalar_problem(node: yaml.ScalarNode) -> str | None:
+    """Why the scalar ``node`` cannot be built into a plain value, or None."""
+    value = str(node.value)
+    at = lone_surrogate(value)
     if at is not None:
+        return (
+            f"{shorten(repr(value))} holds a lone surrogate {value[at]!r} (half of a UTF-16 "
+            "pair); expected valid Unicode text"
+        )
+    if node.tag == _INT and len(value) > MAX_INT_CHARS:
+        return (
+            f"an integer of {len(value):,} characters ({shorten(value, 30)}); expected at most "
+            f"{MAX_INT_CHARS} (counts and seeds are far smaller)"
+        )
+    if node.tag not in (_FLOAT, _TIME):
+        return None
+    loader = yaml.SafeLoader("")
+    try:
+        if node.tag == _FLOAT and not math.isfinite(loader.construct_yaml_float(node)):
+            return f"{shorten(value, 30)} is not a finite number; expected a finite number"
+        if node.tag == _TIME:
+            loader.construct_yaml_timestamp(node)
+    except (ValueError, OverflowError) as exc:
+        return f"{shorten(repr(value))} is not a valid date or time ({exc}); quote it as text"
+    finally:
+        loader.dispose()
+    return None
+
+
+def _check_leaf(node: yaml.Node, where: str) -> None:
+    if isinstance(node, yaml.ScalarNode):
+        problem = _scalar_problem(node)
+        if problem is not None:
+            raise ConfigError(f"{where}, line {_line(node)}: {problem}")
+    elif isinstance(node, yaml.MappingNode):
+        first: dict[tuple[str, str], int] = {}
+        for k, _ in node.value:
+            if not isinstance(k, yaml.ScalarNode) or k.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = (str(k.tag), str(k.value))
+            if key in first:
+                raise ConfigError(
+                    f"{where}, line {_line(k)}: the key {shorten(repr(k.value))} is given twice "
+                    f"(first on line {first[key]}); give each key once"
+                )
+            first[key] = _line(k)
+
+
+def _check_totals(node: yaml.Node, size: int, chars: int, depth: int, where: str) -> None:
+    if size > MAX_YAML_NODES or chars > MAX_YAML_CHARS:
+        what = (
+            f"{MAX_YAML_NODES:,} values"
+            if size > MAX_YAML_NODES
+            else (f"{MAX_YAML_CHARS:,} characters")
+        )
         raise ConfigError(
-            f"{where}, line {_line(node)}: {shorten(repr(node.value))} holds a lone surrogate "
-            f"{node.value[at]!r} (half of a UTF-16 pair); expected valid Unicode text"
+            f"{where}, line {_line(node)}: aliases here expand to more than {what}; refused "
+            "(write the values out, or use fewer nested aliases)"
+        )
+    if depth > MAX_YAML_DEPTH:
+        raise ConfigError(
+            f"{where}, line {_line(node)}: nested deeper than {MAX_YAML_DEPTH} levels"
         )
 
 
 def check_nodes(root: yaml.Node, where: str) -> None:
-    """Refuse a composed document that expands past :data:`MAX_YAML_NODES` values, nests
-    deeper than :data:`MAX_YAML_DEPTH`, holds a recursive alias or a lone surrogate. Each
-    node is visited once (an alias's expanded size is memoised), without recursion."""
-    size: dict[int, int] = {}
-    depth: dict[int, int] = {}
+    """Refuse a composed document that expands past :data:`MAX_YAML_NODES` values or
+    :data:`MAX_YAML_CHARS` characters, nests deeper than :data:`MAX_YAML_DEPTH`, holds a
+    recursive alias, a key given twice in one mapping, a lone surrogate, an integer longer
+    than :data:`MAX_INT_CHARS` characters, a number that is not finite (``.inf``, ``.nan``,
+    ``1.0e999``) or a date that does not exist. Each node is visited once (an alias's
+    expanded size is memoised), without recursion."""
+    size: dict[int, tuple[int, int, int]] = {}  # node -> (values, characters, depth)
     entered: set[int] = set()
     stack: list[tuple[yaml.Node, bool]] = [(root, False)]
     while stack:
         node, done = stack.pop()
         key = id(node)
         if done:
-            kids = [id(k) for k in _children(node)]
-            size[key] = 1 + sum(size[k] for k in kids)
-            depth[key] = 1 + max((depth[k] for k in kids), default=0)
-            if size[key] > MAX_YAML_NODES:
-                raise ConfigError(
-                    f"{where}, line {_line(node)}: aliases here expand to more than "
-                    f"{MAX_YAML_NODES:,} values; refused (write the values out, or use fewer "
-                    "nested aliases)"
-                )
-            if depth[key] > MAX_YAML_DEPTH:
-                raise ConfigError(
-                    f"{where}, line {_line(node)}: nested deeper than {MAX_YAML_DEPTH} levels"
-                )
+            kids = [size[id(k)] for k in _children(node)]
+            own = len(node.value) if isinstance(node, yaml.ScalarNode) else 0
+            total = (
+                1 + sum(k[0] for k in kids),
+                own + sum(k[1] for k in kids),
+                1 + max((k[2] for k in kids), default=0),
+            )
+            size[key] = total
+            _check_totals(node, *total, where)
             continue
         if key in size:
             continue
         entered.add(key)
-        _check_scalar(node, where)
+        _check_leaf(node, where)
         stack.append((node, True))
         for child in reversed(_children(node)):
             if id(child) in entered and id(child) not in size:
@@ -95,34 +168,40 @@ def _syntax_error(exc: yaml.YAMLError, text: str, where: str) -> ConfigError:
         line = text.count("\n", 0, exc.position) + 1
     else:
         line = None
-    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    problem = getattr(exc, "problem", None) or (str(exc).splitlines() or ["unreadable"])[0]
     at = f"{where}, line {line}" if line is not None else where
     return ConfigError(f"{at}: invalid YAML: {shorten(str(problem), 200)}")
 
 
 def read_yaml(path: Path, what: str) -> tuple[Any, yaml.Node | None]:
     """The file's value (plain Python data) and its composed node tree (for the lines of
-    keys), or a :class:`ConfigError` naming the file and line."""
+    keys), or a :class:`ConfigError` naming the file and line. The file must be a regular
+    file (a FIFO or a device is refused before it is opened) of at most
+    :data:`MAX_YAML_BYTES` (``STEADYEVAL_MAX_CONFIG_MB`` raises it), in UTF-8; its nodes
+    pass :func:`check_nodes` before any value is built."""
     where = str(path)
-    if path.is_dir():
-        raise ConfigError(f"{where}: is a folder; expected a YAML {what} file")
+    text = read_text_file(
+        path,
+        f"a YAML {what} file",
+        max_bytes=limit_from_env("STEADYEVAL_MAX_CONFIG_MB", MAX_YAML_BYTES),
+        raise_with="STEADYEVAL_MAX_CONFIG_MB",
+        error=ConfigError,
+    )
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"{where}: cannot read {what} ({exc.strerror or exc})") from None
-    except UnicodeDecodeError as exc:
-        bad = bad_utf8(path)
-        at = f"{where}, line {bad[0]}" if bad else where
-        raise ConfigError(f"{at}: not UTF-8 text ({exc.reason}); save the file as UTF-8") from None
+        loader = yaml.SafeLoader(text)  # its reader refuses control characters here
+    except yaml.YAMLError as exc:
+        raise _syntax_error(exc, text, where) from None
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        root = loader.get_single_node()
         if root is None:
             return None, None
         check_nodes(root, where)
-        return yaml.safe_load(text), root
+        return loader.construct_document(root), root
     except yaml.YAMLError as exc:
         raise _syntax_error(exc, text, where) from None
     except RecursionError:
         raise ConfigError(
             f"{where}: nested too deeply to read (more than {MAX_YAML_DEPTH} levels)"
         ) from None
+    finally:
+        loader.dispose()
