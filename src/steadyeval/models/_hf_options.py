@@ -218,4 +218,7 @@ def load_config(model_dir: Path, options: HFOptions) -> Any:
     try:
         return AutoConfig.from_pretrained(model_dir, trust_remote_code=options.trust_remote_code)
     except (OSError, ValueError) as exc:
-        raise ModelSpecError(f"{model_dir}: not a Hugging Face model directory ({exc})") from None
+        why = echo(" ".join(str(exc).split()), 300)
+        raise ModelSpecError(
+            f"{echo(str(model_dir), 120)}: not a Hugging Face model directory ({why})"
+        ) from None

@@ -47,7 +47,13 @@ from ..requests import (
 )
 from ._backend import BaseBackend, Capabilities
 from ._hf_identity import content_hashes, fingerprint_dir, model_identity
-from ._hf_options import HFOptions, context_length, positive_int, resolve_model_dir
+from ._hf_options import (
+    HFOptions,
+    context_length,
+    load_config,
+    positive_int,
+    resolve_model_dir,
+)
 from ._known import known_input_format
 from ._spec import ModelSpec, echo, spec_where
 from ._spec_values import (
@@ -189,6 +195,7 @@ class VLLMBackend(BaseBackend):
             trust_remote_code=self.options.trust_remote_code,
         )
         self.model_dir = resolve_model_dir(spec, self._hf)
+        load_config(self.model_dir, self._hf)  # a transformers model folder, else an error
         if self.options.data_parallel_size > 1 and not isinstance(engine_module, str):
             raise ConfigError(
                 f"{spec}: data_parallel_size > 1 needs engine_module as an importable module name"
@@ -235,9 +242,15 @@ class VLLMBackend(BaseBackend):
         if self._tokenizer is None:
             from transformers import AutoTokenizer
 
-            self._tokenizer = AutoTokenizer.from_pretrained(
-                self.model_dir, trust_remote_code=self.options.trust_remote_code
-            )
+            try:
+                self._tokenizer = AutoTokenizer.from_pretrained(
+                    self.model_dir, trust_remote_code=self.options.trust_remote_code
+                )
+            except (ImportError, ValueError, OSError) as exc:
+                raise ModelSpecError(
+                    f"{spec_where(self.spec)}: cannot load the tokenizer in "
+                    f"{echo(str(self.model_dir), 120)}: {echo(' '.join(str(exc).split()), 300)}"
+                ) from None
             self._tokenizer.model_max_length = 1 << 60
         return [len(self._tokenizer(t)["input_ids"]) for t in texts]
 
