@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from .._errors import ConfigError, DataError
 from .._extras import require
+from .._files import input_file
 from ._fewglue_records import (
     BOOL,
     NLI2,
@@ -289,11 +290,5 @@ def load_fewglue_items(source: str | Path, *, task: FewGlueTask | str) -> list[I
     if text.startswith(("superglue:", "super_glue:")):
         split = text.split(":", 1)[1] or "validation"
         return _hub_items(t, "super_glue", split)
-    path = Path(source)
-    if not path.is_file():
-        raise DataError(
-            "file not found",
-            file=str(path),
-            expected="a FewGLUE/SuperGLUE .jsonl file or superglue:SPLIT",
-        )
+    path = input_file(source, "a FewGLUE/SuperGLUE .jsonl file or superglue:SPLIT")
     return _items(t, read_jsonl(path), str(path), path.stem.lower())

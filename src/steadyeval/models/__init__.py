@@ -15,13 +15,14 @@ from ._backend import (
     spec_identity,
 )
 from ._hf_classifier import classifier_logits
+from ._hf_options import HF_BACKENDS, model_folder
 from ._hf_options import RUN_ONLY as HF_RUN_OPTIONS
-from ._hf_options import model_folder
 from ._slots import SLOT, SlotReader, split_slot, with_slots
 from ._spec import ModelSpec, lmeval_model_spec, parse_model_spec
 from ._tiny import TINY_ARCHS, build_tiny_model
 
 __all__ = [
+    "HF_BACKENDS",
     "HF_RUN_OPTIONS",
     "SLOT",
     "TINY_ARCHS",

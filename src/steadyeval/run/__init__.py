@@ -13,6 +13,7 @@ from ._executor import Executor, LocalExecutor, call_backend
 from ._from_config import load_config_data, resolve_run_config, run_config
 from ._ray import RayExecutor
 from ._run import Block, RunOptions, RunResult, run, run_blocks, run_id_for
+from ._yaml import check_nodes
 
 __all__ = [
     "Block",
@@ -26,6 +27,7 @@ __all__ = [
     "RunOptions",
     "RunResult",
     "call_backend",
+    "check_nodes",
     "load_config_data",
     "load_run_config",
     "load_yaml_config",

@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from ..._errors import ConfigError
+from ..._limits import MAX_SEED
 from ...conditions import Condition, Format, Template, expand
 from ...items import Item
 from ...models import HF_RUN_OPTIONS, Capabilities
@@ -28,6 +29,7 @@ from ._methods import (
     icl_condition,
     pattern_template,
     register_method,
+    require_trainable,
     scored_items,
     slot_condition,
     task_verbalizer,
@@ -39,7 +41,7 @@ from ._params import (
     Hparams,
     Param,
     default_shots,
-    int_at_least,
+    int_in,
     one_of,
     train_config,
     train_params,
@@ -63,7 +65,10 @@ def trained_model(
 ) -> TrainedModel:
     """The unit's trained model (shared by every unit with the same recipe), served by
     ``backend`` with the base model's options and the setting's ``max_length``; ``recipe``
-    adds to what decides its checkpoint (e.g. a semi-supervised method's teachers)."""
+    adds to what decides its checkpoint (e.g. a semi-supervised method's teachers). A base
+    model that cannot be fine-tuned is refused here, in the design (see
+    :func:`require_trainable`)."""
+    require_trainable(ctx, method, masked=False)
     base = dict(ctx.base.spec.options)
     options = {k: v for k, v in base.items() if k not in HF_RUN_OPTIONS}
     options["max_length"] = str(unit.hparams["max_length"])
@@ -98,9 +103,9 @@ class ICLMethod:
         "verbalizer": Param(
             "verbalizer", lambda t: verbalizer_names(t)[:2], VERBALIZER.check, VERBALIZER.doc
         ),
-        "shots": Param("shots", default_shots, int_at_least(0), "number of shots"),
+        "shots": Param("shots", default_shots, int_in(0, 1000), "number of shots"),
         "shot_seed": Param(
-            "shot_seed", lambda t: [0], int_at_least(0), "which shots, in which order"
+            "shot_seed", lambda t: [0], int_in(0, MAX_SEED), "which shots, in which order"
         ),
         "normalization": Param(
             "normalization",
@@ -154,6 +159,7 @@ class PETMethod:
 
     def block(self, unit: Unit, ctx: MethodContext) -> Block:
         task, h = unit.task, unit.hparams
+        require_trainable(ctx, self.name, masked=True)
 
         def train(folder: Path) -> TrainOutcome:
             return train_pet(

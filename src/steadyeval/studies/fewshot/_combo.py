@@ -25,13 +25,14 @@ from ._methods import (
     _spellings,
     condition_name,
     register_method,
+    require_trainable,
     scored_items,
     slot_condition,
     split_pattern,
     task_verbalizer,
     verbalize,
 )
-from ._params import Param, float_in, int_at_least, one_of, train_config
+from ._params import Param, float_in, int_in, one_of, train_config
 from ._semi import Chain, Strategy, distil
 from ._trainers import BASES, BaseTrainer, Extras, Job, prompt_examples, shared_params
 
@@ -93,7 +94,7 @@ def _size(default: int) -> Param:
     return Param(
         "unlabelled_size",
         lambda t: [default],
-        int_at_least(1),
+        int_in(1, 10_000_000),
         "unlabelled examples used (the first of a seeded order)",
     )
 
@@ -106,15 +107,15 @@ SEMI_PARAMS: Mapping[Semi, dict[str, Param]] = {
         "unlabelled_size": _size(200),
     },
     "ipet": {
-        "generations": Param("generations", lambda t: [3], int_at_least(1), "iPET generations after the first PET ensemble"),
+        "generations": Param("generations", lambda t: [3], int_in(1, 100), "iPET generations after the first PET ensemble"),
         "growth": Param("growth", lambda t: [5.0], float_in(1.0, 1e6), "training-set growth factor per generation (d)"),
         "temperature": Param("temperature", lambda t: [2.0], float_in(0.0, 1e6, open_low=True), "softmax temperature of the ensemble's labels"),
         "ensemble": Param("ensemble", lambda t: ["all-patterns"], one_of("all-patterns", "own-pattern"), "ensemble members' patterns"),
-        "ensemble_seeds": Param("ensemble_seeds", lambda t: [1], int_at_least(1), "seeds per pattern in the ensemble"),
+        "ensemble_seeds": Param("ensemble_seeds", lambda t: [1], int_in(1, 100), "seeds per pattern in the ensemble"),
         "unlabelled_size": _size(200),
     },
     "noisy": {
-        "rounds": Param("rounds", lambda t: [3], int_at_least(1), "student rounds (each student teaches the next)"),
+        "rounds": Param("rounds", lambda t: [3], int_in(1, 100), "student rounds (each student teaches the next)"),
         "noise": Param("noise", lambda t: [0.1], float_in(0.0, 0.99), "token noise of the students"),
         "unlabelled_size": _size(200),
     },
@@ -160,10 +161,9 @@ class CombinedMethod:
 
     def block(self, unit: Unit, ctx: MethodContext) -> Block:
         causal = not ctx.base.capabilities.fills_slots
-        if causal and (not self.base.causal_ok or self.spelling.semi is not None):
-            raise ConfigError(
-                f"method {self.name} needs a masked LM; {ctx.base.identity()} is causal (only ptuning trains a causal LM)"
-            )
+        require_trainable(
+            ctx, self.name, masked=not self.base.causal_ok or self.spelling.semi is not None
+        )
         train, extra = self._trainer(unit, ctx, causal)
         h = unit.hparams
         caps = Capabilities(fills_slots=not causal, max_length=int(h["max_length"]))

@@ -2,20 +2,25 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from ..._limits import DEVICE_PATTERN, MAX_SEED
 from .._protocol import StudyConfig
 
-__all__ = ["STRATEGIES", "FewShotConfig"]
+__all__ = ["MAX_K", "STRATEGIES", "FewShotConfig"]
 
 STRATEGIES: tuple[Literal["multisplit", "cv", "mdl"], ...] = ("multisplit", "cv", "mdl")
+#: The most splits K of a strategy (each split trains or scores every setting once).
+MAX_K = 1000
 
 
 def _comma_ints(value: Any) -> Any:
+    """``"2,4,8"`` as ``[2, 4, 8]``; a part that is not an integer is left as text, so the
+    error names it (never dropped)."""
     if isinstance(value, str):
-        return [int(v) for v in value.split(",") if v.strip()]
+        return [v.strip() for v in value.split(",")]
     return value
 
 
@@ -53,7 +58,10 @@ class FewShotConfig(StudyConfig):
         json_schema_extra={"metavar": "FILE|DIR", "path": True},
     )
     test_from_labelled: int | None = Field(
-        None, ge=1, description="Hold out N labelled items (groups) as the test set."
+        None,
+        ge=1,
+        le=10_000_000,
+        description="Hold out N labelled items (groups) as the test set.",
     )
     methods: list[str] = Field(
         ["icl"],
@@ -67,9 +75,10 @@ class FewShotConfig(StudyConfig):
         description="Split strategies to compare; repeat for several.",
         json_schema_extra={"flag": "strategy"},
     )
-    k: int = Field(4, ge=1, description="Number of splits K.")
-    k_values: list[int] = Field(
+    k: int = Field(4, ge=1, le=MAX_K, description="Number of splits K.")
+    k_values: list[Annotated[int, Field(ge=1, le=MAX_K)]] = Field(
         [2, 4, 8],
+        min_length=1,
         description="K values for the stability criterion (k is always included).",
         json_schema_extra={"comma": True, "metavar": "K,K,..."},
     )
@@ -86,11 +95,23 @@ class FewShotConfig(StudyConfig):
         "(optionally one section per method); default: the method's grid.",
         json_schema_extra={"metavar": "FILE", "path": True},
     )
-    seed: int = Field(0, description="Seeds the splitters, the training runs and the shots.")
-    final_seeds: int = Field(
-        0, ge=0, description="Retrain each chosen setting on all labelled data with N seeds."
+    seed: int = Field(
+        0,
+        ge=0,
+        le=MAX_SEED,
+        description="Seeds the splitters, the training runs and the shots.",
     )
-    device: str = Field("auto", description="Where training runs (auto: CUDA when available).")
+    final_seeds: int = Field(
+        0,
+        ge=0,
+        le=100,
+        description="Retrain each chosen setting on all labelled data with N seeds.",
+    )
+    device: str = Field(
+        "auto",
+        pattern=DEVICE_PATTERN,
+        description="Where training runs: auto (CUDA when available), cpu, cuda, cuda:N or mps.",
+    )
     keep_checkpoints: bool = Field(
         True,
         description="Keep each trained checkpoint (false: delete it once the run has its "
@@ -110,6 +131,7 @@ class FewShotConfig(StudyConfig):
     threads: int | None = Field(
         None,
         ge=1,
+        le=4096,
         description="CPU threads for torch (1 is often fastest for tiny models).",
     )
 

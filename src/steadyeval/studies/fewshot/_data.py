@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..._errors import ConfigError, DataError
+from ..._files import input_file
 from ...items import Item, read_jsonl
 from ._config import FewShotConfig
 from ._tasks import FewShotTask, load_task_items, split_off_test
@@ -72,9 +73,7 @@ def load_unlabelled_items(task: FewShotTask, path: str | Path) -> list[Item]:
     """Unlabelled FewGLUE rows (``unlabeled.jsonl``) as items marked
     ``metadata["unlabelled"]``, ids ``<task>-unlabelled-<idx>@<line>``; their gold label is a
     placeholder and is never used."""
-    p = Path(path)
-    if not p.is_file():
-        raise DataError("file not found", file=str(p), expected="a FewGLUE unlabeled.jsonl")
+    p = input_file(path, "a FewGLUE unlabeled.jsonl")
     items: list[Item] = []
     for line, rec in read_jsonl(p):
         for item in task.data.to_items(_placeholder_labels(task, rec), str(p), "unlabelled", line):
@@ -89,21 +88,22 @@ def load_unlabelled_items(task: FewShotTask, path: str | Path) -> list[Item]:
 def _unlabelled(
     config: FewShotConfig, task: FewShotTask, test: Sequence[Item], several: bool
 ) -> tuple[list[Item], str]:
+    """The task's unlabelled examples and where they came from. A file or folder given as
+    ``unlabelled`` must hold them (an error otherwise, never a silent fallback); without
+    it, the ``unlabeled.jsonl`` next to the labelled file, else the test set's inputs."""
     if config.unlabelled is not None:
         path = Path(config.unlabelled)
         if path.is_dir():
             path = _in_folder(path, task, UNLABELLED_FILE)
-            if not path.is_file():
-                path = Path()
         elif several:
             raise ConfigError(
                 "unlabelled: with several tasks give a folder holding TASK/" + UNLABELLED_FILE
             )
-    else:
-        labelled = Path(config.labelled)
-        folder = _in_folder(labelled, task, "") if labelled.is_dir() else labelled.parent
-        path = folder / UNLABELLED_FILE
-    if path != Path() and path.is_file():
+        return load_unlabelled_items(task, path), str(path)
+    labelled = Path(config.labelled)
+    folder = _in_folder(labelled, task, "") if labelled.is_dir() else labelled.parent
+    path = folder / UNLABELLED_FILE
+    if path.exists() or path.is_symlink():  # there: it must be a readable regular file
         return load_unlabelled_items(task, path), str(path)
     return [
         dataclasses.replace(i, metadata={**i.metadata, "unlabelled": True}) for i in test

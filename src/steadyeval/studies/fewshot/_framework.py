@@ -12,6 +12,7 @@ from typing import Any
 
 from ..._errors import ConfigError
 from ..._extras import require
+from ..._files import limit_from_env
 from ...items import Item
 from ...models import Backend, model_folder
 from ...results import StudyColumn
@@ -32,6 +33,7 @@ from ._tasks import FewShotTask, get_task, item_groups
 
 __all__ = [
     "COLUMNS",
+    "MAX_DESIGN_ROWS",
     "build_grid",
     "fewshot_design",
     "final_design",
@@ -40,6 +42,10 @@ __all__ = [
 ]
 
 Splitter = KFold | MultiSplits | MDLSplits
+
+#: The most rows (scored items over every unit) one design may plan before it is built;
+#: ``STEADYEVAL_FEWSHOT_MAX_ROWS`` raises it. Each row is a rendered prompt the run holds.
+MAX_DESIGN_ROWS = 200_000
 
 #: The study's columns: which part of which split of which strategy a row belongs to.
 COLUMNS = (
@@ -174,6 +180,8 @@ def _context(config: FewShotConfig, backends: Sequence[Backend], options: RunOpt
     experiments = _experiments(config)
     if config.checkpoints is not None:
         root = Path(config.checkpoints)
+        if root.exists() and not root.is_dir():
+            raise ConfigError(f"checkpoints: {root} is not a folder; expected a folder (or none)")
     elif options.out is not None:
         root = Path(options.out) / "checkpoints"
     else:  # no run directory (a dry run, or Python without out): checkpoints are temporary
@@ -203,6 +211,27 @@ def _unit(
     return Unit(e.task, h, train, dev, e.data.test, seed, siblings, pool)
 
 
+def _check_size(c: _Context) -> None:
+    """Refuse, before any block is built, a design that would score more than
+    :data:`MAX_DESIGN_ROWS` rows: every setting is scored on the dev part of every split of
+    every strategy and K, and on the test set (the count is an upper bound)."""
+    config = c.config
+    limit = limit_from_env("STEADYEVAL_FEWSHOT_MAX_ROWS", MAX_DESIGN_ROWS, unit=1)
+    splits = len(config.strategies) * sum(set(config.k_values) | {config.k})
+    rows = 0
+    for e in c.experiments:
+        rows += len(e.grid) * splits * (len(e.data.labelled) + len(e.data.test))
+    if rows > limit:
+        settings = sum(len(e.grid) for e in c.experiments)
+        raise ConfigError(
+            f"the design would score up to {rows:,} rows ({settings:,} settings over "
+            f"{len(c.experiments)} task/method pairs, each on {splits} splits, dev and test "
+            f"items), over the limit of {limit:,}; narrow it (a smaller space, fewer "
+            "strategies or --k-values, a smaller test set) or raise the limit with "
+            "STEADYEVAL_FEWSHOT_MAX_ROWS"
+        )
+
+
 def fewshot_design(
     config: FewShotConfig, backends: Sequence[Backend], options: RunOptions
 ) -> StudyDesign:
@@ -210,6 +239,7 @@ def fewshot_design(
     condition and model for the unit, tagged with the task, strategy, K and split. Trains
     nothing: a trained method's model is trained when the runner first needs its answers."""
     c = _context(config, backends, options)
+    _check_size(c)
     blocks: list[Block] = []
     skipped: list[dict[str, Any]] = []
     units: set[tuple[Any, ...]] = set()

@@ -21,7 +21,7 @@ from typing import Any, Protocol
 from ..._errors import ConfigError
 from ...conditions import Condition, Format, Shots, Template
 from ...items import Item, canonical_json
-from ...models import SLOT, Backend
+from ...models import HF_BACKENDS, SLOT, Backend, model_folder
 from ...run import Block
 from ...scoring import OPTION_LOGPROB
 from ...train import CheckpointStore, TrainedModel
@@ -36,6 +36,7 @@ __all__ = [
     "condition_name",
     "get_method",
     "register_method",
+    "require_trainable",
     "tag_items",
     "verbalize",
 ]
@@ -110,6 +111,21 @@ class Method(Protocol):
 
 
 # -- shared helpers ---------------------------------------------------------------------------
+def require_trainable(ctx: MethodContext, method: str, *, masked: bool) -> None:
+    """Refuse a base model ``method`` cannot fine-tune, while the design is built, so that a
+    dry run refuses what the run would: a model that is not a ``transformers`` model (the
+    error training would give) or, when ``masked``, a model that does not fill the ``[Y]``
+    slot itself (a causal LM)."""
+    spec = ctx.base.spec
+    if spec.backend not in HF_BACKENDS:
+        model_folder(spec)  # raises the one error for a backend that has no model folder
+    if masked and not ctx.base.capabilities.fills_slots:
+        raise ConfigError(
+            f"method {method} needs a masked LM; {ctx.base.identity()} is causal (only "
+            "ptuning trains a causal LM)"
+        )
+
+
 def tag_items(items: Sequence[Item], part: str, unit: Unit) -> list[Item]:
     """Copies of ``items`` whose metadata says which part of which unit they are scored in."""
     extra = {"part": part, "hparams": canonical_json(dict(unit.hparams)), "seed": unit.seed}

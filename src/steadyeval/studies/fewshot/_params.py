@@ -9,7 +9,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ...items import canonical_json
+from ..._limits import MAX_BATCH_SIZE, MAX_LEARNING_RATE, MAX_TOKENS, MAX_TRAIN_STEPS
+from ...items import canonical_json, shorten
 from ...train import TrainConfig
 from ._tasks import FewShotTask
 
@@ -22,10 +23,11 @@ __all__ = [
     "default_shots",
     "float_in",
     "hparams_id",
-    "int_at_least",
+    "int_in",
+    "learning_rate",
     "names_of",
     "one_of",
-    "positive_float",
+    "shown",
     "train_config",
     "train_params",
     "verbalizer_names",
@@ -62,7 +64,8 @@ def names_of(
         allowed = list(get(task))
         if value not in allowed:
             raise ValueError(
-                f"{task.name} has no {kind} {value!r}; choose from {', '.join(map(str, allowed))}"
+                f"{task.name} has no {kind} {shown(value)}; choose from "
+                f"{', '.join(map(str, allowed))}"
             )
         return value
 
@@ -73,11 +76,19 @@ def verbalizer_names(task: FewShotTask) -> list[str]:
     return ["none"] if task.kind == "choice" else list(task.verbalizers)
 
 
-def int_at_least(minimum: int) -> Callable[[Any, FewShotTask], Any]:
+def shown(value: Any) -> str:
+    """``value`` as a message shows it: its ``repr``, cut (a value may be megabytes long)."""
+    return shorten(repr(value))
+
+
+def int_in(minimum: int, maximum: int) -> Callable[[Any, FewShotTask], Any]:
+    """A check that a value is an integer in ``minimum..maximum`` (the bound keeps a typo
+    such as ``1e30`` steps from starting a run that never ends)."""
+
     def check(value: Any, task: FewShotTask) -> Any:
         x = as_number(value)
-        if x is None or not x.is_integer() or x < minimum:
-            raise ValueError(f"expected an integer >= {minimum}, got {value!r}")
+        if x is None or not x.is_integer() or not minimum <= x <= maximum:
+            raise ValueError(f"expected an integer in {minimum}..{maximum:,}, got {shown(value)}")
         return int(x)
 
     return check
@@ -85,17 +96,23 @@ def int_at_least(minimum: int) -> Callable[[Any, FewShotTask], Any]:
 
 def as_number(value: Any) -> float | None:
     """``value`` as a finite float (numbers, and numeric text such as ``"1e-5"``, which YAML
-    1.1 reads as a string), or None."""
+    1.1 reads as a string), or None (also for an integer too large for a float)."""
     if isinstance(value, bool):
         return None
     if isinstance(value, str):
+        if len(value) > 100:
+            return None
         try:
             value = float(value.strip())
         except ValueError:
             return None
-    if not isinstance(value, int | float) or not math.isfinite(value):
+    if not isinstance(value, int | float):
         return None
-    return float(value)
+    try:
+        x = float(value)
+    except OverflowError:  # an integer of hundreds of digits
+        return None
+    return x if math.isfinite(x) else None
 
 
 def float_in(
@@ -107,23 +124,28 @@ def float_in(
         x = as_number(value)
         if x is None or x > high or x < low or (open_low and x == low):
             bracket = "(" if open_low else "["
-            raise ValueError(f"expected a number in {bracket}{low}, {high}], got {value!r}")
+            raise ValueError(
+                f"expected a number in {bracket}{low:g}, {high:g}], got {shown(value)}"
+            )
         return x
 
     return check
 
 
-def positive_float(value: Any, task: FewShotTask) -> Any:
+def learning_rate(value: Any, task: FewShotTask) -> Any:
+    """A check that a value is a peak learning rate: a number in ``(0, MAX_LEARNING_RATE]``."""
     x = as_number(value)
-    if x is None or not x > 0:
-        raise ValueError(f"expected a positive number, got {value!r}")
+    if x is None or not 0 < x <= MAX_LEARNING_RATE:
+        raise ValueError(
+            f"expected a positive number up to {MAX_LEARNING_RATE:g}, got {shown(value)}"
+        )
     return x
 
 
 def one_of(*allowed: str) -> Callable[[Any, FewShotTask], Any]:
     def check(value: Any, task: FewShotTask) -> Any:
         if value not in allowed:
-            raise ValueError(f"expected one of {', '.join(allowed)}, got {value!r}")
+            raise ValueError(f"expected one of {', '.join(allowed)}, got {shown(value)}")
         return value
 
     return check
@@ -153,24 +175,26 @@ def train_params(lrs: list[float]) -> dict[str, Param]:
     """The settings every fine-tuning method has (learning rates: ``lrs`` by default)."""
     return {
         "learning_rate": Param(
-            "learning_rate", lambda t: list(lrs), positive_float, "peak AdamW learning rate"
+            "learning_rate", lambda t: list(lrs), learning_rate, "peak AdamW learning rate"
         ),
-        "steps": Param("steps", lambda t: [30], int_at_least(1), "optimiser steps"),
-        "batch_size": Param("batch_size", lambda t: [4], int_at_least(1), "examples per step"),
+        "steps": Param("steps", lambda t: [30], int_in(1, MAX_TRAIN_STEPS), "optimiser steps"),
+        "batch_size": Param(
+            "batch_size", lambda t: [4], int_in(1, MAX_BATCH_SIZE), "examples per step"
+        ),
         "eval_every": Param(
             "eval_every",
             lambda t: [10],
-            int_at_least(0),
+            int_in(0, MAX_TRAIN_STEPS),
             "dev evaluation frequency for best-dev checkpointing (0: last)",
         ),
         "patience": Param(
             "patience",
             lambda t: [0],
-            int_at_least(0),
+            int_in(0, MAX_TRAIN_STEPS),
             "early stopping: evaluations without a better dev score before training stops "
             "(0: never stop early)",
         ),
-        "max_length": Param("max_length", lambda t: [128], int_at_least(8), "input tokens"),
+        "max_length": Param("max_length", lambda t: [128], int_in(8, MAX_TOKENS), "input tokens"),
     }
 
 

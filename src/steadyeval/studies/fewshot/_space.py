@@ -1,9 +1,12 @@
 """Hyperparameter spaces: reading a YAML space file (numbers as numbers, every value's line
-remembered) and crossing a space into a method's grid with located errors."""
+remembered, the same alias, size and depth limits as every YAML reader) and crossing a space
+into a method's grid with located errors and a bound on the grid's size."""
 
 from __future__ import annotations
 
+import difflib
 import itertools
+import math
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -12,13 +15,22 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from ..._errors import ConfigError
-from ...items._fewglue import FEWGLUE
+from ..._files import read_text_file
+from ...items import FEWGLUE, shorten
+from ...run import check_nodes
+from ._params import shown
 from ._tasks import FewShotTask
 
 if TYPE_CHECKING:
     from ._methods import Method
 
-__all__ = ["SpaceFile", "build_grid", "load_space", "method_space"]
+__all__ = ["MAX_GRID", "MAX_SPACE_BYTES", "SpaceFile", "build_grid", "load_space", "method_space"]
+
+#: The most settings one method's grid may hold on one task (each setting is trained or
+#: scored on every split of every strategy and K: thousands of settings never finish).
+MAX_GRID = 1_000
+#: The largest space file read (real ones are a few hundred bytes).
+MAX_SPACE_BYTES = 1024 * 1024
 
 # YAML 1.1 (PyYAML) reads ``1e-5`` and ``2E+3`` as strings: its float pattern needs a dot.
 # This is YAML 1.2's float pattern, so unquoted scientific notation is a number.
@@ -53,37 +65,143 @@ class SpaceFile(dict[str, Any]):
         self.shared: set[str] = set()
 
 
-def _lines(node: yaml.Node, section: str | None) -> dict[str, int]:
-    """1-based line of each key of the top mapping (or of its ``section`` mapping)."""
+def _syntax_error(exc: yaml.YAMLError, where: str) -> ConfigError:
+    mark = getattr(exc, "problem_mark", None)
+    at = f"{where}, line {mark.line + 1}" if mark is not None else where
+    problem = getattr(exc, "problem", None) or (str(exc).splitlines() or ["unreadable"])[0]
+    return ConfigError(f"{at}: invalid YAML: {shorten(str(problem), 200)}")
+
+
+def _read(p: Path) -> tuple[Any, yaml.Node | None]:
+    """The file's value and its node tree: a regular UTF-8 file of at most
+    :data:`MAX_SPACE_BYTES`, composed once and checked by :func:`~steadyeval.run.check_nodes`
+    (aliases counted at every use, depth, keys given twice, lone surrogates, numbers that are
+    not finite) before any value is built."""
+    where = str(p)
+    text = read_text_file(
+        p, "a YAML space file", max_bytes=MAX_SPACE_BYTES, raise_with=None, error=ConfigError
+    )
+    loader = _SpaceLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None, None
+        check_nodes(node, where)
+        return loader.construct_document(node), node
+    except yaml.YAMLError as exc:
+        raise _syntax_error(exc, where) from None
+    except RecursionError:
+        raise ConfigError(f"{where}: nested too deeply to read") from None
+    finally:
+        loader.dispose()
+
+
+def _lines(node: yaml.Node | None) -> tuple[dict[str, int], dict[str, dict[str, int]]]:
+    """1-based line of each top-level key, and of each key of each top-level mapping."""
     if not isinstance(node, yaml.MappingNode):
-        return {}
-    if section is not None:
-        for key, value in node.value:
-            if key.value == section and isinstance(value, yaml.MappingNode):
-                return _lines(value, None)
-        return {}
-    return {str(k.value): k.start_mark.line + 1 for k, _ in node.value}
+        return {}, {}
+
+    def keys(mapping: yaml.MappingNode) -> dict[str, int]:
+        return {str(k.value): k.start_mark.line + 1 for k, _ in mapping.value}
+
+    inner = {str(k.value): keys(v) for k, v in node.value if isinstance(v, yaml.MappingNode)}
+    return keys(node), inner
 
 
-def _per_task(value: Any) -> bool:
-    """Whether a mapping value gives a hyperparameter's values per task (every key a task
-    name, ``{RTE: [...], CB: [...]}``) rather than being a method's section."""
-    return (
-        isinstance(value, dict)
-        and bool(value)
-        and all(isinstance(k, str) and k.lower() in FEWGLUE for k in value)
+def _per_task(value: Mapping[Any, Any], here: str, name: str) -> dict[str, Any]:
+    """A mapping of task names to values (``{RTE: [...], CB: [...]}``), keys lowercased; any
+    other key is an error naming it (and the closest task name)."""
+    tasks = ", ".join(t.name for t in FEWGLUE.values())
+    if not value:
+        raise ConfigError(
+            f"{here}: {name}: an empty mapping; expected a value, a list of values or a "
+            f"mapping of task names ({tasks}) to values"
+        )
+    for key in value:
+        if not isinstance(key, str) or key.lower() not in FEWGLUE:
+            close = difflib.get_close_matches(str(key).lower(), list(FEWGLUE), n=1)
+            hint = f"; did you mean {FEWGLUE[close[0]].name}?" if close else ""
+            raise ConfigError(
+                f"{here}: {name}: {shown(key)} is not a task; a mapping here gives the values "
+                f"per task ({tasks}){hint}"
+            )
+    return {str(k).lower(): v for k, v in value.items()}
+
+
+def _method_of(key: Any, here: str) -> Method:
+    """The method a section is for; a name that is no method is an error with the closest."""
+    from ._methods import METHODS, get_method
+
+    try:
+        return get_method(str(key))
+    except ConfigError:
+        close = difflib.get_close_matches(str(key).lower(), list(METHODS), n=1)
+        hint = f"did you mean {close[0]!r}?" if close else f"methods: {', '.join(METHODS)}"
+        raise ConfigError(
+            f"{here}: {shown(key)} is neither a hyperparameter nor a method (a mapping here "
+            f"is a method's section); {hint}"
+        ) from None
+
+
+def _unknown(method: Method, name: str, here: str) -> ConfigError:
+    return ConfigError(
+        f"{here}: method {method.name} has no hyperparameter {shown(name)}; its "
+        f"hyperparameters: {', '.join(method.params)}"
     )
 
 
+def _sections(
+    data: Mapping[Any, Any], where: str, lines: tuple[dict[str, int], dict[str, dict[str, int]]]
+) -> tuple[dict[str, Any], dict[str, tuple[str, dict[str, Any]]]]:
+    """The shared values and each method's section (by canonical method name: its key and
+    values). Every section must name a method and hold only that method's hyperparameters;
+    every mapping of values must be keyed by task names. Nothing is silently left out."""
+    from ._combo import known_params
+    from ._methods import METHODS
+
+    names = known_params() | {p for m in METHODS.values() for p in m.params}
+    top, inner = lines
+    shared: dict[str, Any] = {}
+    sections: dict[str, tuple[str, dict[str, Any]]] = {}
+    for key, value in data.items():
+        k = str(key)
+        here = f"{where}, line {top[k]}" if k in top else where
+        if k in names or not isinstance(value, Mapping):
+            if isinstance(value, Mapping):
+                _per_task(value, here, k)
+            shared[k] = value
+            continue
+        method = _method_of(key, here)
+        if method.name in sections:
+            raise ConfigError(
+                f"{here}: a second section for method {method.name} (the first is "
+                f"{shown(sections[method.name][0])}); merge them"
+            )
+        for sub, v in value.items():
+            at = inner.get(k, {}).get(str(sub))
+            sub_here = f"{where}, line {at}" if at is not None else here
+            if str(sub) not in method.params:
+                raise _unknown(method, str(sub), sub_here)
+            if isinstance(v, Mapping):
+                _per_task(v, sub_here, str(sub))
+        sections[method.name] = (k, {str(sub): v for sub, v in value.items()})
+    return shared, sections
+
+
 def _section(
-    data: Mapping[str, Any], method: str | None, where: Mapping[str, str], shared_where: str
+    data: Mapping[Any, Any],
+    method: str | None,
+    where: str,
+    lines: tuple[dict[str, int], dict[str, dict[str, int]]] = ({}, {}),
 ) -> SpaceFile:
     """The names shared by every method (top-level values that are not sections) overlaid
-    by ``method``'s section; other methods' sections are left out."""
-    shared = {str(k): v for k, v in data.items() if not isinstance(v, dict) or _per_task(v)}
-    section = data.get(method) if method is not None else None
-    own = {str(k): v for k, v in section.items()} if isinstance(section, dict) else {}
-    out = SpaceFile({**shared, **own}, {k: where.get(k, shared_where) for k in {**shared, **own}})
+    by ``method``'s section; other methods' sections are left out (after their checks)."""
+    shared, sections = _sections(data, where, lines)
+    key, own = sections.get(method, ("", {})) if method is not None else ("", {})
+    top, inner = lines
+    at = {k: f"{where}, line {n}" for k, n in top.items() if k in shared}
+    at |= {k: f"{where}, line {n}" for k, n in inner.get(key, {}).items() if k in own}
+    out = SpaceFile({**shared, **own}, {k: at.get(k, where) for k in {**shared, **own}})
     out.shared = set(shared) - set(own)
     return out
 
@@ -93,24 +211,20 @@ def load_space(path: str | Path, method: str | None = None) -> SpaceFile:
 
     Top-level names apply to every method (the same space for every method compared);
     a section per method (``icl: {...}``, ``ipet+adapet/cross-split: {...}``) adds or
-    overrides names for that method, picked by ``method``. Unquoted numbers are numbers,
-    scientific notation included (``learning_rate: [1e-5, 2e-5]``); a value a method cannot
-    use is an error that names the file and line (see :func:`build_grid`).
+    overrides names for that method, picked by ``method`` (a section's name may be any
+    spelling of the method). A value may be a mapping of task names to values
+    (``pattern: {RTE: [...], CB: [...]}``). Unquoted numbers are numbers, scientific
+    notation included (``learning_rate: [1e-5, 2e-5]``). Errors name the file and line: a
+    section that names no method (with the closest name), a hyperparameter its method lacks,
+    a mapping keyed by something other than a task, a file that is not a regular UTF-8 file
+    of at most :data:`MAX_SPACE_BYTES`, and aliases that expand past the YAML limits; a
+    value a method cannot use is reported by :func:`build_grid`.
     """
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-        data = yaml.load(text, Loader=_SpaceLoader)  # a SafeLoader subclass: safe
-        node = yaml.compose(text, Loader=_SpaceLoader)
-    except (OSError, yaml.YAMLError) as exc:
-        raise ConfigError(f"{p}: cannot read the space file ({exc})") from None
+    data, node = _read(p)
     if not isinstance(data, dict):
         raise ConfigError(f"{p}: expected a mapping of hyperparameter names to value lists")
-    lines = _lines(node, None) if node is not None else {}
-    if method is not None and isinstance(data.get(method), dict) and node is not None:
-        lines = {**lines, **_lines(node, method)}
-    where = {k: f"{p}, line {n}" for k, n in lines.items()}
-    return _section(data, method, where, str(p))
+    return _section(data, method, str(p), _lines(node))
 
 
 def method_space(
@@ -122,7 +236,7 @@ def method_space(
     if space is None:
         return SpaceFile({}, {})
     name = method.name
-    own = load_space(space, name) if isinstance(space, str) else _section(space, name, {}, "space")
+    own = load_space(space, name) if isinstance(space, str) else _section(space, name, "space")
     drop = {k for k in own.shared if k not in method.params and k in run_params}
     return SpaceFile({k: v for k, v in own.items() if k not in drop}, own.where)
 
@@ -132,13 +246,24 @@ def _task_value(raw: Any, task: FewShotTask, here: str, name: str) -> Any:
     task's (None: not given for it, so the default)."""
     if not isinstance(raw, Mapping):
         return raw
-    if not _per_task(raw):
-        raise ConfigError(
-            f"{here}: {name}: expected a value, a list of values or a mapping of task names "
-            f"({', '.join(t.name for t in FEWGLUE.values())}) to values, got {dict(raw)!r}"
-        )
-    given = {str(k).lower(): v for k, v in raw.items()}
-    return given.get(task.key)
+    return _per_task(raw, here, name).get(task.key)
+
+
+def _check_size(
+    method: Method, task: FewShotTask, axes: list[list[Any]], lines: Mapping[str, str], where: str
+) -> None:
+    """Refuse a grid of more than :data:`MAX_GRID` settings before it is built."""
+    n = math.prod(len(a) for a in axes)
+    if n <= MAX_GRID:
+        return
+    sizes = sorted(zip((len(a) for a in axes), method.params, strict=True), reverse=True)
+    detail = " x ".join(f"{k} {name}" for k, name in sizes if k > 1)
+    biggest = sizes[0][1]
+    raise ConfigError(
+        f"{lines.get(biggest, where)}: the space gives method {method.name} {n:,} settings on "
+        f"{task.name} ({detail}), over the limit of {MAX_GRID:,}; narrow the space (fewer "
+        f"values of {biggest}, or one study per part of it)"
+    )
 
 
 def build_grid(
@@ -148,22 +273,20 @@ def build_grid(
 
     Order: the method's parameter order, values in the order given. Each value is checked by
     the method; errors name the parameter and what is allowed (and, for a space read by
-    :func:`load_space`, the file and line).
+    :func:`load_space`, the file and line). A grid of more than :data:`MAX_GRID` settings
+    is refused before it is built.
     """
     lines = space.where if isinstance(space, SpaceFile) else {}
     space = dict(space or {})
     unknown = sorted(set(space) - set(method.params))
     if unknown:
-        raise ConfigError(
-            f"{lines.get(unknown[0], where)}: method {method.name} has no hyperparameter "
-            f"{unknown[0]!r}; its hyperparameters: {', '.join(method.params)}"
-        )
+        raise _unknown(method, unknown[0], lines.get(unknown[0], where))
     axes: list[list[Any]] = []
     for name, param in method.params.items():
-        raw = _task_value(space.get(name), task, lines.get(name, where), name)
+        here = lines.get(name, where)
+        raw = _task_value(space.get(name), task, here, name)
         raw = param.default(task) if raw is None else raw
         values = list(raw) if isinstance(raw, list | tuple) else [raw]
-        here = lines.get(name, where)
         if not values:
             raise ConfigError(f"{here}: {name} has no values")
         checked = []
@@ -173,4 +296,5 @@ def build_grid(
             except ValueError as exc:
                 raise ConfigError(f"{here}: {name}: {exc}") from None
         axes.append(list(dict.fromkeys(checked)))
+    _check_size(method, task, axes, lines, where)
     return [dict(zip(method.params, combo, strict=True)) for combo in itertools.product(*axes)]

@@ -15,7 +15,7 @@ from ...conditions import Template, expand
 from ...items import Item
 from ...train import PromptExample, TrainConfig, TrainOutcome, train_pet
 from ._methods import pattern_template, slot_condition, split_pattern, task_verbalizer, verbalize
-from ._params import PATTERN, VERBALIZER, Hparams, Param, float_in, int_at_least, train_params
+from ._params import PATTERN, VERBALIZER, Hparams, Param, float_in, int_in, train_params
 from ._tasks import FewShotTask
 
 __all__ = ["BASES", "BaseTrainer", "Extras", "Job", "prompt_examples", "shared_params"]
@@ -155,7 +155,7 @@ class PTuningBase:
     params: Mapping[str, Param] = MappingProxyType(
         {
             "prompt_tokens": Param(
-                "prompt_tokens", lambda t: [4], int_at_least(1), "continuous prompt tokens"
+                "prompt_tokens", lambda t: [4], int_in(1, 1000), "continuous prompt tokens"
             )
         }
     )
