@@ -58,7 +58,7 @@ def test_condition_takes_builtin_names_as_yaml_does() -> None:
         ({"option_order": "random"}, "option_order must be one of"),
         ({"shots": -1}, "shots: n must be an integer >= 0"),
         ({"template": 3}, "template must be a Template, a built-in name or a mapping"),
-        ({"top_k": 0}, "top_k must be an integer >= 1"),
+        ({"top_k": 0}, "top_k must be an integer in 1..100,000; got 0"),
         ({"candidates": "all"}, "candidates must be one of 'vocabulary', 'options'"),
     ],
 )

@@ -1,6 +1,17 @@
 """Conditions (template, format, order, shots, chat, verbalizer, alias) and ``expand``."""
 
-from ._condition import FORMATS, TEMPLATES, Condition, Format, Generation, Shots, Template
+from ._condition import (
+    FORMATS,
+    MAX_SAMPLES,
+    MAX_TEMPLATE_CHARS,
+    MAX_TOP_K,
+    TEMPLATES,
+    Condition,
+    Format,
+    Generation,
+    Shots,
+    Template,
+)
 from ._expand import (
     TEMPLATE_VARIABLES,
     Expansion,
@@ -12,6 +23,9 @@ from ._expand import (
 
 __all__ = [
     "FORMATS",
+    "MAX_SAMPLES",
+    "MAX_TEMPLATE_CHARS",
+    "MAX_TOP_K",
     "TEMPLATES",
     "TEMPLATE_VARIABLES",
     "Condition",

@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
 from types import MappingProxyType
 from typing import Any, Literal, get_args, get_origin, get_type_hints
 
 from .._errors import ConfigError
+from .._limits import MAX_SEED, MAX_TOKENS
 from ..items import canonical_json
 from ..scoring import canonical_scoring, get_scoring
 
 __all__ = [
     "FORMATS",
+    "MAX_SAMPLES",
+    "MAX_TEMPLATE_CHARS",
+    "MAX_TOP_K",
     "TEMPLATES",
     "Condition",
     "Format",
@@ -21,6 +26,28 @@ __all__ = [
     "Shots",
     "Template",
 ]
+
+#: The longest template part (body, answer, header, separator), in characters: a long
+#: instruction is a few thousand; a longer one is refused before Jinja compiles it.
+MAX_TEMPLATE_CHARS = 100_000
+#: The most samples drawn per request (``generation.n_samples``).
+MAX_SAMPLES = 10_000
+#: The most candidates a top-k request asks for (``top_k``).
+MAX_TOP_K = 100_000
+
+
+def _seed_problem(name: str, value: Any) -> str | None:
+    """Why ``value`` cannot be the seed ``name``, or None."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_SEED:
+        return f"{name} must be an integer in 0..{MAX_SEED:,}; got {str(value)[:40]}"
+    return None
+
+
+def _count_problem(name: str, value: Any, low: int, high: int) -> str | None:
+    """Why ``value`` cannot be the count ``name`` (``low..high``), or None."""
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        return f"{name} must be an integer in {low}..{high:,}; got {str(value)[:40]}"
+    return None
 
 
 def _named(value: Any, table: Mapping[str, Any], cls: type, what: str, where: str) -> Any:
@@ -111,6 +138,19 @@ class Template:
     header: str = ""
     shot_separator: str = "\n\n"
 
+    def __post_init__(self) -> None:
+        for part in ("body", "answer", "header", "shot_separator"):
+            value = getattr(self, part)
+            if not isinstance(value, str):
+                raise ConfigError(
+                    f"template {self.name!r}: {part} must be text; got {type(value).__name__}"
+                )
+            if len(value) > MAX_TEMPLATE_CHARS:
+                raise ConfigError(
+                    f"template {self.name!r}: {part} is {len(value):,} characters, over the "
+                    f"limit of {MAX_TEMPLATE_CHARS:,} characters for a template part"
+                )
+
 
 @dataclass(frozen=True)
 class Format:
@@ -159,7 +199,10 @@ class Shots:
 
     def __post_init__(self) -> None:
         if isinstance(self.n, bool) or not isinstance(self.n, int) or self.n < 0:
-            raise ConfigError(f"shots: n must be an integer >= 0; got {self.n!r}")
+            raise ConfigError(f"shots: n must be an integer >= 0; got {str(self.n)[:40]}")
+        problem = _seed_problem("seed", self.seed)
+        if problem is not None:
+            raise ConfigError(f"shots: {problem}")
         _check_choices(self, "shots")
 
 
@@ -176,15 +219,20 @@ class Generation:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "stop", tuple(self.stop))
-        if self.max_new_tokens < 1 or self.n_samples < 1:
+        problem = (
+            _count_problem("max_new_tokens", self.max_new_tokens, 1, MAX_TOKENS)
+            or _count_problem("n_samples", self.n_samples, 1, MAX_SAMPLES)
+            or _seed_problem("seed", self.seed)
+        )
+        if problem is not None:
+            raise ConfigError(f"generation: {problem}")
+        finite = all(
+            isinstance(x, int | float) and math.isfinite(x) for x in (self.temperature, self.top_p)
+        )
+        if not finite or self.temperature < 0 or not 0 < self.top_p <= 1:
             raise ConfigError(
-                f"generation: max_new_tokens and n_samples must be at least 1; got "
-                f"{self.max_new_tokens} and {self.n_samples}"
-            )
-        if self.temperature < 0 or not 0 < self.top_p <= 1:
-            raise ConfigError(
-                f"generation: temperature must be >= 0 and top_p in (0, 1]; got "
-                f"{self.temperature} and {self.top_p}"
+                f"generation: temperature must be a finite number >= 0 and top_p in (0, 1]; "
+                f"got {self.temperature} and {self.top_p}"
             )
 
 
@@ -223,8 +271,11 @@ class Condition:
         _check_choices(self, f"condition {self.name!r}")
         object.__setattr__(self, "verbalizer", _frozen_map(self.verbalizer))
         object.__setattr__(self, "refusal_phrases", tuple(self.refusal_phrases))
-        if isinstance(self.top_k, bool) or not isinstance(self.top_k, int) or self.top_k < 1:
-            raise ConfigError(f"condition {self.name!r}: top_k must be an integer >= 1")
+        problem = _count_problem("top_k", self.top_k, 1, MAX_TOP_K) or _seed_problem(
+            "order_seed", self.order_seed
+        )
+        if problem is not None:
+            raise ConfigError(f"condition {self.name!r}: {problem}")
         try:
             object.__setattr__(self, "scoring", canonical_scoring(self.scoring))
         except ConfigError as exc:

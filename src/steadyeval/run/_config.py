@@ -17,8 +17,12 @@ from pydantic import (
 )
 
 from .._errors import ConfigError
+from .._limits import MAX_SEED, MAX_TOKENS
 from ..conditions import (
     FORMATS,
+    MAX_SAMPLES,
+    MAX_TEMPLATE_CHARS,
+    MAX_TOP_K,
     TEMPLATES,
     Condition,
     Format,
@@ -29,8 +33,8 @@ from ..conditions import (
 )
 from ..results import StudyColumn
 from ..scoring import canonical_scoring
-from ._config_checks import check_models, check_names_and_pools, check_paths
-from ._config_errors import format_errors
+from ._config_checks import check_models, check_names_and_pools, check_paths, odd_value
+from ._config_errors import format_errors, located
 from ._yaml import read_yaml
 
 __all__ = [
@@ -62,7 +66,13 @@ class TemplateConfig(_Strict):
     @classmethod
     def _renders(cls, value: str, info: ValidationInfo) -> str:
         """A syntax error, an unknown filter or an undefined variable is found here, when the
-        config is read, not when the first prompt is rendered."""
+        config is read, not when the first prompt is rendered (a part longer than
+        ``MAX_TEMPLATE_CHARS`` is refused before it is compiled)."""
+        if len(value) > MAX_TEMPLATE_CHARS:
+            raise ValueError(
+                f"{len(value):,} characters, over the limit of {MAX_TEMPLATE_CHARS:,} "
+                "characters for a template part"
+            )
         problem = template_problem(value, answer=info.field_name == "answer")
         if problem is not None:
             raise ValueError(problem)
@@ -81,7 +91,7 @@ class FormatConfig(_Strict):
 
 class ShotsConfig(_Strict):
     n: int = Field(0, ge=0)
-    seed: int | None = None
+    seed: int | None = Field(None, ge=0, le=MAX_SEED)
     selection: Literal["random", "first"] = "random"
     source: str = "default"
     match: str | None = None
@@ -89,12 +99,12 @@ class ShotsConfig(_Strict):
 
 
 class GenerationConfig(_Strict):
-    max_new_tokens: int = Field(32, gt=0)
+    max_new_tokens: int = Field(32, gt=0, le=MAX_TOKENS)
     temperature: float = Field(0.0, ge=0)
     top_p: float = Field(1.0, gt=0, le=1)
-    n_samples: int = Field(1, gt=0)
+    n_samples: int = Field(1, gt=0, le=MAX_SAMPLES)
     stop: list[str] = ["\n\n"]
-    seed: int | None = None
+    seed: int | None = Field(None, ge=0, le=MAX_SEED)
 
 
 class VerbalizerConfig(_Strict):
@@ -118,7 +128,7 @@ class ConditionConfig(_Strict):
     format: str | FormatConfig = "mc"
     scoring: str = "generate"
     option_order: Literal["original", "shuffled", "rotated"] = "original"
-    order_seed: int | None = None
+    order_seed: int | None = Field(None, ge=0, le=MAX_SEED)
     rotation: int = 0
     shots: ShotsConfig = ShotsConfig()
     chat: bool = False
@@ -128,7 +138,7 @@ class ConditionConfig(_Strict):
     normalization: Literal["none", "token", "char"] = "none"
     generation: GenerationConfig = GenerationConfig()
     refusal_phrases: list[str] = ["no answer>"]
-    top_k: int = Field(10, gt=0)
+    top_k: int = Field(10, gt=0, le=MAX_TOP_K)
     candidates: Literal["vocabulary", "options"] = "vocabulary"
     items: Literal["all", "with-options", "without-options"] = "all"
 
@@ -279,7 +289,7 @@ class RunConfig(_Strict):
     models: list[str] = Field(min_length=1)
     conditions: list[ConditionConfig] = Field(default_factory=_default_conditions)
     shot_pools: dict[str, str | DataConfig] = {}
-    seed: int = 0
+    seed: int = Field(0, ge=0, le=MAX_SEED)
     limit: int | None = Field(None, gt=0)
     columns: list[str | ColumnConfig] = []
 
@@ -359,7 +369,9 @@ def load_yaml_config(
         else:
             given[k] = names.get(k, k)
         raw[k] = v
-    return validate_config(model, raw, what=what, source=source, root=root, given=given)
+    return validate_config(
+        model, raw, what=what, source=source, root=root, given=given, flags=names
+    )
 
 
 def validate_config(
@@ -370,15 +382,24 @@ def validate_config(
     source: str = "<python>",
     root: Any = None,
     given: Mapping[str, str] | None = None,
+    flags: Mapping[str, str] | None = None,
 ) -> M:
     """``data`` validated as ``model``; errors raise :class:`ConfigError` naming the key (and,
-    with a YAML ``root``, its line; for a key in ``given``, the flag that set it) and what
-    is allowed."""
+    with a YAML ``root``, its line; for a key in ``given``, the flag that set it; for a
+    required key that is missing, its flag in ``flags``) and what is allowed. A value no
+    config accepts (an integer beyond 64 bits, NaN or infinity, a lone surrogate, text over
+    a million characters) is refused first, wherever it is."""
+    odd = odd_value(data)
+    if odd is not None:
+        loc, problem = odd
+        raise ConfigError(located(loc, problem, source=source, root=root, what=what, given=given))
     try:
         return model.model_validate(dict(data))
     except ValidationError as exc:
         raise ConfigError(
-            format_errors(exc, source=source, root=root, model=model, what=what, given=given)
+            format_errors(
+                exc, source=source, root=root, model=model, what=what, given=given, flags=flags
+            )
         ) from None
 
 

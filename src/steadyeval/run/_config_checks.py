@@ -5,6 +5,7 @@ run when the config is read, before any model loads."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -12,7 +13,20 @@ from .._errors import ModelSpecError
 from ..items import lone_surrogate, shorten
 from ._config_errors import ValueAt
 
-__all__ = ["check_models", "check_names_and_pools", "check_paths"]
+__all__ = [
+    "MAX_CONFIG_INT",
+    "MAX_CONFIG_TEXT",
+    "check_models",
+    "check_names_and_pools",
+    "check_paths",
+    "odd_value",
+]
+
+#: The largest integer (by magnitude) any config value may hold: 64-bit, as the results
+#: table and the JSON files store it. Counts and seeds have smaller bounds of their own.
+MAX_CONFIG_INT = 2**63 - 1
+#: The longest text any config value may hold (a template has a smaller bound of its own).
+MAX_CONFIG_TEXT = 1_000_000
 
 
 def _check_spec(index: int, spec: str) -> None:
@@ -80,3 +94,53 @@ def check_names_and_pools(conditions: Sequence[Any], pools: Mapping[str, Any]) -
                 f"unknown shot pool {shorten(repr(c.shots.source))}; pools: "
                 f"{', '.join(known)} (define more under shot_pools)",
             )
+
+
+def _leaf_problem(value: Any) -> str | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int) and abs(value) > MAX_CONFIG_INT:
+        digits = len(str(abs(value))) if abs(value) < 10**4000 else "thousands of"
+        return f"an integer of {digits} digits; expected a number of at most 2**63 - 1"
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"{value} is not a finite number; expected a finite number"
+    if isinstance(value, str):
+        if lone_surrogate(value) is not None:
+            return (
+                f"{shorten(repr(value))} holds a lone surrogate (bytes that are not UTF-8 "
+                "text); expected valid Unicode text"
+            )
+        if len(value) > MAX_CONFIG_TEXT:
+            return (
+                f"text of {len(value):,} characters, over the limit of {MAX_CONFIG_TEXT:,} "
+                "for one config value"
+            )
+    return None
+
+
+def odd_value(data: Any) -> tuple[tuple[str | int, ...], str] | None:
+    """The location and problem of the first value in ``data`` (a config as plain data, from
+    YAML, flags or Python) that no config accepts: an integer beyond 64 bits, a number that is
+    not finite (NaN, infinity), text holding a lone surrogate or longer than
+    :data:`MAX_CONFIG_TEXT`. Walked without recursion, each shared value once."""
+    stack: list[tuple[Any, tuple[str | int, ...]]] = [(data, ())]
+    seen: set[int] = set()
+    while stack:
+        value, loc = stack.pop()
+        if isinstance(value, Mapping | list | tuple):
+            if id(value) in seen:
+                continue
+            seen.add(id(value))
+            if isinstance(value, Mapping):
+                for k, v in value.items():
+                    key_problem = _leaf_problem(k) if isinstance(k, str) else None
+                    if key_problem is not None:
+                        return loc, f"a key: {key_problem}"
+                    stack.append((v, (*loc, str(k))))
+            else:
+                stack.extend((v, (*loc, i)) for i, v in enumerate(value))
+            continue
+        problem = _leaf_problem(value)
+        if problem is not None:
+            return loc, problem
+    return None

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ValidationError
 
 from ..items import shorten
 
-__all__ = ["ValueAt", "format_errors"]
+__all__ = ["ValueAt", "format_errors", "located"]
 
 
 class ValueAt(ValueError):
@@ -57,6 +57,30 @@ def _where(loc: Sequence[Any], source: str, root: Any, given: Mapping[str, str] 
     return source if line is None else f"{source}, line {line}"
 
 
+def _missing(key: str, where: str, source: str, flags: Mapping[str, str]) -> str:
+    """A required key that is not given: name its flag (and the config key)."""
+    flag = flags.get(key)
+    if flag is None or not flag.startswith("-"):
+        return f"{where}: {key}: Field required"
+    if source == "<flags>":
+        return f"{flag} is required (or give a config file with {key}:)"
+    return f"{where}: {key}: Field required (give {key}: in the file, or {flag})"
+
+
+def located(
+    loc: Sequence[Any],
+    message: str,
+    *,
+    source: str,
+    root: Any,
+    what: str,
+    given: Mapping[str, str] | None = None,
+) -> str:
+    """One error about the value at ``loc``, located as :func:`format_errors` does."""
+    key = ".".join(shorten(str(p), 40) for p in loc) or "(top level)"
+    return f"invalid {what}:\n  {_where(loc, source, root, given)}: {key}: {shorten(message, 400)}"
+
+
 def format_errors(
     exc: ValidationError,
     *,
@@ -65,7 +89,10 @@ def format_errors(
     model: type[BaseModel],
     what: str,
     given: Mapping[str, str] | None = None,
+    flags: Mapping[str, str] | None = None,
 ) -> str:
+    """Pydantic's errors as located lines (at most five); ``flags`` maps a key to the flag
+    that sets it, for a required key that is missing."""
     lines = []
     errors = _relevant(exc.errors())
     for err, loc in errors[:5]:
@@ -75,6 +102,9 @@ def format_errors(
         key = ".".join(shorten(str(p), 40) for p in loc) or "(top level)"
         where = _where(loc, source, root, given)
         msg = err["msg"]
+        if err["type"] == "missing" and len(loc) == 1:
+            lines.append(_missing(key, where, source, flags or {}))
+            continue
         if err["type"] == "extra_forbidden":
             parent = _model_at(model, loc[:-1])
             allowed = ", ".join(sorted(parent.model_fields)) if parent is not None else "see docs"

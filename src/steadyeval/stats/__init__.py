@@ -30,6 +30,7 @@ from ._intervals import (
     wilson_interval,
 )
 from ._irt import IrtCells, IrtDistribution, IrtFit, fit_irt, irt_distribution
+from ._irt_posterior import MAX_DRAW_VALUES
 from ._multiple import MultipleTestResult, benjamini_hochberg, holm
 from ._paired import (
     AgreementTable,
@@ -58,6 +59,7 @@ from ._splitters import KFold, MDLSplits, MultiSplits
 from ._spread import SpreadResult, spread
 
 __all__ = [
+    "MAX_DRAW_VALUES",
     "AgreementTable",
     "BootstrapResult",
     "BrierScore",

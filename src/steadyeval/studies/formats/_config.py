@@ -6,9 +6,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from ..._limits import MAX_SEED, MAX_TOKENS
+from ...conditions import MAX_SAMPLES
 from .._protocol import StudyConfig
 
-__all__ = ["FormatsConfig", "ListScoring", "SamplingConfig"]
+__all__ = ["MAX_ORDERS", "FormatsConfig", "ListScoring", "SamplingConfig"]
+
+#: The most seeded option orders (``orders``): three options and an escape have 24.
+MAX_ORDERS = 100
 
 #: How the option lists are answered: generation mapped to an option, or option scores.
 ListScoring = Literal["generate", "option-logprob"]
@@ -23,8 +28,10 @@ class SamplingConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     temperature: float = Field(gt=0, description="Also sample at this temperature.")
-    n_samples: int = Field(5, ge=2, description="Samples per question when sampling.")
-    seed: int | None = None
+    n_samples: int = Field(
+        5, ge=2, le=MAX_SAMPLES, description="Samples per question when sampling."
+    )
+    seed: int | None = Field(None, ge=0, le=MAX_SEED)
 
 
 class FormatsConfig(StudyConfig):
@@ -42,7 +49,7 @@ class FormatsConfig(StudyConfig):
     split: str = Field("validation", description="Hub split.")
     answerable: int = Field(300, ge=0, description="Answerable questions to sample.")
     unanswerable: int = Field(300, ge=0, description="Unanswerable questions to sample.")
-    seed: int = Field(2022, description="Sampling seed.")
+    seed: int = Field(2022, ge=0, le=MAX_SEED, description="Sampling seed.")
     scoring: ListScoring = Field(
         "generate",
         description="Lists: greedy generation mapped to an option, or option log-probability "
@@ -67,13 +74,15 @@ class FormatsConfig(StudyConfig):
         description="Phrases scored as refusals; repeatable.",
         json_schema_extra={"flag": "refusal-phrase"},
     )
-    max_new_tokens: int = Field(24, gt=0, description="Generation limit.")
+    max_new_tokens: int = Field(24, gt=0, le=MAX_TOKENS, description="Generation limit.")
     noise_floor: tuple[str, str] = Field(
         ("list-nota", "list-refusal"),
         description="The two escape lists whose disagreement is the noise floor.",
         json_schema_extra={"cli": False},
     )
-    orders: int = Field(0, ge=0, description="Also ask the lists under K seeded option orders.")
+    orders: int = Field(
+        0, ge=0, le=MAX_ORDERS, description="Also ask the lists under K seeded option orders."
+    )
     no_decoy: bool = Field(False, description="Also ask unanswerable lists without the decoy.")
     control: bool = Field(False, description="Add a list whose last option is a random word.")
     sampling: SamplingConfig | None = Field(

@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
+from ..._limits import MAX_SEED
 from ...scoring import LETTER_LOGPROB, OPTION_LOGPROB, renamed_scoring
 from .._protocol import StudyConfig
 
@@ -71,7 +72,12 @@ class KnowledgeConfig(StudyConfig):
     memorisation: bool = Field(
         False, description="Also score each question's log-probability (memorisation check)."
     )
-    seed: int = Field(0, description="Seed of the bootstrap (nothing in the design is random).")
+    seed: int = Field(
+        0,
+        ge=0,
+        le=MAX_SEED,
+        description="Seed of the bootstrap (nothing in the design is random).",
+    )
 
     _split_lists = field_validator("subjects", "shots", "templates", mode="before")(_comma)
 

@@ -13,6 +13,7 @@ from numpy.typing import NDArray
 from ..._errors import ConfigError
 from ...conditions import FORMATS, Condition, Generation
 from ...items import Item, load_items
+from ...stats import MAX_DRAW_VALUES
 from ...stats._irt_design import stratified_cells
 from .._protocol import StudyDesign
 from ._config import SpreadConfig
@@ -59,6 +60,19 @@ def _conditions(config: SpreadConfig, formats: Sequence[_AnyFormat], mc: bool) -
     return out
 
 
+def _check_draws(config: SpreadConfig, n_formats: int, n_items: int) -> None:
+    """The estimate's draws × (formats + items) within the estimator's limit, checked before
+    the formats are built (and so in the dry run too)."""
+    per_draw = n_formats + n_items
+    if config.method == "estimate" and config.draws * per_draw > MAX_DRAW_VALUES:
+        most = MAX_DRAW_VALUES // per_draw
+        raise ConfigError(
+            f"--draws {config.draws} × ({n_formats:,} formats + {n_items:,} items) is over the "
+            f"estimator's limit of {MAX_DRAW_VALUES:,} values held at once; "
+            + (f"pass --draws {most} or fewer" if most >= 50 else "use fewer formats or --limit")
+        )
+
+
 def spread_setup(config: SpreadConfig) -> SpreadSetup:
     """Load the items and build the formats (generated, or read from ``config.formats``)."""
     items = load_items(config.data)
@@ -77,7 +91,9 @@ def spread_setup(config: SpreadConfig) -> SpreadSetup:
     covariates = None
     if config.formats is not None:
         formats: list[Any] = list(load_format_file(config.formats))
+        _check_draws(config, len(formats), len(items))
     else:
+        _check_draws(config, config.n_formats, len(items))
         grammar = generate_formats(config.n_formats, config.grammar_seed)
         formats = list(grammar)
         if config.covariates:
