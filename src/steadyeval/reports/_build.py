@@ -126,6 +126,14 @@ def study_sections(ctx: ReportContext) -> list[Section]:
     design = ctx.summary.get("design")
     try:
         made = study.sections(ctx.analysis, design if isinstance(design, dict) else {})
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
+        # summary.json's analysis is not the shape this study writes: a hand-edited or
+        # foreign run folder, or one written by another version of the study
+        raise DataError(
+            f"{ctx.run_dir or 'the run'}: summary.json's analysis is not what study "
+            f"{ctx.study!r} writes ({type(exc).__name__}: {str(exc)[:80]}); recompute it "
+            "with steadyeval.studies.reanalyze on the run folder"
+        ) from None
     except Exception as exc:
         raise RuntimeError(f"the report sections of study {ctx.study!r} failed: {exc}") from exc
     for sec in made:

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, overload
 
-from .._errors import ConfigError
+from .._errors import ConfigError, DataError, SteadyevalError
 from .._json import json_safe, write_json, write_text_atomic
 from ..models import Backend, load_backend
 from ..results import read_results, read_summary, summary_markdown
@@ -168,7 +168,17 @@ def reanalyze(run_dir: str | Path) -> dict[str, Any]:
     if "study" not in summary:
         raise ConfigError(f"{run_dir}: not a study run (summary.json names no study)")
     study = get_study(summary["study"])
-    analysis = study.analyze(table, summary.get("design", {}))
+    try:
+        analysis = study.analyze(table, summary.get("design") or {})
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
+        if isinstance(exc, SteadyevalError):
+            raise
+        # the table or summary.json's design is not what this study writes
+        raise DataError(
+            f"{run_dir}: its results table or summary.json's design is not what study "
+            f"{summary['study']!r} writes ({type(exc).__name__}: {str(exc)[:80]}); run the "
+            "study again"
+        ) from None
     summary["analysis"] = analysis
     _write(run_dir, study, summary)
     return analysis
