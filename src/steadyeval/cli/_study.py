@@ -20,6 +20,7 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
 from .._errors import ConfigError
+from ..items import shorten
 from ..studies import Study, get_study, study_names
 from ._options import (
     echo_counts,
@@ -130,8 +131,11 @@ def _options(name: str, field: FieldInfo) -> list[tuple[click.Option, _Dest]]:
     return [(opt, (name, None, "value"))]
 
 
-def _overrides(values: dict[str, Any], dests: dict[str, _Dest]) -> dict[str, Any]:
-    """The config keys the user gave on the command line."""
+def _overrides(
+    values: dict[str, Any], dests: dict[str, _Dest], flags: dict[str, str]
+) -> dict[str, Any]:
+    """The config keys the user gave on the command line (``flags``: each parameter's flag,
+    for an error)."""
     out: dict[str, Any] = {}
     for param, (key, sub, how) in dests.items():
         value = values.get(param)
@@ -140,7 +144,13 @@ def _overrides(values: dict[str, Any], dests: dict[str, _Dest]) -> dict[str, Any
         if how == "invert":
             value = False
         elif how == "comma":
+            given = value
             value = [v.strip() for part in value for v in part.split(",") if v.strip()]
+            if not value:  # "--subjects ," is not "every subject"
+                raise ConfigError(
+                    f"{flags.get(param, param)} {shorten(repr(','.join(given)), 40)}: no values; "
+                    "expected comma-separated values (leave the flag out for the default)"
+                )
         elif how == "list":
             value = list(value)
         if sub is not None:
@@ -154,6 +164,7 @@ def study_command(study: Study) -> click.Command:
     """The ``steadyeval study NAME`` command of ``study``."""
     made = [o for n, f in study.config.model_fields.items() for o in _options(n, f)]
     dests = {opt.name: dest for opt, dest in made if opt.name is not None}
+    param_flags = {opt.name: opt.opts[0] for opt, _ in made if opt.name is not None}
     flag_names = {
         key if sub is None else f"{key}.{sub}": opt.opts[0] for opt, (key, sub, _) in made
     }
@@ -166,7 +177,7 @@ def study_command(study: Study) -> click.Command:
         from ..run import PlanCounts, RunOptions
         from ..studies import run_study
 
-        overrides = _overrides(values, dests)
+        overrides = _overrides(values, dests, param_flags)
         if model_args is not None:
             overrides["models"] = model_specs(overrides.get("models", []), model_args)
         cfg = study.load_config(config, overrides, flag_names=flag_names)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import inspect
+import typing
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -269,6 +270,12 @@ def _by_suffix(source: str | Path, **kwargs: Any) -> list[Item]:
         )
     if p.suffix in {".jsonl", ".ndjson", ".csv"} and not where.exists:
         raise DataError("file not found", file=str(p), expected="an existing .jsonl or .csv file")
+    if p.suffix in {".jsonl", ".ndjson", ".csv"} and kwargs:
+        raise ConfigError(  # silently dropped before: the file was read as if they were not given
+            f"{shorten(str(p), 80)}: {', '.join(sorted(kwargs))} apply to a hub data set or a "
+            "named loader; a local .jsonl or .csv file takes no options (remove them, or set "
+            "loader)"
+        )
     if p.suffix in {".jsonl", ".ndjson"}:
         return load_jsonl(p)
     if p.suffix == ".csv":
@@ -353,4 +360,29 @@ def load_items(source: str | Path, *, loader: str | None = None, **options: Any)
             f"data loader {loader!r} has no option {unknown[0]!r}; its options: "
             f"{', '.join(allowed) or 'none'}"
         )
-    return fn(source, **options)
+    return fn(source, **_typed_options(fn, loader, options))
+
+
+def _typed_options(fn: Loader, loader: str, options: Mapping[str, Any]) -> dict[str, Any]:
+    """``options`` checked against the loader's annotations (a run config's ``data:`` keys
+    reach the loader as YAML gives them): a wrong type is a :class:`ConfigError` naming the
+    option, never a ``TypeError`` inside the loader. A loader whose annotations cannot be
+    resolved gets its options as they are."""
+    from pydantic import TypeAdapter, ValidationError
+
+    try:
+        hints = typing.get_type_hints(fn)
+    except Exception:  # a plug-in's annotations may name what is not importable here
+        return dict(options)
+    out = dict(options)
+    for name, value in options.items():
+        if name not in hints:
+            continue
+        try:
+            out[name] = TypeAdapter(hints[name]).validate_python(value)
+        except ValidationError as exc:
+            why = exc.errors()[0]["msg"] if exc.errors() else str(exc)
+            raise ConfigError(
+                f"data loader {loader!r}: option {name!r}: {why} (got {shorten(repr(value))})"
+            ) from None
+    return out

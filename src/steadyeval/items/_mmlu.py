@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import difflib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,8 +13,9 @@ from .._errors import DataError
 from .._extras import require
 from .._hub import locate
 from ._item import Item
+from ._jsonl import read_lines
 from ._mmlu_subjects import SUBJECTS, subject_info
-from ._text import shorten
+from ._text import lone_surrogate, shorten
 
 __all__ = ["LETTERS", "MMLUData", "Split", "load_mmlu", "load_mmlu_items"]
 
@@ -78,15 +80,16 @@ def _item(
 
 
 def _csv_rows(path: Path) -> Iterator[tuple[int, list[str]]]:
-    """``(first line of the row, cells)`` for each non-blank row; quoted newlines are kept."""
-    with path.open("r", encoding="utf-8", newline="") as fh:
-        reader = csv.reader(fh)
-        start = 1
-        for cells in reader:
-            line = start
-            start = reader.line_num + 1
-            if cells:
-                yield line, cells
+    """``(first line of the row, cells)`` for each non-blank row; quoted newlines are kept.
+    Read line by line (:func:`~steadyeval.items._jsonl.read_lines`: a regular file, one
+    line at most 16 MiB, UTF-8 errors located)."""
+    reader = csv.reader(text for _, text in read_lines(path, "an MMLU CSV file"))
+    start = 1
+    for cells in reader:
+        line = start
+        start = reader.line_num + 1
+        if cells:
+            yield line, cells
 
 
 def _read_csv(path: Path, subject: str, split: str) -> list[Item]:
@@ -121,10 +124,6 @@ def _read_csv(path: Path, subject: str, split: str) -> list[Item]:
             items.append(
                 _item(subject, split, len(items), cells[0], cells[1:5], LETTERS.index(answer))
             )
-    except UnicodeDecodeError as exc:
-        raise DataError(
-            f"not UTF-8 text ({exc.reason})", file=str(path), expected="a UTF-8 CSV file"
-        ) from None
     except csv.Error as exc:
         raise DataError(f"malformed CSV: {exc}", file=str(path), expected="RFC 4180 CSV") from None
     if not items:
@@ -172,23 +171,34 @@ def _load_dir(
 # -- the hub -------------------------------------------------------------------------------
 
 
+def _reason(exc: BaseException) -> str:
+    """The first line of a library's error, cut (``datasets`` lists every configuration of
+    the data set on the next lines: 57 subjects for MMLU)."""
+    return shorten((str(exc).strip().splitlines() or [type(exc).__name__])[0], 200)
+
+
 def _load_hub_subject(name: str, subject: str) -> Any:
     require(f"{name}: Hugging Face data sets", "datasets")
     import datasets
 
+    what = (
+        f"subject {shorten(repr(subject), 60)}"
+        if subject in SUBJECTS
+        else f"unknown subject {_unknown_subject(subject, sorted(SUBJECTS))}"
+    )
     try:
         return datasets.load_dataset(name, subject)
     except (ConnectionError, OSError) as exc:
         raise DataError(
-            f"could not load subject {subject!r}: {exc}",
+            f"could not load {what}: {_reason(exc)}",
             file=name,
             expected="a reachable hub data set, or one already in the local datasets cache "
             "when HF_HUB_OFFLINE=1 (load it once online), or a directory in the original "
             "MMLU layout (dev/, test/ with <subject>_<split>.csv)",
         ) from None
-    except ValueError as exc:  # unknown config name, among others
+    except ValueError as exc:  # unknown config name (datasets lists every one), among others
         raise DataError(
-            f"could not load subject {subject!r}: {exc}",
+            f"could not load {what}: {_reason(exc)}",
             file=name,
             expected="a configuration per subject, as cais/mmlu has",
         ) from None
@@ -264,6 +274,19 @@ def _load_hub(
 # -- entry point -------------------------------------------------------------------------
 
 
+def _unknown_subject(name: str, known: Sequence[str]) -> str:
+    """``'anatomyy'`` with the closest known subject, if one is close."""
+    close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.75)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return f"{shorten(repr(name), 60)}{hint}"
+
+
+def _listed(names: Sequence[str], most: int = 8) -> str:
+    """The first ``most`` names, and how many there are in all."""
+    shown = ", ".join(names[:most])
+    return shown if len(names) <= most else f"{shown}, ... ({len(names)} in all)"
+
+
 def _choose(present: Sequence[str], wanted: Sequence[str] | None, *, where: str) -> list[str]:
     if wanted is None:
         return list(present)
@@ -272,12 +295,31 @@ def _choose(present: Sequence[str], wanted: Sequence[str] | None, *, where: str)
     missing = [s for s in wanted if s not in present]
     if missing:
         raise DataError(
-            f"unknown subject(s) {', '.join(map(repr, missing))}",
+            f"unknown subject {_unknown_subject(missing[0], present)}"
+            + (f" and {len(missing) - 1} more" if len(missing) > 1 else ""),
             file=where,
             field="subjects",
-            expected=f"subjects among: {', '.join(present)}",
+            expected=f"subjects among: {_listed(present)}",
         )
     return sorted(set(wanted))
+
+
+def _check_subjects(subjects: Any) -> Sequence[str] | None:
+    """``subjects`` as a sequence of names (a single string is not a list of subjects)."""
+    if subjects is None:
+        return None
+    if isinstance(subjects, str) or not isinstance(subjects, Sequence):
+        raise DataError(
+            f"got {shorten(repr(subjects), 60)}",
+            field="subjects",
+            expected="a list of subject names, e.g. ['anatomy', 'virology']",
+        )
+    for s in subjects:
+        if not isinstance(s, str) or lone_surrogate(s) is not None or not s.strip():
+            raise DataError(
+                f"got {shorten(repr(s), 60)}", field="subjects", expected="subject names (text)"
+            )
+    return subjects
 
 
 def load_mmlu(
@@ -331,6 +373,7 @@ def load_mmlu(
         raise DataError(
             f"got {limit_per_subject!r}", field="limit_per_subject", expected="a positive integer"
         )
+    subjects = _check_subjects(subjects)
     text = str(source)
     where = locate(text)  # a folder, or a hub id (never decided by a suffix)
     if where.exists and where.path.is_dir():

@@ -10,9 +10,10 @@ from typing import Any
 
 from .._errors import DataError
 from .._extras import require
+from .._files import MAX_TEXT_BYTES, limit_from_env, loads_json, read_text_file
 from .._hub import locate
 from ._item import Item
-from ._text import shorten
+from ._text import shorten, value_problem
 
 __all__ = [
     "SquadArticle",
@@ -132,16 +133,20 @@ class _Where:
 
 
 def _load_json(path: Path) -> SquadData:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise DataError(f"not UTF-8 text ({exc.reason})", file=str(path)) from None
-    try:
-        raw = json.loads(text)
-    except json.JSONDecodeError as exc:
+    """The official JSON file, read as untrusted input: a regular file within the size limit
+    (``STEADYEVAL_MAX_FILE_MB``), UTF-8, JSON without NaN/Infinity nested at most 100 deep
+    (:mod:`steadyeval._files`), and no lone surrogate in any text (named by its JSON path)."""
+    text = read_text_file(
+        path,
+        "a SQuAD JSON file",
+        max_bytes=limit_from_env("STEADYEVAL_MAX_FILE_MB", MAX_TEXT_BYTES),
+    )
+    raw = loads_json(text, str(path))
+    problem = value_problem(raw)
+    if problem is not None:
         raise DataError(
-            f"invalid JSON: {exc.msg}", file=str(path), line=exc.lineno, expected="SQuAD JSON"
-        ) from None
+            problem.message, file=str(path), field=problem.field, expected=problem.expected
+        )
     where = _Where(path, text)
     if not isinstance(raw, dict) or not isinstance(raw.get("data"), list):
         raise where.error("data", "no list of articles", 'a mapping with a "data" list')
@@ -237,42 +242,71 @@ def _load_hub(name: str, split: str) -> SquadData:
     return squad_from_rows(rows, source=f"{name}[{split}]")
 
 
-def _row_texts(value: Any) -> tuple[str, ...]:
-    """``{"text": [...]}`` (the hub's column layout) or ``[{"text": ...}, ...]``."""
+def _row_error(message: str, source: str, n: int, field: str, expected: str) -> DataError:
+    return DataError(message, file=source, line=n, field=field, expected=expected)
+
+
+def _row_texts(value: Any, source: str, n: int, field: str) -> tuple[str, ...]:
+    """``{"text": [...]}`` (the hub's column layout) or ``[{"text": ...}, ...]`` (or a
+    list of strings); missing or None is no answer."""
+    expected = '{"text": [strings]} or a list of {"text": string}'
+    if value is None:
+        return ()
     if isinstance(value, Mapping):
-        return tuple(str(t) for t in value.get("text", []))
-    if isinstance(value, list):
-        return tuple(str(a["text"]) if isinstance(a, Mapping) else str(a) for a in value)
-    return ()
+        value = value.get("text", [])
+        if not isinstance(value, list):
+            raise _row_error(f"got {type(value).__name__}", source, n, f"{field}.text", "a list")
+    if not isinstance(value, list):
+        raise _row_error(f"got {type(value).__name__}", source, n, field, expected)
+    out = []
+    for i, a in enumerate(value):
+        text = a.get("text") if isinstance(a, Mapping) else a
+        if not isinstance(text, str):
+            raise _row_error(f"got {type(text).__name__}", source, n, f"{field}[{i}]", expected)
+        out.append(text)
+    return tuple(out)
+
+
+def _row_question(row: Any, n: int, source: str) -> tuple[str, str, SquadQuestion]:
+    """One hub row's (title, context, question), every field of the type SQuAD has."""
+    if not isinstance(row, Mapping):
+        raise _row_error(f"got {type(row).__name__}", source, n, "(row)", "a mapping of columns")
+    cols = "SQuAD columns id, title, context, question, answers"
+    missing = [k for k in ("id", "title", "context", "question") if k not in row]
+    if missing:
+        raise _row_error(f"missing column {missing[0]!r}", source, n, missing[0], cols)
+    qid = row["id"]
+    if isinstance(qid, bool) or not isinstance(qid, str | int):
+        raise _row_error(f"got {type(qid).__name__}", source, n, "id", "a string")
+    for key in ("title", "context", "question"):
+        if not isinstance(row[key], str):
+            raise _row_error(f"got {type(row[key]).__name__}", source, n, key, "a string")
+    problem = value_problem({k: row[k] for k in ("id", "title", "context", "question")})
+    if problem is not None:
+        raise _row_error(problem.message, source, n, problem.field, problem.expected)
+    answers = _row_texts(row.get("answers"), source, n, "answers")
+    plausible = _row_texts(row.get("plausible_answers"), source, n, "plausible_answers")
+    q = SquadQuestion(str(qid), row["question"], answers, plausible, not answers)
+    return row["title"], row["context"], q
 
 
 def squad_from_rows(rows: Iterable[Mapping[str, Any]], *, source: str) -> SquadData:
     """Group flat hub rows (``id, title, context, question, answers``) into articles.
 
     Articles keep the order in which their titles first appear, paragraphs the order of
-    their contexts within the article.
+    their contexts within the article. A row that is not a mapping, lacks a column or holds
+    a value of another type is a :class:`DataError` naming the row and the field.
     """
     articles: dict[str, dict[str, list[SquadQuestion]]] = {}
     seen: set[str] = set()
     for n, row in enumerate(rows, start=1):
-        missing = [k for k in ("id", "title", "context", "question") if k not in row]
-        if missing:
+        title, context, q = _row_question(row, n, source)
+        if q.id in seen:
             raise DataError(
-                f"missing column {missing[0]!r}",
-                file=source,
-                line=n,
-                field=missing[0],
-                expected="SQuAD columns id, title, context, question, answers",
+                f"question id {shorten(repr(q.id))} repeats", file=source, line=n, field="id"
             )
-        qid = str(row["id"])
-        if qid in seen:
-            raise DataError(f"question id {qid!r} repeats", file=source, line=n, field="id")
-        seen.add(qid)
-        answers = _row_texts(row.get("answers"))
-        plausible = _row_texts(row.get("plausible_answers"))
-        q = SquadQuestion(qid, str(row["question"]), answers, plausible, not answers)
-        paras = articles.setdefault(str(row["title"]), {})
-        paras.setdefault(str(row["context"]), []).append(q)
+        seen.add(q.id)
+        articles.setdefault(title, {}).setdefault(context, []).append(q)
     return SquadData(
         source=source,
         articles=tuple(

@@ -87,6 +87,13 @@ def test_dry_run_and_errors(
     assert "(got 'x')" in shots.output
     tmpl = _invoke("--model", model, "--data", str(mini_mmlu), "--templates", "fancy", "--dry-run")
     assert tmpl.exit_code == 2 and "unknown template 'fancy'" in tmpl.output
+    none = _invoke("--model", model, "--data", str(mini_mmlu), "--subjects", " , ", "--dry-run")
+    assert none.exit_code == 2 and "--subjects ' , ': no values" in none.output  # not "all"
+    typo = _invoke("--model", model, "--data", str(mini_mmlu), "--subjects", "abstract_algebro")
+    assert typo.exit_code == 2, typo.output
+    assert "unknown subject 'abstract_algebro' (did you mean 'abstract_algebra'?)" in typo.output
+    seed = _invoke("--model", model, "--data", str(mini_mmlu), "--seed", "-1", "--dry-run")
+    assert seed.exit_code == 2 and "flag --seed: seed: Input should be greater" in seed.output
     monkeypatch.chdir(tmp_path)
     no_out = _invoke("--model", model, "--data", str(mini_mmlu), "--shots", "0")
     assert no_out.exit_code == 0, no_out.output
