@@ -108,7 +108,7 @@ class RowKeys:
 
     def add(self, key: tuple[Any, ...], where: str, hint: str) -> None:
         if key in self.seen:
-            model, condition, item_id, sample_index = (shorten(repr(k)) for k in key)
+            model, condition, item_id, sample_index = (shorten(repr(k), 40) for k in key)
             raise DataError(
                 f"{where}: duplicate row for model={model}, condition={condition}, "
                 f"item_id={item_id}, sample_index={sample_index} (first at "

@@ -296,7 +296,7 @@ def _iter_rows(
     condition, scope = _condition_and_scope(log, opts)
     model = opts.model or str(log.spec.get("model", "unknown"))
     for sample in log.samples:
-        where = f"{log.path}, sample {shorten(repr(sample['id']))} epoch {sample['epoch']}"
+        where = f"{log.path}, sample {shorten(repr(sample['id']), 40)} epoch {sample['epoch']}"
         item_id = f"{scope}/{sample['id']}"
         sample_index = sample["epoch"] - 1  # epoch >= 1, checked on reading
         keys.add(

@@ -69,7 +69,8 @@ def check_header(header: Mapping[str, Any], place: Place) -> None:
     results = get(header, "results", place, OBJECT)
     if results is not None:
         at = place.at("results").at("scores")
-        for i, score in enumerate(list_of(get(results, "scores", at, LIST), at, OBJECT)):
+        scores = get(results, "scores", place.at("results"), LIST)
+        for i, score in enumerate(list_of(scores, at, OBJECT)):
             get(score, "name", at.at(i), TEXT)
             for name, metric in (get(score, "metrics", at.at(i), OBJECT) or {}).items():
                 if not isinstance(metric, Mapping):
