@@ -119,18 +119,24 @@ def test_the_slot_reader_reads_up_to_the_slot_and_keeps_the_model() -> None:
     assert inner.seen[-1] == plain
 
 
-def test_the_slot_reader_preflights_what_it_sends() -> None:
+@pytest.mark.parametrize("method", ["preflight", "precheck"])
+def test_the_slot_reader_preflights_what_it_sends(method: str) -> None:
     class Checks(_Recorder):
         def preflight(self, requests):  # type: ignore[no-untyped-def]
-            self.checked = list(requests)
+            self.checked = ("preflight", list(requests))
+
+        def precheck(self, requests):  # type: ignore[no-untyped-def]
+            self.checked = ("precheck", list(requests))
 
     inner = Checks()
     reader = with_slots(inner)
-    reader.preflight([
+    getattr(reader, method)([
         TopKRequest(prompt=f"Born in {SLOT}.", k=1, candidates=("Rome", "Pisa")),
         TopKRequest(prompt=f"Born in {SLOT}.", k=3),
         ScoreRequest(context="a", continuation=" b"),
     ])  # fmt: skip
-    kinds = [type(r).__name__ for r in inner.checked]
+    called, checked = inner.checked
+    assert called == method
+    kinds = [type(r).__name__ for r in checked]
     assert kinds == ["ScoreRequest", "ScoreRequest", "TopKRequest", "ScoreRequest"]
-    assert inner.checked[2] == TopKRequest(prompt="Born in", k=3)
+    assert checked[2] == TopKRequest(prompt="Born in", k=3)

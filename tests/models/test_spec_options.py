@@ -185,3 +185,43 @@ def test_dry_run_refuses_bad_specs_like_the_run(spec: str, tmp_path: Path) -> No
         assert r.exit_code == 2, r.output
         assert r.output.startswith("error:") and r.output.count("\n") == 1, r.output
         assert not out.exists()
+
+
+def test_dry_run_refuses_a_server_profile_that_cannot_score(tmp_path: Path) -> None:
+    """Issue 37 class 5: the dry run (of a run and of a study) refuses what the run refuses
+    up front, here score requests to a server whose profile, named in the spec, gives no
+    prompt log-probabilities; nothing is contacted either way."""
+    spec = f"openai:m?{OFFLINE}&server=llama-server"
+    data = str(ROOT / "examples" / "items.jsonl")
+    outputs = []
+    for argv in (
+        ["run", "--model", spec, "--data", data, "--dry-run"],
+        ["run", "--model", spec, "--data", data, "--out", str(tmp_path / "out")],
+        ["study", "spread", "--model", spec, "--data", data, "--n-formats", "4", "--dry-run"],
+    ):
+        r = CliRunner().invoke(main, argv)
+        assert r.exit_code == 2, r.output
+        outputs.append(r.output.strip().splitlines()[-1])
+    assert outputs[0] == outputs[1] == outputs[2]
+    assert "cannot give prompt log-probabilities" in outputs[0]
+
+
+def test_precheck_decides_only_what_needs_no_server() -> None:
+    from steadyeval import UnsupportedRequestError
+    from steadyeval.requests import GenerateRequest, ScoreRequest
+
+    chat = GenerateRequest("Q:", chat=True)
+    llama = load_backend(f"openai:m?{OFFLINE}&server=llama-cpp-python")
+    with pytest.raises(UnsupportedRequestError, match="chat_template=server"):
+        llama.precheck([chat])
+    load_backend(f"openai:m?{OFFLINE}&server=llama-cpp-python&chat_template=server").precheck(
+        [chat]
+    )
+    server = load_backend(f"openai:m?{OFFLINE}&server=llama-server")
+    server.precheck([GenerateRequest("Q:")])  # generating needs no log-probabilities
+    with pytest.raises(UnsupportedRequestError, match="prompt log-probabilities"):
+        server.precheck([ScoreRequest("Q:", " A")])
+    with pytest.raises(UnsupportedRequestError, match="logprobs=none"):
+        load_backend(f"openai:m?{OFFLINE}&logprobs=none").precheck([ScoreRequest("Q:", " A")])
+    # server=auto: the profile comes from the server, which only preflight asks.
+    load_backend(f"openai:m?{OFFLINE}").precheck([chat, ScoreRequest("Q:", " A")])

@@ -182,6 +182,13 @@ class Backend(Protocol):
         """Token counts for a dry run, or None if the backend cannot count cheaply."""
         ...
 
+    def precheck(self, requests: Sequence[Request]) -> None:
+        """Check, sending nothing and contacting no server, what the spec and ``requests``
+        alone decide (e.g. a server profile named in the spec that gives no prompt
+        log-probabilities, asked to score); raise as :meth:`preflight` would. A dry run
+        calls it, so it refuses what the run refuses; ``preflight`` includes it."""
+        ...
+
     def preflight(self, requests: Sequence[Request]) -> None:
         """Check up front, before any of a run's work is sent, that ``requests`` can be
         answered (e.g. an API server's log-probabilities); raise if not."""
@@ -238,6 +245,9 @@ class BaseBackend:
         return spec_identity(self.spec, self.spec.name, self.run_only_options)
 
     def count_tokens(self, texts: Sequence[str]) -> list[int] | None:
+        return None
+
+    def precheck(self, requests: Sequence[Request]) -> None:
         return None
 
     def preflight(self, requests: Sequence[Request]) -> None:
@@ -337,7 +347,7 @@ def _factory(name: str) -> BackendFactory:
 
 _MEMBERS = (
     "spec", "supported_kinds", "capabilities", "identity", "fingerprint", "count_tokens",
-    "preflight", "score", "generate", "top_k", "classify", "release", "stats",
+    "precheck", "preflight", "score", "generate", "top_k", "classify", "release", "stats",
 )  # fmt: skip
 
 

@@ -39,6 +39,10 @@ _CAPABILITY_TEXT: dict[Capability, str] = {
 }
 
 
+def _no_echo(profile: ServerProfile) -> str:
+    return f"{profile.description} does not echo the prompt with log-probabilities"
+
+
 class CapabilityProbe:
     """Probes the server, once per instance, for the log-probabilities requests need."""
 
@@ -127,6 +131,22 @@ class CapabilityProbe:
                 needs.add("chat-logprobs" if r.chat else "completion-logprobs")
         return needs
 
+    def precheck(self, requests: Sequence[Request]) -> None:
+        """What :meth:`preflight` decides without contacting the server: requests no server
+        of this kind answers, log-probabilities under ``logprobs=none``, and, when the spec
+        names the server (``server=``), what its profile refuses (a dry run calls this)."""
+        if self.options.server is not None:
+            self._check_chat(requests)  # the profile is known without asking the server
+        needs = self._needs(requests)
+        if needs and self.options.logprobs == "none":
+            raise UnsupportedRequestError(
+                f"{self.spec}: these requests need log-probabilities, and the spec says the "
+                "server gives none (logprobs=none)"
+            )
+        profile = PROFILES[self.options.server] if self.options.server is not None else None
+        if profile is not None and "prompt-logprobs" in needs and not profile.prompt_logprobs:
+            raise self._cannot("prompt-logprobs", _no_echo(profile))
+
     def preflight(self, requests: Sequence[Request]) -> None:
         """Check, before anything is sent, that the server can answer ``requests``.
 
@@ -135,14 +155,9 @@ class CapabilityProbe:
         describes the server now, not a model output) and raises
         :class:`~steadyeval.UnsupportedRequestError` naming the server and what it lacks.
         """
+        self.precheck(requests)
         self._check_chat(requests)
-        needs = self._needs(requests)
-        if needs and self.options.logprobs == "none":
-            raise UnsupportedRequestError(
-                f"{self.spec}: these requests need log-probabilities, and the spec says the "
-                "server gives none (logprobs=none)"
-            )
-        for cap in sorted(needs):
+        for cap in sorted(self._needs(requests)):
             with self._probe_lock:
                 if cap not in self._capabilities:
                     self._capabilities[cap] = self._shared_probe(cap)
@@ -154,18 +169,21 @@ class CapabilityProbe:
                     )
                 reason = self._capabilities[cap]
             if reason is not None:
-                kind = {
-                    "prompt-logprobs": "score",
-                    "completion-logprobs": "top-k",
-                    "chat-logprobs": "chat score and chat top-k",
-                }[cap]
-                raise UnsupportedRequestError(
-                    f"server {self.options.base_url} (model {self.spec.name}) cannot give "
-                    f"{_CAPABILITY_TEXT[cap]}, which {kind} requests need here: {reason}. "
-                    "Use generate scoring for this model, or a server that returns "
-                    "log-probabilities (vLLM's OpenAI server; llama-cpp-python's started "
-                    "with --logits_all true)"
-                )
+                raise self._cannot(cap, reason)
+
+    def _cannot(self, cap: Capability, reason: str) -> UnsupportedRequestError:
+        kind = {
+            "prompt-logprobs": "score",
+            "completion-logprobs": "top-k",
+            "chat-logprobs": "chat score and chat top-k",
+        }[cap]
+        return UnsupportedRequestError(
+            f"server {self.options.base_url} (model {self.spec.name}) cannot give "
+            f"{_CAPABILITY_TEXT[cap]}, which {kind} requests need here: {reason}. "
+            "Use generate scoring for this model, or a server that returns "
+            "log-probabilities (vLLM's OpenAI server; llama-cpp-python's started "
+            "with --logits_all true)"
+        )
 
     def _shared_probe(self, cap: Capability) -> str | None:
         """:meth:`_probe`, once per process for this fingerprint and server profile."""
@@ -220,7 +238,7 @@ class CapabilityProbe:
     def _probe_echo(self) -> str | None:
         profile = self.profile()
         if not profile.prompt_logprobs:
-            return f"{profile.description} does not echo the prompt with log-probabilities"
+            return _no_echo(profile)
         last = ""
         for max_tokens in profile.echo_max_tokens:
             body = {

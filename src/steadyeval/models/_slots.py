@@ -75,6 +75,19 @@ def with_slots(backend: Backend) -> Backend:
     return SlotReader(backend)
 
 
+def _sent(requests: Sequence[Request]) -> list[Request]:
+    """The requests a :class:`SlotReader` really sends its inner backend for ``requests``."""
+    sent: list[Request] = []
+    for r in requests:
+        if not isinstance(r, TopKRequest):
+            sent.append(r)
+        elif r.candidates and SLOT in r.prompt:
+            sent.extend(_candidate_scores(r))
+        else:
+            sent.append(_read(r))
+    return sent
+
+
 class SlotReader(BaseBackend):
     """A backend wrapper that reads ``[Y]`` cloze prompts left to right (see module doc)."""
 
@@ -102,17 +115,13 @@ class SlotReader(BaseBackend):
     def count_tokens(self, texts: Sequence[str]) -> list[int] | None:
         return self.inner.count_tokens([split_slot(t)[0] if SLOT in t else t for t in texts])
 
+    def precheck(self, requests: Sequence[Request]) -> None:
+        """The inner backend checks the requests it will really get (slot prompts read)."""
+        self.inner.precheck(_sent(requests))
+
     def preflight(self, requests: Sequence[Request]) -> None:
         """The inner backend checks the requests it will really get (slot prompts read)."""
-        sent: list[Request] = []
-        for r in requests:
-            if not isinstance(r, TopKRequest):
-                sent.append(r)
-            elif r.candidates and SLOT in r.prompt:
-                sent.extend(_candidate_scores(r))
-            else:
-                sent.append(_read(r))
-        self.inner.preflight(sent)
+        self.inner.preflight(_sent(requests))
 
     def release(self) -> None:
         self.inner.release()

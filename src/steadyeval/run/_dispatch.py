@@ -109,13 +109,17 @@ def count_plan(
     )
 
 
-def preflight(plan: Plan, missing: Sequence[str], backends: Mapping[str, Backend]) -> None:
+def preflight(
+    plan: Plan, missing: Sequence[str], backends: Mapping[str, Backend], *, send: bool = True
+) -> None:
     """Let every backend check what it must answer (e.g. an API server's log-probs) before
-    any work of the run is sent."""
+    any work of the run is sent; with ``send=False`` (a dry run) only what it can check
+    without contacting anything (``Backend.precheck``), so the dry run refuses what the
+    run would refuse up front."""
     for name, backend in backends.items():
         todo = [plan.unique[k][1] for k in missing if plan.unique[k][0] == name]
         if todo:
-            backend.preflight(todo)
+            (backend.preflight if send else backend.precheck)(todo)
 
 
 def backend_stats(backends: Mapping[str, Backend]) -> dict[str, BackendStats]:

@@ -332,6 +332,7 @@ def _run_blocks(
         cached = cache.get_many(list(plan.unique))
         missing = [k for k in plan.unique if k not in cached]
         if dry_run:
+            preflight(plan, missing, backends, send=False)
             return count_plan(plan, backends, cached, missing, sum(planned.skipped.values()))
         rid = run_id_for(planned.body, columns)
         old_rid = None
