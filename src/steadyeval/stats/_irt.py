@@ -19,7 +19,7 @@ from scipy.special import expit
 from ._errors import StatsInputError
 from ._irt_mixture import grid_loglik, grid_scale
 from ._irt_posterior import QUANTILES, IrtDistribution, irt_distribution, widen
-from ._validate import as_positive_int
+from ._validate import as_count, as_positive_int
 
 __all__ = [
     "QUANTILES",
@@ -277,19 +277,42 @@ def fit_irt(
     >>> fit.theta.shape, fit.beta.shape
     ((3,), (4,))
     """
-    x = None
-    if covariates is not None:
-        x = np.asarray(covariates, dtype=np.float64)
-        if x.ndim != 2 or x.shape[0] != cells.n_rows:
-            raise StatsInputError(
-                f"covariates must have shape (n_rows={cells.n_rows}, k); got {x.shape}"
-            )
-        if not np.all(np.isfinite(x)) or (x.size and float(np.max(np.abs(x))) > _MAX_COVARIATE):
-            raise StatsInputError(
-                f"covariates must be finite and at most {_MAX_COVARIATE:g} in absolute value "
-                "(scale them: one-hot choices or standardised values)"
-            )
+    x = _covariates(covariates, cells.n_rows)
     problem = _Problem(cells, x)
+    try:
+        w, scales, it = _fit(problem, as_count(max_iter, "max_iter"), float(tol))
+        prec = scales.precisions(problem)
+        w = _map(problem, prec, w)
+        chol = np.asarray(np.linalg.cholesky(problem.hessian(w, prec)), dtype=np.float64)
+    except np.linalg.LinAlgError:  # the penalised Hessian is positive definite, but in floats
+        raise StatsInputError(
+            "the fit's Hessian is not positive definite in floating point (covariates of "
+            "very different scales?); scale the covariates"
+        ) from None
+    return IrtFit(cells, x, np.asarray(w, dtype=np.float64), chol, scales.row, scales.col, it)
+
+
+def _covariates(covariates: ArrayLike | None, n_rows: int) -> NDArray[np.float64] | None:
+    """The covariates as a finite (n_rows, k) array of moderate values, or an error."""
+    if covariates is None:
+        return None
+    try:
+        x = np.asarray(covariates, dtype=np.float64)
+    except (TypeError, ValueError, OverflowError):
+        raise StatsInputError("covariates must be an array of numbers") from None
+    if x.ndim != 2 or x.shape[0] != n_rows:
+        raise StatsInputError(f"covariates must have shape (n_rows={n_rows}, k); got {x.shape}")
+    if not np.all(np.isfinite(x)) or (x.size and float(np.max(np.abs(x))) > _MAX_COVARIATE):
+        raise StatsInputError(
+            f"covariates must be finite and at most {_MAX_COVARIATE:g} in absolute value "
+            "(scale them: one-hot choices or standardised values)"
+        )
+    return x
+
+
+def _fit(problem: _Problem, max_iter: int, tol: float) -> tuple[NDArray[np.float64], _Scales, int]:
+    """The empirical-Bayes iterations: the mode, then the prior scales, until they settle."""
+    cells = problem.cells
     w = np.zeros(problem.size)
     mean_y = float(np.clip(cells.y.mean(), 0.02, 0.98))
     w[0] = float(np.log(mean_y / (1 - mean_y)))
@@ -308,10 +331,7 @@ def fit_irt(
         scales = new
         if done:
             break
-    prec = scales.precisions(problem)
-    w = _map(problem, prec, w)
-    chol = np.asarray(np.linalg.cholesky(problem.hessian(w, prec)), dtype=np.float64)
-    return IrtFit(cells, x, np.asarray(w, dtype=np.float64), chol, scales.row, scales.col, it)
+    return w, scales, it
 
 
 #: Degrees of freedom of the Student-t prior of the row effects: heavy tails let a few

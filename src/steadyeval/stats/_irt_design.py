@@ -51,6 +51,11 @@ def stratified_cells(
     """
     if n_rows < 1 or n_cols < 1:
         raise StatsInputError(f"n_rows and n_cols must be >= 1; got {n_rows}, {n_cols}")
+    if exclude is not None and np.shape(exclude) != (n_rows, n_cols):
+        raise StatsInputError(
+            f"exclude must have shape (n_rows, n_cols) = ({n_rows}, {n_cols}); got "
+            f"{np.shape(exclude)}"
+        )
     taken = np.zeros((n_rows, n_cols), dtype=bool) if exclude is None else exclude.copy()
     free = int(taken.size - taken.sum())
     if budget < 1 or budget > free:
@@ -95,6 +100,11 @@ def adaptive_cells(
     estimates and hence the quantiles are made of.
     """
     n_rows = observed.shape[0]
+    if observed.ndim != 2 or n_rows != len(dist.accuracy):
+        raise StatsInputError(
+            f"observed must be a (rows, cols) mask with one row per row of dist "
+            f"({len(dist.accuracy)}); got shape {observed.shape}"
+        )
     free = int(observed.size - observed.sum())
     if n_new < 1 or n_new > free:
         raise StatsInputError(f"n_new must be in [1, {free}] (the free cells); got {n_new}")

@@ -70,6 +70,8 @@ def search_summary(
     rule, the highest mean among the rows with at least half the most-evaluated row's
     cells, picked the best among the worst side's candidates when those had been measured
     on more items.)"""
+    if len(rows) == 0:
+        raise StatsInputError("no cells evaluated; a search summary needs at least one")
     pulls = np.bincount(rows, minlength=n_rows).astype(np.int64)
     succ = np.bincount(rows, weights=y, minlength=n_rows).astype(np.float64)
     a, b = prior
@@ -142,6 +144,11 @@ def thompson_search(
         raise StatsInputError(
             f"budget must be in [{2 * batch}, {n_rows * n_cols}] (two batches to all cells); "
             f"got {budget}"
+        )
+    if not (0 <= default < n_rows) or not 0 < prior_strength < np.inf or not 0 <= confirm < 1:
+        raise StatsInputError(
+            f"need default in [0, {n_rows}), prior_strength > 0 and confirm in [0, 1); got "
+            f"{default}, {prior_strength}, {confirm}"
         )
     rng = make_rng(seed)
     cells = _Cells(evaluate, rng.permutation(n_cols).astype(np.intp), n_rows)

@@ -14,6 +14,7 @@ from scipy.special import expit, log_expit
 from steadyeval import stats
 from steadyeval.stats import _irt_gibbs, _irt_posterior
 from steadyeval.stats._irt_design import stratified_cells
+from steadyeval.stats._irt_search import search_summary, thompson_search
 from steadyeval.studies.spread import generate_formats
 
 ONE_HOT = np.eye(3)
@@ -197,6 +198,18 @@ def test_the_chunk_size_never_changes_a_result(monkeypatch: pytest.MonkeyPatch) 
             lambda: stats.fit_irt(stats.IrtCells.of([0], [0], [1], 2, 2), [[1e200], [0.0]]),
             "at most 1e\\+06",
         ),
+        (
+            lambda: stats.fit_irt(stats.IrtCells.of([0], [0], [1], 2, 2), [["a"], ["b"]]),
+            "covariates must be an array of numbers",
+        ),
+        (lambda: search_summary(np.zeros(0, np.intp), np.zeros(0), 3, (1, 1)), "no cells"),
+        (
+            lambda: thompson_search(
+                lambda r, c: [1.0] * len(r), 3, 4, 8, batch=2, prior_strength=0.0
+            ),
+            "prior_strength > 0",
+        ),
+        (lambda: stratified_cells(3, 3, 2, exclude=np.zeros((2, 2), bool)), "exclude must"),
         (
             lambda: stats.irt_distribution(
                 stats.fit_irt(stats.IrtCells.of([0, 1], [0, 1], [1, 0], 2, 2)), n_draws=0
