@@ -4,7 +4,7 @@ errors that name the file, line and field)."""
 
 from ._fewglue import FEWGLUE, FewGlueTask, fewglue_task, load_fewglue_items
 from ._item import Item, canonical_json, plain_json
-from ._jsonl import bad_utf8, read_jsonl
+from ._jsonl import bad_utf8, read_jsonl, read_lines
 from ._loaders import (
     get_loader,
     items_from_records,
@@ -73,6 +73,7 @@ __all__ = [
     "lone_surrogate",
     "plain_json",
     "read_jsonl",
+    "read_lines",
     "register_loader",
     "shorten",
     "squad_from_rows",

@@ -30,9 +30,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .._errors import ConfigError, DataError
+from .._files import input_file, limit_from_env, read_text_file
 from ._jsonl import read_jsonl
+from ._text import shorten
 
 __all__ = [
+    "MAX_LIST_BYTES",
+    "MAX_TEMPLATE_CHARS",
     "PROMPT_SETS",
     "Fact",
     "Layout",
@@ -45,12 +49,27 @@ __all__ = [
     "load_generic",
     "load_lama",
     "load_lpaqa",
+    "read_list_file",
 ]
 
 PROMPT_SETS: tuple[str, ...] = ("manual_paraphrase", "paraphrase", "mine")
 Layout = Literal["generic", "lama", "lpaqa"]
 _FACT_FOLDERS = ("TREx", "S-TEST", "TREx_train")
 _LPAQA_FACT_FOLDERS = ("TREx_train", "TREx")
+#: The largest word list, alias map or template file read whole (``STEADYEVAL_MAX_FILE_MB``
+#: raises it); LAMA's vocabulary is 150 KB, an alias map for its subjects a few MB.
+MAX_LIST_BYTES = 64 * 1024 * 1024
+#: The longest relation template (LAMA's and LPAQA's are under 200 characters): each is
+#: rendered once per fact and name.
+MAX_TEMPLATE_CHARS = 1000
+
+
+def read_list_file(path: str | Path, what: str) -> str:
+    """The text of a small list file (a vocabulary, aliases, templates): a regular UTF-8
+    file of at most :data:`MAX_LIST_BYTES`, else a :class:`DataError` naming the file (and
+    the line of a byte that is not UTF-8)."""
+    limit = limit_from_env("STEADYEVAL_MAX_FILE_MB", MAX_LIST_BYTES)
+    return read_text_file(path, what, max_bytes=limit)
 
 
 @dataclass(frozen=True)
@@ -138,11 +157,19 @@ def _check_template(t: Any, path: Path, line: int, fld: str) -> str:
     # LAMA files mark the subject [X] and the object [Y] (the convention models.SLOT follows)
     if not isinstance(t, str) or t.count("[Y]") != 1 or "[X]" not in t:
         raise DataError(
-            f"got {t!r:.80}",
+            f"got {shorten(repr(t), 80)}",
             file=str(path),
             line=line,
             field=fld,
             expected="a template string with the subject slot [X] and exactly one [Y]",
+        )
+    if len(t) > MAX_TEMPLATE_CHARS:
+        raise DataError(
+            f"a template of {len(t):,} characters",
+            file=str(path),
+            line=line,
+            field=fld,
+            expected=f"at most {MAX_TEMPLATE_CHARS:,} characters",
         )
     return t
 
@@ -195,13 +222,21 @@ def _read_relations(path: Path, fact_files: Path | None = None) -> tuple[list[Re
         rid = _str(rec, "relation", path, line)
         if rid in seen:
             raise DataError(
-                f"relation {rid!r} repeats (first on line {seen[rid]})",
+                f"relation {shorten(repr(rid))} repeats (first on line {seen[rid]})",
                 file=str(path),
                 line=line,
                 field="relation",
                 expected="each relation once",
             )
         seen[rid] = line
+        if fact_files is not None and not _plain_name(rid):
+            raise DataError(
+                f"got {shorten(repr(rid))}",
+                file=str(path),
+                line=line,
+                field="relation",
+                expected="a relation id that names its fact file (no / or \\, not . or ..)",
+            )
         if fact_files is not None and not (fact_files / f"{rid}.jsonl").is_file():
             notes.append(f"relation {rid}: no fact file {fact_files.name}/{rid}.jsonl; skipped")
             continue
@@ -235,6 +270,11 @@ def _read_relations(path: Path, fact_files: Path | None = None) -> tuple[list[Re
     if not out:
         raise DataError("no relations", file=str(path), expected=f"lines such as {example}")
     return out, notes
+
+
+def _plain_name(name: str) -> bool:
+    """Whether ``name`` can name a file inside a folder (and nothing outside it)."""
+    return name not in (".", "..") and not any(c in name for c in "/\\\x00")
 
 
 def _dedupe_templates(
@@ -304,8 +344,9 @@ def detect_layout(root: Path) -> Layout:
     if (root / "relations.jsonl").is_file() and _fact_folder(root, _FACT_FOLDERS) is not None:
         return "lama"
     found = sorted(p.name for p in root.iterdir()) if root.is_dir() else []
+    listed = shorten(", ".join(found[:12]), 300) or "nothing"
     raise DataError(
-        f"no known probe layout (found: {', '.join(found[:12]) or 'nothing'})",
+        f"no known probe layout (found: {listed})",
         file=str(root),
         expected=(
             "relations.jsonl + facts.jsonl (generic), relations.jsonl + TREx/ (LAMA) "
@@ -333,10 +374,7 @@ def _lpaqa_templates(path: Path) -> tuple[list[str], tuple[float, ...] | None]:
     templates: list[str] = []
     weights: list[float] = []
     if path.suffix == ".txt":
-        try:
-            lines = path.read_text(encoding="utf-8").splitlines()
-        except (OSError, UnicodeDecodeError) as exc:
-            raise DataError(f"cannot read ({exc})", file=str(path)) from None
+        lines = read_list_file(path, "a template file (one template per line)").splitlines()
         for line, text in enumerate(lines, start=1):
             if text.strip():
                 templates.append(_check_template(text.strip(), path, line, "template"))
@@ -391,13 +429,13 @@ def load_lpaqa(root: Path, prompt_set: str) -> tuple[list[Relation], list[Fact],
     relations: list[Relation] = []
     facts: list[Fact] = []
     notes: list[str] = []
-    ids = sorted(
-        {p.stem for p in folder.iterdir() if p.suffix in (".txt", ".jsonl")},
-        key=_relation_order,
-    )
+    files = [p for p in folder.iterdir() if p.suffix in (".txt", ".jsonl")]
+    for p in files:  # a FIFO or a folder named P19.txt is an error, not skipped
+        input_file(p, "a template file (one template per line, or JSONL)")
+    ids = sorted({p.stem for p in files}, key=_relation_order)
     for rid in ids:
         tpath = _template_file(folder, rid)
-        assert tpath is not None
+        assert tpath is not None  # checked above
         templates, weights = _lpaqa_templates(tpath)
         added = False
         mpath = _template_file(manual, rid) if manual.is_dir() else None
@@ -450,5 +488,5 @@ def dedupe_facts(
     if dupes:
         notes.append(f"{dupes} repeated (relation, subject, object) facts dropped")
     for rid, n in sorted(unknown.items()):
-        notes.append(f"{n} facts of relation {rid!r} dropped: it has no templates")
+        notes.append(f"{n} facts of relation {shorten(repr(rid))} dropped: it has no templates")
     return out, notes

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from .._errors import ConfigError, DataError
+from .._files import loads_json
 from ._item import Item
 from ._jsonl import read_jsonl
 from ._probe_files import (
@@ -25,7 +26,9 @@ from ._probe_files import (
     load_generic,
     load_lama,
     load_lpaqa,
+    read_list_file,
 )
+from ._text import shorten
 
 __all__ = [
     "fact_metadata",
@@ -148,7 +151,7 @@ def load_aliases(path: str | Path) -> dict[str, tuple[str, ...]]:
             )
         if key in out:
             raise DataError(
-                f"{key!r} is listed twice",
+                f"{shorten(repr(key))} is listed twice",
                 file=str(p),
                 line=line,
                 field="subject",
@@ -163,24 +166,21 @@ _JSONL_KEYS = frozenset({"subject", "uri", "aliases"})
 
 def _alias_map(p: Path) -> dict[str, tuple[str, ...]] | None:
     """The file as a ``{key: [names]}`` map, or None when it is not one (JSONL lines)."""
+    text = read_list_file(p, "an alias file (a JSON map or JSONL lines)")
     try:
-        text = p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DataError(f"cannot read ({exc})", file=str(p)) from None
-    try:
-        whole = json.loads(text)
-    except ValueError:
-        return None  # several JSON lines
+        whole = loads_json(text, str(p))
+    except DataError:
+        return None  # several JSON lines (the JSONL reader names any error in them)
     if not isinstance(whole, dict) or _JSONL_KEYS & set(whole):
         return None  # one JSONL record (or not an object: read_jsonl names the error)
     out: dict[str, tuple[str, ...]] = {}
     for key, value in whole.items():
-        names = check_names(value, p, 1, key)
+        names = check_names(value, p, 1, shorten(key, 40))
         if not key.strip() or not names:
             raise DataError(
                 "an empty key or list",
                 file=str(p),
-                field=key,
+                field=shorten(key, 40),
                 expected='{"Q30": ["United States", "USA"]} (a URI or label: non-empty names)',
             )
         out[key] = names
@@ -287,10 +287,7 @@ def wikidata_aliases(
 def load_vocab(path: str | Path) -> frozenset[str]:
     """A candidate vocabulary: one word per line (e.g. LAMA's ``common_vocab_cased.txt``)."""
     p = Path(path)
-    try:
-        words = p.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DataError(f"cannot read ({exc})", file=str(p)) from None
+    words = read_list_file(p, "a word list (one word per line)").splitlines()
     vocab = frozenset(w.strip() for w in words if w.strip())
     if not vocab:
         raise DataError("empty vocabulary", file=str(p), expected="one word per line")

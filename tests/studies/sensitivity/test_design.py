@@ -216,5 +216,5 @@ def test_templates_cut_to_the_smallest_count_or_all_kept(tmp_path: Path) -> None
     assert prompts[("t02-a1", "c/c1/o")] == "c1x c2 [Y] ."
     assert prompts[("t01-a0", "b/b0/o")] == "b0 b1 [Y] ."
     assert not any(k[1].startswith("b/") and k[0].startswith("t02") for k in prompts)
-    with pytest.raises(ConfigError, match="positive integer"):
+    with pytest.raises(ConfigError, match=r"an integer in 1\.\.10,000"):
         ProbeOptions(templates_per_relation="some")  # type: ignore[arg-type]

@@ -4,11 +4,24 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, ValidationInfo, field_validator
 
+from ..._limits import (
+    DEVICE_PATTERN,
+    MAX_BATCH_SIZE,
+    MAX_LEARNING_RATE,
+    MAX_SEED,
+    MAX_TOKENS,
+    MAX_TRAIN_STEPS,
+)
+from ...items import shorten
 from .._protocol import StudyConfig
 
-__all__ = ["DisparityConfig"]
+__all__ = ["MAX_CORPUS_SIZE", "DisparityConfig"]
+
+#: The most sentences in one mixture (a run trains on ``steps x batch_size`` of them; the
+#: default is 1,000).
+MAX_CORPUS_SIZE = 100_000
 
 
 class DisparityConfig(StudyConfig):
@@ -26,7 +39,7 @@ class DisparityConfig(StudyConfig):
         None, description="LPAQA layout: which prompt set (default manual_paraphrase)."
     )
     limit_per_relation: int | None = Field(
-        None, ge=1, description="At most N facts per relation (a seeded sample)."
+        None, ge=1, le=10_000_000, description="At most N facts per relation (a seeded sample)."
     )
     vocab: str | None = Field(
         None,
@@ -55,26 +68,57 @@ class DisparityConfig(StudyConfig):
         description="Overlap shares γ in percent.",
         json_schema_extra={"comma": True, "metavar": "G,G,..."},
     )
-    corpus_size: int = Field(1000, ge=1, description="Sentences in every mixture.")
-    steps: int = Field(200, ge=1, description="Training steps per model and γ.")
-    batch_size: int = Field(16, ge=1, description="Sentences per step.")
-    learning_rate: float = Field(5e-5, gt=0, description="Peak AdamW learning rate.")
-    warmup_steps: int = Field(0, ge=0, description="Linear warm-up steps.")
-    max_length: int = Field(128, ge=8, description="Tokens per training sentence.")
+    corpus_size: int = Field(
+        1000, ge=1, le=MAX_CORPUS_SIZE, description="Sentences in every mixture."
+    )
+    steps: int = Field(200, ge=1, le=MAX_TRAIN_STEPS, description="Training steps per model and γ.")
+    batch_size: int = Field(16, ge=1, le=MAX_BATCH_SIZE, description="Sentences per step.")
+    learning_rate: float = Field(
+        5e-5,
+        gt=0,
+        le=MAX_LEARNING_RATE,
+        allow_inf_nan=False,
+        description="Peak AdamW learning rate.",
+    )
+    warmup_steps: int = Field(
+        0, ge=0, le=MAX_TRAIN_STEPS, description="Linear warm-up steps (fewer than steps)."
+    )
+    max_length: int = Field(128, ge=8, le=MAX_TOKENS, description="Tokens per training sentence.")
     mlm_probability: float = Field(
-        0.15, gt=0, le=1, description="Masked LMs: share of tokens corrupted."
+        0.15,
+        gt=0,
+        le=1,
+        allow_inf_nan=False,
+        description="Masked LMs: share of tokens corrupted.",
     )
     include_base: bool = Field(
         True, description="Also probe each model without further pre-training."
     )
-    seed: int = Field(0, description="Seeds the fact sample, the mixtures and the training.")
-    device: str = Field("auto", description="Where training runs (auto: CUDA when available).")
+    seed: int = Field(
+        0,
+        ge=0,
+        le=MAX_SEED,
+        description="Seeds the fact sample, the mixtures and the training.",
+    )
+    device: str = Field(
+        "auto",
+        pattern=DEVICE_PATTERN,
+        description="Where training runs: auto (CUDA when available), cpu, cuda, cuda:N or mps.",
+    )
     checkpoints: str | None = Field(
         None,
         description="Checkpoint folder (default: OUT/checkpoints).",
         json_schema_extra={"path": True, "metavar": "DIR"},
     )
     keep_checkpoints: bool = Field(True, description="Keep checkpoints after the run.")
+
+    @field_validator("warmup_steps")
+    @classmethod
+    def _warmup_below_steps(cls, value: int, info: ValidationInfo) -> int:
+        steps = info.data.get("steps")
+        if isinstance(steps, int) and value >= steps:
+            raise ValueError(f"warm-up steps ({value}) must be fewer than steps ({steps})")
+        return value
 
     @field_validator("gammas")
     @classmethod
@@ -83,7 +127,7 @@ class DisparityConfig(StudyConfig):
             raise ValueError("give at least one γ, e.g. 0,20,40,60,80,100")
         bad = [g for g in value if not 0 <= g <= 100]
         if bad:
-            raise ValueError(f"γ is a percentage in 0..100; got {bad[0]}")
+            raise ValueError(f"γ is a percentage in 0..100; got {shorten(str(bad[0]))}")
         if len(set(value)) != len(value):
-            raise ValueError(f"γ values must be distinct; got {value}")
+            raise ValueError(f"γ values must be distinct; got {shorten(str(value))}")
         return value

@@ -15,6 +15,7 @@ seeded shuffle of its sentences (seed, γ).
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -24,8 +25,14 @@ from typing import Literal
 import numpy as np
 
 from ..._errors import ConfigError, DataError
+from ..._files import input_file, limit_from_env
+from ...items import read_lines, shorten
+from ._config import MAX_CORPUS_SIZE
 
 __all__ = [
+    "MAX_CORPUS_BYTES",
+    "MAX_CORPUS_SIZE",
+    "MAX_SENTENCE_CHARS",
     "Mixture",
     "build_mixtures",
     "mixture_counts",
@@ -35,6 +42,13 @@ __all__ = [
 ]
 
 OverlapSource = Literal["other-templates", "probe-template"]
+
+#: The largest corpus file read (its size is checked before it is opened);
+#: ``STEADYEVAL_MAX_CORPUS_MB`` raises it.
+MAX_CORPUS_BYTES = 128 * 1024 * 1024
+#: The longest sentence (or paragraph) a corpus line may hold, in characters; training
+#: truncates to ``max_length`` tokens anyway.
+MAX_SENTENCE_CHARS = 10_000
 
 # A sentence ends at ., ! or ? (optionally closed by a quote or bracket) followed by space.
 _SENTENCE_END = re.compile(r"(?:(?<=[.!?])|(?<=[.!?][\"')\]]))\s+(?=[\"'(\[]?[A-Z0-9])")
@@ -71,10 +85,14 @@ def _seed(*parts: object) -> int:
 
 def mixture_counts(size: int, gamma: int) -> tuple[int, int]:
     """``(n_overlap, n_general)`` of a mixture: ``size · γ / 100`` rounded half up."""
-    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-        raise ConfigError(f"corpus size must be a positive integer; got {size!r}")
+    if isinstance(size, bool) or not isinstance(size, int) or not 1 <= size <= MAX_CORPUS_SIZE:
+        raise ConfigError(
+            f"corpus size must be an integer in 1..{MAX_CORPUS_SIZE:,}; got {shorten(repr(size))}"
+        )
     if isinstance(gamma, bool) or not isinstance(gamma, int) or not 0 <= gamma <= 100:
-        raise ConfigError(f"gamma is a percentage, an integer in 0..100; got {gamma!r}")
+        raise ConfigError(
+            f"gamma is a percentage, an integer in 0..100; got {shorten(repr(gamma))}"
+        )
     n_overlap = (size * gamma * 2 + 100) // 200
     return n_overlap, size - n_overlap
 
@@ -101,14 +119,17 @@ def build_mixtures(
     Raises
     ------
     ConfigError
-        A γ outside 0..100 or repeated, a size below 1, or an empty pool that a mixture
-        needs (γ > 0 needs overlap sentences, γ < 100 general ones).
+        A γ outside 0..100 or repeated, a size outside ``1..MAX_CORPUS_SIZE`` (checked
+        before anything is drawn), or an empty pool that a mixture needs (γ > 0 needs
+        overlap sentences, γ < 100 general ones).
     """
     gs = list(gammas)
     if not gs:
         raise ConfigError("no gammas: give at least one share, e.g. 0,20,40,60,80,100")
+    for g in gs:
+        mixture_counts(size, g)
     if len(set(gs)) != len(gs):
-        raise ConfigError(f"gammas must be distinct; got {gs}")
+        raise ConfigError(f"gammas must be distinct; got {shorten(repr(gs))}")
     out = []
     for g in gs:
         n_o, n_g = mixture_counts(size, g)
@@ -167,16 +188,42 @@ def split_sentences(text: str) -> list[str]:
 
 def read_corpus(path: str | Path, *, split: Literal["line", "sentence"] = "line") -> list[str]:
     """A text file as training sentences: one per non-blank line (``"line"``), or each line
-    cut into sentences by :func:`split_sentences` (``"sentence"``)."""
-    p = Path(path)
-    try:
-        lines = p.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DataError(f"cannot read ({exc})", file=str(p), expected="a UTF-8 text file") from None
+    cut into sentences by :func:`split_sentences` (``"sentence"``).
+
+    The file must be a regular file (a FIFO or a device is refused before it is opened) of
+    at most :data:`MAX_CORPUS_BYTES` (``STEADYEVAL_MAX_CORPUS_MB`` raises it), UTF-8, read
+    line by line; a sentence longer than :data:`MAX_SENTENCE_CHARS` characters is an error
+    naming its line. Every failure is a :class:`DataError` naming the file (and line).
+    """
+    what = "a UTF-8 text file, one sentence or paragraph per line"
+    p = input_file(path, what)
+    limit = limit_from_env("STEADYEVAL_MAX_CORPUS_MB", MAX_CORPUS_BYTES)
+    size = os.stat(p).st_size
+    if size > limit:
+        raise DataError(
+            f"the corpus is {size / 2**20:,.1f} MiB, over the limit of {limit / 2**20:,.0f} MiB "
+            "(STEADYEVAL_MAX_CORPUS_MB raises it)",
+            file=str(p),
+        )
     out: list[str] = []
-    for line in lines:
-        if line.strip():
-            out.extend(split_sentences(line) if split == "sentence" else [line.strip()])
+    read = 0
+    for lineno, line in read_lines(p, what):
+        read += len(line)
+        if read > limit:  # the file grew while it was read (characters <= bytes)
+            raise DataError("the corpus grew while it was read", file=str(p), line=lineno)
+        if not line.strip():
+            continue
+        for s in split_sentences(line) if split == "sentence" else [line.strip()]:
+            if len(s) > MAX_SENTENCE_CHARS:
+                raise DataError(
+                    f"a sentence of {len(s):,} characters, over the limit of "
+                    f"{MAX_SENTENCE_CHARS:,}",
+                    file=str(p),
+                    line=lineno,
+                    expected="one sentence or paragraph per line (general_split: sentence "
+                    "cuts lines into sentences)",
+                )
+            out.append(s)
     if not out:
         raise DataError("no text", file=str(p), expected="one sentence or paragraph per line")
     return out

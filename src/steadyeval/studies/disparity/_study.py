@@ -40,6 +40,7 @@ class DisparityStudy(Study):
     def design(
         self, config: DisparityConfig, backends: Sequence[Backend], options: RunOptions
     ) -> StudyDesign:
+        from ..._errors import ConfigError
         from ...items import load_probes, load_vocab
         from ...train import CheckpointStore, TrainConfig
         from ..sensitivity import ProbeOptions
@@ -47,7 +48,12 @@ class DisparityStudy(Study):
         from ._mixture import read_corpus
 
         if config.checkpoints is not None:
-            store = CheckpointStore(config.checkpoints)
+            root = Path(config.checkpoints)
+            if root.exists() and not root.is_dir():
+                raise ConfigError(
+                    f"checkpoints: {root} is not a folder; expected a folder (or none)"
+                )
+            store = CheckpointStore(root)
         elif options.out is not None:
             store = CheckpointStore(Path(options.out) / "checkpoints")
         else:  # a dry run, or Python without a run directory

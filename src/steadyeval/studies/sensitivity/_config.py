@@ -6,9 +6,19 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
+from ..._limits import MAX_SEED
 from .._protocol import StudyConfig
 
-__all__ = ["SensitivityConfig"]
+__all__ = ["MAX_DRAWS", "MAX_NAMES", "MAX_SUBSETS", "MAX_TEMPLATES", "SensitivityConfig"]
+
+#: Rank consistency: the most subsets (and relations per subset) drawn.
+MAX_SUBSETS = 10_000
+#: The sampled adjustment: the most templates or names drawn per unit or fact.
+MAX_DRAWS = 1_000
+#: The most names per subject (the canonical one and aliases).
+MAX_NAMES = 1_000
+#: The most templates per relation.
+MAX_TEMPLATES = 10_000
 
 
 class SensitivityConfig(StudyConfig):
@@ -23,7 +33,7 @@ class SensitivityConfig(StudyConfig):
         None, description="LPAQA layout: which prompt set (default manual_paraphrase)."
     )
     limit_per_relation: int | None = Field(
-        None, ge=1, description="At most N facts per relation (a seeded sample)."
+        None, ge=1, le=10_000_000, description="At most N facts per relation (a seeded sample)."
     )
     templates_per_relation: int | Literal["all"] | None = Field(
         None,
@@ -38,7 +48,9 @@ class SensitivityConfig(StudyConfig):
         'or labels) or JSONL lines {"subject": "...", "aliases": [...]}.',
         json_schema_extra={"path": True, "metavar": "FILE"},
     )
-    max_names: int = Field(5, ge=1, description="Names per subject (canonical + aliases).")
+    max_names: int = Field(
+        5, ge=1, le=MAX_NAMES, description="Names per subject (canonical + aliases)."
+    )
     candidates: Literal["vocabulary", "relation"] = Field(
         "vocabulary", description="P@1 over the vocabulary, or over the relation's objects."
     )
@@ -53,13 +65,23 @@ class SensitivityConfig(StudyConfig):
         "option-logprob).",
         json_schema_extra={"metavar": "SCORING"},
     )
-    subsets: int = Field(1000, ge=1, description="Rank consistency: number of subsets.")
-    subset_size: int = Field(20, ge=1, description="Rank consistency: relations per subset.")
+    subsets: int = Field(
+        1000, ge=1, le=MAX_SUBSETS, description="Rank consistency: number of subsets."
+    )
+    subset_size: int = Field(
+        20, ge=1, le=MAX_SUBSETS, description="Rank consistency: relations per subset."
+    )
     k_templates: int | None = Field(
-        None, ge=1, description="Sampled adjustment: templates drawn per relation (default all)."
+        None,
+        ge=1,
+        le=MAX_DRAWS,
+        description="Sampled adjustment: templates drawn per relation (default all).",
     )
     k_names: int | None = Field(
-        None, ge=1, description="Sampled adjustment: names drawn per fact (default all)."
+        None,
+        ge=1,
+        le=MAX_DRAWS,
+        description="Sampled adjustment: names drawn per fact (default all).",
     )
     weights: Literal["uniform", "data"] = Field(
         "uniform", description="P(template): uniform or the data's template weights."
@@ -77,13 +99,15 @@ class SensitivityConfig(StudyConfig):
         "authors' list: NLTK English + tokenizer pieces), 'none', or a file (one per line).",
         json_schema_extra={"metavar": "default|none|FILE"},
     )
-    seed: int = Field(42, description="Seed of the fact sample and of every analysis draw.")
+    seed: int = Field(
+        42, ge=0, le=MAX_SEED, description="Seed of the fact sample and of every analysis draw."
+    )
 
     @field_validator("templates_per_relation")
     @classmethod
     def _positive(cls, value: int | str | None) -> int | str | None:
-        if isinstance(value, int) and value < 1:
-            raise ValueError("templates_per_relation must be at least 1 (or 'all')")
+        if isinstance(value, int) and not 1 <= value <= MAX_TEMPLATES:
+            raise ValueError(f"templates_per_relation must be in 1..{MAX_TEMPLATES:,} (or 'all')")
         return value
 
     @field_validator("scoring")

@@ -26,12 +26,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..._errors import ConfigError
+from ..._files import limit_from_env
+from ..._limits import MAX_SEED
 from ...conditions import FORMATS, Condition, Format, Generation, Template
-from ...items import Item, ProbeData, Relation
+from ...items import Item, ProbeData, Relation, shorten
 from ...models import split_slot
 from ...results import StudyColumn
 from ...scoring import GENERATE, OPTION_LOGPROB, TOP_K
 from .._protocol import StudyDesign
+from ._config import MAX_DRAWS, MAX_NAMES, MAX_SUBSETS, MAX_TEMPLATES
 from ._probe_items import choose_relations, probe_items, weights_info
 from ._stopwords import DEFAULT_STOP_WORDS
 
@@ -39,6 +42,7 @@ if TYPE_CHECKING:
     from ...run import Block
 
 __all__ = [
+    "MAX_DESIGN_ROWS",
     "AnalysisOptions",
     "ProbeOptions",
     "SensitivityWarning",
@@ -47,6 +51,10 @@ __all__ = [
     "template_names",
 ]
 
+
+#: The most rows (items x conditions) one design may plan; ``STEADYEVAL_SENSITIVITY_MAX_ROWS``
+#: raises it. Every template of every relation is crossed with every name of every fact.
+MAX_DESIGN_ROWS = 2_000_000
 
 #: The study's columns: the unit the analysis groups by, and the probed subject.
 COLUMNS = (
@@ -57,6 +65,21 @@ COLUMNS = (
 
 class SensitivityWarning(UserWarning):
     """Something in the design or analysis is not applicable or was reduced; see message."""
+
+
+def _not_int(value: Any) -> bool:
+    return isinstance(value, bool) or not isinstance(value, int)
+
+
+def _shown(value: Any) -> str:
+    return shorten(repr(value))
+
+
+def _check_int(name: str, value: Any, low: int, high: int) -> None:
+    """Refuse ``value`` unless it is an integer in ``low..high`` (a bound keeps a typo from
+    starting an analysis that never ends)."""
+    if _not_int(value) or not low <= value <= high:
+        raise ConfigError(f"{name} must be an integer in {low}..{high:,}; got {_shown(value)}")
 
 
 @dataclass(frozen=True)
@@ -101,20 +124,20 @@ class ProbeOptions:
     top_k: int = 10
 
     def __post_init__(self) -> None:
-        for name in ("limit_per_relation", "templates_per_relation"):
+        bounds = {"limit_per_relation": 10_000_000, "templates_per_relation": MAX_TEMPLATES}
+        for name, top in bounds.items():
             v = getattr(self, name)
             if name == "templates_per_relation" and v == "all":
                 continue
-            if v is not None and (not isinstance(v, int) or v < 1):
-                raise ConfigError(f"{name} must be a positive integer; got {v!r}")
-        if self.max_names < 1:
-            raise ConfigError(f"max_names must be at least 1; got {self.max_names}")
+            if v is not None and (_not_int(v) or not 1 <= v <= top):
+                raise ConfigError(f"{name} must be an integer in 1..{top:,}; got {_shown(v)}")
+        _check_int("max_names", self.max_names, 1, MAX_NAMES)
+        _check_int("seed", self.seed, 0, MAX_SEED)
+        _check_int("top_k", self.top_k, 1, 1000)
         if self.candidates not in ("vocabulary", "relation"):
             raise ConfigError(
                 f"candidates must be 'vocabulary' or 'relation'; got {self.candidates!r}"
             )
-        if self.top_k < 1:
-            raise ConfigError(f"top_k must be at least 1; got {self.top_k}")
 
 
 @dataclass(frozen=True)
@@ -159,16 +182,17 @@ class AnalysisOptions:
     def __post_init__(self) -> None:
         if self.ddof not in (0, 1):
             raise ConfigError(f"ddof must be 0 or 1; got {self.ddof!r}")
-        for name in ("n_subsets", "subset_size", "n_resamples"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"{name} must be at least 1; got {getattr(self, name)}")
+        for name, top in (("n_subsets", MAX_SUBSETS), ("subset_size", MAX_SUBSETS)):
+            _check_int(name, getattr(self, name), 1, top)
+        _check_int("n_resamples", self.n_resamples, 1, 1_000_000)
+        _check_int("seed", self.seed, 0, MAX_SEED)
         for name in ("k_templates", "k_names"):
             v = getattr(self, name)
-            if v is not None and v < 1:
-                raise ConfigError(f"{name} must be at least 1; got {v}")
+            if v is not None:
+                _check_int(name, v, 1, MAX_DRAWS)
         if self.weights not in ("uniform", "data"):
             raise ConfigError(f"weights must be 'uniform' or 'data'; got {self.weights!r}")
-        if not 0 <= self.gap <= 1:
+        if isinstance(self.gap, bool) or not 0 <= self.gap <= 1:
             raise ConfigError(f"gap must be in [0, 1] (a share, not points); got {self.gap}")
 
     def to_dict(self) -> dict[str, Any]:
@@ -191,6 +215,19 @@ class AnalysisOptions:
         if self.stop_words is None:
             out["stop_words"] = list(DEFAULT_STOP_WORDS) if kind == "probes" else []
         return out
+
+
+def _check_rows(blocks: Sequence[tuple[int, int]], hint: str) -> None:
+    """Refuse a design of more than :data:`MAX_DESIGN_ROWS` rows (``(items, conditions)``
+    per block) before the runner expands it."""
+    limit = limit_from_env("STEADYEVAL_SENSITIVITY_MAX_ROWS", MAX_DESIGN_ROWS, unit=1)
+    rows = sum(i * c for i, c in blocks)
+    if rows > limit:
+        raise ConfigError(
+            f"the design would ask {rows:,} (item, template, name) rows, over the limit of "
+            f"{limit:,}; narrow it ({hint}) or raise the limit with "
+            "STEADYEVAL_SENSITIVITY_MAX_ROWS"
+        )
 
 
 def template_names(n: int) -> list[str]:
@@ -340,6 +377,10 @@ def probe_design(
         },
     }
     blocks = _blocks(items, conditions, rels, k, n_names)
+    _check_rows(
+        [(len(b.items), len(b.conditions)) for b in blocks],
+        "--limit-per-relation, --templates-per-relation, --max-names",
+    )
     return StudyDesign(blocks=tuple(blocks), info=info, columns=COLUMNS)
 
 
@@ -410,6 +451,7 @@ def task_design(
                 )
             )
             roles[cname] = {"template": t.name, "alias": a}
+    _check_rows([(len(items), len(conditions))], "fewer items or templates, --max-names")
     unit = _unit_key(items)
     design_info: dict[str, Any] = {
         "kind": "task",

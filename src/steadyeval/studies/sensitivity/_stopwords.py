@@ -13,8 +13,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..._errors import ConfigError, DataError
+from ..._files import limit_from_env, read_text_file
+from ...items import shorten
 
-__all__ = ["DEFAULT_STOP_WORDS", "load_stop_words"]
+__all__ = ["DEFAULT_STOP_WORDS", "MAX_STOP_WORDS_BYTES", "load_stop_words"]
+
+#: The largest stop-word file read.
+MAX_STOP_WORDS_BYTES = 64 * 1024 * 1024
 
 _PRONOUNS = """
 i me my myself we our ours ourselves you your yours yourself yourselves he him his himself
@@ -48,20 +53,22 @@ DEFAULT_STOP_WORDS: tuple[str, ...] = (
 
 def load_stop_words(value: str) -> tuple[str, ...]:
     """The stop words a ``--stop-words`` value names: ``default`` (the authors' list),
-    ``none`` (no rule), or a file with one word per line (blank lines ignored)."""
+    ``none`` (no rule), or a file with one word per line (blank lines ignored): a regular
+    UTF-8 file of at most :data:`MAX_STOP_WORDS_BYTES` (``STEADYEVAL_MAX_FILE_MB`` raises
+    it)."""
     if value == "default":
         return DEFAULT_STOP_WORDS
     if value == "none":
         return ()
     path = Path(value)
-    if not path.is_file():
+    if not (path.exists() or path.is_symlink()):
         raise ConfigError(
-            f"stop words: {value!r} is neither 'default', 'none' nor a file (one word per line)"
+            f"stop words: {shorten(repr(value))} is neither 'default', 'none' nor a file (one "
+            "word per line)"
         )
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DataError(f"cannot read ({exc})", file=str(path)) from None
+    limit = limit_from_env("STEADYEVAL_MAX_FILE_MB", MAX_STOP_WORDS_BYTES)
+    text = read_text_file(path, "a stop-word file (one word per line)", max_bytes=limit)
+    lines = text.splitlines()
     words = tuple(dict.fromkeys(w.strip() for w in lines if w.strip()))
     if not words:
         raise DataError("no stop words", file=str(path), expected="one word per line")
