@@ -158,8 +158,8 @@ def lmeval_model_spec(model: str, model_args: str) -> str:
     backend, name_key = _LMEVAL_MODELS.get(model.strip().lower(), (model.strip().lower(), ""))
     if ":" in model:
         raise ModelSpecError(
-            f"--model {model} with --model_args: give the backend alone (e.g. --model hf) and "
-            "the model as --model_args pretrained=NAME"
+            f"--model {echo(model, 40)} with --model_args: give the backend alone (e.g. "
+            "--model hf) and the model as --model_args pretrained=NAME"
         )
     pairs: dict[str, str] = {}
     for part in (p.strip() for p in model_args.split(",")):
@@ -168,15 +168,16 @@ def lmeval_model_spec(model: str, model_args: str) -> str:
         key, eq, value = part.partition("=")
         if not eq or not key.strip():
             raise ModelSpecError(
-                f"--model_args: {part!r} is not key=value (expected e.g. pretrained=gpt2,dtype=float16)"
+                f"--model_args: '{echo(part, 60)}' is not key=value (expected e.g. "
+                "pretrained=gpt2,dtype=float16)"
             )
         if key.strip() in pairs:
-            raise ModelSpecError(f"--model_args: {key.strip()!r} is given twice")
+            raise ModelSpecError(f"--model_args: '{echo(key.strip(), 40)}' is given twice")
         pairs[key.strip()] = value.strip()
     keys = [name_key] if name_key else ["pretrained", "model"]
     name = next((pairs.pop(k) for k in keys if k in pairs), None)
     if not name:
         raise ModelSpecError(
-            f"--model_args for {model}: name the model with {keys[0]}=NAME_OR_PATH"
+            f"--model_args for {echo(model, 40)}: name the model with {keys[0]}=NAME_OR_PATH"
         )
     return str(ModelSpec(backend=backend, name=name, options=pairs))
