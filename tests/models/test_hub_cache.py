@@ -136,10 +136,13 @@ def test_what_the_cache_lacks_is_a_clear_error(
 
 def test_cli_runs_a_dotted_hub_id_end_to_end(tmp_path: Path, tiny_gpt2: Path) -> None:
     """``steadyeval run --model hf:owner/Name.5B --data examples/items.jsonl``, as a user
-    runs it: a new process that finds the cache through the environment."""
+    runs it: a new process that finds the cache through ``HF_HOME`` alone (the hub cache is
+    where huggingface_hub puts it by default, ``HF_HOME/hub``)."""
     cache = HubCache(tmp_path / "hf")
     commit = cache.add_model("owner/Name.5B", tiny_gpt2)
     env = {**os.environ, **cache.env(), "STEADYEVAL_CACHE": str(tmp_path / "responses.sqlite")}
+    for derived in ("HF_HUB_CACHE", "HF_DATASETS_CACHE", "HUGGINGFACE_HUB_CACHE"):
+        env.pop(derived, None)
     out = tmp_path / "run"
     argv = ["run", "--model", "hf:owner/Name.5B", "--data", "examples/items.jsonl"]
     proc = subprocess.run(
