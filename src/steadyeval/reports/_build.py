@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .._errors import ConfigError, DataError
-from ..results import read_results, summary_markdown
+from ..results import check_run_dir, read_results, summary_markdown
 from ._agreement import agreement_section
 from ._context import ReportContext, ReportOptions, read_summary
 from ._items import item_section
@@ -39,6 +39,7 @@ def load_context(run_dir: str | Path, options: ReportOptions | None = None) -> R
     if not path.is_dir():
         raise DataError(f"{path}: not a run directory (expected a folder)")
     if not (path / "results.parquet").exists():
+        check_run_dir(path)  # a run that did not finish: say so, and how to resume it
         raise DataError(
             f"{path}: no results.parquet; pass a directory written by `steadyeval run`, "
             "a study, or `steadyeval import`"

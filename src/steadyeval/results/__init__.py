@@ -8,6 +8,7 @@ from ._import_inspect import (
     read_inspect_log,
 )
 from ._import_lmeval import LmEvalImportOptions, find_lmeval_samples, import_lmeval
+from ._manifest import check_run_dir
 from ._read import read_results
 from ._row import ResultRow, prompt_hash, row_key
 from ._schema import (
@@ -31,6 +32,7 @@ __all__ = [
     "LmEvalImportOptions",
     "ResultRow",
     "StudyColumn",
+    "check_run_dir",
     "find_inspect_logs",
     "find_lmeval_samples",
     "import_inspect",

@@ -1,7 +1,13 @@
-"""A run folder is read as a unit: ``manifest.json``, written last, holds the run id and a
-hash of every file of the run. Writers remove it before they change a file and write it
-again when all are written; readers check it, so a folder caught mid-write (a crash, a
-kill -9) is refused instead of read as a mix of two runs."""
+"""A run folder is read as a unit: ``manifest.json``, written last, holds the run id, a
+hash of every file of the run and the run's state. Writers remove it before they change a
+file and write it again when all are written; readers check it, so a folder caught
+mid-write (a crash, a kill -9) is refused instead of read as a mix of two runs.
+
+The state says whether the run finished: ``complete``; ``running`` while a run written in
+several parts (a study: its passes, then its analysis, :func:`run_in_parts`) is under way, so
+a kill -9 between two parts leaves it ``running``; ``failed`` (with the reason) or
+``interrupted`` (Ctrl-C, SIGTERM) when such a run stopped after writing. Readers accept only
+``complete`` (and manifests from before states, which were written only when complete)."""
 
 from __future__ import annotations
 
@@ -17,7 +23,7 @@ from .._files import loads_json, read_text_file
 from .._json import write_json
 from ..items import shorten
 
-__all__ = ["MANIFEST", "RUN_FILES", "check_run_dir", "writing_run"]
+__all__ = ["MANIFEST", "RUN_FILES", "check_run_dir", "run_in_parts", "writing_run"]
 
 MANIFEST = "manifest.json"
 #: The files a run folder's manifest covers (those present).
@@ -26,6 +32,10 @@ RUN_FILES = ("results.parquet", "summary.json", "summary.md", "config.json", "pr
 _MARKER = ".steadyeval-run"
 #: A manifest lists five hashes: anything near this size is not one.
 _MAX_MANIFEST_BYTES = 1024 * 1024
+#: How to go on from a run that did not finish (every response it received is cached).
+_RESUME = "run the same command again to resume it"
+#: Folders of this process with a run in parts under way: [depth, written in this run].
+_OPEN: dict[str, list[int]] = {}
 
 
 def _digest(path: Path) -> str:
@@ -36,15 +46,73 @@ def _digest(path: Path) -> str:
     return h.hexdigest()
 
 
+def _write_manifest(run_dir: Path, run_id: str, state: str, reason: str | None = None) -> None:
+    files = {name: _digest(run_dir / name) for name in RUN_FILES if (run_dir / name).is_file()}
+    data: dict[str, Any] = {"run_id": run_id, "files": files, "state": state}
+    if reason is not None:
+        data["reason"] = reason
+    write_json(run_dir / MANIFEST, data)  # atomically: a temporary file renamed over it
+
+
 @contextmanager
 def writing_run(run_dir: Path, run_id: str) -> Iterator[None]:
     """Around writing a run's files: the manifest goes first and comes back last (only if
-    every write succeeded)."""
+    every write succeeded), ``complete``, or ``running`` inside :func:`run_in_parts`."""
     run_dir.mkdir(parents=True, exist_ok=True)
+    part = _OPEN.get(str(run_dir.resolve()))
+    if part is not None:
+        part[1] = 1
     (run_dir / MANIFEST).unlink(missing_ok=True)
     yield
-    files = {name: _digest(run_dir / name) for name in RUN_FILES if (run_dir / name).is_file()}
-    write_json(run_dir / MANIFEST, {"run_id": run_id, "files": files})
+    _write_manifest(run_dir, run_id, "running" if part is not None else "complete")
+
+
+@contextmanager
+def run_in_parts(run_dir: Path | None) -> Iterator[None]:
+    """Around a run that writes its folder in several parts (a study: a first pass, a
+    follow-up, the analysis of each): until it returns, every manifest it writes says
+    ``running``; when it returns, ``complete``; when it raises after writing, ``failed``
+    with the error, or ``interrupted`` (Ctrl-C, SIGTERM). Re-entrant in one process; a
+    folder it never wrote is left as it was. ``None`` (no folder): nothing to do."""
+    if run_dir is None:
+        yield
+        return
+    key = str(run_dir.resolve())
+    if key in _OPEN:
+        _OPEN[key][0] += 1
+        try:
+            yield
+        finally:
+            _OPEN[key][0] -= 1
+        return
+    _OPEN[key] = [1, 0]
+    try:
+        yield
+    except BaseException as exc:
+        if _OPEN[key][1]:
+            _finish(run_dir, exc)
+        raise
+    else:
+        if _OPEN[key][1]:
+            _finish(run_dir, None)
+    finally:
+        del _OPEN[key]
+
+
+def _finish(run_dir: Path, exc: BaseException | None) -> None:
+    """The state of a run in parts that ended (``exc``: how it failed)."""
+    try:
+        manifest = _manifest(run_dir)
+    except DataError:
+        manifest = None
+    run_id = str((manifest or {}).get("run_id", ""))
+    if exc is None:
+        _write_manifest(run_dir, run_id, "complete")
+    elif isinstance(exc, KeyboardInterrupt | SystemExit):
+        _write_manifest(run_dir, run_id, "interrupted")
+    else:
+        text = str(exc).splitlines()[0] if str(exc).strip() else ""
+        _write_manifest(run_dir, run_id, "failed", shorten(f"{type(exc).__name__}: {text}", 300))
 
 
 def _manifest(run_dir: Path) -> dict[str, Any] | None:
@@ -67,17 +135,20 @@ def _manifest(run_dir: Path) -> dict[str, Any] | None:
 
 
 def check_run_dir(run_dir: Path) -> None:
-    """Raise :class:`DataError` unless ``run_dir`` holds one complete run: every file the
-    manifest lists is there with its recorded hash, and no run file is there unlisted. A
-    folder from before manifests (no manifest and no steadyeval marker) is read as it is."""
+    """Raise :class:`DataError` unless ``run_dir`` holds one complete run: a run that
+    finished (its manifest's state; a steadyeval folder with no manifest did not), every file
+    the manifest lists there with its recorded hash, and no run file there unlisted. The
+    error says what happened (interrupted, failed and why) and how to resume. A folder from
+    before manifests (no manifest and no steadyeval marker) is read as it is."""
     manifest = _manifest(run_dir)
     if manifest is None:
-        if (run_dir / _MARKER).is_file() and any((run_dir / n).is_file() for n in RUN_FILES):
+        if (run_dir / _MARKER).is_file():
             raise DataError(
-                f"{run_dir}: the run did not finish writing its files (no {MANIFEST}); run the "
-                "same command again to finish it"
+                f"{run_dir}: the run did not finish writing its files (no {MANIFEST}: "
+                f"interrupted, or still running in another process); {_RESUME}"
             )
         return
+    _check_state(run_dir, manifest)
     listed: dict[str, str] = manifest["files"]
     for name in RUN_FILES:
         path = run_dir / name
@@ -89,3 +160,24 @@ def check_run_dir(run_dir: Path) -> None:
                 "not the file the run wrote (damaged, or another run's after a crash while "
                 "writing); run the command that wrote it again"
             )
+
+
+def _check_state(run_dir: Path, manifest: dict[str, Any]) -> None:
+    """Refuse a run that did not finish: what happened to it and how to go on."""
+    state = manifest.get("state", "complete")  # manifests before states: written complete
+    if state == "complete":
+        return
+    if state == "failed":
+        reason = shorten(str(manifest.get("reason") or "no reason recorded"), 300)
+        raise DataError(f"{run_dir}: the run failed before it finished ({reason}); {_RESUME}")
+    if state == "interrupted":
+        raise DataError(f"{run_dir}: the run was interrupted before it finished; {_RESUME}")
+    if state == "running":
+        raise DataError(
+            f"{run_dir}: the run did not finish (interrupted, e.g. killed, or still running in "
+            f"another process); {_RESUME}"
+        )
+    raise DataError(
+        f"{run_dir}: {MANIFEST} holds an unknown state {shorten(str(state))!r}; run the "
+        "command that wrote it again"
+    )

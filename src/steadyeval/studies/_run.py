@@ -11,7 +11,7 @@ from .._errors import ConfigError, DataError, SteadyevalError
 from .._json import json_safe, write_json, write_text_atomic
 from ..models import Backend, load_backend
 from ..results import read_results, read_summary, summary_markdown
-from ..results._manifest import writing_run
+from ..results._manifest import run_in_parts, writing_run
 from ..run import PlanCounts, RunOptions, run_blocks, validate_config
 from ..run._folder import locked_run_dir
 from ._protocol import Study, StudyConfig, StudyDesign, StudyResult, get_study
@@ -102,7 +102,9 @@ def run_study(
     opts = options or RunOptions()
     if dry_run or opts.out is None:
         return _run_study(study, cfg, opts, dry_run=dry_run)
-    with locked_run_dir(Path(opts.out)):  # for both passes and the analysis
+    # the lock for both passes and the analysis; the folder reads as complete only when the
+    # last analysis is written (failed or interrupted before: the state says so)
+    with locked_run_dir(Path(opts.out)), run_in_parts(Path(opts.out)):
         return _run_study(study, cfg, opts, dry_run=False)
 
 
@@ -142,11 +144,24 @@ def run_design(
     ``study`` does. Blocks that name no models run on ``models``. ``sent_before``: requests a
     first pass of the same run sent (a study's follow-up), counted in the summary's plan."""
     study = get_study(study) if isinstance(study, str) else study
+    opts = options or RunOptions()
+    if opts.out is None:
+        return _run_design(study, design, models, opts, config, sent_before)
+    with locked_run_dir(Path(opts.out)), run_in_parts(Path(opts.out)):  # the analysis too
+        return _run_design(study, design, models, opts, config, sent_before)
+
+
+def _run_design(
+    study: Study,
+    design: StudyDesign,
+    models: Sequence[str | Backend],
+    options: RunOptions,
+    config: Mapping[str, Any] | None,
+    sent_before: int,
+) -> StudyResult:
     design = _with_models(design, models)
     resolved = json_safe(dict(config or {"study": study.name, "models": list(map(str, models))}))
-    result = run_blocks(
-        design.blocks, options=options or RunOptions(), config=resolved, columns=design.columns
-    )
+    result = run_blocks(design.blocks, options=options, config=resolved, columns=design.columns)
     info = dict(design.info)
     analysis = study.analyze(result.table, info)
     summary = {**result.summary, "study": study.name, "design": info, "analysis": analysis}
