@@ -152,6 +152,7 @@ def test_space_labelled_and_unlabelled_files_must_be_regular_files(
         ("shots: [true]", r"shots: expected an integer in 0\.\.1,000, got True"),
         ('shots: ["\\ud800"]', r"lone surrogate"),
         ("shots: [0]\nshots: [1]", r"line 2: .*given twice"),
+        ("shots: [0]\npattern: [\x01]", r"line 2: invalid YAML: unacceptable character #x0001"),
     ],
 )
 def test_numbers_and_text_at_the_edges_of_a_space(tmp_path: Path, text: str, message: str) -> None:

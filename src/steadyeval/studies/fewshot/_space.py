@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import yaml
+from yaml.reader import ReaderError
 
 from ..._errors import ConfigError
 from ..._files import read_text_file
@@ -65,11 +66,14 @@ class SpaceFile(dict[str, Any]):
         self.shared: set[str] = set()
 
 
-def _syntax_error(exc: yaml.YAMLError, where: str) -> ConfigError:
+def _syntax_error(exc: yaml.YAMLError, text: str, where: str) -> ConfigError:
     mark = getattr(exc, "problem_mark", None)
-    at = f"{where}, line {mark.line + 1}" if mark is not None else where
+    if mark is not None:
+        where = f"{where}, line {mark.line + 1}"
+    elif isinstance(exc, ReaderError):  # a control character: located by its position
+        where = f"{where}, line {text.count(chr(10), 0, exc.position) + 1}"
     problem = getattr(exc, "problem", None) or (str(exc).splitlines() or ["unreadable"])[0]
-    return ConfigError(f"{at}: invalid YAML: {shorten(str(problem), 200)}")
+    return ConfigError(f"{where}: invalid YAML: {shorten(str(problem), 200)}")
 
 
 def _read(p: Path) -> tuple[Any, yaml.Node | None]:
@@ -81,7 +85,10 @@ def _read(p: Path) -> tuple[Any, yaml.Node | None]:
     text = read_text_file(
         p, "a YAML space file", max_bytes=MAX_SPACE_BYTES, raise_with=None, error=ConfigError
     )
-    loader = _SpaceLoader(text)
+    try:
+        loader = _SpaceLoader(text)  # its reader refuses control characters here
+    except yaml.YAMLError as exc:
+        raise _syntax_error(exc, text, where) from None
     try:
         node = loader.get_single_node()
         if node is None:
@@ -89,7 +96,7 @@ def _read(p: Path) -> tuple[Any, yaml.Node | None]:
         check_nodes(node, where)
         return loader.construct_document(node), node
     except yaml.YAMLError as exc:
-        raise _syntax_error(exc, where) from None
+        raise _syntax_error(exc, text, where) from None
     except RecursionError:
         raise ConfigError(f"{where}: nested too deeply to read") from None
     finally:
