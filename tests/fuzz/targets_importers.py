@@ -302,9 +302,9 @@ def import_special(example: tuple[str, str], folder: Path) -> None:
     elif kind == "socket":
         import socket
 
-        with socket.socket(socket.AF_UNIX) as s:
-            s.bind(str(path))
-            check_cli(["import", tool, str(path), "--out", "out"])
+        with socket.socket(socket.AF_UNIX) as s:  # relative: AF_UNIX paths are short
+            s.bind(name)  # the runner's working directory is ``folder``
+            check_cli(["import", tool, name, "--out", "out"])
             return
     elif kind == "folder":
         path.mkdir()

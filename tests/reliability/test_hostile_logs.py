@@ -338,10 +338,14 @@ def test_special_files_are_refused_unopened(tmp_path: Path, tool: str) -> None:
     zero = tmp_path / name
     zero.symlink_to("/dev/zero")
     assert "is a character device" in _no_hang(["import", tool, str(zero), "--out", out])
-    sock = tmp_path / f"s-{name}"
-    with socket.socket(socket.AF_UNIX) as s:
-        s.bind(str(sock))
-        assert "is a socket" in _no_hang(["import", tool, str(sock), "--out", out])
+    here = Path.cwd()
+    os.chdir(tmp_path)  # AF_UNIX paths are short: bind a relative name
+    try:
+        with socket.socket(socket.AF_UNIX) as s:
+            s.bind(f"s-{name}")
+            assert "is a socket" in _no_hang(["import", tool, f"s-{name}", "--out", out])
+    finally:
+        os.chdir(here)
 
 
 def test_a_results_json_that_is_a_fifo_is_refused(tmp_path: Path) -> None:
