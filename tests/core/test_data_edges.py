@@ -264,3 +264,12 @@ def test_an_unknown_subject_of_a_hub_mmlu_is_one_short_line(
     text = str(info.value)
     assert "unknown subject 'anatomyy' (did you mean 'anatomy'?)" in text
     assert "\n" not in text and len(text) < 700, text
+
+
+def test_a_byte_order_mark_at_the_start_is_not_part_of_the_first_line(tmp_path: Path) -> None:
+    jsonl = tmp_path / "items.jsonl"
+    jsonl.write_bytes("\ufeff".encode() + ROW.encode() + b"\n")
+    assert [i.id for i in load_jsonl(jsonl)] == ["a"]
+    csv = tmp_path / "items.csv"
+    csv.write_bytes("\ufeffid,question,answer\r\n1,q,a\r\n".encode())
+    assert [i.id for i in load_csv(csv)] == ["1"]  # the header's first column is "id"

@@ -100,7 +100,8 @@ def check_cli(argv: Sequence[str], *, input: str | bytes | None = None) -> int:
         OUTCOMES["ok"] += 1
         return 0
     assert result.exit_code == 2, f"exit {result.exit_code}: {out[-2000:]}"
-    lines = out[out.rindex("error") :].rstrip("\n").splitlines() if "error" in out else []
+    low = out.lower()  # steadyeval's "error: ..." or click's usage "Error: Invalid value ..."
+    lines = out[low.rindex("error") :].rstrip("\n").splitlines() if "error" in low else []
     assert lines, f"exit 2 without an error line: {out[-2000:]}"
     assert len(lines) <= 7 and all(len(line) <= 600 for line in lines), out[-3000:]
     OUTCOMES["error"] += 1

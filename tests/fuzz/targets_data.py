@@ -1,8 +1,10 @@
-"""Fuzz targets: the generic item files (``--data FILE.jsonl`` / ``.csv``) through ``run``."""
+"""Fuzz targets: the generic item files (``--data FILE.jsonl`` / ``.csv``) through ``run``,
+and special files in their place."""
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from hypothesis import strategies as st
@@ -71,3 +73,65 @@ _csv = st.lists(
 def run_csv(raw: bytes, folder: Path) -> None:
     (folder / "items.csv").write_bytes(raw)
     check_cli(["run", "--model", "scripted:m", "--data", "items.csv", "--out", "out", "-q"])
+
+
+#: Files no reader may hang on, read without end or fill the memory with: special files,
+#: a line over the (lowered) line limit, numbers JSON does not have, odd bytes and line ends.
+_SPECIAL = [
+    "fifo",
+    "dev-zero",
+    "folder",
+    "long-line",
+    "no-newline",
+    "crlf",
+    "bom",
+    "nul",
+    "nan",
+    "big-int",
+    "deep",
+    "latin-1",
+]
+_special = st.tuples(st.sampled_from(_SPECIAL), st.sampled_from([".jsonl", ".csv"]))
+_ROW = '{"id": "a", "question": "q?", "options": ["x", "y"], "answer": 0}'
+_CSV = "id,question,option_1,option_2,answer\na,q?,x,y,0"
+
+
+def _special_file(kind: str, path: Path) -> None:
+    csv = path.suffix == ".csv"
+    head = _CSV if csv else _ROW
+    body = {
+        "long-line": head + "\n" + ("b," + "x" * 20_000 + ",y,z,1" if csv else "x" * 20_000),
+        "no-newline": head,
+        "crlf": head.replace("\n", "\r\n") + "\r\n",
+        "bom": "\ufeff" + head + "\n",
+        "nul": head + "\n\x00\n",
+        "nan": head.replace("0}", "NaN}").replace(",0", ",nan") + "\n",
+        "big-int": head.replace("0}", "1" + "0" * 5000 + "}") + "\n",
+        "deep": '{"id": "b", "metadata": ' + "[" * 3000 + "]" * 3000 + "}\n",
+    }
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "dev-zero":
+        path.symlink_to("/dev/zero")
+    elif kind == "folder":
+        path.mkdir()
+    elif kind == "latin-1":
+        path.write_bytes(head.encode() + b"\ncaf\xe9\n")
+    else:
+        path.write_text(body[kind], encoding="utf-8")
+
+
+@target("run-data-special", "steadyeval run --data SPECIAL_FILE (FIFO, /dev/zero, ...)", _special)
+def run_data_special(example: tuple[str, str], folder: Path) -> None:
+    kind, suffix = example
+    path = folder / f"items{suffix}"
+    _special_file(kind, path)
+    old = os.environ.get("STEADYEVAL_MAX_LINE_MB")
+    os.environ["STEADYEVAL_MAX_LINE_MB"] = "0.01"  # about 10 KB: the long line is over it
+    try:
+        check_cli(["run", "--model", "scripted:m", "--data", path.name, "--dry-run"])
+    finally:
+        if old is None:
+            del os.environ["STEADYEVAL_MAX_LINE_MB"]
+        else:
+            os.environ["STEADYEVAL_MAX_LINE_MB"] = old

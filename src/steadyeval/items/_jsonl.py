@@ -82,7 +82,7 @@ def read_lines(path: str | Path, what: str) -> Iterator[tuple[int, str]]:
             lineno += 1
             if len(raw) > limit:
                 raise DataError(
-                    f"the line is longer than {limit / 2**20:,.0f} MiB (the limit of one line; "
+                    f"the line is longer than {_size(limit)} (the limit of one line; "
                     "STEADYEVAL_MAX_LINE_MB raises it)",
                     file=str(p),
                     line=lineno,
@@ -97,7 +97,13 @@ def read_lines(path: str | Path, what: str) -> Iterator[tuple[int, str]]:
                     line=lineno,
                     expected="UTF-8 (save the file as UTF-8)",
                 ) from None
+            if lineno == 1:
+                text = text.removeprefix("\ufeff")  # a byte order mark (Windows' editors)
             yield lineno, text
+
+
+def _size(n: int) -> str:
+    return f"{n / 2**20:,.0f} MiB" if n >= 2**20 else f"{n:,} bytes"
 
 
 def _checked(text: str, value: Any, path: Path, lineno: int) -> Any:
