@@ -377,3 +377,18 @@ def test_a_nan_option_is_never_picked() -> None:
     )
     assert got.parsed_kind == "error" and got.correct is None and got.parsed_option is None
     assert got.option_logprobs is not None and got.option_logprobs[1:] == [-9.0, -8.0]
+
+
+@pytest.mark.parametrize("tool", ["inspect", "lm-eval"])
+def test_a_file_name_that_is_not_utf8(tmp_path: Path, tool: str) -> None:
+    folder = os.fsencode(tmp_path / "d")
+    os.mkdir(folder)
+    if tool == "inspect":
+        source, name = JSON_LOG, b"\xfflog.json"
+    else:
+        source = next(LM_DIR.glob("samples_se_plain_*.jsonl"))
+        name = b"samples_se\xff_2026-12-01T21-48-37.113124.jsonl"
+    with open(os.path.join(folder, name), "wb") as fh:
+        fh.write(source.read_bytes())
+    line = _cli_error(["import", tool, str(tmp_path / "d"), "--out", str(tmp_path / "o")])
+    assert "\\xff" in line and "the file name is not UTF-8 text; rename it" in line

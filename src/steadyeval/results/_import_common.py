@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,7 +14,7 @@ import pyarrow as pa
 
 from .._errors import ConfigError, DataError
 from .._json import json_safe, write_json, write_text_atomic
-from ..items import shorten
+from ..items import lone_surrogate, shorten
 from ._manifest import writing_run
 from ._row import ResultRow, prompt_hash
 from ._schema import SCHEMA_VERSION, StudyColumn, write_results
@@ -28,8 +29,18 @@ __all__ = [
     "lifted_columns",
     "parse_condition_map",
     "short_hash",
+    "utf8_name",
     "write_imported_run",
 ]
+
+
+def utf8_name(path: Path) -> Path:
+    """``path`` when its name is UTF-8 text; a file name of other bytes would reach the
+    table as text that cannot be written (a task, a log file's name), so it is refused."""
+    if lone_surrogate(str(path)) is not None:
+        shown = os.fsencode(path).decode("utf-8", "backslashreplace")
+        raise DataError(f"{shorten(shown, 200)}: the file name is not UTF-8 text; rename it")
+    return path
 
 
 def canonical(value: Any) -> str:

@@ -27,6 +27,7 @@ from typing import Any
 
 from .._errors import DataError
 from .._files import input_file, read_text_file
+from ._import_common import utf8_name
 from ._import_fields import LIST, OBJECT, Place, get
 from ._import_inspect_fields import check_header, check_sample
 from ._import_limits import (
@@ -78,11 +79,11 @@ def find_inspect_logs(paths: Sequence[str | Path]) -> list[Path]:
             )
             if not hits:
                 raise DataError(f"{p}: no .eval or .json Inspect logs in this folder")
-            found += [input_file(q, _WHAT) for q in hits]
+            found += [input_file(utf8_name(q), _WHAT) for q in hits]
         elif not os.path.lexists(p):
             raise DataError(f"{p}: no such file or folder")
         else:
-            input_file(p, _WHAT)
+            input_file(utf8_name(p), _WHAT)
             if p.name in LISTINGS:
                 raise DataError(
                     f"{p}: Inspect's {p.name} describes logs but holds no samples; pass its "

@@ -26,6 +26,7 @@ from ._import_common import (
     check_condition_map,
     files_digest,
     lifted_columns,
+    utf8_name,
 )
 from ._import_limits import ImportLimits
 from ._import_lmeval_fields import read_records, read_results_json
@@ -86,11 +87,11 @@ def find_lmeval_samples(paths: Sequence[str | Path]) -> list[Path]:
                     f"{p}: no samples_*.jsonl files; run lm_eval with --log_samples "
                     "--output_path and pass that folder or the files"
                 )
-            found += [input_file(q, _WHAT) for q in hits]
+            found += [input_file(utf8_name(q), _WHAT) for q in hits]
         elif not os.path.lexists(p):
             raise DataError(f"{p}: no such file or folder")
         else:
-            found.append(input_file(p, _WHAT))
+            found.append(input_file(utf8_name(p), _WHAT))
     return sorted(dict.fromkeys(q.resolve() for q in found))
 
 
