@@ -3,6 +3,7 @@ and loading from FewGLUE's JSONL files or the ``super_glue`` hub data set."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +27,7 @@ from ._fewglue_records import (
 )
 from ._item import Item
 from ._jsonl import read_jsonl
+from ._text import shorten
 
 __all__ = ["FEWGLUE", "FewGlueTask", "fewglue_task", "load_fewglue_items"]
 
@@ -167,7 +169,7 @@ def fewglue_task(name: str) -> FewGlueTask:
     task = FEWGLUE.get(name.lower())
     if task is None:
         raise ConfigError(
-            f"unknown task {name!r}; choose one of {', '.join(t.name for t in FEWGLUE.values())} "
+            f"unknown task {shorten(repr(name))}; choose one of {', '.join(t.name for t in FEWGLUE.values())} "
             "(ReCoRD is not supported)"
         )
     return task
@@ -261,6 +263,10 @@ def _hub_items(task: FewGlueTask, dataset: str, split: str) -> list[Item]:
     return _items(task, records, label, split)
 
 
+#: A SuperGLUE split, optionally sliced as ``datasets`` reads it (``validation[:100]``).
+_HUB_SPLIT = re.compile(r"(train|validation|test)(\[[0-9:%+-]{1,20}\])?")
+
+
 def load_fewglue_items(source: str | Path, *, task: FewGlueTask | str) -> list[Item]:
     """Load labelled items of ``task`` from a FewGLUE/SuperGLUE JSONL file or the hub.
 
@@ -289,6 +295,11 @@ def load_fewglue_items(source: str | Path, *, task: FewGlueTask | str) -> list[I
     text = str(source)
     if text.startswith(("superglue:", "super_glue:")):
         split = text.split(":", 1)[1] or "validation"
+        if not _HUB_SPLIT.fullmatch(split):
+            raise ConfigError(
+                f"{shorten(text, 80)}: unknown SuperGLUE split; expected superglue:train, "
+                "superglue:validation or superglue:test (a slice such as validation[:100] too)"
+            )
         return _hub_items(t, "super_glue", split)
     path = input_file(source, "a FewGLUE/SuperGLUE .jsonl file or superglue:SPLIT")
     return _items(t, read_jsonl(path), str(path), path.stem.lower())

@@ -24,6 +24,7 @@ to the front, or put there when the set lacks it (``Relation.original_added``).
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -237,7 +238,7 @@ def _read_relations(path: Path, fact_files: Path | None = None) -> tuple[list[Re
                 field="relation",
                 expected="a relation id that names its fact file (no / or \\, not . or ..)",
             )
-        if fact_files is not None and not (fact_files / f"{rid}.jsonl").is_file():
+        if fact_files is not None and not os.path.isfile(fact_files / f"{rid}.jsonl"):
             notes.append(f"relation {rid}: no fact file {fact_files.name}/{rid}.jsonl; skipped")
             continue
         if "templates" in rec:

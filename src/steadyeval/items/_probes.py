@@ -7,6 +7,7 @@ from __future__ import annotations
 import bz2
 import gzip
 import json
+import os
 from collections.abc import Collection, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -75,7 +76,7 @@ def load_probes(source: str | Path, *, prompt_set: str | None = None) -> ProbeDa
         ``prompt_set`` is unknown, or given for a layout that has no prompt sets.
     """
     root = Path(source)
-    if not root.is_dir():
+    if not os.path.isdir(root):  # never raises (a name too long is not a folder)
         raise DataError("not a directory", file=str(root), expected="a probe data directory")
     layout = detect_layout(root)
     if layout != "lpaqa" and prompt_set is not None:

@@ -285,3 +285,22 @@ def test_fewglue_rows_at_the_edges(tmp_path: Path) -> None:
     path.write_text('{"premise": "\\ud800", "hypothesis": "b", "idx": 0, "label": "entailment"}\n')
     with pytest.raises(DataError, match=r"line 1, field 'premise': lone surrogate"):
         load_task_items(get_task("RTE"), path)
+
+
+def test_long_names_are_cut_and_odd_paths_are_errors(rte: Path) -> None:
+    long = "x" * 5000
+    for flags in (["--method", long], ["--method", f"pet+{long}"], ["--method", f"ipet/{long}"]):
+        message = _error(_study(rte, *flags))
+        assert "(5,0" in message and len(message) < 600
+    argv = _study(rte)
+    argv[argv.index("--task") + 1] = long
+    assert "unknown task" in _error(argv) and len(_error(argv)) < 600
+    # A name too long for the file system is an error, not an OSError traceback.
+    assert "cannot read" in _error(_study(rte, "--method", "ipet", "--unlabelled", "y" * 300))
+
+
+def test_an_unknown_superglue_split_is_refused_before_the_hub(rte: Path) -> None:
+    argv = _study(rte)
+    at = argv.index("--test-from-labelled")
+    argv[at : at + 2] = ["--test", "superglue:validaton"]
+    assert "unknown SuperGLUE split; expected superglue:train" in _error(argv)

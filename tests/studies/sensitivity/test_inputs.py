@@ -170,3 +170,7 @@ def test_templates_file_rows_at_the_edges(tmp_path: Path) -> None:
     assert "templates.jsonl, line 1: invalid JSON" in _error(_study(task))
     (task / "templates.jsonl").write_text('{"name": "\\ud800", "body": "x"}\n')
     assert "lone surrogate" in _error(_study(task))
+
+
+def test_a_data_folder_name_too_long_is_an_error() -> None:
+    assert "not a directory" in _error(_study(Path("y" * 300)))

@@ -4,6 +4,7 @@ imports its module when it runs."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -49,7 +50,7 @@ class DisparityStudy(Study):
 
         if config.checkpoints is not None:
             root = Path(config.checkpoints)
-            if root.exists() and not root.is_dir():
+            if os.path.exists(root) and not os.path.isdir(root):
                 raise ConfigError(
                     f"checkpoints: {root} is not a folder; expected a folder (or none)"
                 )

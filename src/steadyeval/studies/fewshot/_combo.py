@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from ..._errors import ConfigError
 from ...conditions import Condition, Format, Template
+from ...items import shorten
 from ...models import Capabilities
 from ...requests import RequestKind
 from ...run import Block
@@ -70,10 +71,10 @@ def parse_spelling(text: str) -> Spelling:
     bases = [p for p in parts if p in BASES]
     semis = [p for p in parts if p in SEMI]
     unknown = [p for p in parts if p not in BASES and p not in SEMI]
-    where = f"method {text!r}"
+    where = f"method {shorten(repr(text))}"
     if unknown:
         raise ConfigError(
-            f"{where}: unknown part {unknown[0]!r}; a base ({', '.join(BASES)}), optionally "
+            f"{where}: unknown part {shorten(repr(unknown[0]))}; a base ({', '.join(BASES)}), optionally "
             f"one of {', '.join(SEMI)}, then optionally /single-split or /cross-split"
         )
     if len(bases) > 1 or len(semis) > 1:
@@ -83,7 +84,8 @@ def parse_spelling(text: str) -> Spelling:
     semi = semis[0] if semis else None
     if strategy and strategy not in STRATEGIES:
         raise ConfigError(
-            f"{where}: unknown pseudo-labelling strategy {strategy!r}; choose single-split or cross-split"
+            f"{where}: unknown pseudo-labelling strategy {shorten(repr(strategy))}; choose "
+            "single-split or cross-split"
         )
     if strategy and semi not in ("ipet", "noisy"):
         raise ConfigError(f"{where}: a pseudo-labelling strategy goes with ipet or noisy")

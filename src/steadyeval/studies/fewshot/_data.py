@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,7 +47,7 @@ def _source(value: str, task: FewShotTask, name: str, several: bool, what: str) 
     if value.startswith(("superglue:", "super_glue:")):
         return value
     path = Path(value)
-    if path.is_dir():
+    if os.path.isdir(path):  # never raises (a name too long is not a folder)
         return str(_in_folder(path, task, name))
     if several:
         raise ConfigError(
@@ -93,7 +94,7 @@ def _unlabelled(
     it, the ``unlabeled.jsonl`` next to the labelled file, else the test set's inputs."""
     if config.unlabelled is not None:
         path = Path(config.unlabelled)
-        if path.is_dir():
+        if os.path.isdir(path):
             path = _in_folder(path, task, UNLABELLED_FILE)
         elif several:
             raise ConfigError(
@@ -101,9 +102,9 @@ def _unlabelled(
             )
         return load_unlabelled_items(task, path), str(path)
     labelled = Path(config.labelled)
-    folder = _in_folder(labelled, task, "") if labelled.is_dir() else labelled.parent
+    folder = _in_folder(labelled, task, "") if os.path.isdir(labelled) else labelled.parent
     path = folder / UNLABELLED_FILE
-    if path.exists() or path.is_symlink():  # there: it must be a readable regular file
+    if os.path.lexists(path):  # there: it must be a readable regular file
         return load_unlabelled_items(task, path), str(path)
     return [
         dataclasses.replace(i, metadata={**i.metadata, "unlabelled": True}) for i in test

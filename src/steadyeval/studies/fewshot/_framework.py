@@ -5,6 +5,7 @@ several K side by side; each (setting, split, seed) unit is one block for the ru
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -180,7 +181,7 @@ def _context(config: FewShotConfig, backends: Sequence[Backend], options: RunOpt
     experiments = _experiments(config)
     if config.checkpoints is not None:
         root = Path(config.checkpoints)
-        if root.exists() and not root.is_dir():
+        if os.path.exists(root) and not os.path.isdir(root):
             raise ConfigError(f"checkpoints: {root} is not a folder; expected a folder (or none)")
     elif options.out is not None:
         root = Path(options.out) / "checkpoints"

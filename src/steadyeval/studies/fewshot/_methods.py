@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 from ..._errors import ConfigError
 from ...conditions import Condition, Format, Shots, Template
-from ...items import Item, canonical_json
+from ...items import Item, canonical_json, shorten
 from ...models import HF_BACKENDS, SLOT, Backend, model_folder
 from ...run import Block
 from ...scoring import OPTION_LOGPROB
@@ -214,7 +214,7 @@ def get_method(name: str) -> Method:
             break
     if method is None:
         raise ConfigError(
-            f"unknown method {name!r}; choose one of {', '.join(sorted(_METHODS))}, or a "
+            f"unknown method {shorten(repr(name))}; choose one of {', '.join(sorted(_METHODS))}, or a "
             "combination BASE[+mlm|ipet|noisy][/single-split|/cross-split] such as "
             "ipet+adapet/cross-split"
         )

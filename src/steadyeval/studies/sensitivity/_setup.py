@@ -4,6 +4,7 @@ a generic task under several templates); loaded when a run starts."""
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -79,7 +80,7 @@ def sensitivity_design(
     """
     root = Path(data)
     probe = probe or ProbeOptions()
-    if (root / "items.jsonl").is_file() and (root / "templates.jsonl").is_file():
+    if os.path.isfile(root / "items.jsonl") and os.path.isfile(root / "templates.jsonl"):
         for flag, value in (("prompt_set", prompt_set), ("vocab", vocab), ("aliases", aliases)):
             if value is not None:
                 raise ConfigError(f"{flag} applies to factual probes; {root} is a generic task")

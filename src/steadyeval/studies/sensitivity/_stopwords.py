@@ -10,6 +10,7 @@ exact and case-sensitive, as theirs: "The" is not a stop word, "the" is.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from ..._errors import ConfigError, DataError
@@ -61,7 +62,7 @@ def load_stop_words(value: str) -> tuple[str, ...]:
     if value == "none":
         return ()
     path = Path(value)
-    if not (path.exists() or path.is_symlink()):
+    if not os.path.lexists(path):
         raise ConfigError(
             f"stop words: {shorten(repr(value))} is neither 'default', 'none' nor a file (one "
             "word per line)"
