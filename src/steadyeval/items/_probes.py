@@ -29,7 +29,7 @@ from ._probe_files import (
     load_lpaqa,
     read_list_file,
 )
-from ._text import shorten
+from ._text import shorten, value_problem
 
 __all__ = [
     "fact_metadata",
@@ -174,6 +174,11 @@ def _alias_map(p: Path) -> dict[str, tuple[str, ...]] | None:
         return None  # several JSON lines (the JSONL reader names any error in them)
     if not isinstance(whole, dict) or _JSONL_KEYS & set(whole):
         return None  # one JSONL record (or not an object: read_jsonl names the error)
+    problem = value_problem(whole)  # a lone surrogate in a name or key
+    if problem is not None:
+        raise DataError(
+            problem.message, file=str(p), field=problem.field, expected=problem.expected
+        )
     out: dict[str, tuple[str, ...]] = {}
     for key, value in whole.items():
         names = check_names(value, p, 1, shorten(key, 40))

@@ -100,6 +100,9 @@ def test_an_alias_map_nested_deep_is_a_located_error(tmp_path: Path) -> None:
     with pytest.raises(DataError) as info:
         load_aliases(path)
     assert len(str(info.value)) < 400
+    path.write_text('{"France": ["\\ud800 land"]}')
+    with pytest.raises(DataError, match=r"aliases.json, field 'France\[0\]': lone surrogate"):
+        load_aliases(path)
 
 
 def test_relation_ids_and_templates_are_checked(tmp_path: Path) -> None:
