@@ -3,6 +3,7 @@
 sets of observed cells: shapes from 1 × 1 up, degenerate ones (one item, one format, all
 correct, all wrong, constant or huge covariates) and hostile ones (indices out of range,
 non-integer indices, outcomes other than 0/1, NaN covariates). Draws are few, so it is cheap.
+And ``study spread`` through the CLI on grids of a few formats and items.
 
 The property: a result whose numbers are finite and in [0, 1], with no warning but the
 statistics' own :class:`~steadyeval.stats.StatsWarning`; or the statistics' own
@@ -11,6 +12,7 @@ another exception."""
 
 from __future__ import annotations
 
+import json
 import warnings
 from pathlib import Path
 from typing import Any
@@ -19,7 +21,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from steadyeval import stats
-from tests.fuzz._registry import MAX_MESSAGE, OUTCOMES, target
+from tests.fuzz._registry import MAX_MESSAGE, OUTCOMES, check_cli, target
 
 
 @st.composite
@@ -105,3 +107,45 @@ def spread_estimator(example: dict[str, Any], folder: Path) -> None:
     assert not others, others  # e.g. an overflow RuntimeWarning: a number went bad
     _check(dist)
     OUTCOMES["ok"] += 1
+
+
+@st.composite
+def _study_flags(draw: st.DrawFn) -> dict[str, Any]:
+    """Small studies: formats × items grids from 2 × 1 up, every method and sampler; budgets
+    and batches mostly valid, sometimes around their limits (below two search steps, over
+    the cells, under the formats)."""
+    n_f, n_i = draw(st.integers(2, 5)), draw(st.integers(1, 4))
+    method = draw(st.sampled_from(["estimate", "search"]))
+    batch = draw(st.integers(1, 3))
+    least = 2 * batch if method == "search" else n_f
+    fits = least <= n_f * n_i and draw(st.integers(0, 3)) > 0
+    budget = draw(st.integers(least, n_f * n_i) if fits else st.integers(1, 2 * n_f * n_i))
+    flags: dict[str, Any] = {
+        "--n-formats": n_f,
+        "--limit": n_i,
+        "--budget": budget,
+        "--method": method,
+        "--sampler": draw(st.sampled_from(["stratified", "adaptive"])),
+        "--batch": batch,
+        "--seed": draw(st.integers(0, 3)),
+    }
+    if draw(st.booleans()):
+        flags["--no-covariates"] = ""
+    if draw(st.integers(0, 4)) == 0:
+        flags["--dry-run"] = ""
+    return flags
+
+
+@target("spread-study-small", "steadyeval study spread (small grids)", _study_flags())
+def spread_study_small(flags: dict[str, Any], folder: Path) -> None:
+    data = folder / "items.jsonl"
+    rows = [
+        {"id": f"q{i}", "question": f"{i} + {i}?", "options": [str(2 * i), "x"], "answer": 0}
+        for i in range(4)
+    ]
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    argv = ["study", "spread", "--model", "scripted:m", "--data", str(data), "--draws", "50",
+            "--out", str(folder / "out"), "-q"]  # fmt: skip
+    for flag, value in flags.items():
+        argv += [flag] if value == "" else [flag, str(value)]
+    check_cli(argv)

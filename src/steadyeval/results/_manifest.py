@@ -11,6 +11,7 @@ a kill -9 between two parts leaves it ``running``; ``failed`` (with the reason) 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 from collections.abc import Iterator
@@ -90,7 +91,8 @@ def run_in_parts(run_dir: Path | None) -> Iterator[None]:
         yield
     except BaseException as exc:
         if _OPEN[key][1]:
-            _finish(run_dir, exc)
+            with contextlib.suppress(OSError):  # best effort (a full disk): still not complete
+                _finish(run_dir, exc)
         raise
     else:
         if _OPEN[key][1]:
