@@ -40,7 +40,8 @@ _SUMMARY_PATHS = [
     ("study",), ("design",), ("analysis",), ("imported",), ("imported", "notes"),
     ("imported", "tool"), ("schema_version",), ("files",), ("files", "*"), ("run_id", "x"),
 ]  # fmt: skip
-STUDIES = ["formats", "sensitivity", "knowledge", "fewshot", "spread", "disparity"]
+#: The registered studies, and one that is not (its report shows summary.md as text).
+STUDIES = ["formats", "sensitivity", "knowledge", "fewshot", "spread", "disparity", "unknown"]
 #: Keys the studies' analyses and designs hold (from their summary.json files).
 _ANALYSIS_KEYS = [
     "conditions", "models", "accuracy", "grid", "cells", "formats", "prompt_preference",

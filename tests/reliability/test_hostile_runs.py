@@ -201,3 +201,19 @@ def test_a_cut_or_flipped_table_and_a_deep_manifest(base: Path, tmp_path: Path) 
     assert "manifest.json: nested deeper than 100 levels" in _report(run)
     (run / "manifest.json").write_text(json.dumps({"run_id": "r" * 10_000, "files": {}}))
     assert "(10,000 characters)" in _report(run)  # the echoed run id is cut
+
+
+@pytest.mark.parametrize(("kind", "make", "said"), SPECIAL)
+def test_the_summary_md_of_an_unknown_study(
+    base: Path, tmp_path: Path, kind: str, make: Callable[[Path], object], said: str
+) -> None:
+    """A study this steadyeval does not know: the report shows its summary.md as text,
+    read like any outside file (a FIFO hung the report)."""
+    run = _copy(base, tmp_path)
+    summary = json.loads((run / "summary.json").read_text(encoding="utf-8"))
+    (run / "summary.json").write_text(json.dumps({**summary, "study": "unknown"}))
+    (run / "summary.md").unlink()
+    make(run / "summary.md")
+    _remanifest(run)  # summary.md is not a regular file: not listed
+    line = _report(run)
+    assert "summary.md" in line and said in line

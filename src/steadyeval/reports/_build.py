@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .._errors import ConfigError, DataError
+from .._files import MAX_TEXT_BYTES, limit_from_env, read_text_file
 from ..results import check_run_dir, read_results, summary_markdown
 from ._agreement import agreement_section
 from ._context import ReportContext, ReportOptions, read_summary
@@ -85,9 +87,11 @@ def _facts(ctx: ReportContext) -> tuple[tuple[str, str], ...]:
 
 def _study_summary_fallback(ctx: ReportContext) -> list[Section]:
     """The study's own part of ``summary.md``, as text, for a study with no builder."""
-    if ctx.run_dir is None or not (ctx.run_dir / "summary.md").exists():
+    if ctx.run_dir is None or not os.path.lexists(ctx.run_dir / "summary.md"):
         return []
-    text = (ctx.run_dir / "summary.md").read_text(encoding="utf-8")
+    # a regular file, its size checked, UTF-8 located (a FIFO here would hang the report)
+    limit = limit_from_env("STEADYEVAL_MAX_FILE_MB", MAX_TEXT_BYTES)
+    text = read_text_file(ctx.run_dir / "summary.md", "a run's summary.md", max_bytes=limit)
     base = {k: v for k, v in ctx.summary.items() if k not in {"analysis", "design", "study"}}
     try:
         head = summary_markdown(base)
