@@ -177,3 +177,14 @@ def test_templates_file_rows_at_the_edges(tmp_path: Path) -> None:
 
 def test_a_data_folder_name_too_long_is_an_error() -> None:
     assert "not a directory" in _error(_study(Path("y" * 300)))
+
+
+def test_an_alias_file_that_matches_no_subject_is_an_error(tmp_path: Path) -> None:
+    path = tmp_path / "aliases.json"
+    path.write_text('{"Q999": ["Nowhere"], "Atlantis": ["Lost City"]}')
+    with pytest.raises(DataError, match=r"aliases.json: none of its 2 keys .* is a subject"):
+        sensitivity_design(EXAMPLE, aliases=path)
+    path.write_text('{"Q999": ["Nowhere"], "France": ["the French Republic", "Gaul"]}')
+    design = sensitivity_design(EXAMPLE, aliases=path)  # a partial match is fine
+    france = next(i for i in design.items if i.metadata["subject"] == "France")
+    assert "Gaul" in france.aliases

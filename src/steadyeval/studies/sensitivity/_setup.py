@@ -11,7 +11,15 @@ from typing import Any
 
 from ..._errors import ConfigError, DataError
 from ...conditions import Template
-from ...items import load_aliases, load_jsonl, load_probes, load_vocab, read_jsonl
+from ...items import (
+    ProbeData,
+    load_aliases,
+    load_jsonl,
+    load_probes,
+    load_vocab,
+    read_jsonl,
+    shorten,
+)
 from .._protocol import StudyDesign
 from ._design import AnalysisOptions, ProbeOptions, probe_design, task_design
 
@@ -97,14 +105,32 @@ def sensitivity_design(
         )
     if scoring is not None:
         raise ConfigError("scoring applies to generic tasks; factual probes are scored by P@1")
+    probes = load_probes(root, prompt_set=prompt_set)
     extra: dict[str, Any] = {}
     if aliases is not None:
-        extra["aliases"] = load_aliases(aliases)
+        extra["aliases"] = _matching_aliases(load_aliases(aliases), probes, aliases)
     if vocab is not None:
         extra["vocab"] = load_vocab(vocab)
     if extra:
         probe = dataclasses.replace(probe, **extra)
-    return probe_design(load_probes(root, prompt_set=prompt_set), probe, analysis)
+    return probe_design(probes, probe, analysis)
+
+
+def _matching_aliases(
+    aliases: dict[str, tuple[str, ...]], data: ProbeData, path: str | Path
+) -> dict[str, tuple[str, ...]]:
+    """``aliases`` when at least one key names a subject of ``data`` (its URI or label);
+    a file that matches none would add no name at all without a word: an error."""
+    subjects = {k for f in data.facts for k in (f.subject_uri, f.subject) if k}
+    if not subjects & set(aliases):
+        example = next(iter(aliases), "")
+        raise DataError(
+            f"none of its {len(aliases):,} keys (e.g. {shorten(repr(example))}) is a subject "
+            f"of {shorten(data.source, 80)}",
+            file=str(path),
+            expected="keys that are the facts' subject URIs (e.g. Q142) or labels (e.g. France)",
+        )
+    return aliases
 
 
 def _limit_task(items: Sequence[Any], limit: int) -> list[Any]:
