@@ -247,7 +247,7 @@ _number_text = st.one_of(
     st.text(max_size=6),
 )
 _COMMANDS: list[tuple[list[str], list[str]]] = [
-    (["run", "--model", "scripted:m", "--data", "items.jsonl"], ["--seed", "--limit"]),
+    (["run", "--model", "scripted:m", "--data", "items.jsonl"], ["--seed", "--limit", "--workers"]),
     (
         ["study", "spread", "--model", "scripted:m", "--data", "items.jsonl", "--n-formats", "3"],
         [

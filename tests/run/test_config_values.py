@@ -66,6 +66,8 @@ def test_a_missing_data_flag_is_named(items: Path) -> None:
         (("--seed", "4294967296"), "flag --seed: seed: Input should be less than or equal to"),
         (("--seed", BIG), "flag --seed: seed: an integer of 401 digits"),
         (("--limit", BIG), "flag --limit: limit: an integer of 401 digits"),
+        (("--workers", "0"), "Invalid value for '--workers': 0 is not in the range 1<=x<=1024"),
+        (("--workers", BIG), "Invalid value for '--workers'"),
     ],
 )
 def test_run_flags_out_of_range_name_the_flag(

@@ -53,7 +53,7 @@ from ._options import (
 @click.option("--address", help="Ray cluster address (default: start a local cluster).")
 @click.option(
     "--workers",
-    type=int,
+    type=click.IntRange(1, 1024),
     default=2,
     show_default=True,
     help="Ray actors (model replicas) per model.",

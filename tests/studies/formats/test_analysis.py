@@ -205,3 +205,15 @@ def test_summary_markdown_has_the_seed_layout(scripted_run: Any) -> None:
     examples = result.analysis["examples"]
     assert len(examples) == 3
     assert all(len({o["refused"] for o in e["outputs"].values()}) == 2 for e in examples)
+
+
+def test_the_determinism_gap_never_drops_a_nan() -> None:
+    """A rerun whose log-probability is NaN where the first run's was a number is not
+    identical (``max`` over the gaps dropped the NaN and reported 0)."""
+    import math
+
+    from steadyeval.studies.formats._extras import _gap
+
+    assert max(0.0, _gap(math.nan, -1.0)) == math.inf
+    assert _gap(math.nan, math.nan) == 0.0 and _gap(-math.inf, -math.inf) == 0.0
+    assert _gap(-1.0, -1.25) == 0.25

@@ -84,7 +84,9 @@ def _option_scoring_by_rows(table: pa.Table) -> dict[tuple[str, str], dict[str, 
         gold = list(r["option_source"]).index(r["gold_options"][0])
         per = hits.setdefault((r["model"], r["condition"]), {"none": [], "token": [], "char": []})
         for norm, col in (("none", ""), ("token", "_per_token"), ("char", "_per_char")):
-            per[norm].append(_argmax(r["option_logprobs" + col]) == gold)
+            pick = _argmax(r["option_logprobs" + col])
+            if pick >= 0:  # a row with no answer (every score NaN) is left out
+                per[norm].append(pick == gold)
     return {k: {n: sum(v) / len(v) for n, v in per.items()} for k, per in hits.items()}
 
 
@@ -92,8 +94,12 @@ def test_option_scoring_follows_the_row_rule_with_nan_scores() -> None:
     """NaN option scores take the row-by-row rule; the result is the row rule's."""
     table, design, _ = load_case("knowledge", "scripted-full")
     lp = table.column("option_logprobs").to_pylist()
-    for i in [k for k, v in enumerate(lp) if v][:3]:
+    rows = [k for k, v in enumerate(lp) if v]
+    for i in rows[:3]:
         lp[i] = [-1.0, math.nan, -0.5, math.nan][: len(lp[i])]
+    for i in rows[3:5]:  # a NaN first: max() would keep it, the scoring never picks it
+        lp[i] = [math.nan, -3.0, -0.1, -9.0][: len(lp[i])]
+    lp[rows[5]] = [math.nan] * len(lp[rows[5]])  # no answer at all
     nan_table = table.set_column(
         table.schema.get_field_index("option_logprobs"),
         "option_logprobs",
@@ -104,3 +110,10 @@ def test_option_scoring_follows_the_row_rule_with_nan_scores() -> None:
         for g in analyze_knowledge(nan_table, design)["option_scoring"]
     }
     assert got == _option_scoring_by_rows(nan_table)
+
+
+def test_a_nan_option_score_is_never_the_pick() -> None:
+    assert _argmax([math.nan, -3.0, -0.1]) == 2  # max() with NaN first kept the NaN
+    assert _argmax([-1.0, math.nan, -0.5]) == 2
+    assert _argmax([-math.inf, -2.0]) == 1
+    assert _argmax([math.nan, math.nan]) == -1

@@ -5,6 +5,7 @@ questions whose refusal flips between formats.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -140,6 +141,16 @@ def _sampling(t: _Table) -> list[dict[str, Any]]:
     return out
 
 
+def _gap(x: float, y: float) -> float:
+    """How far apart two log-probabilities of a rerun are: 0 for the same value (also two
+    NaN or two equal infinities), infinity when only one is a number (``max`` would drop a
+    NaN difference and call the rerun identical)."""
+    if x == y or (math.isnan(x) and math.isnan(y)):
+        return 0.0
+    gap = abs(x - y)
+    return math.inf if math.isnan(gap) else gap
+
+
 def _determinism(t: _Table, info: Mapping[str, Any]) -> dict[str, Any] | None:
     check = info.get("determinism")
     if not check:
@@ -165,7 +176,7 @@ def _determinism(t: _Table, info: Mapping[str, Any]) -> dict[str, Any] | None:
         equal = rec["output"] == r["output"] and rec["parsed"] == r["parsed"]
         if rec.get("option_logprobs") and r["option_logprobs"]:
             diff = max(
-                abs(x - y)
+                _gap(x, y)
                 for x, y in zip(rec["option_logprobs"], r["option_logprobs"], strict=True)
             )
             max_diff = max(max_diff, diff)

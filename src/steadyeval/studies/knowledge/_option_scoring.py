@@ -2,7 +2,9 @@
 normalisation of the option scores (none, per token, per character).
 
 The scores are read straight from the results table's list columns, flattened on numpy;
-rows with missing or non-finite values take the row-by-row rule (:func:`_argmax`).
+rows with missing or non-finite values take the row-by-row rule (:func:`_argmax`): a NaN
+score is never the pick, and a row whose scores are all NaN has none (it is left out of that
+normalisation's accuracy, as the scoring leaves such a row out of the accuracy).
 """
 
 from __future__ import annotations
@@ -16,12 +18,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from numpy.typing import NDArray
 
-from ...scoring import OPTION_LOGPROB
+from ...scoring import OPTION_LOGPROB, best_index
 
 
 def _argmax(values: Sequence[float]) -> int:
-    """The row rule: the position of the largest value (the first of equal maxima)."""
-    return max(range(len(values)), key=lambda i: (values[i], -i))
+    """The row rule: the position of the largest value (the first of equal maxima), as the
+    scoring picks it (:func:`~steadyeval.scoring.best_index`): a NaN score never wins, and a
+    list of NaN scores has no answer (-1)."""
+    best = best_index(values)
+    return -1 if best is None else best
 
 
 def _lists(table: pa.Table, column: str, rows: NDArray[np.int64]) -> pa.ChunkedArray:
@@ -88,6 +93,12 @@ def _argmaxes(table: pa.Table, column: str, rows: NDArray[np.int64]) -> NDArray[
     return np.asarray([_argmax(list(v)) for v in lists.to_pandas()], dtype=np.int64)
 
 
+def _mean(x: NDArray[np.float64]) -> float:
+    """The mean of the values that are not NaN; NaN if there are none."""
+    kept = x[~np.isnan(x)]
+    return float(kept.mean()) if kept.size else float("nan")
+
+
 def _option_scoring(df: pd.DataFrame, table: pa.Table) -> list[dict[str, Any]]:
     """Accuracy of option-scored conditions under each normalisation (``df``'s index holds
     the rows' positions in ``table``, whose list columns are read)."""
@@ -99,9 +110,11 @@ def _option_scoring(df: pd.DataFrame, table: pa.Table) -> list[dict[str, Any]]:
     gold = _gold_positions(table, rows)
     norms = {"none": "option_logprobs", "token": "option_logprobs_per_token"}
     norms["char"] = "option_logprobs_per_char"
-    hits = opt.assign(**{n: _argmaxes(table, col, rows) == gold for n, col in norms.items()})
+    picked = {n: _argmaxes(table, col, rows) for n, col in norms.items()}
+    # a row without an answer under a normalisation (every score NaN) is left out of it
+    hits = opt.assign(**{n: np.where(p < 0, np.nan, p == gold) for n, p in picked.items()})
     out = []
     for (model, cond), g in hits.groupby(["model", "condition"], observed=True):
-        acc = {n: float(np.mean(g[n].to_numpy())) for n in norms}
+        acc = {n: _mean(g[n].to_numpy(dtype=float)) for n in norms}
         out.append({"model": model, "condition": cond, "n": len(g), "accuracy": acc})
     return out
