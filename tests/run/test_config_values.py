@@ -188,6 +188,7 @@ def test_spread_draws_times_cells_are_checked_before_the_run(items: Path, tmp_pa
         ),
         (("--max-new-tokens", BIG), "flag --max-new-tokens: max_new_tokens: an integer of 401"),
         (("--seed", "-1"), "flag --seed: seed: Input should be greater than or equal to 0"),
+        (("--escape", "x") * 101, "flag --escape: escapes: List should have at most 100 items"),
     ],
 )
 def test_formats_options_out_of_range_name_the_flag(

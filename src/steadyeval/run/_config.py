@@ -38,6 +38,8 @@ from ._config_errors import format_errors, located
 from ._yaml import read_yaml
 
 __all__ = [
+    "MAX_CONDITIONS",
+    "MAX_LIST",
     "ColumnConfig",
     "ConditionConfig",
     "DataConfig",
@@ -49,6 +51,11 @@ __all__ = [
 
 
 V = TypeVar("V")
+
+#: The most conditions one run config may list (each multiplies the requests).
+MAX_CONDITIONS = 10_000
+#: The most entries of a list of models, stop strings or refusal phrases.
+MAX_LIST = 1_000
 
 
 class _Strict(BaseModel):
@@ -103,7 +110,7 @@ class GenerationConfig(_Strict):
     temperature: float = Field(0.0, ge=0)
     top_p: float = Field(1.0, gt=0, le=1)
     n_samples: int = Field(1, gt=0, le=MAX_SAMPLES)
-    stop: list[str] = ["\n\n"]
+    stop: list[str] = Field(["\n\n"], max_length=MAX_LIST)
     seed: int | None = Field(None, ge=0, le=MAX_SEED)
 
 
@@ -137,7 +144,7 @@ class ConditionConfig(_Strict):
     alias: int | None = Field(None, ge=0)
     normalization: Literal["none", "token", "char"] = "none"
     generation: GenerationConfig = GenerationConfig()
-    refusal_phrases: list[str] = ["no answer>"]
+    refusal_phrases: list[str] = Field(["no answer>"], max_length=MAX_LIST)
     top_k: int = Field(10, gt=0, le=MAX_TOP_K)
     candidates: Literal["vocabulary", "options"] = "vocabulary"
     items: Literal["all", "with-options", "without-options"] = "all"
@@ -286,8 +293,10 @@ class RunConfig(_Strict):
     """Everything that defines a run. The run id is a hash of this (resolved) config."""
 
     data: str | DataConfig
-    models: list[str] = Field(min_length=1)
-    conditions: list[ConditionConfig] = Field(default_factory=_default_conditions)
+    models: list[str] = Field(min_length=1, max_length=MAX_LIST)
+    conditions: list[ConditionConfig] = Field(
+        default_factory=_default_conditions, max_length=MAX_CONDITIONS
+    )
     shot_pools: dict[str, str | DataConfig] = {}
     seed: int = Field(0, ge=0, le=MAX_SEED)
     limit: int | None = Field(None, gt=0)

@@ -12,7 +12,8 @@ from .._protocol import StudyConfig
 
 __all__ = ["MAX_ORDERS", "FormatsConfig", "ListScoring", "SamplingConfig"]
 
-#: The most seeded option orders (``orders``): three options and an escape have 24.
+#: The most seeded option orders (``orders``; three options and an escape have 24) and the
+#: most extra escape phrasings (``escapes``): each adds a condition per list.
 MAX_ORDERS = 100
 
 #: How the option lists are answered: generation mapped to an option, or option scores.
@@ -67,10 +68,14 @@ class FormatsConfig(StudyConfig):
         "no answer>", min_length=1, description="The model's own refusal text."
     )
     escapes: list[str] = Field(
-        [], description="Extra escape phrasing; repeatable.", json_schema_extra={"flag": "escape"}
+        [],
+        max_length=MAX_ORDERS,
+        description="Extra escape phrasing; repeatable.",
+        json_schema_extra={"flag": "escape"},
     )
     refusal_phrases: list[str] | None = Field(
         None,
+        max_length=1_000,
         description="Phrases scored as refusals; repeatable.",
         json_schema_extra={"flag": "refusal-phrase"},
     )

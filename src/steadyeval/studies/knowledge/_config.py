@@ -48,6 +48,7 @@ class KnowledgeConfig(StudyConfig):
     )
     shots: list[int] = Field(
         [5],
+        max_length=100,
         description="Shot counts (first dev examples of the subject); one condition each.",
         json_schema_extra={"comma": True, "metavar": "K,K,..."},
     )
