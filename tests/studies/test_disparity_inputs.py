@@ -113,6 +113,10 @@ def test_a_corpus_size_is_bounded_before_anything_is_drawn() -> None:
         (["--mlm-probability", "nan"], r"--mlm-probability: mlm_probability: .*finite"),
         (["--device", "gpu"], r"--device: device: String should match pattern"),
         (["--gammas", "0,-20"], r"--gammas: gammas: .*percentage in 0\.\.100; got -20"),
+        (
+            ["--overlap", "probe-template", "--overlap-file", "x.txt"],
+            r"--overlap-file: overlap_file: .*give one",
+        ),
     ],
 )
 def test_numbers_at_the_edges_name_their_flag(probes: Path, flags: list[str], message: str) -> None:

@@ -304,3 +304,8 @@ def test_an_unknown_superglue_split_is_refused_before_the_hub(rte: Path) -> None
     at = argv.index("--test-from-labelled")
     argv[at : at + 2] = ["--test", "superglue:validaton"]
     assert "unknown SuperGLUE split; expected superglue:train" in _error(argv)
+
+
+def test_unlabelled_examples_no_method_reads_are_an_error(rte: Path) -> None:
+    message = _error(_study(rte, "--unlabelled", str(rte)))
+    assert "is read only by the semi-supervised methods" in message and "icl" in message

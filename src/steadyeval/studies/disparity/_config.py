@@ -112,6 +112,16 @@ class DisparityConfig(StudyConfig):
     )
     keep_checkpoints: bool = Field(True, description="Keep checkpoints after the run.")
 
+    @field_validator("overlap_file")
+    @classmethod
+    def _one_overlap_source(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is not None and info.data.get("overlap") == "probe-template":
+            raise ValueError(
+                "overlap_file gives the overlap sentences; overlap 'probe-template' writes "
+                "them from the templates: give one"
+            )
+        return value
+
     @field_validator("warmup_steps")
     @classmethod
     def _warmup_below_steps(cls, value: int, info: ValidationInfo) -> int:

@@ -14,7 +14,7 @@ from typing import Any
 from ..._errors import ConfigError
 from ..._extras import require
 from ..._files import limit_from_env
-from ...items import Item
+from ...items import Item, shorten
 from ...models import Backend, model_folder
 from ...results import StudyColumn
 from ...run import Block, RunOptions
@@ -163,6 +163,12 @@ def _experiments(config: FewShotConfig) -> list[_Experiment]:
     # errors (typos).
     every = {p for m in (*methods, *METHODS.values()) for p in m.params} | known_params()
     semi = any(m.uses_unlabelled for m in methods)
+    if config.unlabelled is not None and not semi:
+        raise ConfigError(
+            f"unlabelled: {shorten(config.unlabelled, 80)} is read only by the semi-supervised "
+            f"methods (pet+mlm, ipet, noisy and their combinations); none of "
+            f"{', '.join(m.name for m in methods)} reads it: drop it or add such a method"
+        )
     out = []
     for task in tasks:
         data = load_task_data(config, task, unlabelled=semi)
