@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from steadyeval import ConfigError, DataError
+from steadyeval import ConfigError, DataError, Item
 from steadyeval.items import (
     SUBJECTS,
     load_csv,
@@ -273,3 +273,17 @@ def test_a_byte_order_mark_at_the_start_is_not_part_of_the_first_line(tmp_path: 
     csv = tmp_path / "items.csv"
     csv.write_bytes("\ufeffid,question,answer\r\n1,q,a\r\n".encode())
     assert [i.id for i in load_csv(csv)] == ["1"]  # the header's first column is "id"
+
+
+def test_an_item_built_in_python_gets_the_loaders_checks() -> None:
+    deep: list[object] = []
+    node = deep
+    for _ in range(100_000):
+        node.append([])
+        node = node[0]  # type: ignore[assignment]
+    with pytest.raises(DataError, match=r"field 'metadata.a': nested deeper than 100 levels"):
+        Item(id="x", question="q", metadata={"a": deep})  # was a RecursionError
+    with pytest.raises(DataError, match=r"field 'gold_options': gold option 5 outside 0\.\.1"):
+        Item(id="x", question="q", options=("a", "b"), gold_options=(5,))
+    with pytest.raises(DataError, match="field 'metadata': got list"):
+        Item(id="x", question="q", metadata=[1])  # type: ignore[arg-type]

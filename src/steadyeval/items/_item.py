@@ -10,7 +10,8 @@ from functools import cached_property
 from types import MappingProxyType
 from typing import Any
 
-from ._text import encode_utf8
+from .._errors import DataError
+from ._text import encode_utf8, shorten, value_problem
 
 __all__ = ["Item", "canonical_json", "plain_json"]
 
@@ -82,6 +83,21 @@ class Item:
     answer: InitVar[str | list[str] | tuple[str, ...] | int | None] = None
 
     def __post_init__(self, answer: str | list[str] | tuple[str, ...] | int | None) -> None:
+        if not isinstance(self.metadata, Mapping):
+            raise DataError(
+                f"got {type(self.metadata).__name__}",
+                file=f"item {shorten(repr(self.id))}",
+                field="metadata",
+                expected="a mapping of JSON values",
+            )
+        problem = value_problem(self.metadata)  # iterative: deep metadata cannot overflow here
+        if problem is not None:
+            raise DataError(
+                problem.message,
+                file=f"item {shorten(repr(self.id))}",
+                field=f"metadata.{problem.field}",
+                expected=problem.expected,
+            )
         object.__setattr__(self, "metadata", _freeze(dict(self.metadata)))
         if self.options is not None:
             object.__setattr__(self, "options", tuple(self.options))
@@ -93,13 +109,22 @@ class Item:
         n = len(self.options) if self.options is not None else 0
         for g in self.gold_options:
             if not 0 <= g < n:
-                raise ValueError(f"item {self.id!r}: gold option {g} outside 0..{n - 1}")
+                raise DataError(
+                    f"gold option {g!r} outside 0..{n - 1}",
+                    file=f"item {shorten(repr(self.id))}",
+                    field="gold_options",
+                    expected="indices of the options",
+                )
 
     def _set_answer(self, answer: str | list[str] | tuple[str, ...] | int) -> None:
         from ._record_fields import parse_answer
 
         if self.answers or self.gold_options:
-            raise ValueError(f"item {self.id!r}: give answer, or answers/gold_options, not both")
+            raise DataError(
+                "give answer, or answers/gold_options, not both",
+                file=f"item {shorten(repr(self.id))}",
+                field="answer",
+            )
         value = list(answer) if isinstance(answer, tuple) else answer
         answers, gold = parse_answer(
             {"answer": value}, self.options, self.answerable, file=f"item {self.id!r}", line=None
