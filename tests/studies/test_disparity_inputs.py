@@ -126,3 +126,7 @@ def test_numbers_at_the_edges_name_their_flag(probes: Path, flags: list[str], me
 def test_a_checkpoints_path_that_is_a_file_is_refused(probes: Path) -> None:
     general = probes.parent / "general.txt"
     assert "is not a folder" in _error(_study(probes, "--checkpoints", str(general)))
+
+
+def test_a_device_this_machine_lacks_is_refused_by_the_dry_run(probes: Path) -> None:
+    assert "device 'cuda:99': torch sees" in _error(_study(probes, "--device", "cuda:99"))

@@ -127,11 +127,27 @@ class TrainConfig:
 
 
 def resolve_device(device: str) -> str:
-    if device != "auto":
-        return device
+    """The torch device ``device`` names (``auto``: CUDA when available, else the CPU), or a
+    :class:`ConfigError` when this machine has no such device (imports torch)."""
     import torch
 
-    return "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if re.fullmatch(DEVICE_PATTERN, device) is None:
+        raise ConfigError(
+            f"device {shorten(repr(device))}: expected auto, cpu, cuda, cuda:N or mps"
+        )
+    if device.startswith("cuda"):
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        index = int(device.partition(":")[2] or 0)
+        if index >= count:
+            raise ConfigError(
+                f"device {device!r}: torch sees {count} CUDA device(s) here; use --device "
+                "cpu (or auto)"
+            )
+    elif device == "mps" and not torch.backends.mps.is_available():
+        raise ConfigError("device 'mps': torch sees no MPS device here; use --device cpu")
+    return device
 
 
 def _param_groups(model: Any, weight_decay: float) -> list[dict[str, Any]]:

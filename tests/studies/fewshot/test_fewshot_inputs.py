@@ -309,3 +309,13 @@ def test_an_unknown_superglue_split_is_refused_before_the_hub(rte: Path) -> None
 def test_unlabelled_examples_no_method_reads_are_an_error(rte: Path) -> None:
     message = _error(_study(rte, "--unlabelled", str(rte)))
     assert "is read only by the semi-supervised methods" in message and "icl" in message
+
+
+def test_a_device_this_machine_lacks_is_refused_by_the_dry_run(tiny_bert: Path, rte: Path) -> None:
+    from steadyeval.train import resolve_device
+
+    with pytest.raises(ConfigError, match=r"device 'cuda:99': torch sees \d+ CUDA device"):
+        resolve_device("cuda:99")
+    assert resolve_device("cpu") == "cpu"
+    flags = ["--method", "pet", "--device", "cuda:99"]
+    assert "device 'cuda:99'" in _error(_study(rte, *flags, model=f"hf:{tiny_bert}"))

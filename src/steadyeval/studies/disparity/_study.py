@@ -43,7 +43,7 @@ class DisparityStudy(Study):
     ) -> StudyDesign:
         from ..._errors import ConfigError
         from ...items import load_probes, load_vocab
-        from ...train import CheckpointStore, TrainConfig
+        from ...train import CheckpointStore, TrainConfig, resolve_device
         from ..sensitivity import ProbeOptions
         from ._design import CorpusOptions, PretrainOptions, disparity_design
         from ._mixture import read_corpus
@@ -59,6 +59,8 @@ class DisparityStudy(Study):
             store = CheckpointStore(Path(options.out) / "checkpoints")
         else:  # a dry run, or Python without a run directory
             store = CheckpointStore.temporary()
+        if config.device != "auto":
+            resolve_device(config.device)  # a device this machine lacks: refused in a dry run too
         train = TrainConfig(
             learning_rate=config.learning_rate,
             steps=config.steps,

@@ -24,7 +24,7 @@ from ...items import Item, canonical_json, shorten
 from ...models import HF_BACKENDS, SLOT, Backend, model_folder
 from ...run import Block
 from ...scoring import OPTION_LOGPROB
-from ...train import CheckpointStore, TrainedModel
+from ...train import CheckpointStore, TrainedModel, resolve_device
 from ._params import Hparams, Param, hparams_id
 from ._tasks import FewShotTask
 
@@ -114,11 +114,13 @@ class Method(Protocol):
 def require_trainable(ctx: MethodContext, method: str, *, masked: bool) -> None:
     """Refuse a base model ``method`` cannot fine-tune, while the design is built, so that a
     dry run refuses what the run would: a model that is not a ``transformers`` model (the
-    error training would give) or, when ``masked``, a model that does not fill the ``[Y]``
-    slot itself (a causal LM)."""
+    error training would give), a device this machine does not have or, when ``masked``, a
+    model that does not fill the ``[Y]`` slot itself (a causal LM)."""
     spec = ctx.base.spec
     if spec.backend not in HF_BACKENDS:
         model_folder(spec)  # raises the one error for a backend that has no model folder
+    if ctx.device != "auto":
+        resolve_device(ctx.device)  # a device this machine lacks: training's own error
     if masked and not ctx.base.capabilities.fills_slots:
         raise ConfigError(
             f"method {method} needs a masked LM; {ctx.base.identity()} is causal (only "
