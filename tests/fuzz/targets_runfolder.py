@@ -123,6 +123,8 @@ def _table_damage(path: Path, d: dict[str, Any]) -> None:
         return  # an earlier damage left no table to rewrite
     meta = dict(table.schema.metadata or {})
     op, col = d["op"], d["column"]
+    if op in ("drop", "retype", "double") and col not in table.column_names:
+        return  # an earlier damage dropped it
     if op == "drop":
         table = table.drop_columns([col])
     elif op == "retype":
@@ -181,7 +183,7 @@ def _damage_file(path: Path, d: dict[str, Any]) -> None:
     elif how == "json":
         try:
             doc = json.loads(data)
-        except ValueError:
+        except (ValueError, RecursionError):  # an earlier damage
             doc = {}
         path.write_bytes(dump(apply_edits(doc, d["edits"]), depth=d["depth"]))
     elif how == "whole":
@@ -191,7 +193,7 @@ def _damage_file(path: Path, d: dict[str, Any]) -> None:
     elif how == "study" and path.name == "summary.json":
         try:
             doc = json.loads(data)
-        except ValueError:
+        except (ValueError, RecursionError):  # an earlier damage
             doc = {}
         doc = {**doc, "study": d["study"], "analysis": d["analysis"], "design": d["design"]}
         path.write_bytes(dump(doc))
