@@ -119,9 +119,9 @@ def take_retries(logs: Sequence[InspectLog]) -> tuple[list[InspectLog], list[str
         kept.append(newest)
         for old in group[:-1]:
             notes.append(
-                f"{old.path.name} (task {old.task}, status {old.status}, "
+                f"{old.path.name} (task {shorten(old.task)}, status {shorten(old.status)}, "
                 f"{len(old.samples)} samples) left out: {newest.path.name} is a later "
-                f"attempt of the same task (task_id {newest.spec.get('task_id')}, "
+                f"attempt of the same task (task_id {shorten(str(newest.spec.get('task_id')))}, "
                 f"status {newest.status}, {len(newest.samples)} samples), e.g. eval-retry"
             )
     kept.sort(key=lambda g: g.path)
@@ -140,7 +140,7 @@ def check_finished(log: InspectLog, allow_unfinished: bool) -> str | None:
                 "per-sample results"
             )
         return None
-    why = _WHY.get(log.status, f"status {log.status!r}")
+    why = _WHY.get(log.status, f"status {shorten(repr(log.status))}")
     if log.error:
         why += f": {shorten(log.error.splitlines()[0], 120)}"
     total = (
@@ -156,12 +156,14 @@ def check_finished(log: InspectLog, allow_unfinished: bool) -> str | None:
             else ("there is nothing else to import")
         )
         raise DataError(
-            f"{log.path}: Inspect status {log.status!r} ({why}; the log holds {have}); "
+            f"{log.path}: Inspect status {shorten(repr(log.status))} ({why}; the log holds "
+            f"{have}); "
             f"expected a finished eval (status 'success'): import its `inspect eval-retry` "
             f"log, {advice}"
         )
     return (
-        f"{log.path.name} (task {log.task}): status {log.status} ({why}); imported the "
+        f"{log.path.name} (task {shorten(log.task)}): status {shorten(log.status)} ({why}); "
+        "imported the "
         f"{have} it holds; Inspect recorded "
         + ("no results" if not log.metrics() else "results for them alone")
     )
@@ -194,5 +196,6 @@ def reducer_note(log: InspectLog, condition: str) -> str | None:
     return (
         f"condition {condition}: {log.epochs} epochs, one row per epoch (sample_index = "
         f"epoch - 1), so its accuracy counts each epoch; Inspect reduced the epochs of "
-        f"each sample with {reducer} before its metrics" + (f" ({shown})" if shown else "")
+        f"each sample with {shorten(reducer)} before its metrics"
+        + (f" ({shorten(shown, 300)})" if shown else "")
     )
