@@ -7,16 +7,17 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from jinja2 import StrictUndefined
-from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from .._errors import ConfigError
 from ..items import Item
 from ..scoring import get_scoring
 from ._condition import Condition, Template
+
+if TYPE_CHECKING:  # jinja2 loads when the first template compiles, not on import
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 __all__ = [
     "TEMPLATE_VARIABLES",
@@ -64,9 +65,11 @@ class Expansion:
 
 @lru_cache(maxsize=1)
 def _env() -> ImmutableSandboxedEnvironment:
-    return ImmutableSandboxedEnvironment(
-        keep_trailing_newline=True, undefined=StrictUndefined, autoescape=False
-    )
+    """The sandbox every prompt template renders in, with limits on memory and steps
+    (:mod:`._sandbox`)."""
+    from ._sandbox import bounded_environment
+
+    return bounded_environment()
 
 
 @lru_cache(maxsize=256)
@@ -76,8 +79,10 @@ def _compile(source: str) -> Any:
 
 def render_template(source: str, variables: Mapping[str, Any], *, where: str) -> str:
     """Render one Jinja2 source; errors name the template part and the missing variable."""
+    from ._sandbox import render_bounded
+
     try:
-        return str(_compile(source).render(**variables))
+        return render_bounded(_compile(source), dict(variables))
     except Exception as exc:  # jinja2 raises several unrelated types; re-raised with a location
         raise ConfigError(f"template {where}: {type(exc).__name__}: {exc}") from None
 
