@@ -73,7 +73,20 @@ _generation = _spoiled(
     ["max_new_tokens", "temperature", "top_p", "n_samples", "seed", "stop"],
 )
 _template = st.fixed_dictionaries(
-    {"name": st.just("t"), "body": st.sampled_from(["{{ question }}", "Q: {{", "{{ x }}"])},
+    {
+        "name": st.just("t"),
+        "body": st.sampled_from(
+            [
+                "{{ question }}",
+                "Q: {{",
+                "{{ x }}",
+                "{{ 'x' * 2000000000 }}",  # template bombs: memory, steps, output
+                "{{ question|center(10000000000) }}",
+                "{% for i in range(99999) %}{% for j in range(99999) %}{% endfor %}{% endfor %}",
+                "{{ 7 ** 100000 }}",
+            ]
+        ),
+    },
     optional={"answer": st.sampled_from([" {{ answer }}", "{% raw %}"])},
 )
 _CONDITION_KEYS = {
