@@ -186,7 +186,7 @@ def _items(
         for item in task.to_items(rec, file, prefix, line):
             if item.id in seen:
                 raise DataError(
-                    f"item id {item.id!r} repeats line {seen[item.id]}",
+                    f"item id {shorten(repr(item.id))} repeats line {seen[item.id]}",
                     file=file,
                     line=line,
                     field="idx",

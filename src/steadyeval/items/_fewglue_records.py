@@ -8,6 +8,7 @@ from typing import Any
 
 from .._errors import DataError
 from ._item import Item
+from ._text import shorten
 
 __all__ = ["BOOL", "NLI2", "NLI3", "boolq", "check_record", "copa", "multirc", "nli", "wic", "wsc"]
 
@@ -44,6 +45,14 @@ def check_record(rec: Mapping[str, Any], fields: Mapping[str, str], file: str, l
             )
         value = rec[name]
         ok = isinstance(value, _TYPES[kind]) and not (kind == "int" and isinstance(value, bool))
+        if ok and kind == "int" and not -(2**63) <= value < 2**63:
+            raise DataError(
+                f"an integer of {len(str(value)):,} digits",
+                file=file,
+                line=line,
+                field=name,
+                expected="an integer of at most 64 bits",
+            )
         if not ok:
             raise DataError(
                 f"got {type(value).__name__} {value!r:.60}",
@@ -63,7 +72,7 @@ def _label(value: Any, labels: tuple[str, ...], file: str, line: int, name: str 
     if isinstance(value, str) and value in labels:
         return labels.index(value)
     raise DataError(
-        f"unknown label {value!r}",
+        f"unknown label {shorten(repr(value))}",
         file=file,
         line=line,
         field=name,
@@ -131,7 +140,7 @@ def _copa_option(text: str) -> str:
 def copa(rec: Mapping[str, Any], file: str, prefix: str, line: int) -> list[Item]:
     if rec["question"] not in ("cause", "effect"):
         raise DataError(
-            f"got {rec['question']!r}",
+            f"got {shorten(repr(rec['question']))}",
             file=file,
             line=line,
             field="question",

@@ -285,6 +285,12 @@ def test_fewglue_rows_at_the_edges(tmp_path: Path) -> None:
     path.write_text('{"premise": "\\ud800", "hypothesis": "b", "idx": 0, "label": "entailment"}\n')
     with pytest.raises(DataError, match=r"line 1, field 'premise': lone surrogate"):
         load_task_items(get_task("RTE"), path)
+    path.write_text(json.dumps({"premise": "a", "hypothesis": "b", "idx": 10**400, "label": 0}))
+    with pytest.raises(DataError, match=r"field 'idx': an integer of 401 digits"):
+        load_task_items(get_task("RTE"), path)
+    path.write_text(json.dumps({"premise": "a", "hypothesis": "b", "idx": 0, "label": "x" * 10**5}))
+    with pytest.raises(DataError, match=r"unknown label 'xxx.*\(100,002 characters\)"):
+        load_task_items(get_task("RTE"), path)
 
 
 def test_long_names_are_cut_and_odd_paths_are_errors(rte: Path) -> None:

@@ -170,7 +170,7 @@ def overlap_sentences(
     per_relation: dict[str, int] = {}
     for relation, subject, obj in facts:
         if relation not in templates:
-            raise ConfigError(f"no templates for relation {relation!r}")
+            raise ConfigError(f"no templates for relation {shorten(repr(relation))}")
         all_t = templates[relation]
         chosen = all_t[1:] if source == "other-templates" else all_t[:1]
         before = len(sentences)

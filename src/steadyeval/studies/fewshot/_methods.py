@@ -143,7 +143,9 @@ def verbalize(items: Sequence[Item], verbalizer: Mapping[str, str] | None) -> li
         assert i.options is not None
         missing = [o for o in i.options if o not in verbalizer]
         if missing:
-            raise ConfigError(f"item {i.id}: the verbalizer has no word for {missing[0]!r}")
+            raise ConfigError(
+                f"item {shorten(i.id)}: the verbalizer has no word for {shorten(repr(missing[0]))}"
+            )
         out.append(
             dataclasses.replace(
                 i,

@@ -14,6 +14,7 @@ import pyarrow.compute as pc
 from numpy.typing import NDArray
 
 from ..._errors import ConfigError
+from ...items import shorten
 
 __all__ = [
     "cell_means",
@@ -78,10 +79,11 @@ def study_rows(
         name, item_id = cond_values[int(cond[i])], table.column("item_id")[i].as_py()
         if not correct_valid[i]:
             raise ConfigError(
-                f"row {i} (condition {name!r}, item {item_id!r}) has no correctness; "
+                f"row {i} (condition {shorten(repr(name))}, item {shorten(repr(item_id))}) has "
+                "no correctness; "
                 "the sensitivity analysis needs a scoring that decides correct/wrong"
             )
-        raise ConfigError(f"row {i} (item {item_id!r}) has no {unit_key}")
+        raise ConfigError(f"row {i} (item {shorten(repr(item_id))}) has no {unit_key}")
     unknown = {str(cond_values[int(c)]) if c >= 0 else "null" for c in np.unique(cond[~known])}
     if unknown:
         raise ConfigError(
