@@ -20,12 +20,19 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _commands() -> list[list[str]]:
+    """Every command and subcommand (the groups load their commands lazily: ``.commands``
+    of the top group is empty, so walk ``list_commands``/``get_command``)."""
+    import click
+
     out: list[list[str]] = []
 
-    def walk(group: object, prefix: list[str]) -> None:
-        for name, cmd in getattr(group, "commands", {}).items():
+    def walk(group: click.Group, prefix: list[str]) -> None:
+        ctx = click.Context(group)
+        for name in group.list_commands(ctx):
+            cmd = group.get_command(ctx, name)
             out.append([*prefix, name])
-            walk(cmd, [*prefix, name])
+            if isinstance(cmd, click.Group):
+                walk(cmd, [*prefix, name])
 
     walk(main, [])
     return out
