@@ -90,6 +90,11 @@ def test_run_flags_out_of_range_name_the_flag(
             "conditions.0.generation.n_samples: Input should be less than or equal to 10000",
         ),
         ("seed: [1, 2]", "c.yaml, line 3: seed: Input should be a valid integer"),
+        ("seed: true", "c.yaml, line 3: seed: true or false where a number goes"),  # was seed 1
+        (
+            "conditions: [{name: a, shots: {n: true}}]",
+            "c.yaml, line 3: conditions.0.shots.n: true or false where a number goes",
+        ),
         ("conditions: {name: a}", "c.yaml, line 3: conditions: Input should be a valid list"),
         ("shot_pools: [a]", "c.yaml, line 3: shot_pools: Input should be a valid dictionary"),
     ],

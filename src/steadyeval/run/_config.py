@@ -33,7 +33,13 @@ from ..conditions import (
 )
 from ..results import StudyColumn
 from ..scoring import canonical_scoring
-from ._config_checks import check_models, check_names_and_pools, check_paths, odd_value
+from ._config_checks import (
+    check_models,
+    check_names_and_pools,
+    check_paths,
+    odd_value,
+    true_for_a_number,
+)
 from ._config_errors import format_errors, located
 from ._yaml import read_yaml
 
@@ -399,6 +405,10 @@ def validate_config(
     config accepts (an integer beyond 64 bits, NaN or infinity, a lone surrogate, text over
     a million characters) is refused first, wherever it is."""
     odd = odd_value(data)
+    if odd is None:
+        boolean = true_for_a_number(model, data)
+        if boolean is not None:
+            odd = boolean, "true or false where a number goes; give a number"
     if odd is not None:
         loc, problem = odd
         raise ConfigError(located(loc, problem, source=source, root=root, what=what, given=given))

@@ -6,8 +6,12 @@ run when the config is read, before any model loads."""
 from __future__ import annotations
 
 import math
+import types
+import typing
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+from pydantic import BaseModel
 
 from .._errors import ModelSpecError
 from ..items import lone_surrogate, shorten
@@ -20,6 +24,7 @@ __all__ = [
     "check_names_and_pools",
     "check_paths",
     "odd_value",
+    "true_for_a_number",
 ]
 
 #: The largest integer (by magnitude) any config value may hold: 64-bit, as the results
@@ -143,4 +148,57 @@ def odd_value(data: Any) -> tuple[tuple[str | int, ...], str] | None:
         problem = _leaf_problem(value)
         if problem is not None:
             return loc, problem
+    return None
+
+
+def _args(annotation: Any) -> tuple[Any, ...]:
+    """The members of a union (``X | None`` -> ``(X, None)``), else the annotation alone."""
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        return typing.get_args(annotation)
+    return (annotation,)
+
+
+def _nested(annotation: Any) -> tuple[type[BaseModel] | None, type[BaseModel] | None]:
+    """The model a field holds directly, and the model its list holds (or None)."""
+    direct = item = None
+    for arg in _args(annotation):
+        if isinstance(arg, type) and issubclass(arg, BaseModel):
+            direct = arg
+        elif typing.get_origin(arg) is list:
+            inner = [a for a in typing.get_args(arg) for a in _args(a)]
+            item = next(
+                (a for a in inner if isinstance(a, type) and issubclass(a, BaseModel)), None
+            )
+    return direct, item
+
+
+def true_for_a_number(
+    model: type[BaseModel], data: Any, loc: tuple[str | int, ...] = ()
+) -> tuple[str | int, ...] | None:
+    """The location of the first ``true``/``false`` given where ``model`` wants a number (an
+    ``int`` or ``float`` field, or a list of them): pydantic would read it as 1 or 0, so
+    ``seed: true`` ran with seed 1. Walks nested models and lists of models."""
+    if not isinstance(data, Mapping):
+        return None
+    for name, field in model.model_fields.items():
+        if name not in data:
+            continue
+        value, args = data[name], _args(field.annotation)
+        numbers = {int, float} & set(args)
+        lists = [typing.get_args(a) for a in args if typing.get_origin(a) is list]
+        if numbers and bool not in args and isinstance(value, bool):
+            return (*loc, name)
+        if isinstance(value, list) and any({int, float} & set(inner) for inner in lists):
+            for i, v in enumerate(value):
+                if isinstance(v, bool):
+                    return (*loc, name, i)
+        direct, item = _nested(field.annotation)
+        found = None
+        if direct is not None:
+            found = true_for_a_number(direct, value, (*loc, name))
+        if found is None and item is not None and isinstance(value, list):
+            for i, v in enumerate(value):
+                found = found or true_for_a_number(item, v, (*loc, name, i))
+        if found is not None:
+            return found
     return None
