@@ -61,12 +61,34 @@ def run_jsonl(raw: bytes, folder: Path) -> None:
     check_cli(["run", "--model", "scripted:m", "--data", "items.jsonl", "--out", "out", "-q"])
 
 
-_csv = st.lists(
-    st.lists(
-        st.text(max_size=8) | st.sampled_from(["question", "answer", "options", "id"]), max_size=4
-    ).map(lambda cells: ",".join(cells)),
-    max_size=5,
-).map(lambda ls: "\n".join(ls).encode("utf-8", "surrogatepass")) | st.binary(max_size=120)
+def _csv_cell(text: str) -> str:
+    return '"' + text.replace('"', '""') + '"'
+
+
+_csv_valid = st.lists(  # a header and rows the loader should take, with odd text in the cells
+    st.tuples(_text, _text, _text, st.sampled_from(["0", "1", "A", "b", "x"])),
+    min_size=1,
+    max_size=4,
+).map(
+    lambda rows: (
+        "id,question,option_1,option_2,answer,subject\n"
+        + "\n".join(
+            ",".join([str(k), _csv_cell(q), _csv_cell(a), _csv_cell(b), ans, "s"])
+            for k, (q, a, b, ans) in enumerate(rows)
+        )
+    ).encode("utf-8", "surrogatepass")
+)
+_csv = (
+    _csv_valid
+    | st.lists(
+        st.lists(
+            st.text(max_size=8) | st.sampled_from(["question", "answer", "options", "id"]),
+            max_size=4,
+        ).map(lambda cells: ",".join(cells)),
+        max_size=5,
+    ).map(lambda ls: "\n".join(ls).encode("utf-8", "surrogatepass"))
+    | st.binary(max_size=120)
+)
 
 
 @target("run-csv", "steadyeval run --data FILE.csv", _csv)
