@@ -99,3 +99,11 @@ def test_check_nodes_is_what_every_yaml_reader_calls() -> None:
         check_nodes(yaml.compose(bomb, Loader=yaml.SafeLoader), "space.yaml")
     with pytest.raises(ConfigError, match=r"space.yaml, line 1: an integer of 50 characters"):
         check_nodes(yaml.compose("lr: " + "9" * 50, Loader=yaml.SafeLoader), "space.yaml")
+
+
+def test_millions_of_small_values_are_refused_while_composed(tmp_path: Path) -> None:
+    """A 6 MB flat list (within the size limit) composed whole took gigabytes: the loader
+    counts nodes as it composes them and stops at the limit."""
+    text = HEAD + "x: [" + ",".join(["1"] * 3_000_000) + "]\n"
+    with pytest.raises(ConfigError, match=r"line 3: more than 100,000 values; refused"):
+        load_run_config(_config(tmp_path, text))

@@ -160,6 +160,28 @@ def check_nodes(root: yaml.Node, where: str) -> None:
                 stack.append((child, False))
 
 
+class _Loader(yaml.SafeLoader):
+    """PyYAML's safe loader, counting the nodes it composes: a file of millions of small
+    values (within the size limit) is refused once it passes :data:`MAX_YAML_NODES`, before
+    the rest is built (each node takes hundreds of bytes)."""
+
+    def __init__(self, stream: str, where: str) -> None:
+        super().__init__(stream)
+        self.where = where
+        self.composed = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
+        self.composed += 1
+        if self.composed > MAX_YAML_NODES:
+            line = self.peek_event().start_mark.line + 1  # type: ignore[no-untyped-call]
+            raise ConfigError(
+                f"{self.where}, line {line}: more than {MAX_YAML_NODES:,} values; refused "
+                "(a config holds hundreds)"
+            )
+        node: yaml.Node | None = super().compose_node(parent, index)  # type: ignore[arg-type]
+        return node
+
+
 def _syntax_error(exc: yaml.YAMLError, text: str, where: str) -> ConfigError:
     mark = getattr(exc, "problem_mark", None)
     if mark is not None:
@@ -188,7 +210,7 @@ def read_yaml(path: Path, what: str) -> tuple[Any, yaml.Node | None]:
         error=ConfigError,
     )
     try:
-        loader = yaml.SafeLoader(text)  # its reader refuses control characters here
+        loader = _Loader(text, where)  # its reader refuses control characters here
     except yaml.YAMLError as exc:
         raise _syntax_error(exc, text, where) from None
     try:
