@@ -146,8 +146,9 @@ def cluster_labels(table: pa.Table, key: str, where: str) -> list[str]:
     missing = sum(v is None for v in values)
     if missing:
         raise DataError(
-            f"{where}: {missing} of {len(values)} rows have no value for cluster key {key!r} "
-            "(looked for a column of that name, then metadata." + key + "); pick a key every "
+            f"{where}: {missing} of {len(values)} rows have no value for cluster key "
+            f"'{_shown(key)}' (looked for a column of that name, then metadata.{_shown(key)}); "
+            "pick a key every "
             "row has, e.g. subject or a metadata field such as paragraph"
         )
     return [v if isinstance(v, str) else json.dumps(v, sort_keys=True) for v in values]
@@ -168,7 +169,8 @@ def _frame(
     if df.duplicated(_KEY).any():
         dup = df.loc[df.duplicated(_KEY, keep=False), _KEY].head(1).to_dict("records")[0]
         raise DataError(
-            f"{where}: model {model!r} has several rows for {dup}; a results table has one "
+            f"{where}: model '{_shown(model, 60)}' has several rows for "
+            f"{', '.join(f'{k}={_shown(v)}' for k, v in dup.items())}; a results table has one "
             "row per (item, condition, model, sample)"
         )
     out: pd.DataFrame = df
@@ -214,8 +216,17 @@ def _difference(
     )
 
 
+def _shown(value: Any, limit: int = 40) -> str:
+    """A value as a message shows it: characters that do not print (control characters,
+    line and paragraph separators, direction overrides) escaped, so a name never breaks or
+    reorders the message's line, and cut to ``limit`` characters."""
+    text = str(value)
+    shown = "".join(c if c.isprintable() else f"\\u{ord(c):04x}" for c in text[:limit])
+    return shown if len(text) <= limit else f"{shown}... ({len(text):,} characters)"
+
+
 def _examples(values: Sequence[Any], k: int = 5) -> str:
-    shown = ", ".join(str(v) for v in list(values)[:k])
+    shown = ", ".join(_shown(v) for v in list(values)[:k])
     return shown + (", …" if len(values) > k else "")
 
 
@@ -350,14 +361,17 @@ def _key_overlap(name: str, values_a: Sequence[Any], values_b: Sequence[Any]) ->
 def _nothing_pairs(
     a: Arm, fa: pd.DataFrame, b: Arm, fb: pd.DataFrame, n_shared: int, outcome: str
 ) -> str:
-    """Why arm B pairs with no unit of the baseline A: which join keys differ (item ids,
-    conditions, sample indices), with the models named, or that the shared units have no
-    ``outcome`` on one side."""
-    head = f"{a.label} ({a.model} in {a.run}) and {b.label} ({b.model} in {b.run})"
+    """Why arm B pairs with no unit of the baseline A: a line naming both arms, then one
+    line per join key (item ids, conditions, sample indices) saying how they overlap; or
+    that the shared units have no ``outcome`` on one side."""
+    head = (
+        f"nothing to compare: A ({_shown(a.model, 60)} in {_shown(a.run, 80)}) and "
+        f"B ({_shown(b.model, 60)} in {_shown(b.run, 80)})"
+    )
     if n_shared:
         return (
-            f"nothing to compare: {head} share {n_shared} (item, condition, sample) units, "
-            f"but none has a {outcome} value on both sides; compare another --outcome"
+            f"{head} share {n_shared} (item, condition, sample) units, but none has a "
+            f"{outcome} value on both sides; compare another --outcome"
         )
     keys = [
         _key_overlap(name, [str(v) for v in fa[col]], [str(v) for v in fb[col]])
@@ -365,16 +379,10 @@ def _nothing_pairs(
     ]
     if all(": none shared" not in k for k in keys):
         keys.append("each key is shared on its own, but no (item, condition, sample) is")
-    models = (
-        f"the models are {a.model!r} and {b.model!r} (that may differ: units are joined "
-        "without the model)"
-        if a.model != b.model
-        else f"both arms are model {a.model!r}"
-    )
     return (
-        f"nothing to compare: {head} share no (item_id, condition, sample_index) unit: "
-        + "; ".join(keys)
-        + f"; {models}. Compare runs of the same items and conditions"
+        f"{head} share no (item_id, condition, sample_index) unit (the models may differ: "
+        "units are joined without them); compare runs of the same items and conditions:"
+        + "".join(f"\n  {k}" for k in keys)
     )
 
 
@@ -433,7 +441,7 @@ def compare_runs(
     the conditions of one pair.
     """
     if outcome not in ("correct", "refused"):
-        raise ConfigError(f"outcome must be 'correct' or 'refused'; got {outcome!r}")
+        raise ConfigError(f"outcome must be 'correct' or 'refused'; got '{_shown(outcome)}'")
     if not runs:
         raise ConfigError("no runs given; pass at least one run directory")
     arms: list[tuple[Arm, pd.DataFrame]] = []
@@ -453,7 +461,7 @@ def compare_runs(
         raise ConfigError(
             f"found {len(arms)} (run, model) arm(s); a comparison needs two: pass two run "
             "directories, or one run with two models"
-            + (f" (--model kept only {', '.join(models)})" if models else "")
+            + (f" (--model kept only {_examples(list(models))})" if models else "")
         )
     base, fbase = arms[0]
     pairs = tuple(
