@@ -287,3 +287,18 @@ def test_an_item_built_in_python_gets_the_loaders_checks() -> None:
         Item(id="x", question="q", options=("a", "b"), gold_options=(5,))
     with pytest.raises(DataError, match="field 'metadata': got list"):
         Item(id="x", question="q", metadata=[1])  # type: ignore[arg-type]
+
+
+def test_a_squad_file_of_too_many_values_is_refused_before_it_is_parsed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("STEADYEVAL_MAX_JSON_VALUES", "1000")
+    path = tmp_path / "dev.json"
+    path.write_text('{"data": [' + ",".join(["{}"] * 5000) + "]}")
+    with pytest.raises(
+        DataError, match="may hold up to 10,002 JSON values, over the limit of 1,000"
+    ):
+        load_squad(path)
+    monkeypatch.setenv("STEADYEVAL_MAX_FILE_MB", "0.001")
+    with pytest.raises(DataError, match=r"over the limit of .* MiB for this file"):
+        load_squad(path)

@@ -10,7 +10,7 @@ from typing import Any
 
 from .._errors import DataError
 from .._extras import require
-from .._files import MAX_TEXT_BYTES, limit_from_env, loads_json, read_text_file
+from .._files import limit_from_env, loads_json, read_text_file
 from .._hub import locate
 from ._item import Item
 from ._text import shorten, value_problem
@@ -132,15 +132,34 @@ class _Where:
         return DataError(message, file=self.path, line=line, field=field, expected=expected)
 
 
+#: The largest SQuAD JSON file read (the official train-v2.0.json is 42 MB);
+#: ``STEADYEVAL_MAX_FILE_MB`` raises it.
+MAX_SQUAD_BYTES = 128 * 1024 * 1024
+#: The most JSON values a SQuAD file may hold (train-v2.0.json: about 4 million, counted as
+#: below); ``STEADYEVAL_MAX_JSON_VALUES`` raises it.
+MAX_SQUAD_VALUES = 10_000_000
+
+
 def _load_json(path: Path) -> SquadData:
     """The official JSON file, read as untrusted input: a regular file within the size limit
-    (``STEADYEVAL_MAX_FILE_MB``), UTF-8, JSON without NaN/Infinity nested at most 100 deep
-    (:mod:`steadyeval._files`), and no lone surrogate in any text (named by its JSON path)."""
+    (``STEADYEVAL_MAX_FILE_MB``), at most :data:`MAX_SQUAD_VALUES` values (bounded before it
+    is parsed: each takes tens of bytes), UTF-8, JSON without NaN/Infinity nested at most 100
+    deep (:mod:`steadyeval._files`), and no lone surrogate in any text (named by its JSON
+    path)."""
     text = read_text_file(
         path,
         "a SQuAD JSON file",
-        max_bytes=limit_from_env("STEADYEVAL_MAX_FILE_MB", MAX_TEXT_BYTES),
+        max_bytes=limit_from_env("STEADYEVAL_MAX_FILE_MB", MAX_SQUAD_BYTES),
     )
+    bound = text.count(",") + text.count("[") + text.count("{") + 1  # values <= this
+    most = limit_from_env("STEADYEVAL_MAX_JSON_VALUES", MAX_SQUAD_VALUES, unit=1)
+    if bound > most:
+        raise DataError(
+            f"may hold up to {bound:,} JSON values, over the limit of {most:,} "
+            "(STEADYEVAL_MAX_JSON_VALUES raises it)",
+            file=str(path),
+            expected="a SQuAD file (the official train set holds about 4 million)",
+        )
     raw = loads_json(text, str(path))
     problem = value_problem(raw)
     if problem is not None:
