@@ -27,6 +27,7 @@ __all__ = [
     "MAX_TEXT_BYTES",
     "check_json_depth",
     "decode_utf8",
+    "human_bytes",
     "input_file",
     "limit_from_env",
     "load_json_file",
@@ -92,11 +93,20 @@ def input_file(
     return p
 
 
+def human_bytes(n: int) -> str:
+    """``n`` bytes as a short text: ``512 bytes``, ``1.5 KiB``, ``64 MiB``, ``4 GiB``."""
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= size:
+            value = n / size
+            return f"{value:,.0f} {unit}" if value >= 10 else f"{value:,.1f} {unit}"
+    return f"{n:,} bytes"
+
+
 def _size_error(p: Path, size: int, limit: int, what: str, raise_with: str | None) -> str:
-    how = f"; {raise_with} raises the limit" if raise_with else ""
+    how = f"; set {raise_with} (in MiB) to raise it" if raise_with else ""
     return (
-        f"{p}: {what} is {size / 2**20:,.1f} MiB, over the limit of "
-        f"{limit / 2**20:,.0f} MiB for this file{how}"
+        f"{p}: {what} is {human_bytes(size)}, over the limit of {human_bytes(limit)} for "
+        f"this file{how}"
     )
 
 
@@ -109,8 +119,11 @@ def read_text_file(
     error: type[SteadyevalError] = DataError,
 ) -> str:
     """The UTF-8 text of the regular file ``path``, refused (``error``) when it is larger
-    than ``max_bytes`` (checked before reading; ``raise_with`` names how to raise the limit),
-    not UTF-8 (the line and column of the first bad byte), or unreadable."""
+    than ``max_bytes`` (checked before reading), not UTF-8 (the line and column of the first
+    bad byte), or unreadable. ``raise_with`` names the environment variable (in MiB) that
+    replaces ``max_bytes`` when set; the message names it."""
+    if raise_with:
+        max_bytes = limit_from_env(raise_with, max_bytes)
     p = input_file(path, what, error=error)
     try:
         with p.open("rb") as fh:

@@ -300,5 +300,5 @@ def test_a_squad_file_of_too_many_values_is_refused_before_it_is_parsed(
     ):
         load_squad(path)
     monkeypatch.setenv("STEADYEVAL_MAX_FILE_MB", "0.001")
-    with pytest.raises(DataError, match=r"over the limit of .* MiB for this file"):
+    with pytest.raises(DataError, match=r"over the limit of .* for this file"):
         load_squad(path)

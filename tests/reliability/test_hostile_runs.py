@@ -186,7 +186,7 @@ def test_a_results_table_over_the_size_limit(
     monkeypatch.setenv("STEADYEVAL_MAX_RESULTS_MB", "0.001")  # about 1 KB
     with pytest.raises(DataError, match="STEADYEVAL_MAX_RESULTS_MB") as info:
         read_results(base)
-    assert "over the limit of 0 MiB" in str(info.value)
+    assert "over the limit of 1.0 KiB" in str(info.value)
     monkeypatch.delenv("STEADYEVAL_MAX_RESULTS_MB")
     assert read_results(base).num_rows > 0
 

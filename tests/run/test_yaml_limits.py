@@ -40,7 +40,10 @@ def test_a_file_over_the_size_limit_is_refused_before_it_is_read(
 ) -> None:
     monkeypatch.setenv("STEADYEVAL_MAX_CONFIG_MB", "0.01")
     path = _config(tmp_path, HEAD + "# " + "x" * 20_000 + "\n")
-    with pytest.raises(ConfigError, match=r"over the limit of .*STEADYEVAL_MAX_CONFIG_MB raises"):
+    with pytest.raises(
+        ConfigError,
+        match=r"over the limit of .*set STEADYEVAL_MAX_CONFIG_MB \(in MiB\) to raise it",
+    ):
         load_run_config(path)
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from .._errors import DataError
-from .._files import input_file, limit_from_env
+from .._files import human_bytes, input_file, limit_from_env
 from ._text import MAX_DEPTH, value_problem
 
 __all__ = ["MAX_LINE_BYTES", "bad_utf8", "not_utf8", "read_jsonl", "read_lines"]
@@ -103,7 +103,7 @@ def read_lines(path: str | Path, what: str) -> Iterator[tuple[int, str]]:
 
 
 def _size(n: int) -> str:
-    return f"{n / 2**20:,.0f} MiB" if n >= 2**20 else f"{n:,} bytes"
+    return human_bytes(n)
 
 
 def _checked(text: str, value: Any, path: Path, lineno: int) -> Any:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .._errors import DataError
-from .._files import input_file, read_text_file
+from .._files import human_bytes, input_file, read_text_file
 from ..items import read_jsonl
 from ._import_fields import INT, LIST, OBJECT, TEXT, Place, describe, get, int_in, list_of
 from ._import_limits import ImportLimits, json_document
@@ -80,8 +80,8 @@ def _check_size(path: Path, limits: ImportLimits) -> None:
     size = path.stat().st_size
     if size > limits.file_bytes:
         raise DataError(
-            f"{path}: {size / 2**20:,.0f} MiB, over the limit of "
-            f"{limits.file_bytes / 2**20:,.0f} MiB for one samples file; set "
+            f"{path}: {human_bytes(size)}, over the limit of "
+            f"{human_bytes(limits.file_bytes)} for one samples file; set "
             "STEADYEVAL_MAX_FILE_MB to raise it"
         )
     bound = 0

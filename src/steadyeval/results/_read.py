@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .._errors import ConfigError, DataError
-from .._files import input_file, limit_from_env
+from .._files import human_bytes, input_file, limit_from_env
 from ..items import shorten
 from ._schema import (
     _ARROW,
@@ -40,7 +40,7 @@ _ERRORS = (pa.ArrowException, OSError, ValueError)
 
 def _too_large(path: Path, what: str, limit: int) -> DataError:
     return DataError(
-        f"{path}: {what}, over the limit of {limit / 2**20:,.0f} MiB for a results table in "
+        f"{path}: {what}, over the limit of {human_bytes(limit)} for a results table in "
         "memory; set STEADYEVAL_MAX_RESULTS_MB to raise it"
     )
 
@@ -56,7 +56,7 @@ def _read_parquet(path: Path) -> pa.Table:
             raise _too_large(
                 path,
                 f"declares {meta.num_rows:,} rows of {meta.num_columns:,} columns "
-                f"({declared / 2**20:,.0f} MiB)",
+                f"({human_bytes(declared)})",
                 limit,
             )
         batches = []
@@ -64,7 +64,7 @@ def _read_parquet(path: Path) -> pa.Table:
         for batch in pf.iter_batches(batch_size=65_536):
             total += batch.nbytes
             if total > limit:
-                raise _too_large(path, f"holds more than {total / 2**20:,.0f} MiB", limit)
+                raise _too_large(path, f"holds more than {human_bytes(total)}", limit)
             batches.append(batch)
         return pa.Table.from_batches(batches, schema=pf.schema_arrow)
     except DataError:

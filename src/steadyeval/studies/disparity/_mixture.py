@@ -25,7 +25,7 @@ from typing import Literal
 import numpy as np
 
 from ..._errors import ConfigError, DataError
-from ..._files import input_file, limit_from_env
+from ..._files import human_bytes, input_file, limit_from_env
 from ...items import read_lines, shorten
 from ._config import MAX_CORPUS_SIZE
 
@@ -201,7 +201,7 @@ def read_corpus(path: str | Path, *, split: Literal["line", "sentence"] = "line"
     size = os.stat(p).st_size
     if size > limit:
         raise DataError(
-            f"the corpus is {size / 2**20:,.1f} MiB, over the limit of {limit / 2**20:,.0f} MiB "
+            f"the corpus is {human_bytes(size)}, over the limit of {human_bytes(limit)} "
             "(STEADYEVAL_MAX_CORPUS_MB raises it)",
             file=str(p),
         )
