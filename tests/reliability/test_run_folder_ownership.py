@@ -179,3 +179,32 @@ def test_tiny_model_overwrite_clears_only_a_tiny_model_it_wrote(tmp_path: Path) 
     build_tiny_model(tiny, "gpt2", seed=1, overwrite=True)
     assert (tiny / "notes.txt").read_text() == "mine"
     assert (tiny / "model.safetensors").read_bytes() != first
+
+
+@pytest.mark.parametrize("kind", ["fifo", "deep", "garbage"])
+def test_a_rerun_never_reads_a_special_or_damaged_config_json(tmp_path: Path, kind: str) -> None:
+    """The rerun reads the old run id from config.json: a FIFO there must not block it, a
+    damaged one must not crash it (the run just writes its own config.json again)."""
+    out = tmp_path / "run"
+    assert _run(tmp_path, out)[0] == 0
+    config = out / "config.json"
+    config.unlink()
+    if kind == "fifo":
+        os.mkfifo(config)
+    elif kind == "deep":
+        config.write_text("[" * 100_000 + "]" * 100_000)
+    else:
+        config.write_bytes(b"\xff\x00{")
+    done: list[tuple[int, str]] = []
+    import threading
+
+    thread = threading.Thread(target=lambda: done.append(_run(tmp_path, out)), daemon=True)
+    thread.start()
+    thread.join(300)
+    assert done, "the rerun blocked on config.json"
+    code, output = done[0]
+    if kind == "fifo":  # a special file where the run writes: one error line, no traceback
+        assert code in (0, 2) and "Traceback" not in output, output
+    else:
+        assert code == 0, output
+        assert json.loads(config.read_text())["run_id"]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -13,7 +12,8 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 
 import pyarrow as pa
 
-from .._errors import ConfigError
+from .._errors import ConfigError, SteadyevalError
+from .._files import load_json_file
 from .._json import write_json, write_text_atomic
 from ..cache import ResponseCache
 from ..conditions import Condition, Trial, expand
@@ -391,12 +391,17 @@ def _run_blocks(
 
 
 def _written_run_id(run_dir: Path) -> str | None:
-    """The run id in a folder's ``config.json`` (``None``: none readable)."""
-    try:
-        value = json.loads((run_dir / "config.json").read_text(encoding="utf-8")).get("run_id")
-    except (OSError, ValueError, AttributeError):
+    """The run id in a folder's ``config.json`` (``None``: none readable; a special file or
+    a damaged config is not read, so a FIFO there cannot block the rerun)."""
+    path = run_dir / "config.json"
+    if not path.exists():
         return None
-    return str(value) if value else None
+    try:
+        data = load_json_file(path, "a run's config.json", max_bytes=16 * 2**20)
+    except SteadyevalError:
+        return None
+    value = data.get("run_id") if isinstance(data, dict) else None
+    return str(value) if isinstance(value, str) and value else None
 
 
 def _summary(
