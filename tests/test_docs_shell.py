@@ -279,6 +279,7 @@ SUBSTITUTIONS: tuple[Substitution, ...] = (
     ),
 )
 
+# The study pages (their blocks are named by their first lines).
 _DISPARITY = "steadyeval tiny-model tiny-bert --arch bert"
 _SENSITIVITY = "steadyeval tiny-model tiny-gpt2 --arch gpt2"
 _KNOWLEDGE = "steadyeval study knowledge --model hf:./tiny-gpt2 --data mmlu/hendrycks_format \\"
@@ -341,6 +342,7 @@ SUBSTITUTIONS += (
     ),
 )
 
+# The few-shot page: its commands and its two space files.
 _FEWNLU_SPACE = (
     "# fewnlu-space.yaml: one space for every method compared (patterns: each task's first two,"
 )

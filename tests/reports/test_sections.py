@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from steadyeval import stats
+from steadyeval import DataError, stats
 from steadyeval.reports import (
     Bar,
     BarChart,
@@ -383,9 +383,18 @@ class _DemoStudy(Study):
 
 class _BrokenStudy(_DemoStudy):
     name = "demo_broken_study"
+    error: Exception = ZeroDivisionError("a bug in the study's report code")
 
     def sections(self, analysis: Any, info: Any, *, figures: bool = True) -> list[Section]:
-        raise KeyError("rates")
+        raise self.error
+
+
+class _ForeignAnalysisStudy(_BrokenStudy):
+    """A study whose sections meet an analysis of another shape (a hand-edited or foreign
+    run folder)."""
+
+    name = "demo_foreign_analysis_study"
+    error = KeyError("rates")
 
 
 def test_registered_study_sections_appear_in_every_format() -> None:
@@ -403,6 +412,11 @@ def test_registered_study_sections_appear_in_every_format() -> None:
     register_study(_BrokenStudy(), replace=True)
     with pytest.raises(RuntimeError, match="sections of study 'demo_broken_study' failed"):
         build_report(context_from_table(table, {"study": "demo_broken_study"}))
+    register_study(_ForeignAnalysisStudy(), replace=True)
+    with pytest.raises(
+        DataError, match="analysis is not what study 'demo_foreign_analysis_study' writes"
+    ):
+        build_report(context_from_table(table, {"study": "demo_foreign_analysis_study"}))
 
 
 class _LeadStudy(_DemoStudy):
@@ -464,7 +478,7 @@ def test_errors_name_the_problem(tmp_path: Path) -> None:
         ReportOptions(max_item_rows=0)
     write_results(table_of(_rows({"a": A})), tmp_path / "results.parquet")
     (tmp_path / "summary.json").write_text("{\n  oops\n}")
-    with pytest.raises(ValueError, match=r"summary.json, line 2: not valid JSON"):
+    with pytest.raises(ValueError, match=r"summary.json, line 2: invalid JSON at column 3"):
         build_report(tmp_path)
 
 
