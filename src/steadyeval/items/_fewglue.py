@@ -65,6 +65,12 @@ class FewGlueTask:
     def key(self) -> str:
         return self.name.lower()
 
+    def record_items(self, rec: Any, file: str, prefix: str, line: int) -> list[Item]:
+        """The items of one JSONL record, its required fields and their types checked first
+        (a :class:`DataError` naming ``file``, ``line`` and the field)."""
+        check_record(rec, self.fields, file, line)
+        return self.to_items(rec, file, prefix, line)
+
 
 #: The tasks by lower-case name (ReCoRD is not supported).
 FEWGLUE: Mapping[str, FewGlueTask] = MappingProxyType(
@@ -182,8 +188,7 @@ def _items(
     items: list[Item] = []
     seen: dict[str, int] = {}
     for line, rec in records:
-        check_record(rec, task.fields, file, line)
-        for item in task.to_items(rec, file, prefix, line):
+        for item in task.record_items(rec, file, prefix, line):
             if item.id in seen:
                 raise DataError(
                     f"item id {shorten(repr(item.id))} repeats line {seen[item.id]}",

@@ -325,3 +325,23 @@ def test_a_device_this_machine_lacks_is_refused_by_the_dry_run(tiny_bert: Path, 
     assert resolve_device("cpu") == "cpu"
     flags = ["--method", "pet", "--device", "cuda:99"]
     assert "device 'cuda:99'" in _error(_study(rte, *flags, model=f"hf:{tiny_bert}"))
+
+
+@pytest.mark.parametrize(
+    ("task", "row", "message"),
+    [
+        ("MultiRC", {"idx": 0, "passage": None}, r"line 1, field 'passage'"),
+        ("MultiRC", {"idx": 0, "passage": {"text": "t", "questions": [None]}}, r"line 1"),
+        ("RTE", {"idx": 0, "premise": ["a"], "hypothesis": "b"}, r"line 1, field 'premise'"),
+        ("COPA", [1, 2], r"line 1: a row must be a JSON object"),
+    ],
+)
+def test_unlabelled_rows_are_checked_like_labelled_ones(
+    tmp_path: Path, task: str, row: object, message: str
+) -> None:
+    from steadyeval.studies.fewshot import load_unlabelled_items
+
+    path = tmp_path / "unlabeled.jsonl"
+    path.write_text(json.dumps(row) + "\n")
+    with pytest.raises(DataError, match=message):
+        load_unlabelled_items(get_task(task), path)

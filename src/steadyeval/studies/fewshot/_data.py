@@ -58,11 +58,15 @@ def _source(value: str, task: FewShotTask, name: str, several: bool, what: str) 
 
 
 def _placeholder_labels(task: FewShotTask, rec: Any) -> Any:
-    """An unlabelled row with a placeholder label where the task's loader needs one."""
+    """An unlabelled row with a placeholder label where the task's loader needs one (a row
+    of the wrong shape is left as it is, for the record check to name what is wrong)."""
     rec = copy.deepcopy(rec)
     if isinstance(rec, dict) and task.key == "multirc":
-        for q in rec.get("passage", {}).get("questions", []) or []:
-            for a in q.get("answers", []) if isinstance(q, dict) else []:
+        passage = rec.get("passage")
+        questions = passage.get("questions") if isinstance(passage, dict) else None
+        for q in questions if isinstance(questions, list) else []:
+            answers = q.get("answers") if isinstance(q, dict) else None
+            for a in answers if isinstance(answers, list) else []:
                 if isinstance(a, dict):
                     a.setdefault("label", 0)
     elif isinstance(rec, dict):
@@ -77,7 +81,8 @@ def load_unlabelled_items(task: FewShotTask, path: str | Path) -> list[Item]:
     p = input_file(path, "a FewGLUE unlabeled.jsonl")
     items: list[Item] = []
     for line, rec in read_jsonl(p):
-        for item in task.data.to_items(_placeholder_labels(task, rec), str(p), "unlabelled", line):
+        rec = _placeholder_labels(task, rec)
+        for item in task.data.record_items(rec, str(p), "unlabelled", line):
             # FewGLUE's unlabelled files repeat some idx values (WiC): the line keeps ids unique.
             meta = {**item.metadata, "unlabelled": True}
             items.append(dataclasses.replace(item, id=f"{item.id}@{line}", metadata=meta))
