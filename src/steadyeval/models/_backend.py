@@ -251,7 +251,7 @@ class BaseBackend:
         return None
 
     def preflight(self, requests: Sequence[Request]) -> None:
-        return None
+        self.precheck(requests)  # what the dry run refuses, the run refuses first
 
     def release(self) -> None:
         return None

@@ -18,6 +18,7 @@ from .._errors import ModelSpecError
 from ..requests import (
     GenerateRequest,
     GenerateResponse,
+    Request,
     RequestKind,
     ScoreRequest,
     ScoreResponse,
@@ -27,6 +28,7 @@ from ..requests import (
 from ._backend import Backend
 from ._hf_batching import BatchedGeneration, is_oom, run_with_backoff, stop_on_text
 from ._hf_causal_score import CausalScoring, _branches, _Prepared
+from ._hf_common import check_generation_room
 from ._hf_options import HFOptions, load_config, resolve_model_dir
 from ._joint_prefill import score_and_generate as joint_score_and_generate
 from ._packed_decode import (
@@ -134,6 +136,12 @@ class HFCausalBackend(BatchedGeneration, CausalScoring):
     @property
     def supported_kinds(self) -> frozenset[RequestKind]:
         return frozenset({"score", "generate", "top-k"})
+
+    def precheck(self, requests: Sequence[Request]) -> None:
+        """Generation must leave the prompt room in the model's positions: the prompt keeps
+        ``max_length - max_new_tokens`` tokens, so a budget of ``max_length`` or more would
+        index past the position table (an ``IndexError`` deep in torch)."""
+        check_generation_room(self, requests, self.max_length)
 
     # -- score and generate together -------------------------------------------------------
     @property

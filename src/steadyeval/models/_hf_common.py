@@ -9,23 +9,40 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from .._errors import ModelSpecError
+from .._errors import ConfigError, ModelSpecError
 from .._log import duration
+from ..requests import GenerateRequest, Request
 from ._backend import BackendStats, BaseBackend, Capabilities, StatsCounter
 from ._hf_identity import content_hashes, fingerprint_dir, model_identity
 from ._hf_options import RUN_ONLY, HFOptions, load_config, resolve_model_dir
 from ._known import known_input_format
 from ._spec import ModelSpec
 
-__all__ = ["AUTO_BATCH", "HFBackendBase", "fuse_gelu"]
+__all__ = ["AUTO_BATCH", "HFBackendBase", "check_generation_room", "fuse_gelu"]
 
 log = logging.getLogger(__name__)
 
 AUTO_BATCH = 64
+
+
+def check_generation_room(
+    backend: BaseBackend, requests: Sequence[Request], positions: int
+) -> None:
+    """Refuse generate requests whose ``max_new_tokens`` leaves no room in ``positions``
+    (the model's position table, or ``?max_length=``) for at least one prompt token."""
+    worst = max((r.max_new_tokens for r in requests if isinstance(r, GenerateRequest)), default=0)
+    if worst >= positions:
+        raise ConfigError(
+            f"max_new_tokens={worst:,} does not fit {backend.spec}: its context holds "
+            f"{positions:,} positions, prompt included; lower generation.max_new_tokens to "
+            f"at most {positions - 1:,} (or give ?max_length= for a model whose positions "
+            "extend further)"
+        )
 
 
 class HFBackendBase(BaseBackend):

@@ -13,6 +13,7 @@ from .._errors import ConfigError
 from ..requests import (
     GenerateRequest,
     GenerateResponse,
+    Request,
     RequestKind,
     ScoreRequest,
     ScoreResponse,
@@ -20,7 +21,7 @@ from ..requests import (
     TopKResponse,
 )
 from ._hf_batching import BatchedGeneration, run_with_backoff, stop_on_text
-from ._hf_common import HFBackendBase
+from ._hf_common import HFBackendBase, check_generation_room
 
 __all__ = ["HFSeq2SeqBackend"]
 
@@ -85,6 +86,15 @@ class HFSeq2SeqBackend(BatchedGeneration, HFBackendBase):
     @property
     def supported_kinds(self) -> frozenset[RequestKind]:
         return frozenset({"score", "generate", "top-k"})
+
+    def precheck(self, requests: Sequence[Request]) -> None:
+        """A decoder with a learned position table (BART, Marian, Pegasus: a
+        ``max_position_embeddings`` and no relative attention) cannot generate past it; T5's
+        relative positions have no such bound."""
+        positions = getattr(self.config, "max_position_embeddings", None)
+        relative = hasattr(self.config, "relative_attention_num_buckets")
+        if isinstance(positions, int) and positions > 0 and not relative:
+            check_generation_room(self, requests, positions)
 
     @property
     def tokenizer(self) -> Any:
