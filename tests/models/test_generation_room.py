@@ -33,3 +33,20 @@ def test_a_budget_past_the_position_table_is_refused(tmp_path: Path, tiny_gpt2: 
         assert f"at most {positions - 1:,}" in result.output and "Traceback" not in result.output
     ok = _config(tmp_path, f"hf:{tiny_gpt2}", positions - 1)
     assert CliRunner().invoke(main, ["run", str(ok), "--dry-run"]).exit_code == 0
+
+
+def test_chat_without_a_chat_template_is_refused_by_the_dry_run(tmp_path: Path) -> None:
+    from steadyeval.models import build_tiny_model
+
+    tiny_t5 = build_tiny_model(tmp_path / "t5", "t5")
+    (tmp_path / "items.jsonl").write_text(
+        json.dumps({"id": "a", "question": "Two and two?", "answer": "4"}) + "\n"
+    )
+    config = tmp_path / "run.yaml"
+    config.write_text(
+        f"data: items.jsonl\nmodels: ['hf-seq2seq:{tiny_t5}']\nconditions:\n"
+        "  - {name: free, format: free, scoring: generate, chat: true}\n"
+    )
+    for extra in (["--dry-run"], ["--out", str(tmp_path / "run")]):
+        result = CliRunner().invoke(main, ["run", str(config), *extra])
+        assert result.exit_code == 2 and "has none; set chat: false" in result.output, result.output

@@ -9,6 +9,7 @@ from typing import Any
 
 from .._errors import ConfigError
 from ..requests import ScoreRequest
+from ._chat import chat_prompt
 
 __all__ = ["CausalText"]
 
@@ -41,19 +42,7 @@ class CausalText:
 
     def chat(self, text: str, system: str | None) -> str:
         """``text`` (and an optional system prompt) wrapped in the tokenizer's chat template."""
-        tok = self.tokenizer
-        if not getattr(tok, "chat_template", None):
-            raise ConfigError(
-                f"{self.where}: the condition asks for a chat template but the tokenizer has "
-                "none; set chat: false for this model"
-            )
-        messages = ([{"role": "system", "content": system}] if system else []) + [
-            {"role": "user", "content": text}
-        ]
-        rendered: str = tok.apply_chat_template(
-            messages, tokenize=False, add_generation_prompt=True
-        )
-        return rendered
+        return chat_prompt(self.tokenizer, text, system, self.where)
 
     def encode_many(self, texts: Sequence[str]) -> list[list[int]]:
         """:meth:`encode` of each text, in one tokenizer call per special-token rule (one

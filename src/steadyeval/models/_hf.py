@@ -26,6 +26,7 @@ from ..requests import (
     TopKResponse,
 )
 from ._backend import Backend
+from ._chat import check_chat_template
 from ._hf_batching import BatchedGeneration, is_oom, run_with_backoff, stop_on_text
 from ._hf_causal_score import CausalScoring, _branches, _Prepared
 from ._hf_common import check_generation_room
@@ -142,6 +143,7 @@ class HFCausalBackend(BatchedGeneration, CausalScoring):
         ``max_length - max_new_tokens`` tokens, so a budget of ``max_length`` or more would
         index past the position table (an ``IndexError`` deep in torch)."""
         check_generation_room(self, requests, self.max_length)
+        check_chat_template(self.tokenizer, requests, self.spec)
 
     # -- score and generate together -------------------------------------------------------
     @property

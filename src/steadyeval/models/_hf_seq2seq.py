@@ -20,6 +20,7 @@ from ..requests import (
     TopKRequest,
     TopKResponse,
 )
+from ._chat import chat_prompt, check_chat_template
 from ._hf_batching import BatchedGeneration, run_with_backoff, stop_on_text
 from ._hf_common import HFBackendBase, check_generation_room
 
@@ -95,6 +96,7 @@ class HFSeq2SeqBackend(BatchedGeneration, HFBackendBase):
         relative = hasattr(self.config, "relative_attention_num_buckets")
         if isinstance(positions, int) and positions > 0 and not relative:
             check_generation_room(self, requests, positions)
+        check_chat_template(self.tokenizer, requests, self.spec)
 
     @property
     def tokenizer(self) -> Any:
@@ -164,19 +166,7 @@ class HFSeq2SeqBackend(BatchedGeneration, HFBackendBase):
         return int(pad) if isinstance(pad, int) else 0
 
     def _chat(self, text: str, system: str | None) -> str:
-        tok = self.tokenizer
-        if not getattr(tok, "chat_template", None):
-            raise ConfigError(
-                f"{self.spec}: the condition asks for a chat template but the tokenizer has "
-                "none; set chat: false for this model"
-            )
-        messages = ([{"role": "system", "content": system}] if system else []) + [
-            {"role": "user", "content": text}
-        ]
-        rendered: str = tok.apply_chat_template(
-            messages, tokenize=False, add_generation_prompt=True
-        )
-        return rendered
+        return chat_prompt(self.tokenizer, text, system, self.spec)
 
     def _source(self, text: str, chat: bool, system: str | None) -> _Input:
         """Encoder ids of ``text`` (with the tokenizer's special tokens), cut on the right."""
