@@ -10,7 +10,22 @@ __all__ = [
     "SteadyevalError",
     "StorageError",
     "UnsupportedRequestError",
+    "show_path",
 ]
+
+
+#: The longest path or field name an error message echoes whole.
+MAX_ECHO = 200
+
+
+def show_path(path: object, limit: int = MAX_ECHO) -> str:
+    """``path`` as text for a message: whole when short, else its start and end (where the
+    file name is) around ``...``, so a hostile 5,000-character path makes a short line."""
+    text = str(path)
+    if len(text) <= limit:
+        return text
+    head = limit // 3
+    return f"{text[:head]}...{text[-(limit - head - 3) :]} ({len(text):,} characters)"
 
 
 class SteadyevalError(Exception):
@@ -40,11 +55,11 @@ class DataError(SteadyevalError, ValueError):
         self.reason = message
         parts = []
         if file is not None:
-            parts.append(str(file))
+            parts.append(show_path(file))
         if line is not None:
             parts.append(f"line {line}")
         if field is not None:
-            parts.append(f"field {field!r}")
+            parts.append(f"field {show_path(field, 120)!r}")
         where = ", ".join(parts)
         text = f"{where}: {message}" if where else message
         if expected:

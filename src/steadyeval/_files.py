@@ -20,7 +20,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from ._errors import DataError, SteadyevalError
+from ._errors import DataError, SteadyevalError, show_path
 
 __all__ = [
     "MAX_JSON_DEPTH",
@@ -84,12 +84,12 @@ def input_file(
     try:
         mode = p.stat().st_mode
     except FileNotFoundError:
-        raise error(f"{p}: no such file; expected {what}") from None
+        raise error(f"{show_path(p)}: no such file; expected {what}") from None
     except OSError as exc:
-        raise error(f"{p}: cannot read {what} ({exc.strerror or exc})") from None
+        raise error(f"{show_path(p)}: cannot read {what} ({exc.strerror or exc})") from None
     kind = _kind(mode)
     if kind is not None:
-        raise error(f"{p}: is {kind}; expected {what} (a regular file)")
+        raise error(f"{show_path(p)}: is {kind}; expected {what} (a regular file)")
     return p
 
 
@@ -105,7 +105,7 @@ def human_bytes(n: int) -> str:
 def _size_error(p: Path, size: int, limit: int, what: str, raise_with: str | None) -> str:
     how = f"; set {raise_with} (in MiB) to raise it" if raise_with else ""
     return (
-        f"{p}: {what} is {human_bytes(size)}, over the limit of {human_bytes(limit)} for "
+        f"{show_path(p)}: {what} is {human_bytes(size)}, over the limit of {human_bytes(limit)} for "
         f"this file{how}"
     )
 
@@ -132,10 +132,10 @@ def read_text_file(
                 raise error(_size_error(p, size, max_bytes, what, raise_with))
             data = fh.read(max_bytes + 1)
     except OSError as exc:
-        raise error(f"{p}: cannot read {what} ({exc.strerror or exc})") from None
+        raise error(f"{show_path(p)}: cannot read {what} ({exc.strerror or exc})") from None
     if len(data) > max_bytes:  # grew while read
         raise error(_size_error(p, len(data), max_bytes, what, raise_with))
-    return decode_utf8(data, str(p), error=error)
+    return decode_utf8(data, show_path(p), error=error)
 
 
 def decode_utf8(data: bytes, where: str, *, error: type[SteadyevalError] = DataError) -> str:
