@@ -227,9 +227,10 @@ def test_imported_model_named_like_markup_prints(
     result = CliRunner().invoke(main, [*argv, "--condition-map", "arc=[link=x]c[/link]"])
     assert result.exit_code == 0, result.output
     assert "m[/]" in result.output and "[link=x]c[/link]" in result.output
+    # nothing pairs (other items and conditions): the error names both, markup as it is
     result = CliRunner().invoke(main, ["compare", "imp", str(good_run)])
-    assert result.exit_code == 0, result.output
-    assert "m[/]" in result.output
+    assert result.exit_code == 2, result.output
+    assert "m[/]" in result.output and "[link=x]c[/link]" in result.output
 
 
 def test_lone_surrogates_from_python_are_data_errors() -> None:

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from .._errors import ConfigError, DataError
+from .._errors import ConfigError, DataError, show_path
 from .._extras import require
 from .._hub import locate
 from .._lazy import load_entry, load_plugins
@@ -272,7 +272,7 @@ def _by_suffix(source: str | Path, **kwargs: Any) -> list[Item]:
         raise DataError("file not found", file=str(p), expected="an existing .jsonl or .csv file")
     if p.suffix in {".jsonl", ".ndjson", ".csv"} and kwargs:
         raise ConfigError(  # silently dropped before: the file was read as if they were not given
-            f"{shorten(str(p), 80)}: {', '.join(sorted(kwargs))} apply to a hub data set or a "
+            f"{show_path(p)}: {', '.join(sorted(kwargs))} apply to a hub data set or a "
             "named loader; a local .jsonl or .csv file takes no options (remove them, or set "
             "loader)"
         )
@@ -292,7 +292,7 @@ def _by_suffix(source: str | Path, **kwargs: Any) -> list[Item]:
     if where.kind == "neither":
         raise DataError(
             f"no such file, and not a hub data set name: {where.why}",
-            file=shorten(str(source), 80),
+            file=show_path(source),
             expected="an existing .jsonl or .csv file or a hub data set name such as cais/mmlu",
         )
     return load_hf(str(source), **kwargs)

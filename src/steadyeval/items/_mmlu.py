@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from .._errors import DataError
+from .._errors import DataError, show_path
 from .._extras import require
 from .._hub import locate
 from ._item import Item
@@ -381,7 +381,7 @@ def load_mmlu(
     elif where.kind != "hub":
         raise DataError(
             "not a directory" if where.kind == "path" else f"not a hub id: {where.why}",
-            file=shorten(text, 80),
+            file=show_path(text),
             expected="a folder with dev/ and test/ in the original MMLU layout, or a hub "
             "data set name such as cais/mmlu",
         )

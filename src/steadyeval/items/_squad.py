@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .._errors import DataError
+from .._errors import DataError, show_path
 from .._extras import require
 from .._files import limit_from_env, loads_json, read_text_file
 from .._hub import locate
@@ -110,7 +110,7 @@ def load_squad(source: str | Path, *, split: str = "validation") -> SquadData:
         else:
             problem = "file not found"
         raise DataError(
-            problem, file=shorten(text, 80), expected="a SQuAD-format .json file or a hub name"
+            problem, file=show_path(text), expected="a SQuAD-format .json file or a hub name"
         )
     return _load_hub(text, split)
 
