@@ -91,13 +91,39 @@ def write_zip(path: Path, members: Sequence[Member]) -> Path:
         extra = struct.pack("<HHQQ", 1, 16, m.size, len(m.raw)) if big else b""
         flags = 0x800
         out += struct.pack(
-            "<4sHHHHHIIIHH", b"PK\x03\x04", 45, flags, m.method, 0, 0x21, m.crc, comp32,
-            size32, len(name), len(extra),
+            "<4sHHHHHIIIHH",
+            b"PK\x03\x04",
+            45,
+            flags,
+            m.method,
+            0,
+            0x21,
+            m.crc,
+            comp32,
+            size32,
+            len(name),
+            len(extra),
         )
         out += name + extra + m.raw
         central += struct.pack(
-            "<4sHHHHHHIIIHHHHHII", b"PK\x01\x02", 45, 45, flags, m.method, 0, 0x21, m.crc,
-            comp32, size32, len(name), len(extra), 0, 0, 0, 0, offset,
+            "<4sHHHHHHIIIHHHHHII",
+            b"PK\x01\x02",
+            45,
+            45,
+            flags,
+            m.method,
+            0,
+            0x21,
+            m.crc,
+            comp32,
+            size32,
+            len(name),
+            len(extra),
+            0,
+            0,
+            0,
+            0,
+            offset,
         )
         central += name + extra
     start = len(out)

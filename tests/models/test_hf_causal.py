@@ -162,7 +162,7 @@ def test_fingerprint_is_cheap_and_tracks_files(tiny_gpt2: Path, tmp_path: Path) 
 def test_spec_errors(tiny_gpt2: Path) -> None:
     with pytest.raises(ModelSpecError, match=r"unknown option 'dtyp'.*allowed: batch_size"):
         load_backend(f"hf:{tiny_gpt2}?dtyp=float16")
-    with pytest.raises(ModelSpecError, match="dtype must be one of .*got 'fp8'"):
+    with pytest.raises(ModelSpecError, match=r"dtype must be one of .*got 'fp8'"):
         load_backend(f"hf:{tiny_gpt2}?dtype=fp8")
     with pytest.raises(ModelSpecError, match="does not exist"):
         load_backend("hf:./no/such/model")
