@@ -155,7 +155,7 @@ def test_kill_9_mid_run_then_resume_gives_the_same_table(
     data.write_text(
         "\n".join(
             json.dumps({"id": f"g{i}", "question": f"Tell me about {i}.", "answer": "x"})
-            for i in range(640)
+            for i in range(256)
         )
         + "\n"
     )
@@ -192,11 +192,11 @@ def test_kill_9_mid_run_then_resume_gives_the_same_table(
         if proc.poll() is None:
             proc.kill()
     held = _count(cache)
-    assert 1 <= held < 640
+    assert 1 <= held < 256
     resumed = _cli("run", str(cfg), "--out", str(tmp_path / "resumed"), env=env)
     assert resumed.returncode == 0, resumed.stderr
     s = json.loads((tmp_path / "resumed" / "summary.json").read_text())
-    assert s["plan"]["cache_hits"] == held and s["plan"]["model_calls"] == 640 - held
+    assert s["plan"]["cache_hits"] == held and s["plan"]["model_calls"] == 256 - held
     fresh_env = {**env, "STEADYEVAL_CACHE": str(tmp_path / "fresh.sqlite")}
     fresh = _cli("run", str(cfg), "--out", str(tmp_path / "fresh"), env=fresh_env)
     assert fresh.returncode == 0, fresh.stderr

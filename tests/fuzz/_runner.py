@@ -1,8 +1,12 @@
-"""Run one fuzz target: ``python -m tests.fuzz._runner NAME --examples N --seed S``.
+"""Run fuzz targets: ``python -m tests.fuzz._runner NAME [NAME ...] --examples N --seed S``
+(``--all`` for every target).
 
-Prints one JSON line: the target, how many examples ran, and the failure (its input and
-traceback) if one was found. Exit code 0 when the property held for every example, 1 when
-not. ``test_fuzz.py`` runs this in a subprocess to measure the peak memory of the target.
+Prints one JSON line per target, as each ends: the target, how many examples ran, how they
+ended, the failure (its input and traceback) if one was found, and the process's peak
+resident memory so far (monotone: the first target whose line crosses a bound is the one
+that pushed it there). Exit code 0 when the property held for every example of every
+target, 1 when not. ``test_fuzz.py`` runs this in subprocesses (one per shard of targets,
+so the interpreter and imports are paid once per shard, not once per target).
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from tests.fuzz._registry import OUTCOMES, all_targets
 
 def run(name: str, examples: int, seed_value: int) -> dict[str, Any]:
     spec = all_targets()[name]
+    OUTCOMES.clear()
     count = [0]
     failure: dict[str, str] = {}
     home = Path(tempfile.mkdtemp(prefix=f"fuzz-{name}-"))
@@ -70,16 +75,27 @@ def run(name: str, examples: int, seed_value: int) -> dict[str, Any]:
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("name")
+    parser.add_argument("names", nargs="*")
+    parser.add_argument("--all", action="store_true", help="every registered target")
     parser.add_argument("--examples", type=int, default=50)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
+    names = sorted(all_targets()) if args.all else args.names
+    unknown = sorted(set(names) - set(all_targets()))
+    if unknown or not names:
+        parser.error(f"unknown targets {unknown}; known: {', '.join(sorted(all_targets()))}")
     from tests import scripted_backend
 
     scripted_backend.register()
-    report = run(args.name, args.examples, args.seed)
-    sys.stdout.write(json.dumps(report) + "\n")
-    return 1 if report["failure"] else 0
+    failed = False
+    start = Path.cwd()
+    for name in names:
+        os.chdir(start)
+        report = run(name, args.examples, args.seed)
+        failed = failed or report["failure"] is not None
+        sys.stdout.write(json.dumps(report) + "\n")
+        sys.stdout.flush()
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -1,14 +1,16 @@
 """Property-based fuzzing of every entry point that reads outside input (issue 37).
 
-Each target (``targets_*.py``) runs in its own subprocess (``_runner.py``): Hypothesis draws
-hostile or odd inputs from a fixed seed, and each must either succeed or give steadyeval's own
-error (through the CLI: exit 2 and one ``error:`` line), never another exception. The
-subprocess's peak resident memory (its own ``getrusage`` at exit) must stay under
-:data:`MAX_RSS`, and an address-space limit keeps a regression from eating the machine.
+Each target (``targets_*.py``) draws hostile or odd inputs with Hypothesis from a fixed seed,
+and each input must either succeed or give steadyeval's own error (through the CLI: exit 2
+and one ``error:`` line), never another exception. Targets run in subprocesses
+(``_runner.py``, one per shard of targets, so imports are paid once per shard) whose peak
+resident memory (their own ``getrusage``, reported after each target) must stay under
+:data:`MAX_RSS`; an address-space limit keeps a regression from eating the machine.
 
 The suite runs a short budget (``STEADYEVAL_FUZZ_EXAMPLES``, default 25 per target); a long
 run sets it higher, e.g. ``STEADYEVAL_FUZZ_EXAMPLES=2000 python -m pytest tests/fuzz -n 2``,
-and ``STEADYEVAL_FUZZ_SEED`` changes the seed. Time is only a hang guard (generous).
+and ``STEADYEVAL_FUZZ_SEED`` changes the seed. One target alone:
+``python -m tests.fuzz._runner NAME --examples 500``. Time is only a hang guard (generous).
 """
 
 from __future__ import annotations
@@ -39,40 +41,53 @@ def _limit() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE, ADDRESS_SPACE))
 
 
-@pytest.mark.parametrize("name", sorted(all_targets()))
-def test_fuzz_target(name: str, tmp_path: Path) -> None:
+#: Targets run in this many subprocesses (each pays the interpreter and imports once).
+SHARDS = 2
+
+
+def _shard(k: int) -> list[str]:
+    return sorted(all_targets())[k::SHARDS]
+
+
+@pytest.mark.parametrize("shard", range(SHARDS))
+def test_fuzz_targets(shard: int, tmp_path: Path) -> None:
+    names = _shard(shard)
     env = {**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(tmp_path)}
+    argv = [sys.executable, "-m", "tests.fuzz._runner", *names]
+    argv += ["--examples", str(EXAMPLES), "--seed", str(SEED)]
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "tests.fuzz._runner",
-            name,
-            "--examples",
-            str(EXAMPLES),
-            "--seed",
-            str(SEED),
-        ],
-        cwd=tmp_path,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        argv, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         preexec_fn=_limit,
-    )
+    )  # fmt: skip
+    guard = HANG_GUARD_S * len(names)
     try:
-        out, err = proc.communicate(timeout=HANG_GUARD_S)
+        out, err = proc.communicate(timeout=guard)
     except subprocess.TimeoutExpired:
         proc.kill()
-        pytest.fail(f"fuzz target {name} still running after {HANG_GUARD_S} s (a hang?)")
-    lines = out.decode(errors="replace").strip().splitlines()
-    assert lines, f"no report (exit {proc.returncode}):\n{err.decode(errors='replace')[-4000:]}"
-    report = json.loads(lines[-1])
-    failure = report["failure"]
-    assert failure is None, (
-        f"{name} ({report['entry']}) after {report['examples']} examples:\n"
-        f"input: {failure['input']}\n{failure['error']}\n{failure['traceback']}"
-    )
-    assert proc.returncode == 0, err.decode(errors="replace")[-4000:]
-    assert report["examples"] > 0
-    peak = report["peak_rss_bytes"]
-    assert peak < MAX_RSS, f"{name}: peak RSS {peak / 2**20:,.0f} MiB"
+        out, err = proc.communicate()
+    reports = [json.loads(line) for line in out.decode(errors="replace").splitlines() if line]
+    problems = []
+    for report in reports:
+        name, failure = report["target"], report["failure"]
+        if failure is not None:
+            problems.append(
+                f"{name} ({report['entry']}) after {report['examples']} examples:\n"
+                f"input: {failure['input']}\n{failure['error']}\n{failure['traceback']}"
+            )
+        elif report["peak_rss_bytes"] >= MAX_RSS:
+            problems.append(f"{name}: peak RSS {report['peak_rss_bytes'] / 2**20:,.0f} MiB")
+        elif report["examples"] == 0:
+            problems.append(f"{name}: ran no example")
+    done = [r["target"] for r in reports]
+    if done != names:
+        missing = names[len(done)]
+        problems.append(
+            f"{missing}: no report (a crash, a memory limit, or still running after {guard} s: "
+            f"a hang?); exit {proc.returncode}\n{err.decode(errors='replace')[-4000:]}"
+        )
+    assert not problems, "\n\n".join(problems)
+
+
+def test_every_target_is_in_one_shard() -> None:
+    shards = [_shard(k) for k in range(SHARDS)]
+    assert sorted(n for shard in shards for n in shard) == sorted(all_targets())

@@ -168,7 +168,7 @@ def _config(world: dict[str, Path], model: str, **more: Any) -> dict[str, Any]:
 
 # Masked LMs see the object masked in about one sentence in five, so they get larger batches.
 SETTINGS = {
-    "masked": ("hf-masked", "bert", {"steps": 250, "batch_size": 64}),
+    "masked": ("hf-masked", "bert", {"steps": 160, "batch_size": 64}),
     "causal": ("hf-causal", "gpt2", {"steps": 200, "batch_size": 16}),
 }
 
