@@ -201,7 +201,7 @@ def test_unknown_arch_names_the_allowed_ones(tmp_path: Path) -> None:
         ({"corpus": "one string"}, TypeError, "not one string"),
         ({"corpus": []}, ConfigError, "corpus is empty"),
         ({"corpus": ["ok", 3]}, TypeError, r"corpus\[1\] is int"),
-        ({"seed": -1}, ConfigError, "seed must be >= 0"),
+        ({"seed": -1}, ConfigError, r"seed must be an integer in 0\.\.4,294,967,295; got -1"),
     ],
 )
 def test_bad_arguments(tmp_path: Path, kwargs: dict[str, object], error: type, match: str) -> None:
@@ -244,3 +244,25 @@ def test_refuses_a_file_path(tmp_path: Path) -> None:
     (tmp_path / "f").write_text("x", encoding="utf-8")
     with pytest.raises(ConfigError, match="not a directory"):
         build_tiny_model(tmp_path / "f", "gpt2", overwrite=True)
+
+
+@pytest.mark.parametrize("seed", [2**32, 2**70, 10**5000], ids=["2**32", "2**70", "10**5000"])
+def test_seed_beyond_the_bound_is_a_config_error(tmp_path: Path, seed: int) -> None:
+    # torch refuses seeds beyond 64 bits with a bare ValueError; the bound is MAX_SEED
+    with pytest.raises(ConfigError, match=r"seed must be an integer in 0\.\.4,294,967,295; got "):
+        build_tiny_model(tmp_path / "m", "gpt2", seed=seed)
+    assert not (tmp_path / "m").exists()
+
+
+@pytest.mark.parametrize("seed", ["99999999999999999999999", "-1", "4294967296"])
+def test_cli_seed_out_of_range_names_the_flag(tmp_path: Path, seed: str) -> None:
+    from click.testing import CliRunner
+
+    from steadyeval.cli import main
+
+    result = CliRunner().invoke(main, ["tiny-model", str(tmp_path / "m"), "--seed", seed])
+    assert result.exit_code == 2, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    assert "Traceback" not in result.output
+    assert "'--seed'" in result.output and "0<=x<=4294967295" in result.output
+    assert not (tmp_path / "m").exists()

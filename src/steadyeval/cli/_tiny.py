@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from .._limits import MAX_SEED
 from ..models import TINY_ARCHS
 
 
@@ -18,7 +19,13 @@ from ..models import TINY_ARCHS
     show_default=True,
     help="Architecture of the tiny model.",
 )
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random weights.")
+@click.option(
+    "--seed",
+    type=click.IntRange(0, MAX_SEED),  # the library's bound; click's error names --seed
+    default=0,
+    show_default=True,
+    help="Seed of the random weights.",
+)
 @click.option(
     "--overwrite",
     is_flag=True,

@@ -17,6 +17,7 @@ from typing import Any, Literal, get_args
 
 from .._errors import ConfigError
 from .._extras import require
+from .._limits import MAX_SEED
 from ._tiny_tokenizers import MAX_POSITIONS, TOKENIZERS
 
 __all__ = ["DEFAULT_CORPUS", "TINY_ARCHS", "TinyArch", "build_tiny_model"]
@@ -155,10 +156,10 @@ def build_tiny_model(
     Raises
     ------
     ConfigError
-        (a ``ValueError``) for an unknown ``arch``, a negative ``seed``, a ``vocab_size`` too
-        small for the alphabet, an empty corpus, or an ``out_dir`` that is a file, is not
-        empty without ``overwrite``, or is not empty and holds no tiny model of ours. Nothing
-        is written then.
+        (a ``ValueError``) for an unknown ``arch``, a ``seed`` outside ``0..2**32-1``, a
+        ``vocab_size`` too small for the alphabet, an empty corpus, or an ``out_dir`` that is
+        a file, is not empty without ``overwrite``, or is not empty and holds no tiny model of
+        ours. Nothing is written then.
     TypeError
         For arguments of the wrong type.
 
@@ -176,8 +177,9 @@ def build_tiny_model(
         raise ConfigError(f"unknown arch {arch!r}; expected one of {', '.join(TINY_ARCHS)}")
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise TypeError(f"seed must be an integer, got {seed!r}")
-    if seed < 0:
-        raise ConfigError(f"seed must be >= 0, got {seed}")
+    if not 0 <= seed <= MAX_SEED:  # torch takes no seed beyond 64 bits (a bare ValueError)
+        shown = str(seed) if abs(seed) < 10**30 else f"an integer of {seed.bit_length()} bits"
+        raise ConfigError(f"seed must be an integer in 0..{MAX_SEED:,}; got {shown}")
     if isinstance(vocab_size, bool) or not isinstance(vocab_size, int):
         raise TypeError(f"vocab_size must be an integer, got {vocab_size!r}")
     texts = _check_corpus(corpus)
