@@ -131,6 +131,23 @@ def _options(name: str, field: FieldInfo) -> list[tuple[click.Option, _Dest]]:
     return [(opt, (name, None, "value"))]
 
 
+def _comma_values(given: tuple[str, ...], flag: str) -> list[str]:
+    """The values of a comma-separated list flag (given once or repeated); an empty entry
+    (``0,,1``, a trailing comma) is an error, never dropped."""
+    parts = [v.strip() for part in given for v in part.split(",")]
+    if not any(parts):  # "--subjects ," is not "every subject"
+        raise ConfigError(
+            f"{flag} {shorten(repr(','.join(given)), 40)}: no values; "
+            "expected comma-separated values (leave the flag out for the default)"
+        )
+    if "" in parts:
+        raise ConfigError(
+            f"{flag} {shorten(repr(','.join(given)), 40)}: value {parts.index('') + 1} is "
+            "empty; expected comma-separated values, none empty (e.g. 1,2)"
+        )
+    return parts
+
+
 def _overrides(
     values: dict[str, Any], dests: dict[str, _Dest], flags: dict[str, str]
 ) -> dict[str, Any]:
@@ -144,13 +161,7 @@ def _overrides(
         if how == "invert":
             value = False
         elif how == "comma":
-            given = value
-            value = [v.strip() for part in value for v in part.split(",") if v.strip()]
-            if not value:  # "--subjects ," is not "every subject"
-                raise ConfigError(
-                    f"{flags.get(param, param)} {shorten(repr(','.join(given)), 40)}: no values; "
-                    "expected comma-separated values (leave the flag out for the default)"
-                )
+            value = _comma_values(value, flags.get(param, param))
         elif how == "list":
             value = list(value)
         if sub is not None:
