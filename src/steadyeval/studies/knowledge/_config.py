@@ -9,10 +9,11 @@ from typing import Any, Literal
 from pydantic import Field, field_validator
 
 from ..._limits import MAX_SEED
+from ...items import shorten
 from ...scoring import LETTER_LOGPROB, OPTION_LOGPROB, renamed_scoring
 from .._protocol import StudyConfig
 
-__all__ = ["SCORINGS", "TEMPLATE_NAMES", "KnowledgeConfig"]
+__all__ = ["MAX_SHOTS", "SCORINGS", "TEMPLATE_NAMES", "KnowledgeConfig"]
 
 #: The prompt headers' names (the templates are ``_design.TEMPLATES``).
 TEMPLATE_NAMES: tuple[str, ...] = ("reference", "single-space")
@@ -23,9 +24,24 @@ _LABELS = {LETTER_LOGPROB: "letter", OPTION_LOGPROB: "option"}
 SCORINGS: Mapping[str, str] = MappingProxyType({v: k for k, v in _LABELS.items()})
 
 
+#: The largest shot count. MMLU's dev split holds 5 questions per subject; a subject with
+#: fewer dev questions than asked uses all it has (``n_shots_used`` records it), so a count
+#: beyond the largest pool adds no shot. The bound is far above any dev split.
+MAX_SHOTS = 1_000
+
+
 def _comma(value: Any) -> Any:
-    """``"0,5"`` → ``["0", "5"]`` (flags and YAML may give a comma-separated string)."""
-    return [v.strip() for v in value.split(",") if v.strip()] if isinstance(value, str) else value
+    """``"0,5"`` → ``["0", "5"]`` (flags and YAML may give a comma-separated string); an empty
+    entry (``"0,,5"``, a trailing comma) is an error, never dropped."""
+    if not isinstance(value, str):
+        return value
+    parts = [v.strip() for v in value.split(",")]
+    if "" in parts:
+        raise ValueError(
+            f"value {parts.index('') + 1} of {shorten(repr(value), 40)} is empty; expected "
+            "comma-separated values, none empty"
+        )
+    return parts
 
 
 class KnowledgeConfig(StudyConfig):
@@ -49,7 +65,9 @@ class KnowledgeConfig(StudyConfig):
     shots: list[int] = Field(
         [5],
         max_length=100,
-        description="Shot counts (first dev examples of the subject); one condition each.",
+        description=f"Shot counts, each 0..{MAX_SHOTS:,} (the first dev examples of the "
+        "subject; a subject with fewer uses them all, n_shots_used says how many; MMLU has 5); "
+        "one condition each.",
         json_schema_extra={"comma": True, "metavar": "K,K,..."},
     )
     templates: list[str] = Field(
@@ -103,8 +121,11 @@ class KnowledgeConfig(StudyConfig):
     @field_validator("shots")
     @classmethod
     def _counts(cls, value: list[int]) -> list[int]:
-        if any(k < 0 for k in value):
-            raise ValueError(f"shots must be integers >= 0; got {value} (e.g. 0,1,5)")
+        if any(not 0 <= k <= MAX_SHOTS for k in value):
+            shown = shorten(", ".join(map(str, value)), 60)
+            raise ValueError(
+                f"shots must be integers in 0..{MAX_SHOTS:,}; got {shown} (e.g. 0,1,5)"
+            )
         return value
 
     @field_validator("templates")

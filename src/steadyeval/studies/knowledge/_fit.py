@@ -173,7 +173,9 @@ def fit_shots(
             "with knowledge_design, which sets it"
         )
     few = [c for c in conditions if c.shots.n > 0 and c.scoring != PROMPT_LOGPROB]
-    top = max((c.shots.n for c in few), default=0)
+    # a count beyond the largest subject's dev pool gives that pool's prompt: never try more
+    pool = max(Counter(str(d.metadata[SHOT_SET]) for d in dev).values(), default=0)
+    top = min(max((c.shots.n for c in few), default=0), pool)
     counters, unchecked, lengths = _counters(backends)
     checked = tuple(c.backend.identity() for c in counters)
     if not few or not counters:
