@@ -25,7 +25,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from .._errors import ConfigError, DataError
+from .._errors import ConfigError, DataError, show_path
 from .._files import input_file, loads_json
 from ..items import shorten
 from ..requests import Response, response_from_dict
@@ -37,6 +37,7 @@ __all__ = [
     "damaged",
     "decode_response",
     "harden",
+    "unknown_model",
 ]
 
 #: The largest value (a response's JSON, a key, a model name) SQLite reads or makes for the
@@ -147,3 +148,22 @@ def decode_response(path: Path, key: Any, kind: Any, text: Any) -> Response:
                 "the cache is damaged: delete it and run again"
             )
     return resp
+
+
+def unknown_model(conn: sqlite3.Connection, path: Path, model: str) -> ConfigError:
+    """The error for a ``model`` the cache holds no response of: the models it holds, the
+    first 8 by name (each cut) and how many more."""
+    held = [
+        str(m)
+        for (m,) in conn.execute("SELECT DISTINCT model FROM responses ORDER BY model LIMIT 9")
+    ]
+    shown = f"no responses of model {shorten(repr(model), 80)}"
+    if not held:
+        return ConfigError(f"{show_path(path)} holds {shown}: it holds no responses at all")
+    (total,) = conn.execute("SELECT COUNT(DISTINCT model) FROM responses").fetchone()
+    names = ", ".join(shorten(m, 80) for m in held[:8])
+    more = f" and {int(total) - 8:,} more" if int(total) > 8 else ""
+    return ConfigError(
+        f"{show_path(path)} holds {shown}; the models it holds: {names}{more} "
+        "(`steadyeval cache info` lists them)"
+    )

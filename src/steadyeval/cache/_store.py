@@ -19,7 +19,7 @@ from typing import Any, TypeVar, cast
 
 from .._errors import ConfigError, SteadyevalError, StorageError
 from ..requests import Request, Response, response_to_dict
-from ._file import check_cache_path, check_schema, damaged, decode_response, harden
+from ._file import check_cache_path, check_schema, damaged, decode_response, harden, unknown_model
 
 __all__ = [
     "DEFAULT_CLAIM_EXPIRY",
@@ -484,10 +484,13 @@ class ResponseCache:
 
     @_guarded
     def clear(self, model: str | None = None) -> int:
-        """Delete every entry (or those of one model); return how many were deleted."""
+        """Delete every entry (or those of one model); return how many were deleted. A
+        ``model`` with no response here is a ConfigError naming (some of) the models held."""
         if model is None:
             cur = self._conn.execute("DELETE FROM responses")
         else:
             cur = self._conn.execute("DELETE FROM responses WHERE model = ?", (model,))
+            if cur.rowcount == 0:
+                raise unknown_model(self._conn, self.path, model)
         self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         return int(cur.rowcount)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
 
+from .._errors import ConfigError
 from ..cache import ResponseCache, default_cache_path
 from ._options import cache_help
 
@@ -39,7 +41,9 @@ def info_cmd(cache: Path | None) -> None:
 @cache_group.command("clear")
 @_CACHE_OPT
 @click.option("--model", help="Delete only this model's responses (as `cache info` lists it).")
-@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@click.option(
+    "--yes", is_flag=True, help="Do not ask for confirmation (required without a terminal)."
+)
 def clear_cmd(cache: Path | None, model: str | None, yes: bool) -> None:
     """Delete cached responses (all, or one model's)."""
     path = cache or default_cache_path()
@@ -48,6 +52,11 @@ def clear_cmd(cache: Path | None, model: str | None, yes: bool) -> None:
         return
     what = f"responses of {model}" if model else "all responses"
     if not yes:
+        if sys.stdin is None or not sys.stdin.isatty():  # nobody to answer (a script, a job)
+            raise ConfigError(
+                f"cache clear asks before deleting {what}, and this session is not "
+                "interactive (stdin is not a terminal): pass --yes to delete without asking"
+            )
         click.confirm(f"Delete {what} from {path}?", abort=True)
     with ResponseCache(path) as store:
         n = store.clear(model)
