@@ -23,7 +23,7 @@ from click.testing import CliRunner
 
 from steadyeval import DataError
 from steadyeval.cli import main
-from steadyeval.results import import_inspect, import_lmeval
+from steadyeval.results import InspectImportOptions, import_inspect, import_lmeval
 from tests.importers._zip import DEFLATE, Member, deflate, fixture_members, write_zip, zeros, zstd
 
 FIXTURES = Path(__file__).resolve().parents[1] / "importers" / "fixtures"
@@ -186,6 +186,79 @@ WRONG_TYPES = [
 ]  # fmt: skip
 
 
+@pytest.mark.parametrize(
+    "key", ["eval.task", "eval.model", "eval.task_id", "eval.eval_id", "eval.run_id",
+            "eval.created", "status"]
+)  # fmt: skip
+@pytest.mark.parametrize("kind", ["eval", "json"])
+def test_inspect_header_strings_are_never_null(tmp_path: Path, key: str, kind: str) -> None:
+    # a null task became a condition named 'None', a null model a model named 'None'
+    def null(header: dict[str, Any]) -> dict[str, Any]:
+        if key == "status":
+            return {**header, "status": None}
+        return {**header, "eval": {**header["eval"], key.split(".")[1]: None}}
+
+    if kind == "eval":
+        log = _eval(tmp_path, _json_member("header.json", null))
+    else:
+        log = tmp_path / "log.json"
+        log.write_text(json.dumps(null(json.loads(JSON_LOG.read_text("utf-8")))), "utf-8")
+    line = _cli_error(["import", "inspect", str(log), "--out", str(tmp_path / "o")])
+    assert f"field '{key}': is null (expected a string)" in line
+
+
+@pytest.mark.parametrize("key", ["task", "model"])
+def test_inspect_task_and_model_are_never_empty(tmp_path: Path, key: str) -> None:
+    # an empty task became condition '' and item ids '/1'
+    empty = _json_member("header.json", lambda h: {**h, "eval": {**h["eval"], key: ""}})
+    text = _error(lambda: import_inspect([_eval(tmp_path, empty)]))
+    assert f"field 'eval.{key}': is the string '' (expected a non-empty string)" in text
+
+
+def test_an_inspect_header_may_leave_a_string_out(tmp_path: Path) -> None:
+    # older logs lack some of EvalSpec's fields: left out is not null
+    def older(header: dict[str, Any]) -> dict[str, Any]:
+        spec = {k: v for k, v in header["eval"].items() if k not in ("eval_id", "run_id")}
+        return {**header, "eval": spec}
+
+    run = import_inspect([_eval(tmp_path, _json_member("header.json", older))])
+    assert run.table.num_rows > 0
+
+
+def test_an_unknown_status_is_named_once(tmp_path: Path) -> None:
+    log = _eval(tmp_path, _json_member("header.json", lambda h: {**h, "status": "pwned"}))
+    text = _error(lambda: import_inspect([log]))
+    assert text.count("pwned") == 1, text
+    assert "Inspect status 'pwned' (not a status Inspect writes: success, error," in text
+    run = import_inspect([log], InspectImportOptions(allow_unfinished=True))
+    (note,) = run.summary["imported"]["notes"]
+    assert note.count("pwned") == 1 and "not a status Inspect writes" in note
+
+
+def test_a_log_holding_one_sample_twice(tmp_path: Path) -> None:
+    # was: "two logs hold the same task and model", of one log
+    twice = _json_member("samples/2_epoch_1.json", lambda s: {**s, "id": 1})
+    text = _error(lambda: import_inspect([_eval(tmp_path, twice)]))
+    assert "x.eval!samples/2_epoch_1.json: the log holds sample id 1, epoch 1 twice" in text
+    assert "(first at " in text and "x.eval!samples/1_epoch_1.json)" in text
+    assert "two logs" not in text
+    as_text = _json_member("samples/2_epoch_1.json", lambda s: {**s, "id": "1"})
+    text = _error(lambda: import_inspect([_eval(tmp_path, as_text, "str")]))
+    assert "sample id '1' (and 1), epoch 1 twice" in text  # both become item <task>/1
+    doc = json.loads(JSON_LOG.read_text(encoding="utf-8"))
+    doc["samples"][1] = {**doc["samples"][1], "id": doc["samples"][0]["id"], "epoch": 1}
+    doc["samples"][0]["epoch"] = 1
+    log = tmp_path / "log.json"
+    log.write_text(json.dumps(doc), encoding="utf-8")
+    text = _error(lambda: import_inspect([log]))
+    assert "log.json, field 'samples[1]': the log holds sample id" in text
+    assert "(first at " in text and "field 'samples[0]')" in text
+    # the same task in two logs (two runs, not a retry) is still the other message
+    other = _json_member("header.json", lambda h: {**h, "eval": {**h["eval"], "task_id": "T2"}})
+    text = _error(lambda: import_inspect([ARITH, _eval(tmp_path, other, "copy")]))
+    assert "two logs give the same model, condition and sample" in text
+
+
 @pytest.mark.parametrize(("member", "edit", "said"), WRONG_TYPES)
 def test_inspect_fields_of_the_wrong_type(
     tmp_path: Path, member: str, edit: Callable[[Any], Any], said: str
@@ -285,6 +358,11 @@ LM_BAD = [
     (dict(record=lambda r: {**r, "arguments": 5}), "field 'arguments': is the integer 5"),
     (dict(record=lambda r: {**r, "arguments": [[1, 2]]}), "arguments[0] starts with int 1"),
     (dict(record=lambda r: {**r, "doc_id": [1]}), "field 'doc_id': is a list"),
+    (dict(record=lambda r: {**r, "doc_id": -1}), "field 'doc_id': is the integer -1 (expected an integer from 0 to"),
+    (dict(record=lambda r: {**r, "doc_id": "3"}), "field 'doc_id': is the string '3' (expected an integer)"),
+    (dict(record=lambda r: {**r, "doc_id": None}), "field 'doc_id': is null (expected an integer)"),
+    (dict(record=lambda r: {**r, "doc": []}), "field 'doc': is a list (expected an object)"),
+    (dict(record=lambda r: {**r, "doc": "q"}), "field 'doc': is the string 'q' (expected an object)"),
     (dict(record=lambda r: {**r, "filter": [1]}), "field 'filter': is a list"),
     (dict(record=lambda r: {**r, "doc": {"q": "\ud800"}}), "field 'doc.q': lone surrogate"),
     (dict(record=lambda r: {**r, "arguments": {"gen_args_\u00b2": {"arg_0": "a"}}}), "does not end in a number"),
@@ -309,10 +387,29 @@ def test_lmeval_fields_and_values_at_the_edges(
 
 
 def test_lmeval_all_options_impossible_is_unmatched_not_the_first(tmp_path: Path) -> None:
-    lm = _lm_folder(tmp_path, record=lambda r: {**r, "filtered_resps": [["-inf", "False"]] * 3})
-    row = import_lmeval([lm]).table.slice(0, 1).to_pylist()[0]
+    # lm-eval's arg-max took the first option, the gold one, so its acc is 1: no answer is
+    # still incorrect, as the scoring modes score an all -inf response
+    def impossible(r: dict[str, Any]) -> dict[str, Any]:
+        return {**r, "filtered_resps": [["-inf", "False"]] * 3, "target": "0", "acc": 1.0}
+
+    row = import_lmeval([_lm_folder(tmp_path, record=impossible)]).table.to_pylist()[0]
     assert row["parsed_kind"] == "unmatched" and row["parsed_option"] is None
     assert row["confidence"] is None and row["option_logprobs"][0] == float("-inf")
+    assert row["correct"] is False and row["gold_options"] == [0]
+    assert json.loads(row["metadata"])["lm_eval"]["metrics"]["acc"] == 1.0  # kept as it was
+
+
+@pytest.mark.parametrize("content", [b"", b"\n  \n\n"])
+def test_an_empty_samples_file_is_one_located_error(tmp_path: Path, content: bytes) -> None:
+    folder = tmp_path / "lm" / "m"
+    folder.mkdir(parents=True)
+    empty = folder / "samples_plain_2025-01-01T00-00-00.000001.jsonl"
+    empty.write_bytes(content)
+    line = _cli_error(["import", "lm-eval", str(tmp_path / "lm"), "--out", str(tmp_path / "o")])
+    assert f"{empty}: holds no records" in line and "one lm-eval --log_samples record" in line
+    lm = _lm_folder(tmp_path / "beside")  # beside real files: still refused, never skipped
+    (lm / empty.name).write_bytes(content)
+    assert f"{lm / empty.name}: holds no records" in _error(lambda: import_lmeval([lm]))
 
 
 # -- class 3: special files -----------------------------------------------------------------

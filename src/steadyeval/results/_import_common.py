@@ -227,7 +227,7 @@ def _logs_markdown(imported: Mapping[str, Any]) -> list[str]:
             reducer = f" ({', '.join(g['epochs_reducer'])})" if g["epochs_reducer"] else ""
             lines.append(
                 f"| {_cell(g['file'])} | {_cell(g['task'])} | {_cell(g['condition'])} "
-                f"| {g['status']} | {g['epochs']}{reducer} | {g['rows']} | {g['errored']} "
+                f"| {_cell(g['status'])} | {g['epochs']}{reducer} | {g['rows']} | {g['errored']} "
                 f"| {_cell(metrics) or 'none'} |"
             )
         lines.append("")

@@ -15,6 +15,7 @@ __all__ = [
     "BOOL",
     "INT",
     "LIST",
+    "NAME",
     "NUMBER",
     "OBJECT",
     "TEXT",
@@ -36,6 +37,7 @@ class Kind(NamedTuple):
 
 
 TEXT = Kind("a string", lambda v: isinstance(v, str))
+NAME = Kind("a non-empty string", lambda v: isinstance(v, str) and v != "")
 INT = Kind("an integer", lambda v: isinstance(v, int) and not isinstance(v, bool))
 NUMBER = Kind("a number", lambda v: isinstance(v, int | float) and not isinstance(v, bool))
 BOOL = Kind("true or false", lambda v: isinstance(v, bool))
@@ -89,18 +91,26 @@ def _expected(kinds: tuple[Kind, ...], null: bool) -> str:
 
 
 def get(
-    obj: Mapping[str, Any], key: str, place: Place, *kinds: Kind, required: bool = False
+    obj: Mapping[str, Any],
+    key: str,
+    place: Place,
+    *kinds: Kind,
+    required: bool = False,
+    nullable: bool = True,
 ) -> Any:
-    """``obj[key]`` when it is of one of ``kinds``; ``None`` when it is missing or null
-    (unless ``required``); otherwise a :class:`DataError` at ``place.at(key)``."""
+    """``obj[key]`` when it is of one of ``kinds``; ``None`` when it is missing (unless
+    ``required``) or null (unless ``required`` or not ``nullable``: a field another tool
+    may leave out but never writes as null); otherwise a :class:`DataError` at
+    ``place.at(key)``."""
     value = obj.get(key)
     if value is None:
-        if required:
+        if required or (not nullable and key in obj):
             where = place.at(key)
             raise where.error("missing" if key not in obj else "is null", _expected(kinds, False))
         return None
     if not any(k.test(value) for k in kinds):
-        raise place.at(key).error(f"is {describe(value)}", _expected(kinds, not required))
+        null = not required and nullable
+        raise place.at(key).error(f"is {describe(value)}", _expected(kinds, null))
     return value
 
 

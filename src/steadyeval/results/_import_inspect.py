@@ -302,7 +302,8 @@ def _iter_rows(
         keys.add(
             (model, condition, item_id, sample_index),
             where,
-            "two logs hold the same task and model: name each with --condition-map "
+            "two logs give the same model, condition and sample (the same task, or tasks "
+            "mapped to one condition): name each log's condition with --condition-map "
             "FILE_NAME=condition",
         )
         choices = sample.get("choices") if isinstance(sample.get("choices"), list) else None

@@ -16,6 +16,7 @@ from typing import Any
 from ._import_fields import (
     INT,
     LIST,
+    NAME,
     OBJECT,
     TEXT,
     Place,
@@ -31,12 +32,16 @@ __all__ = ["MAX_EPOCHS", "check_header", "check_sample"]
 #: The largest epoch number: ``sample_index`` (epoch - 1) is a 32-bit column.
 MAX_EPOCHS = 2**31 - 1
 #: The sample fields an import reads; the rest is dropped.
+#: The strings of ``eval`` (Inspect's EvalSpec) an import reads; none may be null.
+_SPEC_TEXTS = ("task", "model", "task_id", "eval_id", "run_id", "created")
 _KEPT = ("id", "input", "choices", "target", "messages", "output", "scores", "metadata", "error")
 
 
-def _texts(obj: Mapping[str, Any], keys: tuple[str, ...], place: Place) -> None:
+def _texts(
+    obj: Mapping[str, Any], keys: tuple[str, ...], place: Place, *, nullable: bool = True
+) -> None:
     for key in keys:
-        get(obj, key, place, TEXT)
+        get(obj, key, place, TEXT, nullable=nullable)
 
 
 def _message_error(obj: Mapping[str, Any], key: str, place: Place) -> None:
@@ -50,12 +55,16 @@ def check_header(header: Mapping[str, Any], place: Place) -> None:
     """Check the header fields an import reads (``eval`` itself may be missing: the caller
     says the file is not an Inspect log)."""
     valid_text({k: header.get(k) for k in ("eval", "status", "error", "results")}, place)
-    get(header, "status", place, TEXT)
+    get(header, "status", place, TEXT, nullable=False)
     _message_error(header, "error", place)
     spec = get(header, "eval", place, OBJECT)
     if spec is not None:
         at = place.at("eval")
-        _texts(spec, ("task", "model", "task_id", "eval_id", "run_id", "created"), at)
+        # Inspect's EvalSpec declares these strings (older logs may lack some): null, as
+        # from an edited or damaged log, would become a condition or model named 'None'.
+        _texts(spec, _SPEC_TEXTS, at, nullable=False)
+        for key in ("task", "model"):  # names of a condition and a model: never empty
+            get(spec, key, at, NAME, nullable=False)
         config = get(spec, "config", at, OBJECT)
         if config is not None:
             cat = at.at("config")

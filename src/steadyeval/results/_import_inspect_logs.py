@@ -33,6 +33,9 @@ _WHY = {
     "cancelled": "the eval was cancelled, e.g. by Ctrl-C",
     "started": "the eval never ended: still running, or killed",
 }
+#: Why a log whose status is none of Inspect's is taken as unfinished (the message names
+#: the status itself once, before this).
+_UNKNOWN = "not a status Inspect writes: success, error, cancelled or started"
 
 
 @dataclass(frozen=True)
@@ -122,7 +125,7 @@ def take_retries(logs: Sequence[InspectLog]) -> tuple[list[InspectLog], list[str
                 f"{old.path.name} (task {shorten(old.task)}, status {shorten(old.status)}, "
                 f"{len(old.samples)} samples) left out: {newest.path.name} is a later "
                 f"attempt of the same task (task_id {shorten(str(newest.spec.get('task_id')))}, "
-                f"status {newest.status}, {len(newest.samples)} samples), e.g. eval-retry"
+                f"status {shorten(newest.status)}, {len(newest.samples)} samples), e.g. eval-retry"
             )
     kept.sort(key=lambda g: g.path)
     return kept, notes
@@ -140,7 +143,7 @@ def check_finished(log: InspectLog, allow_unfinished: bool) -> str | None:
                 "per-sample results"
             )
         return None
-    why = _WHY.get(log.status, f"status {shorten(repr(log.status))}")
+    why = _WHY.get(log.status, _UNKNOWN)
     if log.error:
         why += f": {shorten(log.error.splitlines()[0], 120)}"
     total = (

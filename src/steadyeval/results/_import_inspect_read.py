@@ -27,6 +27,7 @@ from typing import Any
 
 from .._errors import DataError
 from .._files import input_file, read_text_file
+from ..items import shorten
 from ._import_common import utf8_name
 from ._import_fields import LIST, OBJECT, Place, get
 from ._import_inspect_fields import check_header, check_sample
@@ -208,11 +209,11 @@ def _read_eval(p: Path, limits: ImportLimits) -> tuple[dict[str, Any], list[Any]
             header.setdefault("status", "started")  # no header.json: the eval never ended
         check_header(header, Place(f"{p}!{head_name}"))
         samples = [
-            check_sample(load(name), Place(f"{p}!{name}"))
+            (f"{p}!{name}", check_sample(load(name), Place(f"{p}!{name}")))
             for name in infos
             if name.startswith("samples/") and name.endswith(".json")
         ]
-    return header, samples
+    return header, _unique(samples)
 
 
 def _read_json(p: Path, limits: ImportLimits) -> tuple[dict[str, Any], list[Any]]:
@@ -229,8 +230,27 @@ def _read_json(p: Path, limits: ImportLimits) -> tuple[dict[str, Any], list[Any]
         where = place.at("samples").at(i)
         if not isinstance(s, Mapping):
             raise where.error("is not an object", "an Inspect EvalSample")
-        out.append(check_sample(s, where))
-    return header, out
+        out.append((f"{p}, field 'samples[{i}]'", check_sample(s, where)))
+    return header, _unique(out)
+
+
+def _unique(samples: Sequence[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
+    """The samples (each with where it was read), refused when two have the same id and
+    epoch: Inspect writes one per id and epoch, and the rows of both would collide. Ids
+    ``1`` and ``"1"`` count as the same (both become item ``<task>/1``)."""
+    seen: dict[tuple[str, int], tuple[str, Any]] = {}
+    for where, sample in samples:
+        sid, epoch = sample["id"], sample["epoch"]
+        first = seen.setdefault((str(sid), epoch), (where, sid))
+        if first[0] != where:
+            ids = shorten(repr(sid), 60)
+            if first[1] != sid:
+                ids += f" (and {shorten(repr(first[1]), 60)})"
+            raise DataError(
+                f"{where}: the log holds sample id {ids}, epoch {epoch} twice (first at "
+                f"{first[0]}); expected one sample per id and epoch, as Inspect writes"
+            )
+    return [sample for _, sample in samples]
 
 
 def _sample_order(sample: Mapping[str, Any]) -> tuple[int, int, int, str]:

@@ -176,9 +176,9 @@ def _item_id(rec: Mapping[str, Any], item_id_field: str | None, where: str) -> s
     """The record's item id: lm-eval's ``doc_id``, or the doc field named by ``--item-id``."""
     if item_id_field is None:
         return str(rec["doc_id"])
-    doc = rec["doc"]
-    if not isinstance(doc, Mapping) or item_id_field not in doc:
-        fields = ", ".join(map(str, doc)) if isinstance(doc, Mapping) else "none"
+    doc = rec["doc"]  # an object: checked on reading
+    if item_id_field not in doc:
+        fields = ", ".join(map(str, doc)) or "none"
         raise DataError(
             f"{where}: doc has no field {shorten(repr(item_id_field))} (--item-id); its "
             f"fields: {shorten(fields, 200)}"

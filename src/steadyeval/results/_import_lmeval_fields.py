@@ -23,6 +23,8 @@ __all__ = ["MAX_SHOTS", "check_results", "read_records", "read_results_json"]
 
 #: The largest number of shots: ``n_shots`` is a 32-bit column.
 MAX_SHOTS = 2**31 - 1
+#: The largest ``doc_id``: lm-eval numbers a task's documents from 0.
+MAX_DOC_ID = 2**63 - 1
 _REQUIRED = ("doc_id", "doc", "arguments", "filtered_resps")
 _RECORD = "an lm-eval --log_samples record (doc_id, doc, arguments, resps, filtered_resps, ...)"
 
@@ -65,7 +67,8 @@ def _check_record(rec: Any, place: Place) -> dict[str, Any]:
     for key in _REQUIRED:
         if key not in rec:
             raise place.at(key).error("missing field", _RECORD)
-    get(rec, "doc_id", place, INT, TEXT, required=True)
+    int_in(get(rec, "doc_id", place, INT, required=True), place.at("doc_id"), 0, MAX_DOC_ID)
+    get(rec, "doc", place, OBJECT, required=True)
     get(rec, "arguments", place, OBJECT, LIST, required=True)
     get(rec, "resps", place, LIST)
     for key in ("filter", "doc_hash", "prompt_hash"):
@@ -101,5 +104,13 @@ def read_records(path: Path, limits: ImportLimits) -> Iterator[tuple[int, dict[s
     checked for lm-eval's fields."""
     input_file(path, "an lm-eval samples file (samples_*.jsonl)")
     _check_size(path, limits)
+    empty = True
     for lineno, rec in read_jsonl(path):  # NaN, 4,300-digit integers: located DataErrors
+        empty = False
         yield lineno, _check_record(rec, Place(str(path), lineno))
+    if empty:
+        raise DataError(
+            f"{path}: holds no records (no line that is not blank); expected one lm-eval "
+            "--log_samples record per line (a run cut short before it wrote any? import the "
+            "other files without it)"
+        )

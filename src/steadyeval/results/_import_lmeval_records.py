@@ -180,7 +180,7 @@ def row_fields(
 ) -> dict[str, Any]:
     """The row's columns the record determines, plus ``_doc`` (the document's fields) and
     ``_metrics`` (lm-eval's metric values) for the caller to pop."""
-    doc = rec["doc"] if isinstance(rec["doc"], Mapping) else {"doc": rec["doc"]}
+    doc = rec["doc"]  # an object: checked on reading
     prompt = str(args[0][0]) if args and args[0] else ""
     target = rec.get("target")
     metrics = {m: rec.get(m) for m in rec.get("metrics") or [] if m in rec}
@@ -255,7 +255,12 @@ def _mc_fields(
         scoring=OPTION_LOGPROB,
         format="mc",
     )
-    if correct is None and gold:
+    if pick is None:
+        # No answer is never correct, whatever lm-eval's acc says (its arg-max took the
+        # first option): as the scoring modes score an all -inf response, correct is
+        # False; lm-eval's own metrics stay in metadata.lm_eval.metrics.
+        fields["correct"] = False
+    elif correct is None and gold:
         fields["correct"] = pick in gold
     return fields
 
