@@ -5,7 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
+from click.core import ParameterSource
 
+from .._errors import ConfigError
 from ._options import (
     echo_counts,
     echo_result,
@@ -50,13 +52,16 @@ from ._options import (
     show_default=True,
     help="Where batches run: this process, or a Ray cluster.",
 )
-@click.option("--address", help="Ray cluster address (default: start a local cluster).")
+@click.option(
+    "--address",
+    help="Ray cluster address, with --executor ray (default: start a local cluster).",
+)
 @click.option(
     "--workers",
     type=click.IntRange(1, 1024),
     default=2,
     show_default=True,
-    help="Ray actors (model replicas) per model.",
+    help="Ray actors (model replicas) per model, with --executor ray.",
 )
 @run_options()
 def run_cmd(
@@ -89,6 +94,7 @@ def run_cmd(
     """
     from ..run import PlanCounts, RayExecutor, load_run_config, run_config
 
+    _ray_only(click.get_current_context(), executor)
     specs = model_specs(models, model_args)
     cfg = load_run_config(config, {"models": specs, "data": data, "limit": limit, "seed": seed})
     if strict_logprobs:
@@ -107,6 +113,18 @@ def run_cmd(
         echo_counts(result)
     else:
         echo_result(result.summary, result.run_dir)
+
+
+def _ray_only(ctx: click.Context, executor: str) -> None:
+    """Refuse --address or --workers given for another executor (they would be ignored)."""
+    if executor == "ray":
+        return
+    for name in ("address", "workers"):
+        if ctx.get_parameter_source(name) not in (None, ParameterSource.DEFAULT):
+            raise ConfigError(
+                f"--{name} applies only to the Ray executor (this run's is {executor}); "
+                f"add --executor ray, or leave --{name} out"
+            )
 
 
 run_cmd.params.insert(2, model_args_option())
