@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .._errors import DataError, show_path
+from .._errors import ConfigError, DataError, show_path
 from .._extras import require
 from .._files import limit_from_env, loads_json, read_text_file
 from .._hub import locate
@@ -75,7 +75,7 @@ class SquadData:
         return any(q.plausible_answers for q in self.questions if q.is_impossible)
 
 
-def load_squad(source: str | Path, *, split: str = "validation") -> SquadData:
+def load_squad(source: str | Path, *, split: str | None = None) -> SquadData:
     """Load SQuAD 2.0 from the official JSON file or a Hugging Face hub data set.
 
     Parameters
@@ -84,14 +84,17 @@ def load_squad(source: str | Path, *, split: str = "validation") -> SquadData:
         A ``.json`` file in the official SQuAD format (``{"version", "data": [{"title",
         "paragraphs": [{"context", "qas": [...]}]}]}``), or a hub name such as
         ``"squad_v2"`` (loaded with ``datasets.load_dataset(source, split=split)``).
-    split : str
-        The hub split (ignored for files).
+    split : str, optional
+        The hub split (default ``"validation"``). A file has no splits: a split given with a
+        file is a :class:`ConfigError`.
 
     Raises
     ------
     DataError
         The file is missing or malformed (naming the file, the line of the question where
         one is known, and the JSON path of the bad field), or the hub cannot be reached.
+    ConfigError
+        A ``split`` given with a file.
 
     Notes
     -----
@@ -101,6 +104,11 @@ def load_squad(source: str | Path, *, split: str = "validation") -> SquadData:
     text = str(source)
     where = locate(text)  # a file, or a hub id (never decided by a suffix, but .json's)
     if where.exists and where.path.is_file():
+        if split is not None:  # never ignored: the user meant some part of the data
+            raise ConfigError(
+                f"split {shorten(repr(split), 40)} applies to a hub data set; "
+                f"{show_path(text)} is a local file, which has no splits: leave the split out"
+            )
         return _load_json(where.path)
     if where.kind != "hub" or where.path.suffix == ".json":
         if where.exists:
@@ -112,7 +120,7 @@ def load_squad(source: str | Path, *, split: str = "validation") -> SquadData:
         raise DataError(
             problem, file=show_path(text), expected="a SQuAD-format .json file or a hub name"
         )
-    return _load_hub(text, split)
+    return _load_hub(text, "validation" if split is None else split)
 
 
 # -- the official JSON format ------------------------------------------------------------
@@ -341,7 +349,7 @@ def squad_from_rows(rows: Iterable[Mapping[str, Any]], *, source: str) -> SquadD
     )
 
 
-def load_squad2_items(source: str | Path, *, split: str = "validation") -> list[Item]:
+def load_squad2_items(source: str | Path, *, split: str | None = None) -> list[Item]:
     """SQuAD 2.0 as free-form items: one per question, with its paragraph as the context,
     its gold answers, and ``answerable`` false for an unanswerable question (whose right
     answer is a refusal). Metadata: ``title``, ``paragraph_id`` and ``plausible_answers``.

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from ..._limits import MAX_SEED, MAX_TOKENS
 from ...conditions import MAX_SAMPLES
@@ -47,7 +54,11 @@ class FormatsConfig(StudyConfig):
         description="SQuAD 2.0 .json file or hub name (squad_v2).",
         json_schema_extra={"metavar": "SOURCE", "path": True},
     )
-    split: str = Field("validation", description="Hub split.")
+    split: str | None = Field(
+        None,
+        min_length=1,
+        description="Hub split (default: validation); a local .json file has no splits.",
+    )
     answerable: int = Field(300, ge=0, description="Answerable questions to sample.")
     unanswerable: int = Field(300, ge=0, description="Unanswerable questions to sample.")
     seed: int = Field(2022, ge=0, le=MAX_SEED, description="Sampling seed.")
@@ -96,7 +107,11 @@ class FormatsConfig(StudyConfig):
         json_schema_extra={"flags": {"temperature": "temperature", "n_samples": "samples"}},
     )
     determinism: int = Field(
-        0, ge=0, description="Rerun N questions uncached.", json_schema_extra={"metavar": "N"}
+        0,
+        ge=0,
+        description="Rerun N questions uncached; at most the questions sampled (answerable + "
+        "unanswerable, each cut to limit).",
+        json_schema_extra={"metavar": "N"},
     )
     examples: int = Field(5, ge=0, description="Flipping questions shown per model.")
 
@@ -107,6 +122,23 @@ class FormatsConfig(StudyConfig):
         from ...scoring import renamed_scoring
 
         return renamed_scoring(value) if isinstance(value, str) else value
+
+    @field_validator("determinism")
+    @classmethod
+    def _within_the_sample(cls, value: int, info: ValidationInfo) -> int:
+        """No more reruns than questions (``info.data`` lacks a field that failed)."""
+        sizes = [
+            n for n in map(info.data.get, ("answerable", "unanswerable")) if isinstance(n, int)
+        ]
+        limit = info.data.get("limit")
+        if value and len(sizes) == 2:
+            asked = sum(min(n, limit) if isinstance(limit, int) else n for n in sizes)
+            if value > asked:
+                raise ValueError(
+                    f"{value:,} questions to rerun, but the sample holds {asked:,} "
+                    "(answerable + unanswerable, each cut to limit); give at most that"
+                )
+        return value
 
     @model_validator(mode="after")
     def _some_items(self) -> FormatsConfig:
