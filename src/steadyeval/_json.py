@@ -7,6 +7,7 @@ import errno
 import json
 import math
 import os
+import stat
 import uuid
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -14,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ._errors import StorageError
+from ._errors import StorageError, show_path
 
 __all__ = [
     "json_safe",
@@ -75,10 +76,37 @@ def write_json(path: Path, data: Any, *, default: Callable[[Any], Any] | None = 
     write_text_atomic(path, text + "\n")
 
 
+_SPECIAL = (
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def _check_replaceable(path: Path) -> None:
+    """Refuse to replace anything but a regular file or a link (a link is replaced, never
+    followed): renaming over ``/dev/null`` or a FIFO would destroy it."""
+    try:
+        mode = path.lstat().st_mode
+    except OSError:
+        return  # nothing there (or not visible): the rename decides
+    for test, kind in _SPECIAL:
+        if test(mode):
+            raise StorageError(
+                f"cannot write {show_path(path)}: it is {kind}, not a regular file; steadyeval "
+                "replaces only regular files: choose another path"
+            )
+
+
 def replace_atomically(path: Path, write: Callable[[Path], object]) -> None:
-    """Call ``write`` (its return value is ignored) on a temporary file of this process and thread (a unique name, so two
-    writers never share one), then rename it over ``path``: a crash never leaves half a
-    file, and the temporary file never stays."""
+    """Call ``write`` (its return value is ignored) on a temporary file of this process and
+    thread (a unique name, so two writers never share one), then rename it over ``path``: a
+    crash never leaves half a file, and the temporary file never stays. ``path`` must be a
+    regular file, a link (replaced, not followed) or new: a folder, FIFO, device or socket
+    there is a :class:`StorageError`, never replaced."""
+    _check_replaceable(path)
     tmp = path.with_name(f"{path.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp")
     try:
         write(tmp)

@@ -208,3 +208,58 @@ def test_a_rerun_never_reads_a_special_or_damaged_config_json(tmp_path: Path, ki
     else:
         assert code == 0, output
         assert json.loads(config.read_text())["run_id"]
+
+
+def test_overwrite_keeps_a_users_checkpoints_folder_but_deletes_a_report_it_wrote(
+    tmp_path: Path,
+) -> None:
+    """Only what steadyeval recorded as written is deleted: a report it wrote into the
+    folder is recorded (and goes), a checkpoints/ folder the user made is not (and stays)."""
+    out = tmp_path / "run"
+    assert _run(tmp_path, out)[0] == 0
+    (out / "checkpoints").mkdir()
+    (out / "checkpoints" / "mine.txt").write_text("mine")
+    assert CliRunner().invoke(main, ["report", str(out), "--format", "md"]).exit_code == 0
+    assert "report.md" in json.loads((out / MARKER).read_text())["owns"]
+    assert _run(tmp_path, out, "scripted:b", "--overwrite")[0] == 0
+    assert (out / "checkpoints" / "mine.txt").read_text() == "mine"
+    assert not (out / "report.md").exists()
+
+
+def test_a_marker_nested_too_deep_is_one_error(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    assert _run(tmp_path, out)[0] == 0
+    (out / MARKER).write_text("[" * 200_000)
+    code, output = _run(tmp_path, out)
+    assert code == 2 and "is not a steadyeval run marker" in output, output
+
+
+@pytest.mark.parametrize("flag", ["report", "compare"])
+def test_an_output_path_that_is_a_fifo_or_device_is_never_replaced(
+    tmp_path: Path, flag: str
+) -> None:
+    out = tmp_path / "run"
+    assert _run(tmp_path, out)[0] == 0
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    for target in (fifo, Path("/dev/null")):
+        argv = (
+            ["report", str(out), "--output", str(target)]
+            if flag == "report"
+            else ["compare", str(out), str(out), "--json", str(target)]
+        )
+        result = CliRunner().invoke(main, argv)
+        assert result.exit_code == 2 and "special file" in result.output, result.output
+    assert fifo.is_fifo() and Path("/dev/null").is_char_device()
+
+
+def test_the_atomic_writer_never_replaces_a_special_file(tmp_path: Path) -> None:
+    from steadyeval import StorageError
+    from steadyeval._json import write_text_atomic
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    for target, kind in ((fifo, "a FIFO"), (tmp_path, "a folder")):
+        with pytest.raises(StorageError, match=kind):
+            write_text_atomic(target, "x")
+    assert fifo.is_fifo()

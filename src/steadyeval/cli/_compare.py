@@ -161,6 +161,8 @@ def command(
     # a pipe or file gets wide tables; a terminal gets its own width
     print_comparison(Console() if sys.stdout.isatty() else Console(width=160), comp)
     if json_path is not None:
+        from .._json import write_text_atomic
+
         json_path.parent.mkdir(parents=True, exist_ok=True)
-        json_path.write_text(json.dumps(comp.to_dict(), indent=2) + "\n", encoding="utf-8")
+        write_text_atomic(json_path, json.dumps(comp.to_dict(), indent=2) + "\n")
         click.echo(f"wrote {json_path}")

@@ -39,7 +39,7 @@ def _done(run: ImportedRun, out: Path, overwrite: bool) -> None:
     from rich.text import Text
 
     from ..results import write_imported_run
-    from ..run._folder import claim_run_dir, locked_run_dir
+    from ..run import claim_run_dir, locked_run_dir
 
     with locked_run_dir(out):  # the run folder rules of `run` and the studies
         claim_run_dir(out, str(run.summary["run_id"]), overwrite=overwrite)

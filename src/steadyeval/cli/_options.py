@@ -197,6 +197,11 @@ def check_writable(path: Path | None, flag: str = "--out", *, folder: bool = Tru
         raise ConfigError(
             f"{flag} {path}: is {kind}; expected {'a folder' if folder else 'a file'}"
         )
+    if not folder and path.exists() and not path.is_dir() and not path.is_file():
+        raise ConfigError(
+            f"{flag} {path}: is a special file (a FIFO, device or socket); steadyeval writes "
+            "only regular files: choose another path"
+        )
     base = path if folder and path.is_dir() else path.parent
     while not base.exists() and base != base.parent:
         base = base.parent

@@ -47,5 +47,9 @@ def write_report(
     report = build_report(run_dir, options)
     path = Path(output) if output is not None else Path(run_dir) / f"report.{_SUFFIX[fmt]}"
     path.parent.mkdir(parents=True, exist_ok=True)
+    if output is None:
+        from ..run import own
+
+        own(Path(run_dir), path.name)  # recorded first: --overwrite may delete it later
     write_text_atomic(path, render(report, fmt))
     return path

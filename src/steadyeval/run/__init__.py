@@ -10,6 +10,7 @@ from ._config import (
 )
 from ._dispatch import PlanCounts
 from ._executor import Executor, LocalExecutor, call_backend
+from ._folder import claim_run_dir, default_out, locked_run_dir, own
 from ._from_config import load_config_data, resolve_run_config, run_config
 from ._ray import RayExecutor
 from ._run import Block, RunOptions, RunResult, run, run_blocks, run_id_for
@@ -28,9 +29,13 @@ __all__ = [
     "RunResult",
     "call_backend",
     "check_nodes",
+    "claim_run_dir",
+    "default_out",
     "load_config_data",
     "load_run_config",
     "load_yaml_config",
+    "locked_run_dir",
+    "own",
     "resolve_run_config",
     "run",
     "run_blocks",

@@ -34,11 +34,13 @@ __all__ = [
     "MARKER",
     "MARKER_FORMAT",
     "OWNED",
+    "RUN_FILES",
     "claim_run_dir",
     "config_key",
     "default_out",
     "drop_stale_reports",
     "locked_run_dir",
+    "own",
 ]
 
 #: Written into a run folder before any model is called: which config the folder holds.
@@ -51,17 +53,18 @@ MARKER_FORMAT = 1
 LOCK = ".steadyeval-lock"
 #: What ``steadyeval report`` writes into a run folder by default.
 REPORT_FILES = ("report.html", "report.md", "report.json")
-#: The entries steadyeval writes into a run folder (recorded in the marker as its own).
-OWNED = (
+#: The files every run writes into its folder: the marker records them as its own when the
+#: folder is claimed; other writers add what they write (:func:`own`: a report, checkpoints).
+RUN_FILES = (
     "results.parquet",
     "summary.json",
     "summary.md",
     "config.json",
     "provenance.json",
     "manifest.json",
-    *REPORT_FILES,
-    "checkpoints",
 )
+#: What a marker without a list (format 0, before the list was kept) is taken to own.
+OWNED = (*RUN_FILES, *REPORT_FILES, "checkpoints")
 #: A temporary file of ``replace_atomically`` left by a killed writer: ``NAME.PID-HEX.tmp``.
 _TMP = re.compile(r"^(?P<name>.+)\.\d+-[0-9a-f]{8}\.tmp$")
 
@@ -92,7 +95,7 @@ def _marker(run_dir: Path) -> dict[str, Any] | None:
     try:
         with path.open("rb") as fh:
             data = json.loads(fh.read(64 * 1024).decode("utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         data = None
     if not isinstance(data, dict) or not isinstance(data.get("config_key"), str):
         raise ConfigError(
@@ -272,8 +275,25 @@ def claim_run_dir(
     run_dir.mkdir(parents=True, exist_ok=True)
     write_json(
         run_dir / MARKER,
-        {"format": MARKER_FORMAT, "config_key": key, "claimed": time.time(), "owns": OWNED},
+        {"format": MARKER_FORMAT, "config_key": key, "claimed": time.time(), "owns": RUN_FILES},
     )
+
+
+def own(run_dir: Path, *names: str) -> None:
+    """Record ``names`` (entries of ``run_dir`` steadyeval is writing: a report, a checkpoint
+    store) as steadyeval's own in the folder's marker, so ``--overwrite`` may delete them
+    later; what is never recorded is never deleted. A folder without a current marker (not
+    a run folder, or one written before markers listed what they own) is left as it is."""
+    try:
+        marker = _marker(run_dir)
+    except ConfigError:
+        return
+    if marker is None or not marker.get("format") or not isinstance(marker.get("owns"), list):
+        return
+    owns = [n for n in marker["owns"] if isinstance(n, str)]
+    added = [n for n in names if n not in owns and n and "/" not in n]
+    if added:
+        write_json(run_dir / MARKER, {**marker, "owns": [*owns, *added]})
 
 
 def drop_stale_reports(run_dir: Path, old_run_id: str | None, new_run_id: str) -> list[str]:

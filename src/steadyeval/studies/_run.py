@@ -12,8 +12,7 @@ from .._json import json_safe, write_json, write_text_atomic
 from ..models import Backend, load_backend
 from ..results import read_results, read_summary, summary_markdown
 from ..results._manifest import run_in_parts, writing_run
-from ..run import PlanCounts, RunOptions, run_blocks, validate_config
-from ..run._folder import locked_run_dir
+from ..run import PlanCounts, RunOptions, locked_run_dir, run_blocks, validate_config
 from ._protocol import Study, StudyConfig, StudyDesign, StudyResult, get_study
 
 __all__ = ["reanalyze", "run_design", "run_study"]

@@ -17,7 +17,7 @@ from ..._files import limit_from_env
 from ...items import Item, shorten
 from ...models import Backend, model_folder
 from ...results import StudyColumn
-from ...run import Block, RunOptions
+from ...run import Block, RunOptions, own
 from ...stats import KFold, MDLSplits, MultiSplits, StatsInputError
 from ...stats._splitters import Sizes
 from ...train import CheckpointStore
@@ -191,6 +191,7 @@ def _context(config: FewShotConfig, backends: Sequence[Backend], options: RunOpt
             raise ConfigError(f"checkpoints: {root} is not a folder; expected a folder (or none)")
     elif options.out is not None:
         root = Path(options.out) / "checkpoints"
+        own(Path(options.out), root.name)
     else:  # no run directory (a dry run, or Python without out): checkpoints are temporary
         root = None
     base = backends[0]
