@@ -73,6 +73,12 @@ class _Group(click.Group):
         except SteadyevalError as exc:
             click.echo(f"error: {exc}", err=True)
             sys.exit(2)
+        except ValueError as exc:  # steadyeval.stats's own input errors (it imports no project)
+            stats = sys.modules.get("steadyeval.stats._errors")
+            if stats is None or not isinstance(exc, stats.StatsInputError):
+                raise
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(2)
         except OSError as exc:  # a write the disk refused outside steadyeval's own writers
             from .._json import storage_error
 
