@@ -7,11 +7,12 @@ import json
 from collections.abc import Mapping
 from dataclasses import KW_ONLY, InitVar, dataclass, field
 from functools import cached_property
+from numbers import Integral
 from types import MappingProxyType
 from typing import Any
 
 from .._errors import DataError
-from ._text import encode_utf8, shorten, value_problem
+from ._text import encode_utf8, lone_surrogate, shorten, value_problem
 
 __all__ = ["Item", "canonical_json", "plain_json"]
 
@@ -36,6 +37,87 @@ def plain_json(value: Any) -> Any:
     if isinstance(value, tuple):
         return [plain_json(v) for v in value]
     return value
+
+
+def _where(item: Item) -> str:
+    return f"item {shorten(repr(item.id))}" if isinstance(item.id, str) else "item"
+
+
+def _wrong(item: Item, field: str, value: Any, expected: str) -> DataError:
+    """``field`` holds ``value``, not what ``expected`` says (a string is shown, cut)."""
+    got = f"the string {shorten(repr(value), 40)}" if isinstance(value, str) else "got "
+    got += "" if isinstance(value, str) else type(value).__name__
+    return DataError(got, file=_where(item), field=field, expected=expected)
+
+
+def _check_fields(item: Item) -> None:
+    """Each field of its type, as the loaders check a record's: text is ``str`` without a
+    lone surrogate; a sequence of texts is a list or tuple, never one string (which would be
+    read letter by letter); option indices are integers; ``answerable`` is a bool."""
+    for name in ("id", "question", "context"):
+        value = getattr(item, name)
+        if not isinstance(value, str) and not (name == "context" and value is None):
+            raise _wrong(item, name, value, "a string" + (" or None" if name == "context" else ""))
+    texts: list[str] = [item.id, item.question, item.context or ""]
+    for name in ("options", "answers", "aliases", "gold_options"):
+        value = getattr(item, name)
+        if value is None and name == "options":
+            continue
+        index = name == "gold_options"
+        if not isinstance(value, list | tuple):
+            kind = "option indices" if index else "strings"
+            raise _wrong(item, name, value, f"a list or tuple of {kind}")
+        for k, v in enumerate(value):
+            ok = _is_index(v) if index else isinstance(v, str)
+            if not ok:
+                raise _wrong(item, f"{name}[{k}]", v, "an integer" if index else "a string")
+        if not index:
+            texts += value
+    if not isinstance(item.answerable, bool):
+        raise _wrong(item, "answerable", item.answerable, "True or False")
+    if any(lone_surrogate(t) is not None for t in texts):  # never writable: say where
+        fields = ("id", "question", "context", "options", "answers", "aliases")
+        problem = value_problem({f: getattr(item, f) for f in fields})
+        assert problem is not None
+        raise DataError(
+            problem.message, file=_where(item), field=problem.field, expected=problem.expected
+        )
+
+
+def _plain(item: Item) -> bool:
+    """The common case, quickly: every field of its exact type and no lone surrogate (else
+    :func:`_check_fields` finds the problem and says where)."""
+    opts, answers, aliases, gold = item.options, item.answers, item.aliases, item.gold_options
+    if not (
+        type(item.id) is str
+        and type(item.question) is str
+        and (item.context is None or type(item.context) is str)
+        and type(item.answerable) is bool
+        and (opts is None or type(opts) in _SEQUENCES)
+        and type(answers) in _SEQUENCES
+        and type(aliases) in _SEQUENCES
+        and type(gold) in _SEQUENCES
+        and all(type(g) is int for g in gold)
+    ):
+        return False
+    try:  # join refuses anything that is not text
+        text = "".join(
+            (item.id, item.question, item.context or "", *(opts or ()), *answers, *aliases)
+        )
+    except TypeError:
+        return False
+    try:  # UTF-8 refuses a lone surrogate, far faster than a search for one
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+_SEQUENCES = (list, tuple)
+
+
+def _is_index(value: Any) -> bool:
+    return type(value) is int or (isinstance(value, Integral) and not isinstance(value, bool))
 
 
 @dataclass(frozen=True, eq=True)
@@ -83,6 +165,8 @@ class Item:
     answer: InitVar[str | list[str] | tuple[str, ...] | int | None] = None
 
     def __post_init__(self, answer: str | list[str] | tuple[str, ...] | int | None) -> None:
+        if not _plain(self):
+            _check_fields(self)
         if not isinstance(self.metadata, Mapping):
             raise DataError(
                 f"got {type(self.metadata).__name__}",
@@ -104,7 +188,7 @@ class Item:
         if answer is not None:
             self._set_answer(answer)
         object.__setattr__(self, "answers", tuple(self.answers))
-        object.__setattr__(self, "gold_options", tuple(self.gold_options))
+        object.__setattr__(self, "gold_options", tuple(int(g) for g in self.gold_options))
         object.__setattr__(self, "aliases", tuple(self.aliases))
         n = len(self.options) if self.options is not None else 0
         for g in self.gold_options:
