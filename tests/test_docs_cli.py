@@ -91,6 +91,36 @@ def test_cli_md_has_a_section_matching_help(path: list[str], command: click.Comm
     assert not missing, f"docs/cli.md's `steadyeval {name}` never names {missing}"
 
 
+def _outside_brackets(text: str) -> str:
+    """``text`` without what its ``[...]`` hold (the synopsis's optional parts)."""
+    depth, out = 0, []
+    for ch in text:
+        depth += (ch == "[") - (ch == "]")
+        if depth == 0 and ch != "]":
+            out.append(ch)
+    return "".join(out)
+
+
+@pytest.mark.parametrize(("path", "command"), COMMANDS, ids=[" ".join(p) for p, _ in COMMANDS])
+def test_a_synopsis_shows_an_option_with_a_default_as_optional(
+    path: list[str], command: click.Command
+) -> None:
+    """An option outside ``[...]`` reads as one to give; one with a default is optional
+    (``tiny-model --arch`` was shown bare, but defaults to gpt2)."""
+    synopsis = re.search(r"```\w*\n(.*?)```", _sections()[" ".join(path)], re.S)
+    assert synopsis is not None
+    ctx = click.Context(command)
+    defaults = {
+        o: p.get_default(ctx, call=False)
+        for p in command.params
+        if isinstance(p, click.Option)
+        for o in (*p.opts, *p.secondary_opts)
+    }
+    bare = _FLAG.findall(_outside_brackets(synopsis.group(1)))
+    shown = [f for f in bare if isinstance(defaults.get(f), str | int | float)]
+    assert not shown, f"`steadyeval {' '.join(path)}`: {shown} have defaults; show them in [...]"
+
+
 def test_the_common_options_are_named_at_the_top() -> None:
     top = CLI.read_text(encoding="utf-8").split("\n## ", 1)[0]
     assert [o for o in COMMON if o not in top] == []

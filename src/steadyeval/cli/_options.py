@@ -4,6 +4,7 @@ printer of a dry run's counts and the one printer of a finished run."""
 
 from __future__ import annotations
 
+import shlex
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -278,7 +279,7 @@ def echo_result(summary: Mapping[str, Any], run_dir: Path | None, headline: str 
     )
     if run_dir is not None:
         click.echo(f"wrote {run_dir}/ (results.parquet, summary.json, summary.md)")
-        click.echo(f"read it: steadyeval report {run_dir}")
+        click.echo(f"read it: steadyeval report {shlex.quote(str(run_dir))}")  # a command
 
 
 def _retries(value: Any) -> int:
