@@ -30,6 +30,11 @@ def _config(study: Study, config: ConfigLike) -> StudyConfig:
         return config
     if isinstance(config, str | Path):
         return study.load_config(config)
+    if not isinstance(config, Mapping):
+        raise ConfigError(
+            f"study {study.name!r}: config is {type(config).__name__}; expected a "
+            f"{study.config.__name__}, a mapping of its keys, or the path of a YAML file"
+        )
     return validate_config(study.config, config, what=f"{study.name}-study config")
 
 
