@@ -8,7 +8,7 @@ from __future__ import annotations
 import struct
 import zipfile
 import zlib
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,7 +18,9 @@ __all__ = [
     "ZSTD",
     "Member",
     "deflate",
+    "filled",
     "fixture_members",
+    "streamed",
     "write_zip",
     "zeros",
     "zstd",
@@ -56,26 +58,39 @@ def deflate(name: str, data: bytes, *, size: int | None = None) -> Member:
     return Member(name, raw, DEFLATE, len(data) if size is None else size, zlib.crc32(data))
 
 
-def zeros(name: str, n_bytes: int, method: int = ZSTD) -> Member:
-    """A member of ``n_bytes`` zero bytes, compressed in a streaming way (never held whole):
-    a bomb of a few kilobytes that inflates to ``n_bytes``."""
-    block = b"\0" * (1 << 20)
-    full, rest = divmod(n_bytes, len(block))
-    crc = 0
-    for _ in range(full):
-        crc = zlib.crc32(block, crc)
-    crc = zlib.crc32(block[:rest], crc)
+def streamed(name: str, parts: Iterable[bytes], method: int = ZSTD, *, level: int = 9) -> Member:
+    """A member holding the concatenation of ``parts``, compressed as they come (the whole
+    is never held): a small archive whose members inflate to gigabytes."""
+    crc = size = 0
+    chunks: list[bytes] = []
     if method == ZSTD:
         import zstandard
 
-        c = zstandard.ZstdCompressor().compressobj(size=n_bytes)
-        raw = b"".join(c.compress(block) for _ in range(full)) + c.compress(block[:rest])
-        raw += c.flush()
+        z = zstandard.ZstdCompressor().compressobj()
+        compress, flush = z.compress, z.flush
     else:
-        d = zlib.compressobj(9, zlib.DEFLATED, -15)
-        raw = b"".join(d.compress(block) for _ in range(full)) + d.compress(block[:rest])
-        raw += d.flush()
-    return Member(name, raw, method, n_bytes, crc)
+        d = zlib.compressobj(level, zlib.DEFLATED, -15)
+        compress, flush = d.compress, d.flush
+    for part in parts:
+        crc = zlib.crc32(part, crc)
+        size += len(part)
+        chunks.append(compress(part))
+    chunks.append(flush())
+    return Member(name, b"".join(chunks), method, size, crc)
+
+
+def filled(n_bytes: int, fill: bytes = b"\0") -> Iterator[bytes]:
+    """``n_bytes`` bytes of ``fill`` (one byte), in blocks of 1 MiB."""
+    block = fill * (1 << 20)
+    full, rest = divmod(n_bytes, len(block))
+    yield from (block for _ in range(full))
+    yield block[:rest]
+
+
+def zeros(name: str, n_bytes: int, method: int = ZSTD) -> Member:
+    """A member of ``n_bytes`` zero bytes, compressed in a streaming way (never held whole):
+    a bomb of a few kilobytes that inflates to ``n_bytes``."""
+    return streamed(name, filled(n_bytes), method)
 
 
 def write_zip(path: Path, members: Sequence[Member]) -> Path:

@@ -17,6 +17,8 @@ from typing import Any
 from .._errors import DataError
 from ..items import shorten
 from ._import_inspect_read import read_inspect_log
+from ._import_limits import ImportLimits
+from ._import_memory import KeptBudget
 
 __all__ = [
     "InspectLog",
@@ -102,8 +104,11 @@ class InspectLog:
 
 
 def load_logs(files: Sequence[Path]) -> list[InspectLog]:
-    """Each file read (see :func:`read_inspect_log`)."""
-    return [InspectLog(p, *read_inspect_log(p)) for p in files]
+    """Each file read (see :func:`read_inspect_log`), under one budget for what they keep
+    together (``STEADYEVAL_MAX_KEPT_MB``)."""
+    limits = ImportLimits.from_env()
+    kept = KeptBudget(limits)
+    return [InspectLog(p, *read_inspect_log(p, limits, kept=kept)) for p in files]
 
 
 def take_retries(logs: Sequence[InspectLog]) -> tuple[list[InspectLog], list[str]]:

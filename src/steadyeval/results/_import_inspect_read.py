@@ -38,6 +38,7 @@ from ._import_limits import (
     member_too_big,
     read_bounded,
 )
+from ._import_memory import KeptBudget, file_parse_cost, parse_cost
 
 __all__ = ["LISTINGS", "find_inspect_logs", "read_inspect_log"]
 
@@ -45,6 +46,9 @@ __all__ = ["LISTINGS", "find_inspect_logs", "read_inspect_log"]
 #: eval set's description.
 LISTINGS = frozenset({"logs.json", "eval-set.json"})
 _HEADERS = ("header.json", "_journal/start.json", "start.json")
+#: The header fields an import reads (:func:`._import_inspect_fields.check_header`); the
+#: rest is dropped.
+_HEADER_KEPT = ("version", "status", "eval", "error", "results")
 _ZSTD = 93  # the zip compression method number of Zstandard
 #: Methods a member may use: Inspect writes Zstandard (older versions deflate). Others
 #: (bzip2, LZMA) decompress in unbounded steps, so they are refused.
@@ -179,7 +183,7 @@ def _open_zip(p: Path, limits: ImportLimits) -> zipfile.ZipFile:
         ) from None
 
 
-def _read_eval(p: Path, limits: ImportLimits) -> tuple[dict[str, Any], list[Any]]:
+def _read_eval(p: Path, limits: ImportLimits, kept: KeptBudget) -> tuple[dict[str, Any], list[Any]]:
     budget = LogBudget(str(p), limits)
     with _open_zip(p, limits) as zf:
         infos: dict[str, zipfile.ZipInfo] = {}
@@ -189,6 +193,7 @@ def _read_eval(p: Path, limits: ImportLimits) -> tuple[dict[str, Any], list[Any]
         def load(name: str) -> Any:
             where = f"{p}!{name}"
             data = _member(zf, p, infos[name], limits, budget)
+            kept.parse(parse_cost(data), where)
             return json_document(data, where, limits, surrogates=False)
 
         head_name = next((h for h in _HEADERS if h in infos), None)
@@ -207,30 +212,49 @@ def _read_eval(p: Path, limits: ImportLimits) -> tuple[dict[str, Any], list[Any]
                 ending = load("results.json")
                 header.update(ending if isinstance(ending, dict) else {})
             header.setdefault("status", "started")  # no header.json: the eval never ended
-        check_header(header, Place(f"{p}!{head_name}"))
+        header = _header(header, Place(f"{p}!{head_name}"), kept)
         samples = [
-            (f"{p}!{name}", check_sample(load(name), Place(f"{p}!{name}")))
+            _sample(load(name), Place(f"{p}!{name}"), kept)
             for name in infos
             if name.startswith("samples/") and name.endswith(".json")
         ]
     return header, _unique(samples)
 
 
-def _read_json(p: Path, limits: ImportLimits) -> tuple[dict[str, Any], list[Any]]:
+def _header(header: dict[str, Any], place: Place, kept: KeptBudget) -> dict[str, Any]:
+    """The header's fields an import reads, checked and counted as kept (the rest, such as
+    ``plan``, ``stats`` and ``reductions``, is dropped)."""
+    check_header(header, place)
+    out = {k: header[k] for k in _HEADER_KEPT if k in header}
+    kept.keep(out, place.file)
+    return out
+
+
+def _sample(raw: Any, place: Place, kept: KeptBudget) -> tuple[str, dict[str, Any]]:
+    """Where the sample was read and the fields of it an import reads, checked and counted
+    as kept."""
+    where = f"{place.file}, field {place.path!r}" if place.path else place.file
+    sample = check_sample(raw, place)
+    kept.keep(sample, where)
+    return where, sample
+
+
+def _read_json(p: Path, limits: ImportLimits, kept: KeptBudget) -> tuple[dict[str, Any], list[Any]]:
+    if p.stat().st_size <= limits.file_bytes:  # else refused by its size, unread
+        kept.parse(file_parse_cost(p), str(p))
     text = read_text_file(p, _WHAT, max_bytes=limits.file_bytes)
     header = json_document(text, str(p), limits, surrogates=False)
     if not isinstance(header, dict):
         raise DataError(f"{p}: is not a JSON object; expected an Inspect EvalLog")
     place = Place(str(p))
     samples = get(header, "samples", place, LIST) or []
-    header.pop("samples", None)
-    check_header(header, place)
+    header = _header(header, place, kept)
     out = []
     for i, s in enumerate(samples):
         where = place.at("samples").at(i)
         if not isinstance(s, Mapping):
             raise where.error("is not an object", "an Inspect EvalSample")
-        out.append((f"{p}, field 'samples[{i}]'", check_sample(s, where)))
+        out.append(_sample(s, where, kept))
     return header, _unique(out)
 
 
@@ -261,10 +285,11 @@ def _sample_order(sample: Mapping[str, Any]) -> tuple[int, int, int, str]:
 
 
 def read_inspect_log(
-    path: str | Path, limits: ImportLimits | None = None
+    path: str | Path, limits: ImportLimits | None = None, *, kept: KeptBudget | None = None
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """``(header, samples)`` of one Inspect log; ``header`` has at least ``eval`` and
-    ``status`` (``started`` for a ``.eval`` log without ``header.json``). Each sample holds
+    """``(header, samples)`` of one Inspect log; ``header`` holds the fields an import
+    uses: ``eval``, ``status`` (``started`` for a ``.eval`` log without ``header.json``),
+    and where the log has them ``version``, ``error`` and ``results``. Each sample holds
     the fields an import uses (``id``, ``epoch``, always set, ``input``, ``choices``,
     ``target``, ``messages``, ``output``, ``scores``, ``metadata``, ``error``), their types
     checked; the rest (``events``, ``attachments``, ...) is dropped as it is read.
@@ -276,6 +301,9 @@ def read_inspect_log(
     limits : ImportLimits, optional
         What the log may make steadyeval decompress and hold (default: from the
         environment, see :mod:`steadyeval.results._import_limits`).
+    kept : KeptBudget, optional
+        What the import has kept so far (pass one to bound several logs together; default:
+        this log alone, under ``limits.kept_bytes``).
 
     Raises
     ------
@@ -286,10 +314,11 @@ def read_inspect_log(
     """
     p = input_file(path, _WHAT)
     limits = limits or ImportLimits.from_env()
+    kept = kept or KeptBudget(limits)
     if p.suffix == ".eval":
-        header, samples = _read_eval(p, limits)
+        header, samples = _read_eval(p, limits, kept)
     else:
-        header, samples = _read_json(p, limits)
+        header, samples = _read_json(p, limits, kept)
     if not isinstance(get(header, "eval", Place(str(p)), OBJECT), Mapping):
         raise DataError(f"{p}: no 'eval' object; not an Inspect evaluation log")
     samples.sort(key=_sample_order)

@@ -17,6 +17,10 @@ variable                       default      what it bounds
                                             an lm-eval ``results_*.json``
 ``STEADYEVAL_MAX_FILE_MB``     512          a file read whole (a ``.json`` log, a results
                                             JSON)
+``STEADYEVAL_MAX_KEPT_MB``     768          what one import holds at once: the fields it
+                                            keeps of every log or record, and the
+                                            document it is parsing (see
+                                            :mod:`._import_memory`)
 =============================  ===========  =============================================
 
 JSON nesting is limited to :data:`steadyeval._files.MAX_JSON_DEPTH` levels.
@@ -33,12 +37,22 @@ from .._errors import DataError
 from .._files import MAX_TEXT_BYTES, decode_utf8, limit_from_env, loads_json
 from ..items import value_problem
 
-__all__ = ["ImportLimits", "LogBudget", "json_document", "member_too_big", "read_bounded"]
+__all__ = [
+    "KEPT_DEFAULT",
+    "ImportLimits",
+    "LogBudget",
+    "json_document",
+    "member_too_big",
+    "mib",
+    "read_bounded",
+]
 
 _MB = 1024 * 1024
 #: A JSON escape of a UTF-16 surrogate: the only way a lone surrogate gets into parsed text.
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 _CHUNK = 1 << 20
+#: The default of ``STEADYEVAL_MAX_KEPT_MB``.
+KEPT_DEFAULT = 768
 
 
 @dataclass(frozen=True)
@@ -50,6 +64,7 @@ class ImportLimits:
     members: int = 500_000
     json_values: int = 10_000_000
     file_bytes: int = MAX_TEXT_BYTES
+    kept_bytes: int = KEPT_DEFAULT * _MB
 
     @classmethod
     def from_env(cls) -> ImportLimits:
@@ -61,10 +76,12 @@ class ImportLimits:
             members=limit_from_env("STEADYEVAL_MAX_LOG_MEMBERS", d.members, unit=1),
             json_values=limit_from_env("STEADYEVAL_MAX_JSON_VALUES", d.json_values, unit=1),
             file_bytes=limit_from_env("STEADYEVAL_MAX_FILE_MB", d.file_bytes),
+            kept_bytes=limit_from_env("STEADYEVAL_MAX_KEPT_MB", d.kept_bytes),
         )
 
 
-def _mib(n: int) -> str:
+def mib(n: int) -> str:
+    """``n`` bytes in MiB, for a message."""
     return f"{n / _MB:,.0f} MiB"
 
 
@@ -81,7 +98,7 @@ class LogBudget:
         if self.spent > self.limits.log_bytes:
             raise DataError(
                 f"{self.where}: its members decompress to more than "
-                f"{_mib(self.limits.log_bytes)} together, the limit for one log (a "
+                f"{mib(self.limits.log_bytes)} together, the limit for one log (a "
                 "compression bomb?); set STEADYEVAL_MAX_LOG_MB to raise it"
             )
 
@@ -89,7 +106,7 @@ class LogBudget:
 def member_too_big(where: str, limits: ImportLimits) -> DataError:
     """The error for a member larger than ``limits.member_bytes`` decompressed."""
     return DataError(
-        f"{where}: decompresses to more than {_mib(limits.member_bytes)}, the limit for one "
+        f"{where}: decompresses to more than {mib(limits.member_bytes)}, the limit for one "
         "member of a log (a compression bomb?); set STEADYEVAL_MAX_MEMBER_MB to raise it"
     )
 

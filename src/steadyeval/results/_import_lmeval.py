@@ -31,6 +31,7 @@ from ._import_common import (
 from ._import_limits import ImportLimits
 from ._import_lmeval_fields import read_records, read_results_json
 from ._import_lmeval_records import output_type, pick_metric, record_arguments, row_fields
+from ._import_memory import KeptBudget
 from ._row import ResultRow
 from ._schema import rows_to_table
 
@@ -102,14 +103,18 @@ def _task_and_date(path: Path) -> tuple[str, str | None]:
     return path.stem.removeprefix("samples_"), None
 
 
-def _results_for(path: Path, date: str | None, limits: ImportLimits) -> dict[str, Any]:
-    """The ``results_<date>.json`` beside a samples file (``{}`` when there is none)."""
+def _results_for(
+    path: Path, date: str | None, kept: KeptBudget, read: dict[Path, dict[str, Any]]
+) -> dict[str, Any]:
+    """The ``results_<date>.json`` beside a samples file (``{}`` when there is none); each
+    is read once (``read``: those read so far), and shared by the tasks of its run."""
     if date is None:
         return {}
     res = path.parent / f"results_{date}.json"
-    if not os.path.lexists(res):
-        return {}
-    return read_results_json(res, limits)
+    if res not in read:
+        read[res] = read_results_json(res, kept) if os.path.lexists(res) else {}
+        kept.keep(read[res], str(res))
+    return read[res]
 
 
 def _model_name(results: Mapping[str, Any], path: Path) -> str:
@@ -142,12 +147,16 @@ def _load(
     filter gets one condition per filter)."""
     loaded: list[_SamplesFile] = []
     filters: dict[str, set[str]] = {}
+    kept = KeptBudget(limits)  # every file's records are held until the table is made
+    read: dict[Path, dict[str, Any]] = {}
     for path in files:
         task, date = _task_and_date(path)
-        results = _results_for(path, date, limits)
-        recs = list(read_records(path, limits))
-        for _, rec in recs:
+        results = _results_for(path, date, kept, read)
+        recs = []
+        for lineno, rec in read_records(path, limits):
+            kept.keep(rec, f"{path}, line {lineno}")
             filters.setdefault(task, set()).add(str(rec.get("filter", "none")))
+            recs.append((lineno, rec))
         loaded.append(_SamplesFile(path, task, results, recs))
     return loaded, filters
 

@@ -18,6 +18,7 @@ from .._files import human_bytes, input_file, read_text_file
 from ..items import read_jsonl
 from ._import_fields import INT, LIST, OBJECT, TEXT, Place, describe, get, int_in, list_of
 from ._import_limits import ImportLimits, json_document
+from ._import_memory import KeptBudget, file_parse_cost
 
 __all__ = ["MAX_SHOTS", "check_results", "read_records", "read_results_json"]
 
@@ -55,8 +56,13 @@ def check_results(data: Any, place: Place) -> dict[str, Any]:
     return data
 
 
-def read_results_json(path: Path, limits: ImportLimits) -> dict[str, Any]:
-    """``results_*.json`` read under the limits and checked (:func:`check_results`)."""
+def read_results_json(path: Path, kept: KeptBudget) -> dict[str, Any]:
+    """``results_*.json`` read under the limits (the memory parsing it takes within what
+    the import may hold) and checked (:func:`check_results`)."""
+    limits = kept.limits
+    p = input_file(path, "lm-eval's results JSON")
+    if p.stat().st_size <= limits.file_bytes:  # else refused by its size, unread
+        kept.parse(file_parse_cost(p), str(p))
     text = read_text_file(path, "lm-eval's results JSON", max_bytes=limits.file_bytes)
     return check_results(json_document(text, str(path), limits), Place(str(path)))
 
@@ -69,12 +75,32 @@ def _check_record(rec: Any, place: Place) -> dict[str, Any]:
             raise place.at(key).error("missing field", _RECORD)
     int_in(get(rec, "doc_id", place, INT, required=True), place.at("doc_id"), 0, MAX_DOC_ID)
     get(rec, "doc", place, OBJECT, required=True)
-    get(rec, "arguments", place, OBJECT, LIST, required=True)
+    _share_contexts(get(rec, "arguments", place, OBJECT, LIST, required=True))
     get(rec, "resps", place, LIST)
     for key in ("filter", "doc_hash", "prompt_hash"):
         get(rec, key, place, TEXT)
     list_of(get(rec, "metrics", place, LIST), place.at("metrics"), TEXT)
     return rec
+
+
+def _share_contexts(args: Any) -> None:
+    """Make the requests of a record that repeat its first request's context (every choice
+    of a multiple-choice document does) hold that one string, not a copy each."""
+    slots: list[tuple[Any, Any]] = []  # (container, key) of each request's context
+    for request in args.values() if isinstance(args, Mapping) else args:
+        if isinstance(request, Mapping) and "arg_0" in request:
+            slots.append((request, "arg_0"))
+        elif isinstance(request, list) and request:
+            slots.append((request, 0))
+    first = None
+    for container, key in slots:
+        text = container[key]
+        if not isinstance(text, str):
+            continue
+        if first is None:
+            first = text
+        elif text == first:
+            container[key] = first
 
 
 def _check_size(path: Path, limits: ImportLimits) -> None:
