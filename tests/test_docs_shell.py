@@ -458,7 +458,7 @@ for _page, _key in [
     ("docs/cli.md", "steadyeval compare RUN_A RUN_B [...] [--model M]"),
     ("docs/cli.md", "steadyeval import lm-eval PATH... --out RUN_DIR"),
     ("docs/cli.md", "steadyeval import inspect PATH... --out RUN_DIR"),
-    ("docs/cli.md", "steadyeval tiny-model DIR --arch gpt2|t5|bert"),
+    ("docs/cli.md", "steadyeval tiny-model DIR [--arch gpt2|t5|bert"),
     ("docs/cli.md", "steadyeval cache info [--cache FILE]"),
     ("docs/cli.md", "steadyeval cache clear [--cache FILE]"),
     ("docs/cli.md", "steadyeval [--log-level debug|info|warning|error]"),

@@ -92,7 +92,9 @@ def test_what_fits_the_budget_imports_within_it(tmp_path: Path) -> None:
     log = _log(tmp_path / "fits.eval", 2, 16, "target")
     said, peak = _peak(log, tmp_path / "o", STEADYEVAL_MAX_KEPT_MB="256")
     assert said == ""
-    assert peak < (256 + 256) * _MIB, f"peak RSS {peak / _MIB:.0f} MiB"
+    # the budget plus the interpreter and its imports (250-400 MiB, more on some machines),
+    # far from the 7 copies (1.8 GB) an unbounded import would make
+    assert peak < (256 + 448) * _MIB, f"peak RSS {peak / _MIB:.0f} MiB"
     said, _ = _peak(log, tmp_path / "o2", STEADYEVAL_MAX_KEPT_MB="200")
     assert "fits.eval!samples/2_epoch_1.json: with what the import read before it" in said
     assert "more than 200 MiB of memory" in said and "STEADYEVAL_MAX_KEPT_MB" in said
