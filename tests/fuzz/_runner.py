@@ -15,7 +15,6 @@ import argparse
 import contextlib
 import json
 import os
-import resource
 import sys
 import tempfile
 import traceback
@@ -24,6 +23,7 @@ from typing import Any
 
 from hypothesis import HealthCheck, Phase, given, seed, settings
 
+from tests._memory import peak_rss_bytes
 from tests.fuzz._registry import OUTCOMES, all_targets
 
 
@@ -62,7 +62,7 @@ def run(name: str, examples: int, seed_value: int) -> dict[str, Any]:
 
     with contextlib.suppress(BaseException):  # a failure is reported below
         prop()
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
+    peak = peak_rss_bytes()
     return {
         "target": name,
         "entry": spec.entry,

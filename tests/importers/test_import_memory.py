@@ -49,15 +49,16 @@ def _peak(log: Path, out: Path, **env: str) -> tuple[str, int]:
     imports ``log`` and writes the run folder."""
     script = textwrap.dedent(
         """
-        import resource, sys
+        import sys
         from steadyeval import DataError
+        from tests._memory import peak_rss_bytes
         from steadyeval.results import import_inspect, write_imported_run
         try:
             write_imported_run(import_inspect([sys.argv[1]]), sys.argv[2])
             said = ""
         except DataError as exc:
             said = str(exc)
-        print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+        print(peak_rss_bytes())
         print(said)
         """
     )
@@ -92,9 +93,7 @@ def test_what_fits_the_budget_imports_within_it(tmp_path: Path) -> None:
     log = _log(tmp_path / "fits.eval", 2, 16, "target")
     said, peak = _peak(log, tmp_path / "o", STEADYEVAL_MAX_KEPT_MB="256")
     assert said == ""
-    # the budget plus the interpreter and its imports (250-400 MiB, more on some machines),
-    # far from the 7 copies (1.8 GB) an unbounded import would make
-    assert peak < (256 + 448) * _MIB, f"peak RSS {peak / _MIB:.0f} MiB"
+    assert peak < (256 + 256) * _MIB, f"peak RSS {peak / _MIB:.0f} MiB"
     said, _ = _peak(log, tmp_path / "o2", STEADYEVAL_MAX_KEPT_MB="200")
     assert "fits.eval!samples/2_epoch_1.json: with what the import read before it" in said
     assert "more than 200 MiB of memory" in said and "STEADYEVAL_MAX_KEPT_MB" in said
