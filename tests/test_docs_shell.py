@@ -323,8 +323,23 @@ SUBSTITUTIONS += (
         "docs/study-spread.md",
         _SPREAD,
         "--data mmlu.jsonl --out runs/spread",
-        "--data mmlu.jsonl --limit 50 --out runs/spread",
-        _TIME + " (100 questions; 50 give the default budget of 100 cells, one per format)",
+        "--data mmlu.jsonl --limit 50 --draws 100 --out runs/spread",
+        _TIME + " (100 questions; 50 give the default budget of 100 cells, one per format; "
+        "100 posterior draws, not 400)",
+    ),
+    Substitution(
+        "docs/study-spread.md",
+        _SPREAD,
+        "--sampler adaptive --out runs/spread-adaptive",
+        "--sampler adaptive --draws 100 --out runs/spread-adaptive",
+        _TIME + " (100 posterior draws, not 400)",
+    ),
+    Substitution(
+        "docs/study-spread.md",
+        _SPREAD,
+        "--budget 120 --out runs/spread-pe",
+        "--budget 120 --draws 100 --out runs/spread-pe",
+        _TIME + " (100 posterior draws, not 400)",
     ),
     Substitution(
         "docs/study-formats.md",

@@ -7,7 +7,7 @@ and one ``error:`` line), never another exception. Targets run in subprocesses
 resident memory (their own ``getrusage``, reported after each target) must stay under
 :data:`MAX_RSS`; an address-space limit keeps a regression from eating the machine.
 
-The suite runs a short budget (``STEADYEVAL_FUZZ_EXAMPLES``, default 25 per target); a long
+The suite runs a short budget (``STEADYEVAL_FUZZ_EXAMPLES``, default 15 per target); a long
 run sets it higher, e.g. ``STEADYEVAL_FUZZ_EXAMPLES=2000 python -m pytest tests/fuzz -n 2``,
 and ``STEADYEVAL_FUZZ_SEED`` changes the seed. One target alone:
 ``python -m tests.fuzz._runner NAME --examples 500``. Time is only a hang guard (generous).
@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[2]
 MAX_RSS = 1 << 30
 #: Address space the process may map: far above any honest target, well under the machine.
 ADDRESS_SPACE = 6 << 30
-EXAMPLES = int(os.environ.get("STEADYEVAL_FUZZ_EXAMPLES", "25"))
+EXAMPLES = int(os.environ.get("STEADYEVAL_FUZZ_EXAMPLES", "15"))
 SEED = int(os.environ.get("STEADYEVAL_FUZZ_SEED", "20261206"))
 HANG_GUARD_S = 1800 + EXAMPLES * 10
 
