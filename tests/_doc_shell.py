@@ -99,7 +99,10 @@ def hub_cache(home: Path) -> Iterator[None]:
         for name, value in hub_env(home).items():
             mp.setenv(name, value)
         mp.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(home / "hub"))
+        mp.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
         mp.setattr(datasets.config, "HF_DATASETS_CACHE", home / "datasets")
+        mp.setattr(datasets.config, "HF_HUB_OFFLINE", True)
+        mp.setattr(datasets.config, "HF_DATASETS_OFFLINE", True)
         yield
 
 

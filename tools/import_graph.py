@@ -12,8 +12,8 @@ Rules (issue 39):
   cycle.
 * A name beginning with ``_`` (a private module or a private attribute) may be imported only
   from inside the same package (``steadyeval.x._a`` from ``steadyeval.x._b``). The top-level
-  modules ``steadyeval._errors``, ``_json``, ``_files``, ``_log``, ``_lazy``, ``_extras`` and
-  ``_hub`` are the project's shared internals (the root package's own API for its
+  modules ``steadyeval._errors``, ``_json``, ``_files``, ``_log``, ``_lazy``, ``_extras``,
+  ``_hub`` and ``_limits`` are the project's shared internals (the root package's own API for its
   subpackages) and may be imported from anywhere.
 
 Imports inside ``if TYPE_CHECKING:`` blocks count as edges for cycles between packages (a
@@ -51,7 +51,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("cli",),
     ("(api)",),
 )
-SHARED_ROOT = {"_errors", "_json", "_files", "_log", "_lazy", "_extras", "_hub"}
+SHARED_ROOT = {"_errors", "_json", "_files", "_log", "_lazy", "_extras", "_hub", "_limits"}
 
 
 class Edge(NamedTuple):

@@ -18,7 +18,6 @@ libraries' constants, which they read from it once at import).
 from __future__ import annotations
 
 import hashlib
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -134,17 +133,19 @@ class HubCache:
 def use_hub_cache(cache: HubCache, monkeypatch: pytest.MonkeyPatch) -> None:
     """Point this process at ``cache``, offline: the environment variables of
     :meth:`HubCache.env`, and the constants ``huggingface_hub`` and ``datasets`` read from
-    them at import (when they are already imported), as a new process would see them."""
+    them at import, as a new process would see them.
+
+    Both modules are imported before the variables change: a module first imported under
+    the test's variables would keep the test's folders as its "original" constants, and
+    every later test in the worker would read the cache of this one."""
+    import datasets.config
+    import huggingface_hub.constants as hub_constants
+
     for key, value in cache.env().items():
         monkeypatch.setenv(key, value)
-    hub_constants = sys.modules.get("huggingface_hub.constants")
-    if hub_constants is None:
-        import huggingface_hub.constants as hub_constants
     monkeypatch.setattr(hub_constants, "HF_HOME", str(cache.home))
     monkeypatch.setattr(hub_constants, "HF_HUB_CACHE", str(cache.hub))
     monkeypatch.setattr(hub_constants, "HF_HUB_OFFLINE", True)
-    import datasets.config
-
     monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", cache.datasets)
     monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", True)
     monkeypatch.setattr(datasets.config, "HF_DATASETS_OFFLINE", True)

@@ -167,7 +167,7 @@ def run_out(out: Path | None, dry_run: bool, name: str) -> Path | None:
     if dry_run:
         return out
     if out is None:
-        from ..run._folder import default_out
+        from ..run import default_out
 
         out = default_out(name)
     check_writable(out)

@@ -87,10 +87,10 @@ def test_unknown_subject_is_uncategorised(tmp_path: Path) -> None:
     assert data.evaluated[0].metadata["category"] == "uncategorised"
 
 
-def test_hub_offline_error_is_clear(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
-    monkeypatch.setenv("HF_DATASETS_CACHE", "/nonexistent-steadyeval-test")
+def test_hub_offline_error_is_clear(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.models._hub_cache import HubCache, use_hub_cache
+
+    use_hub_cache(HubCache(tmp_path / "empty-hf"), monkeypatch)  # offline, nothing cached
     with pytest.raises(DataError) as err:
         load_mmlu("cais/mmlu", subjects=["abstract_algebra"])
     text = str(err.value)
