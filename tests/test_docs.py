@@ -7,7 +7,6 @@ import re
 import shlex
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -40,25 +39,28 @@ def _block_after(text: str, heading: str) -> list[str]:
     return [line for line in block.group(1).splitlines() if line and not line.startswith("#")]
 
 
-def test_readme_quickstart(tmp_path: Path) -> None:
-    """Run the README's quickstart commands, as written, in a copy of the examples."""
+def test_readme_quickstart(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run the README's quickstart commands, as written, in a copy of the examples; the second
+    pass must come entirely from the cache. ``steadyeval`` runs in this process (a new
+    process runs ``python -m steadyeval`` in the kill -9 and hub-cache tests)."""
+    from click.testing import CliRunner
+
+    from steadyeval.cli import main
+
     commands = _block_after((ROOT / "README.md").read_text(), "## Quickstart")
     shutil.copytree(ROOT / "examples", tmp_path / "examples")
-    env = {**os.environ, "STEADYEVAL_CACHE": str(tmp_path / "cache.sqlite"), "HF_HUB_OFFLINE": "1"}
+    monkeypatch.chdir(tmp_path)
+    env = {"STEADYEVAL_CACHE": str(tmp_path / "cache.sqlite"), "HF_HUB_OFFLINE": "1"}
     outputs = []
-    for _ in range(2):  # the second pass must come entirely from the cache
+    for _ in range(2):
         for line in commands:
             argv = shlex.split(line)
-            if argv[0] == "steadyeval":
-                argv = [sys.executable, "-m", "steadyeval", *argv[1:]]
-            if (
-                argv[:2] == [sys.executable, "-m"]
-                and "tiny-model" in argv
-                and (tmp_path / "tiny-gpt2").exists()
-            ):
-                continue
-            done = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True)
-            assert done.returncode == 0, f"{line}\n{done.stdout}\n{done.stderr}"
+            if argv[0] != "steadyeval":
+                done = subprocess.run(argv, env={**os.environ, **env}, capture_output=True)
+                assert done.returncode == 0, f"{line}\n{done.stderr!r}"
+            elif "tiny-model" not in argv or not (tmp_path / "tiny-gpt2").exists():
+                result = CliRunner().invoke(main, argv[1:], env=env)
+                assert result.exit_code == 0, f"{line}\n{result.output}"
         outputs.append((tmp_path / "runs" / "quickstart" / "results.parquet").read_bytes())
         summary = (tmp_path / "runs" / "quickstart" / "summary.md").read_text()
         assert "| free |" in summary and "letters-2shot" in summary

@@ -98,7 +98,8 @@ def human_bytes(n: int) -> str:
     for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
         if n >= size:
             value = n / size
-            return f"{value:,.0f} {unit}" if value >= 10 else f"{value:,.1f} {unit}"
+            whole = value >= 10 or value == int(value)
+            return f"{value:,.0f} {unit}" if whole else f"{value:,.1f} {unit}"
     return f"{n:,} bytes"
 
 

@@ -62,12 +62,10 @@ def _write_items(path: Path, n: int) -> Path:
 
 
 def _cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "steadyeval", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-    )
+    """``steadyeval ARGS`` under ``env``, in this process (torch and the model load once per
+    worker; the killed run below is a real process)."""
+    result = CliRunner().invoke(main, list(args), env=env)
+    return subprocess.CompletedProcess(args, result.exit_code, result.stdout, result.stderr)
 
 
 @pytest.fixture()

@@ -46,11 +46,11 @@ def _copy(base: Path, tmp: Path) -> Path:
 
 
 def _remanifest(run: Path) -> None:
-    files = {
-        n: hashlib.sha256((run / n).read_bytes()).hexdigest()
-        for n in RUN_FILES
-        if (run / n).is_file()
-    }
+    files = {}
+    for n in RUN_FILES:
+        if (run / n).is_file():
+            with (run / n).open("rb") as fh:
+                files[n] = hashlib.file_digest(fh, "sha256").hexdigest()
     (run / "manifest.json").write_text(json.dumps({"run_id": "x", "files": files}))
 
 
@@ -95,12 +95,16 @@ def test_special_files_in_a_run_folder(
     assert name in line and (said in line or "not part of run" in line or "does not belong" in line)
 
 
-def test_a_huge_or_non_utf8_summary(base: Path, tmp_path: Path) -> None:
+def test_a_huge_or_non_utf8_summary(
+    base: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     run = _copy(base, tmp_path)
     with (run / "summary.json").open("ab") as fh:
-        fh.truncate(3 << 30)  # sparse: 3 GiB to a reader, nothing on the disk
-    _remanifest(run)  # reads the sparse file: zeros, no disk
+        fh.truncate(600 << 20)  # sparse: 600 MiB to a reader, nothing on the disk
+    _remanifest(run)
     assert "over the limit of 512 MiB" in _report(run)
+    monkeypatch.setenv("STEADYEVAL_MAX_FILE_MB", "8")
+    assert "over the limit of 8 MiB" in _report(run)
     with pytest.raises(DataError, match="STEADYEVAL_MAX_FILE_MB"):
         read_summary(run)
     (run / "summary.json").write_bytes(b'{"run_id": "\xe9"}')
