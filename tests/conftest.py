@@ -6,6 +6,13 @@ from pathlib import Path
 
 import pytest
 
+# Under pytest-xdist each worker runs one test at a time on its share of the cores: one
+# thread each for BLAS, OpenMP and torch (also for the processes tests start), instead of
+# every worker's libraries spreading over all cores and contending.
+if "PYTEST_XDIST_WORKER" in os.environ:
+    for _name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(_name, "1")
+
 # Tests never reach a hub.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")

@@ -109,7 +109,7 @@ def lmeval_output(tiny_gpt2: Path, tmp_path_factory: pytest.TempPathFactory) -> 
             model="hf",
             model_args=f"pretrained={tiny_gpt2},dtype=float32",
             tasks=[*TASKS, "se_gen"],
-            task_manager=TaskManager(include_path=str(tasks)),
+            task_manager=TaskManager(include_path=str(tasks), include_defaults=False),
             log_samples=True,
             device="cpu",
             batch_size=16,

@@ -47,15 +47,6 @@ def test_the_documented_search_command_runs(tmp_path: Path) -> None:
     assert report.exit_code == 0, report.output
 
 
-def test_the_search_command_on_a_tiny_model(tmp_path: Path, tiny_gpt2: Path) -> None:
-    out = tmp_path / "run"
-    argv = ["--model", f"hf:{tiny_gpt2}", "--data", str(EXAMPLE), "--n-formats", "20",
-            "--budget", "60", "--method", "search", "--draws", "50", "--out", str(out)]  # fmt: skip
-    r = _study(*argv, "--no-progress")
-    assert r.exit_code == 0, r.output
-    assert _analysis(out)["models"]
-
-
 @pytest.mark.parametrize(
     "flags",
     [
