@@ -1,5 +1,7 @@
-"""Check the size limits of the source: no file over 500 lines, no function over 80 lines of
-code (blank lines, comment lines and docstrings do not count).
+"""Check the size limits of the source: no file over 800 lines, no function over 100 lines of
+code (blank lines, comment lines and docstrings do not count). Files over 500 lines and
+functions over 80 are listed as information: a sign to look for a split by responsibility,
+never a reason to cut code apart to fit a number.
 
     python tools/check_sizes.py            # report the largest files and functions; exit 1 on a breach
     python tools/check_sizes.py --top 20   # show more of each
@@ -17,8 +19,11 @@ import tokenize
 from pathlib import Path
 from typing import NamedTuple
 
-MAX_FILE_LINES = 500
-MAX_FUNCTION_LINES = 80
+MAX_FILE_LINES = 800
+MAX_FUNCTION_LINES = 100
+#: Sizes reported as information, not failures.
+AIM_FILE_LINES = 500
+AIM_FUNCTION_LINES = 80
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -100,6 +105,14 @@ def main(argv: list[str] | None = None) -> int:
     print(f"largest functions (limit {MAX_FUNCTION_LINES} lines of code, docstrings excluded):")
     for f in functions[: args.top]:
         print(f"  {f.lines:5d}  {f.where}")
+    over = [f for f in files if AIM_FILE_LINES < f.lines <= MAX_FILE_LINES]
+    over += [f for f in functions if AIM_FUNCTION_LINES < f.lines <= MAX_FUNCTION_LINES]
+    if over:
+        print(
+            f"over {AIM_FILE_LINES} lines (files) or {AIM_FUNCTION_LINES} (functions), within the limits:"
+        )
+        for f in over:
+            print(f"  {f.lines:5d}  {f.where}")
     bad = breaches(files, functions)
     for b in bad:
         print(f"too large: {b}", file=sys.stderr)

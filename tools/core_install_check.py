@@ -132,7 +132,7 @@ class Checker:
             "python -m venv (fresh, no system packages)", [sys.executable, "-m", "venv", self.venv]
         )
         py = self.bin / "python"
-        # --no-compile: byte-compiling all of scipy, pandas and statsmodels takes longer
+        # --no-compile: byte-compiling all of scipy and pandas takes longer
         # than the rest of the install; the modules the commands import compile on first use.
         pip = [py, "-m", "pip", "install", "-q", "--no-compile", ROOT]
         self.step("pip install . (core, not editable)", pip)

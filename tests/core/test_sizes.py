@@ -1,4 +1,4 @@
-"""The size rule (no source file over 500 lines, no function over 80 lines of code) holds,
+"""The size rule (no source file over 800 lines, no function over 100 lines of code) holds,
 and the checker counts what it says it counts."""
 
 from __future__ import annotations
@@ -28,13 +28,13 @@ def test_the_source_is_within_the_size_limits() -> None:
 
 def test_docstrings_comments_and_blank_lines_do_not_count(tmp_path: Path) -> None:
     check = _checker()
-    body = "\n".join(f"    x{i} = {i}" for i in range(81))
+    body = "\n".join(f"    x{i} = {i}" for i in range(101))
     source = f'def big():\n    """Doc\n\n    more doc\n    """\n    # a comment\n\n{body}\n'
-    source += 'def small():\n    """' + "\n" * 500 + '"""\n    return 1\n'
+    source += 'def small():\n    """' + "\n" * 800 + '"""\n    return 1\n'
     path = tmp_path / "m.py"
     path.write_text(source)
     files, functions = check.measure([path])
     sizes = {f.where.split()[-1]: f.lines for f in functions}
-    assert sizes == {"big": 82, "small": 2}  # def line + 81 statements; def + return
-    assert any("big: 82 lines of code" in b for b in check.breaches(files, functions))
-    assert any("lines (limit 500)" in b for b in check.breaches(files, functions))
+    assert sizes == {"big": 102, "small": 2}  # def line + 101 statements; def + return
+    assert any("big: 102 lines of code" in b for b in check.breaches(files, functions))
+    assert any("lines (limit 800)" in b for b in check.breaches(files, functions))
