@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, cast
 
 import click
 
-from ..reports._options import ReportOptions
+from ..reports import ReportOptions
 
 if TYPE_CHECKING:
     from ..reports import ReportFormat

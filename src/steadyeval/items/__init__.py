@@ -18,7 +18,14 @@ from ._loaders import (
 from ._mmlu import LETTERS, MMLUData, load_mmlu, load_mmlu_items
 from ._mmlu_subjects import CATEGORIES, SUBCATEGORIES, SUBJECTS, SubjectInfo, subject_info
 from ._probe_files import PROMPT_SETS, Fact, ProbeData, Relation
-from ._probes import fact_metadata, load_aliases, load_probe_items, load_probes, load_vocab
+from ._probes import (
+    fact_metadata,
+    load_aliases,
+    load_probe_items,
+    load_probes,
+    load_vocab,
+    wikidata_aliases,
+)
 from ._squad import (
     SquadArticle,
     SquadData,
@@ -79,4 +86,5 @@ __all__ = [
     "squad_from_rows",
     "subject_info",
     "value_problem",
+    "wikidata_aliases",
 ]

@@ -14,6 +14,7 @@ from ._backend import (
     registered_backends,
     spec_identity,
 )
+from ._causal_text import CausalText
 from ._hf_classifier import classifier_logits
 from ._hf_options import HF_BACKENDS, model_folder
 from ._hf_options import RUN_ONLY as HF_RUN_OPTIONS
@@ -31,6 +32,7 @@ __all__ = [
     "BackendStats",
     "BaseBackend",
     "Capabilities",
+    "CausalText",
     "ModelSpec",
     "SlotReader",
     "StatsCounter",

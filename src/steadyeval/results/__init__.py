@@ -8,7 +8,7 @@ from ._import_inspect import (
     read_inspect_log,
 )
 from ._import_lmeval import LmEvalImportOptions, find_lmeval_samples, import_lmeval
-from ._manifest import check_run_dir
+from ._manifest import check_run_dir, run_in_parts, writing_run
 from ._read import read_results
 from ._row import ResultRow, prompt_hash, row_key
 from ._schema import (
@@ -44,10 +44,12 @@ __all__ = [
     "read_summary",
     "row_key",
     "rows_to_table",
+    "run_in_parts",
     "study_columns",
     "summarize",
     "summary_markdown",
     "upgrade_table",
     "write_imported_run",
     "write_results",
+    "writing_run",
 ]

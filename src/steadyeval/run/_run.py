@@ -28,8 +28,8 @@ from ..results import (
     summarize,
     summary_markdown,
     write_results,
+    writing_run,
 )
-from ..results._manifest import writing_run
 from ..scoring import get_scoring, requests_for
 from ._dispatch import (
     PlanCounts,

@@ -10,8 +10,7 @@ from typing import Any, Literal, overload
 from .._errors import ConfigError, DataError, SteadyevalError
 from .._json import json_safe, write_json, write_text_atomic
 from ..models import Backend, load_backend
-from ..results import read_results, read_summary, summary_markdown
-from ..results._manifest import run_in_parts, writing_run
+from ..results import read_results, read_summary, run_in_parts, summary_markdown, writing_run
 from ..run import PlanCounts, RunOptions, locked_run_dir, run_blocks, validate_config
 from ._protocol import Study, StudyConfig, StudyDesign, StudyResult, get_study
 

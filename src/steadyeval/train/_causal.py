@@ -15,8 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..models import split_slot
-from ..models._causal_text import CausalText
+from ..models import CausalText, split_slot
 from ..requests import ScoreRequest
 from ._masked import PromptExample
 

@@ -18,8 +18,7 @@ from ...items import Item, shorten
 from ...models import Backend, model_folder
 from ...results import StudyColumn
 from ...run import Block, RunOptions, own
-from ...stats import KFold, MDLSplits, MultiSplits, StatsInputError
-from ...stats._splitters import Sizes
+from ...stats import KFold, MDLSplits, MultiSplits, Sizes, StatsInputError
 from ...train import CheckpointStore
 from .._protocol import StudyDesign
 from ._analysis import analyze

@@ -20,8 +20,8 @@ from ...items import (
     load_aliases,
     load_probes,
     load_vocab,
+    wikidata_aliases,
 )
-from ...items._probes import wikidata_aliases
 
 if TYPE_CHECKING:
     from ._analysis import analyze_sensitivity, analyze_tensor

@@ -13,8 +13,7 @@ from numpy.typing import NDArray
 from ..._errors import ConfigError
 from ...conditions import FORMATS, Condition, Generation
 from ...items import Item, load_items
-from ...stats import MAX_DRAW_VALUES
-from ...stats._irt_design import stratified_cells
+from ...stats import MAX_DRAW_VALUES, stratified_cells
 from .._protocol import StudyDesign
 from ._config import SpreadConfig
 from ._formats_file import load_format_file

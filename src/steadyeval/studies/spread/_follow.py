@@ -9,9 +9,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ...stats import IrtCells, StatsWarning, fit_irt, irt_distribution
-from ...stats._irt_design import adaptive_cells
-from ...stats._irt_search import thompson_search
+from ...stats import (
+    IrtCells,
+    StatsWarning,
+    adaptive_cells,
+    fit_irt,
+    irt_distribution,
+    thompson_search,
+)
 from .._protocol import StudyDesign
 from ._analysis import model_cells
 from ._config import SpreadConfig
