@@ -13,8 +13,8 @@ Rules (issue 39):
 * A name beginning with ``_`` (a private module or a private attribute) may be imported only
   from inside the same package (``steadyeval.x._a`` from ``steadyeval.x._b``). The top-level
   modules ``steadyeval._errors``, ``_json``, ``_files``, ``_log``, ``_lazy``, ``_extras``,
-  ``_hub`` and ``_limits`` are the project's shared internals (the root package's own API for its
-  subpackages) and may be imported from anywhere.
+  ``_hub``, ``_limits`` and ``_version`` are the project's shared internals (the root
+  package's own API for its subpackages) and may be imported from anywhere.
 
 Imports inside ``if TYPE_CHECKING:`` blocks count as edges for cycles between packages (a
 type-only cycle is still a design cycle) but are reported separately.
@@ -37,21 +37,32 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("(root)",),
     ("stats",),
     ("items",),
+    ("requests",),
     ("conditions",),
     ("scoring",),
-    ("requests",),
-    ("models",),
     ("cache",),
+    ("models",),
     ("results",),
     ("run",),
     ("train",),
+    ("document",),
     ("studies",),
     ("reports",),
     ("compare",),
     ("cli",),
     ("(api)",),
 )
-SHARED_ROOT = {"_errors", "_json", "_files", "_log", "_lazy", "_extras", "_hub", "_limits"}
+SHARED_ROOT = {
+    "_errors",
+    "_json",
+    "_files",
+    "_log",
+    "_lazy",
+    "_extras",
+    "_hub",
+    "_limits",
+    "_version",
+}
 
 
 class Edge(NamedTuple):
@@ -80,6 +91,12 @@ def _resolve(module: str, node: ast.ImportFrom, is_package: bool) -> str:
     return ".".join(base + ([node.module] if node.module else []))
 
 
+def _is_module(dotted: str) -> bool:
+    """Whether ``dotted`` (steadyeval.x.y) names a module or package of the source tree."""
+    path = SRC.parent.joinpath(*dotted.split("."))
+    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+
+
 def _type_checking_lines(tree: ast.AST) -> set[int]:
     lines: set[int] = set()
     for node in ast.walk(tree):
@@ -106,8 +123,16 @@ def edges() -> list[Edge]:
                 target = _resolve(module, node, is_package)
                 if not target.startswith("steadyeval"):
                     continue
-                names = tuple(a.name for a in node.names)
-                out.append(Edge(module, target, names, node.lineno, node.lineno in typed))
+                typed_line = node.lineno in typed
+                names = []
+                for alias in node.names:  # `from .. import stats` imports steadyeval.stats
+                    sub = f"{target}.{alias.name}"
+                    if _is_module(sub):
+                        out.append(Edge(module, sub, (), node.lineno, typed_line))
+                    else:
+                        names.append(alias.name)
+                if names:
+                    out.append(Edge(module, target, tuple(names), node.lineno, typed_line))
             elif isinstance(node, ast.Import):
                 for alias in node.names:
                     if alias.name.startswith("steadyeval"):
@@ -208,37 +233,50 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return out
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--edges", action="store_true", help="print package edges")
-    args = parser.parse_args()
+class Findings(NamedTuple):
+    graph: dict[str, set[str]]  # package -> packages it imports
+    cycles: list[list[str]]  # packages in one strongly connected component
+    upward: list[str]  # "src:line -> dst (why)"
+    across: list[str]  # private names imported across packages
+    inside: list[str]  # private names imported across files of one package (information)
+
+
+def measure() -> Findings:
+    """The import graph of the source and what breaks the rules."""
     all_edges = edges()
-    pkg_graph: dict[str, set[str]] = defaultdict(set)
+    graph: dict[str, set[str]] = defaultdict(set)
     upward: list[str] = []
     for e in all_edges:
         a, b = package(e.src), package(e.dst)
         if a == b:
             continue
-        pkg_graph[a].add(b)
-        pkg_graph.setdefault(b, set())
+        graph[a].add(b)
+        graph.setdefault(b, set())
         if layer_of(b) > layer_of(a):
             upward.append(f"{e.src}:{e.line} -> {e.dst} ({a} imports {b}, a higher layer)")
-    pkg_cycles = cycles(pkg_graph)
     across, inside = private_imports(all_edges)
+    return Findings(dict(graph), cycles(graph), upward, across, inside)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--edges", action="store_true", help="print package edges")
+    args = parser.parse_args()
+    found = measure()
     if args.edges:
-        for a in sorted(pkg_graph):
-            print(f"{a} -> {', '.join(sorted(pkg_graph[a])) or '-'}")
-    print(f"package cycles: {len(pkg_cycles)}")
-    for c in pkg_cycles:
+        for a in sorted(found.graph):
+            print(f"{a} -> {', '.join(sorted(found.graph[a])) or '-'}")
+    print(f"package cycles: {len(found.cycles)}")
+    for c in found.cycles:
         print("  " + " <-> ".join(c))
-    print(f"upward imports: {len(upward)}")
-    for line in upward:
+    print(f"upward imports: {len(found.upward)}")
+    for line in found.upward:
         print("  " + line)
-    print(f"private names imported across packages: {len(across)}")
-    for line in across:
+    print(f"private names imported across packages: {len(found.across)}")
+    for line in found.across:
         print("  " + line)
-    print(f"private names imported across sibling files (information): {len(inside)}")
-    return 1 if pkg_cycles or upward or across else 0
+    print(f"private names imported across sibling files (information): {len(found.inside)}")
+    return 1 if found.cycles or found.upward or found.across else 0
 
 
 if __name__ == "__main__":

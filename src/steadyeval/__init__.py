@@ -16,6 +16,7 @@ from ._errors import (
     UnsupportedRequestError,
 )
 from ._lazy import lazy_exports
+from ._version import __version__
 
 if TYPE_CHECKING:
     from .conditions import (
@@ -55,7 +56,6 @@ __getattr__, __dir__ = lazy_exports(
     keep=["run"],
 )
 
-__version__ = "0.1.0"
 
 __all__ = [
     "FORMATS",

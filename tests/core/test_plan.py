@@ -4,7 +4,8 @@ from collections.abc import Sequence
 
 from steadyeval import FORMATS, TEMPLATES, Condition, Generation, Item, expand
 from steadyeval.conditions import Trial
-from steadyeval.requests import GenerateRequest, Request, ScoreRequest, build_plan, request_key
+from steadyeval.requests import GenerateRequest, Request, ScoreRequest, request_key
+from steadyeval.run import build_plan
 from steadyeval.scoring import requests_for
 
 ITEMS = [

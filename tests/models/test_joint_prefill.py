@@ -191,7 +191,8 @@ def test_dispatch_sends_the_hf_backend_joint_batches(tiny_gpt2: Path, tmp_path: 
     """Through the dispatcher: one joint call, each response cached under its own kind and
     equal to what ``score`` and ``generate`` answer."""
     from steadyeval.cache import ResponseCache
-    from steadyeval.requests import Plan, Response, request_key
+    from steadyeval.requests import Response, request_key
+    from steadyeval.run import Plan
     from steadyeval.run._dispatch import dispatch
 
     joint = _load(tiny_gpt2, "batch_size=16")

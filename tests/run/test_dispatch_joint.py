@@ -17,7 +17,6 @@ from steadyeval.models._spec import parse_model_spec
 from steadyeval.requests import (
     GenerateRequest,
     GenerateResponse,
-    Plan,
     Request,
     RequestKind,
     Response,
@@ -25,6 +24,7 @@ from steadyeval.requests import (
     ScoreResponse,
     request_key,
 )
+from steadyeval.run import Plan
 from steadyeval.run._dispatch import dispatch
 from steadyeval.run._executor import JOINT, call_backend
 

@@ -13,8 +13,8 @@ from typing import Any
 
 import click
 
-from .. import __version__
 from .._errors import SteadyevalDeprecationWarning, SteadyevalError
+from .._version import __version__
 
 # name -> (module, attribute, one-line help). A command's module is imported only when the
 # command runs (or its own --help is asked for), so ``steadyeval --help`` stays fast.

@@ -11,12 +11,7 @@ from typing import TYPE_CHECKING
 from .._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from ._build import build_report, context_from_table, load_context, study_sections
-    from ._context import ReportContext
-    from ._html import render_html, script_json
-    from ._json import REPORT_JSON_SCHEMA, render_json, report_to_dict
-    from ._markdown import escape_markdown, render_markdown, sections_markdown
-    from ._model import (
+    from ..document import (
         Bar,
         BarChart,
         Block,
@@ -35,8 +30,15 @@ if TYPE_CHECKING:
         Section,
         Series,
         Table,
+        escape_markdown,
         format_cell,
+        render_markdown,
+        sections_markdown,
     )
+    from ._build import build_report, context_from_table, load_context, study_sections
+    from ._context import ReportContext
+    from ._html import render_html, script_json
+    from ._json import REPORT_JSON_SCHEMA, render_json, report_to_dict
     from ._options import ReportOptions
     from ._write import ReportFormat, render, write_report
 
@@ -47,10 +49,9 @@ __getattr__, __dir__ = lazy_exports(
         "._context": ["ReportContext"],
         "._html": ["render_html", "script_json"],
         "._json": ["REPORT_JSON_SCHEMA", "render_json", "report_to_dict"],
-        "._markdown": ["escape_markdown", "render_markdown", "sections_markdown"],
         "._options": ["ReportOptions"],
         "._write": ["ReportFormat", "render", "write_report"],
-        "._model": [
+        "..document": [
             "Bar",
             "BarChart",
             "Block",
@@ -69,7 +70,10 @@ __getattr__, __dir__ = lazy_exports(
             "Section",
             "Series",
             "Table",
+            "escape_markdown",
             "format_cell",
+            "render_markdown",
+            "sections_markdown",
         ],
     },
 )

@@ -18,8 +18,8 @@ import pyarrow.compute as pc
 from numpy.typing import NDArray
 
 from .. import stats
+from ..document import Block, Column, Heatmap, Note, Paragraph, Section, Table, format_cell
 from ._context import ReportContext
-from ._model import Block, Column, Heatmap, Note, Paragraph, Section, Table, format_cell
 
 __all__ = ["NoiseFloor", "PairAgreement", "agreement_section", "noise_floor", "outcome_matrix"]
 

@@ -13,11 +13,11 @@ import pyarrow.compute as pc
 
 from .._errors import ConfigError, DataError
 from .._files import MAX_TEXT_BYTES, limit_from_env, read_text_file
+from ..document import Note, Preformatted, Report, Section
 from ..results import check_run_dir, read_results, summary_markdown
 from ._agreement import agreement_section
 from ._context import ReportContext, ReportOptions, read_summary
 from ._items import item_section
-from ._model import Note, Preformatted, Report, Section
 from ._sections import (
     calibration_section,
     headline_section,

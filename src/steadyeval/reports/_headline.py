@@ -9,8 +9,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .. import stats
+from ..document import Bar, BarChart, Column, Table
 from ._context import ReportContext
-from ._model import Bar, BarChart, Column, Table
 
 __all__ = ["accuracy_chart", "headline_rows", "headline_table", "refusal_chart"]
 

@@ -14,8 +14,8 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from .. import __version__
-from ._model import (
+from .._version import __version__
+from ..document import (
     BarChart,
     Block,
     Heatmap,

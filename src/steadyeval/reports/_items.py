@@ -9,8 +9,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..document import Block, Column, ItemDetail, ItemTable, Note, Section
 from ._context import ReportContext
-from ._model import Block, Column, ItemDetail, ItemTable, Note, Section
 
 __all__ = ["ITEM_COLUMNS", "item_details", "item_section", "item_table"]
 

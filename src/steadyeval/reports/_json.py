@@ -7,7 +7,7 @@ import json
 import math
 from typing import Any
 
-from ._model import (
+from ..document import (
     BarChart,
     Block,
     Heatmap,

@@ -10,7 +10,7 @@ import math
 
 from markupsafe import Markup, escape
 
-from ._model import BarChart, Heatmap, LineChart, format_cell
+from ..document import BarChart, Heatmap, LineChart, format_cell
 
 __all__ = ["PALETTE", "bar_chart_svg", "heatmap_svg", "line_chart_svg"]
 

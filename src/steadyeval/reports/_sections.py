@@ -10,10 +10,7 @@ from typing import Any
 import numpy as np
 
 from .. import stats
-from ..results import summarize
-from ._context import ReportContext
-from ._headline import accuracy_chart, headline_rows, headline_table, refusal_chart
-from ._model import (
+from ..document import (
     Bar,
     BarChart,
     Block,
@@ -26,6 +23,9 @@ from ._model import (
     Series,
     Table,
 )
+from ..results import summarize
+from ._context import ReportContext
+from ._headline import accuracy_chart, headline_rows, headline_table, refusal_chart
 
 __all__ = [
     "calibration_section",

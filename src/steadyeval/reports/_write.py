@@ -6,11 +6,10 @@ from pathlib import Path
 from typing import Literal
 
 from .._json import write_text_atomic
+from ..document import Report, render_markdown
 from ._build import build_report
 from ._html import render_html
 from ._json import render_json
-from ._markdown import render_markdown
-from ._model import Report
 from ._options import ReportOptions
 
 __all__ = ["ReportFormat", "render", "write_report"]

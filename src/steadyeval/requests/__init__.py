@@ -1,6 +1,5 @@
-"""Requests as data: kinds, content keys, planning and deduplication."""
+"""Requests as data: kinds and content keys (the run deduplicates them: ``steadyeval.run``)."""
 
-from ._plan import Plan, PlannedTrial, build_plan
 from ._request import (
     REQUEST_KINDS,
     ClassifyRequest,
@@ -26,8 +25,6 @@ __all__ = [
     "ClassifyResponse",
     "GenerateRequest",
     "GenerateResponse",
-    "Plan",
-    "PlannedTrial",
     "Request",
     "RequestKind",
     "Response",
@@ -35,7 +32,6 @@ __all__ = [
     "ScoreResponse",
     "TopKRequest",
     "TopKResponse",
-    "build_plan",
     "request_key",
     "request_payload",
     "response_from_dict",

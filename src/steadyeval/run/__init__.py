@@ -12,6 +12,7 @@ from ._dispatch import PlanCounts
 from ._executor import Executor, LocalExecutor, call_backend
 from ._folder import claim_run_dir, default_out, locked_run_dir, own
 from ._from_config import load_config_data, resolve_run_config, run_config
+from ._plan import Plan, PlannedTrial, build_plan
 from ._ray import RayExecutor
 from ._run import Block, RunOptions, RunResult, run, run_blocks, run_id_for
 from ._yaml import check_nodes
@@ -22,11 +23,14 @@ __all__ = [
     "DataConfig",
     "Executor",
     "LocalExecutor",
+    "Plan",
     "PlanCounts",
+    "PlannedTrial",
     "RayExecutor",
     "RunConfig",
     "RunOptions",
     "RunResult",
+    "build_plan",
     "call_backend",
     "check_nodes",
     "claim_run_dir",

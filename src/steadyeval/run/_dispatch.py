@@ -15,8 +15,6 @@ from ..models import Backend, BackendStats
 from ..requests import (
     ClassifyRequest,
     GenerateRequest,
-    Plan,
-    PlannedTrial,
     Request,
     RequestKind,
     Response,
@@ -24,6 +22,7 @@ from ..requests import (
 )
 from ..scoring import get_scoring
 from ._executor import JOINT, CallKind, Executor, LocalExecutor, joint_prefill
+from ._plan import Plan, PlannedTrial
 from ._progress import Progress
 
 __all__ = [

@@ -19,7 +19,7 @@ from ..cache import ResponseCache
 from ..conditions import Condition, Trial, expand
 from ..items import Item, canonical_json
 from ..models import Backend, ModelSpec, check_backend, check_kinds, load_backend, with_slots
-from ..requests import Plan, PlannedTrial, Request, RequestKind, Response, build_plan
+from ..requests import Request, RequestKind, Response
 from ..results import (
     SCHEMA_VERSION,
     ResultRow,
@@ -41,6 +41,7 @@ from ._dispatch import (
 )
 from ._executor import Executor
 from ._folder import claim_run_dir, config_key, drop_stale_reports, locked_run_dir
+from ._plan import Plan, PlannedTrial, build_plan
 from ._provenance import provenance
 
 if TYPE_CHECKING:

@@ -27,9 +27,9 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from ..conditions import Condition
+    from ..document import Section
     from ..items import Item
     from ..models import Backend
-    from ..reports import Section
     from ..results import StudyColumn
     from ..run import Block, RunOptions
 
@@ -167,7 +167,7 @@ class Study(ABC):
 
     def markdown(self, analysis: Mapping[str, Any], info: Mapping[str, Any]) -> str:
         """The study's part of ``summary.md``: its sections without figures."""
-        from ..reports import sections_markdown
+        from ..document import sections_markdown
 
         return sections_markdown(self.sections(analysis, info, figures=False))
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ...reports import Block, Column, LineChart, Note, Paragraph, Point, Section, Series, Table
+from ...document import Block, Column, LineChart, Note, Paragraph, Point, Section, Series, Table
 from ._analysis import BASE
 
 __all__ = ["disparity_report_sections"]

@@ -7,7 +7,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ...reports import Bar, BarChart, Column, Note, Paragraph, Section, Table
+from ...document import Bar, BarChart, Column, Note, Paragraph, Section, Table
 from ._report_methods import methods_section
 
 __all__ = ["fewshot_report_sections", "hparams_label"]

@@ -7,7 +7,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from ...reports import Column, Paragraph, Section, Table
+from ...document import Column, Paragraph, Section, Table
 
 __all__ = ["methods_section", "pm"]
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ...reports import Block, Column, Paragraph, Section, Table, format_cell
+from ...document import Block, Column, Paragraph, Section, Table, format_cell
 from ._report_extras import _examples, _extra_blocks
 from ._report_labels import condition_labels
 from ._report_outcomes import _outcome_blocks

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ...reports import Block, Column, Table, format_cell
+from ...document import Block, Column, Table, format_cell
 from ._report_labels import _in_order
 
 

@@ -8,7 +8,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ...reports import Bar, BarChart, Block, Column, Table
+from ...document import Bar, BarChart, Block, Column, Table
 from ._analysis import ANSWERABLE_OUTCOMES, UNANSWERABLE_OUTCOMES
 
 #: The outcomes a format can produce (the others are 0 by construction and not shown).

@@ -8,7 +8,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ...reports import Block, Column, Heatmap, Table, format_cell
+from ...document import Block, Column, Heatmap, Table, format_cell
 from ._report_labels import _in_order
 
 _VERBS = {"refused": ("refuses", "refuse"), "correct": ("is correct", "correct")}

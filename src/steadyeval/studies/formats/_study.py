@@ -13,8 +13,8 @@ from ._config import FormatsConfig
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from ...document import Section
     from ...models import Backend
-    from ...reports import Section
     from ...run import RunOptions
 
 __all__ = ["FORMATS_STUDY", "FormatsStudy"]

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ... import stats
-from ...reports import (
+from ...document import (
     Bar,
     BarChart,
     Block,

@@ -12,8 +12,8 @@ from ._config import KnowledgeConfig
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from ...document import Section
     from ...models import Backend
-    from ...reports import Section
     from ...run import RunOptions
 
 __all__ = ["KNOWLEDGE_STUDY", "KnowledgeStudy"]

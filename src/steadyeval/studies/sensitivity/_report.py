@@ -12,7 +12,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ...reports import (
+from ...document import (
     Bar,
     BarChart,
     Block,

@@ -14,8 +14,8 @@ from ._config import SensitivityConfig
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from ...document import Section
     from ...models import Backend
-    from ...reports import Section
     from ...run import RunOptions
 
 __all__ = ["SENSITIVITY_STUDY", "SensitivityStudy"]

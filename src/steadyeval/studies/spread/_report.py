@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ...reports import (
+from ...document import (
     Bar,
     BarChart,
     Block,

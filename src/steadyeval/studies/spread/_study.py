@@ -15,8 +15,8 @@ from ._config import SpreadConfig
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from ...document import Section
     from ...models import Backend
-    from ...reports import Section
     from ...run import RunOptions
 
 __all__ = ["SPREAD_STUDY", "SpreadStudy"]

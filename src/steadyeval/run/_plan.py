@@ -1,4 +1,4 @@
-"""Key the requests of trials and deduplicate them."""
+"""The run's plan: each trial's requests keyed and deduplicated across trials and models."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ._request import Request, request_key
+from ..requests import Request, request_key
 
 if TYPE_CHECKING:
     from ..conditions import Trial
