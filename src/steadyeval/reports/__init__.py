@@ -8,33 +8,11 @@ line charts, the per-item table). :func:`build_report` computes the generic sect
 
 from typing import TYPE_CHECKING
 
+from .. import document
 from .._lazy import lazy_exports
+from ..document import *  # noqa: F403  (the document model, light: re-exported as is)
 
 if TYPE_CHECKING:
-    from ..document import (
-        Bar,
-        BarChart,
-        Block,
-        CellKind,
-        Column,
-        Heatmap,
-        ItemDetail,
-        ItemTable,
-        LineChart,
-        Note,
-        Paragraph,
-        Point,
-        Preformatted,
-        RefLine,
-        Report,
-        Section,
-        Series,
-        Table,
-        escape_markdown,
-        format_cell,
-        render_markdown,
-        sections_markdown,
-    )
     from ._build import build_report, context_from_table, load_context, study_sections
     from ._context import ReportContext
     from ._html import render_html, script_json
@@ -51,68 +29,23 @@ __getattr__, __dir__ = lazy_exports(
         "._json": ["REPORT_JSON_SCHEMA", "render_json", "report_to_dict"],
         "._options": ["ReportOptions"],
         "._write": ["ReportFormat", "render", "write_report"],
-        "..document": [
-            "Bar",
-            "BarChart",
-            "Block",
-            "CellKind",
-            "Column",
-            "Heatmap",
-            "ItemDetail",
-            "ItemTable",
-            "LineChart",
-            "Note",
-            "Paragraph",
-            "Point",
-            "Preformatted",
-            "RefLine",
-            "Report",
-            "Section",
-            "Series",
-            "Table",
-            "escape_markdown",
-            "format_cell",
-            "render_markdown",
-            "sections_markdown",
-        ],
     },
 )
 
 __all__ = [
     "REPORT_JSON_SCHEMA",
-    "Bar",
-    "BarChart",
-    "Block",
-    "CellKind",
-    "Column",
-    "Heatmap",
-    "ItemDetail",
-    "ItemTable",
-    "LineChart",
-    "Note",
-    "Paragraph",
-    "Point",
-    "Preformatted",
-    "RefLine",
-    "Report",
     "ReportContext",
     "ReportFormat",
     "ReportOptions",
-    "Section",
-    "Series",
-    "Table",
     "build_report",
     "context_from_table",
-    "escape_markdown",
-    "format_cell",
     "load_context",
     "render",
     "render_html",
     "render_json",
-    "render_markdown",
     "report_to_dict",
     "script_json",
-    "sections_markdown",
     "study_sections",
     "write_report",
 ]
+__all__ += document.__all__
