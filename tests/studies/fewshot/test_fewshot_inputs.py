@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from pathlib import Path
 
 import pytest
@@ -66,10 +65,20 @@ def test_an_alias_bomb_in_a_method_section_is_refused_at_once(tmp_path: Path) ->
     lines.append("  shots: *h")  # 10**8 values once expanded
     space = tmp_path / "bomb.yaml"
     space.write_text("\n".join(lines) + "\n")
-    start = time.perf_counter()
     with pytest.raises(ConfigError, match=r"bomb.yaml, line \d+: aliases here expand") as info:
         load_space(space, "icl")
-    assert time.perf_counter() - start < 5 and len(str(info.value)) < 300
+    assert len(str(info.value)) < 300  # refused while composed: 10**8 values never built
+
+
+def test_a_space_file_is_read_as_every_yaml_config_is(tmp_path: Path) -> None:
+    """The space file goes through the run's YAML reader: values counted while composed,
+    and YAML 1.2's floats."""
+    space = tmp_path / "many.yaml"
+    space.write_text("pet:\n  steps: [" + ", ".join(["1"] * 150_000) + "]\n")
+    with pytest.raises(ConfigError, match=r"many.yaml, line 2: more than 100,000 values"):
+        load_space(space, "pet")
+    space.write_text("pet:\n  learning_rate: [1e-5, 2E+3, .5]\n")
+    assert load_space(space, "pet")["learning_rate"] == [1e-5, 2000.0, 0.5]
 
 
 def test_the_grid_size_is_checked_before_the_grid_is_built(tmp_path: Path) -> None:
@@ -77,10 +86,8 @@ def test_the_grid_size_is_checked_before_the_grid_is_built(tmp_path: Path) -> No
     names = ("steps", "batch_size", "eval_every", "patience", "max_length")
     space = tmp_path / "grid.yaml"
     space.write_text("pet:\n" + "".join(f"  {n}: [{values}]\n" for n in names))
-    start = time.perf_counter()
-    with pytest.raises(ConfigError) as info:
+    with pytest.raises(ConfigError) as info:  # sized from the lists, never built
         build_grid(get_method("pet"), get_task("RTE"), load_space(space, "pet"))
-    assert time.perf_counter() - start < 5
     message = str(info.value)
     assert "grid.yaml, line 2: the space gives method pet 409,600,000 settings" in message
     assert "over the limit of 1,000; narrow the space" in message

@@ -7,18 +7,15 @@ from __future__ import annotations
 import difflib
 import itertools
 import math
-import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import yaml
-from yaml.reader import ReaderError
 
 from ..._errors import ConfigError
-from ..._files import read_text_file
-from ...items import FEWGLUE, shorten
-from ...run import check_nodes
+from ...items import FEWGLUE
+from ...run import read_yaml
 from ._params import shown
 from ._tasks import FewShotTask
 
@@ -33,28 +30,6 @@ MAX_GRID = 1_000
 #: The largest space file read (real ones are a few hundred bytes).
 MAX_SPACE_BYTES = 1024 * 1024
 
-# YAML 1.1 (PyYAML) reads ``1e-5`` and ``2E+3`` as strings: its float pattern needs a dot.
-# This is YAML 1.2's float pattern, so unquoted scientific notation is a number.
-_FLOAT = re.compile(
-    r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?
-    |[-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)
-    |\.[0-9_]+(?:[eE][-+]?[0-9]+)?
-    |[-+]?\.(?:inf|Inf|INF)
-    |\.(?:nan|NaN|NAN))$""",
-    re.X,
-)
-
-
-class _SpaceLoader(yaml.SafeLoader):
-    """A safe loader whose floats follow YAML 1.2 (``1e-5`` is a float)."""
-
-
-_SpaceLoader.yaml_implicit_resolvers = {
-    k: [(tag, rx) for tag, rx in v if tag != "tag:yaml.org,2002:float"]
-    for k, v in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
-_SpaceLoader.add_implicit_resolver("tag:yaml.org,2002:float", _FLOAT, list("-+0123456789."))
-
 
 class SpaceFile(dict[str, Any]):
     """A space read from a file: ``{name: value or [values]}`` plus where each name is
@@ -66,41 +41,12 @@ class SpaceFile(dict[str, Any]):
         self.shared: set[str] = set()
 
 
-def _syntax_error(exc: yaml.YAMLError, text: str, where: str) -> ConfigError:
-    mark = getattr(exc, "problem_mark", None)
-    if mark is not None:
-        where = f"{where}, line {mark.line + 1}"
-    elif isinstance(exc, ReaderError):  # a control character: located by its position
-        where = f"{where}, line {text.count(chr(10), 0, exc.position) + 1}"
-    problem = getattr(exc, "problem", None) or (str(exc).splitlines() or ["unreadable"])[0]
-    return ConfigError(f"{where}: invalid YAML: {shorten(str(problem), 200)}")
-
-
 def _read(p: Path) -> tuple[Any, yaml.Node | None]:
-    """The file's value and its node tree: a regular UTF-8 file of at most
-    :data:`MAX_SPACE_BYTES`, composed once and checked by :func:`~steadyeval.run.check_nodes`
-    (aliases counted at every use, depth, keys given twice, lone surrogates, numbers that are
-    not finite) before any value is built."""
-    where = str(p)
-    text = read_text_file(
-        p, "a YAML space file", max_bytes=MAX_SPACE_BYTES, raise_with=None, error=ConfigError
-    )
-    try:
-        loader = _SpaceLoader(text)  # its reader refuses control characters here
-    except yaml.YAMLError as exc:
-        raise _syntax_error(exc, text, where) from None
-    try:
-        node = loader.get_single_node()
-        if node is None:
-            return None, None
-        check_nodes(node, where)
-        return loader.construct_document(node), node
-    except yaml.YAMLError as exc:
-        raise _syntax_error(exc, text, where) from None
-    except RecursionError:
-        raise ConfigError(f"{where}: nested too deeply to read") from None
-    finally:
-        loader.dispose()
+    """The file's value and its node tree, read as every YAML config is
+    (:func:`~steadyeval.run.read_yaml`: a regular UTF-8 file, composed once and checked
+    before any value is built), here with YAML 1.2's floats (``1e-5`` is a number) and at
+    most :data:`MAX_SPACE_BYTES`."""
+    return read_yaml(p, "space", yaml12_floats=True, max_bytes=MAX_SPACE_BYTES)
 
 
 def _lines(node: yaml.Node | None) -> tuple[dict[str, int], dict[str, dict[str, int]]]:
