@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -12,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .._errors import ConfigError
+from .._seeds import derive_seed
 from ..items import Item
 from ..scoring import get_scoring
 from ._condition import Condition, Template
@@ -109,11 +109,6 @@ def template_problem(source: str, *, answer: bool = False) -> str | None:
     return None
 
 
-def _seed_for(*parts: object) -> int:
-    digest = hashlib.sha256("\x1f".join(map(str, parts)).encode()).digest()
-    return int.from_bytes(digest[:8], "little")
-
-
 def _skip_reason(item: Item, cond: Condition) -> str | None:
     if cond.items == "with-options" and not item.options:
         return "condition is for items with options"
@@ -140,7 +135,7 @@ def _displayed(item: Item, cond: Condition) -> tuple[tuple[str, ...], tuple[int,
         texts = [cond.verbalizer[o] for o in texts]
     order = list(range(len(texts)))
     if cond.option_order == "shuffled":
-        rng = np.random.default_rng(_seed_for("order", cond.order_seed, item.id))
+        rng = np.random.default_rng(derive_seed("order", cond.order_seed, item.id))
         order = [int(i) for i in rng.permutation(len(texts))]
     elif cond.option_order == "rotated" and texts:
         k = cond.rotation % len(texts)
@@ -229,7 +224,7 @@ def _choose_shots(item: Item, cond: Condition, index: _ShotIndex) -> list[Item]:
         n = min(n, int(item.metadata[limit_key]))
     if cond.shots.selection == "first":
         return candidates[:n]
-    rng = np.random.default_rng(_seed_for("shots", cond.shots.seed, item.id))
+    rng = np.random.default_rng(derive_seed("shots", cond.shots.seed, item.id))
     picks = rng.choice(len(candidates), size=n, replace=False)
     return [candidates[int(i)] for i in picks]
 

@@ -14,7 +14,6 @@ seeded shuffle of its sentences (seed, γ).
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -26,6 +25,7 @@ import numpy as np
 
 from ..._errors import ConfigError, DataError
 from ..._files import human_bytes, input_file, limit_from_env
+from ..._seeds import derive_seed
 from ...items import read_lines, shorten
 from ._config import MAX_CORPUS_SIZE
 
@@ -78,11 +78,6 @@ class Mixture:
         return len(self.sentences)
 
 
-def _seed(*parts: object) -> int:
-    digest = hashlib.sha256("\x1f".join(map(str, parts)).encode()).digest()
-    return int.from_bytes(digest[:8], "little")
-
-
 def mixture_counts(size: int, gamma: int) -> tuple[int, int]:
     """``(n_overlap, n_general)`` of a mixture: ``size · γ / 100`` rounded half up."""
     if isinstance(size, bool) or not isinstance(size, int) or not 1 <= size <= MAX_CORPUS_SIZE:
@@ -101,7 +96,7 @@ def _take(pool: Sequence[str], n: int, seed: int, name: str) -> list[str]:
     """The first ``n`` sentences of ``pool``'s seeded permutation repeated end to end."""
     if n == 0:
         return []
-    perm = np.random.default_rng(_seed("pool", name, seed)).permutation(len(pool))
+    perm = np.random.default_rng(derive_seed("pool", name, seed)).permutation(len(pool))
     reps = -(-n // len(pool))
     return [pool[int(i)] for i in np.tile(perm, reps)[:n]]
 
@@ -139,7 +134,7 @@ def build_mixtures(
                     f"gamma {g}% needs {n} {what} sentences but the {what} corpus is empty"
                 )
         sentences = _take(overlap, n_o, seed, "overlap") + _take(general, n_g, seed, "general")
-        order = np.random.default_rng(_seed("order", g, seed)).permutation(len(sentences))
+        order = np.random.default_rng(derive_seed("order", g, seed)).permutation(len(sentences))
         out.append(Mixture(g, tuple(sentences[int(i)] for i in order), n_o, n_g))
     return out
 

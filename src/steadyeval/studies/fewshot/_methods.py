@@ -12,12 +12,12 @@ response cache trains nothing. New methods (ADAPET, P-tuning, iPET, Noisy Studen
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from ... import _seeds as seeds
 from ..._errors import ConfigError
 from ...conditions import Condition, Format, Shots, Template
 from ...items import Item, canonical_json, shorten
@@ -168,8 +168,8 @@ def condition_name(method: str, task: str, h: Hparams) -> str:
 
 
 def derive_seed(*parts: object) -> int:
-    digest = hashlib.sha256("\x1f".join(map(str, parts)).encode()).digest()
-    return int.from_bytes(digest[:4], "little")
+    """A 32-bit seed for the few-shot runs (training seeds fit torch's generators)."""
+    return seeds.derive_seed(*parts, nbytes=4)
 
 
 def split_pattern(source: str) -> tuple[str, str]:

@@ -24,7 +24,6 @@ Items (see ``docs/study-formats.md`` for the procedure in prose):
 
 from __future__ import annotations
 
-import hashlib
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -33,6 +32,7 @@ from typing import Any, Literal
 import numpy as np
 
 from ..._errors import ConfigError
+from ..._seeds import derive_seed
 from ...conditions import FORMATS, TEMPLATES, Condition, Format, Generation, Template
 from ...items import Item, SquadData, SquadParagraph, SquadQuestion
 from ...models import Backend
@@ -69,9 +69,7 @@ CONTROL_WORDS: tuple[str, ...] = (
 
 def stable_rng(seed: int, *tags: str) -> np.random.Generator:
     """A generator seeded from ``seed`` and text tags (SHA-256 of the tags, first 8 bytes)."""
-    ints = [int(seed)]
-    for tag in tags:
-        ints.append(int.from_bytes(hashlib.sha256(tag.encode()).digest()[:8], "little"))
+    ints = [int(seed), *(derive_seed(tag) for tag in tags)]
     return np.random.default_rng(np.random.SeedSequence(ints))
 
 

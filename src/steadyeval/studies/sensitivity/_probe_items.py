@@ -3,24 +3,19 @@ seeded sample), each subject's names, and the template weights."""
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..._errors import ConfigError
+from ..._seeds import derive_seed
 from ...items import Fact, Item, ProbeData, Relation, fact_metadata
 
 if TYPE_CHECKING:
     from ._design import ProbeOptions
 
 __all__ = ["choose_relations", "probe_items", "weights_info"]
-
-
-def _seed_for(*parts: object) -> int:
-    digest = hashlib.sha256("\x1f".join(map(str, parts)).encode()).digest()
-    return int.from_bytes(digest[:8], "little")
 
 
 def _names_for(fact: Fact, extra: Mapping[str, Sequence[str]] | None, cap: int) -> tuple[str, ...]:
@@ -66,7 +61,7 @@ def choose_relations(
 def _sample(facts: list[Fact], limit: int | None, seed: int, relation: str) -> list[Fact]:
     if limit is None or len(facts) <= limit:
         return facts
-    rng = np.random.default_rng(_seed_for("facts", seed, relation))
+    rng = np.random.default_rng(derive_seed("facts", seed, relation))
     keep = sorted(int(i) for i in rng.choice(len(facts), size=limit, replace=False))
     return [facts[i] for i in keep]
 
