@@ -37,8 +37,8 @@ from spread_baseline import plain_average, prompteval  # noqa: E402
 from spread_matrix import generate  # noqa: E402
 
 from steadyeval.stats._irt import IrtCells, fit_irt, irt_distribution  # noqa: E402
-from steadyeval.stats._irt_design import adaptive_cells, stratified_cells  # noqa: E402
 from steadyeval.studies.spread._config import SpreadConfig  # noqa: E402
+from steadyeval.studies.spread._irt_design import adaptive_cells, stratified_cells  # noqa: E402
 
 BUDGETS = (200, 400, 800, 1600)
 LEVELS = np.array([5.0, 25.0, 50.0, 75.0, 95.0])

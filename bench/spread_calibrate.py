@@ -49,7 +49,7 @@ from spread_matrix import generate  # noqa: E402
 
 from steadyeval.stats import _irt, _irt_mixture  # noqa: E402
 from steadyeval.stats._irt import IrtCells, fit_irt, irt_distribution, widen  # noqa: E402
-from steadyeval.stats._irt_design import stratified_cells  # noqa: E402
+from steadyeval.studies.spread._irt_design import stratified_cells  # noqa: E402
 
 BUDGETS = (200, 400, 800, 1600)
 LEVELS = np.array([5.0, 25.0, 50.0, 75.0, 95.0])

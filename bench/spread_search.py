@@ -3,7 +3,7 @@
     python bench/spread_search.py              # 20 matrices, budget 10% of the cells
 
 On every generated matrix (bench/spread_matrix.py, 136-189 formats × 100 items) both
-searches spend 10% of the cells. Thompson sampling (steadyeval.stats._irt_search.
+searches spend 10% of the cells. Thompson sampling (steadyeval.studies.spread._irt_search.
 thompson_search, defaults): steps of 5 cells, each cell of an exploration step going to the
 row with the largest (smallest) of its own posterior draws, a confirmation step's cells to
 the candidates with the fewest items; Beta prior centred on the default format's first 5
@@ -31,8 +31,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from spread_bench import matrices
 
-from steadyeval.stats._irt_design import stratified_cells
-from steadyeval.stats._irt_search import thompson_search
+from steadyeval.studies.spread._irt_design import stratified_cells
+from steadyeval.studies.spread._irt_search import thompson_search
 
 
 def uniform(y: np.ndarray, budget: int, seed: int) -> tuple[int, int]:

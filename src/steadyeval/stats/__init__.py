@@ -30,9 +30,7 @@ from ._intervals import (
     wilson_interval,
 )
 from ._irt import IrtCells, IrtDistribution, IrtFit, fit_irt, irt_distribution
-from ._irt_design import adaptive_cells, stratified_cells
 from ._irt_posterior import MAX_DRAW_VALUES
-from ._irt_search import search_summary, thompson_search
 from ._multiple import MultipleTestResult, benjamini_hochberg, holm
 from ._paired import (
     AgreementTable,
@@ -57,7 +55,7 @@ from ._rankings import (
     rank_consistency,
     spearman,
 )
-from ._splitters import KFold, MDLSplits, MultiSplits, Sizes
+from ._splitters import KFold, MDLSplits, MultiSplits
 from ._spread import SpreadResult, spread
 
 __all__ = [
@@ -84,11 +82,9 @@ __all__ = [
     "PowerResult",
     "RankConsistencyResult",
     "ReliabilityBins",
-    "Sizes",
     "SpreadResult",
     "StatsInputError",
     "StatsWarning",
-    "adaptive_cells",
     "agreement_table",
     "benjamini_hochberg",
     "brier_score",
@@ -110,10 +106,7 @@ __all__ = [
     "rank_consistency",
     "reliability_bins",
     "rms_calibration_error",
-    "search_summary",
     "spearman",
     "spread",
-    "stratified_cells",
-    "thompson_search",
     "wilson_interval",
 ]

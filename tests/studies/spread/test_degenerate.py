@@ -13,9 +13,9 @@ from scipy.special import expit, log_expit
 
 from steadyeval import stats
 from steadyeval.stats import _irt_gibbs, _irt_posterior
-from steadyeval.stats._irt_design import stratified_cells
-from steadyeval.stats._irt_search import search_summary, thompson_search
 from steadyeval.studies.spread import generate_formats
+from steadyeval.studies.spread._irt_design import stratified_cells
+from steadyeval.studies.spread._irt_search import search_summary, thompson_search
 
 ONE_HOT = np.eye(3)
 

@@ -9,9 +9,9 @@ from scipy.special import expit
 
 from steadyeval.stats import StatsInputError
 from steadyeval.stats._irt import IrtCells, _Problem, fit_irt, irt_distribution, widen
-from steadyeval.stats._irt_design import adaptive_cells, stratified_cells
 from steadyeval.stats._irt_mixture import fit_row_mixture, gap, grid_loglik, grid_scale
-from steadyeval.stats._irt_search import search_summary, thompson_search
+from steadyeval.studies.spread._irt_design import adaptive_cells, stratified_cells
+from steadyeval.studies.spread._irt_search import search_summary, thompson_search
 
 
 def _matrix(seed: int, n_f: int = 40, n_i: int = 60, tau: float = 1.2) -> np.ndarray:

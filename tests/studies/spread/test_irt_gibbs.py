@@ -8,8 +8,8 @@ from scipy.special import expit, log_expit
 
 from steadyeval.stats import StatsInputError
 from steadyeval.stats._irt import IrtCells, fit_irt, irt_distribution
-from steadyeval.stats._irt_design import stratified_cells
 from steadyeval.stats._irt_gibbs import _Chain, _State, gibbs_draws
+from steadyeval.studies.spread._irt_design import stratified_cells
 
 
 def _additive(seed: int, n_f: int, n_i: int, tau_row: float, tau_col: float) -> np.ndarray:

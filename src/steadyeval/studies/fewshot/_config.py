@@ -9,9 +9,12 @@ from pydantic import Field, field_validator, model_validator
 from ..._limits import DEVICE_PATTERN, MAX_SEED
 from .._protocol import StudyConfig
 
-__all__ = ["MAX_K", "STRATEGIES", "FewShotConfig"]
+__all__ = ["MAX_K", "STRATEGIES", "FewShotConfig", "SplitSizes"]
 
 STRATEGIES: tuple[Literal["multisplit", "cv", "mdl"], ...] = ("multisplit", "cv", "mdl")
+#: How split sizes round when K does not divide N (the splitters' ``sizes``).
+SplitSizes = Literal["even", "fewnlu"]
+
 #: The most splits K of a strategy (each split trains or scores every setting once).
 MAX_K = 1000
 
@@ -83,7 +86,7 @@ class FewShotConfig(StudyConfig):
         json_schema_extra={"comma": True, "metavar": "K,K,..."},
     )
     ratio: float = Field(0.5, gt=0, lt=1, description="Multi-Splits' train share r.")
-    split_sizes: Literal["even", "fewnlu"] = Field(
+    split_sizes: SplitSizes = Field(
         "even",
         description="How split sizes round when K does not divide N: even (folds differ by "
         "at most one; Multi-Splits' train round(N r)) or fewnlu (FewNLU's code: folds of "

@@ -18,12 +18,12 @@ from ...items import Item, shorten
 from ...models import Backend, model_folder
 from ...results import StudyColumn
 from ...run import Block, RunOptions, own
-from ...stats import KFold, MDLSplits, MultiSplits, Sizes, StatsInputError
+from ...stats import KFold, MDLSplits, MultiSplits, StatsInputError
 from ...train import CheckpointStore
 from .._protocol import StudyDesign
 from ._analysis import analyze
 from ._combo import known_params
-from ._config import STRATEGIES, FewShotConfig
+from ._config import STRATEGIES, FewShotConfig, SplitSizes
 from ._data import TaskData, load_task_data
 from ._methods import METHODS, Method, MethodContext, Split, Unit, get_method
 from ._metrics import task_metric
@@ -63,7 +63,7 @@ COLUMNS = (
 
 
 def make_splitter(
-    strategy: str, k: int, *, ratio: float = 0.5, seed: int = 0, sizes: Sizes = "even"
+    strategy: str, k: int, *, ratio: float = 0.5, seed: int = 0, sizes: SplitSizes = "even"
 ) -> Splitter:
     """The :mod:`steadyeval.stats` splitter for a strategy name (``sizes``: how split sizes
     round when K does not divide N, ``"even"`` or FewNLU's ``"fewnlu"``)."""

@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..._errors import ConfigError
-from ...stats import IrtCells, StatsWarning, fit_irt, irt_distribution, search_summary
+from ...stats import IrtCells, StatsWarning, fit_irt, irt_distribution
+from ._irt_search import search_summary
 
 if TYPE_CHECKING:
     import pyarrow as pa

@@ -13,11 +13,12 @@ from numpy.typing import NDArray
 from ..._errors import ConfigError
 from ...conditions import FORMATS, Condition, Generation
 from ...items import Item, load_items
-from ...stats import MAX_DRAW_VALUES, stratified_cells
+from ...stats import MAX_DRAW_VALUES
 from .._protocol import StudyDesign
 from ._config import SpreadConfig
 from ._formats_file import load_format_file
 from ._grammar import generate_formats
+from ._irt_design import stratified_cells
 
 __all__ = ["SpreadSetup", "cell_blocks", "spread_design", "spread_setup"]
 

@@ -9,18 +9,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ...stats import (
-    IrtCells,
-    StatsWarning,
-    adaptive_cells,
-    fit_irt,
-    irt_distribution,
-    thompson_search,
-)
+from ...stats import IrtCells, StatsWarning, fit_irt, irt_distribution
 from .._protocol import StudyDesign
 from ._analysis import model_cells
 from ._config import SpreadConfig
 from ._design import budget_of, cell_blocks, spread_setup
+from ._irt_design import adaptive_cells
+from ._irt_search import thompson_search
 
 if TYPE_CHECKING:
     import pyarrow as pa

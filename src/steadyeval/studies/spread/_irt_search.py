@@ -9,8 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from ._errors import StatsInputError
-from ._validate import SeedLike, make_rng
+from ...stats import StatsInputError
 
 __all__ = ["SearchResult", "search_summary", "thompson_search"]
 
@@ -94,7 +93,7 @@ def thompson_search(
     default: int = 0,
     prior_strength: float = 2.0,
     confirm: float = 0.55,
-    seed: SeedLike = 0,
+    seed: int | np.random.Generator = 0,
 ) -> SearchResult:
     """Search the best and the worst row within ``budget`` cells.
 
@@ -150,7 +149,7 @@ def thompson_search(
             f"need default in [0, {n_rows}), prior_strength > 0 and confirm in [0, 1); got "
             f"{default}, {prior_strength}, {confirm}"
         )
-    rng = make_rng(seed)
+    rng = np.random.default_rng(seed)  # a Generator passes through unchanged
     cells = _Cells(evaluate, rng.permutation(n_cols).astype(np.intp), n_rows)
     cells.take(np.full(batch, default, dtype=np.intp), budget)
     prior = _prior(cells.log_y[0], float(prior_strength))

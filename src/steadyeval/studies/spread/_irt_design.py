@@ -5,9 +5,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from ._errors import StatsInputError
-from ._irt import IrtDistribution
-from ._validate import SeedLike, make_rng
+from ...stats import IrtDistribution, StatsInputError
 
 __all__ = ["adaptive_cells", "stratified_cells"]
 
@@ -23,7 +21,7 @@ def stratified_cells(
     n_cols: int,
     budget: int,
     *,
-    seed: SeedLike = 0,
+    seed: int | np.random.Generator = 0,
     exclude: NDArray[np.bool_] | None = None,
 ) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
     """``budget`` distinct cells, each row and each column used as evenly as possible.
@@ -60,7 +58,7 @@ def stratified_cells(
     free = int(taken.size - taken.sum())
     if budget < 1 or budget > free:
         raise StatsInputError(f"budget must be in [1, {free}] (the free cells); got {budget}")
-    rng = make_rng(seed)
+    rng = np.random.default_rng(seed)  # a Generator passes through unchanged
     rows = _cycle(n_rows, budget, rng)
     cols = _cycle(n_cols, budget, rng)
     col_use = np.zeros(n_cols, dtype=np.int64)
@@ -87,7 +85,7 @@ def adaptive_cells(
     observed: NDArray[np.bool_],
     n_new: int,
     *,
-    seed: SeedLike = 0,
+    seed: int | np.random.Generator = 0,
 ) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
     """The next ``n_new`` cells where the estimate is least certain.
 
@@ -108,7 +106,7 @@ def adaptive_cells(
     free = int(observed.size - observed.sum())
     if n_new < 1 or n_new > free:
         raise StatsInputError(f"n_new must be in [1, {free}] (the free cells); got {n_new}")
-    rng = make_rng(seed)
+    rng = np.random.default_rng(seed)  # a Generator passes through unchanged
     width = dist.accuracy_high - dist.accuracy_low + rng.random(n_rows) * 1e-9
     order = np.argsort(-width)
     taken = observed.copy()
