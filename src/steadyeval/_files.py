@@ -18,7 +18,7 @@ import json
 import os
 import stat
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from ._errors import DataError, SteadyevalError, show_path
 
@@ -38,6 +38,9 @@ __all__ = [
 #: The default cap on one text or JSON file read whole into memory (data sets are read
 #: line by line and are not capped by this). ``STEADYEVAL_MAX_FILE_MB`` raises it.
 MAX_TEXT_BYTES = 512 * 1024 * 1024
+#: The largest limit a ``STEADYEVAL_MAX_*`` variable can set (1 PiB): larger values mean "no
+#: limit" and are taken as this one (a byte count beyond it does not fit a read's size).
+MAX_LIMIT = 1 << 50
 #: The deepest nesting of JSON objects and lists accepted from a file.
 MAX_JSON_DEPTH = 100
 
@@ -59,9 +62,9 @@ def limit_from_env(name: str, default: int, *, unit: int = 1024 * 1024) -> int:
         value = float(raw)
     except ValueError:
         value = float("nan")
-    if not value > 0 or value == float("inf"):
+    if not value > 0 or value == float("inf") or value * unit < 1:
         raise SteadyevalError(f"${name}={raw[:40]!r}: expected a positive number")
-    return int(value * unit)
+    return int(min(value * unit, MAX_LIMIT))
 
 
 def _kind(mode: int) -> str | None:
@@ -105,10 +108,24 @@ def human_bytes(n: int) -> str:
 
 def _size_error(p: Path, size: int, limit: int, what: str, raise_with: str | None) -> str:
     how = f"; set {raise_with} (in MiB) to raise it" if raise_with else ""
-    return (
-        f"{show_path(p)}: {what} is {human_bytes(size)}, over the limit of {human_bytes(limit)} for "
-        f"this file{how}"
-    )
+    shown, most = human_bytes(size), human_bytes(limit)
+    if shown.replace(".0 ", " ") == most.replace(".0 ", " "):  # 1,048,577 bytes over 1 MiB
+        shown, most = f"{size:,} bytes", f"{limit:,} bytes"
+    return f"{show_path(p)}: {what} is {shown}, over the limit of {most} for this file{how}"
+
+
+def _read_at_most(fh: BinaryIO, n: int) -> bytes:
+    """Up to ``n`` bytes of ``fh``, read in blocks (``fh.read(n)`` allocates ``n`` bytes at
+    once, and ``n`` may be a limit of terabytes)."""
+    chunks: list[bytes] = []
+    got = 0
+    while got < n:
+        block = fh.read(min(1 << 20, n - got))
+        if not block:
+            break
+        chunks.append(block)
+        got += len(block)
+    return b"".join(chunks)
 
 
 def read_text_file(
@@ -131,7 +148,7 @@ def read_text_file(
             size = os.fstat(fh.fileno()).st_size
             if size > max_bytes:
                 raise error(_size_error(p, size, max_bytes, what, raise_with))
-            data = fh.read(max_bytes + 1)
+            data = _read_at_most(fh, min(max_bytes, MAX_LIMIT) + 1)
     except OSError as exc:
         raise error(f"{show_path(p)}: cannot read {what} ({exc.strerror or exc})") from None
     if len(data) > max_bytes:  # grew while read

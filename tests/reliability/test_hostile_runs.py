@@ -221,3 +221,65 @@ def test_the_summary_md_of_an_unknown_study(
     _remanifest(run)  # summary.md is not a regular file: not listed
     line = _report(run)
     assert "summary.md" in line and said in line
+
+
+# -- found by the second hostile review ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "name", ["results.parquet", "summary.json", "manifest.json", "config.json", ".steadyeval-run"]
+)
+def test_report_output_over_a_file_of_the_run_is_refused(
+    base: Path, tmp_path: Path, name: str
+) -> None:
+    run = _copy(base, tmp_path)
+    before = (run / name).read_bytes() if (run / name).is_file() else None
+    said = _line(["report", str(run), "-o", str(run / name)])
+    assert "is a file of the run itself; write the report elsewhere" in said
+    assert ((run / name).read_bytes() if (run / name).is_file() else None) == before
+    assert (
+        CliRunner().invoke(main, ["report", str(run), "-o", str(tmp_path / "r.html")]).exit_code
+        == 0
+    )
+
+
+def test_a_huge_sparse_results_file_is_refused_before_it_is_hashed(
+    base: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = _copy(base, tmp_path)
+    with (run / "results.parquet").open("ab") as fh:
+        fh.truncate(5 << 30)  # sparse: hashing it would read 5 GiB of zeros
+    said = _report(run)
+    assert "results.parquet is 5 GiB, over the limit of 4 GiB" in said
+    assert "STEADYEVAL_MAX_RESULTS_MB" in said
+    other = _copy(base, tmp_path / "other")
+    (other / "summary.json").unlink()
+    assert "summary.json: no such file; expected run" in _report(other)
+    (other / "summary.json").mkdir()
+    assert "summary.json: is a folder" in _report(other)
+
+
+@pytest.mark.parametrize(
+    ("value", "said"),
+    [("1e13", None), ("99999999999999999999999", None), ("1e-300", "expected a positive number")],
+)
+def test_limits_beyond_any_file_mean_no_limit_and_below_a_byte_are_refused(
+    base: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, value: str, said: str | None
+) -> None:
+    monkeypatch.setenv("STEADYEVAL_MAX_FILE_MB", value)
+    result = CliRunner().invoke(main, ["report", str(base), "-o", str(tmp_path / "r.html")])
+    if said is None:
+        assert result.exit_code == 0, result.output
+    else:
+        assert result.exit_code == 2 and said in result.output
+        compared = CliRunner().invoke(main, ["compare", str(base), str(base)])
+        assert compared.exit_code == 2 and said in compared.output
+
+
+def test_sizes_that_read_the_same_are_given_in_bytes(tmp_path: Path) -> None:
+    from steadyeval.run import read_yaml
+
+    path = tmp_path / "s.yaml"
+    path.write_text("a: 1\n" + "#" * (1 << 20) + "\n")
+    with pytest.raises(Exception, match=r"is 1,048,58\d bytes, over the limit of 1,048,576 bytes"):
+        read_yaml(path, "space", max_bytes=1 << 20)

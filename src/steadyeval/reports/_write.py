@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
+from .._errors import DataError, show_path
 from .._json import write_text_atomic
 from ..document import Report, render_markdown
 from ._build import build_report
@@ -43,12 +44,17 @@ def write_report(
     """
     if fmt not in _SUFFIX:
         raise ValueError(f"unknown report format {fmt!r}; expected one of html, md, json")
-    report = build_report(run_dir, options)
     path = Path(output) if output is not None else Path(run_dir) / f"report.{_SUFFIX[fmt]}"
+    from ..run import is_run_file, own
+
+    if output is not None and is_run_file(Path(run_dir), path):
+        raise DataError(
+            f"{show_path(path)}: is a file of the run itself; write the report elsewhere "
+            f"(the default is {show_path(Path(run_dir) / f'report.{_SUFFIX[fmt]}')})"
+        )
+    report = build_report(run_dir, options)
     path.parent.mkdir(parents=True, exist_ok=True)
     if output is None:
-        from ..run import own
-
         own(Path(run_dir), path.name)  # recorded first: --overwrite may delete it later
     write_text_atomic(path, render(report, fmt))
     return path

@@ -19,8 +19,15 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from .._errors import DataError
-from .._files import loads_json, read_text_file
+from .._errors import DataError, show_path
+from .._files import (
+    MAX_TEXT_BYTES,
+    human_bytes,
+    input_file,
+    limit_from_env,
+    loads_json,
+    read_text_file,
+)
 from .._json import write_json
 from ..items import shorten
 
@@ -156,12 +163,34 @@ def check_run_dir(run_dir: Path) -> None:
         path = run_dir / name
         if name not in listed and path.is_file():
             raise DataError(f"{run_dir}: {name} is not part of run {manifest.get('run_id')}")
-        if name in listed and (not path.is_file() or _digest(path) != listed[name]):
+        if name in listed:
+            _check_listed(path, f"run {manifest.get('run_id')}'s {name}")
+        if name in listed and _digest(path) != listed[name]:
             raise DataError(
                 f"{run_dir}: {name} does not belong to run {manifest.get('run_id')}: it is "
                 "not the file the run wrote (damaged, or another run's after a crash while "
                 "writing); run the command that wrote it again"
             )
+
+
+def _check_listed(path: Path, what: str) -> None:
+    """A file the manifest lists is there, a regular file, and within the size limit of
+    its reader, all known from ``stat`` before it is hashed (a 40 GB sparse file would take
+    minutes to hash only to be refused by its reader)."""
+    from ._read import MAX_RESULTS_BYTES
+
+    input_file(path, what)
+    if path.name == "results.parquet":
+        variable, limit = "STEADYEVAL_MAX_RESULTS_MB", MAX_RESULTS_BYTES
+    else:
+        variable, limit = "STEADYEVAL_MAX_FILE_MB", MAX_TEXT_BYTES
+    limit = limit_from_env(variable, limit)
+    size = path.stat().st_size
+    if size > limit:
+        raise DataError(
+            f"{show_path(path)}: {what} is {human_bytes(size)}, over the limit of "
+            f"{human_bytes(limit)}; set {variable} (in MiB) to raise it"
+        )
 
 
 def _check_state(run_dir: Path, manifest: dict[str, Any]) -> None:

@@ -10,7 +10,7 @@ from ._config import (
 )
 from ._dispatch import PlanCounts
 from ._executor import Executor, LocalExecutor, call_backend
-from ._folder import claim_run_dir, default_out, locked_run_dir, own
+from ._folder import claim_run_dir, default_out, is_run_file, locked_run_dir, own
 from ._from_config import load_config_data, resolve_run_config, run_config
 from ._plan import Plan, PlannedTrial, build_plan
 from ._ray import RayExecutor
@@ -35,6 +35,7 @@ __all__ = [
     "check_nodes",
     "claim_run_dir",
     "default_out",
+    "is_run_file",
     "load_config_data",
     "load_run_config",
     "load_yaml_config",

@@ -39,6 +39,7 @@ __all__ = [
     "config_key",
     "default_out",
     "drop_stale_reports",
+    "is_run_file",
     "locked_run_dir",
     "own",
 ]
@@ -277,6 +278,15 @@ def claim_run_dir(
         run_dir / MARKER,
         {"format": MARKER_FORMAT, "config_key": key, "claimed": time.time(), "owns": RUN_FILES},
     )
+
+
+def is_run_file(run_dir: Path, path: Path) -> bool:
+    """Whether ``path`` names one of the run folder ``run_dir``'s own files (its results,
+    summaries, config, provenance, manifest, marker or lock): a report or another output
+    must never be written over them. ``path``'s folder is resolved (links followed), its
+    name is not (writing replaces a link, never its target)."""
+    folder = Path(os.path.realpath(path.parent))
+    return folder == Path(os.path.realpath(run_dir)) and path.name in (*RUN_FILES, MARKER, LOCK)
 
 
 def own(run_dir: Path, *names: str) -> None:

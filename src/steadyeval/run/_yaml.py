@@ -195,15 +195,36 @@ _FLOAT_12 = re.compile(
 )
 
 
+#: YAML 1.2's integers (decimal, ``0x`` hex, ``0o`` octal; ``_`` separators kept, as PyYAML
+#: allows) and booleans (``true``/``false`` only): ``010`` is ten, not YAML 1.1's octal 8,
+#: ``1:30`` is text, not base-60 90, and ``yes`` is the word, not ``True``.
+_INT_12 = re.compile(r"^(?:[-+]?[0-9][0-9_]*|[-+]?0x[0-9a-fA-F_]+|[-+]?0o[0-7_]+)$")
+_BOOL_12 = re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$")
+_TAG = "tag:yaml.org,2002:"
+
+
+def _int_12(loader: yaml.SafeLoader, node: yaml.Node) -> int:
+    text = str(loader.construct_scalar(node)).replace("_", "")  # type: ignore[arg-type]
+    sign = -1 if text.startswith("-") else 1
+    digits = text.lstrip("+-")
+    if digits[:2] in ("0x", "0o"):
+        return sign * int(digits[2:], 16 if digits[1] == "x" else 8)
+    return sign * int(digits, 10)
+
+
 class _Loader12(_Loader):
-    """:class:`_Loader` whose floats follow YAML 1.2 (``1e-5`` is a float)."""
+    """:class:`_Loader` with YAML 1.2's numbers and booleans (``1e-5`` is a float, ``010``
+    is ten, ``yes`` is text)."""
 
 
 _Loader12.yaml_implicit_resolvers = {
-    k: [(tag, rx) for tag, rx in v if tag != "tag:yaml.org,2002:float"]
+    k: [(tag, rx) for tag, rx in v if tag not in {_TAG + "float", _TAG + "int", _TAG + "bool"}]
     for k, v in _Loader.yaml_implicit_resolvers.items()
 }
-_Loader12.add_implicit_resolver("tag:yaml.org,2002:float", _FLOAT_12, list("-+0123456789."))
+_Loader12.add_implicit_resolver(_TAG + "float", _FLOAT_12, list("-+0123456789."))
+_Loader12.add_implicit_resolver(_TAG + "int", _INT_12, list("-+0123456789"))
+_Loader12.add_implicit_resolver(_TAG + "bool", _BOOL_12, list("tTfF"))
+_Loader12.add_constructor(_TAG + "int", _int_12)
 
 
 def _syntax_error(exc: yaml.YAMLError, text: str, where: str) -> ConfigError:
@@ -227,9 +248,13 @@ def read_yaml(
     file (a FIFO or a device is refused before it is opened) of at most
     :data:`MAX_YAML_BYTES` (``STEADYEVAL_MAX_CONFIG_MB`` raises it; ``max_bytes``, a fixed
     limit, replaces both), in UTF-8; its nodes pass :func:`check_nodes` before any value is
-    built. ``yaml12_floats``: ``1e-5`` is a float (YAML 1.2), not the string PyYAML's YAML
-    1.1 makes of it."""
+    built. ``yaml12_floats``: numbers and booleans follow YAML 1.2 (``1e-5`` is a float, not
+    the string PyYAML's YAML 1.1 makes of it; ``010`` is ten; ``yes`` is text)."""
     where = str(path)
+    if max_bytes is not None and (
+        isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 1
+    ):
+        raise ValueError(f"max_bytes must be a positive int (bytes); got {max_bytes!r}")
     fixed = max_bytes is not None
     text = read_text_file(
         path,

@@ -77,8 +77,13 @@ def test_a_space_file_is_read_as_every_yaml_config_is(tmp_path: Path) -> None:
     space.write_text("pet:\n  steps: [" + ", ".join(["1"] * 150_000) + "]\n")
     with pytest.raises(ConfigError, match=r"many.yaml, line 2: more than 100,000 values"):
         load_space(space, "pet")
-    space.write_text("pet:\n  learning_rate: [1e-5, 2E+3, .5]\n")
-    assert load_space(space, "pet")["learning_rate"] == [1e-5, 2000.0, 0.5]
+    space.write_text("pet:\n  learning_rate: [1e-5, 2E+3, .5]\n  steps: [010, 0x10]\n")
+    got = load_space(space, "pet")
+    assert got["learning_rate"] == [1e-5, 2000.0, 0.5]
+    assert got["steps"] == [10, 16]  # YAML 1.1 read 010 as octal 8
+    space.write_text("pet:\n  steps: [1:30]\n")  # YAML 1.1: base-60 90; YAML 1.2: text
+    with pytest.raises(ConfigError, match="steps"):
+        build_grid(get_method("pet"), get_task("RTE"), load_space(space, "pet"))
 
 
 def test_the_grid_size_is_checked_before_the_grid_is_built(tmp_path: Path) -> None:
