@@ -250,6 +250,19 @@ def test_a_per_task_mapping_with_an_unknown_task_names_the_task(tmp_path: Path) 
         build_grid(get_method("icl"), get_task("RTE"), {"shots": {"RTE": [1], "Bogus": [2]}})
 
 
+def test_values_for_a_task_outside_the_run_are_checked_too(rte: Path, tmp_path: Path) -> None:
+    space = tmp_path / "space.yaml"
+    space.write_text("icl:\n  shots: {RTE: [1], CB: [fast]}\n")
+    assert "space.yaml, line 2: shots:" in _error(
+        _study(rte, "--method", "icl", "--space", str(space))
+    )
+    space.write_text("icl:\n  shots: {RTE: [1], CB: [2]}\n")
+    assert (
+        CliRunner().invoke(main, _study(rte, "--method", "icl", "--space", str(space))).exit_code
+        == 0
+    )
+
+
 def test_k_values_that_cannot_be_used_are_an_error_not_dropped(rte: Path) -> None:
     message = _error(_study(rte, "--k-values", "0,-2"))
     assert "(got '0')" in message and "(got '-2')" in message

@@ -28,7 +28,7 @@ from ._data import TaskData, load_task_data
 from ._methods import METHODS, Method, MethodContext, Split, Unit, get_method
 from ._metrics import task_metric
 from ._params import hparams_id
-from ._space import build_grid, load_space, method_space
+from ._space import build_grid, load_space, method_space, named_tasks
 from ._tasks import FewShotTask, get_task, item_groups
 
 __all__ = [
@@ -168,6 +168,11 @@ def _experiments(config: FewShotConfig) -> list[_Experiment]:
             f"methods (pet+mlm, ipet, noisy and their combinations); none of "
             f"{', '.join(m.name for m in methods)} reads it: drop it or add such a method"
         )
+    in_run = {task.key for task in tasks}
+    for method in methods:  # values given for tasks outside this run are checked all the same
+        space = method_space(config.space, method, every)
+        for key in sorted(named_tasks(space) - in_run):
+            build_grid(method, get_task(key), space)
     out = []
     for task in tasks:
         data = load_task_data(config, task, unlabelled=semi)

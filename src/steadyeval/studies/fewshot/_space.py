@@ -22,7 +22,15 @@ from ._tasks import FewShotTask
 if TYPE_CHECKING:
     from ._methods import Method
 
-__all__ = ["MAX_GRID", "MAX_SPACE_BYTES", "SpaceFile", "build_grid", "load_space", "method_space"]
+__all__ = [
+    "MAX_GRID",
+    "MAX_SPACE_BYTES",
+    "SpaceFile",
+    "build_grid",
+    "load_space",
+    "method_space",
+    "named_tasks",
+]
 
 #: The most settings one method's grid may hold on one task (each setting is trained or
 #: scored on every split of every strategy and K: thousands of settings never finish).
@@ -79,6 +87,18 @@ def _per_task(value: Mapping[Any, Any], here: str, name: str) -> dict[str, Any]:
                 f"per task ({tasks}){hint}"
             )
     return {str(k).lower(): v for k, v in value.items()}
+
+
+def named_tasks(space: Mapping[str, Any] | None) -> set[str]:
+    """The tasks (keys, lowercase) a space gives values for by name, in its per-task
+    mappings (``{RTE: [...], CB: [...]}``)."""
+    return {
+        str(k).lower()
+        for v in (space or {}).values()
+        if isinstance(v, Mapping)
+        for k in v
+        if isinstance(k, str) and k.lower() in FEWGLUE
+    }
 
 
 def _method_of(key: Any, here: str) -> Method:
