@@ -10,9 +10,10 @@ keeps the values.
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias, get_args
 
 __all__ = [
     "Bar",
@@ -106,6 +107,37 @@ def format_cell(value: Any, kind: CellKind) -> str:
     raise ValueError(f"unknown cell kind {kind!r}; expected one of {CellKind.__args__}")  # type: ignore[attr-defined]
 
 
+def _check_text(owner: str, name: str, value: Any, *, optional: bool = False) -> None:
+    if not (isinstance(value, str) or (optional and value is None)):
+        raise TypeError(f"{owner}.{name} must be a str; got {type(value).__name__}")
+
+
+def _check_number(owner: str, name: str, value: Any, *, finite: bool = False) -> None:
+    """A real number (NaN allowed unless ``finite``; numpy scalars are fine, bools not)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{owner}.{name} must be a number; got {type(value).__name__}")
+    try:
+        as_float = float(value)
+    except OverflowError:
+        raise ValueError(f"{owner}.{name} is too large to show; got {value!r:.40}") from None
+    if finite and not math.isfinite(as_float):
+        raise ValueError(f"{owner}.{name} must be finite; got {value!r}")
+
+
+def _check_cell(table: str, row: int, column: Column, value: Any) -> None:
+    """Refuse, when the table is built, a cell its column cannot show (rendering would fail
+    later, in one output format or another)."""
+    try:
+        if column.kind != "text" and isinstance(value, numbers.Real):
+            float(value)  # an integer of 400 digits cannot be drawn or compared
+        format_cell(value, column.kind)
+    except (TypeError, ValueError, OverflowError):
+        raise ValueError(
+            f"table {table!r}: row {row}, column {column.name!r}: {value!r:.60} cannot be "
+            f"shown as {column.kind!r}"
+        ) from None
+
+
 @dataclass(frozen=True)
 class Column:
     """A table column: its header, how its cells are shown, an optional tooltip, and
@@ -116,12 +148,23 @@ class Column:
     help: str | None = None
     wide: bool = False
 
+    def __post_init__(self) -> None:
+        _check_text("Column", "name", self.name)
+        _check_text("Column", "help", self.help, optional=True)
+        if self.kind not in get_args(CellKind):
+            raise ValueError(
+                f"Column.kind must be one of {', '.join(get_args(CellKind))}; got {self.kind!r}"
+            )
+
 
 @dataclass(frozen=True)
 class Paragraph:
     """Plain text (never markup; the HTML renderer escapes it)."""
 
     text: str
+
+    def __post_init__(self) -> None:
+        _check_text("Paragraph", "text", self.text)
 
 
 @dataclass(frozen=True)
@@ -131,6 +174,10 @@ class Preformatted:
     text: str
     title: str | None = None
 
+    def __post_init__(self) -> None:
+        _check_text("Preformatted", "text", self.text)
+        _check_text("Preformatted", "title", self.title, optional=True)
+
 
 @dataclass(frozen=True)
 class Note:
@@ -138,6 +185,11 @@ class Note:
 
     text: str
     level: Literal["info", "warning"] = "info"
+
+    def __post_init__(self) -> None:
+        _check_text("Note", "text", self.text)
+        if self.level not in ("info", "warning"):
+            raise ValueError(f"Note.level must be 'info' or 'warning'; got {self.level!r}")
 
 
 @dataclass(frozen=True)
@@ -150,12 +202,15 @@ class Table:
     note: str | None = None
 
     def __post_init__(self) -> None:
+        _check_text("Table", "title", self.title)
         for i, row in enumerate(self.rows):
             if len(row) != len(self.columns):
                 raise ValueError(
                     f"table {self.title!r}: row {i} has {len(row)} cells; expected "
                     f"{len(self.columns)} (one per column)"
                 )
+            for column, value in zip(self.columns, row, strict=True):
+                _check_cell(self.title, i, column, value)
 
     def cells(self) -> list[list[str]]:
         """Every row's formatted cells."""
@@ -175,6 +230,11 @@ class Bar:
     high: float = math.nan
     group: str | None = None
     n: int | None = None
+
+    def __post_init__(self) -> None:
+        _check_text("Bar", "label", self.label)
+        for name in ("estimate", "low", "high"):
+            _check_number("Bar", name, getattr(self, name))
 
 
 @dataclass(frozen=True)
@@ -234,6 +294,12 @@ class Point:
     high: float = math.nan
     n: int | None = None
 
+    def __post_init__(self) -> None:
+        _check_number("Point", "x", self.x, finite=True)
+        _check_number("Point", "y", self.y, finite=True)
+        _check_number("Point", "low", self.low)
+        _check_number("Point", "high", self.high)
+
 
 @dataclass(frozen=True)
 class Series:
@@ -241,6 +307,13 @@ class Series:
 
     name: str
     points: tuple[Point, ...]
+
+    def __post_init__(self) -> None:
+        _check_text("Series", "name", self.name)
+        if not isinstance(self.points, Sequence) or not all(
+            isinstance(p, Point) for p in self.points
+        ):
+            raise TypeError(f"Series {self.name!r}: points must be a sequence of Point")
 
 
 @dataclass(frozen=True)
@@ -316,6 +389,7 @@ class ItemTable:
 Block: TypeAlias = (
     Paragraph | Preformatted | Note | Table | BarChart | Heatmap | LineChart | ItemTable
 )
+_BLOCKS = (Paragraph, Preformatted, Note, Table, BarChart, Heatmap, LineChart, ItemTable)
 
 
 @dataclass(frozen=True)
@@ -335,6 +409,18 @@ class Section:
     source: str = "steadyeval"
     labels: tuple[tuple[str, str], ...] = ()
     lead: bool = False
+
+    def __post_init__(self) -> None:
+        _check_text("Section", "id", self.id)
+        _check_text("Section", "title", self.title)
+        if isinstance(self.blocks, str) or not isinstance(self.blocks, Sequence):
+            raise TypeError(f"section {self.id!r}: blocks must be a sequence of blocks")
+        for i, block in enumerate(self.blocks):
+            if not isinstance(block, _BLOCKS):
+                raise TypeError(
+                    f"section {self.id!r}: block {i} is a {type(block).__name__}; expected "
+                    f"one of {', '.join(t.__name__ for t in _BLOCKS)}"
+                )
 
     @classmethod
     def of(
