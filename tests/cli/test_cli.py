@@ -189,8 +189,8 @@ def test_kill_9_mid_run_then_resume_gives_the_same_table(
     finally:
         if proc.poll() is None:
             proc.kill()
-    held = _count(cache)
-    assert 1 <= held < 256
+    held = _count(cache)  # at least one: the loop above waited for it
+    assert held < 256, "the run finished before it was killed: nothing left to resume"
     resumed = _cli("run", str(cfg), "--out", str(tmp_path / "resumed"), env=env)
     assert resumed.returncode == 0, resumed.stderr
     s = json.loads((tmp_path / "resumed" / "summary.json").read_text())
