@@ -24,6 +24,7 @@ from ._errors import DataError, SteadyevalError, show_path
 
 __all__ = [
     "MAX_JSON_DEPTH",
+    "MAX_LIMIT",
     "MAX_TEXT_BYTES",
     "check_json_depth",
     "decode_utf8",
@@ -33,6 +34,7 @@ __all__ = [
     "load_json_file",
     "loads_json",
     "read_text_file",
+    "sized_input_file",
 ]
 
 #: The default cap on one text or JSON file read whole into memory (data sets are read
@@ -112,6 +114,26 @@ def _size_error(p: Path, size: int, limit: int, what: str, raise_with: str | Non
     if shown.replace(".0 ", " ") == most.replace(".0 ", " "):  # 1,048,577 bytes over 1 MiB
         shown, most = f"{size:,} bytes", f"{limit:,} bytes"
     return f"{show_path(p)}: {what} is {shown}, over the limit of {most} for this file{how}"
+
+
+def sized_input_file(
+    path: str | os.PathLike[str],
+    what: str,
+    *,
+    max_bytes: int,
+    raise_with: str | None,
+    error: type[SteadyevalError] = DataError,
+) -> Path:
+    """:func:`input_file`, and at most ``max_bytes`` large (``raise_with``: the variable, in
+    MiB, that replaces it when set), all from ``stat``: for a file checked before it is read
+    or hashed whole."""
+    if raise_with:
+        max_bytes = limit_from_env(raise_with, max_bytes)
+    p = input_file(path, what, error=error)
+    size = p.stat().st_size
+    if size > max_bytes:
+        raise error(_size_error(p, size, max_bytes, what, raise_with))
+    return p
 
 
 def _read_at_most(fh: BinaryIO, n: int) -> bytes:

@@ -124,13 +124,13 @@ def _check_number(owner: str, name: str, value: Any, *, finite: bool = False) ->
         raise ValueError(f"{owner}.{name} must be finite; got {value!r}")
 
 
-def _check_cell(table: str, row: int, column: Column, value: Any) -> None:
-    """Refuse, when the table is built, a cell its column cannot show (rendering would fail
-    later, in one output format or another)."""
+def _cell(table: str, row: int, column: Column, value: Any) -> str:
+    """The cell's text; a cell its column cannot show is refused when the table is built
+    (rendering would fail later, in one output format or another)."""
     try:
         if column.kind != "text" and isinstance(value, numbers.Real):
             float(value)  # an integer of 400 digits cannot be drawn or compared
-        format_cell(value, column.kind)
+        return format_cell(value, column.kind)
     except (TypeError, ValueError, OverflowError):
         raise ValueError(
             f"table {table!r}: row {row}, column {column.name!r}: {value!r:.60} cannot be "
@@ -201,23 +201,24 @@ class Table:
     rows: tuple[tuple[Any, ...], ...]
     note: str | None = None
 
+    _cells: tuple[tuple[str, ...], ...] = field(init=False, repr=False, compare=False)
+
     def __post_init__(self) -> None:
         _check_text("Table", "title", self.title)
+        cells = []
         for i, row in enumerate(self.rows):
             if len(row) != len(self.columns):
                 raise ValueError(
                     f"table {self.title!r}: row {i} has {len(row)} cells; expected "
                     f"{len(self.columns)} (one per column)"
                 )
-            for column, value in zip(self.columns, row, strict=True):
-                _check_cell(self.title, i, column, value)
+            pairs = zip(self.columns, row, strict=True)
+            cells.append(tuple(_cell(self.title, i, c, v) for c, v in pairs))
+        object.__setattr__(self, "_cells", tuple(cells))  # formatted once, when built
 
     def cells(self) -> list[list[str]]:
         """Every row's formatted cells."""
-        return [
-            [format_cell(v, c.kind) for v, c in zip(row, self.columns, strict=True)]
-            for row in self.rows
-        ]
+        return [list(row) for row in self._cells]
 
 
 @dataclass(frozen=True)
@@ -389,7 +390,6 @@ class ItemTable:
 Block: TypeAlias = (
     Paragraph | Preformatted | Note | Table | BarChart | Heatmap | LineChart | ItemTable
 )
-_BLOCKS = (Paragraph, Preformatted, Note, Table, BarChart, Heatmap, LineChart, ItemTable)
 
 
 @dataclass(frozen=True)
@@ -416,10 +416,10 @@ class Section:
         if isinstance(self.blocks, str) or not isinstance(self.blocks, Sequence):
             raise TypeError(f"section {self.id!r}: blocks must be a sequence of blocks")
         for i, block in enumerate(self.blocks):
-            if not isinstance(block, _BLOCKS):
+            if not isinstance(block, Block):
                 raise TypeError(
                     f"section {self.id!r}: block {i} is a {type(block).__name__}; expected "
-                    f"one of {', '.join(t.__name__ for t in _BLOCKS)}"
+                    f"one of {', '.join(t.__name__ for t in get_args(Block))}"
                 )
 
     @classmethod

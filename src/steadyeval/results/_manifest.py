@@ -19,15 +19,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from .._errors import DataError, show_path
-from .._files import (
-    MAX_TEXT_BYTES,
-    human_bytes,
-    input_file,
-    limit_from_env,
-    loads_json,
-    read_text_file,
-)
+from .._errors import DataError
+from .._files import MAX_TEXT_BYTES, loads_json, read_text_file, sized_input_file
 from .._json import write_json
 from ..items import shorten
 
@@ -163,9 +156,10 @@ def check_run_dir(run_dir: Path) -> None:
         path = run_dir / name
         if name not in listed and path.is_file():
             raise DataError(f"{run_dir}: {name} is not part of run {manifest.get('run_id')}")
-        if name in listed:
-            _check_listed(path, f"run {manifest.get('run_id')}'s {name}")
-        if name in listed and _digest(path) != listed[name]:
+        if name not in listed:
+            continue
+        _check_listed(path, f"run {manifest.get('run_id')}'s {name}")
+        if _digest(path) != listed[name]:
             raise DataError(
                 f"{run_dir}: {name} does not belong to run {manifest.get('run_id')}: it is "
                 "not the file the run wrote (damaged, or another run's after a crash while "
@@ -179,18 +173,12 @@ def _check_listed(path: Path, what: str) -> None:
     minutes to hash only to be refused by its reader)."""
     from ._read import MAX_RESULTS_BYTES
 
-    input_file(path, what)
     if path.name == "results.parquet":
-        variable, limit = "STEADYEVAL_MAX_RESULTS_MB", MAX_RESULTS_BYTES
-    else:
-        variable, limit = "STEADYEVAL_MAX_FILE_MB", MAX_TEXT_BYTES
-    limit = limit_from_env(variable, limit)
-    size = path.stat().st_size
-    if size > limit:
-        raise DataError(
-            f"{show_path(path)}: {what} is {human_bytes(size)}, over the limit of "
-            f"{human_bytes(limit)}; set {variable} (in MiB) to raise it"
+        sized_input_file(
+            path, what, max_bytes=MAX_RESULTS_BYTES, raise_with="STEADYEVAL_MAX_RESULTS_MB"
         )
+    else:
+        sized_input_file(path, what, max_bytes=MAX_TEXT_BYTES, raise_with="STEADYEVAL_MAX_FILE_MB")
 
 
 def _check_state(run_dir: Path, manifest: dict[str, Any]) -> None:

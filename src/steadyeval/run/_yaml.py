@@ -17,7 +17,7 @@ import yaml
 from yaml.reader import ReaderError
 
 from .._errors import ConfigError
-from .._files import limit_from_env, read_text_file
+from .._files import read_text_file
 from ..items import lone_surrogate, shorten
 
 __all__ = [
@@ -241,33 +241,30 @@ def _syntax_error(exc: yaml.YAMLError, text: str, where: str) -> ConfigError:
 
 
 def read_yaml(
-    path: Path, what: str, *, yaml12_floats: bool = False, max_bytes: int | None = None
+    path: Path, what: str, *, yaml12: bool = False, max_bytes: int | None = None
 ) -> tuple[Any, yaml.Node | None]:
     """The file's value (plain Python data) and its composed node tree (for the lines of
     keys), or a :class:`ConfigError` naming the file and line. The file must be a regular
     file (a FIFO or a device is refused before it is opened) of at most
     :data:`MAX_YAML_BYTES` (``STEADYEVAL_MAX_CONFIG_MB`` raises it; ``max_bytes``, a fixed
     limit, replaces both), in UTF-8; its nodes pass :func:`check_nodes` before any value is
-    built. ``yaml12_floats``: numbers and booleans follow YAML 1.2 (``1e-5`` is a float, not
+    built. ``yaml12``: numbers and booleans follow YAML 1.2 (``1e-5`` is a float, not
     the string PyYAML's YAML 1.1 makes of it; ``010`` is ten; ``yes`` is text)."""
     where = str(path)
     if max_bytes is not None and (
         isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 1
     ):
         raise ValueError(f"max_bytes must be a positive int (bytes); got {max_bytes!r}")
-    fixed = max_bytes is not None
-    text = read_text_file(
+    text = read_text_file(  # read_text_file applies STEADYEVAL_MAX_CONFIG_MB itself
         path,
         f"a YAML {what} file",
-        max_bytes=max_bytes
-        if max_bytes is not None
-        else limit_from_env("STEADYEVAL_MAX_CONFIG_MB", MAX_YAML_BYTES),
-        raise_with=None if fixed else "STEADYEVAL_MAX_CONFIG_MB",
+        max_bytes=MAX_YAML_BYTES if max_bytes is None else max_bytes,
+        raise_with="STEADYEVAL_MAX_CONFIG_MB" if max_bytes is None else None,
         error=ConfigError,
     )
     try:
         # the reader refuses control characters here
-        loader = (_Loader12 if yaml12_floats else _Loader)(text, where)
+        loader = (_Loader12 if yaml12 else _Loader)(text, where)
     except yaml.YAMLError as exc:
         raise _syntax_error(exc, text, where) from None
     try:

@@ -168,17 +168,16 @@ def _experiments(config: FewShotConfig) -> list[_Experiment]:
             f"methods (pet+mlm, ipet, noisy and their combinations); none of "
             f"{', '.join(m.name for m in methods)} reads it: drop it or add such a method"
         )
+    spaces = [method_space(config.space, method, every) for method in methods]
     in_run = {task.key for task in tasks}
-    for method in methods:  # values given for tasks outside this run are checked all the same
-        space = method_space(config.space, method, every)
-        for key in sorted(named_tasks(space) - in_run):
+    for method, space in zip(methods, spaces, strict=True):
+        for key in sorted(named_tasks(space) - in_run):  # checked though this run skips them
             build_grid(method, get_task(key), space)
     out = []
     for task in tasks:
         data = load_task_data(config, task, unlabelled=semi)
-        for method in methods:
-            grid = build_grid(method, task, method_space(config.space, method, every))
-            out.append(_Experiment(data, method, grid))
+        for method, space in zip(methods, spaces, strict=True):
+            out.append(_Experiment(data, method, build_grid(method, task, space)))
     return out
 
 

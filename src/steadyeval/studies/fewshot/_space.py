@@ -52,9 +52,9 @@ class SpaceFile(dict[str, Any]):
 def _read(p: Path) -> tuple[Any, yaml.Node | None]:
     """The file's value and its node tree, read as every YAML config is
     (:func:`~steadyeval.run.read_yaml`: a regular UTF-8 file, composed once and checked
-    before any value is built), here with YAML 1.2's floats (``1e-5`` is a number) and at
-    most :data:`MAX_SPACE_BYTES`."""
-    return read_yaml(p, "space", yaml12_floats=True, max_bytes=MAX_SPACE_BYTES)
+    before any value is built), here with YAML 1.2's numbers and booleans (``1e-5`` is a
+    number, ``010`` is ten, ``yes`` is text) and at most :data:`MAX_SPACE_BYTES`."""
+    return read_yaml(p, "space", yaml12=True, max_bytes=MAX_SPACE_BYTES)
 
 
 def _lines(node: yaml.Node | None) -> tuple[dict[str, int], dict[str, dict[str, int]]]:
