@@ -29,7 +29,10 @@ def test_docs_python_blocks_run(
     doc: Path, index: int, code: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    exec(compile(code, f"{doc.name} block {index}", "exec"), {"__name__": "__docs__"})
+    # dont_inherit: the block runs as a user's script would, without this file's
+    # ``from __future__ import annotations``
+    block = compile(code, f"{doc.name} block {index}", "exec", dont_inherit=True)
+    exec(block, {"__name__": "__docs__"})
 
 
 def _block_after(text: str, heading: str) -> list[str]:
@@ -83,7 +86,14 @@ def test_contributing_example_study_is_one_small_block() -> None:
     example = text.split("## Example: a study in one page", 1)[1]
     (code,) = re.findall(r"```python\n(.*?)```", example, re.S)
     assert len(code.splitlines()) < 150
-    for needed in ("(Study)", "(StudyConfig)", "agreement_table", "mcnemar", "Section.of"):
+    for needed in (
+        "(Study[",
+        "(StudyConfig)",
+        "(Analysis)",
+        "agreement_table",
+        "mcnemar",
+        "Section.of",
+    ):
         assert needed in code, needed
     assert code.count("-logprob") >= 2  # two conditions
 

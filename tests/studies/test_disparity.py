@@ -4,7 +4,6 @@ continued pre-training it relies on."""
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -17,8 +16,8 @@ from steadyeval import RunOptions
 from steadyeval._errors import ConfigError
 from steadyeval.models import build_tiny_model, load_backend
 from steadyeval.models._tiny import DEFAULT_CORPUS
-from steadyeval.results import read_results
-from steadyeval.studies import get_study, run_study
+from steadyeval.results import ResultsFrame, read_results
+from steadyeval.studies import get_study, read_analysis, reanalyze, run_study
 from steadyeval.studies.disparity import analyze_disparity, disparity_report_sections, paired_gap
 
 NAMES = [
@@ -180,20 +179,23 @@ def test_overlap_raises_p_at_1(kind: str, world: dict[str, Path], tmp_path: Path
     options = RunOptions(out=tmp_path / "run", cache=tmp_path / "cache.sqlite", progress=False)
     result = run_study("disparity", config, options=options)
     a = result.analysis
-    p = {c["gamma"]: c["p_at_1"] for c in a["cells"]}
+    p = {c.gamma: c.p_at_1 for c in a.cells}
     assert set(p) == {"0", "100"}
-    assert all(c["n"] == 40 for c in a["cells"])
+    assert all(c.n == 40 for c in a.cells)
     assert p["100"] - p["0"] >= 0.3, p
     # One row per fact × γ, tagged with γ and the model before training.
     table = result.table
     assert table.num_rows == 80
     assert sorted(set(table.column("gamma").to_pylist())) == [0, 100]
-    assert set(table.column("base_model").to_pylist()) == {a["models"][0]}
+    assert set(table.column("base_model").to_pylist()) == {a.models[0]}
     info = result.summary["design"]
     assert info["models"][0]["objective"] == kind
     assert [m["n_overlap"] for m in info["corpus"]["mixtures"]] == [0, 200]
-    (change,) = a["changes"]
-    assert change["diff"] == pytest.approx(p["100"] - p["0"])
+    (change,) = a.changes
+    assert change.diff == pytest.approx(p["100"] - p["0"])
+    # summary.json reads back as the same typed analysis, and reanalyze recomputes it
+    assert read_analysis(tmp_path / "run") == a
+    assert reanalyze(tmp_path / "run") == a
     # A rerun from the warm cache sends nothing and trains nothing: the same table.
     checkpoints = sorted((tmp_path / "run" / "checkpoints").iterdir())
     again = run_study("disparity", config, options=options)
@@ -283,34 +285,34 @@ def test_analysis_by_hand() -> None:
         rows.append(("B", 100, f"f{i}", i < 7))
         rows.append(("B", None, f"f{i}", None if i == 7 else False))
     info = {"models": [{"model": "A"}, {"model": "B"}], "gammas": [0, 100]}
-    a = analyze_disparity(_table(rows), info)
-    assert a["models"] == ["A", "B"]
-    assert a["gammas"] == ["none", "0", "100"]
-    cells = {(c["model"], c["gamma"]): c for c in a["cells"]}
-    assert cells[("A", "0")]["p_at_1"] == 6 / 8
-    assert cells[("B", "100")]["correct"] == 7
-    assert cells[("B", "none")]["p_at_1"] == 0.0
+    a = analyze_disparity(ResultsFrame(_table(rows)), info)
+    assert a.models == ["A", "B"]
+    assert a.gammas == ["none", "0", "100"]
+    cells = {(c.model, c.gamma): c for c in a.cells}
+    assert cells[("A", "0")].p_at_1 == 6 / 8
+    assert cells[("B", "100")].correct == 7
+    assert cells[("B", "none")].p_at_1 == 0.0
     assert ("A", "none") not in cells
-    gaps = {g["gamma"]: g for g in a["gaps"]}
+    gaps = {g.gamma: g for g in a.gaps}
     assert set(gaps) == {"0", "100"}
     # γ=0: A only on 5 facts, B only on none: exact McNemar p = 2 · (1/2)^5 = 0.0625.
-    assert (gaps["0"]["only_a"], gaps["0"]["only_b"]) == (5, 0)
-    assert gaps["0"]["pvalue"] == pytest.approx(0.0625)
-    assert gaps["0"]["diff"] == pytest.approx(5 / 8)
+    assert (gaps["0"].only_a, gaps["0"].only_b) == (5, 0)
+    assert gaps["0"].pvalue == pytest.approx(0.0625)
+    assert gaps["0"].diff == pytest.approx(5 / 8)
     # γ=100: one discordant fact, p = 1.
-    assert gaps["100"]["pvalue"] == pytest.approx(1.0)
-    changes = {c["model"]: c for c in a["changes"]}
-    assert (changes["B"]["only_a"], changes["B"]["only_b"]) == (6, 0)
-    assert changes["B"]["pvalue"] == pytest.approx(2 / 64)
-    assert any("1 rows have no verdict" in n for n in a["notes"])
+    assert gaps["100"].pvalue == pytest.approx(1.0)
+    changes = {c.model: c for c in a.changes}
+    assert (changes["B"].only_a, changes["B"].only_b) == (6, 0)
+    assert changes["B"].pvalue == pytest.approx(2 / 64)
+    assert any("1 rows have no verdict" in n for n in a.notes)
 
 
 def test_paired_gap_uses_common_facts_only() -> None:
     g = paired_gap({"a": True, "b": False, "c": True}, {"b": True, "c": True, "d": False})
-    assert g["n"] == 2
-    assert (g["only_a"], g["only_b"]) == (0, 1)
+    assert g.n == 2
+    assert (g.only_a, g.only_b) == (0, 1)
     empty = paired_gap({"a": True}, {"b": True})
-    assert empty["n"] == 0 and math.isnan(empty["pvalue"])
+    assert empty.n == 0 and empty.pvalue is None
 
 
 def test_report_sections_and_cli_help() -> None:
@@ -318,7 +320,9 @@ def test_report_sections_and_cli_help() -> None:
     from steadyeval.reports import LineChart, Table, render_markdown  # noqa: F401
 
     rows = [("A", g, f"f{i}", bool((i + g) % 3)) for g in (0, 100) for i in range(6)]
-    analysis = analyze_disparity(_table(rows), {"models": [{"model": "A"}], "gammas": [0, 100]})
+    analysis = analyze_disparity(
+        ResultsFrame(_table(rows)), {"models": [{"model": "A"}], "gammas": [0, 100]}
+    )
     (section,) = disparity_report_sections(analysis)
     kinds = [type(b).__name__ for b in section.blocks]
     assert kinds.count("LineChart") == 1 and "Table" in kinds

@@ -171,7 +171,7 @@ def _overrides(
     return out
 
 
-def study_command(study: Study) -> click.Command:
+def study_command(study: Study[Any]) -> click.Command:
     """The ``steadyeval study NAME`` command of ``study``."""
     made = [o for n, f in study.config.model_fields.items() for o in _options(n, f)]
     dests = {opt.name: dest for opt, dest in made if opt.name is not None}

@@ -129,8 +129,10 @@ def study_sections(ctx: ReportContext) -> list[Section]:
     if study is None:
         return _study_summary_fallback(ctx)
     design = ctx.summary.get("design")
+    source = f"{ctx.run_dir / 'summary.json'}" if ctx.run_dir is not None else "summary.json"
+    analysis = study.read_analysis(ctx.summary.get("analysis"), source=source)
     try:
-        made = study.sections(ctx.analysis, design if isinstance(design, dict) else {})
+        made = study.sections(analysis, design if isinstance(design, dict) else {})
     except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
         # summary.json's analysis is not the shape this study writes: a hand-edited or
         # foreign run folder, or one written by another version of the study

@@ -1,5 +1,7 @@
 """The results table: schema, Parquet I/O and summaries."""
 
+from ._analysis import Analysis, AnalysisRecord
+from ._frame import ResultsFrame
 from ._import_common import ImportedRun, parse_condition_map, write_imported_run
 from ._import_inspect import (
     InspectImportOptions,
@@ -27,10 +29,13 @@ __all__ = [
     "RESULTS_SCHEMA",
     "RESULTS_SCHEMA_V1",
     "SCHEMA_VERSION",
+    "Analysis",
+    "AnalysisRecord",
     "ImportedRun",
     "InspectImportOptions",
     "LmEvalImportOptions",
     "ResultRow",
+    "ResultsFrame",
     "StudyColumn",
     "check_run_dir",
     "find_inspect_logs",

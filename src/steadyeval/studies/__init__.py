@@ -17,10 +17,12 @@ from ._protocol import (
 )
 
 if TYPE_CHECKING:
-    from ._run import reanalyze, run_design, run_study
+    from ._run import read_analysis, reanalyze, run_design, run_study
 
 # The runner loads on first use: building a study's CLI command needs only the registry.
-__getattr__, __dir__ = lazy_exports(__name__, {"._run": ["reanalyze", "run_design", "run_study"]})
+__getattr__, __dir__ = lazy_exports(
+    __name__, {"._run": ["read_analysis", "reanalyze", "run_design", "run_study"]}
+)
 
 __all__ = [
     "Study",
@@ -29,6 +31,7 @@ __all__ = [
     "StudyResult",
     "find_study",
     "get_study",
+    "read_analysis",
     "reanalyze",
     "register_study",
     "run_design",

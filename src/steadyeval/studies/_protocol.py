@@ -16,7 +16,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from ..document import Section
     from ..items import Item
     from ..models import Backend
-    from ..results import StudyColumn
+    from ..results import Analysis, ResultsFrame, StudyColumn
     from ..run import Block, RunOptions
 
 __all__ = [
@@ -109,19 +109,27 @@ class StudyDesign:
 
 @dataclass(frozen=True)
 class StudyResult:
+    """A finished study run: its results table, ``summary.json``'s content, the study's
+    typed analysis and the run folder (None when nothing was written)."""
+
     table: pa.Table
     summary: dict[str, Any]
-    analysis: dict[str, Any]
+    analysis: Analysis
     run_dir: Path | None
 
 
-class Study(ABC):
+A = TypeVar("A", bound="Analysis")
+
+
+class Study(ABC, Generic[A]):
     """A study: its config, its design, its analysis and its report sections.
 
-    Subclasses set :attr:`name`, :attr:`question` and :attr:`config`, and implement
-    :meth:`design`, :meth:`analyze` and :meth:`sections`; :meth:`before_run` and
-    :meth:`follow_up` are optional. ``analyze`` reads only the results table and the design
-    facts, so :func:`reanalyze` recomputes it offline.
+    Subclasses set :attr:`name`, :attr:`question`, :attr:`config` and :attr:`analysis_type`,
+    and implement :meth:`design`, :meth:`analyze` and :meth:`sections`; :meth:`before_run`
+    and :meth:`follow_up` are optional. ``analyze`` reads only the results (a
+    :class:`~steadyeval.results.ResultsFrame`) and the design facts, so :func:`reanalyze`
+    recomputes it offline; it returns the study's :class:`~steadyeval.results.Analysis`,
+    which ``summary.json`` holds and :meth:`read_analysis` reads back as the same type.
     """
 
     #: The study's name: the CLI command (``steadyeval study NAME``) and ``summary.json``'s.
@@ -130,6 +138,8 @@ class Study(ABC):
     question: ClassVar[str]
     #: The study's config model.
     config: ClassVar[type[StudyConfig]]
+    #: The type of the study's analysis (a subclass of :class:`~steadyeval.results.Analysis`).
+    analysis_type: type[A]
     #: Example command lines for ``--help`` (one per line; optional).
     example: ClassVar[str] = ""
 
@@ -156,16 +166,26 @@ class Study(ABC):
         return None
 
     @abstractmethod
-    def analyze(self, table: pa.Table, info: Mapping[str, Any]) -> dict[str, Any]:
-        """The analysis, from the results table and the design facts alone."""
+    def analyze(self, results: ResultsFrame, info: Mapping[str, Any]) -> A:
+        """The analysis (of type :attr:`analysis_type`), from the results and the design
+        facts alone."""
 
     @abstractmethod
     def sections(
-        self, analysis: Mapping[str, Any], info: Mapping[str, Any], *, figures: bool = True
+        self, analysis: A, info: Mapping[str, Any], *, figures: bool = True
     ) -> list[Section]:
-        """The report's sections for ``analysis`` (``figures=False``: tables only)."""
+        """The report's sections for ``analysis`` (an :attr:`analysis_type`;
+        ``figures=False``: tables only)."""
 
-    def markdown(self, analysis: Mapping[str, Any], info: Mapping[str, Any]) -> str:
+    def read_analysis(self, data: Any, *, source: str = "summary.json") -> A:
+        """``summary.json``'s ``"analysis"`` read back as :attr:`analysis_type` (checked;
+        errors name ``source`` and the field)."""
+        kind = getattr(self, "analysis_type", None)
+        if kind is None:  # transition: a study not yet typed keeps its analysis as a dict
+            return data  # type: ignore[no-any-return]
+        return kind.from_json(data, source=source)  # type: ignore[no-any-return]
+
+    def markdown(self, analysis: A, info: Mapping[str, Any]) -> str:
         """The study's part of ``summary.md``: its sections without figures."""
         from ..document import sections_markdown
 
@@ -201,7 +221,7 @@ _BUILTIN: dict[str, str] = {
     "spread": "steadyeval.studies.spread._study:SPREAD_STUDY",
     "disparity": "steadyeval.studies.disparity._study:DISPARITY_STUDY",
 }
-_REGISTRY: dict[str, Study | str] = dict(_BUILTIN)
+_REGISTRY: dict[str, Study[Any] | str] = dict(_BUILTIN)
 #: Installed packages add studies under this entry-point group (``name = "module:attr"``).
 ENTRY_POINT_GROUP = "steadyeval.studies"
 _entry_points_read = False
@@ -221,7 +241,7 @@ def _read_entry_points() -> None:
         _REGISTRY.setdefault(ep.name, ep.value)
 
 
-def register_study(study: Study, *, replace: bool = False) -> Study:
+def register_study(study: Study[Any], *, replace: bool = False) -> Study[Any]:
     """Add ``study`` to the registry under ``study.name``; returns it."""
     if not isinstance(study, Study):
         raise TypeError(f"expected a Study instance, got {type(study).__name__}")
@@ -238,7 +258,7 @@ def study_names() -> list[str]:
     return list(_REGISTRY)
 
 
-def get_study(name: str) -> Study:
+def get_study(name: str) -> Study[Any]:
     """The study called ``name`` (built-in studies are imported on first use)."""
     _read_entry_points()
     entry = _REGISTRY.get(name)
@@ -252,7 +272,7 @@ def get_study(name: str) -> Study:
     return entry
 
 
-def find_study(name: str | None) -> Study | None:
+def find_study(name: str | None) -> Study[Any] | None:
     """The registered study called ``name``, or None (no error) when there is none."""
     _read_entry_points()
     if name is None or name not in _REGISTRY:

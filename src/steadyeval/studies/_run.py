@@ -10,16 +10,23 @@ from typing import Any, Literal, overload
 from .._errors import ConfigError, DataError, SteadyevalError
 from .._json import json_safe, write_json, write_text_atomic
 from ..models import Backend, load_backend
-from ..results import read_results, read_summary, run_in_parts, summary_markdown, writing_run
+from ..results import (
+    Analysis,
+    ResultsFrame,
+    read_summary,
+    run_in_parts,
+    summary_markdown,
+    writing_run,
+)
 from ..run import PlanCounts, RunOptions, locked_run_dir, run_blocks, validate_config
 from ._protocol import Study, StudyConfig, StudyDesign, StudyResult, get_study
 
-__all__ = ["reanalyze", "run_design", "run_study"]
+__all__ = ["read_analysis", "reanalyze", "run_design", "run_study"]
 
 ConfigLike = StudyConfig | Mapping[str, Any] | str | Path
 
 
-def _config(study: Study, config: ConfigLike) -> StudyConfig:
+def _config(study: Study[Any], config: ConfigLike) -> StudyConfig:
     if isinstance(config, StudyConfig):
         if not isinstance(config, study.config):
             raise ConfigError(
@@ -45,17 +52,22 @@ def _with_models(design: StudyDesign, backends: Sequence[str | Backend]) -> Stud
     return dataclasses.replace(design, blocks=tuple(blocks))
 
 
-def _write(run_dir: Path, study: Study, summary: dict[str, Any]) -> None:
+def _write(run_dir: Path, study: Study[Any], summary: dict[str, Any], analysis: Analysis) -> None:
     base = {k: v for k, v in summary.items() if k not in {"analysis", "design", "study"}}
-    text = summary_markdown(base) + "\n" + study.markdown(summary["analysis"], summary["design"])
+    text = summary_markdown(base) + "\n" + study.markdown(analysis, summary["design"])
     with writing_run(run_dir, str(summary["run_id"])):
         write_json(run_dir / "summary.json", summary)
         write_text_atomic(run_dir / "summary.md", text)
 
 
+def _as_json(analysis: Any) -> Any:
+    # transition: a study not yet typed returns its analysis as a dict
+    return analysis.to_json() if isinstance(analysis, Analysis) else analysis
+
+
 @overload
 def run_study(
-    study: str | Study,
+    study: str | Study[Any],
     config: ConfigLike,
     *,
     options: RunOptions | None = ...,
@@ -63,7 +75,7 @@ def run_study(
 ) -> StudyResult: ...
 @overload
 def run_study(
-    study: str | Study,
+    study: str | Study[Any],
     config: ConfigLike,
     *,
     options: RunOptions | None = ...,
@@ -72,7 +84,7 @@ def run_study(
 
 
 def run_study(
-    study: str | Study,
+    study: str | Study[Any],
     config: ConfigLike,
     *,
     options: RunOptions | None = None,
@@ -82,7 +94,7 @@ def run_study(
 
     Parameters
     ----------
-    study : str or Study
+    study : str or Study[Any]
         A registered study's name (``formats``, ``sensitivity``, ``knowledge``, ``fewshot``)
         or a :class:`Study`.
     config : StudyConfig, mapping, or path
@@ -112,7 +124,7 @@ def run_study(
 
 
 def _run_study(
-    study: Study, cfg: StudyConfig, opts: RunOptions, *, dry_run: bool
+    study: Study[Any], cfg: StudyConfig, opts: RunOptions, *, dry_run: bool
 ) -> StudyResult | PlanCounts:
     backends = [load_backend(m) for m in cfg.models]
     design = _with_models(study.design(cfg, backends, opts), backends)
@@ -135,7 +147,7 @@ def _run_study(
 
 
 def run_design(
-    study: str | Study,
+    study: str | Study[Any],
     design: StudyDesign,
     models: Sequence[str | Backend] = (),
     *,
@@ -155,7 +167,7 @@ def run_design(
 
 
 def _run_design(
-    study: Study,
+    study: Study[Any],
     design: StudyDesign,
     models: Sequence[str | Backend],
     options: RunOptions,
@@ -166,28 +178,50 @@ def _run_design(
     resolved = json_safe(dict(config or {"study": study.name, "models": list(map(str, models))}))
     result = run_blocks(design.blocks, options=options, config=resolved, columns=design.columns)
     info = dict(design.info)
-    analysis = study.analyze(result.table, info)
-    summary = {**result.summary, "study": study.name, "design": info, "analysis": analysis}
+    frame = ResultsFrame(result.table, design.columns)
+    analysis = study.analyze(frame, info)
+    summary = {
+        **result.summary,
+        "study": study.name,
+        "design": info,
+        "analysis": _as_json(analysis),
+    }
     if sent_before:
         plan = summary["plan"]
         plan["model_calls"] += sent_before
         plan["cache_hits"] = max(plan["unique"] - plan["model_calls"], 0)
     if result.run_dir is not None:
-        _write(result.run_dir, study, summary)
+        _write(result.run_dir, study, summary, analysis)
     return StudyResult(result.table, summary, analysis, result.run_dir)
 
 
-def reanalyze(run_dir: str | Path) -> dict[str, Any]:
-    """Recompute a study run's analysis from its ``results.parquet`` (no model is called) and
-    rewrite ``summary.json`` and ``summary.md``."""
-    run_dir = Path(run_dir)
-    table = read_results(run_dir)
-    summary = read_summary(run_dir)  # checked: a regular file, bounded, typed fields
+def _study_of(run_dir: Path, summary: Mapping[str, Any]) -> Study[Any]:
     if "study" not in summary:
         raise ConfigError(f"{run_dir}: not a study run (summary.json names no study)")
-    study = get_study(summary["study"])
+    return get_study(summary["study"])
+
+
+def read_analysis(run_dir: str | Path) -> Analysis:
+    """A study run's analysis, read from its ``summary.json`` as the study's own type (e.g.
+    :class:`~steadyeval.studies.formats.FormatsAnalysis`); checked field by field."""
+    run_dir = Path(run_dir)
+    summary = read_summary(run_dir)  # checked: a regular file, bounded, typed fields
+    study = _study_of(run_dir, summary)
+    analysis: Analysis = study.read_analysis(
+        summary.get("analysis"), source=str(run_dir / "summary.json")
+    )
+    return analysis
+
+
+def reanalyze(run_dir: str | Path) -> Analysis:
+    """Recompute a study run's analysis from its ``results.parquet`` (no model is called),
+    rewrite ``summary.json`` and ``summary.md``, and return it (the study's own type)."""
+    run_dir = Path(run_dir)
+    frame = ResultsFrame.read(run_dir)
+    summary = read_summary(run_dir)  # checked: a regular file, bounded, typed fields
+    study = _study_of(run_dir, summary)
     try:
-        analysis = study.analyze(table, summary.get("design") or {})
+        analysis: Analysis = study.analyze(frame, summary.get("design") or {})
     except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
         if isinstance(exc, SteadyevalError):
             raise
@@ -197,6 +231,6 @@ def reanalyze(run_dir: str | Path) -> dict[str, Any]:
             f"{summary['study']!r} writes ({type(exc).__name__}: {str(exc)[:80]}); run the "
             "study again"
         ) from None
-    summary["analysis"] = analysis
-    _write(run_dir, study, summary)
+    summary["analysis"] = _as_json(analysis)
+    _write(run_dir, study, summary, analysis)
     return analysis

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     )
     from ._report import disparity_report_sections
     from ._study import DISPARITY_STUDY, DisparityStudy
+    from ._types import DisparityAnalysis, GammaCell, GammaChange, ModelGap, PairedGap
 
 __getattr__, __dir__ = lazy_exports(
     __name__,
@@ -55,6 +56,7 @@ __getattr__, __dir__ = lazy_exports(
         ],
         "._report": ["disparity_report_sections"],
         "._study": ["DISPARITY_STUDY", "DisparityStudy"],
+        "._types": ["DisparityAnalysis", "GammaCell", "GammaChange", "ModelGap", "PairedGap"],
     },
 )
 
@@ -63,9 +65,14 @@ __all__ = [
     "COLUMNS",
     "DISPARITY_STUDY",
     "CorpusOptions",
+    "DisparityAnalysis",
     "DisparityConfig",
     "DisparityStudy",
+    "GammaCell",
+    "GammaChange",
     "Mixture",
+    "ModelGap",
+    "PairedGap",
     "PretrainOptions",
     "analyze_disparity",
     "build_mixtures",

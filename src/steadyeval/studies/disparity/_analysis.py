@@ -10,9 +10,10 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ... import stats
+from ._types import DisparityAnalysis, GammaCell, GammaChange, ModelGap, PairedGap
 
 if TYPE_CHECKING:
-    import pyarrow as pa
+    from ...results import ResultsFrame
 
 __all__ = ["BASE", "analyze_disparity", "paired_gap"]
 
@@ -24,10 +25,10 @@ def _label(gamma: Any) -> str:
     return BASE if gamma is None else str(int(gamma))
 
 
-def _outcomes(table: pa.Table) -> tuple[dict[tuple[str, str], dict[str, bool]], int]:
+def _outcomes(results: ResultsFrame) -> tuple[dict[tuple[str, str], dict[str, bool]], int]:
     """``{(base_model, γ label): {item_id: correct}}`` and the count of rows without a
     verdict (counted as wrong)."""
-    cols = {c: table.column(c).to_pylist() for c in ("base_model", "gamma", "item_id", "correct")}
+    cols = {c: results.values(c) for c in ("base_model", "gamma", "item_id", "correct")}
     out: dict[tuple[str, str], dict[str, bool]] = {}
     missing = 0
     for model, gamma, item, ok in zip(*cols.values(), strict=True):
@@ -37,31 +38,19 @@ def _outcomes(table: pa.Table) -> tuple[dict[tuple[str, str], dict[str, bool]], 
     return out, missing
 
 
-def _cell(model: str, gamma: str, outcome: Mapping[str, bool]) -> dict[str, Any]:
+def _cell(model: str, gamma: str, outcome: Mapping[str, bool]) -> GammaCell:
     n, k = len(outcome), sum(outcome.values())
     iv = stats.wilson_interval(k, n)
-    return {
-        "model": model,
-        "gamma": gamma,
-        "n": n,
-        "correct": k,
-        "p_at_1": k / n,
-        "low": iv.low,
-        "high": iv.high,
-    }
+    return GammaCell(
+        model=model, gamma=gamma, n=n, correct=k, p_at_1=k / n, low=iv.low, high=iv.high
+    )
 
 
-def paired_gap(a: Mapping[str, bool], b: Mapping[str, bool]) -> dict[str, Any]:
-    """P@1 of A minus B on the facts both answered, McNemar's exact test and a paired interval.
-
-    Returns ``n``, ``p_a``, ``p_b``, ``diff``, ``low``, ``high`` (the paired 95% interval of
-    the difference; NaN when every fact agrees), ``only_a``, ``only_b`` and ``pvalue`` (NaN
-    without discordant facts)."""
+def _gap_values(a: Mapping[str, bool], b: Mapping[str, bool]) -> dict[str, Any]:
     common = sorted(set(a) & set(b))
     if not common:
-        nan = float("nan")
-        return {"n": 0, "p_a": nan, "p_b": nan, "diff": nan, "low": nan, "high": nan,
-                "only_a": 0, "only_b": 0, "pvalue": nan}  # fmt: skip
+        return {"n": 0, "p_a": None, "p_b": None, "diff": None, "low": None, "high": None,
+                "only_a": 0, "only_b": 0, "pvalue": None}  # fmt: skip
     xa = [int(a[i]) for i in common]
     xb = [int(b[i]) for i in common]
     table = stats.agreement_table(xa, xb)
@@ -82,17 +71,23 @@ def paired_gap(a: Mapping[str, bool], b: Mapping[str, bool]) -> dict[str, Any]:
     }
 
 
+def paired_gap(a: Mapping[str, bool], b: Mapping[str, bool]) -> PairedGap:
+    """P@1 of A minus B on the facts both answered, McNemar's exact test and a paired
+    interval (see :class:`PairedGap`; None where a value is not defined)."""
+    return PairedGap(**_gap_values(a, b))
+
+
 def _gaps(
     outcomes: Mapping[tuple[str, str], Mapping[str, bool]],
     models: Sequence[str],
     gammas: Sequence[str],
-) -> list[dict[str, Any]]:
+) -> list[ModelGap]:
     out = []
     for g in gammas:
         for a, b in itertools.combinations(models, 2):
             if (a, g) in outcomes and (b, g) in outcomes:
-                gap = paired_gap(outcomes[(a, g)], outcomes[(b, g)])
-                out.append({"gamma": g, "a": a, "b": b, **gap})
+                gap = _gap_values(outcomes[(a, g)], outcomes[(b, g)])
+                out.append(ModelGap(gamma=g, a=a, b=b, **gap))
     return out
 
 
@@ -100,7 +95,7 @@ def _changes(
     outcomes: Mapping[tuple[str, str], Mapping[str, bool]],
     models: Sequence[str],
     gammas: Sequence[str],
-) -> list[dict[str, Any]]:
+) -> list[GammaChange]:
     """Each model at each γ against the same model at its lowest γ."""
     numeric = [g for g in gammas if g != BASE]
     if len(numeric) < 2:
@@ -110,23 +105,22 @@ def _changes(
     for m in models:
         for g in numeric:
             if g != ref and (m, g) in outcomes and (m, ref) in outcomes:
-                gap = paired_gap(outcomes[(m, g)], outcomes[(m, ref)])
-                out.append({"model": m, "gamma": g, "reference": ref, **gap})
+                gap = _gap_values(outcomes[(m, g)], outcomes[(m, ref)])
+                out.append(GammaChange(model=m, gamma=g, reference=ref, **gap))
     return out
 
 
-def analyze_disparity(table: pa.Table, info: Mapping[str, Any]) -> dict[str, Any]:
+def analyze_disparity(results: ResultsFrame, info: Mapping[str, Any]) -> DisparityAnalysis:
     """P@1 per model × γ, gaps between models per γ and changes across γ (see module).
 
     ``info`` is the design's (``models``: the base models in order, ``gammas``). Scores are
     shares in [0, 1]; γ labels are strings (``"none"`` for a model as given).
     """
     notes: list[str] = []
-    if table.num_rows == 0:
+    if len(results) == 0:
         notes.append("the results table is empty: nothing was probed")
-        return {"metric": "P@1", "models": [], "gammas": [], "cells": [], "gaps": [],
-                "changes": [], "notes": notes}  # fmt: skip
-    outcomes, missing = _outcomes(table)
+        return DisparityAnalysis(models=[], gammas=[], cells=[], gaps=[], changes=[], notes=notes)
+    outcomes, missing = _outcomes(results)
     if missing:
         notes.append(f"{missing} rows have no verdict (an error or no answer); counted as wrong")
     declared = [str(m["model"]) for m in info.get("models", [])]
@@ -138,12 +132,11 @@ def analyze_disparity(table: pa.Table, info: Mapping[str, Any]) -> dict[str, Any
     cells = [_cell(m, g, outcomes[(m, g)]) for m in models for g in gammas if (m, g) in outcomes]
     if len(models) < 2:
         notes.append("one model: the gap between models is not applicable")
-    return {
-        "metric": "P@1",
-        "models": models,
-        "gammas": gammas,
-        "cells": cells,
-        "gaps": _gaps(outcomes, models, gammas),
-        "changes": _changes(outcomes, models, gammas),
-        "notes": notes,
-    }
+    return DisparityAnalysis(
+        models=models,
+        gammas=gammas,
+        cells=cells,
+        gaps=_gaps(outcomes, models, gammas),
+        changes=_changes(outcomes, models, gammas),
+        notes=notes,
+    )

@@ -1,13 +1,13 @@
-"""The disparity study's report sections, built from its analysis dict alone (``summary.md``
+"""The disparity study's report sections, built from its typed analysis alone (``summary.md``
 gets the tables, ``steadyeval report`` the same tables and the P@1-over-γ figure)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from ...document import Block, Column, LineChart, Note, Paragraph, Point, Section, Series, Table
 from ._analysis import BASE
+from ._types import DisparityAnalysis
 
 __all__ = ["disparity_report_sections"]
 
@@ -18,41 +18,41 @@ def _gamma_text(g: str) -> str:
     return "as given" if g == BASE else f"{g}%"
 
 
-def _p_table(a: Mapping[str, Any]) -> Table:
-    cells = {(c["model"], c["gamma"]): c for c in a["cells"]}
+def _p_table(a: DisparityAnalysis) -> Table:
+    cells = {(c.model, c.gamma): c for c in a.cells}
     rows = []
-    for g in a["gammas"]:
+    for g in a.gammas:
         row: list[Any] = [_gamma_text(g)]
-        for m in a["models"]:
+        for m in a.models:
             c = cells.get((m, g))
-            row.append(None if c is None else (c["p_at_1"], c["low"], c["high"]))
+            row.append(None if c is None else (c.p_at_1, c.low, c.high))
         rows.append(tuple(row))
-    n = max((c["n"] for c in a["cells"]), default=0)
+    n = max((c.n for c in a.cells), default=0)
     return Table(
         "P@1 per model and γ",
         (
             Column("γ (overlap share)", help="share of probe-fact sentences in the corpus"),
-            *(Column(m, "pct_ci", "P@1 [95% Wilson interval]") for m in a["models"]),
+            *(Column(m, "pct_ci", "P@1 [95% Wilson interval]") for m in a.models),
         ),
         tuple(rows),
         note=f"{n} facts per cell. 'as given': the model without further pre-training.",
     )
 
 
-def _gap_table(a: Mapping[str, Any]) -> Table:
+def _gap_table(a: DisparityAnalysis) -> Table:
     rows = tuple(
         (
-            _gamma_text(r["gamma"]),
-            f"{r['a']} − {r['b']}",
-            r["n"],
-            r["p_a"],
-            r["p_b"],
-            (r["diff"], r["low"], r["high"]),
-            r["only_a"],
-            r["only_b"],
-            r["pvalue"] if r["only_a"] + r["only_b"] else "no discordant facts",
+            _gamma_text(r.gamma),
+            f"{r.a} − {r.b}",
+            r.n,
+            r.p_a,
+            r.p_b,
+            (r.diff, r.low, r.high),
+            r.only_a,
+            r.only_b,
+            r.pvalue if r.only_a + r.only_b else "no discordant facts",
         )
-        for r in a["gaps"]
+        for r in a.gaps
     )
     return Table(
         "Gap between models per γ (paired on the same facts)",
@@ -71,18 +71,18 @@ def _gap_table(a: Mapping[str, Any]) -> Table:
     )
 
 
-def _change_table(a: Mapping[str, Any]) -> Table:
+def _change_table(a: DisparityAnalysis) -> Table:
     rows = tuple(
         (
-            r["model"],
-            f"{r['gamma']}% vs {r['reference']}%",
-            r["n"],
-            (r["diff"], r["low"], r["high"]),
-            r["only_a"],
-            r["only_b"],
-            r["pvalue"] if r["only_a"] + r["only_b"] else "no discordant facts",
+            r.model,
+            f"{r.gamma}% vs {r.reference}%",
+            r.n,
+            (r.diff, r.low, r.high),
+            r.only_a,
+            r.only_b,
+            r.pvalue if r.only_a + r.only_b else "no discordant facts",
         )
-        for r in a["changes"]
+        for r in a.changes
     )
     return Table(
         "Change with the overlap share, per model",
@@ -99,13 +99,13 @@ def _change_table(a: Mapping[str, Any]) -> Table:
     )
 
 
-def _chart(a: Mapping[str, Any]) -> LineChart:
+def _chart(a: DisparityAnalysis) -> LineChart:
     series = []
-    for m in a["models"]:
+    for m in a.models:
         points = tuple(
-            Point(int(c["gamma"]) / 100, c["p_at_1"], c["low"], c["high"], n=c["n"])
-            for c in a["cells"]
-            if c["model"] == m and c["gamma"] != BASE
+            Point(int(c.gamma) / 100, c.p_at_1, c.low, c.high, n=c.n)
+            for c in a.cells
+            if c.model == m and c.gamma != BASE
         )
         series.append(Series(m, points))
     return LineChart(
@@ -121,7 +121,7 @@ def _chart(a: Mapping[str, Any]) -> LineChart:
 
 
 def disparity_report_sections(
-    analysis: Mapping[str, Any], *, figures: bool = True
+    analysis: DisparityAnalysis, *, figures: bool = True
 ) -> list[Section]:
     """The study's one section: P@1 per model × γ (and a figure), the gap between models per
     γ with McNemar's test, and each model's change across γ."""
@@ -134,13 +134,13 @@ def disparity_report_sections(
             "their pre-training data, not their ability."
         )
     ]
-    if a["cells"]:
+    if a.cells:
         blocks.append(_p_table(a))
         if figures:
             blocks.append(_chart(a))
-    if a["gaps"]:
+    if a.gaps:
         blocks.append(_gap_table(a))
-    if a["changes"]:
+    if a.changes:
         blocks.append(_change_table(a))
-    blocks += [Note(n) for n in a.get("notes", [])]
+    blocks += [Note(n) for n in a.notes]
     return [Section.of("disparity", "Sample disparity", blocks, SOURCE)]

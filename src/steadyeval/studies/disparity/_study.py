@@ -11,18 +11,18 @@ from typing import TYPE_CHECKING, Any
 
 from .._protocol import Study, StudyDesign
 from ._config import DisparityConfig
+from ._types import DisparityAnalysis
 
 if TYPE_CHECKING:
-    import pyarrow as pa
-
     from ...document import Section
     from ...models import Backend
+    from ...results import ResultsFrame
     from ...run import RunOptions
 
 __all__ = ["DISPARITY_STUDY", "DisparityStudy"]
 
 
-class DisparityStudy(Study):
+class DisparityStudy(Study[DisparityAnalysis]):
     """Study 2, section 6: sample disparity — P@1 after further pre-training on corpora with
     a share γ of probe-fact sentences (``docs/study-disparity.md``)."""
 
@@ -32,6 +32,7 @@ class DisparityStudy(Study):
         "between the pre-training data and the probe? (sample disparity, LAMA/LPAQA)"
     )
     config = DisparityConfig
+    analysis_type = DisparityAnalysis
     example = """
         steadyeval study disparity --model hf-masked:./tiny-bert --model hf-causal:./tiny-gpt2 \\
             --data data/lama/lpaqa --general general.txt --limit-per-relation 20 --out runs/disp
@@ -91,13 +92,13 @@ class DisparityStudy(Study):
             include_base=config.include_base,
         )
 
-    def analyze(self, table: pa.Table, info: Mapping[str, Any]) -> dict[str, Any]:
+    def analyze(self, results: ResultsFrame, info: Mapping[str, Any]) -> DisparityAnalysis:
         from ._analysis import analyze_disparity
 
-        return analyze_disparity(table, info)
+        return analyze_disparity(results, info)
 
     def sections(
-        self, analysis: Mapping[str, Any], info: Mapping[str, Any], *, figures: bool = True
+        self, analysis: DisparityAnalysis, info: Mapping[str, Any], *, figures: bool = True
     ) -> list[Section]:
         from ._report import disparity_report_sections
 

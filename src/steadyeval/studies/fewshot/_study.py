@@ -14,12 +14,13 @@ if TYPE_CHECKING:
 
     from ...document import Section
     from ...models import Backend
+    from ...results import ResultsFrame
     from ...run import RunOptions
 
 __all__ = ["FEWSHOT_STUDY", "FewShotStudy"]
 
 
-class FewShotStudy(Study):
+class FewShotStudy(Study[Any]):
     """Study 4: which few-shot selection protocol (Multi-Splits, CV, MDL) can be trusted?
     (``docs/study-fewshot.md``)"""
 
@@ -52,7 +53,8 @@ class FewShotStudy(Study):
 
         return final_design(config, design, table, backends, options)
 
-    def analyze(self, table: pa.Table, info: Mapping[str, Any]) -> dict[str, Any]:
+    def analyze(self, results: ResultsFrame, info: Mapping[str, Any]) -> Any:
+        table = results.table
         from ._analysis import analyze
 
         return analyze(table, info)

@@ -11,16 +11,15 @@ from .._protocol import Study, StudyDesign
 from ._config import FormatsConfig
 
 if TYPE_CHECKING:
-    import pyarrow as pa
-
     from ...document import Section
     from ...models import Backend
+    from ...results import ResultsFrame
     from ...run import RunOptions
 
 __all__ = ["FORMATS_STUDY", "FormatsStudy"]
 
 
-class FormatsStudy(Study):
+class FormatsStudy(Study[Any]):
     """Study 1: does a "none of the above" option restore the refusals a free-form answer
     has? (``docs/study-formats.md``)"""
 
@@ -63,7 +62,8 @@ class FormatsStudy(Study):
         check = determinism_check(design.items, greedy, backends, config.determinism, config.seed)
         return StudyDesign(design.blocks, {**design.info, "determinism": check}, design.columns)
 
-    def analyze(self, table: pa.Table, info: Mapping[str, Any]) -> dict[str, Any]:
+    def analyze(self, results: ResultsFrame, info: Mapping[str, Any]) -> Any:
+        table = results.table
         from ._analysis import analyze_formats
 
         return analyze_formats(table, info)

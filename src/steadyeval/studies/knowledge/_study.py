@@ -10,16 +10,15 @@ from .._protocol import Study, StudyDesign
 from ._config import KnowledgeConfig
 
 if TYPE_CHECKING:
-    import pyarrow as pa
-
     from ...document import Section
     from ...models import Backend
+    from ...results import ResultsFrame
     from ...run import RunOptions
 
 __all__ = ["KNOWLEDGE_STUDY", "KnowledgeStudy"]
 
 
-class KnowledgeStudy(Study):
+class KnowledgeStudy(Study[Any]):
     """Study 3: MMLU-style accuracy per subject and category, accuracy vs shots,
     calibration, option order, template sensitivity, option vs letter scoring and a
     memorisation check (``docs/study-knowledge.md``)."""
@@ -47,7 +46,8 @@ class KnowledgeStudy(Study):
         )
         return knowledge_design(data, config, backends)
 
-    def analyze(self, table: pa.Table, info: Mapping[str, Any]) -> dict[str, Any]:
+    def analyze(self, results: ResultsFrame, info: Mapping[str, Any]) -> Any:
+        table = results.table
         from ._analysis import analyze_knowledge
 
         return analyze_knowledge(table, info)

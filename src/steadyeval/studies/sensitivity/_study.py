@@ -12,16 +12,15 @@ from .._protocol import Study, StudyDesign
 from ._config import SensitivityConfig
 
 if TYPE_CHECKING:
-    import pyarrow as pa
-
     from ...document import Section
     from ...models import Backend
+    from ...results import ResultsFrame
     from ...run import RunOptions
 
 __all__ = ["SENSITIVITY_STUDY", "SensitivityStudy"]
 
 
-class SensitivityStudy(Study):
+class SensitivityStudy(Study[Any]):
     """Study 2: prompt and verbalization sensitivity of probing, and the backdoor adjustment
     (``docs/study-sensitivity.md``)."""
 
@@ -76,7 +75,8 @@ class SensitivityStudy(Study):
             )
         return design
 
-    def analyze(self, table: pa.Table, info: Mapping[str, Any]) -> dict[str, Any]:
+    def analyze(self, results: ResultsFrame, info: Mapping[str, Any]) -> Any:
+        table = results.table
         from ._analysis import analyze_sensitivity
 
         return analyze_sensitivity(table, info)

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
     from ...document import Section
     from ...models import Backend
+    from ...results import ResultsFrame
     from ...run import RunOptions
 
 __all__ = ["SPREAD_STUDY", "SpreadStudy"]
@@ -34,7 +35,7 @@ def _as_config_error() -> Iterator[None]:
         raise ConfigError(f"spread study: {exc}") from None
 
 
-class SpreadStudy(Study):
+class SpreadStudy(Study[Any]):
     """How much does accuracy move across prompt formats? Estimates the distribution of
     accuracy over many formats from a few (format, item) cells (PromptEval), or searches
     the best and worst format (FormatSpread). (``docs/study-spread.md``)"""
@@ -76,7 +77,8 @@ class SpreadStudy(Study):
                 return search_follow_up(config, design, table, backends, options)
             return adaptive_follow_up(config, design, table)
 
-    def analyze(self, table: pa.Table, info: Mapping[str, Any]) -> dict[str, Any]:
+    def analyze(self, results: ResultsFrame, info: Mapping[str, Any]) -> Any:
+        table = results.table
         from ._analysis import analyze_spread
 
         with _as_config_error():

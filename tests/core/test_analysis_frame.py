@@ -1,0 +1,102 @@
+"""The analysis half's two shared shapes: the typed, versioned ``Analysis`` and the one
+reader of the results table, ``ResultsFrame``."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from pydantic import ValidationError
+
+from steadyeval._errors import DataError
+from steadyeval.results import Analysis, AnalysisRecord, ResultsFrame
+
+
+class _Row(AnalysisRecord):
+    name: str
+    score: float | None
+
+
+class _Toy(Analysis):
+    SCHEMA_VERSION = 3
+    rows: list[_Row]
+    notes: tuple[str, ...] = ()
+
+
+def test_an_analysis_round_trips_through_json_as_its_type() -> None:
+    made = _Toy(rows=[{"name": "a", "score": np.float64(0.5)}, {"name": "b", "score": math.nan}])
+    assert made.rows[1].score is None  # not finite: None, as summary.json writes it
+    data = json.loads(json.dumps(made.to_json()))
+    assert data["schema_version"] == 3
+    assert _Toy.from_json(data) == made
+    with pytest.raises(ValidationError, match="frozen"):
+        made.rows[0].name = "c"  # type: ignore[misc]  # frozen
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        ({"rows": []}, "schema version None"),
+        ({"rows": [], "schema_version": 2}, "schema version 2; this steadyeval reads version 3"),
+        ({"rows": [{"name": 1, "score": 0}], "schema_version": 3}, "analysis field rows.0.name"),
+        ({"rows": [], "extra": 1, "schema_version": 3}, "analysis field extra"),
+        ([1, 2], "'analysis' is list"),
+    ],
+)
+def test_a_wrong_analysis_is_refused_with_where_and_how_to_recompute(
+    data: object, expected: str
+) -> None:
+    with pytest.raises(DataError, match=r"run/summary\.json") as err:
+        _Toy.from_json(data, source="run/summary.json")
+    assert expected in str(err.value)
+
+
+def _frame() -> ResultsFrame:
+    table = pa.table(
+        {
+            "model": ["m2", "m1", "m2", "m1"],
+            "item_id": ["b", "a", "a", None],
+            "correct": [True, None, False, True],
+            "sample_index": pa.array([0, 1, None, 0], pa.int64()),
+            "metadata": ['{"k": 1}', None, '{"k": 1}', "{}"],
+        }
+    )
+    return ResultsFrame(table, source="t.parquet")
+
+
+def test_frame_codes_in_first_seen_or_sorted_order() -> None:
+    frame = _frame()
+    codes, values = frame.codes("model")
+    assert values == ["m2", "m1"] and codes.tolist() == [0, 1, 0, 1]
+    codes, values = frame.codes("model", order="sorted")
+    assert values == ["m1", "m2"] and codes.tolist() == [1, 0, 1, 0]
+    codes, values = frame.codes("item_id")
+    assert values == ["b", "a"] and codes.tolist() == [0, 1, 1, -1]
+    with pytest.raises(DataError, match=r"t.parquet, row 3: column 'item_id' is null"):
+        frame.codes("item_id", nulls=False)
+
+
+def test_frame_typed_columns() -> None:
+    frame = _frame()
+    assert frame.bools("correct").tolist() == [1, -1, 0, 1]
+    assert frame.ints("sample_index", null=-1).tolist() == [0, 1, -1, 0]
+    assert np.isnan(frame.floats("correct")[1]) and frame.floats("correct")[0] == 1.0
+    codes, metas = frame.metadata()
+    assert [metas[c] for c in codes] == [{"k": 1}, {}, {"k": 1}, {}]
+    assert frame.values("model", np.array([3, 0])) == ["m1", "m2"]
+    assert len(frame.where(model="m1")) == 2
+    assert frame.select(np.array([2])).values("item_id") == ["a"]
+
+
+def test_frame_errors_name_the_source_and_column() -> None:
+    frame = _frame()
+    with pytest.raises(DataError, match=r"t.parquet: no column 'parsed'"):
+        frame.bools("parsed")
+    with pytest.raises(DataError, match=r"missing column\(s\) parsed; the toy reads model, parsed"):
+        frame.require(["model", "parsed"], reader="the toy")
+    bad = ResultsFrame(pa.table({"metadata": ["{}", "[1]"]}), source="t.parquet")
+    with pytest.raises(DataError, match=r"row 1: column 'metadata' holds list"):
+        bad.metadata()
