@@ -290,7 +290,7 @@ def test_core_dependencies_leave_out_the_hf_packages() -> None:
     assert set(extras["hf"]) == hf
     assert "steadyeval" in extras["dev"]  # [dev] = [hf] + tools: the README's install
     assert '"steadyeval[hf]"' in (ROOT / "pyproject.toml").read_text()
-    assert extras["api"] == []  # the openai: backend uses the standard library only
+    assert extras["api"] == []  # the openai: backend needs nothing beyond core
     declared = core.union(*map(set, extras.values()))
     imported = _imported_distributions()
     assert imported <= declared, "an import not declared in pyproject.toml"

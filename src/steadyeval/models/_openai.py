@@ -15,7 +15,7 @@ request, the first time a batch needs them (:meth:`OpenAIBackend.preflight`); a 
 cannot is an :class:`~steadyeval.UnsupportedRequestError` naming it, before that batch is sent.
 
 Each reply is read inside the HTTP client's retry loop: a malformed one (lists of different
-lengths, no choices, a missing field) is a :class:`~._openai_http.BadReply` and is retried a
+lengths, no choices, a missing field) is a :class:`~._http_policy.BadReply` and is retried a
 few times, as is an approximate score under ``strict=true``. When a request fails for good,
 the requests of its batch that were answered come with the error
 (:class:`~steadyeval.cache.PartialBatchError`), so that the run caches every paid reply
@@ -24,8 +24,9 @@ before it stops.
 This module holds :class:`OpenAIBackend` (construction, sending, token accounting and the
 three request kinds); the spec's options are in ``_openai_options``, the pure mapping of
 requests and replies in ``_openai_wire``, capability probing in ``_openai_probe``, the
-HTTP client in ``_openai_http`` and its errors, retry policy and key handling in
-``_openai_policy``.
+HTTP client in ``_openai_http`` (the OpenAI side: the key as a Bearer token) over the
+provider-neutral layer ``_http`` (httpx: pooling, timeouts, deadlines) and ``_http_policy``
+(errors, retry policy, key handling).
 """
 
 from __future__ import annotations
@@ -49,8 +50,10 @@ from ..requests import (
     TopKResponse,
 )
 from ._backend import BackendStats, BaseBackend, Capabilities, StatsCounter
+from ._http import HttpClient
+from ._http_policy import BadReply, BatchFailed, Secret
 from ._known import known_input_format
-from ._openai_http import BadReply, BatchFailed, HTTPClient, Secret
+from ._openai_http import openai_client
 from ._openai_options import RUN_ONLY, OpenAIOptions
 from ._openai_probe import Capability, CapabilityProbe
 from ._openai_server import ServerProfile
@@ -105,7 +108,7 @@ class OpenAIBackend(CapabilityProbe, BaseBackend):
         self.spec = spec
         self.options = OpenAIOptions.from_spec(spec)
         self._secret = self._read_secret()
-        self._client: HTTPClient | None = None
+        self._client: HttpClient | None = None
         self._lock = threading.Lock()  # guards tokens_used
         self._probe_lock = threading.Lock()  # one probe at a time
         self._capabilities: dict[Capability, str | None] = {}  # None: supported; str: why not
@@ -180,16 +183,16 @@ class OpenAIBackend(CapabilityProbe, BaseBackend):
         return None  # the server's tokenizer is not known here
 
     @property
-    def client(self) -> HTTPClient:
+    def client(self) -> HttpClient:
         if self._client is None:
-            self._client = HTTPClient(
+            self._client = openai_client(
                 self.options.base_url,
                 secret=self._secret,
+                key_env=self.options.api_key_env,
                 policy=self.options.policy,
                 max_concurrency=self.options.max_concurrency,
-                user_agent="steadyeval",
-                key_hint=f"${self.options.api_key_env} (the spec's api_key_env)",
                 counter=self._counter,
+                http2=self.options.http2,
             )
         return self._client
 

@@ -8,14 +8,15 @@ longer waits).
 
 from __future__ import annotations
 
+import importlib.util
 import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from .._errors import ModelSpecError
+from ._http_policy import RetryPolicy
 from ._openai_extra import extra_fields
-from ._openai_http import RetryPolicy
 from ._openai_server import PROFILES, ServerName
 from ._spec import ModelSpec, echo, spec_where
 from ._spec_values import (
@@ -67,13 +68,16 @@ _ALLOWED = {
     "extra.NAME": "a field added to every request body, e.g. extra.repeat_penalty=1.0 (the "
     "value is read as JSON when it parses, else as a string)",
     "extra_body": "a JSON object of fields added to every request body",
+    "http2": "true: offer HTTP/2 (needs the h2 package; llama.cpp and vLLM speak HTTP/1.1) "
+    "(default false)",
     "chat_template": "server: accept the server's own chat formatting on a server that falls "
     "back to a generic template (llama.cpp); recorded in the model column",
 }
 #: Options that change how a run goes, never an output: left out of the model's identity.
 RUN_ONLY = frozenset(
     {"api_key_env", "max_concurrency", "max_retries", "backoff_base", "backoff_max", "timeout",
-     "deadline", "max_retry_after", "strict", "max_tokens_total", "logprobs", "input_format"}
+     "deadline", "max_retry_after", "strict", "max_tokens_total", "logprobs", "input_format",
+     "http2"}
 )  # fmt: skip
 _SECONDS = frozenset({"backoff_base", "backoff_max", "timeout", "deadline", "max_retry_after"})
 
@@ -111,6 +115,7 @@ class OpenAIOptions:
     server: ServerName | None = None  # None: auto
     extra: tuple[tuple[str, Any], ...] = ()  # sorted (name, JSON value) pairs
     chat_template: Literal["server"] | None = None
+    http2: bool = False
 
     @classmethod
     def from_spec(cls, spec: ModelSpec) -> OpenAIOptions:
@@ -134,6 +139,9 @@ class OpenAIOptions:
         logprobs = choice_option(spec, "logprobs", o.get("logprobs", "auto"), ("auto", "none"))
         strict = flag_option(spec, "strict", o.get("strict", "false"))
         server = choice_option(spec, "server", o.get("server", "auto"), ("auto", *PROFILES))
+        http2 = flag_option(spec, "http2", o.get("http2", "false"))
+        if http2 and importlib.util.find_spec("h2") is None:
+            raise ModelSpecError(f"{where}: http2=true needs the h2 package: pip install h2")
         chat_template = o.get("chat_template")
         if chat_template is not None:
             choice_option(spec, "chat_template", chat_template, ("server",))
@@ -163,6 +171,7 @@ class OpenAIOptions:
             server=None if server == "auto" else server,  # type: ignore[arg-type]
             extra=extra_fields(where, o),
             chat_template="server" if chat_template else None,
+            http2=http2,
         )
 
 

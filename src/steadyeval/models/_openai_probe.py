@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from .._errors import UnsupportedRequestError
 from ..requests import GenerateRequest, Request, ScoreRequest, TopKRequest
-from ._openai_http import HTTPClient, ServerError
+from ._http import HttpClient
+from ._http_policy import ServerError
 from ._openai_options import OpenAIOptions
 from ._openai_server import PROFILES, ServerProfile, profile_from_models
 from ._openai_wire import PromptLogprobs, _chat_top, _choice, _messages, _usage
@@ -59,7 +60,7 @@ class CapabilityProbe:
     if TYPE_CHECKING:
 
         @property
-        def client(self) -> HTTPClient:  # provided by OpenAIBackend
+        def client(self) -> HttpClient:  # provided by OpenAIBackend
             ...
 
     def profile(self) -> ServerProfile:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..requests import GenerateRequest
-from ._openai_policy import BadReply
+from ._http_policy import BadReply
 
 __all__ = [
     "ContinuationScore",

@@ -1,8 +1,9 @@
-"""What the ``openai:`` HTTP client needs besides the sending: the key that never shows
-itself (:class:`Secret`, :func:`scrub`), its errors (:class:`ServerError`; :class:`BadReply`
-for a 200 reply that cannot be used; :class:`BatchFailed` for a batch cut short, carrying the
-replies it did get), how hard to try (:class:`RetryPolicy`) and the server's
-``Retry-After`` (:func:`retry_after_seconds`). Standard library only.
+"""The project's own retry and deadline policy of the HTTP layer (:mod:`._http`), the same for
+every API provider: the key that never shows itself (:class:`Secret`, :func:`scrub`), the
+errors (:class:`ServerError`; :class:`BadReply` for a 200 reply that cannot be used;
+:class:`BatchFailed` for a batch cut short, carrying the replies it did get), how hard to try
+(:class:`RetryPolicy`), which replies another try may fix (:func:`is_transient`) and the
+server's ``Retry-After`` (:func:`retry_after_seconds`). Standard library only.
 """
 
 from __future__ import annotations
@@ -11,8 +12,6 @@ import email.utils
 import json
 import random
 import re
-import select
-import socket
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -27,13 +26,11 @@ __all__ = [
     "RetryPolicy",
     "Secret",
     "ServerError",
-    "closed_by_peer",
     "error_message",
     "is_transient",
     "preview",
     "retry_after_seconds",
     "scrub",
-    "status_hint",
 ]
 
 _MAX_MESSAGE = 400
@@ -62,9 +59,13 @@ class Secret:
 
 
 def scrub(text: str, secret: Secret | None = None) -> str:
-    """``text`` with the secret, ``Bearer ...`` tokens and ``sk-...`` keys replaced by ***."""
-    if secret is not None and secret.reveal():
-        text = text.replace(secret.reveal(), "***")
+    """``text`` with the secret (also as Python escapes it: an exception may show the bytes
+    of a header), ``Bearer ...`` tokens and ``sk-...`` keys replaced by ***."""
+    value = "" if secret is None else secret.reveal()
+    if value:
+        escaped = (repr(value)[1:-1], repr(value.encode("utf-8", "surrogatepass"))[2:-1])
+        for form in sorted({value, *escaped}, key=len, reverse=True):
+            text = text.replace(form, "***")
     text = _BEARER.sub(r"\1***", text)
     return _SK.sub("sk-***", text)
 
@@ -153,15 +154,6 @@ def is_transient(status: int, message: str) -> bool:
     return status in TRANSIENT_STATUS and not _PERMANENT.search(message)
 
 
-def status_hint(status: int, base_url: str) -> str:
-    """A hint for a reply that the request itself caused: a missing key, a wrong base_url."""
-    if status == 404 and not base_url.rstrip("/").endswith("/v1"):
-        return f"; OpenAI-compatible servers answer under /v1: is base_url {base_url}/v1 meant?"
-    if status == 404:
-        return "; is base_url the server's OpenAI API root, and the model name right?"
-    return ""
-
-
 def retry_after_seconds(headers: dict[str, str], now: float | None = None) -> float | None:
     """Seconds to wait from ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date)."""
     ms = headers.get("retry-after-ms")
@@ -225,13 +217,3 @@ class Failure:
     status: int | None
     asked_wait: float | None = None
     bad_reply: bool = False
-
-
-def closed_by_peer(sock: socket.socket) -> bool:
-    """An idle keep-alive socket that is readable has been closed by the server (or holds
-    bytes nobody asked for): either way it cannot carry the next request."""
-    try:
-        readable, _, _ = select.select([sock], [], [], 0)
-    except (OSError, ValueError):
-        return True
-    return bool(readable)

@@ -1,0 +1,173 @@
+"""The provider-neutral HTTP layer (``models/_http.py`` on httpx) against small local servers
+(127.0.0.1 only): one pooled keep-alive connection, the provider's own way to send a key, a
+deadline that also bounds a reply whose headers trickle in, and key-free errors."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+from steadyeval import SteadyevalError
+from steadyeval.models._http import ApiProvider, HttpClient
+from steadyeval.models._http_policy import RetryPolicy, Secret, ServerError
+from steadyeval.models._openai_http import bearer
+
+FAST = RetryPolicy(max_retries=1, backoff_base=0.0, backoff_max=0.0, timeout=5.0, deadline=5.0)
+
+
+def x_api_key(key: str) -> dict[str, str]:
+    """A second provider's way to send the key (Anthropic's header)."""
+    return {"x-api-key": key}
+
+
+class _Echo(BaseHTTPRequestHandler):
+    """Answers every POST with the headers it got; records each connection's client port."""
+
+    protocol_version = "HTTP/1.1"
+    ports: list[int]
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        self.ports.append(self.client_address[1])
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        key = self.headers.get("x-api-key")
+        status, reply = 200, {"headers": dict(self.headers)}
+        if key is not None and key.startswith("zz-bad"):
+            status = 400  # a proxy that echoes the key it was sent
+            reply = {"error": {"message": f"bad key {self.headers.get('x-api-key')}"}}
+        raw = json.dumps(reply).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(raw)))
+        self.end_headers()
+        self.wfile.write(raw)
+
+
+@pytest.fixture()
+def echo_server() -> Iterator[tuple[str, list[int]]]:
+    ports: list[int] = []
+    handler = type("Handler", (_Echo,), {"ports": ports})
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    httpd.daemon_threads = True
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05})
+    thread.daemon = True
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}/v1", ports
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def _client(url: str, secret: str | None, provider: ApiProvider, **kw: Any) -> HttpClient:
+    return HttpClient(
+        url,
+        provider=provider,
+        secret=None if secret is None else Secret(secret),
+        policy=kw.pop("policy", FAST),
+        max_concurrency=kw.pop("max_concurrency", 2),
+        **kw,
+    )
+
+
+def test_requests_share_one_pooled_keep_alive_connection(echo_server: Any) -> None:
+    url, ports = echo_server
+    client = _client(url, None, ApiProvider(auth_headers=bearer))
+    for i in range(5):
+        client.post("/completions", {"prompt": f"p{i}"})
+    assert len(ports) == 5 and len(set(ports)) == 1  # one connection, kept alive
+    replies = client.post_many([("/completions", {"prompt": f"q{i}"}, dict) for i in range(8)])
+    assert len(replies) == 8 and len(set(ports)) <= 1 + 2  # at most one per worker more
+    client.close()
+    client.post("/completions", {"prompt": "after close"})  # a closed client reopens
+    assert len(set(ports)) >= 2
+    client.close()
+
+
+def test_the_key_is_sent_as_the_provider_says_and_never_shown(echo_server: Any) -> None:
+    url, _ = echo_server
+    key = "zz-provider-key-0123456789"
+    other = _client(url, key, ApiProvider(auth_headers=x_api_key, key_hint="$OTHER_KEY"))
+    sent = {k.lower(): v for k, v in other.post("/messages", {"prompt": "hi"})["headers"].items()}
+    assert sent["x-api-key"] == key and "authorization" not in sent
+    assert sent["content-type"] == "application/json" and sent["user-agent"] == "steadyeval"
+    assert key not in repr(other) + repr(vars(other))
+    echoed = _client(url, "zz-bad-key-42", ApiProvider(auth_headers=x_api_key))
+    with pytest.raises(ServerError, match=r"HTTP 400: bad key \*\*\*") as info:
+        echoed.post("/messages", {"prompt": "hi"})
+    assert info.value.permanent and "zz-bad" not in str(info.value)
+    openai = _client(url, key, ApiProvider(auth_headers=bearer))
+    assert openai.post("/completions", {})["headers"]["Authorization"] == f"Bearer {key}"
+
+
+def test_a_key_that_cannot_be_sent_is_fatal_and_not_shown(echo_server: Any) -> None:
+    url, ports = echo_server
+    for key in ("zz-broken-key-0123456789\nInjected: header", "zz-clé-0123456789"):
+        client = _client(url, key, ApiProvider(auth_headers=x_api_key))
+        with pytest.raises(ServerError) as info:
+            client.post("/messages", {"prompt": "hi"})
+        assert info.value.permanent and info.value.status is None and not ports  # no retry
+        assert "0123456789" not in str(info.value) and "Injected" not in str(info.value)
+
+
+def _trickle_headers(listener: socket.socket, stop: threading.Event) -> None:
+    """Accept one connection, read the request, then send the status line and one byte of
+    header every 50 ms: each read succeeds, so only a deadline ends the reply."""
+    conn, _ = listener.accept()
+    with conn:
+        conn.recv(65536)
+        conn.sendall(b"HTTP/1.1 200 OK\r\n")
+        while not stop.is_set():
+            try:
+                conn.sendall(b"X")
+            except OSError:
+                return
+            time.sleep(0.05)
+
+
+def test_the_deadline_cuts_a_reply_whose_headers_trickle_in() -> None:
+    listener = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+    thread = threading.Thread(target=_trickle_headers, args=(listener, stop), daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}/v1"
+    policy = RetryPolicy(max_retries=0, timeout=5.0, deadline=0.5)
+    client = _client(url, None, ApiProvider(auth_headers=bearer), policy=policy)
+    t0 = time.monotonic()
+    try:
+        with pytest.raises(ServerError, match=r"TimeoutError: .*deadline=0.5 s"):
+            client.post("/completions", {"prompt": "hi"})
+        assert time.monotonic() - t0 < 4  # the deadline, not the 5 s read timeout
+    finally:
+        stop.set()
+        listener.close()
+        client.close()
+
+
+def test_http2_is_an_option_only_where_h2_is_installed(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None)
+    with pytest.raises(SteadyevalError, match="pip install h2"):
+        _client("http://127.0.0.1:9/v1", None, ApiProvider(auth_headers=bearer), http2=True)
+
+
+def test_the_openai_spec_offers_http2_only_where_h2_is_installed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import importlib.util
+
+    from steadyeval import ModelSpecError, load_backend
+
+    plain = load_backend("openai:m?http2=false")
+    assert plain.identity() == load_backend("openai:m").identity()  # a run-only option
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None)
+    with pytest.raises(ModelSpecError, match=r"http2=true needs the h2 package: pip install h2"):
+        load_backend("openai:m?http2=true")
