@@ -334,3 +334,26 @@ def test_report_sections_and_cli_help() -> None:
     assert r.exit_code == 0, r.output
     for flag in ("--general", "--gammas", "--corpus-size", "--overlap", "--steps"):
         assert flag in r.output
+
+
+def test_a_report_recomputes_an_analysis_it_cannot_read_and_says_so() -> None:
+    """An analysis written by another version (no schema_version, or the wrong shape) is
+    recomputed from the table for the report, with a note; one that cannot be recomputed
+    either is the reading error, naming the field."""
+    from steadyeval._errors import DataError
+    from steadyeval.reports import Note, context_from_table, study_sections
+
+    rows = [("A", g, f"f{i}", bool((i + g) % 3)) for g in (0, 100) for i in range(6)]
+    design = {"models": [{"model": "A"}], "gammas": [0, 100]}
+    table = _table(rows)
+    current = analyze_disparity(ResultsFrame(table), design).to_json()
+    old = {k: v for k, v in current.items() if k != "schema_version"}
+    for stored in (current, old):
+        summary = {"study": "disparity", "design": design, "analysis": stored}
+        (section,) = study_sections(context_from_table(table, summary))
+        notes = [b.text for b in section.blocks if isinstance(b, Note)]
+        recomputed = [n for n in notes if "recomputed it from the results table" in n]
+        assert len(recomputed) == (stored is old), notes
+    broken = {"study": "disparity", "design": design, "analysis": {**old, "cells": 3}}
+    with pytest.raises(DataError, match="schema version None"):
+        study_sections(context_from_table(table.drop(["gamma"]), broken))

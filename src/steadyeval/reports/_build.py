@@ -6,7 +6,7 @@ import dataclasses
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -14,7 +14,7 @@ import pyarrow.compute as pc
 from .._errors import ConfigError, DataError
 from .._files import MAX_TEXT_BYTES, limit_from_env, read_text_file
 from ..document import Note, Preformatted, Report, Section
-from ..results import check_run_dir, read_results, summary_markdown
+from ..results import ResultsFrame, check_run_dir, read_results, study_columns, summary_markdown
 from ._agreement import agreement_section
 from ._context import ReportContext, ReportOptions, read_summary
 from ._items import item_section
@@ -25,6 +25,9 @@ from ._sections import (
     shots_section,
     spread_section,
 )
+
+if TYPE_CHECKING:
+    from ..studies import Study
 
 __all__ = [
     "build_report",
@@ -129,10 +132,10 @@ def study_sections(ctx: ReportContext) -> list[Section]:
     if study is None:
         return _study_summary_fallback(ctx)
     design = ctx.summary.get("design")
-    source = f"{ctx.run_dir / 'summary.json'}" if ctx.run_dir is not None else "summary.json"
-    analysis = study.read_analysis(ctx.summary.get("analysis"), source=source)
+    info = design if isinstance(design, dict) else {}
+    analysis, note = _analysis_of(ctx, study, info)
     try:
-        made = study.sections(analysis, design if isinstance(design, dict) else {})
+        made = study.sections(analysis, info)
     except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
         # summary.json's analysis is not the shape this study writes: a hand-edited or
         # foreign run folder, or one written by another version of the study
@@ -149,7 +152,31 @@ def study_sections(ctx: ReportContext) -> list[Section]:
                 f"study {ctx.study!r} returned {type(sec).__name__} as a report section; "
                 "expected steadyeval.reports.Section"
             )
+    if note is not None and made:
+        made = [dataclasses.replace(made[0], blocks=(note, *made[0].blocks)), *made[1:]]
     return list(made)
+
+
+def _analysis_of(
+    ctx: ReportContext, study: Study[Any], info: Mapping[str, Any]
+) -> tuple[Any, Note | None]:
+    """The run's analysis as the study's type; when ``summary.json``'s cannot be read as
+    that type (written by another version of steadyeval, or edited), the analysis recomputed
+    from the results table, with a note saying so; the reading error when that fails too."""
+    source = f"{ctx.run_dir / 'summary.json'}" if ctx.run_dir is not None else "summary.json"
+    try:
+        return study.read_analysis(ctx.summary.get("analysis"), source=source), None
+    except DataError as exc:
+        unread = exc
+    try:
+        fresh = study.analyze(ResultsFrame(ctx.table, study_columns(ctx.table)), info)
+    except Exception:
+        raise unread from None
+    return fresh, Note(
+        f"The analysis in summary.json could not be read ({str(unread)[:200]}); this report "
+        "recomputed it from the results table. steadyeval.studies.reanalyze(RUN_DIR) "
+        "rewrites summary.json with it."
+    )
 
 
 def build_report(
