@@ -20,6 +20,18 @@ from ._expand import (
     render_template,
     template_problem,
 )
+from ._scoring import (
+    ParsedKind,
+    ScoredTrial,
+    ScoringMode,
+    canonical_scoring,
+    get_scoring,
+    register_scoring,
+    renamed_scoring,
+    requests_for,
+    score_trial,
+    scoring_names,
+)
 
 __all__ = [
     "FORMATS",
@@ -32,10 +44,20 @@ __all__ = [
     "Expansion",
     "Format",
     "Generation",
+    "ParsedKind",
+    "ScoredTrial",
+    "ScoringMode",
     "Shots",
     "Template",
     "Trial",
+    "canonical_scoring",
     "expand",
+    "get_scoring",
+    "register_scoring",
+    "renamed_scoring",
     "render_template",
+    "requests_for",
+    "score_trial",
+    "scoring_names",
     "template_problem",
 ]

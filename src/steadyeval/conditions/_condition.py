@@ -12,7 +12,7 @@ from typing import Any, Literal, get_args, get_origin, get_type_hints
 from .._errors import ConfigError
 from .._limits import MAX_SEED, MAX_TOKENS
 from ..items import canonical_json
-from ..scoring import canonical_scoring, get_scoring
+from ._scoring import canonical_scoring, get_scoring
 
 __all__ = [
     "FORMATS",

@@ -13,8 +13,8 @@ import numpy as np
 from .._errors import ConfigError
 from .._seeds import derive_seed
 from ..items import Item
-from ..scoring import get_scoring
 from ._condition import Condition, Template
+from ._scoring import get_scoring
 
 if TYPE_CHECKING:  # jinja2 loads when the first template compiles, not on import
     from jinja2.sandbox import ImmutableSandboxedEnvironment

@@ -1,9 +1,9 @@
-"""Pure scoring: scoring modes (a registry), parsed answers, correctness, refusals, EM/F1,
-option scores."""
+"""Pure scoring: the built-in scoring modes, parsed answers, correctness, refusals, EM/F1,
+option scores. The modes' protocol and registry (:class:`ScoringMode`,
+:func:`register_scoring`, :func:`get_scoring`) are defined with the conditions that name them
+(:mod:`steadyeval.conditions`) and are public here too."""
 
-from ._builtin import GENERATE, LETTER_LOGPROB, OPTION_LOGPROB, PROMPT_LOGPROB, TOP_K
-from ._classifier import CLASSIFIER_HEAD, INPUTS_KEY
-from ._modes import (
+from ..conditions import (
     ScoredTrial,
     ScoringMode,
     canonical_scoring,
@@ -14,6 +14,8 @@ from ._modes import (
     score_trial,
     scoring_names,
 )
+from ._builtin import GENERATE, LETTER_LOGPROB, OPTION_LOGPROB, PROMPT_LOGPROB, TOP_K
+from ._classifier import CLASSIFIER_HEAD, INPUTS_KEY
 from ._options import OptionScores, best_index, option_scores, softmax
 from ._text import (
     UNMATCHED_F1_THRESHOLD,

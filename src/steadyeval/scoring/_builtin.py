@@ -7,6 +7,7 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, ClassVar, Literal
 
+from ..conditions import ParsedKind, ScoredTrial, ScoringMode, register_scoring
 from ..requests import (
     GenerateRequest,
     GenerateResponse,
@@ -17,7 +18,6 @@ from ..requests import (
     TopKRequest,
     TopKResponse,
 )
-from ._modes import ParsedKind, ScoredTrial, ScoringMode, register_scoring
 from ._options import option_scores
 from ._text import is_refusal, match_option, max_over_golds, normalize_answer
 

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._errors import ConfigError
+from ..conditions import ScoredTrial, ScoringMode, register_scoring
 from ..requests import ClassifyRequest, ClassifyResponse, Request, Response
-from ._modes import ScoredTrial, ScoringMode, register_scoring
 
 if TYPE_CHECKING:
     from ..conditions import Condition, Trial

@@ -1,13 +1,19 @@
-"""Scoring modes: how a condition's answers are asked for and turned into scored trials.
+"""Scoring modes' protocol and registry: how a condition's answers are asked for and turned
+into scored trials.
 
 A mode is one object in one registry. It declares its name once, checks the conditions that
-use it, builds the requests a trial needs and scores the responses. The planner, the runner,
-``expand`` (how a shot shows its answer) and the configs all look the mode up here; adding a
-mode is one class plus :func:`register_scoring`.
+use it, builds the requests a trial needs and scores the responses. A :class:`Condition`
+checks its mode when built, ``expand`` asks it how a shot shows its answer, and the planner,
+the runner and the configs look it up here; adding a mode is one class plus
+:func:`register_scoring`. The protocol lives with the conditions that name the modes; the
+modes themselves live above, in :mod:`steadyeval.scoring` (public home of these names
+too), and register when it is imported. A lookup that misses imports it by name first, as
+plug-ins are loaded, so a condition can name a built-in mode before anything imported it.
 """
 
 from __future__ import annotations
 
+import importlib
 import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
@@ -19,9 +25,11 @@ from .._lazy import load_plugins
 from ..requests import Request, Response
 
 if TYPE_CHECKING:
-    from ..conditions import Condition, Trial
+    from ._condition import Condition
+    from ._expand import Trial
 
 __all__ = [
+    "ParsedKind",
     "ScoredTrial",
     "ScoringMode",
     "canonical_scoring",
@@ -100,6 +108,8 @@ class ScoringMode(ABC):
 
 
 _REGISTRY: dict[str, ScoringMode] = {}
+#: The package whose import registers the built-in modes.
+_BUILTIN_MODES = "steadyeval.scoring"
 #: Old names still accepted, with a deprecation warning.
 _ALIASES: dict[str, str] = {
     "logprob": "option-logprob",  # the formats study's old name
@@ -118,9 +128,15 @@ def register_scoring(mode: ScoringMode, *, replace: bool = False) -> ScoringMode
     return mode
 
 
+def _load_modes() -> None:
+    """Register the built-in modes, then the plug-ins' (each import happens once)."""
+    importlib.import_module(_BUILTIN_MODES)
+    load_plugins()
+
+
 def scoring_names() -> tuple[str, ...]:
     """The registered modes' names, in registration order (plug-ins' last)."""
-    load_plugins()
+    _load_modes()
     return tuple(_REGISTRY)
 
 
@@ -142,7 +158,7 @@ def canonical_scoring(name: str) -> str:
     if name in _ALIASES:
         return renamed_scoring(name)
     if name not in _REGISTRY:
-        load_plugins()
+        _load_modes()
     if name not in _REGISTRY:
         raise ConfigError(f"unknown scoring {name!r}; choose from {', '.join(_REGISTRY)}")
     return name
