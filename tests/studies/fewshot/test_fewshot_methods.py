@@ -244,22 +244,28 @@ def test_methods_table_content() -> None:
 
 def test_paired_method_comparisons_are_holm_adjusted() -> None:
     from steadyeval.stats import holm
-    from steadyeval.studies.fewshot._compare import compare_methods
+    from steadyeval.studies.fewshot import FewShotExperiment, StrategyRow, compare_methods
 
     scores = {"a": [0.9, 0.8, 0.7, 0.9], "b": [0.5, 0.6, 0.4, 0.7], "c": [0.6, 0.5, 0.6, 0.6]}
     experiments, designs = {}, []
     for m, xs in scores.items():
-        row = {"strategy": "multisplit", "test_mean": float(np.mean(xs)), "test_std": 0.1,
-               "test_scores": xs, "selected": "h", "selected_hparams": {}, "spearman": 0.0,
-               "regret": 0.0, "test_range_over_k": 0.0}  # fmt: skip
-        experiments[f"RTE/{m}"] = {"side_by_side": [row]}
+        row = StrategyRow(
+            strategy="multisplit", k=4, test_mean=float(np.mean(xs)), test_std=0.1,
+            test_scores=xs, selected="h", selected_hparams={}, dev_mean=1.0, spearman=0.0,
+            oracle_test_mean=float(np.mean(xs)), regret=0.0, test_range_over_k=0.0,
+            spearman_range_over_k=0.0, final_test_mean=None, final_test_std=None,
+        )  # fmt: skip
+        experiments[f"RTE/{m}"] = FewShotExperiment(
+            strategies={}, side_by_side=[row], metric="accuracy"
+        )
         designs.append({"key": f"RTE/{m}", "task": "RTE", "method": m})
     out = compare_methods(experiments, designs, {"strategies": ["multisplit"], "k": 4})
-    raw = [p["pvalue"] for p in out["paired"]]
-    assert [(p["a"], p["b"]) for p in out["paired"]] == [("a", "b"), ("a", "c"), ("b", "c")]
-    assert all(0 < p <= 1 for p in raw) and len(set(raw)) == 3
-    assert [p["pvalue_holm"] for p in out["paired"]] == pytest.approx(list(holm(raw).pvalues))
-    assert min(p["pvalue_holm"] for p in out["paired"]) == pytest.approx(3 * min(raw))
+    raw = [p.pvalue for p in out.paired]
+    assert [(p.a, p.b) for p in out.paired] == [("a", "b"), ("a", "c"), ("b", "c")]
+    assert all(p is not None and 0 < p <= 1 for p in raw) and len(set(raw)) == 3
+    holm_p = [p.pvalue_holm for p in out.paired]
+    assert holm_p == pytest.approx(list(holm(raw).pvalues))
+    assert min(p for p in holm_p if p is not None) == pytest.approx(3 * min(raw))
 
 
 # -- the methods learn ----------------------------------------------------------------------------
