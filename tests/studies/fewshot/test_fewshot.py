@@ -18,12 +18,13 @@ import torch
 from click.testing import CliRunner
 
 from steadyeval import ConfigError, DataError, PlanCounts, RunOptions, load_backend, read_results
-from steadyeval._json import json_safe
 from steadyeval.cli._main import main
 from steadyeval.models._tiny import build_tiny_model
-from steadyeval.studies import reanalyze, run_study
+from steadyeval.results import ResultsFrame
+from steadyeval.studies import read_analysis, reanalyze, run_study
 from steadyeval.studies.fewshot import (
     TASKS,
+    FewShotAnalysis,
     FewShotConfig,
     analyze,
     build_grid,
@@ -130,7 +131,7 @@ def test_grouped_splits_keep_groups_together(strategy: str) -> None:
 
 
 # -- the analysis -------------------------------------------------------------------------------
-def _table(scores: dict[tuple[str, int, int, str, str], float], n: int = 20) -> pa.Table:
+def _table(scores: dict[tuple[str, int, int, str, str], float], n: int = 20) -> ResultsFrame:
     """A minimal results table: n rows per (strategy, K, split, setting, part), with the
     given share correct."""
     cols: dict[str, list[Any]] = {
@@ -141,7 +142,7 @@ def _table(scores: dict[tuple[str, int, int, str, str], float], n: int = 20) -> 
         for j in range(n):
             for c, v in zip(cols, (s, k, i, h, p, j < hits), strict=True):
                 cols[c].append(v)
-    return pa.table(cols)
+    return ResultsFrame(pa.table(cols))
 
 
 def _info(grid_ids: list[str], k: int = 2) -> dict[str, Any]:
@@ -161,28 +162,32 @@ def test_selection_is_the_argmax_of_mean_dev_and_first_on_ties() -> None:
     test = {(h, i): float(rng.integers(0, 21)) / 20 for h in grid for i in range(2)}
     scores = {("cv", 2, i, h, "dev"): dev[h, i] for h in grid for i in range(2)}
     scores |= {("cv", 2, i, h, "test"): test[h, i] for h in grid for i in range(2)}
-    res = analyze(_table(scores), _info(grid))["strategies"]["cv"]["by_k"]["2"]
+    res = analyze(_table(scores), _info(grid)).strategies["cv"].by_k["2"]
     means = [np.mean([dev[h, i] for i in range(2)]) for h in grid]
-    assert res["selected"] == grid[int(np.argmax(means))]
+    assert res.selected == grid[int(np.argmax(means))]
     test_means = [np.mean([test[h, i] for i in range(2)]) for h in grid]
     expected = scipy.stats.spearmanr(means, test_means).statistic
-    assert res["spearman"] == pytest.approx(expected, abs=1e-12)
-    chosen = grid.index(res["selected"])
-    assert res["test_mean"] == pytest.approx(test_means[chosen])
-    assert res["test_std"] == pytest.approx(
-        np.std([test[grid[chosen], i] for i in range(2)], ddof=1)
-    )
-    assert res["oracle_test_mean"] == pytest.approx(max(test_means))
+    assert res.spearman == pytest.approx(expected, abs=1e-12)
+    chosen = grid.index(res.selected)
+    assert res.test_mean == pytest.approx(test_means[chosen])
+    assert res.test_std == pytest.approx(np.std([test[grid[chosen], i] for i in range(2)], ddof=1))
+    assert res.oracle_test_mean == pytest.approx(max(test_means))
     # Ties go to the first setting in grid order.
     tied = {("cv", 2, i, h, p): 0.5 for h in grid for i in range(2) for p in ("dev", "test")}
     tied[("cv", 2, 0, "c", "dev")] = tied[("cv", 2, 0, "e", "dev")] = 0.75
-    assert analyze(_table(tied), _info(grid))["strategies"]["cv"]["by_k"]["2"]["selected"] == "c"
+    assert analyze(_table(tied), _info(grid)).strategies["cv"].by_k["2"].selected == "c"
 
 
-def test_spearman_is_nan_with_a_note_when_undefined() -> None:
+def test_spearman_is_none_with_a_note_when_undefined() -> None:
     scores = {("cv", 2, i, h, p): 0.5 for h in "ab" for i in range(2) for p in ("dev", "test")}
-    res = analyze(_table(scores), _info(["a", "b"]))["strategies"]["cv"]["by_k"]["2"]
-    assert math.isnan(res["spearman"]) and "at least 3" in res["spearman_note"]
+    res = analyze(_table(scores), _info(["a", "b"])).strategies["cv"].by_k["2"]
+    assert res.spearman is None and res.spearman_note and "at least 3" in res.spearman_note
+
+
+def test_the_analysis_names_a_missing_column() -> None:
+    table = _table({("cv", 2, 0, "a", "dev"): 0.5}).table.drop_columns(["part"])
+    with pytest.raises(DataError, match=r"missing column\(s\) part; the few-shot analysis reads"):
+        analyze(ResultsFrame(table), _info(["a"]))
 
 
 # -- tasks ----------------------------------------------------------------------------------------
@@ -375,7 +380,7 @@ def test_icl_runs_through_the_pipeline_and_resumes(tiny_gpt2: Path, tmp_path: Pa
         "mdl": {2: [2, 3], 4: [1, 1, 1, 2]},
     }
     expected = sum((d + len(test)) * 3 for s in dev_sizes.values() for ds in s.values() for d in ds)
-    n_final = len({r["selected"] for r in result.analysis["side_by_side"]}) * 2 * len(test)
+    n_final = len({r.selected for r in result.analysis.side_by_side}) * 2 * len(test)
     assert n == 10 and table.num_rows == expected + n_final
     assert set(table.column("model").to_pylist()) == {load_backend(f"hf:{tiny_gpt2}").identity()}
     assert set(table.column("scoring").to_pylist()) == {"option-logprob"}
@@ -386,10 +391,10 @@ def test_icl_runs_through_the_pipeline_and_resumes(tiny_gpt2: Path, tmp_path: Pa
     assert set(table.column("verbalizer").to_pylist()) == {"yes-no"}
     assert set(table.column("options").to_pylist()[0]) == {"yes", "no"}
     assert all(u == 1 for u in table.column("n_shots_used").to_pylist())
-    side = result.analysis["side_by_side"]
-    assert [r["strategy"] for r in side] == ["multisplit", "cv", "mdl"]
-    assert all(len(result.analysis["strategies"][s]["by_k"]) == 2 for s in ("cv", "mdl"))
-    assert all(r["final_test_mean"] is not None for r in side)
+    side = result.analysis.side_by_side
+    assert [r.strategy for r in side] == ["multisplit", "cv", "mdl"]
+    assert all(len(result.analysis.strategies[s].by_k) == 2 for s in ("cv", "mdl"))
+    assert all(r.final_test_mean is not None for r in side)
     # 54 (setting, split) results; Multi-Splits' K=2 splits are the first two of its K=4
     # splits, so those share units (and their requests: each is sent once).
     cfg = FewShotConfig(**config)
@@ -411,7 +416,11 @@ def test_icl_runs_through_the_pipeline_and_resumes(tiny_gpt2: Path, tmp_path: Pa
     again = run_study("fewshot", config, options=RunOptions(out=out, progress=False))
     assert again.summary["plan"]["model_calls"] == 0
     assert again.table.equals(table)
-    assert json_safe(reanalyze(out)) == summary["analysis"]
+    # summary.json reads back as the same typed analysis, and reanalyze recomputes it
+    assert isinstance(result.analysis, FewShotAnalysis)
+    assert read_analysis(out) == result.analysis
+    assert reanalyze(out) == result.analysis
+    assert reanalyze(out).to_json() == summary["analysis"]
 
 
 def test_pet_trains_once_and_scores_through_hf_masked(

@@ -18,6 +18,7 @@ import torch
 from steadyeval import ConfigError, RunOptions
 from steadyeval.models._tiny import DEFAULT_CORPUS, build_tiny_model
 from steadyeval.reports import sections_markdown
+from steadyeval.results import ResultsFrame
 from steadyeval.studies import run_study
 from steadyeval.studies.fewshot import analyze, build_grid, get_method, get_task, load_space
 from steadyeval.studies.fewshot._combo import parse_spelling
@@ -217,20 +218,21 @@ def test_methods_table_content() -> None:
         "grid": grid, "task": "RTE", "method": "pet", "strategies": ["multisplit"], "k": 2,
         "k_values": [2], "seed": 0, "ratio": 0.5, "model": "hf:tiny", "skipped_k": [],
     }  # fmt: skip
-    analysis = analyze(pa.Table.from_pylist(rows), info)
-    table = analysis["methods"]
-    assert table["strategy"] == "multisplit" and table["tasks"] == ["RTE", "WiC"]
-    pet, ipet = table["rows"]
-    assert pet["tasks"]["RTE"]["scores"] == [0.5, 0.75]
-    assert pet["tasks"]["RTE"]["mean"] == pytest.approx(0.625)
-    assert pet["tasks"]["RTE"]["std"] == pytest.approx(np.std([0.5, 0.75], ddof=1))
-    assert pet["average"] == pytest.approx((0.625 + 0.375) / 2)
-    assert ipet["average"] == pytest.approx((0.875 + 0.625) / 2)
-    (pair,) = table["paired"]
-    assert (pair["a"], pair["b"], pair["n_pairs"]) == ("pet", "ipet", 4)
-    assert pair["estimate"] == pytest.approx(-0.25) and pair["wins"] == 0 and pair["losses"] == 4
+    analysis = analyze(ResultsFrame(pa.Table.from_pylist(rows)), info)
+    table = analysis.methods
+    assert table.strategy == "multisplit" and table.tasks == ["RTE", "WiC"]
+    pet, ipet = table.rows
+    rte = pet.tasks["RTE"]
+    assert rte is not None and rte.scores == [0.5, 0.75]
+    assert rte.mean == pytest.approx(0.625)
+    assert rte.std == pytest.approx(np.std([0.5, 0.75], ddof=1))
+    assert pet.average == pytest.approx((0.625 + 0.375) / 2)
+    assert ipet.average == pytest.approx((0.875 + 0.625) / 2)
+    (pair,) = table.paired
+    assert (pair.a, pair.b, pair.n_pairs) == ("pet", "ipet", 4)
+    assert pair.estimate == pytest.approx(-0.25) and pair.wins == 0 and pair.losses == 4
     # Every split differs by the same 0.25: no spread, so no p-value and no adjusted one.
-    assert math.isnan(pair["pvalue"]) and math.isnan(pair["pvalue_holm"])
+    assert pair.pvalue is None and pair.pvalue_holm is None
     own = fewshot_report_sections(analysis, info, figures=False)
     # The methods table is the study's answer: it leads the report, before the headline.
     assert [s.id for s in own if s.lead] == ["fewshot-methods"]
@@ -242,22 +244,28 @@ def test_methods_table_content() -> None:
 
 def test_paired_method_comparisons_are_holm_adjusted() -> None:
     from steadyeval.stats import holm
-    from steadyeval.studies.fewshot._compare import compare_methods
+    from steadyeval.studies.fewshot import FewShotExperiment, StrategyRow, compare_methods
 
     scores = {"a": [0.9, 0.8, 0.7, 0.9], "b": [0.5, 0.6, 0.4, 0.7], "c": [0.6, 0.5, 0.6, 0.6]}
     experiments, designs = {}, []
     for m, xs in scores.items():
-        row = {"strategy": "multisplit", "test_mean": float(np.mean(xs)), "test_std": 0.1,
-               "test_scores": xs, "selected": "h", "selected_hparams": {}, "spearman": 0.0,
-               "regret": 0.0, "test_range_over_k": 0.0}  # fmt: skip
-        experiments[f"RTE/{m}"] = {"side_by_side": [row]}
+        row = StrategyRow(
+            strategy="multisplit", k=4, test_mean=float(np.mean(xs)), test_std=0.1,
+            test_scores=xs, selected="h", selected_hparams={}, dev_mean=1.0, spearman=0.0,
+            oracle_test_mean=float(np.mean(xs)), regret=0.0, test_range_over_k=0.0,
+            spearman_range_over_k=0.0, final_test_mean=None, final_test_std=None,
+        )  # fmt: skip
+        experiments[f"RTE/{m}"] = FewShotExperiment(
+            strategies={}, side_by_side=[row], metric="accuracy"
+        )
         designs.append({"key": f"RTE/{m}", "task": "RTE", "method": m})
     out = compare_methods(experiments, designs, {"strategies": ["multisplit"], "k": 4})
-    raw = [p["pvalue"] for p in out["paired"]]
-    assert [(p["a"], p["b"]) for p in out["paired"]] == [("a", "b"), ("a", "c"), ("b", "c")]
-    assert all(0 < p <= 1 for p in raw) and len(set(raw)) == 3
-    assert [p["pvalue_holm"] for p in out["paired"]] == pytest.approx(list(holm(raw).pvalues))
-    assert min(p["pvalue_holm"] for p in out["paired"]) == pytest.approx(3 * min(raw))
+    raw = [p.pvalue for p in out.paired]
+    assert [(p.a, p.b) for p in out.paired] == [("a", "b"), ("a", "c"), ("b", "c")]
+    assert all(p is not None and 0 < p <= 1 for p in raw) and len(set(raw)) == 3
+    holm_p = [p.pvalue_holm for p in out.paired]
+    assert holm_p == pytest.approx(list(holm(raw).pvalues))
+    assert min(p for p in holm_p if p is not None) == pytest.approx(3 * min(raw))
 
 
 # -- the methods learn ----------------------------------------------------------------------------
@@ -313,7 +321,7 @@ def test_ipet_and_noisy_students_beat_pet_on_eight_labelled(tmp_path: Path) -> N
         "k_values": [1], "space": space,
     }  # fmt: skip
     result = run_study("fewshot", config, options=RunOptions(out=tmp_path / "run", progress=False))
-    test = {r["method"]: r["test_mean"] for r in result.analysis["side_by_side"]}
+    test = {r.method: r.test_mean for r in result.analysis.side_by_side}
     assert test["pet"] <= 0.6, test  # the 8 labelled items teach only good / bad
     assert test["ipet"] > test["pet"] + 0.1 and test["noisy"] > test["pet"] + 0.1, test
     design = result.summary["design"]
@@ -378,7 +386,7 @@ def test_combinations_on_adapet_and_ptuning_run_two_steps(tmp_path: Path) -> Non
         "strategies": ["multisplit"], "k": 1, "k_values": [1], "space": space,
     }  # fmt: skip
     result = run_study("fewshot", config, options=RunOptions(out=tmp_path / "run", progress=False))
-    assert sorted(r["method"] for r in result.analysis["side_by_side"]) == sorted(methods)
+    assert sorted(r.method for r in result.analysis.side_by_side) == sorted(methods)
 
 
 # -- the design: tasks x methods, unlabelled sources, cross-split, causal models ---------------

@@ -10,24 +10,36 @@ K: how the chosen setting's test accuracy and the correlation move.
 
 from __future__ import annotations
 
-import json
 import math
 import warnings
-from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pyarrow as pa
+import numpy.typing as npt
 
-from ..._errors import ConfigError
+from ..._errors import DataError
 from ...stats import StatsInputError, spearman
 from ._compare import compare_methods
 from ._metrics import task_metric, task_scores
+from ._types import (
+    ByK,
+    FewShotAnalysis,
+    FewShotExperiment,
+    FinalRun,
+    GridSetting,
+    Stability,
+    StrategyResult,
+    StrategyRow,
+    TaskStrategyRow,
+)
+
+if TYPE_CHECKING:
+    from ...results import ResultsFrame
 
 __all__ = ["analyze", "select"]
 
-_COLUMNS = ("strategy", "n_splits", "split_index", "hparams_id", "part", "correct")
+Ints = npt.NDArray[np.int64]
 
 
 def _mean(values: Sequence[float]) -> float:
@@ -62,54 +74,83 @@ def _correlation(x: Sequence[float], y: Sequence[float]) -> tuple[float, float, 
 
 Key = tuple[str, int, int, str, str]  # strategy, K, split index, setting id, part
 
+#: The columns every few-shot results table has (``task``, ``method``, ``parsed_option``,
+#: ``gold_options`` and ``metadata`` are read when present).
+_COLUMNS = ("strategy", "n_splits", "split_index", "hparams_id", "part", "correct")
+_NULL = np.iinfo(np.int64).min  # a null K or split index (an error)
 
-def _scores(table: pa.Table, info: Mapping[str, Any]) -> dict[str, dict[Key, float]]:
+
+def _labels(results: ResultsFrame, name: str, default: str) -> tuple[Ints, list[Any]]:
+    """Codes and values of a string column; a column the table lacks is ``default`` on
+    every row."""
+    if results.has(name):
+        return results.codes(name)
+    return np.zeros(len(results), dtype=np.int64), [default]
+
+
+def _value(values: list[Any], code: int) -> Any:
+    return values[code] if code >= 0 else None
+
+
+def _scores(results: ResultsFrame, info: Mapping[str, Any]) -> dict[str, dict[Key, float]]:
     """Per experiment (``TASK/METHOD``): the task's score of every (strategy, K, split,
     setting, part) (accuracy, or CB's / MultiRC's mean of parts)."""
-    n = table.num_rows
-    cols = {c: table.column(c).to_pylist() for c in _COLUMNS}
-    tasks = (
-        table.column("task").to_pylist()
-        if "task" in table.column_names
-        else [info.get("task", "")] * n
-    )
-    methods = (
-        table.column("method").to_pylist()
-        if "method" in table.column_names
-        else [info.get("method", "")] * n
-    )
-    preds = (
-        table.column("parsed_option").to_pylist()
-        if "parsed_option" in table.column_names
-        else [None] * n
-    )
-    golds = (
-        [g[0] if g else -1 for g in table.column("gold_options").to_pylist()]
-        if "gold_options" in table.column_names
-        else [-1] * n
-    )
-    meta = table.column("metadata").to_pylist() if "metadata" in table.column_names else [None] * n
-    rows: dict[tuple[str, Key], list[int]] = defaultdict(list)
-    for r in range(n):
+    results.require(_COLUMNS, reader="the few-shot analysis")
+    task, tasks = _labels(results, "task", str(info.get("task", "")))
+    method, methods = _labels(results, "method", str(info.get("method", "")))
+    strategy, strategies = results.codes("strategy")
+    setting, settings = results.codes("hparams_id")
+    part, parts = results.codes("part")
+    k = results.ints("n_splits", null=_NULL)
+    split = results.ints("split_index", null=_NULL)
+    for name, column in (("n_splits", k), ("split_index", split)):
+        if (column == _NULL).any():
+            row = int(np.flatnonzero(column == _NULL)[0])
+            raise DataError(f"{results.source}, row {row}: column {name!r} is null")
+    correct = results.bools("correct")
+    # One unit per distinct (task, method, strategy, K, split, setting, part), rows in order.
+    keys = np.stack([task, method, strategy, k, split, setting, part], axis=1)
+    if not len(keys):
+        return {}
+    _, first, unit = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+    unit = unit.reshape(-1)
+    n = np.bincount(unit)
+    hits = np.bincount(unit, weights=correct == 1)  # null counts as wrong
+    rows = np.split(np.argsort(unit, kind="stable"), np.cumsum(n)[:-1])
+    out: dict[str, dict[Key, float]] = {}
+    for u, r in enumerate(first):
+        name = f"{_value(tasks, int(task[r]))}/{_value(methods, int(method[r]))}"
         key = (
-            cols["strategy"][r],
-            int(cols["n_splits"][r]),
-            int(cols["split_index"][r]),
-            cols["hparams_id"][r],
-            cols["part"][r],
+            _value(strategies, int(strategy[r])),
+            int(k[r]),
+            int(split[r]),
+            _value(settings, int(setting[r])),
+            _value(parts, int(part[r])),
         )
-        rows[(f"{tasks[r]}/{methods[r]}", key)].append(r)
-    out: dict[str, dict[Key, float]] = defaultdict(dict)
-    for (exp, key), idx in rows.items():
-        task = exp.split("/", 1)[0]
-        if task_metric(task).parts == ("accuracy",):
-            # null counts as wrong
-            out[exp][key] = sum(1 for r in idx if cols["correct"][r]) / len(idx)
-            continue
-        p = [preds[r] if cols["correct"][r] is not None else None for r in idx]
-        groups = [str(json.loads(meta[r] or "{}").get("group", r)) for r in idx]
-        out[exp][key] = task_scores(task, p, [golds[r] for r in idx], groups)["score"]
-    return dict(out)
+        t = name.split("/", 1)[0]
+        if task_metric(t).parts == ("accuracy",):
+            score = int(hits[u]) / int(n[u])
+        else:
+            score = _task_score(results, t, rows[u], correct)
+        out.setdefault(name, {})[key] = score
+    return out
+
+
+def _task_score(
+    results: ResultsFrame, task: str, rows: Ints, correct: npt.NDArray[np.int8]
+) -> float:
+    """The task's metric (CB, MultiRC) over ``rows``: a row without a verdict is an
+    unmatched answer; a row's group (MultiRC's question) is its metadata's ``group``."""
+    preds = results.ints("parsed_option", null=-1) if results.has("parsed_option") else None
+    golds = results.values("gold_options", rows) if results.has("gold_options") else None
+    meta, parsed = results.metadata() if results.has("metadata") else (None, [])
+    p = [
+        int(preds[r]) if preds is not None and preds[r] >= 0 and correct[r] >= 0 else None
+        for r in rows
+    ]
+    g = [gs[0] if gs else -1 for gs in golds] if golds is not None else [-1] * len(rows)
+    groups = [str((parsed[meta[r]] if meta is not None else {}).get("group", int(r))) for r in rows]
+    return task_scores(task, p, g, groups)["score"]
 
 
 def _by_k(
@@ -117,63 +158,71 @@ def _by_k(
     strategy: str,
     k: int,
     grid: Sequence[Mapping[str, Any]],
-) -> dict[str, Any] | None:
+) -> ByK | None:
     splits = sorted({i for (s, kk, i, _, _) in acc if s == strategy and kk == k})
     if not splits:
         return None
     rows = []
+    dev_means, test_means = [], []
     for g in grid:
         dev = [acc[key] for i in splits if (key := (strategy, k, i, g["id"], "dev")) in acc]
         test = [acc[key] for i in splits if (key := (strategy, k, i, g["id"], "test")) in acc]
+        dev_means.append(_mean(dev))
+        test_means.append(_mean(test))
         rows.append(
-            {
-                "id": g["id"],
-                "hparams": g["hparams"],
-                "dev_scores": dev,
-                "test_scores": test,
-                "dev_mean": _mean(dev),
-                "dev_std": _std(dev),
-                "test_mean": _mean(test),
-                "test_std": _std(test),
-            }
+            GridSetting(
+                id=g["id"],
+                hparams=g["hparams"],
+                dev_scores=dev,
+                test_scores=test,
+                dev_mean=dev_means[-1],
+                dev_std=_std(dev),
+                test_mean=test_means[-1],
+                test_std=_std(test),
+            )
         )
-    chosen = rows[select([r["dev_mean"] for r in rows])]
-    oracle = max(r["test_mean"] for r in rows)
-    rho, p, note = _correlation([r["dev_mean"] for r in rows], [r["test_mean"] for r in rows])
-    return {
-        "k": k,
-        "n_splits": len(splits),
-        "grid": rows,
-        "selected": chosen["id"],
-        "selected_hparams": chosen["hparams"],
-        "dev_mean": chosen["dev_mean"],
-        "test_mean": chosen["test_mean"],
-        "test_std": chosen["test_std"],
-        "test_scores": chosen["test_scores"],
-        "oracle_test_mean": oracle,
-        "regret": oracle - chosen["test_mean"],
-        "spearman": rho,
-        "spearman_p": p,
-        "spearman_note": note,
-    }
+    best = select(dev_means)
+    chosen = rows[best]
+    oracle = max(test_means)
+    rho, p, note = _correlation(dev_means, test_means)
+    return ByK(
+        k=k,
+        n_splits=len(splits),
+        grid=rows,
+        selected=chosen.id,
+        selected_hparams=chosen.hparams,
+        dev_mean=dev_means[best],
+        test_mean=test_means[best],
+        test_std=chosen.test_std,
+        test_scores=chosen.test_scores,
+        oracle_test_mean=oracle,
+        regret=oracle - test_means[best],
+        spearman=rho,
+        spearman_p=p,
+        spearman_note=note,
+    )
 
 
-def _spread(values: Sequence[float]) -> tuple[float, float]:
-    vals = [v for v in values if not math.isnan(v)]
+def _nan(value: float | None) -> float:
+    return math.nan if value is None else value
+
+
+def _spread(values: Sequence[float | None]) -> tuple[float, float]:
+    vals = [v for v in values if v is not None and not math.isnan(v)]
     if not vals:
         return math.nan, math.nan
     return max(vals) - min(vals), float(np.std(vals))
 
 
-def analyze(table: pa.Table, info: Mapping[str, Any]) -> dict[str, Any]:
+def analyze(results: ResultsFrame, info: Mapping[str, Any]) -> FewShotAnalysis:
     """FewNLU's three criteria per experiment and strategy, and the methods side by side.
 
     Parameters
     ----------
-    table : pyarrow.Table
+    results : ResultsFrame
         Rows with ``strategy``, ``n_splits``, ``split_index``, ``hparams_id``, ``part``,
-        ``correct`` (and ``task``, ``method``, ``parsed_option``, ``gold_options``) columns,
-        as the study writes them.
+        ``correct`` (and ``task``, ``method``, ``parsed_option``, ``gold_options``,
+        ``metadata``) columns, as the study writes them.
     info : mapping
         The design: ``experiments`` (``[{"key", "task", "method", "grid"}]``, each grid
         ``[{"id", "hparams"}]`` in grid order), ``strategies``, ``k`` (the main K) and
@@ -181,7 +230,7 @@ def analyze(table: pa.Table, info: Mapping[str, Any]) -> dict[str, Any]:
 
     Returns
     -------
-    dict
+    FewShotAnalysis
         ``experiments`` -> per ``TASK/METHOD`` key: ``strategies`` -> {``by_k`` (per K: the
         grid's mean dev/test, the choice, its test mean ± std, oracle, regret, Spearman),
         ``stability`` (across K), ``final`` (the chosen setting retrained on all labelled
@@ -195,16 +244,10 @@ def analyze(table: pa.Table, info: Mapping[str, Any]) -> dict[str, Any]:
     A unit's score is the task's metric over its rows: accuracy is the share of ``correct``
     rows (null counts as wrong); CB's and MultiRC's metrics read ``parsed_option`` (null:
     unmatched, a wrong answer) and ``gold_options``. The test std is the
-    sample std (ddof=1) over the K splits. Spearman's rho is NaN (with a note) when the grid
+    sample std (ddof=1) over the K splits. Spearman's rho is None (with a note) when the grid
     has fewer than 3 settings or the dev or test means are constant across the grid.
     """
-    missing = [c for c in _COLUMNS if c not in table.column_names]
-    if missing:
-        raise ConfigError(
-            f"the results table lacks the column(s) {', '.join(missing)}; "
-            "it was not written by the few-shot study"
-        )
-    scores = _scores(table, info)
+    scores = _scores(results, info)
     main = int(info["k"])
     experiments = info.get("experiments") or [
         {
@@ -214,32 +257,35 @@ def analyze(table: pa.Table, info: Mapping[str, Any]) -> dict[str, Any]:
             "grid": info["grid"],
         }
     ]
-    out: dict[str, Any] = {}
-    side: list[dict[str, Any]] = []
+    out: dict[str, FewShotExperiment] = {}
+    side: list[TaskStrategyRow] = []
     for e in experiments:
-        res = _experiment(scores.get(e["key"], {}), e["grid"], info)
-        res["metric"] = task_metric(e["task"]).name
+        res = _experiment(scores.get(e["key"], {}), e["grid"], info, task_metric(e["task"]).name)
         out[e["key"]] = res
-        side += [{"task": e["task"], "method": e["method"], **r} for r in res["side_by_side"]]
+        side += [
+            TaskStrategyRow(task=e["task"], method=e["method"], **dict(r)) for r in res.side_by_side
+        ]
     first = out[experiments[0]["key"]]
-    result: dict[str, Any] = {
-        "metric": first["metric"],
-        "k": main,
+    return FewShotAnalysis(
+        metric=first.metric,
+        k=main,
         # The first experiment's criteria at the top, as one-task one-method runs always had.
-        "strategies": first["strategies"],
-        "experiments": out,
-        "side_by_side": side,
-    }
-    result["methods"] = compare_methods(out, experiments, info)
-    return result
+        strategies=first.strategies,
+        experiments=out,
+        side_by_side=side,
+        methods=compare_methods(out, experiments, info),
+    )
 
 
 def _experiment(
-    acc: Mapping[Key, float], grid: Sequence[Mapping[str, Any]], info: Mapping[str, Any]
-) -> dict[str, Any]:
+    acc: Mapping[Key, float],
+    grid: Sequence[Mapping[str, Any]],
+    info: Mapping[str, Any],
+    metric: str,
+) -> FewShotExperiment:
     """One experiment's criteria per strategy (see :func:`analyze`)."""
     main = int(info["k"])
-    strategies: dict[str, Any] = {}
+    strategies: dict[str, StrategyResult] = {}
     side = []
     for strategy in info["strategies"]:
         by_k = {}
@@ -250,66 +296,64 @@ def _experiment(
         stability, t_range, r_range = _stability(by_k)
         head = by_k.get(str(main))
         final = _final(acc, head, info) if head is not None else None
-        strategies[strategy] = {"by_k": by_k, "stability": stability, "final": final}
+        strategies[strategy] = StrategyResult(by_k=by_k, stability=stability, final=final)
         if head is not None:
             side.append(
-                {
-                    "strategy": strategy,
-                    "k": main,
-                    "selected": head["selected"],
-                    "selected_hparams": head["selected_hparams"],
-                    "dev_mean": head["dev_mean"],
-                    "test_mean": head["test_mean"],
-                    "test_std": head["test_std"],
-                    "test_scores": head["test_scores"],
-                    "oracle_test_mean": head["oracle_test_mean"],
-                    "regret": head["regret"],
-                    "spearman": head["spearman"],
-                    "test_range_over_k": t_range,
-                    "spearman_range_over_k": r_range,
-                    "final_test_mean": final["test_mean"] if final else None,
-                    "final_test_std": final["test_std"] if final else None,
-                }
+                StrategyRow(
+                    strategy=strategy,
+                    k=main,
+                    selected=head.selected,
+                    selected_hparams=head.selected_hparams,
+                    dev_mean=head.dev_mean,
+                    test_mean=head.test_mean,
+                    test_std=head.test_std,
+                    test_scores=head.test_scores,
+                    oracle_test_mean=head.oracle_test_mean,
+                    regret=head.regret,
+                    spearman=head.spearman,
+                    test_range_over_k=t_range,
+                    spearman_range_over_k=r_range,
+                    final_test_mean=final.test_mean if final else None,
+                    final_test_std=final.test_std if final else None,
+                )
             )
-    return {"strategies": strategies, "side_by_side": side}
+    return FewShotExperiment(strategies=strategies, side_by_side=side, metric=metric)
 
 
-def _stability(by_k: Mapping[str, Any]) -> tuple[dict[str, Any], float, float]:
+def _stability(by_k: Mapping[str, ByK]) -> tuple[Stability, float, float]:
     ks = sorted(int(k) for k in by_k)
-    tests = [by_k[str(k)]["test_mean"] for k in ks]
-    rhos = [by_k[str(k)]["spearman"] for k in ks]
+    tests = [by_k[str(k)].test_mean for k in ks]
+    rhos = [by_k[str(k)].spearman for k in ks]
     t_range, t_sd = _spread(tests)
     r_range, r_sd = _spread(rhos)
-    stability = {
-        "k_values": ks,
-        "selected": [by_k[str(k)]["selected"] for k in ks],
-        "test_means": tests,
-        "spearmans": rhos,
-        "test_range": t_range,
-        "test_sd": t_sd,
-        "spearman_range": r_range,
-        "spearman_sd": r_sd,
-        "same_selection": len({by_k[str(k)]["selected"] for k in ks}) <= 1,
-    }
+    stability = Stability(
+        k_values=ks,
+        selected=[by_k[str(k)].selected for k in ks],
+        test_means=tests,
+        spearmans=rhos,
+        test_range=t_range,
+        test_sd=t_sd,
+        spearman_range=r_range,
+        spearman_sd=r_sd,
+        same_selection=len({by_k[str(k)].selected for k in ks}) <= 1,
+    )
     return stability, t_range, r_range
 
 
-def _final(
-    acc: Mapping[Key, float], head: Mapping[str, Any], info: Mapping[str, Any]
-) -> dict[str, Any] | None:
+def _final(acc: Mapping[Key, float], head: ByK, info: Mapping[str, Any]) -> FinalRun | None:
     scores = sorted(
         (i, v)
         for (s, _, i, h, p), v in acc.items()
-        if s == "final" and h == head["selected"] and p == "test"
+        if s == "final" and h == head.selected and p == "test"
     )
     if not scores:
         return None
     vals = [v for _, v in scores]
     seed0 = int(info.get("seed", 0))
-    return {
-        "hparams_id": head["selected"],
-        "seeds": [seed0 + i for i, _ in scores],
-        "test_scores": vals,
-        "test_mean": _mean(vals),
-        "test_std": _std(vals),
-    }
+    return FinalRun(
+        hparams_id=head.selected,
+        seeds=[seed0 + i for i, _ in scores],
+        test_scores=vals,
+        test_mean=_mean(vals),
+        test_std=_std(vals),
+    )

@@ -13,32 +13,31 @@ from typing import Any
 import numpy as np
 
 from ...stats import StatsInputError, holm, paired_difference
+from ._types import FewShotExperiment, MethodCell, MethodPair, MethodRow, MethodsTable, StrategyRow
 
 __all__ = ["compare_methods"]
 
 
-def _nanmean(values: Sequence[float]) -> float:
+def _nanmean(values: Sequence[float | None]) -> float:
     vals = [v for v in values if v is not None and not math.isnan(v)]
     return float(np.mean(vals)) if vals else math.nan
 
 
-def _cell(row: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    if row is None:
-        return None
-    return {
-        "mean": row["test_mean"],
-        "std": row["test_std"],
-        "scores": list(row["test_scores"]),
-        "selected": row["selected"],
-        "selected_hparams": row["selected_hparams"],
-        "spearman": row["spearman"],
-        "regret": row["regret"],
-        "test_range_over_k": row["test_range_over_k"],
-    }
+def _cell(row: StrategyRow) -> MethodCell:
+    return MethodCell(
+        mean=row.test_mean,
+        std=row.test_std,
+        scores=list(row.test_scores),
+        selected=row.selected,
+        selected_hparams=row.selected_hparams,
+        spearman=row.spearman,
+        regret=row.regret,
+        test_range_over_k=row.test_range_over_k,
+    )
 
 
 def _paired(
-    a: str, b: str, cells: Mapping[str, Mapping[str, Any]], tasks: Sequence[str]
+    a: str, b: str, cells: Mapping[str, Mapping[str, MethodCell]], tasks: Sequence[str]
 ) -> dict[str, Any]:
     """Method ``a`` minus ``b`` on the same (task, split) pairs."""
     xs: list[float] = []
@@ -46,11 +45,11 @@ def _paired(
     per_task = {}
     for t in tasks:
         ca, cb = cells[a].get(t), cells[b].get(t)
-        if ca is None or cb is None or len(ca["scores"]) != len(cb["scores"]):
+        if ca is None or cb is None or len(ca.scores) != len(cb.scores):
             continue
-        xs += ca["scores"]
-        ys += cb["scores"]
-        per_task[t] = _nanmean([x - y for x, y in zip(ca["scores"], cb["scores"], strict=True)])
+        xs += ca.scores
+        ys += cb.scores
+        per_task[t] = _nanmean([x - y for x, y in zip(ca.scores, cb.scores, strict=True)])
     out: dict[str, Any] = {"a": a, "b": b, "n_pairs": len(xs), "per_task": per_task}
     d = [x - y for x, y in zip(xs, ys, strict=True)]
     out.update(
@@ -70,16 +69,17 @@ def _paired(
 
 
 def compare_methods(
-    experiments: Mapping[str, Mapping[str, Any]],
+    experiments: Mapping[str, FewShotExperiment],
     designs: Sequence[Mapping[str, Any]],
     info: Mapping[str, Any],
-) -> dict[str, Any]:
+) -> MethodsTable:
     """Methods × tasks at the main K under Multi-Splits (or the first strategy run).
 
-    Returns ``{"strategy", "k", "tasks", "rows", "paired"}``: per method its cell per task
-    (the chosen setting's test mean, sample std and K scores, with the criteria), its task
-    average (the mean of its task means; NaN when a task is missing) and its criteria
-    averaged over tasks (Spearman's rho, regret, test range over K); ``paired`` compares
+    Returns the table (``strategy``, ``k``, ``tasks``, ``rows``, ``paired``): per method its
+    cell per task (the chosen setting's test mean, sample std and K scores, with the
+    criteria), its task average (the mean of its task means; None when a task is missing)
+    and its criteria averaged over tasks (Spearman's rho, regret, test range over K);
+    ``paired`` compares
     every two methods on the same (task, split) pairs: the mean difference of their test
     scores with :func:`steadyeval.stats.paired_difference` (a z-test on the split-level
     differences; with few splits its p-value is a rough guide), and wins / losses / ties.
@@ -88,25 +88,25 @@ def compare_methods(
     strategy = "multisplit" if "multisplit" in strategies else strategies[0]
     tasks = list(dict.fromkeys(d["task"] for d in designs))
     methods = list(dict.fromkeys(d["method"] for d in designs))
-    cells: dict[str, dict[str, Any]] = {m: {} for m in methods}
+    cells: dict[str, dict[str, MethodCell]] = {m: {} for m in methods}
     for d in designs:
-        rows = experiments[d["key"]]["side_by_side"]
-        cell = _cell(next((r for r in rows if r["strategy"] == strategy), None))
-        if cell is not None:
-            cells[d["method"]][d["task"]] = cell
+        rows = experiments[d["key"]].side_by_side
+        row = next((r for r in rows if r.strategy == strategy), None)
+        if row is not None:
+            cells[d["method"]][d["task"]] = _cell(row)
     rows_out = []
     for m in methods:
         got = [cells[m][t] for t in tasks if t in cells[m]]
-        means = [c["mean"] for c in got]
+        means = [math.nan if c.mean is None else c.mean for c in got]
         rows_out.append(
-            {
-                "method": m,
-                "tasks": {t: cells[m].get(t) for t in tasks},
-                "average": float(np.mean(means)) if len(got) == len(tasks) else math.nan,
-                "spearman": _nanmean([c["spearman"] for c in got]),
-                "regret": _nanmean([c["regret"] for c in got]),
-                "test_range_over_k": _nanmean([c["test_range_over_k"] for c in got]),
-            }
+            MethodRow(
+                method=m,
+                tasks={t: cells[m].get(t) for t in tasks},
+                average=float(np.mean(means)) if len(got) == len(tasks) else math.nan,
+                spearman=_nanmean([c.spearman for c in got]),
+                regret=_nanmean([c.regret for c in got]),
+                test_range_over_k=_nanmean([c.test_range_over_k for c in got]),
+            )
         )
     paired = [_paired(a, b, cells, tasks) for a, b in itertools.combinations(methods, 2)]
     # Every pair of methods is a test: Holm's adjustment over the pairs with a p-value.
@@ -116,10 +116,10 @@ def compare_methods(
         p["pvalue_holm"] = math.nan
     for p, q in zip(tested, adjusted, strict=True):
         p["pvalue_holm"] = float(q)
-    return {
-        "strategy": strategy,
-        "k": int(info["k"]),
-        "tasks": tasks,
-        "rows": rows_out,
-        "paired": paired,
-    }
+    return MethodsTable(
+        strategy=strategy,
+        k=int(info["k"]),
+        tasks=tasks,
+        rows=rows_out,
+        paired=[MethodPair(**p) for p in paired],
+    )

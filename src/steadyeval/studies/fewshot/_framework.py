@@ -9,14 +9,14 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..._errors import ConfigError
 from ..._extras import require
 from ..._files import limit_from_env
 from ...items import Item, shorten
 from ...models import Backend, model_folder
-from ...results import StudyColumn
+from ...results import ResultsFrame, StudyColumn
 from ...run import Block, RunOptions, own
 from ...stats import KFold, MDLSplits, MultiSplits, StatsInputError
 from ...train import CheckpointStore
@@ -30,6 +30,9 @@ from ._metrics import task_metric
 from ._params import hparams_id
 from ._space import build_grid, load_space, method_space, named_tasks
 from ._tasks import FewShotTask, get_task, item_groups
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 __all__ = [
     "COLUMNS",
@@ -282,7 +285,7 @@ def fewshot_design(
 def final_design(
     config: FewShotConfig,
     design: StudyDesign,
-    table: Any,
+    table: pa.Table,
     backends: Sequence[Backend],
     options: RunOptions,
 ) -> StudyDesign | None:
@@ -292,13 +295,13 @@ def final_design(
     if not config.final_seeds:
         return None
     c = _context(config, backends, options)
-    analysis = analyze(table, design.info)
+    analysis = analyze(ResultsFrame(table, design.columns), design.info)
     blocks: list[Block] = []
     for e in c.experiments:
-        rows = analysis["experiments"][e.key]["side_by_side"]
+        rows = analysis.experiments[e.key].side_by_side
         by_id = {hparams_id(h): h for h in e.grid}
-        for hid in dict.fromkeys(r["selected"] for r in rows):
-            strategy = next(r["strategy"] for r in rows if r["selected"] == hid)
+        for hid in dict.fromkeys(r.selected for r in rows):
+            strategy = next(r.strategy for r in rows if r.selected == hid)
             splits = _splits(strategy, config.k, config, e.data.labelled)
             for j in range(config.final_seeds):
                 every = [*splits, (e.data.labelled, ())]

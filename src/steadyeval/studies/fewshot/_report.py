@@ -9,6 +9,7 @@ from typing import Any
 
 from ...document import Bar, BarChart, Column, Note, Paragraph, Section, Table
 from ._report_methods import methods_section
+from ._types import FewShotAnalysis, FewShotExperiment, StrategyRow
 
 __all__ = ["fewshot_report_sections", "hparams_label"]
 
@@ -22,28 +23,26 @@ def hparams_label(hparams: Mapping[str, Any], grid: Sequence[Mapping[str, Any]])
     return ", ".join(f"{k}={hparams[k]}" for k in keys)
 
 
-def _num(v: Any) -> float:
+def _num(v: float | None) -> float:
     return math.nan if v is None else float(v)
 
 
-def _side_by_side(
-    analysis: Mapping[str, Any], info: Mapping[str, Any], labels: Mapping[str, str]
-) -> Table:
+def _side_by_side(rows_in: Sequence[StrategyRow], k: int, labels: Mapping[str, str]) -> Table:
     rows = tuple(
         (
-            r["strategy"],
-            labels.get(r["selected"], r["selected"]),
-            _num(r["dev_mean"]),
-            _num(r["test_mean"]),
-            _num(r["test_std"]),
-            _num(r["oracle_test_mean"]),
-            _num(r["spearman"]),
-            _num(r["test_range_over_k"]),
-            _num(r["spearman_range_over_k"]),
-            _num(r["final_test_mean"]),
-            _num(r["final_test_std"]),
+            r.strategy,
+            labels.get(r.selected, r.selected),
+            _num(r.dev_mean),
+            _num(r.test_mean),
+            _num(r.test_std),
+            _num(r.oracle_test_mean),
+            _num(r.spearman),
+            _num(r.test_range_over_k),
+            _num(r.spearman_range_over_k),
+            _num(r.final_test_mean),
+            _num(r.final_test_std),
         )
-        for r in analysis["side_by_side"]
+        for r in rows_in
     )
     columns = (
         Column("strategy"),
@@ -58,21 +57,21 @@ def _side_by_side(
         Column("retrained test", "pct", "the chosen setting retrained on all labelled data"),
         Column("retrained std", "pct"),
     )
-    return Table(f"Strategies side by side (K = {analysis['k']})", columns, rows)
+    return Table(f"Strategies side by side (K = {k})", columns, rows)
 
 
-def _stability(analysis: Mapping[str, Any], labels: Mapping[str, str]) -> Table:
+def _stability(exp: FewShotExperiment, labels: Mapping[str, str]) -> Table:
     rows = tuple(
         (
             name,
-            int(k),
-            labels.get(res["selected"], res["selected"]),
-            _num(res["test_mean"]),
-            _num(res["test_std"]),
-            _num(res["spearman"]),
+            res.k,
+            labels.get(res.selected, res.selected),
+            _num(res.test_mean),
+            _num(res.test_std),
+            _num(res.spearman),
         )
-        for name, s in analysis["strategies"].items()
-        for k, res in s["by_k"].items()
+        for name, s in exp.strategies.items()
+        for res in s.by_k.values()
     )
     columns = (
         Column("strategy"),
@@ -85,18 +84,19 @@ def _stability(analysis: Mapping[str, Any], labels: Mapping[str, str]) -> Table:
     return Table("Stability as K changes", columns, rows)
 
 
-def _grid(analysis: Mapping[str, Any], info: Mapping[str, Any], labels: Mapping[str, str]) -> Table:
-    k = str(analysis["k"])
-    names = [n for n, s in analysis["strategies"].items() if k in s["by_k"]]
+def _grid(
+    exp: FewShotExperiment, k: int, design: Mapping[str, Any], labels: Mapping[str, str]
+) -> Table:
+    at_k = {n: s.by_k[str(k)] for n, s in exp.strategies.items() if str(k) in s.by_k}
+    names = list(at_k)
     rows = []
-    for g in info["grid"]:
+    for g in design["grid"]:
         cells: list[Any] = [labels[g["id"]]]
         chosen = []
-        for n in names:
-            res = analysis["strategies"][n]["by_k"][k]
-            row = next(r for r in res["grid"] if r["id"] == g["id"])
-            cells += [_num(row["dev_mean"]), _num(row["test_mean"])]
-            if res["selected"] == g["id"]:
+        for n, res in at_k.items():
+            row = next(r for r in res.grid if r.id == g["id"])
+            cells += [_num(row.dev_mean), _num(row.test_mean)]
+            if res.selected == g["id"]:
                 chosen.append(n)
         rows.append((*cells, ", ".join(chosen)))
     columns = (
@@ -107,13 +107,13 @@ def _grid(analysis: Mapping[str, Any], info: Mapping[str, Any], labels: Mapping[
     return Table(f"Every setting (K = {k}): mean dev and mean test score", columns, tuple(rows))
 
 
-def _notes(analysis: Mapping[str, Any], info: Mapping[str, Any]) -> list[Note]:
+def _notes(analysis: FewShotAnalysis, info: Mapping[str, Any]) -> list[Note]:
     notes = [
-        Note(f"{key}: {name}, K={k}: {res['spearman_note']}")
-        for key, exp in analysis["experiments"].items()
-        for name, s in exp["strategies"].items()
-        for k, res in s["by_k"].items()
-        if res.get("spearman_note")
+        Note(f"{key}: {name}, K={k}: {res.spearman_note}")
+        for key, exp in analysis.experiments.items()
+        for name, s in exp.strategies.items()
+        for k, res in s.by_k.items()
+        if res.spearman_note
     ]
     notes += [
         Note(
@@ -122,16 +122,12 @@ def _notes(analysis: Mapping[str, Any], info: Mapping[str, Any]) -> list[Note]:
         )
         for s in info.get("skipped_k", [])
     ]
-    notes += [
-        Note(f"{p['a']} vs {p['b']}: {p['note']}")
-        for p in analysis["methods"]["paired"]
-        if p.get("note")
-    ]
+    notes += [Note(f"{p.a} vs {p.b}: {p.note}") for p in analysis.methods.paired if p.note]
     return notes
 
 
 def _experiment_sections(
-    exp: Mapping[str, Any],
+    exp: FewShotExperiment,
     design: Mapping[str, Any],
     info: Mapping[str, Any],
     k: int,
@@ -141,22 +137,21 @@ def _experiment_sections(
 ) -> list[Section]:
     grid = list(design["grid"])
     labels = {g["id"]: hparams_label(g["hparams"], grid) for g in grid}
-    analysis = {**exp, "k": k}
     intro = Paragraph(
         f"Few-shot evaluation protocols: {design['task']} × {design['method']} on "
         f"{info['model']}; {design['n_labelled']} labelled items "
         f"({'grouped' if design.get('groups') else 'ungrouped'}), {design['n_test']} test "
         f"items; {len(grid)} hyperparameter settings; seed {info['seed']}; Multi-Splits ratio "
-        f"{info['ratio']}. Metric: {exp.get('metric', 'accuracy')}. The setting is chosen by "
+        f"{info['ratio']}. Metric: {exp.metric}. The setting is chosen by "
         "mean dev score over the K splits. (1) test score of the chosen setting, mean and std "
         "over its K test scores, with the best any setting reached (oracle); (2) Spearman's "
         "rho between mean dev and mean test score across the settings; (3) how far the chosen "
         f"setting's test score and rho move over K = {', '.join(map(str, info['k_values']))}."
         + _unlabelled_note(design)
     )
-    main: list[Any] = [intro, _side_by_side(analysis, info, labels)]
-    if figures and exp["side_by_side"]:
-        bars = tuple(Bar(r["strategy"], _num(r["test_mean"]), n=k) for r in exp["side_by_side"])
+    main: list[Any] = [intro, _side_by_side(exp.side_by_side, k, labels)]
+    if figures and exp.side_by_side:
+        bars = tuple(Bar(r.strategy, _num(r.test_mean), n=k) for r in exp.side_by_side)
         main.append(BarChart("Test score of the chosen setting", bars))
     # A setting's condition (seed 0) is METHOD-TASK-ID for every method: the report then shows
     # that condition by the setting's label everywhere (a label of a condition the run does
@@ -165,7 +160,7 @@ def _experiment_sections(
     head = f"{design['task']} {design['method']}: " if suffix else ""
     shown = {f"{design['method']}-{task}-{sid}": head + label for sid, label in labels.items()}
     title = f" ({design['task']}, {design['method']})" if suffix else ""
-    stability = _stability(analysis, labels)
+    stability = _stability(exp, labels)
     return [
         Section.of(
             f"fewshot-strategies{suffix}",
@@ -184,7 +179,7 @@ def _experiment_sections(
         Section.of(
             f"fewshot-grid{suffix}",
             f"Every setting{title}",
-            [_grid(analysis, design, labels)],
+            [_grid(exp, k, design, labels)],
             SOURCE,
             shown,
         ),
@@ -208,7 +203,7 @@ def _slug(text: str) -> str:
 
 
 def fewshot_report_sections(
-    analysis: Mapping[str, Any], info: Mapping[str, Any], *, figures: bool = True
+    analysis: FewShotAnalysis, info: Mapping[str, Any], *, figures: bool = True
 ) -> list[Section]:
     """The study's sections from :func:`analyze`' result and the design facts: with several
     methods or tasks the methods side by side first, then each experiment's sections."""
@@ -220,13 +215,11 @@ def fewshot_report_sections(
         }
     ]
     several = len(designs) > 1
-    sections = [methods_section(analysis["methods"], SOURCE)] if several else []
+    sections = [methods_section(analysis.methods, SOURCE)] if several else []
     for d in designs:
-        exp = analysis["experiments"][d["key"]]
+        exp = analysis.experiments[d["key"]]
         suffix = f"-{_slug(d['key'])}" if several else ""
-        sections += _experiment_sections(
-            exp, d, info, int(analysis["k"]), figures=figures, suffix=suffix
-        )
+        sections += _experiment_sections(exp, d, info, analysis.k, figures=figures, suffix=suffix)
     notes = _notes(analysis, info)
     if notes:
         sections.append(Section.of("fewshot-notes", "Notes", notes, SOURCE))

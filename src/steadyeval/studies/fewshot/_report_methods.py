@@ -4,10 +4,10 @@ test scores), the task average, the criteria per method, and paired comparisons.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from typing import Any
 
 from ...document import Column, Paragraph, Section, Table
+from ._types import MethodsTable
 
 __all__ = ["methods_section", "pm"]
 
@@ -22,22 +22,22 @@ def pm(mean: Any, std: Any) -> str:
     return f"{m} ± {100 * float(std):.1f}"
 
 
-def _num(v: Any) -> float:
+def _num(v: float | None) -> float:
     return math.nan if v is None else float(v)
 
 
-def _table(methods: Mapping[str, Any]) -> Table:
-    tasks = list(methods["tasks"])
+def _table(methods: MethodsTable) -> Table:
+    tasks = methods.tasks
     rows = tuple(
         (
-            r["method"],
-            *(pm(c["mean"], c["std"]) if c else "-" for c in (r["tasks"][t] for t in tasks)),
-            _num(r["average"]),
-            _num(r["spearman"]),
-            _num(r["regret"]),
-            _num(r["test_range_over_k"]),
+            r.method,
+            *(pm(c.mean, c.std) if c else "-" for c in (r.tasks[t] for t in tasks)),
+            _num(r.average),
+            _num(r.spearman),
+            _num(r.regret),
+            _num(r.test_range_over_k),
         )
-        for r in methods["rows"]
+        for r in methods.rows
     )
     columns = (
         Column("method"),
@@ -54,23 +54,23 @@ def _table(methods: Mapping[str, Any]) -> Table:
         Column("regret", "pct", "oracle minus chosen test score, mean over tasks"),
         Column("(3) test range over K", "pct", "mean over tasks"),
     )
-    title = f"Methods × tasks ({methods['strategy']}, K = {methods['k']})"
+    title = f"Methods × tasks ({methods.strategy}, K = {methods.k})"
     return Table(title, columns, rows)
 
 
-def _paired(methods: Mapping[str, Any]) -> Table:
+def _paired(methods: MethodsTable) -> Table:
     rows = tuple(
         (
-            f"{p['a']} − {p['b']}",
-            int(p["n_pairs"]),
-            _num(p["estimate"]),
-            _num(p["low"]),
-            _num(p["high"]),
-            _num(p["pvalue"]),
-            _num(p.get("pvalue_holm", math.nan)),
-            f"{p['wins']}/{p['losses']}/{p['ties']}",
+            f"{p.a} − {p.b}",
+            p.n_pairs,
+            _num(p.estimate),
+            _num(p.low),
+            _num(p.high),
+            _num(p.pvalue),
+            _num(p.pvalue_holm),
+            f"{p.wins}/{p.losses}/{p.ties}",
         )
-        for p in methods["paired"]
+        for p in methods.paired
     )
     columns = (
         Column("comparison"),
@@ -85,7 +85,7 @@ def _paired(methods: Mapping[str, Any]) -> Table:
     return Table("Paired comparisons on the same splits", columns, rows)
 
 
-def methods_section(methods: Mapping[str, Any], source: str) -> Section:
+def methods_section(methods: MethodsTable, source: str) -> Section:
     """The section (first in the report when several methods or tasks ran)."""
     intro = Paragraph(
         "The re-evaluation's table: each cell is the test score of the setting chosen by mean "
@@ -94,6 +94,6 @@ def methods_section(methods: Mapping[str, Any], source: str) -> Section:
         "so methods are compared pairwise on the same (task, split) pairs."
     )
     blocks: list[Any] = [intro, _table(methods)]
-    if methods["paired"]:
+    if methods.paired:
         blocks.append(_paired(methods))
     return Section.of("fewshot-methods", "Methods side by side", blocks, source, lead=True)

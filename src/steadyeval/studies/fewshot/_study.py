@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._protocol import Study, StudyDesign
 from ._config import FewShotConfig
+from ._types import FewShotAnalysis
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -20,13 +21,14 @@ if TYPE_CHECKING:
 __all__ = ["FEWSHOT_STUDY", "FewShotStudy"]
 
 
-class FewShotStudy(Study[Any]):
+class FewShotStudy(Study[FewShotAnalysis]):
     """Study 4: which few-shot selection protocol (Multi-Splits, CV, MDL) can be trusted?
     (``docs/study-fewshot.md``)"""
 
     name = "fewshot"
     question = "which few-shot selection protocol (Multi-Splits, CV, MDL) can be trusted? (FewGLUE)"
     config = FewShotConfig
+    analysis_type = FewShotAnalysis
     example = """
         steadyeval study fewshot --model hf:roberta-large --task RTE \\
             --labelled FewGLUE/RTE/train.jsonl --test superglue:validation \\
@@ -53,14 +55,13 @@ class FewShotStudy(Study[Any]):
 
         return final_design(config, design, table, backends, options)
 
-    def analyze(self, results: ResultsFrame, info: Mapping[str, Any]) -> Any:
-        table = results.table
+    def analyze(self, results: ResultsFrame, info: Mapping[str, Any]) -> FewShotAnalysis:
         from ._analysis import analyze
 
-        return analyze(table, info)
+        return analyze(results, info)
 
     def sections(
-        self, analysis: Mapping[str, Any], info: Mapping[str, Any], *, figures: bool = True
+        self, analysis: FewShotAnalysis, info: Mapping[str, Any], *, figures: bool = True
     ) -> list[Section]:
         from ._report import fewshot_report_sections
 

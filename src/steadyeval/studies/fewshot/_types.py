@@ -1,0 +1,212 @@
+"""The few-shot study's analysis as types: what ``summary.json`` holds under ``analysis``.
+
+Scores are shares in [0, 1] (the task's metric); a value that is not defined (a mean of no
+scores, the std of one, Spearman's rho of a constant grid) is None.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import JsonValue
+
+from ...results import Analysis, AnalysisRecord
+
+__all__ = [
+    "ByK",
+    "FewShotAnalysis",
+    "FewShotExperiment",
+    "FinalRun",
+    "GridSetting",
+    "MethodCell",
+    "MethodPair",
+    "MethodRow",
+    "MethodsTable",
+    "Stability",
+    "StrategyResult",
+    "StrategyRow",
+    "TaskStrategyRow",
+]
+
+#: A split strategy (``final``, the retraining on all labelled data, is not one).
+Strategy = Literal["multisplit", "cv", "mdl"]
+
+#: A hyperparameter setting, name -> value. The values are the method's own: scalars for the
+#: built-in methods, any JSON value a plug-in method's ``Param`` check returns.
+Hparams = dict[str, JsonValue]
+
+
+class GridSetting(AnalysisRecord):
+    """One setting of the grid at one K: its score per split on dev and on test, with the
+    mean and sample std (ddof=1) over the splits."""
+
+    id: str
+    hparams: Hparams
+    dev_scores: list[float]
+    test_scores: list[float]
+    dev_mean: float | None
+    dev_std: float | None
+    test_mean: float | None
+    test_std: float | None
+
+
+class ByK(AnalysisRecord):
+    """One strategy at one K: the grid, the chosen setting (highest mean dev, the grid's
+    first on ties), its test scores, the oracle (best mean test), the regret and Spearman's
+    rho of mean dev and mean test across the grid (None with a note when undefined)."""
+
+    k: int
+    n_splits: int
+    grid: list[GridSetting]
+    selected: str
+    selected_hparams: Hparams
+    dev_mean: float | None
+    test_mean: float | None
+    test_std: float | None
+    test_scores: list[float]
+    oracle_test_mean: float | None
+    regret: float | None
+    spearman: float | None
+    spearman_p: float | None
+    spearman_note: str | None
+
+
+class Stability(AnalysisRecord):
+    """How the chosen setting, its test score and rho move across K (ascending K)."""
+
+    k_values: list[int]
+    selected: list[str]
+    test_means: list[float | None]
+    spearmans: list[float | None]
+    test_range: float | None
+    test_sd: float | None
+    spearman_range: float | None
+    spearman_sd: float | None
+    same_selection: bool
+
+
+class FinalRun(AnalysisRecord):
+    """The chosen setting (at the main K) retrained on all labelled data, one test score
+    per seed."""
+
+    hparams_id: str
+    seeds: list[int]
+    test_scores: list[float]
+    test_mean: float | None
+    test_std: float | None
+
+
+class StrategyResult(AnalysisRecord):
+    """One strategy of one experiment: per K (keys: K as a string), the stability across K
+    and the final retraining (None when not run)."""
+
+    by_k: dict[str, ByK]
+    stability: Stability
+    final: FinalRun | None
+
+
+class StrategyRow(AnalysisRecord):
+    """One strategy at the main K, with its criteria (a row of the side-by-side table)."""
+
+    strategy: Strategy
+    k: int
+    selected: str
+    selected_hparams: Hparams
+    dev_mean: float | None
+    test_mean: float | None
+    test_std: float | None
+    test_scores: list[float]
+    oracle_test_mean: float | None
+    regret: float | None
+    spearman: float | None
+    test_range_over_k: float | None
+    spearman_range_over_k: float | None
+    final_test_mean: float | None
+    final_test_std: float | None
+
+
+class TaskStrategyRow(StrategyRow):
+    """A :class:`StrategyRow` of one experiment, naming its task and method."""
+
+    task: str
+    method: str
+
+
+class FewShotExperiment(AnalysisRecord):
+    """One experiment (task × method): its criteria per strategy (keys: strategies in the
+    design's order), the side-by-side rows and the task's metric."""
+
+    strategies: dict[str, StrategyResult]
+    side_by_side: list[StrategyRow]
+    metric: str
+
+
+class MethodCell(AnalysisRecord):
+    """One method on one task: the chosen setting's test score per split (mean, sample
+    std) and its criteria."""
+
+    mean: float | None
+    std: float | None
+    scores: list[float]
+    selected: str
+    selected_hparams: Hparams
+    spearman: float | None
+    regret: float | None
+    test_range_over_k: float | None
+
+
+class MethodRow(AnalysisRecord):
+    """One method across tasks (keys: tasks; None where the method has no result), its task
+    average (None when a task is missing) and its criteria averaged over tasks."""
+
+    method: str
+    tasks: dict[str, MethodCell | None]
+    average: float | None
+    spearman: float | None
+    regret: float | None
+    test_range_over_k: float | None
+
+
+class MethodPair(AnalysisRecord):
+    """Method ``a`` minus ``b`` on the same (task, split) pairs: the mean difference per
+    task, wins / losses / ties, the paired z-test and its Holm-adjusted p-value; ``note``
+    says why a value is not defined (None when all are)."""
+
+    a: str
+    b: str
+    n_pairs: int
+    per_task: dict[str, float | None]
+    wins: int
+    losses: int
+    ties: int
+    estimate: float | None
+    se: float | None
+    low: float | None
+    high: float | None
+    pvalue: float | None
+    pvalue_holm: float | None
+    note: str | None = None
+
+
+class MethodsTable(AnalysisRecord):
+    """Methods × tasks under one strategy at the main K, and every two methods paired."""
+
+    strategy: Strategy
+    k: int
+    tasks: list[str]
+    rows: list[MethodRow]
+    paired: list[MethodPair]
+
+
+class FewShotAnalysis(Analysis):
+    """FewNLU's three criteria per experiment (``experiments``, keys ``TASK/METHOD``) and
+    strategy, the side-by-side rows of every experiment and the methods × tasks table.
+    ``metric`` and ``strategies`` repeat the first experiment's (as one-experiment runs
+    always had them); ``k`` is the main K."""
+
+    metric: str
+    k: int
+    strategies: dict[str, StrategyResult]
+    experiments: dict[str, FewShotExperiment]
+    side_by_side: list[TaskStrategyRow]
+    methods: MethodsTable
