@@ -135,3 +135,33 @@ def test_the_analysis_notes_what_degenerate_cells_cannot_tell() -> None:
     ]
     ordinary = _table([("f0", "i0", True), ("f1", "i1", False), ("f1", "i0", True)])
     assert analyze_spread(ordinary, _info(2, 2)).models[0].notes == []
+
+
+def test_the_cells_are_read_from_the_results_frame() -> None:
+    """model_cells is a view of the ResultsFrame: a cell counts once (its first row), other
+    models' rows and conditions outside the design are skipped, a null answer is wrong."""
+    from steadyeval.studies.spread._analysis import model_cells
+
+    table = pa.table(
+        {
+            "model": ["m", "m", "n", "m", "m", "m"],
+            "condition": ["f1", "f1", "f0", "other", "f0", "f1"],
+            "item_id": ["i1", "i1", "i0", "i0", "i0", "i0"],
+            "correct": [True, False, True, True, None, True],
+            "prompt": ["", "p1", "q", "x", "p0", "p1b"],
+        }
+    )
+    rows, cols, y, prompts = model_cells(ResultsFrame(table), _info(3, 2), "m")
+    assert rows.tolist() == [1, 0, 1] and cols.tolist() == [1, 0, 0]
+    assert y.tolist() == [1.0, 0.0, 1.0]
+    assert prompts == ["p0", "p1b", ""]
+
+
+def test_a_missing_column_or_a_foreign_item_is_named() -> None:
+    from steadyeval import ConfigError, DataError
+
+    cells = _table([("f0", "i0", True), ("f1", "i9", False)])
+    with pytest.raises(DataError, match=r"missing column\(s\) prompt; the spread analysis reads"):
+        analyze_spread(ResultsFrame(cells.table.drop_columns(["prompt"])), _info(2, 2))
+    with pytest.raises(ConfigError, match="results row of item 'i9': not an item of the design"):
+        analyze_spread(cells, _info(2, 2))

@@ -34,16 +34,18 @@ COLUMNS = ("model", "condition", "item_id", "correct", "prompt")
 def _lookup(values: list[Any], index: Mapping[Any, int], codes: np.ndarray) -> np.ndarray:
     """Per row, the position in ``index`` of its value (-1: not there, or null)."""
     table = np.array([index.get(v, -1) for v in values] + [-1], dtype=np.intp)
-    return table[codes]  # a null's code -1 reads the last slot
+    found: np.ndarray = table[codes]  # a null's code -1 reads the last slot
+    return found
 
 
 def model_cells(
     results: ResultsFrame, info: Mapping[str, Any], model: str
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
-    """The observed (format, item) cells of ``model``: rows, cols, correct, and prompts
-    (first non-empty prompt of each format, for examples; "" when none), in the order of the
-    table's rows. A sampled cell (several samples) counts once, by its first row; an
-    unscored answer (``correct`` null) counts as wrong."""
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str | None]]:
+    """The observed (format, item) cells of ``model``, in the order of the table's rows:
+    rows, cols, correct, and per format an example prompt (its first non-empty one; "" when
+    the format has no cell, None when its prompts are null). A sampled cell (several
+    samples) counts once, by its first row; an unscored answer (``correct`` null) counts as
+    wrong."""
     results.require(COLUMNS, reader="the spread analysis")
     formats = {f["name"]: k for k, f in enumerate(info["formats"])}
     items = {i: k for k, i in enumerate(info["items"])}
@@ -63,9 +65,9 @@ def model_cells(
         raise ConfigError(f"results row of item {item!r}: not an item of the design")
     f = fmt[rows]
     y = (results.bools("correct")[rows] == 1).astype(float)
-    prompts = [""] * len(formats)
+    prompts: list[str | None] = [""] * len(formats)
     for k, text in zip(f.tolist(), results.values("prompt", rows=rows), strict=True):
-        prompts[k] = prompts[k] or text or ""
+        prompts[k] = prompts[k] or text
     return f, its, y, prompts
 
 
@@ -138,7 +140,7 @@ def _model_analysis(results: ResultsFrame, info: Mapping[str, Any], model: str) 
 
 
 def _search(
-    info: Mapping[str, Any], rows: np.ndarray, y: np.ndarray, prompts: list[str]
+    info: Mapping[str, Any], rows: np.ndarray, y: np.ndarray, prompts: list[str | None]
 ) -> SearchResult:
     """Thompson-search result: the Beta posterior means of the formats evaluated."""
     first = rows == 0

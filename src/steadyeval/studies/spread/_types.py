@@ -41,9 +41,10 @@ class FormatEstimate(SpreadEstimate):
 
 
 class ExtremeFormat(FormatEstimate):
-    """The format estimated best (or worst), with an example prompt ("" when none)."""
+    """The format estimated best (or worst), with an example prompt ("" when the format
+    has no cell; None when the results table's prompts of it are null)."""
 
-    prompt: str
+    prompt: str | None
 
 
 class SearchFormat(AnalysisRecord):
@@ -53,7 +54,7 @@ class SearchFormat(AnalysisRecord):
     posterior_mean: float
     cells: int
     correct: int
-    prompt: str
+    prompt: str | None  # as ExtremeFormat.prompt
 
 
 class SearchResult(AnalysisRecord):
