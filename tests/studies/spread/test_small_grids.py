@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from steadyeval.cli import main
+from steadyeval.results import ResultsFrame
 from steadyeval.studies.spread import analyze_spread
 from tests.scripted_backend import register
 
@@ -95,8 +96,8 @@ def test_a_search_over_one_format_is_refused(tmp_path: Path) -> None:
     assert r.exit_code == 2 and "a search needs at least 2 formats" in r.output, r.output
 
 
-def _table(cells: list[tuple[str, str, bool]]) -> pa.Table:
-    return pa.table(
+def _table(cells: list[tuple[str, str, bool]]) -> ResultsFrame:
+    table = pa.table(
         {
             "model": ["m"] * len(cells),
             "condition": [c[0] for c in cells],
@@ -106,6 +107,7 @@ def _table(cells: list[tuple[str, str, bool]]) -> pa.Table:
             "prompt": ["p"] * len(cells),
         }
     )
+    return ResultsFrame(table)
 
 
 def _info(n_formats: int, n_items: int) -> dict[str, object]:
@@ -122,14 +124,44 @@ def _info(n_formats: int, n_items: int) -> dict[str, object]:
 
 def test_the_analysis_notes_what_degenerate_cells_cannot_tell() -> None:
     everything_right = _table([("f0", "i0", True), ("f0", "i1", True), ("f1", "i1", True)])
-    (rec,) = analyze_spread(everything_right, _info(2, 2))["models"]
-    assert any("every observed cell (3) is correct" in n for n in rec["notes"])
-    assert all(q["estimate"] > 0.5 for q in rec["quantiles"])
+    (rec,) = analyze_spread(everything_right, _info(2, 2)).models
+    assert any("every observed cell (3) is correct" in n for n in rec.notes)
+    assert all(q.estimate > 0.5 for q in rec.quantiles)
     one_format = _table([("f0", "i0", True), ("f0", "i1", False)])
-    (rec,) = analyze_spread(one_format, _info(5, 2))["models"]
-    assert rec["notes"] == [
+    (rec,) = analyze_spread(one_format, _info(5, 2)).models
+    assert rec.notes == [
         "only one of the 5 rows has observed cells: how the others differ from it comes "
         "from the prior alone"
     ]
     ordinary = _table([("f0", "i0", True), ("f1", "i1", False), ("f1", "i0", True)])
-    assert analyze_spread(ordinary, _info(2, 2))["models"][0]["notes"] == []
+    assert analyze_spread(ordinary, _info(2, 2)).models[0].notes == []
+
+
+def test_the_cells_are_read_from_the_results_frame() -> None:
+    """model_cells is a view of the ResultsFrame: a cell counts once (its first row), other
+    models' rows and conditions outside the design are skipped, a null answer is wrong."""
+    from steadyeval.studies.spread._analysis import model_cells
+
+    table = pa.table(
+        {
+            "model": ["m", "m", "n", "m", "m", "m"],
+            "condition": ["f1", "f1", "f0", "other", "f0", "f1"],
+            "item_id": ["i1", "i1", "i0", "i0", "i0", "i0"],
+            "correct": [True, False, True, True, None, True],
+            "prompt": ["", "p1", "q", "x", "p0", "p1b"],
+        }
+    )
+    rows, cols, y, prompts = model_cells(ResultsFrame(table), _info(3, 2), "m")
+    assert rows.tolist() == [1, 0, 1] and cols.tolist() == [1, 0, 0]
+    assert y.tolist() == [1.0, 0.0, 1.0]
+    assert prompts == ["p0", "p1b", ""]
+
+
+def test_a_missing_column_or_a_foreign_item_is_named() -> None:
+    from steadyeval import ConfigError, DataError
+
+    cells = _table([("f0", "i0", True), ("f1", "i9", False)])
+    with pytest.raises(DataError, match=r"missing column\(s\) prompt; the spread analysis reads"):
+        analyze_spread(ResultsFrame(cells.table.drop_columns(["prompt"])), _info(2, 2))
+    with pytest.raises(ConfigError, match="results row of item 'i9': not an item of the design"):
+        analyze_spread(cells, _info(2, 2))

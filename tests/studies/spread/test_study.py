@@ -15,8 +15,13 @@ from click.testing import CliRunner
 from steadyeval import ConfigError
 from steadyeval.cli import main
 from steadyeval.run import RunOptions
-from steadyeval.studies import StudyResult, reanalyze, run_study
-from steadyeval.studies.spread import SpreadConfig, load_format_file, spread_report_sections
+from steadyeval.studies import StudyResult, read_analysis, reanalyze, run_study
+from steadyeval.studies.spread import (
+    SpreadAnalysis,
+    SpreadConfig,
+    load_format_file,
+    spread_report_sections,
+)
 from tests.scripted_backend import register
 
 SHARED_TEMPLATES = Path(__file__).resolve().parents[4] / "shared/data/prompteval/templates.json"
@@ -60,22 +65,25 @@ def test_estimate_runs_only_the_sampled_cells(tmp_path: Path, items_file: Path) 
     keys = set(zip(table.column("condition").to_pylist(), table.column("item_id").to_pylist(),
                    strict=True))  # fmt: skip
     assert len(keys) == 40
-    rec = result.analysis["models"][0]
-    assert rec["cells"] == 40 and rec["cells_total"] == 180
-    assert rec["formats_observed"] == 15
-    assert rec["tau_format"] > 0 and rec["tau_item"] > 0  # posterior s.d. of the effects, logits
-    levels = [q["level"] for q in rec["quantiles"]]
+    assert isinstance(result.analysis, SpreadAnalysis)
+    rec = result.analysis.models[0]
+    assert rec.cells == 40 and rec.cells_total == 180
+    assert rec.formats_observed == 15
+    assert rec.tau_format > 0 and rec.tau_item > 0  # posterior s.d. of the effects, logits
+    levels = [q.level for q in rec.quantiles]
     assert levels == [5, 25, 50, 75, 95]
-    for q in rec["quantiles"]:
-        assert 0 <= q["low"] <= q["estimate"] <= q["high"] <= 1
-    est = [q["estimate"] for q in rec["quantiles"]]
+    for q in rec.quantiles:
+        assert 0 <= q.low <= q.estimate <= q.high <= 1
+    est = [q.estimate for q in rec.quantiles]
     assert est == sorted(est)
-    assert rec["best"]["estimate"] >= rec["worst"]["estimate"]
-    assert rec["best"]["prompt"].startswith("Question: ") or rec["best"]["prompt"]
-    assert sum(r["observed"] for r in rec["per_format"]) == 40
+    assert rec.best.estimate >= rec.worst.estimate
+    assert rec.best.prompt.startswith("Question: ") or rec.best.prompt
+    assert sum(r.observed for r in rec.per_format) == 40
+    assert rec.search is None
     assert set(table.column("spread_phase").to_pylist()) == {"stratified"}
-    # the analysis is the table's: recomputed offline, it is the same
-    assert reanalyze(tmp_path / "run") == json.loads(json.dumps(result.analysis))
+    # summary.json reads back as the same typed analysis; recomputed offline, it is the same
+    assert read_analysis(tmp_path / "run") == result.analysis
+    assert reanalyze(tmp_path / "run") == result.analysis
 
 
 def test_adaptive_spends_the_same_budget(tmp_path: Path, items_file: Path) -> None:
@@ -84,16 +92,19 @@ def test_adaptive_spends_the_same_budget(tmp_path: Path, items_file: Path) -> No
     assert table.num_rows == 40
     phases = table.column("spread_phase").to_pylist()
     assert phases.count("stratified") == 20 and phases.count("adaptive") == 20
-    assert result.analysis["models"][0]["cells"] == 40
+    assert result.analysis.models[0].cells == 40
 
 
 def test_search_finds_best_and_worst_within_budget(tmp_path: Path, items_file: Path) -> None:
     result = _run(tmp_path, items_file, method="search", budget=48, batch=8)
     table = pq.read_table(tmp_path / "run" / "results.parquet")
     assert table.num_rows == 48  # the budget: the first batch and the search's steps
-    search = result.analysis["models"][0]["search"]
-    assert search["best"]["posterior_mean"] >= search["worst"]["posterior_mean"]
-    assert search["formats_evaluated"] >= 2
+    search = result.analysis.models[0].search
+    assert search is not None
+    assert search.best.posterior_mean >= search.worst.posterior_mean
+    assert search.formats_evaluated >= 2
+    assert read_analysis(tmp_path / "run") == result.analysis
+    assert reanalyze(tmp_path / "run") == result.analysis
     sections = spread_report_sections(result.analysis, result.summary["design"])
     kinds = {type(b).__name__ for s in sections for b in s.blocks}
     assert {"LineChart", "BarChart", "Table", "Preformatted"} <= kinds
@@ -206,11 +217,11 @@ def test_report_leads_with_the_estimated_distribution(tmp_path: Path, items_file
     # the study's answer first, then the generic per-format headline, then the details
     assert ids[0] == "spread-headline"
     assert ids.index("spread-headline") < ids.index("headline") < ids.index("spread-model-1")
-    rec = result.analysis["models"][0]
+    rec = result.analysis.models[0]
     lead = report.sections[0]
     (table,) = [b for b in lead.blocks if type(b).__name__ == "Table"]
     (row,) = table.rows
-    assert row[0] == rec["model"] and rec["best"]["format"] in row[-2]
-    assert rec["worst"]["format"] in row[-1]
+    assert row[0] == rec.model and rec.best.format in row[-2]
+    assert rec.worst.format in row[-1]
     text = render_markdown(report)
     assert text.index("Estimated accuracy across formats") < text.index("Headline results")

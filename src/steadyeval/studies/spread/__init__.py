@@ -17,6 +17,16 @@ if TYPE_CHECKING:
     from ._grammar import DIMENSIONS, GrammarFormat, generate_formats
     from ._report import spread_report_sections
     from ._study import SPREAD_STUDY, SpreadStudy
+    from ._types import (
+        ExtremeFormat,
+        FormatEstimate,
+        ModelSpread,
+        QuantileEstimate,
+        SearchFormat,
+        SearchResult,
+        SpreadAnalysis,
+        SpreadEstimate,
+    )
 
 __getattr__, __dir__ = lazy_exports(
     __name__,
@@ -28,15 +38,33 @@ __getattr__, __dir__ = lazy_exports(
         "._grammar": ["DIMENSIONS", "GrammarFormat", "generate_formats"],
         "._report": ["spread_report_sections"],
         "._study": ["SPREAD_STUDY", "SpreadStudy"],
+        "._types": [
+            "ExtremeFormat",
+            "FormatEstimate",
+            "ModelSpread",
+            "QuantileEstimate",
+            "SearchFormat",
+            "SearchResult",
+            "SpreadAnalysis",
+            "SpreadEstimate",
+        ],
     },
 )
 
 __all__ = [
     "DIMENSIONS",
     "SPREAD_STUDY",
+    "ExtremeFormat",
     "FileFormat",
+    "FormatEstimate",
     "GrammarFormat",
+    "ModelSpread",
+    "QuantileEstimate",
+    "SearchFormat",
+    "SearchResult",
+    "SpreadAnalysis",
     "SpreadConfig",
+    "SpreadEstimate",
     "SpreadSetup",
     "SpreadStudy",
     "analyze_spread",

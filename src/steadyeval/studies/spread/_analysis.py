@@ -1,4 +1,4 @@
-"""The spread study's analysis, from the results table and the design facts alone."""
+"""The spread study's analysis, from the results frame and the design facts alone."""
 
 from __future__ import annotations
 
@@ -11,62 +11,86 @@ import numpy as np
 from ..._errors import ConfigError
 from ...stats import IrtCells, StatsWarning, fit_irt, irt_distribution
 from ._irt_search import search_summary
+from ._types import (
+    ExtremeFormat,
+    FormatEstimate,
+    ModelSpread,
+    QuantileEstimate,
+    SearchFormat,
+    SearchResult,
+    SpreadAnalysis,
+    SpreadEstimate,
+)
 
 if TYPE_CHECKING:
-    import pyarrow as pa
+    from ...results import ResultsFrame
 
 __all__ = ["analyze_spread", "model_cells"]
 
+#: the columns the spread study reads
+COLUMNS = ("model", "condition", "item_id", "correct", "prompt")
+
+
+def _lookup(values: list[Any], index: Mapping[Any, int], codes: np.ndarray) -> np.ndarray:
+    """Per row, the position in ``index`` of its value (-1: not there, or null)."""
+    table = np.array([index.get(v, -1) for v in values] + [-1], dtype=np.intp)
+    found: np.ndarray = table[codes]  # a null's code -1 reads the last slot
+    return found
+
 
 def model_cells(
-    table: pa.Table, info: Mapping[str, Any], model: str
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
-    """The observed (format, item) cells of ``model``: rows, cols, correct, and prompts
-    (first row of each format, for examples). A sampled cell (several samples) counts once,
-    by its first sample; an unscored answer (``correct`` null) counts as wrong."""
-    fmt_index = {f["name"]: k for k, f in enumerate(info["formats"])}
-    item_index = {i: k for k, i in enumerate(info["items"])}
-    cols = table.select(["model", "condition", "item_id", "correct", "sample_index", "prompt"])
-    rows, its, ys = [], [], []
-    prompts = [""] * len(fmt_index)
-    seen = set()
-    for rec in cols.to_pylist():
-        if rec["model"] != model or rec["condition"] not in fmt_index:
-            continue
-        key = (rec["condition"], rec["item_id"])
-        if key in seen:
-            continue
-        seen.add(key)
-        if rec["item_id"] not in item_index:
-            raise ConfigError(f"results row of item {rec['item_id']!r}: not an item of the design")
-        f = fmt_index[rec["condition"]]
-        rows.append(f)
-        its.append(item_index[rec["item_id"]])
-        ys.append(1.0 if rec["correct"] else 0.0)
-        prompts[f] = prompts[f] or rec["prompt"]
-    return np.asarray(rows, dtype=np.intp), np.asarray(its, dtype=np.intp), np.asarray(ys), prompts
+    results: ResultsFrame, info: Mapping[str, Any], model: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str | None]]:
+    """The observed (format, item) cells of ``model``, in the order of the table's rows:
+    rows, cols, correct, and per format an example prompt (its first non-empty one; "" when
+    the format has no cell, None when its prompts are null). A sampled cell (several
+    samples) counts once, by its first row; an unscored answer (``correct`` null) counts as
+    wrong."""
+    results.require(COLUMNS, reader="the spread analysis")
+    formats = {f["name"]: k for k, f in enumerate(info["formats"])}
+    items = {i: k for k, i in enumerate(info["items"])}
+    model_codes, models = results.codes("model")
+    cond_codes, conds = results.codes("condition")
+    item_codes, item_ids = results.codes("item_id")
+    fmt = _lookup(conds, formats, cond_codes)
+    mine = (fmt >= 0) & (model_codes == (models.index(model) if model in models else -2))
+    rows = np.flatnonzero(mine)
+    # the first row of each (format, item id) cell, in row order
+    key = fmt[rows] * (len(item_ids) + 1) + (item_codes[rows] + 1)
+    rows = rows[np.sort(np.unique(key, return_index=True)[1])]
+    its = _lookup(item_ids, items, item_codes)[rows]
+    if (its < 0).any():
+        code = int(item_codes[rows[int(np.argmax(its < 0))]])
+        item = item_ids[code] if code >= 0 else None
+        raise ConfigError(f"results row of item {item!r}: not an item of the design")
+    f = fmt[rows]
+    y = (results.bools("correct")[rows] == 1).astype(float)
+    prompts: list[str | None] = [""] * len(formats)
+    for k, text in zip(f.tolist(), results.values("prompt", rows=rows), strict=True):
+        prompts[k] = prompts[k] or text
+    return f, its, y, prompts
 
 
 def _per_format(
     info: Mapping[str, Any], dist: Any, rows: np.ndarray, y: np.ndarray
-) -> list[dict[str, Any]]:
+) -> list[FormatEstimate]:
     n_obs = np.bincount(rows, minlength=len(info["formats"]))
     n_correct = np.bincount(rows, weights=y, minlength=len(info["formats"]))
     return [
-        {
-            "format": f["name"],
-            "estimate": float(dist.accuracy[k]),
-            "low": float(dist.accuracy_low[k]),
-            "high": float(dist.accuracy_high[k]),
-            "observed": int(n_obs[k]),
-            "observed_correct": int(n_correct[k]),
-        }
+        FormatEstimate(
+            format=f["name"],
+            estimate=float(dist.accuracy[k]),
+            low=float(dist.accuracy_low[k]),
+            high=float(dist.accuracy_high[k]),
+            observed=int(n_obs[k]),
+            observed_correct=int(n_correct[k]),
+        )
         for k, f in enumerate(info["formats"])
     ]
 
 
-def _model_analysis(table: pa.Table, info: Mapping[str, Any], model: str) -> dict[str, Any]:
-    rows, cols, y, prompts = model_cells(table, info, model)
+def _model_analysis(results: ResultsFrame, info: Mapping[str, Any], model: str) -> ModelSpread:
+    rows, cols, y, prompts = model_cells(results, info, model)
     n_f, n_i = len(info["formats"]), len(info["items"])
     if len(y) == 0:
         raise ConfigError(f"model {model!r} has no scored cells in the results table")
@@ -89,36 +113,35 @@ def _model_analysis(table: pa.Table, info: Mapping[str, Any], model: str) -> dic
     per_format = _per_format(info, dist, rows, y)
     best = int(np.argmax(dist.accuracy))
     worst = int(np.argmin(dist.accuracy))
-    out: dict[str, Any] = {
-        "model": model,
-        "cells": len(y),
-        "cells_total": n_f * n_i,
-        "formats_observed": len(np.unique(rows)),
+    spread_est, spread_low, spread_high = dist.spread
+    return ModelSpread(
+        model=model,
+        cells=len(y),
+        cells_total=n_f * n_i,
+        formats_observed=len(np.unique(rows)),
         # how far formats and items differ (posterior mean s.d. of their effects, logits)
-        "tau_format": dist.effect_sd[0],
-        "tau_item": dist.effect_sd[1],
-        "quantiles": [
-            {"level": lv, "estimate": float(e), "low": float(lo), "high": float(hi)}
+        tau_format=dist.effect_sd[0],
+        tau_item=dist.effect_sd[1],
+        quantiles=[
+            QuantileEstimate(level=lv, estimate=float(e), low=float(lo), high=float(hi))
             for lv, e, lo, hi in zip(
                 dist.levels, dist.quantiles, dist.quantile_low, dist.quantile_high, strict=True
             )
         ],
-        "spread": dict(zip(("estimate", "low", "high"), dist.spread, strict=True)),
-        "distribution": [float(v) for v in dist.sorted_accuracy],
-        "per_format": per_format,
-        "best": {**per_format[best], "prompt": prompts[best]},
-        "worst": {**per_format[worst], "prompt": prompts[worst]},
-        "observed_mean": float(y.mean()),
-        "notes": notes,
-    }
-    if info["method"] == "search":
-        out["search"] = _search(info, rows, y, prompts)
-    return out
+        spread=SpreadEstimate(estimate=spread_est, low=spread_low, high=spread_high),
+        distribution=[float(v) for v in dist.sorted_accuracy],
+        per_format=per_format,
+        best=ExtremeFormat(**per_format[best].model_dump(), prompt=prompts[best]),
+        worst=ExtremeFormat(**per_format[worst].model_dump(), prompt=prompts[worst]),
+        observed_mean=float(y.mean()),
+        notes=notes,
+        search=_search(info, rows, y, prompts) if info["method"] == "search" else None,
+    )
 
 
 def _search(
-    info: Mapping[str, Any], rows: np.ndarray, y: np.ndarray, prompts: list[str]
-) -> dict[str, Any]:
+    info: Mapping[str, Any], rows: np.ndarray, y: np.ndarray, prompts: list[str | None]
+) -> SearchResult:
     """Thompson-search result: the Beta posterior means of the formats evaluated."""
     first = rows == 0
     batch = int(info["batch"])
@@ -129,27 +152,29 @@ def _search(
     best, worst, mean, pulls, succ = search_summary(rows, y, len(info["formats"]), prior)
     names = [f["name"] for f in info["formats"]]
 
-    def one(k: int) -> dict[str, Any]:
-        return {
-            "format": names[k],
-            "posterior_mean": float(mean[k]),
-            "cells": int(pulls[k]),
-            "correct": int(succ[k]),
-            "prompt": prompts[k],
-        }
+    def one(k: int) -> SearchFormat:
+        return SearchFormat(
+            format=names[k],
+            posterior_mean=float(mean[k]),
+            cells=int(pulls[k]),
+            correct=int(succ[k]),
+            prompt=prompts[k],
+        )
 
-    return {
-        "prior_mean": p0,
-        "best": one(best),
-        "worst": one(worst),
-        "spread": float(mean[best] - mean[worst]),
-        "formats_evaluated": int((pulls > 0).sum()),
-    }
+    return SearchResult(
+        prior_mean=p0,
+        best=one(best),
+        worst=one(worst),
+        spread=float(mean[best] - mean[worst]),
+        formats_evaluated=int((pulls > 0).sum()),
+    )
 
 
-def analyze_spread(table: pa.Table, info: Mapping[str, Any]) -> dict[str, Any]:
-    """Per model: the estimated distribution of accuracy over all formats (per-format
-    estimates with intervals, quantiles with intervals, spread, best and worst format with
-    an example prompt, the observed cells) and, for a search, the search's best and worst."""
-    models = sorted(set(table.column("model").to_pylist()))
-    return {"models": [_model_analysis(table, info, m) for m in models]}
+def analyze_spread(results: ResultsFrame, info: Mapping[str, Any]) -> SpreadAnalysis:
+    """Per model (sorted): the estimated distribution of accuracy over all formats
+    (per-format estimates with intervals, quantiles with intervals, spread, best and worst
+    format with an example prompt, the observed cells) and, for a search, the search's best
+    and worst (see :class:`SpreadAnalysis`)."""
+    results.require(COLUMNS, reader="the spread analysis")
+    models = results.codes("model", order="sorted", nulls=False)[1]
+    return SpreadAnalysis(models=[_model_analysis(results, info, str(m)) for m in models])

@@ -18,23 +18,24 @@ from ._irt_design import adaptive_cells
 from ._irt_search import thompson_search
 
 if TYPE_CHECKING:
-    import pyarrow as pa
-
     from ...models import Backend
+    from ...results import ResultsFrame
     from ...run import RunOptions
 
 __all__ = ["adaptive_follow_up", "search_follow_up"]
 
 
-def adaptive_follow_up(config: SpreadConfig, design: StudyDesign, table: pa.Table) -> StudyDesign:
+def adaptive_follow_up(
+    config: SpreadConfig, design: StudyDesign, results: ResultsFrame
+) -> StudyDesign:
     """Fit the first (stratified) half, then put the rest of the budget on the formats whose
     accuracy is least certain (one adaptive round; with several models, their union)."""
     setup = spread_setup(config)
     info = design.info
     n_f, n_i = len(setup.formats), len(setup.items)
     blocks = []
-    for model in sorted(set(table.column("model").to_pylist())):
-        rows, cols, y, _ = model_cells(table, info, model)
+    for model in results.codes("model", order="sorted", nulls=False)[1]:
+        rows, cols, y, _ = model_cells(results, info, str(model))
         left = budget_of(config, setup) - len(y)
         if left <= 0:
             continue
@@ -53,12 +54,13 @@ def adaptive_follow_up(config: SpreadConfig, design: StudyDesign, table: pa.Tabl
 def search_follow_up(
     config: SpreadConfig,
     design: StudyDesign,
-    table: pa.Table,
+    results: ResultsFrame,
     backends: Sequence[Backend],
     options: RunOptions,
 ) -> StudyDesign:
     """Run the search step by step (each step's cells through the runner and the response
     cache, so the final pass reads them back without calling the model again)."""
+    from ...results import ResultsFrame
     from ...run import RunOptions, run_blocks
 
     setup = spread_setup(config)
@@ -66,9 +68,7 @@ def search_follow_up(
     step_options = RunOptions(cache=options.cache, progress=False, executor=options.executor)
     names = [c.name for c in setup.conditions]
     # cells of the first pass (the default format's first batch, for every model)
-    done = set(
-        zip(table.column("condition").to_pylist(), table.column("item_id").to_pylist(), strict=True)
-    )
+    done = set(zip(results.values("condition"), results.values("item_id"), strict=True))
     blocks = []
     for backend in backends:
 
@@ -77,20 +77,14 @@ def search_follow_up(
                 dataclasses.replace(b, models=[backend])
                 for b in cell_blocks(setup, rows, cols, "search")
             ]
-            res = run_blocks(step, options=step_options, columns=design.columns)
-            by_cell = dict(
-                zip(
-                    zip(
-                        res.table.column("condition").to_pylist(),
-                        res.table.column("item_id").to_pylist(),
-                        strict=True,
-                    ),
-                    res.table.column("correct").to_pylist(),
-                    strict=True,
-                )
+            res = ResultsFrame(
+                run_blocks(step, options=step_options, columns=design.columns).table,
+                design.columns,
             )
+            cells = zip(res.values("condition"), res.values("item_id"), strict=True)
+            correct = dict(zip(cells, (res.bools("correct") == 1).tolist(), strict=True))
             return [
-                1.0 if by_cell.get((names[int(r)], setup.items[int(c)].id)) else 0.0
+                1.0 if correct.get((names[int(r)], setup.items[int(c)].id)) else 0.0
                 for r, c in zip(rows, cols, strict=True)
             ]
 

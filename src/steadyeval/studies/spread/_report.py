@@ -1,10 +1,10 @@
-"""The spread study's report sections, from its analysis dict alone (``summary.md`` and
+"""The spread study's report sections, from its typed analysis alone (``summary.md`` and
 ``steadyeval report`` show the same numbers; the report adds the figures)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...document import (
     Bar,
@@ -22,16 +22,19 @@ from ...document import (
     format_cell,
 )
 
+if TYPE_CHECKING:
+    from ._types import ModelSpread, SearchResult, SpreadAnalysis
+
 __all__ = ["spread_report_sections"]
 
 SOURCE = "spread study"
 
 
-def _quantile_table(rec: Mapping[str, Any], confidence: float) -> Table:
+def _quantile_table(rec: ModelSpread, confidence: float) -> Table:
     pct = f"{confidence:.0%}"
-    rows = [(f"{q['level']:g}%", q["estimate"], q["low"], q["high"]) for q in rec["quantiles"]]
-    s = rec["spread"]
-    rows.append(("spread (best − worst)", s["estimate"], s["low"], s["high"]))
+    rows = [(f"{q.level:g}%", q.estimate, q.low, q.high) for q in rec.quantiles]
+    s = rec.spread
+    rows.append(("spread (best − worst)", s.estimate, s.low, s.high))
     return Table(
         "Accuracy over all formats: quantiles and spread",
         (
@@ -46,7 +49,7 @@ def _quantile_table(rec: Mapping[str, Any], confidence: float) -> Table:
     )
 
 
-def _extremes(rec: Mapping[str, Any]) -> list[Block]:
+def _extremes(rec: ModelSpread) -> list[Block]:
     blocks: list[Block] = [
         Table(
             "Best and worst format (estimated)",
@@ -59,30 +62,28 @@ def _extremes(rec: Mapping[str, Any]) -> list[Block]:
                 Column("cells observed", "int"),
             ),
             tuple(
-                (which, r["format"], r["estimate"], r["low"], r["high"], r["observed"])
-                for which, r in (("best", rec["best"]), ("worst", rec["worst"]))
+                (which, r.format, r.estimate, r.low, r.high, r.observed)
+                for which, r in (("best", rec.best), ("worst", rec.worst))
             ),
         )
     ]
-    for which in ("best", "worst"):
-        prompt = rec[which]["prompt"]
-        if prompt:
-            blocks.append(Preformatted(prompt, title=f"Example prompt, {which} format"))
+    for which, r in (("best", rec.best), ("worst", rec.worst)):
+        if r.prompt:
+            blocks.append(Preformatted(r.prompt, title=f"Example prompt, {which} format"))
     return blocks
 
 
-def _search(rec: Mapping[str, Any]) -> list[Block]:
-    s = rec["search"]
+def _search(s: SearchResult) -> list[Block]:
     rows = tuple(
-        (which, r["format"], r["posterior_mean"], r["cells"], r["correct"])
-        for which, r in (("best", s["best"]), ("worst", s["worst"]))
+        (which, r.format, r.posterior_mean, r.cells, r.correct)
+        for which, r in (("best", s.best), ("worst", s.worst))
     )
     return [
         Paragraph(
-            f"Thompson-sampling search: {format_cell(s['formats_evaluated'], 'int')} formats "
+            f"Thompson-sampling search: {format_cell(s.formats_evaluated, 'int')} formats "
             f"evaluated; prior mean (default format's first batch) "
-            f"{format_cell(s['prior_mean'], 'pct')}; found spread "
-            f"{format_cell(s['spread'], 'pct')}."
+            f"{format_cell(s.prior_mean, 'pct')}; found spread "
+            f"{format_cell(s.spread, 'pct')}."
         ),
         Table(
             "Search result",
@@ -98,19 +99,15 @@ def _search(rec: Mapping[str, Any]) -> list[Block]:
     ]
 
 
-def _figures(rec: Mapping[str, Any], confidence: float) -> list[Block]:
-    dist = rec["distribution"]
+def _figures(rec: ModelSpread, confidence: float) -> list[Block]:
+    dist = rec.distribution
     n = len(dist)
     curve = Series("estimated", tuple(Point((k + 0.5) / n, v) for k, v in enumerate(dist)))
     quant = Series(
         f"quantiles ({confidence:.0%} intervals)",
-        tuple(
-            Point(q["level"] / 100, q["estimate"], q["low"], q["high"]) for q in rec["quantiles"]
-        ),
+        tuple(Point(q.level / 100, q.estimate, q.low, q.high) for q in rec.quantiles),
     )
-    bars = tuple(
-        Bar(f"{q['level']:g}%", q["estimate"], q["low"], q["high"]) for q in rec["quantiles"]
-    )
+    bars = tuple(Bar(f"{q.level:g}%", q.estimate, q.low, q.high) for q in rec.quantiles)
     return [
         LineChart(
             "Estimated distribution of accuracy over formats (sorted, worst to best)",
@@ -124,9 +121,9 @@ def _figures(rec: Mapping[str, Any], confidence: float) -> list[Block]:
     ]
 
 
-def _formats_table(rec: Mapping[str, Any], info: Mapping[str, Any]) -> Table:
+def _formats_table(rec: ModelSpread, info: Mapping[str, Any]) -> Table:
     choices = {f["name"]: f["choices"] for f in info["formats"]}
-    rows = sorted(rec["per_format"], key=lambda r: -r["estimate"])
+    rows = sorted(rec.per_format, key=lambda r: -r.estimate)
     return Table(
         "Every format (sorted by estimate)",
         (
@@ -140,13 +137,13 @@ def _formats_table(rec: Mapping[str, Any], info: Mapping[str, Any]) -> Table:
         ),
         tuple(
             (
-                r["format"],
-                r["estimate"],
-                r["low"],
-                r["high"],
-                r["observed"],
-                r["observed_correct"],
-                "; ".join(f"{k}={v!r}" for k, v in choices[r["format"]].items()),
+                r.format,
+                r.estimate,
+                r.low,
+                r.high,
+                r.observed,
+                r.observed_correct,
+                "; ".join(f"{k}={v!r}" for k, v in choices[r.format].items()),
             )
             for r in rows
         ),
@@ -157,30 +154,29 @@ def _interval(value: float, low: float, high: float) -> str:
     return f"{format_cell(value, 'pct')} [{format_cell(low, 'pct')}, {format_cell(high, 'pct')}]"
 
 
-def headline_section(analysis: Mapping[str, Any], info: Mapping[str, Any]) -> Section:
+def headline_section(analysis: SpreadAnalysis, info: Mapping[str, Any]) -> Section:
     """The study's answer, first in the report (before the generic per-format table): per
     model the estimated 5/50/95% quantiles and the spread with their intervals, and the
     best and worst format."""
     confidence = float(info.get("confidence", 0.9))
     levels = (5.0, 50.0, 95.0)
     rows = []
-    for rec in analysis["models"]:
-        by_level = {float(q["level"]): q for q in rec["quantiles"]}
+    for rec in analysis.models:
+        by_level = {q.level: q for q in rec.quantiles}
         shown = [
-            _interval(by_level[lv]["estimate"], by_level[lv]["low"], by_level[lv]["high"])
+            _interval(by_level[lv].estimate, by_level[lv].low, by_level[lv].high)
             if lv in by_level
             else "–"
             for lv in levels
         ]
-        sp = rec["spread"]
-        best, worst = rec["best"], rec["worst"]
+        sp, best, worst = rec.spread, rec.best, rec.worst
         rows.append(
             (
-                rec["model"],
+                rec.model,
                 *shown,
-                _interval(sp["estimate"], sp["low"], sp["high"]),
-                f"{best['format']} ({format_cell(best['estimate'], 'pct')})",
-                f"{worst['format']} ({format_cell(worst['estimate'], 'pct')})",
+                _interval(sp.estimate, sp.low, sp.high),
+                f"{best.format} ({format_cell(best.estimate, 'pct')})",
+                f"{worst.format} ({format_cell(worst.estimate, 'pct')})",
             )
         )
     columns = (
@@ -198,9 +194,7 @@ def headline_section(analysis: Mapping[str, Any], info: Mapping[str, Any]) -> Se
     )
     table = Table("Estimated accuracy across formats", columns, tuple(rows))
     notes = [
-        Note(f"{rec['model']}: {note}", "warning")
-        for rec in analysis["models"]
-        for note in rec.get("notes", ())
+        Note(f"{rec.model}: {note}", "warning") for rec in analysis.models for note in rec.notes
     ]
     return Section.of(
         "spread-headline", "Accuracy across formats", [intro, table, *notes], SOURCE, lead=True
@@ -215,7 +209,7 @@ def _model(info: Mapping[str, Any]) -> str:
 
 
 def spread_report_sections(
-    analysis: Mapping[str, Any], info: Mapping[str, Any], *, figures: bool = True
+    analysis: SpreadAnalysis, info: Mapping[str, Any], *, figures: bool = True
 ) -> list[Section]:
     """The headline (:func:`headline_section`, first in the report), then one section per
     model: what was observed, the quantiles with intervals, the spread, best and worst
@@ -223,22 +217,22 @@ def spread_report_sections(
     table."""
     confidence = float(info.get("confidence", 0.9))
     out = [headline_section(analysis, info)]
-    for i, rec in enumerate(analysis["models"]):
+    for i, rec in enumerate(analysis.models):
         blocks: list[Block] = [
             Paragraph(
-                f"{format_cell(rec['cells'], 'int')} of {format_cell(rec['cells_total'], 'int')} "
+                f"{format_cell(rec.cells, 'int')} of {format_cell(rec.cells_total, 'int')} "
                 f"(format, item) cells observed ({len(info['formats'])} formats × "
                 f"{len(info['items'])} items; {info['method']}, {info['sampler']} cells); "
-                f"mean observed accuracy {format_cell(rec['observed_mean'], 'pct')}. "
+                f"mean observed accuracy {format_cell(rec.observed_mean, 'pct')}. "
                 f"Unobserved cells are predicted by the fitted model {_model(info)}; "
                 "see docs/study-spread.md for when to trust the estimate."
             ),
             _quantile_table(rec, confidence),
             *(_figures(rec, confidence) if figures else []),
             *_extremes(rec),
-            *(_search(rec) if "search" in rec else []),
+            *(_search(rec.search) if rec.search is not None else []),
             _formats_table(rec, info),
         ]
-        title = f"Accuracy across prompt formats: {rec['model']}"
+        title = f"Accuracy across prompt formats: {rec.model}"
         out.append(Section.of(f"spread-model-{i + 1}", title, blocks, source=SOURCE))
     return out

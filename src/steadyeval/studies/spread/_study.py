@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from ..._errors import ConfigError
 from .._protocol import Study, StudyDesign
 from ._config import SpreadConfig
+from ._types import SpreadAnalysis
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -35,7 +36,7 @@ def _as_config_error() -> Iterator[None]:
         raise ConfigError(f"spread study: {exc}") from None
 
 
-class SpreadStudy(Study[Any]):
+class SpreadStudy(Study[SpreadAnalysis]):
     """How much does accuracy move across prompt formats? Estimates the distribution of
     accuracy over many formats from a few (format, item) cells (PromptEval), or searches
     the best and worst format (FormatSpread). (``docs/study-spread.md``)"""
@@ -43,6 +44,7 @@ class SpreadStudy(Study[Any]):
     name = "spread"
     question = "how does accuracy spread over many prompt formats, at the cost of two?"
     config = SpreadConfig
+    analysis_type = SpreadAnalysis
     example = """
         steadyeval study spread --model hf:Qwen/Qwen2.5-0.5B --data mmlu.jsonl --out runs/spread
         steadyeval study spread --model hf:./tiny-gpt2 --data items.jsonl \\
@@ -70,22 +72,23 @@ class SpreadStudy(Study[Any]):
         certain. Search: the Thompson-sampling steps (each step runs its cells at once)."""
         if config.method == "estimate" and config.sampler == "stratified":
             return None
+        from ...results import ResultsFrame
         from ._follow import adaptive_follow_up, search_follow_up
 
+        results = ResultsFrame(table, design.columns)
         with _as_config_error():
             if config.method == "search":
-                return search_follow_up(config, design, table, backends, options)
-            return adaptive_follow_up(config, design, table)
+                return search_follow_up(config, design, results, backends, options)
+            return adaptive_follow_up(config, design, results)
 
-    def analyze(self, results: ResultsFrame, info: Mapping[str, Any]) -> Any:
-        table = results.table
+    def analyze(self, results: ResultsFrame, info: Mapping[str, Any]) -> SpreadAnalysis:
         from ._analysis import analyze_spread
 
         with _as_config_error():
-            return analyze_spread(table, info)
+            return analyze_spread(results, info)
 
     def sections(
-        self, analysis: Mapping[str, Any], info: Mapping[str, Any], *, figures: bool = True
+        self, analysis: SpreadAnalysis, info: Mapping[str, Any], *, figures: bool = True
     ) -> list[Section]:
         from ._report import spread_report_sections
 

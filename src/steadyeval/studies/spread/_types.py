@@ -1,0 +1,98 @@
+"""The spread study's analysis as types: what ``summary.json`` holds under ``analysis``.
+
+Accuracies are shares in [0, 1]; every interval is at the design's ``confidence``."""
+
+from __future__ import annotations
+
+from ...results import Analysis, AnalysisRecord
+
+__all__ = [
+    "ExtremeFormat",
+    "FormatEstimate",
+    "ModelSpread",
+    "QuantileEstimate",
+    "SearchFormat",
+    "SearchResult",
+    "SpreadAnalysis",
+    "SpreadEstimate",
+]
+
+
+class SpreadEstimate(AnalysisRecord):
+    """A posterior mean with its equal-tailed interval."""
+
+    estimate: float
+    low: float
+    high: float
+
+
+class QuantileEstimate(SpreadEstimate):
+    """One quantile of the per-format accuracy distribution (``level`` in percent)."""
+
+    level: float
+
+
+class FormatEstimate(SpreadEstimate):
+    """One format's estimated accuracy and the cells observed of it."""
+
+    format: str
+    observed: int
+    observed_correct: int
+
+
+class ExtremeFormat(FormatEstimate):
+    """The format estimated best (or worst), with an example prompt ("" when the format
+    has no cell; None when the results table's prompts of it are null)."""
+
+    prompt: str | None
+
+
+class SearchFormat(AnalysisRecord):
+    """A format the search found: its Beta posterior mean and its cells."""
+
+    format: str
+    posterior_mean: float
+    cells: int
+    correct: int
+    prompt: str | None  # as ExtremeFormat.prompt
+
+
+class SearchResult(AnalysisRecord):
+    """The Thompson search's result: the prior mean (the default format's first batch), the
+    best and worst format found, their difference and how many formats were evaluated."""
+
+    prior_mean: float
+    best: SearchFormat
+    worst: SearchFormat
+    spread: float
+    formats_evaluated: int
+
+
+class ModelSpread(AnalysisRecord):
+    """One model: the cells observed, the estimated distribution of accuracy over all
+    formats (quantiles, spread, the sorted accuracies, every format's estimate), the best and
+    worst format, what the cells cannot tell (``notes``) and, for a search, its result."""
+
+    model: str
+    cells: int
+    cells_total: int
+    formats_observed: int
+    #: posterior mean s.d. of the formats' and the items' effects, in logits
+    tau_format: float
+    tau_item: float
+    quantiles: list[QuantileEstimate]
+    spread: SpreadEstimate
+    #: posterior mean of the sorted per-format accuracies, worst to best
+    distribution: list[float]
+    per_format: list[FormatEstimate]
+    best: ExtremeFormat
+    worst: ExtremeFormat
+    observed_mean: float
+    notes: list[str]
+    search: SearchResult | None = None
+
+
+class SpreadAnalysis(Analysis):
+    """Per model (sorted by name): the accuracy's spread over the formats."""
+
+    models: list[ModelSpread]
