@@ -14,9 +14,11 @@ Cases (format: ``tests/studies/pinned.py``):
 * ``hand-built``: the hand-built table of ``tests/studies/knowledge/test_analysis.py``.
 * ``ambiguous``: two conditions with the same settings (the comparisons are skipped).
 
-The expected files were first written by the implementation before its vectorisation;
-``tests/studies/knowledge/test_analysis_pinned.py`` asserts the analysis still returns
-exactly these dicts. Rerun this script only when the analysis is meant to change.
+The expected files were first written by the implementation before its vectorisation, as
+dicts (NaN kept); ``tests/studies/knowledge/test_analysis_pinned.py`` asserts that the
+typed analysis's JSON (``to_json()`` less ``schema_version``) is still exactly these dicts,
+a NaN read as None. This script writes that JSON (None where the committed files hold NaN);
+rerun it only when the analysis is meant to change.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from tests.studies.pinned import write_case  # noqa: E402
 
 from steadyeval import RunOptions  # noqa: E402
 from steadyeval.models import register_backend  # noqa: E402
+from steadyeval.results import ResultsFrame  # noqa: E402
 from steadyeval.studies import StudyResult, run_study  # noqa: E402
 from steadyeval.studies.knowledge import (  # noqa: E402
     KnowledgeConfig,
@@ -102,7 +105,9 @@ def main() -> None:
         "ambiguous": (ambiguous(), {}),
     }
     for name, (t, d) in cases.items():
-        write_case(HERE, name, t, _COLUMNS, d, analyze_knowledge(t.select(_COLUMNS), d))
+        analysis = analyze_knowledge(ResultsFrame(t.select(_COLUMNS)), d).to_json()
+        del analysis["schema_version"]
+        write_case(HERE, name, t, _COLUMNS, d, analysis)
         print(f"{name}: {t.num_rows} rows")
 
 

@@ -1,27 +1,40 @@
-"""``analyze_knowledge`` returns exactly the pinned dicts of ``tests/golden/knowledge``.
+"""``analyze_knowledge`` returns exactly the pinned analyses of ``tests/golden/knowledge``.
 
 The inputs and expected outputs come from ``tests/golden/knowledge/make_golden.py`` (first
-written before the analysis was vectorised): same keys in the same order, same Python types,
-same numbers (floats within 1e-12 relative).
+written before the analysis was vectorised, as dicts with NaN): the typed analysis's JSON
+(``to_json()`` less ``schema_version``) has the same keys in the same order, the same Python
+types and the same numbers (floats within 1e-12 relative; a pinned NaN is None).
 """
 
 from __future__ import annotations
 
 import json
 import math
+from typing import Any
 
 import pandas as pd
 import pyarrow as pa
 import pytest
 
+from steadyeval import DataError
+from steadyeval._json import json_safe
 from steadyeval.items import subject_info
-from steadyeval.studies.knowledge import analyze_knowledge, knowledge_frame
+from steadyeval.results import ResultsFrame
+from steadyeval.studies.knowledge import KnowledgeAnalysis, analyze_knowledge, knowledge_frame
 from steadyeval.studies.knowledge._frame import _COLUMNS, _rotation
 from steadyeval.studies.knowledge._option_scoring import _argmax
 
 from ..pinned import assert_same, cases, load_case
 
 CASES = cases("knowledge")
+
+
+def _same(analysis: KnowledgeAnalysis, expected: Any) -> None:
+    """The analysis's JSON is the pinned dict (NaN: None), and reads back as itself."""
+    data = analysis.to_json()
+    assert data.pop("schema_version") == KnowledgeAnalysis.SCHEMA_VERSION
+    assert_same(data, json_safe(expected))
+    assert KnowledgeAnalysis.from_json(json.loads(json.dumps(analysis.to_json()))) == analysis
 
 
 def test_golden_cases_are_present() -> None:
@@ -31,21 +44,22 @@ def test_golden_cases_are_present() -> None:
 @pytest.mark.parametrize("case", CASES)
 def test_analysis_equals_the_pinned_output(case: str) -> None:
     table, design, expected = load_case("knowledge", case)
-    assert_same(analyze_knowledge(table, design), expected)
+    _same(analyze_knowledge(ResultsFrame(table), design), expected)
 
 
 def test_chunks_and_extra_columns_change_nothing() -> None:
     table, design, expected = load_case("knowledge", "scripted-full")
     chunked = pa.concat_tables([table.slice(0, 400), table.slice(400, 1), table.slice(401)])
     wider = chunked.append_column("prompt", pa.array(["p"] * table.num_rows))
-    assert_same(analyze_knowledge(wider, design), expected)
+    _same(analyze_knowledge(ResultsFrame(wider), design), expected)
+    _same(analyze_knowledge(wider, design), expected)  # a table is read as its frame
 
 
 @pytest.mark.parametrize("case", CASES)
 def test_knowledge_frame_equals_the_row_rule(case: str) -> None:
     """Category/subcategory from each item's first row, rotation by the row rule."""
     table, _, _ = load_case("knowledge", case)
-    frame = knowledge_frame(table)
+    frame = knowledge_frame(ResultsFrame(table))
     expected = table.select(_COLUMNS).to_pandas()
     cats: dict[str, tuple[str, str]] = {}
     for item_id, meta, subject in zip(
@@ -72,7 +86,13 @@ def test_rotations_need_the_original_order_and_reject_repeated_cells() -> None:
     rot = [r for r in rows if r["condition"] == "letter-reference-0shot-rot1"]
     doubled = pa.Table.from_pylist(rows + rot[:1], schema=table.schema)
     with pytest.raises(ValueError, match="duplicate entries"):
-        analyze_knowledge(doubled, design)
+        analyze_knowledge(ResultsFrame(doubled), design)
+
+
+def test_a_missing_column_is_named() -> None:
+    table, design, _ = load_case("knowledge", "hand-built")
+    with pytest.raises(DataError, match=r"missing column\(s\) option_source; the knowledge"):
+        analyze_knowledge(ResultsFrame(table.drop_columns(["option_source"])), design)
 
 
 def _option_scoring_by_rows(table: pa.Table) -> dict[tuple[str, str], dict[str, float]]:
@@ -106,8 +126,8 @@ def test_option_scoring_follows_the_row_rule_with_nan_scores() -> None:
         pa.array(lp, table.schema.field("option_logprobs").type),
     )
     got = {
-        (g["model"], g["condition"]): g["accuracy"]
-        for g in analyze_knowledge(nan_table, design)["option_scoring"]
+        (g.model, g.condition): g.accuracy.model_dump()
+        for g in analyze_knowledge(ResultsFrame(nan_table), design).option_scoring
     }
     assert got == _option_scoring_by_rows(nan_table)
 

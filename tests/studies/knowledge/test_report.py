@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -22,9 +21,11 @@ from steadyeval.reports import (
     format_cell,
     sections_markdown,
 )
-from steadyeval.studies import StudyResult, run_study
+from steadyeval.results import ResultsFrame
+from steadyeval.studies import StudyResult, read_analysis, run_study
 from steadyeval.studies.knowledge import (
     KNOWLEDGE_STUDY,
+    KnowledgeAnalysis,
     analyze_knowledge,
     knowledge_report_sections,
 )
@@ -36,34 +37,34 @@ CATEGORY_TABLE = "Accuracy per category"
 
 
 @pytest.fixture(scope="module")
-def hand() -> tuple[Report, dict[str, Any]]:
+def hand() -> tuple[Report, KnowledgeAnalysis]:
     """The hand-built table of ``test_analysis`` (every number worked out by hand)."""
     table = _table()
-    analysis = analyze_knowledge(table, {"seed": 0})
-    summary = json.loads(json.dumps({"study": "knowledge", "analysis": analysis}))
+    analysis = analyze_knowledge(ResultsFrame(table), {"seed": 0})
+    summary = json.loads(json.dumps({"study": "knowledge", "analysis": analysis.to_json()}))
     ctx = context_from_table(table, summary, ReportOptions(n_resamples=50))
-    return build_report(ctx), summary["analysis"]
+    return build_report(ctx), analysis
 
 
 def test_category_accuracy_is_the_same_in_every_format(
-    hand: tuple[Report, dict[str, Any]],
+    hand: tuple[Report, KnowledgeAnalysis],
 ) -> None:
     report, analysis = hand
-    (stem,) = [r for r in analysis["per_category"]
-               if r["condition"] == "letter-reference-0shot" and r["category"] == "STEM"]  # fmt: skip
-    assert (stem["correct"], stem["n"]) == (2, 4)
+    (stem,) = [r for r in analysis.per_category
+               if r.condition == "letter-reference-0shot" and r.category == "STEM"]  # fmt: skip
+    assert (stem.correct, stem.n) == (2, 4)
     text, raw = row_in_all_formats(
         report, "knowledge", CATEGORY_TABLE, ("letter-reference-0shot",), "STEM (n=4)"
     )
-    assert text == format_cell((stem["accuracy"], stem["low"], stem["high"]), "pct_ci")
+    assert text == format_cell((stem.accuracy, stem.low, stem.high), "pct_ci")
     assert text == "50.0% [15.0, 85.0]"
-    assert raw == {"estimate": 0.5, "low": stem["low"], "high": stem["high"]}
+    assert raw == {"estimate": 0.5, "low": stem.low, "high": stem.high}
     # the CLI prints summary.md's part, which shows the same text
     assert f"| {text} |" in KNOWLEDGE_STUDY.markdown(analysis, {})
 
 
 def test_study_shots_and_calibration_replace_the_generic_ones(
-    hand: tuple[Report, dict[str, Any]],
+    hand: tuple[Report, KnowledgeAnalysis],
 ) -> None:
     report, analysis = hand
     ids = [s.id for s in report.sections]
@@ -104,7 +105,8 @@ def run_dir(mini_mmlu: Path, tiny_gpt2: Path, tmp_path_factory: pytest.TempPathF
 
 
 def test_cli_report_shows_the_study_sections(run_dir: Path) -> None:
-    analysis = json.loads((run_dir / "summary.json").read_text())["analysis"]
+    analysis = read_analysis(run_dir)
+    assert isinstance(analysis, KnowledgeAnalysis)
     assert (run_dir / "summary.md").read_text().endswith(KNOWLEDGE_STUDY.markdown(analysis, {}))
     result = CliRunner().invoke(main, ["report", str(run_dir), "--format", "md"])
     assert result.exit_code == 0, result.output
@@ -117,6 +119,6 @@ def test_cli_report_shows_the_study_sections(run_dir: Path) -> None:
     assert result.exit_code == 0, result.output
     html = (run_dir / "report.html").read_text()
     assert '<section id="knowledge">' in html and FALLBACK not in html
-    (one,) = [a for a in analysis["accuracy"] if a["condition"] == "letter-reference-1shot"]
-    micro = format_cell(tuple(one["micro"][k] for k in ("accuracy", "low", "high")), "pct_ci")
+    (one,) = [a for a in analysis.accuracy if a.condition == "letter-reference-1shot"]
+    micro = format_cell((one.micro.accuracy, one.micro.low, one.micro.high), "pct_ci")
     assert all(micro in text for text in (md, html, (run_dir / "summary.md").read_text()))

@@ -11,8 +11,7 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from steadyeval import RunOptions
-from steadyeval._json import json_safe
-from steadyeval.studies import StudyResult, reanalyze, run_study
+from steadyeval.studies import StudyResult, read_analysis, reanalyze, run_study
 
 CONFIG = {"shots": [0, 1], "scorings": ["letter-logprob", "option-logprob"], "memorisation": True}
 
@@ -126,8 +125,10 @@ def test_run_directory_and_row_count(study: tuple[StudyResult, Path]) -> None:
     }
     md = (tmp / "run" / "summary.md").read_text()
     assert "## Knowledge study (MMLU)" in md and "### Accuracy per category" in md
-    again = reanalyze(tmp / "run")  # from results.parquet alone
-    assert json.loads(json.dumps(json_safe(again))) == summary["analysis"]
+    assert summary["analysis"] == result.analysis.to_json()
+    # summary.json reads back as the same typed analysis, and reanalyze recomputes it
+    assert read_analysis(tmp / "run") == result.analysis
+    assert reanalyze(tmp / "run") == result.analysis  # from results.parquet alone
 
 
 def test_warm_cache_rerun_is_byte_identical(

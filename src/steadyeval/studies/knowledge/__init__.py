@@ -20,7 +20,7 @@ from ...items import (
 )
 
 if TYPE_CHECKING:
-    from ._analysis import analyze_knowledge, knowledge_frame
+    from ._analysis import analyze_knowledge
     from ._config import SCORINGS, KnowledgeConfig
     from ._design import (
         COLUMNS,
@@ -32,13 +32,36 @@ if TYPE_CHECKING:
         knowledge_design,
     )
     from ._fit import SHOT_SET, ShotFit, fit_shots
+    from ._frame import knowledge_frame
     from ._report import knowledge_report_sections
     from ._study import KNOWLEDGE_STUDY, KnowledgeStudy
+    from ._types import (
+        CalibrationResult,
+        CategoryAccuracy,
+        ConditionAccuracy,
+        Correlation,
+        Estimate,
+        KnowledgeAnalysis,
+        LetterVsOption,
+        Memorisation,
+        NormalisedAccuracy,
+        OptionScoring,
+        PairedTest,
+        Reliability,
+        RotationResult,
+        ShotCount,
+        ShotCurve,
+        SubcategoryAccuracy,
+        SubjectAccuracy,
+        SubjectCorrelation,
+        TemplateSpread,
+        WilsonAccuracy,
+    )
 
 __getattr__, __dir__ = lazy_exports(
     __name__,
     {
-        "._analysis": ["analyze_knowledge", "knowledge_frame"],
+        "._analysis": ["analyze_knowledge"],
         "._config": ["SCORINGS", "KnowledgeConfig"],
         "._design": [
             "COLUMNS",
@@ -50,8 +73,31 @@ __getattr__, __dir__ = lazy_exports(
             "knowledge_design",
         ],
         "._fit": ["SHOT_SET", "ShotFit", "fit_shots"],
+        "._frame": ["knowledge_frame"],
         "._report": ["knowledge_report_sections"],
         "._study": ["KNOWLEDGE_STUDY", "KnowledgeStudy"],
+        "._types": [
+            "CalibrationResult",
+            "CategoryAccuracy",
+            "ConditionAccuracy",
+            "Correlation",
+            "Estimate",
+            "KnowledgeAnalysis",
+            "LetterVsOption",
+            "Memorisation",
+            "NormalisedAccuracy",
+            "OptionScoring",
+            "PairedTest",
+            "Reliability",
+            "RotationResult",
+            "ShotCount",
+            "ShotCurve",
+            "SubcategoryAccuracy",
+            "SubjectAccuracy",
+            "SubjectCorrelation",
+            "TemplateSpread",
+            "WilsonAccuracy",
+        ],
     },
 )
 
@@ -67,11 +113,31 @@ __all__ = [
     "SUBCATEGORIES",
     "SUBJECTS",
     "TEMPLATES",
+    "CalibrationResult",
+    "CategoryAccuracy",
+    "ConditionAccuracy",
+    "Correlation",
+    "Estimate",
+    "KnowledgeAnalysis",
     "KnowledgeConfig",
     "KnowledgeStudy",
+    "LetterVsOption",
     "MMLUData",
+    "Memorisation",
+    "NormalisedAccuracy",
+    "OptionScoring",
+    "PairedTest",
+    "Reliability",
+    "RotationResult",
+    "ShotCount",
+    "ShotCurve",
     "ShotFit",
+    "SubcategoryAccuracy",
+    "SubjectAccuracy",
+    "SubjectCorrelation",
     "SubjectInfo",
+    "TemplateSpread",
+    "WilsonAccuracy",
     "analyze_knowledge",
     "condition_name",
     "fit_shots",

@@ -1,12 +1,14 @@
-"""The knowledge study's analysis. Reads only the results table (and the seed).
+"""The knowledge study's analysis. Reads only the results (and the seed).
 
-Built to scale to millions of rows: the analysis frame (:mod:`._frame`) keeps item ids as
-integer codes and labels as categories, the per-condition summaries (:mod:`._per_condition`)
-aggregate every condition's subjects and categories in one group-by, the comparisons across
-axes (:mod:`._comparisons`) pivot on numpy, and option scoring (:mod:`._option_scoring`)
-reads option scores straight from the table's list columns. Results are those of the
-row-by-row rules (:func:`._frame._rotation`, :func:`._option_scoring._argmax`), which rows
-with missing or non-finite values still take.
+Built to scale to millions of rows: the analysis frame (:mod:`._frame`, a view of the
+:class:`~steadyeval.results.ResultsFrame`) keeps item ids as integer codes and labels as
+categories, the per-condition summaries (:mod:`._per_condition`) aggregate every
+condition's subjects and categories in one group-by, the comparisons across axes
+(:mod:`._comparisons`) pivot on numpy, and option scoring (:mod:`._option_scoring`) reads
+option scores straight from the frame's list columns. Results are those of the row-by-row
+rules (:func:`._frame._rotation`, :func:`._option_scoring._argmax`), which rows with missing
+or non-finite values still take. The helpers build rows as dicts; :func:`analyze_knowledge`
+returns them as the typed :class:`~._types.KnowledgeAnalysis`.
 """
 
 from __future__ import annotations
@@ -15,9 +17,9 @@ import warnings
 from collections.abc import Mapping
 from typing import Any
 
-import pandas as pd
 import pyarrow as pa
 
+from ...results import ResultsFrame
 from ...scoring import LETTER_LOGPROB, OPTION_LOGPROB
 from ...stats import StatsWarning
 from ._comparisons import (
@@ -28,41 +30,33 @@ from ._comparisons import (
     _templates,
     _unique_conditions,
 )
-from ._frame import _SETTING, _frame
+from ._frame import _SETTING, analysis_frame, as_results
 from ._option_scoring import _option_scoring
 from ._per_condition import _per_condition
+from ._types import KnowledgeAnalysis
 
-__all__ = ["analyze_knowledge", "knowledge_frame"]
+__all__ = ["analyze_knowledge"]
 
 #: The scorings that answer the question (``prompt-logprob`` rows feed the memorisation check).
 _ANSWERED = (LETTER_LOGPROB, OPTION_LOGPROB)
 
 
-def knowledge_frame(table: pa.Table) -> pd.DataFrame:
-    """The rows the analysis uses, with ``category``, ``subcategory`` and ``rotation``.
-
-    Category and subcategory come from each row's ``metadata`` (as the loader set them),
-    else from MMLU's subject table. ``rotation`` is the index of the original option shown
-    first (0 for original order; NaN for other orders). The index is the row's position in
-    ``table``.
-    """
-    return _frame(table, lists=True)
-
-
-def analyze_knowledge(table: pa.Table, info: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def analyze_knowledge(
+    results: ResultsFrame | pa.Table, info: Mapping[str, Any] | None = None
+) -> KnowledgeAnalysis:
     """Every number of the knowledge study, from the results table alone.
 
     Parameters
     ----------
-    table : pyarrow.Table
-        A results table (letter/option-scored MMLU rows, optionally question-only
-        ``prompt-logprob`` rows).
+    results : ResultsFrame or pyarrow.Table
+        The results (letter/option-scored MMLU rows, optionally question-only
+        ``prompt-logprob`` rows); a table is read as ``ResultsFrame(table)``.
     info : mapping, optional
         Design facts; only ``seed`` (for the template-spread bootstrap) is read.
 
     Returns
     -------
-    dict
+    KnowledgeAnalysis
         ``accuracy`` (per model × condition: micro with Wilson interval, macro over subjects,
         clustered-by-subject SE), ``per_category``, ``per_subcategory``, ``per_subject``,
         ``shots`` (accuracy vs shots, McNemar against the fewest), ``calibration`` (RMS
@@ -71,14 +65,21 @@ def analyze_knowledge(table: pa.Table, info: Mapping[str, Any] | None = None) ->
         (CircularEval), ``templates`` (spread, McNemar), ``option_scoring`` (accuracy under
         each normalisation), ``letter_vs_option``, ``memorisation`` and ``notes``.
 
+    Raises
+    ------
+    DataError
+        If the table lacks a column the analysis reads, or a row's ``metadata`` is not a
+        JSON object.
+
     Notes
     -----
     Axes come from the table's columns: ``scoring``, ``template``, ``n_shots`` and, for
     rotations, the option shown first (``option_source[0]``). Comparisons across an axis
     pair items by ``item_id`` and keep the items present in every condition compared.
     """
+    results = as_results(results)
     seed = int((info or {}).get("seed", 0))
-    df = _frame(table, lists=False)
+    df = analysis_frame(results)
     answered = df[df["scoring"].isin(_ANSWERED) & df["correct"].notna()].copy()
     answered["correct"] = answered["correct"].astype(bool)
     notes: list[str] = []
@@ -105,6 +106,5 @@ def analyze_knowledge(table: pa.Table, info: Mapping[str, Any] | None = None) ->
             result.update(
                 shots=[], rotations=[], templates=[], letter_vs_option=[], memorisation=[]
             )
-        result["option_scoring"] = _option_scoring(answered, table)
-    result["notes"] = notes
-    return result
+        result["option_scoring"] = _option_scoring(answered, results)
+    return KnowledgeAnalysis(**result, notes=notes)

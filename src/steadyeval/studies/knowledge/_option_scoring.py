@@ -1,7 +1,7 @@
 """Option scoring of the knowledge study: accuracy of option-scored conditions under each
 normalisation of the option scores (none, per token, per character).
 
-The scores are read straight from the results table's list columns, flattened on numpy;
+The scores are read straight from the results frame's list columns, flattened on numpy;
 rows with missing or non-finite values take the row-by-row rule (:func:`_argmax`): a NaN
 score is never the pick, and a row whose scores are all NaN has none (it is left out of that
 normalisation's accuracy, as the scoring leaves such a row out of the accuracy).
@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from numpy.typing import NDArray
 
+from ...results import ResultsFrame
 from ...scoring import OPTION_LOGPROB, best_index
 
 
@@ -29,8 +30,8 @@ def _argmax(values: Sequence[float]) -> int:
     return -1 if best is None else best
 
 
-def _lists(table: pa.Table, column: str, rows: NDArray[np.int64]) -> pa.ChunkedArray:
-    return table.column(column).take(pa.array(rows, type=pa.int64()))
+def _lists(results: ResultsFrame, column: str, rows: NDArray[np.int64]) -> pa.ChunkedArray:
+    return results.column(column).take(pa.array(rows, type=pa.int64()))
 
 
 def _flat(lists: pa.ChunkedArray) -> tuple[NDArray[Any], NDArray[np.int64]] | None:
@@ -58,11 +59,11 @@ def _first_where(hit: NDArray[np.bool_], lengths: NDArray[np.int64]) -> NDArray[
     return np.where(first == big, -1, first).astype(np.int64)
 
 
-def _gold_positions(table: pa.Table, rows: NDArray[np.int64]) -> NDArray[np.int64]:
+def _gold_positions(results: ResultsFrame, rows: NDArray[np.int64]) -> NDArray[np.int64]:
     """Per row: where the gold option (``gold_options[0]``) was shown (``option_source``)."""
     src_lists, gold_lists = (
-        _lists(table, "option_source", rows),
-        _lists(table, "gold_options", rows),
+        _lists(results, "option_source", rows),
+        _lists(results, "gold_options", rows),
     )
     src, gold = _flat(src_lists), _flat(gold_lists)
     if src is not None and gold is not None:
@@ -80,9 +81,9 @@ def _gold_positions(table: pa.Table, rows: NDArray[np.int64]) -> NDArray[np.int6
     )
 
 
-def _argmaxes(table: pa.Table, column: str, rows: NDArray[np.int64]) -> NDArray[np.int64]:
+def _argmaxes(results: ResultsFrame, column: str, rows: NDArray[np.int64]) -> NDArray[np.int64]:
     """:func:`_argmax` of the list of ``column`` on each of ``rows`` (first of equal maxima)."""
-    lists = _lists(table, column, rows)
+    lists = _lists(results, column, rows)
     flat = _flat(lists)
     if flat is not None:
         values, lengths = flat
@@ -99,18 +100,18 @@ def _mean(x: NDArray[np.float64]) -> float:
     return float(kept.mean()) if kept.size else float("nan")
 
 
-def _option_scoring(df: pd.DataFrame, table: pa.Table) -> list[dict[str, Any]]:
+def _option_scoring(df: pd.DataFrame, results: ResultsFrame) -> list[dict[str, Any]]:
     """Accuracy of option-scored conditions under each normalisation (``df``'s index holds
-    the rows' positions in ``table``, whose list columns are read)."""
+    the rows' positions in ``results``, whose list columns are read)."""
     opt = df.loc[df["scoring"] == OPTION_LOGPROB, ["model", "condition"]]
     if opt.empty:
         return []
     # The list columns are read once for every option-scored row, then split by condition.
     rows = opt.index.to_numpy(dtype=np.int64)
-    gold = _gold_positions(table, rows)
+    gold = _gold_positions(results, rows)
     norms = {"none": "option_logprobs", "token": "option_logprobs_per_token"}
     norms["char"] = "option_logprobs_per_char"
-    picked = {n: _argmaxes(table, col, rows) for n, col in norms.items()}
+    picked = {n: _argmaxes(results, col, rows) for n, col in norms.items()}
     # a row without an answer under a normalisation (every score NaN) is left out of it
     hits = opt.assign(**{n: np.where(p < 0, np.nan, p == gold) for n, p in picked.items()})
     out = []

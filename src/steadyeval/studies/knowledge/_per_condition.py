@@ -52,7 +52,7 @@ class _Groups:
         self.correct = df["correct"].to_numpy(dtype=bool)
         self.subject = df["subject"].cat.codes.to_numpy()  # codes sort as the subjects do
         self.confidence = df["confidence"].to_numpy(dtype=float)
-        self.truncated = df["truncated"].fillna(False).astype(bool).to_numpy()
+        self.truncated = df["truncated"].to_numpy(dtype=bool)  # null read as False
         self._by: dict[str, tuple[pd.DataFrame, NDArray[np.int64]]] = {}
 
     def __len__(self) -> int:

@@ -1,4 +1,4 @@
-"""The knowledge study's report sections, built from its analysis dict alone.
+"""The knowledge study's report sections, built from its typed analysis alone.
 
 One builder serves ``summary.md`` (tables and text), the CLI's tables and
 ``steadyeval report`` (the same tables plus figures: per-category bars, accuracy vs shots
@@ -8,7 +8,7 @@ lines, reliability diagrams), so a number never differs between them. The study'
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from ... import stats
@@ -27,6 +27,19 @@ from ...document import (
     Table,
     format_cell,
 )
+from ._types import (
+    CalibrationResult,
+    CategoryAccuracy,
+    ConditionAccuracy,
+    KnowledgeAnalysis,
+    LetterVsOption,
+    Memorisation,
+    OptionScoring,
+    RotationResult,
+    ShotCount,
+    TemplateSpread,
+    WilsonAccuracy,
+)
 
 __all__ = ["knowledge_report_sections"]
 
@@ -35,19 +48,21 @@ SOURCE = "knowledge study"
 MAX_FIGURES = 8
 _CHANCE = RefLine(0.25, "chance (4 options)")
 Row = tuple[Any, ...]
+#: The records that hold an accuracy with its Wilson interval.
+WithInterval = WilsonAccuracy | CategoryAccuracy | ShotCount
 
 
 def _scoring(name: str) -> str:
     return name.removesuffix("-logprob")
 
 
-def _ci(d: Mapping[str, Any]) -> tuple[Any, Any, Any]:
-    return (d["accuracy"], d["low"], d["high"])
+def _ci(d: WithInterval) -> tuple[float, float, float]:
+    return (d.accuracy, d.low, d.high)
 
 
-def _original(analysis: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+def _original(analysis: KnowledgeAnalysis) -> list[ConditionAccuracy]:
     """Accuracy records of conditions in the original option order."""
-    return [a for a in analysis["accuracy"] if a["rotation"] in (0, None)]
+    return [a for a in analysis.accuracy if a.rotation in (0, None)]
 
 
 class _Tables:
@@ -73,16 +88,16 @@ class _Tables:
         return f"{model}: {name}" if self.many else name
 
 
-def _categories(a: Mapping[str, Any], tables: _Tables, figures: bool) -> list[Block]:
+def _categories(a: KnowledgeAnalysis, tables: _Tables, figures: bool) -> list[Block]:
     conds = _original(a)
     per = [
         r
-        for r in a["per_category"]
-        if any(r["model"] == c["model"] and r["condition"] == c["condition"] for c in conds)
+        for r in a.per_category
+        if any(r.model == c.model and r.condition == c.condition for c in conds)
     ]
-    cats = sorted({r["category"] for r in per})
-    lookup = {(r["model"], r["condition"], r["category"]): r for r in per}
-    sizes = {c: {r["n"] for r in per if r["category"] == c} for c in cats}
+    cats = sorted({r.category for r in per})
+    lookup = {(r.model, r.condition, r.category): r for r in per}
+    sizes = {c: {r.n for r in per if r.category == c} for c in cats}
     columns: list[Column] = [Column("condition")]
     for c in cats:
         if len(sizes[c]) == 1:
@@ -97,15 +112,14 @@ def _categories(a: Mapping[str, Any], tables: _Tables, figures: bool) -> list[Bl
     ]
     rows = []
     for acc in conds:
-        row: list[Any] = [acc["model"], acc["condition"]]
+        row: list[Any] = [acc.model, acc.condition]
         for c in cats:
-            r = lookup.get((acc["model"], acc["condition"], c))
+            r = lookup.get((acc.model, acc.condition, c))
             row.append(_ci(r) if r else None)
             if len(sizes[c]) != 1:
-                row.append(r["n"] if r else None)
-        micro = acc["micro"]
-        clustered = (micro["accuracy"], acc["clustered_low"], acc["clustered_high"])
-        row += [_ci(micro), acc["n"], acc["macro"], clustered]
+                row.append(r.n if r else None)
+        clustered = (acc.micro.accuracy, acc.clustered_low, acc.clustered_high)
+        row += [_ci(acc.micro), acc.n, acc.macro, clustered]
         rows.append(tuple(row))
     blocks: list[Block] = [
         tables(
@@ -118,14 +132,14 @@ def _categories(a: Mapping[str, Any], tables: _Tables, figures: bool) -> list[Bl
     if figures:
         for acc in conds[:MAX_FIGURES]:
             bars = [
-                Bar(c, *_ci(r), n=r["n"])
+                Bar(c, *_ci(r), n=r.n)
                 for c in cats
-                if (r := lookup.get((acc["model"], acc["condition"], c)))
+                if (r := lookup.get((acc.model, acc.condition, c)))
             ]
-            bars.append(Bar("all (micro)", *_ci(acc["micro"]), n=acc["n"]))
+            bars.append(Bar("all (micro)", *_ci(acc.micro), n=acc.n))
             blocks.append(
                 BarChart(
-                    tables.label(acc["model"], f"{acc['condition']}: accuracy per category"),
+                    tables.label(acc.model, f"{acc.condition}: accuracy per category"),
                     tuple(bars),
                     value_label="accuracy (95% Wilson interval)",
                     reference=(_CHANCE,),
@@ -137,23 +151,23 @@ def _categories(a: Mapping[str, Any], tables: _Tables, figures: bool) -> list[Bl
     return blocks
 
 
-def _shots(a: Mapping[str, Any], tables: _Tables, figures: bool) -> Section | None:
-    shots = a.get("shots") or []
-    if not any(len(s["by_shots"]) > 1 for s in shots):
+def _shots(a: KnowledgeAnalysis, tables: _Tables, figures: bool) -> Section | None:
+    shots = a.shots
+    if not any(len(s.by_shots) > 1 for s in shots):
         return None
     rows = []
     for s in shots:
-        for r in s["by_shots"]:
-            vs = r.get("vs_fewest")
+        for r in s.by_shots:
+            vs = r.vs_fewest
             rows.append(
                 (
-                    s["model"],
-                    _scoring(s["scoring"]),
-                    s["template"],
-                    r["n_shots"],
-                    r["n_shots_used_mean"],
+                    s.model,
+                    _scoring(s.scoring),
+                    s.template,
+                    r.n_shots,
+                    r.n_shots_used_mean,
                     _ci(r),
-                    vs["pvalue"] if vs else None,
+                    vs.pvalue if vs else None,
                 )
             )
     blocks: list[Block] = [
@@ -164,14 +178,14 @@ def _shots(a: Mapping[str, Any], tables: _Tables, figures: bool) -> Section | No
         )
     ]
     if figures:
-        for model in a["models"]:
+        for model in a.models:
             series = tuple(
                 Series(
-                    f"{_scoring(s['scoring'])} · {s['template']}",
-                    tuple(Point(r["n_shots"], *_ci(r), n=r["n"]) for r in s["by_shots"]),
+                    f"{_scoring(s.scoring)} · {s.template}",
+                    tuple(Point(r.n_shots, *_ci(r), n=r.n) for r in s.by_shots),
                 )
                 for s in shots
-                if s["model"] == model
+                if s.model == model
             )
             if series:
                 blocks.append(
@@ -206,11 +220,11 @@ def _capped(n: int, what: str) -> str | None:
     return f"first {MAX_FIGURES} of {n} {what} drawn; all are in the table"
 
 
-def _reliability(cal: Mapping[str, Any]) -> tuple[Point, ...]:
+def _reliability(cal: CalibrationResult) -> tuple[Point, ...]:
     """Non-empty bins of the reliability diagram, with a Wilson interval per bin."""
-    rel = cal["reliability"]
+    rel = cal.reliability
     points = []
-    for conf, acc, k in zip(rel["confidence"], rel["accuracy"], rel["count"], strict=True):
+    for conf, acc, k in zip(rel.confidence, rel.accuracy, rel.count, strict=True):
         if not k or conf is None or acc is None:
             continue
         ci = stats.wilson_interval(round(acc * k), int(k))
@@ -218,8 +232,8 @@ def _reliability(cal: Mapping[str, Any]) -> tuple[Point, ...]:
     return tuple(points)
 
 
-def _calibration(a: Mapping[str, Any], tables: _Tables, figures: bool) -> Section | None:
-    cal = a.get("calibration") or []
+def _calibration(a: KnowledgeAnalysis, tables: _Tables, figures: bool) -> Section | None:
+    cal = a.calibration
     if not cal:
         return None
     blocks: list[Block] = [
@@ -230,9 +244,9 @@ def _calibration(a: Mapping[str, Any], tables: _Tables, figures: bool) -> Sectio
         )
     ]
     if figures:
-        for model in a["models"]:
-            mine = [c for c in cal if c["model"] == model and c["rotation"] in (0, None)]
-            series = tuple(Series(c["condition"], _reliability(c)) for c in mine)
+        for model in a.models:
+            mine = [c for c in cal if c.model == model and c.rotation in (0, None)]
+            series = tuple(Series(c.condition, _reliability(c)) for c in mine)
             if series:
                 blocks.append(
                     LineChart(
@@ -250,17 +264,17 @@ def _calibration(a: Mapping[str, Any], tables: _Tables, figures: bool) -> Sectio
                 )
     rows = [
         (
-            c["model"],
-            c["condition"],
-            c["n"],
-            c["mean_confidence"],
-            c["accuracy"],
-            c["rms"],
-            c.get("rms_reference"),
-            c["ece"],
-            c["brier"],
-            c["subject_correlation"]["r"],
-            c["subject_correlation"]["p"],
+            c.model,
+            c.condition,
+            c.n,
+            c.mean_confidence,
+            c.accuracy,
+            c.rms,
+            c.rms_reference,
+            c.ece,
+            c.brier,
+            c.subject_correlation.r,
+            c.subject_correlation.p,
         )
         for c in cal
     ]
@@ -296,22 +310,22 @@ def _one_table(
     return Section.of(f"knowledge-{sid}", title, [tables("", columns, rows)], source=SOURCE)
 
 
-def _rotations(a: Mapping[str, Any], tables: _Tables) -> Section:
+def _rotations(rotations: Sequence[RotationResult], tables: _Tables) -> Section:
     rows = [
         (
-            r["model"],
-            _scoring(r["scoring"]),
-            r["template"],
-            r["n_shots"],
-            r["n"],
-            r["original"],
-            " / ".join(format_cell(v, "pct") for v in r["per_rotation"]),
-            r["all_rotations"],
-            r["any_rotation"],
-            r["same_answer"],
-            r["pvalue"],
+            r.model,
+            _scoring(r.scoring),
+            r.template,
+            r.n_shots,
+            r.n,
+            r.original,
+            " / ".join(format_cell(v, "pct") for v in r.per_rotation),
+            r.all_rotations,
+            r.any_rotation,
+            r.same_answer,
+            r.pvalue,
         )
-        for r in a["rotations"]
+        for r in rotations
     ]
     columns = (
         Column("scoring"),
@@ -328,22 +342,21 @@ def _rotations(a: Mapping[str, Any], tables: _Tables) -> Section:
     return _one_table("rotations", "Option order (cyclic rotations)", tables, columns, rows)
 
 
-def _templates(a: Mapping[str, Any], tables: _Tables) -> Section:
+def _templates(templates: Sequence[TemplateSpread], tables: _Tables) -> Section:
     rows = []
-    for t in a["templates"]:
-        per = ", ".join(f"{k}: {format_cell(v, 'pct')}" for k, v in t["per_template"].items())
-        bw = t["best_minus_worst"]
-        mc = t.get("mcnemar")
+    for t in templates:
+        per = ", ".join(f"{k}: {format_cell(v, 'pct')}" for k, v in t.per_template.items())
+        bw = t.best_minus_worst
         rows.append(
             (
-                t["model"],
-                _scoring(t["scoring"]),
-                t["n_shots"],
-                t["n"],
+                t.model,
+                _scoring(t.scoring),
+                t.n_shots,
+                t.n,
                 per,
-                (bw["estimate"], bw["low"], bw["high"]),
-                t["flipped_items"],
-                mc["pvalue"] if mc else None,
+                (bw.estimate, bw.low, bw.high),
+                t.flipped_items,
+                t.mcnemar.pvalue if t.mcnemar else None,
             )
         )
     columns = (
@@ -358,11 +371,10 @@ def _templates(a: Mapping[str, Any], tables: _Tables) -> Section:
     return _one_table("templates", "Template sensitivity", tables, columns, rows)
 
 
-def _option_scoring(a: Mapping[str, Any], tables: _Tables) -> Section:
-    norms = ("none", "token", "char")
+def _option_scoring(scorings: Sequence[OptionScoring], tables: _Tables) -> Section:
     rows = [
-        (o["model"], o["condition"], o["n"], *(o["accuracy"][k] for k in norms))
-        for o in a["option_scoring"]
+        (o.model, o.condition, o.n, o.accuracy.none, o.accuracy.token, o.accuracy.char)
+        for o in scorings
     ]
     columns = (
         Column("condition"),
@@ -375,11 +387,8 @@ def _option_scoring(a: Mapping[str, Any], tables: _Tables) -> Section:
     return _one_table("option-scoring", title, tables, columns, rows)
 
 
-def _letter_vs_option(a: Mapping[str, Any], tables: _Tables) -> Section:
-    rows = [
-        (x["model"], x["template"], x["n_shots"], x["letter"], x["option"], x["mcnemar"]["pvalue"])
-        for x in a["letter_vs_option"]
-    ]
+def _letter_vs_option(pairs: Sequence[LetterVsOption], tables: _Tables) -> Section:
+    rows = [(x.model, x.template, x.n_shots, x.letter, x.option, x.mcnemar.pvalue) for x in pairs]
     columns = (
         Column("template"),
         Column("shots", "int"),
@@ -390,11 +399,11 @@ def _letter_vs_option(a: Mapping[str, Any], tables: _Tables) -> Section:
     return _one_table("letter-vs-option", "Letter vs option scoring", tables, columns, rows)
 
 
-def _memorisation(a: Mapping[str, Any], tables: _Tables) -> Section:
+def _memorisation(checks: Sequence[Memorisation], tables: _Tables) -> Section:
     rows = []
-    for m in a["memorisation"]:
-        s, i = m["across_subjects"], m["across_items"]
-        rows.append((m["model"], m["condition"], m["n"], s["r"], s["p"], i["r"], i["p"]))
+    for m in checks:
+        s, i = m.across_subjects, m.across_items
+        rows.append((m.model, m.condition, m.n, s.r, s.p, i.r, i.p))
     columns = (
         Column("condition"),
         Column("n", "int"),
@@ -407,17 +416,24 @@ def _memorisation(a: Mapping[str, Any], tables: _Tables) -> Section:
     return _one_table("memorisation", title, tables, columns, rows)
 
 
-_ROBUSTNESS = (
-    ("rotations", _rotations),
-    ("templates", _templates),
-    ("option_scoring", _option_scoring),
-    ("letter_vs_option", _letter_vs_option),
-    ("memorisation", _memorisation),
-)
+def _robustness(a: KnowledgeAnalysis, tables: _Tables) -> list[Section]:
+    """The comparisons' sections, each only when the run has it."""
+    out = []
+    if a.rotations:
+        out.append(_rotations(a.rotations, tables))
+    if a.templates:
+        out.append(_templates(a.templates, tables))
+    if a.option_scoring:
+        out.append(_option_scoring(a.option_scoring, tables))
+    if a.letter_vs_option:
+        out.append(_letter_vs_option(a.letter_vs_option, tables))
+    if a.memorisation:
+        out.append(_memorisation(a.memorisation, tables))
+    return out
 
 
 def knowledge_report_sections(
-    analysis: Mapping[str, Any], *, figures: bool = True
+    analysis: KnowledgeAnalysis, *, figures: bool = True
 ) -> list[Section]:
     """The study's report sections from :func:`analyze_knowledge`' result (as stored in
     ``summary.json``): accuracy per category, accuracy vs shots, calibration, option order,
@@ -426,8 +442,9 @@ def knowledge_report_sections(
 
     Parameters
     ----------
-    analysis : mapping
-        ``summary.json["analysis"]`` of a knowledge run.
+    analysis : KnowledgeAnalysis
+        A knowledge run's analysis (``summary.json``'s, read back with
+        :func:`~steadyeval.studies.read_analysis`).
     figures : bool
         Add figures (category bars, accuracy vs shots, reliability diagrams). ``summary.md``
         leaves them out: their numbers are in the tables.
@@ -437,12 +454,12 @@ def knowledge_report_sections(
     list of Section
         Ids ``knowledge``, ``shots``, ``calibration`` and ``knowledge-*``.
     """
-    models = list(analysis.get("models", []))
+    models = analysis.models
     tables = _Tables(models)
     head: list[Block] = []
     if len(models) == 1:
         head.append(Paragraph(f"Model: {models[0]}"))
-    head += [Note(n, "warning") for n in analysis.get("notes", [])]
+    head += [Note(n, "warning") for n in analysis.notes]
     out = [
         Section.of(
             "knowledge",
@@ -454,4 +471,4 @@ def knowledge_report_sections(
     for sec in (_shots(analysis, tables, figures), _calibration(analysis, tables, figures)):
         if sec is not None:
             out.append(sec)
-    return out + [fn(analysis, tables) for key, fn in _ROBUSTNESS if analysis.get(key)]
+    return out + _robustness(analysis, tables)

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._protocol import Study, StudyDesign
 from ._config import KnowledgeConfig
+from ._types import KnowledgeAnalysis
 
 if TYPE_CHECKING:
     from ...document import Section
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
 __all__ = ["KNOWLEDGE_STUDY", "KnowledgeStudy"]
 
 
-class KnowledgeStudy(Study[Any]):
+class KnowledgeStudy(Study[KnowledgeAnalysis]):
     """Study 3: MMLU-style accuracy per subject and category, accuracy vs shots,
     calibration, option order, template sensitivity, option vs letter scoring and a
     memorisation check (``docs/study-knowledge.md``)."""
@@ -26,6 +27,7 @@ class KnowledgeStudy(Study[Any]):
     name = "knowledge"
     question = "MMLU-style accuracy per category, calibration, shots, option order, memorisation"
     config = KnowledgeConfig
+    analysis_type = KnowledgeAnalysis
     example = """
         steadyeval study knowledge --model hf:Qwen/Qwen2.5-0.5B --data cais/mmlu --out runs/mmlu
         steadyeval study knowledge --model hf:gpt2 --data data/mmlu --shots 0,1,5 \\
@@ -46,14 +48,13 @@ class KnowledgeStudy(Study[Any]):
         )
         return knowledge_design(data, config, backends)
 
-    def analyze(self, results: ResultsFrame, info: Mapping[str, Any]) -> Any:
-        table = results.table
+    def analyze(self, results: ResultsFrame, info: Mapping[str, Any]) -> KnowledgeAnalysis:
         from ._analysis import analyze_knowledge
 
-        return analyze_knowledge(table, info)
+        return analyze_knowledge(results, info)
 
     def sections(
-        self, analysis: Mapping[str, Any], info: Mapping[str, Any], *, figures: bool = True
+        self, analysis: KnowledgeAnalysis, info: Mapping[str, Any], *, figures: bool = True
     ) -> list[Section]:
         from ._report import knowledge_report_sections
 
