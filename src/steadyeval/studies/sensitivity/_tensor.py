@@ -137,11 +137,12 @@ def _from_results(results: ResultsFrame, info: Mapping[str, Any]) -> Correctness
     results.require([*READS, *units_read], reader="the sensitivity analysis")
     cond, cond_values = results.codes("condition")
     item, item_values = results.codes("item_id", nulls=False)
-    unit, unit_values = (item, item_values) if unit_key == "item" else results.codes(unit_key)
+    u, unit_values = (item, item_values) if unit_key == "item" else results.codes(unit_key)
     correct = results.bools("correct")
-    check_rows(roles, unit_key, cond, cond_values, unit, correct, item, item_values)
+    check_rows(roles, unit_key, cond, cond_values, u, correct, item, item_values)
+    # Codes number values in order of first appearance, and every row is the study's (and
+    # has a unit): a model's or unit's code is its index on the tensor's axis.
     m, model_values = results.codes("model", nulls=False)
-    u = unit  # codes in order of first appearance, every row with a unit: the unit's rank
     f, facts = fact_ranks(u, item, len(unit_values), item_values)
     p, x = template_and_alias(roles, templates, cond_values, cond)
     ok = (correct == 1).astype(np.float64)

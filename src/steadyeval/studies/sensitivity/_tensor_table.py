@@ -28,7 +28,8 @@ __all__ = [
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 
-#: The columns the tensor reads (and the unit's column, unless units are items).
+#: The columns the tensor needs (and the unit's column, unless units are items); a cell
+#: averages its rows, one per sample.
 READS = ("model", "condition", "item_id", "correct", "parsed", "sample_index")
 
 
