@@ -119,3 +119,20 @@ def test_tensor_cells_and_predictions_follow_the_rows() -> None:
         assert c.predictions[u][m, p, x, f] == codes[first[(u, m, p, x, f)]]
     asked = sum(int((~np.isnan(cell)).sum()) for cell in c.cells)
     assert asked == len(sums)
+
+
+def test_a_damaged_analysis_is_refused_naming_its_field() -> None:
+    """summary.json's analysis read back: a value of the wrong type, a section that claims to
+    apply without its fields, or an unknown regime is a DataError naming the field."""
+    _, _, expected = load_case("sensitivity", "probes")
+    good = {**expected, "schema_version": SensitivityAnalysis.SCHEMA_VERSION}
+    assert SensitivityAnalysis.from_json(good).to_json() == good
+    rc = good["rank_consistency"]
+    damaged = [
+        {**good, "n_facts": "many"},
+        {**good, "rankings": {"applicable": True, "reason": "one model"}},
+        {**good, "rank_consistency": {**rc, "regimes": {**rc["regimes"], "lucky": {}}}},
+    ]
+    for data, field in zip(damaged, ["n_facts", "rankings", "rank_consistency"], strict=True):
+        with pytest.raises(DataError, match=rf"run/summary.json: analysis field {field}\b"):
+            SensitivityAnalysis.from_json(data, source="run/summary.json")

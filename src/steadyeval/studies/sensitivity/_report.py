@@ -62,13 +62,13 @@ def _mean(values: Sequence[float | None]) -> float:
 
 def _overview(a: SensitivityAnalysis, figures: bool) -> Section:
     metric, unit = a.metric, a.unit
-    pp, verb, adj = a.prompt_preference, a.verbalization, a.adjusted
-    applicable = isinstance(pp, PromptPreference)
-    gap = format_cell(pp.gap, "pct") if isinstance(pp, PromptPreference) else "–"
-    ddof = pp.std_ddof if isinstance(pp, PromptPreference) else 1
+    verb, adj = a.verbalization, a.adjusted
+    pp = a.prompt_preference if isinstance(a.prompt_preference, PromptPreference) else None
+    gap = format_cell(pp.gap, "pct") if pp else "–"
+    ddof = pp.std_ddof if pp else 1
     rows = []
     for model in a.models:
-        p = pp.per_model[model] if isinstance(pp, PromptPreference) else None
+        p = pp.per_model[model] if pp else None
         j = adj.per_model[model]
         v = verb.per_model[model].stability if isinstance(verb, Verbalization) else None
         rows.append(
@@ -133,7 +133,7 @@ def _overview(a: SensitivityAnalysis, figures: bool) -> Section:
             ),
         ),
     ]
-    if figures and applicable:
+    if figures and pp:
         blocks.append(_template_lines(a))
     if a.pooled:
         blocks.append(_pooled(a, a.pooled))
