@@ -19,7 +19,8 @@ SCRIPTED models (answers are a hash of the model name and the prompt):
 
 The expected files were first written by the implementation before its vectorisation;
 ``tests/studies/sensitivity/test_analysis_pinned.py`` asserts the analysis still returns
-exactly these dicts. Rerun this script only when the analysis is meant to change.
+exactly these dicts (the typed analysis's ``to_json()`` without its ``schema_version``).
+Rerun this script only when the analysis is meant to change.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ from steadyeval.requests import (  # noqa: E402
     TopKRequest,
     TopKResponse,
 )
+from steadyeval.results import ResultsFrame  # noqa: E402
 from steadyeval.run import RunOptions  # noqa: E402
 from steadyeval.studies import StudyResult, run_design  # noqa: E402
 from steadyeval.studies.sensitivity import (  # noqa: E402
@@ -205,6 +207,12 @@ def with_samples(table: pa.Table) -> pa.Table:
     return pa.concat_tables([again.slice(0, half), table, again.slice(half)])
 
 
+def analysis_json(table: pa.Table, info: dict[str, Any]) -> dict[str, Any]:
+    """The analysis of ``table`` as ``summary.json`` holds it, less its schema version."""
+    data = analyze_sensitivity(ResultsFrame(table), info).to_json()
+    return {k: v for k, v in data.items() if k != "schema_version"}
+
+
 def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
@@ -226,12 +234,12 @@ def main() -> None:
             for key in ("data",):  # paths of the temporary folder: not read by the analysis
                 info.pop(key, None)
             columns = [c for c in COLUMNS if c in table.column_names]
-            analysis = analyze_sensitivity(table.select(columns), info)
+            analysis = analysis_json(table.select(columns), info)
             write_case(HERE, name, table, columns, info, analysis)
             print(f"{name}: {table.num_rows} rows")
             if name == "probes":
                 table = with_samples(table)
-                analysis = analyze_sensitivity(table.select(columns), info)
+                analysis = analysis_json(table.select(columns), info)
                 write_case(HERE, "probes-samples", table, columns, info, analysis)
                 print(f"probes-samples: {table.num_rows} rows")
 

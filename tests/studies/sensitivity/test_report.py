@@ -22,10 +22,11 @@ from steadyeval.reports import (
     sections_markdown,
 )
 from steadyeval.run import RunOptions
-from steadyeval.studies import StudyResult, run_design
+from steadyeval.studies import StudyResult, read_analysis, run_design
 from steadyeval.studies.sensitivity import (
     SENSITIVITY_STUDY,
     AnalysisOptions,
+    SensitivityAnalysis,
     analyze_tensor,
     sensitivity_design,
     sensitivity_report_sections,
@@ -51,8 +52,14 @@ def test_sections_of_a_hand_made_tensor() -> None:
     u1[0, 1, 0, :1] = 1
     u1[0, 2, 0, :5] = 1
     u1[1, :, 0, :4] = 1
-    a = analyze_tensor(_tensor([u0, u1], models=("A", "B")), {**OPTS, "subset_size": 1})
-    a = json.loads(json.dumps({**a, "metric": "P@1", "unit": "relation"}, sort_keys=True))
+    made = analyze_tensor(
+        _tensor([u0, u1], models=("A", "B")),
+        {**OPTS, "subset_size": 1},
+        metric="P@1",
+        unit="relation",
+    )
+    a = SENSITIVITY_STUDY.read_analysis(json.loads(json.dumps(made.to_json(), sort_keys=True)))
+    assert a == made  # as summary.json holds it (keys sorted), read back
     sections = {s.id: s for s in sensitivity_report_sections(a)}
     assert list(sections) == [
         "sensitivity",
@@ -127,14 +134,15 @@ def report(run_dir: Path) -> Report:
 
 
 def test_adjusted_score_is_the_same_in_every_format(run_dir: Path, report: Report) -> None:
-    analysis = json.loads((run_dir / "summary.json").read_text())["analysis"]
-    model = analysis["models"][0]
-    exact = analysis["adjusted"]["per_model"][model]["exact"]
+    analysis = read_analysis(run_dir)
+    assert isinstance(analysis, SensitivityAnalysis) and analysis.pooled is not None
+    model = analysis.models[0]
+    exact = analysis.adjusted.per_model[model].exact
     text, raw = row_in_all_formats(
         report, "sensitivity", "Accuracy by model", (model,), "adjusted (exact)"
     )
     assert text == format_cell(exact, "pct") and raw == exact
-    qa = analysis["pooled"][model]["scores"][0]  # the first template, all items pooled
+    qa = analysis.pooled[model].scores[0]  # the first template, all items pooled
     text, raw = row_in_all_formats(
         report,
         "sensitivity",
@@ -187,8 +195,7 @@ def test_verbalization_section_headline_and_per_relation() -> None:
     preds = (p0, p1, p2)
     cells = [np.where(p >= 0, 0.0, NAN) for p in preds]
     c = _tensor(cells, models=("A",), predictions=preds, prediction_texts=texts)
-    a = analyze_tensor(c, {**OPTS, "stop_words": ["the"]})
-    a = json.loads(json.dumps({**a, "metric": "P@1", "unit": "relation"}, sort_keys=True))
+    a = analyze_tensor(c, {**OPTS, "stop_words": ["the"]}, metric="P@1", unit="relation")
     (verb,) = [s for s in sensitivity_report_sections(a) if s.id == "sensitivity-verbalization"]
     tables = [b for b in verb.blocks if isinstance(b, Table)]
     assert len(tables) == 2

@@ -18,11 +18,16 @@ from steadyeval.cli._main import main
 from steadyeval.models import load_backend
 from steadyeval.run import RunOptions
 from steadyeval.scoring import normalize_answer
-from steadyeval.studies import StudyResult, reanalyze, run_design
+from steadyeval.studies import StudyResult, read_analysis, reanalyze, run_design
 from steadyeval.studies.sensitivity import (
     AnalysisOptions,
+    NotApplicable,
     ProbeOptions,
+    PromptPreference,
+    RankConsistency,
+    SensitivityAnalysis,
     SensitivityWarning,
+    Verbalization,
     sensitivity_design,
 )
 
@@ -111,8 +116,9 @@ def test_p_at_1_equals_a_direct_forward_pass(
         list(predict),
         options=RunOptions(out=tmp_path / "run", progress=False),
     )
-    assert isinstance(result, StudyResult)
-    pp = result.analysis["prompt_preference"]["per_unit"]
+    assert isinstance(result, StudyResult) and isinstance(result.analysis, SensitivityAnalysis)
+    assert isinstance(result.analysis.prompt_preference, PromptPreference)
+    pp = result.analysis.prompt_preference.per_unit
     hits: dict[tuple[str, str, int], list[bool]] = defaultdict(list)
     for item in design.items:
         r = item.metadata["relation"]
@@ -124,7 +130,7 @@ def test_p_at_1_equals_a_direct_forward_pass(
     assert any(any(v) for v in hits.values())
     for (model, r, t), v in hits.items():
         name = load_backend(model).identity()
-        assert pp[name][r]["scores"][t] == pytest.approx(sum(v) / len(v)), (model, r, t)
+        assert pp[name][r].scores[t] == pytest.approx(sum(v) / len(v)), (model, r, t)
 
 
 def test_aliases_file_gives_verbalization_stability(tiny_bert: Path, tmp_path: Path) -> None:
@@ -172,26 +178,26 @@ def test_aliases_file_gives_verbalization_stability(tiny_bert: Path, tmp_path: P
         [f"hf:{tiny_bert}"],
         options=RunOptions(out=tmp_path / "run", progress=False),
     )
-    assert isinstance(result, StudyResult)
+    assert isinstance(result, StudyResult) and isinstance(result.analysis, SensitivityAnalysis)
     skipped = {(s["condition"], s["count"]) for s in result.summary["skipped"]}
     assert ("t00-a1", 1) in skipped and ("t00-a3", 5) in skipped  # Germany; all but the USA
     preds: dict[str, set[str]] = defaultdict(set)
     for row in result.table.to_pylist():
         preds[row["item_id"]].add(row["parsed"])
     multi = [i.id for i in design.items if len(i.aliases) > 1]
-    verb = result.analysis["verbalization"]
-    assert verb["applicable"] and verb["facts_with_aliases"] == len(multi) == 5
-    v = verb["per_model"][load_backend(f"hf:{tiny_bert}").identity()]
-    assert v["pooled"]["n"] == 5
-    assert v["pooled"]["stability"] == sum(len(preds[i]) == 1 for i in multi) / 5
+    verb = result.analysis.verbalization
+    assert isinstance(verb, Verbalization) and verb.facts_with_aliases == len(multi) == 5
+    v = verb.per_model[load_backend(f"hf:{tiny_bert}").identity()]
+    assert v.pooled.n == 5
+    assert v.pooled.stability == sum(len(preds[i]) == 1 for i in multi) / 5
     # The headline: per relation (P1: the USA, France, Japan; P2: France, Japan), then the mean.
     share = {r: [len(preds[i]) == 1 for i in multi if i.startswith(f"{r}/")] for r in ("P1", "P2")}
     assert [len(share["P1"]), len(share["P2"])] == [3, 2]
-    assert v["stability"] == pytest.approx((sum(share["P1"]) / 3 + sum(share["P2"]) / 2) / 2)
-    assert verb["per_unit"][load_backend(f"hf:{tiny_bert}").identity()]["P2"]["n"] == 2
-    assert result.analysis["rankings"]["applicable"] is False
-    assert result.analysis["rank_consistency"]["applicable"] is False
-    assert result.analysis["prompt_preference"]["applicable"] is False  # one template
+    assert v.stability == pytest.approx((sum(share["P1"]) / 3 + sum(share["P2"]) / 2) / 2)
+    assert verb.per_unit[load_backend(f"hf:{tiny_bert}").identity()]["P2"].n == 2
+    assert isinstance(result.analysis.rankings, NotApplicable)
+    assert isinstance(result.analysis.rank_consistency, NotApplicable)
+    assert isinstance(result.analysis.prompt_preference, NotApplicable)  # one template
     md = (tmp_path / "run" / "summary.md").read_text()
     assert "## Verbalization" in md and "Not applicable: one model" in md
 
@@ -213,27 +219,32 @@ def test_shared_lpaqa_two_models(
     assert isinstance(result, StudyResult)
     assert result.table.num_rows == 41 * 2 * 3 * 2
     a = result.analysis
-    assert a["units"] == design.info["data"]["relations"] and len(a["units"]) == 41
-    assert set(a["rank_consistency"]["regimes"]) == {
+    assert isinstance(a, SensitivityAnalysis)
+    assert a.units == design.info["data"]["relations"] and len(a.units) == 41
+    assert isinstance(a.rank_consistency, RankConsistency)
+    assert set(a.rank_consistency.regimes) == {
         "original",
         "random",
         "intervention",
         "intervention_sampled",
     }
-    assert a["rank_consistency"]["subset_size"] == 20
-    assert a["rankings"]["applicable"] and a["prompt_preference"]["applicable"]
-    assert a["verbalization"]["applicable"] is False
+    assert a.rank_consistency.subset_size == 20
+    assert a.rankings.applicable and a.prompt_preference.applicable
+    assert a.verbalization.applicable is False
     for m in models:
-        assert set(a["adjusted"]["per_model"][load_backend(m).identity()]) == {
-            "original",
-            "mean_over_templates",
-            "exact",
-            "sampled",
-        }
+        assert load_backend(m).identity() in a.adjusted.per_model
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["study"] == "sensitivity"
-    assert summary["analysis"]["rank_consistency"] == a["rank_consistency"]
-    assert reanalyze(tmp_path / "run") == summary["analysis"]
+    # the report's generic rank-consistency section reads this shape from the raw JSON
+    assert summary["analysis"]["rank_consistency"] == a.to_json()["rank_consistency"]
+    assert set(summary["analysis"]["adjusted"]["per_model"][a.models[0]]) == {
+        "original",
+        "mean_over_templates",
+        "exact",
+        "sampled",
+    }
+    assert read_analysis(tmp_path / "run") == a
+    assert reanalyze(tmp_path / "run") == a
 
 
 def test_cli(
@@ -309,14 +320,17 @@ def test_generic_task(tiny_gpt2: Path, tmp_path: Path) -> None:
     )
     assert isinstance(result, StudyResult)
     a = result.analysis
-    assert a["metric"] == "accuracy" and a["unit"] == "subject"
-    assert a["units"] == ["geo", "math", "nature"]
-    assert a["templates"] == ["qa", "terse", "options"]
+    assert isinstance(a, SensitivityAnalysis) and a.pooled is not None
+    assert a.metric == "accuracy" and a.unit == "subject"
+    assert a.units == ["geo", "math", "nature"]
+    assert a.templates == ["qa", "terse", "options"]
     acc = {(r["model"], r["condition"]): r["accuracy"] for r in result.summary["by_condition"]}
-    for m in a["models"]:
-        assert a["pooled"][m]["scores"] == pytest.approx(
+    for m in a.models:
+        assert a.pooled[m].scores == pytest.approx(
             [acc[(m, t)] for t in ("qa", "terse", "options")]
         )
+    assert read_analysis(tmp_path / "run") == a
+    assert reanalyze(tmp_path / "run") == a
 
 
 def test_every_template_kept(tiny_bert: Path, tiny_gpt2: Path, tmp_path: Path) -> None:
@@ -348,20 +362,27 @@ def test_every_template_kept(tiny_bert: Path, tiny_gpt2: Path, tmp_path: Path) -
     assert isinstance(result, StudyResult)
     assert result.table.num_rows == 2 * 4 * 2 * (3 + 2 + 3)  # models × facts × names × templates
     a = result.analysis
+    assert isinstance(a, SensitivityAnalysis) and isinstance(a.prompt_preference, PromptPreference)
     cells: dict[tuple[str, str, str], list[float]] = defaultdict(list)
     for row in result.table.to_pylist():
         cells[(row["model"], row["relation"], row["item_id"])].append(float(row["correct"]))
     for m in models:
         name = load_backend(m).identity()
-        pp = a["prompt_preference"]["per_unit"][name]
-        assert pp["b"]["n_templates"] == 2 and pp["b"]["scores"][2] is None
-        assert "n_templates" not in pp["a"] and None not in pp["a"]["scores"]
+        pp = a.prompt_preference.per_unit[name]
+        assert pp["b"].n_templates == 2 and pp["b"].scores[2] is None
+        assert pp["a"].n_templates is None and None not in pp["a"].scores
         for r, templates in rels.items():
             facts = {k[2]: v for k, v in cells.items() if k[:2] == (name, r)}
             # two names per fact: the exact adjustment is the mean over its cells
             expected = sum(sum(v) / len(v) for v in facts.values()) / len(facts)
             assert all(len(v) == 2 * len(templates) for v in facts.values())
-            assert a["adjusted"]["per_unit"][name][r]["exact"] == pytest.approx(expected)
-    assert a["rank_consistency"]["applicable"]
+            assert a.adjusted.per_unit[name][r].exact == pytest.approx(expected)
+    assert a.rank_consistency.applicable
     assert design.info["data"]["templates_per_relation"] == "all"
+    # summary.json leaves n_templates out where a relation has every template
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    units = summary["analysis"]["prompt_preference"]["per_unit"][a.models[0]]
+    assert units["b"]["n_templates"] == 2 and "n_templates" not in units["a"]
+    assert "pooled" not in summary["analysis"]
+    assert read_analysis(tmp_path / "run") == a
     assert reanalyze(tmp_path / "run") == a

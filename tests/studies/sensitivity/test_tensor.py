@@ -9,6 +9,12 @@ import pytest
 
 from steadyeval.studies.sensitivity import (
     Correctness,
+    NotApplicable,
+    PooledStability,
+    PromptPreference,
+    Rankings,
+    UnitStability,
+    Verbalization,
     adjusted_scores,
     analyze_tensor,
     draw_subsets,
@@ -143,27 +149,21 @@ def test_verbalization_stability_by_hand() -> None:
     p1[0, :, :2, 0] = [[3, 3], [4, 4]]
     c = _tensor([c0, c1], models=("A",), predictions=(p0, p1))
     out = analyze_tensor(c, OPTS)
-    verb = out["verbalization"]
-    v = verb["per_model"]["A"]
+    verb = out.verbalization
+    assert isinstance(verb, Verbalization)
+    v = verb.per_model["A"]
     # Per unit under the original template: u0 1/1, u1 1/1; over all templates: u0 1/2
     # (f0 changes under t1), u1 2/2. The headline is the mean over units.
-    assert verb["per_unit"]["A"]["u0"] == {
-        "stability": 1.0,
-        "n": 1,
-        "stability_all_templates": 0.5,
-        "n_all_templates": 2,
-        "skipped_stop_words": 0,
-    }
-    assert (v["stability"], v["n_units"], v["stability_all_templates"]) == (1.0, 2, 0.75)
-    assert v["pooled"] == {
-        "stability": 0.75,
-        "n": 4,
-        "stability_original_template": 1.0,
-        "n_original_template": 2,
-    }
-    assert out["rankings"]["applicable"] is False  # one model
-    assert out["rank_consistency"]["applicable"] is False
-    assert any("one model" in n for n in out["notes"])
+    assert verb.per_unit["A"]["u0"] == UnitStability(
+        stability=1.0, n=1, stability_all_templates=0.5, n_all_templates=2, skipped_stop_words=0
+    )
+    assert (v.stability, v.n_units, v.stability_all_templates) == (1.0, 2, 0.75)
+    assert v.pooled == PooledStability(
+        stability=0.75, n=4, stability_original_template=1.0, n_original_template=2
+    )
+    assert out.rankings.applicable is False  # one model
+    assert out.rank_consistency.applicable is False
+    assert any("one model" in n for n in out.notes)
 
 
 def test_verbalization_per_relation_skips_stop_words() -> None:
@@ -187,20 +187,23 @@ def test_verbalization_per_relation_skips_stop_words() -> None:
     cells = [np.where(p >= 0, 0.0, NAN) for p in (p0, p1)]
     c = _tensor(cells, models=("A",), predictions=(p0, p1), prediction_texts=texts)
     stops = ["the", "a", "of"]
-    out = analyze_tensor(c, {**OPTS, "stop_words": stops})["verbalization"]
-    units = out["per_unit"]["A"]
-    assert (units["u0"]["stability"], units["u0"]["n"]) == (2 / 3, 3)
-    assert units["u0"]["skipped_stop_words"] == 1
-    assert (units["u1"]["stability"], units["u1"]["n"]) == (0.5, 2)
-    v = out["per_model"]["A"]
-    assert v["stability"] == pytest.approx((2 / 3 + 1 / 2) / 2)  # the mean over relations
-    assert v["pooled"]["stability"] == pytest.approx(3 / 5)  # stable facts / facts
-    assert (v["skipped_stop_words"], out["n_stop_words"]) == (1, 3)
+    out = analyze_tensor(c, {**OPTS, "stop_words": stops}).verbalization
+    assert isinstance(out, Verbalization)
+    units = out.per_unit["A"]
+    assert (units["u0"].stability, units["u0"].n) == (2 / 3, 3)
+    assert units["u0"].skipped_stop_words == 1
+    assert (units["u1"].stability, units["u1"].n) == (0.5, 2)
+    v = out.per_model["A"]
+    assert v.stability == pytest.approx((2 / 3 + 1 / 2) / 2)  # the mean over relations
+    assert v.pooled.stability == pytest.approx(3 / 5)  # stable facts / facts
+    assert (v.skipped_stop_words, out.n_stop_words) == (1, 3)
     # Without the rule: u0 1/4 (only f0), u1 1/2; pooled 2/6.
-    plain = analyze_tensor(c, {**OPTS, "stop_words": []})["verbalization"]["per_model"]["A"]
-    assert plain["stability"] == pytest.approx((1 / 4 + 1 / 2) / 2)
-    assert plain["pooled"]["stability"] == pytest.approx(2 / 6)
-    assert plain["skipped_stop_words"] == 0
+    verb = analyze_tensor(c, {**OPTS, "stop_words": []}).verbalization
+    assert isinstance(verb, Verbalization)
+    plain = verb.per_model["A"]
+    assert plain.stability == pytest.approx((1 / 4 + 1 / 2) / 2)
+    assert plain.pooled.stability == pytest.approx(2 / 6)
+    assert plain.skipped_stop_words == 0
 
 
 def test_prompt_preference_and_rankings() -> None:
@@ -215,29 +218,32 @@ def test_prompt_preference_and_rankings() -> None:
     u1[1, :, 0, :4] = 1  # B: .4 .4 .4
     c = _tensor([u0, u1], models=("A", "B"))
     out = analyze_tensor(c, {**OPTS, "subset_size": 1})
-    pp = out["prompt_preference"]
-    a1 = pp["per_unit"]["A"]["u1"]
-    assert a1["scores"] == pytest.approx([0.9, 0.1, 0.5])
-    assert (a1["best"], a1["worst"], a1["best_template"]) == (0.9, 0.1, "t0")
-    assert a1["gap"] == pytest.approx(0.8)
+    pp = out.prompt_preference
+    assert isinstance(pp, PromptPreference)
+    a1 = pp.per_unit["A"]["u1"]
+    assert a1.scores == pytest.approx([0.9, 0.1, 0.5])
+    assert (a1.best, a1.worst, a1.best_template) == (0.9, 0.1, "t0")
+    assert a1.gap == pytest.approx(0.8)
     # std across templates of (.9, .1, .5): ddof 0 by default (the authors' np.std)
-    assert pp["std_ddof"] == 0
-    assert a1["std"] == pytest.approx(math.sqrt(0.32 / 3))
-    sample = analyze_tensor(c, {**OPTS, "subset_size": 1, "ddof": 1})["prompt_preference"]
-    assert (sample["std_ddof"], sample["per_unit"]["A"]["u1"]["std"]) == (1, pytest.approx(0.4))
-    assert sample["per_model"]["A"]["mean_std"] == pytest.approx(0.2)  # (0 + .4) / 2
-    assert pp["per_model"]["A"]["share_gap_above"] == 0.5
-    assert pp["per_model"]["B"]["share_gap_above"] == 0.0
-    assert a1["max_p"]["estimate"] == pytest.approx(0.9)
-    assert a1["cps"]["estimate"] == pytest.approx((1 - (0.9 - 0.5)) * 0.9)
-    rk = out["rankings"]
-    assert (rk["units_ranking_changes"], rk["share_units_ranking_changes"]) == (1, 0.5)
-    assert rk["per_unit"]["u0"]["kendall_w"] == pytest.approx(1.0)
-    assert rk["per_unit"]["u1"]["n_rankings"] == 2
-    assert out["verbalization"]["applicable"] is False
-    adj = out["adjusted"]["per_model"]["A"]
-    assert adj["original"] == pytest.approx(0.75)
-    assert adj["exact"] == pytest.approx((0.6 + 0.5) / 2)
+    assert pp.std_ddof == 0
+    assert a1.std == pytest.approx(math.sqrt(0.32 / 3))
+    sample = analyze_tensor(c, {**OPTS, "subset_size": 1, "ddof": 1}).prompt_preference
+    assert isinstance(sample, PromptPreference)
+    assert (sample.std_ddof, sample.per_unit["A"]["u1"].std) == (1, pytest.approx(0.4))
+    assert sample.per_model["A"].mean_std == pytest.approx(0.2)  # (0 + .4) / 2
+    assert pp.per_model["A"].share_gap_above == 0.5
+    assert pp.per_model["B"].share_gap_above == 0.0
+    assert a1.max_p.estimate == pytest.approx(0.9)
+    assert a1.cps.estimate == pytest.approx((1 - (0.9 - 0.5)) * 0.9)
+    rk = out.rankings
+    assert isinstance(rk, Rankings)
+    assert (rk.units_ranking_changes, rk.share_units_ranking_changes) == (1, 0.5)
+    assert rk.per_unit["u0"].kendall_w == pytest.approx(1.0)
+    assert rk.per_unit["u1"].n_rankings == 2
+    assert out.verbalization == NotApplicable(reason="no aliases in the data (K_x = 1)")
+    adj = out.adjusted.per_model["A"]
+    assert adj.original == pytest.approx(0.75)
+    assert adj.exact == pytest.approx((0.6 + 0.5) / 2)
 
 
 def test_tensor_shape_errors() -> None:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._protocol import Study, StudyDesign
 from ._config import SensitivityConfig
+from ._types import SensitivityAnalysis
 
 if TYPE_CHECKING:
     from ...document import Section
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
 __all__ = ["SENSITIVITY_STUDY", "SensitivityStudy"]
 
 
-class SensitivityStudy(Study[Any]):
+class SensitivityStudy(Study[SensitivityAnalysis]):
     """Study 2: prompt and verbalization sensitivity of probing, and the backdoor adjustment
     (``docs/study-sensitivity.md``)."""
 
@@ -30,6 +31,7 @@ class SensitivityStudy(Study[Any]):
         "backdoor-adjusted score give a stable model ranking? (LAMA/LPAQA)"
     )
     config = SensitivityConfig
+    analysis_type = SensitivityAnalysis
     example = """
         steadyeval study sensitivity --model hf:bert-base-cased --model hf:roberta-base \\
             --data data/lama/lpaqa --prompt-set manual_paraphrase --out runs/lpaqa
@@ -75,14 +77,13 @@ class SensitivityStudy(Study[Any]):
             )
         return design
 
-    def analyze(self, results: ResultsFrame, info: Mapping[str, Any]) -> Any:
-        table = results.table
+    def analyze(self, results: ResultsFrame, info: Mapping[str, Any]) -> SensitivityAnalysis:
         from ._analysis import analyze_sensitivity
 
-        return analyze_sensitivity(table, info)
+        return analyze_sensitivity(results, info)
 
     def sections(
-        self, analysis: Mapping[str, Any], info: Mapping[str, Any], *, figures: bool = True
+        self, analysis: SensitivityAnalysis, info: Mapping[str, Any], *, figures: bool = True
     ) -> list[Section]:
         from ._report import sensitivity_report_sections
 

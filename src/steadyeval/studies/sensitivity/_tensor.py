@@ -7,25 +7,25 @@ from __future__ import annotations
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
 from numpy.typing import NDArray
 
 from ..._errors import ConfigError
 from ...stats import RankConsistencyResult, rank_consistency
 from ._tensor_table import (
+    READS,
     cell_means,
     cell_predictions,
-    check_columns,
-    column_codes,
+    check_rows,
     fact_ranks,
-    first_seen,
-    study_rows,
     template_and_alias,
 )
+from ._types import Regime
+
+if TYPE_CHECKING:
+    from ...results import ResultsFrame
 
 __all__ = [
     "Correctness",
@@ -37,7 +37,6 @@ __all__ = [
     "template_scores",
 ]
 
-Regime = Literal["original", "random", "intervention", "intervention_sampled"]
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 
@@ -121,36 +120,33 @@ class Correctness:
         )
 
     @classmethod
-    def from_table(cls, table: pa.Table, info: Mapping[str, Any]) -> Correctness:
-        """Build the tensor from a results table and the design facts (``design.info``)."""
-        return _from_table(table, info)
+    def from_results(cls, results: ResultsFrame, info: Mapping[str, Any]) -> Correctness:
+        """Build the tensor from the results and the design facts (``design.info``)."""
+        return _from_results(results, info)
 
 
-def _from_table(table: pa.Table, info: Mapping[str, Any]) -> Correctness:
-    """The tensor from the table's columns: rows of known conditions, models and units in
-    the order they first appear, a unit's facts in the order they first appear in it; a
-    cell averages its rows (samples), its prediction is that of its first row."""
+def _from_results(results: ResultsFrame, info: Mapping[str, Any]) -> Correctness:
+    """The tensor from the frame's columns (every row is of a known condition): models and
+    units in the order they first appear, a unit's facts in the order they first appear in
+    it; a cell averages its rows (samples), its prediction is that of its first row."""
     roles: Mapping[str, Mapping[str, Any]] = info["conditions"]
     templates = tuple(info["templates"])
     n_names = int(info["max_names"])
     unit_key = info["unit"]
-    check_columns(table, unit_key)
-    col = table.column
-    cond, cond_values = column_codes(col("condition"))
-    item, item_values = column_codes(col("item_id"))
-    unit, unit_values = (item, item_values) if unit_key == "item" else column_codes(col(unit_key))
-    rows = study_rows(table, roles, unit_key, cond, cond_values, unit)
-    model, model_values = column_codes(col("model"))
-    model_order, model_rank = first_seen(model[rows])
-    unit_order, unit_rank = first_seen(unit[rows])
-    m = model_rank[model[rows]]
-    u = unit_rank[unit[rows]]
-    f, facts = fact_ranks(u, item[rows], unit_order.size, item_values)
-    p, x = template_and_alias(roles, templates, cond_values, cond[rows])
-    ok = np.asarray(pc.fill_null(col("correct"), False).to_numpy(zero_copy_only=False), dtype=bool)[
-        rows
-    ].astype(np.float64)
-    n_models, n_templates = model_order.size, len(templates)
+    units_read = [unit_key] if unit_key in ("relation", "subject") else []
+    results.require([*READS, *units_read], reader="the sensitivity analysis")
+    cond, cond_values = results.codes("condition")
+    item, item_values = results.codes("item_id", nulls=False)
+    u, unit_values = (item, item_values) if unit_key == "item" else results.codes(unit_key)
+    correct = results.bools("correct")
+    check_rows(roles, unit_key, cond, cond_values, u, correct, item, item_values)
+    # Codes number values in order of first appearance, and every row is the study's (and
+    # has a unit): a model's or unit's code is its index on the tensor's axis.
+    m, model_values = results.codes("model", nulls=False)
+    f, facts = fact_ranks(u, item, len(unit_values), item_values)
+    p, x = template_and_alias(roles, templates, cond_values, cond)
+    ok = (correct == 1).astype(np.float64)
+    n_models, n_templates = len(model_values), len(templates)
     shape = (n_models, n_templates, n_names)
     # Every unit's cells laid end to end: unit u holds shape + (its facts,) from offset[u].
     n_facts = np.asarray([len(fs) for fs in facts], dtype=np.int64)
@@ -159,7 +155,7 @@ def _from_table(table: pa.Table, info: Mapping[str, Any]) -> Correctness:
     flat = offset[u] + ((m * n_templates + p) * n_names + x) * n_facts[u] + f
     total = int(offset[-1])
     means = cell_means(flat, ok, total)
-    pred, pred_texts = cell_predictions(col("parsed"), rows, flat, total)
+    pred, pred_texts = cell_predictions(*results.codes("parsed"), flat, total)
     cells = tuple(
         means[offset[k] : offset[k + 1]].reshape(*shape, int(n_facts[k])) for k in range(len(facts))
     )
@@ -167,8 +163,8 @@ def _from_table(table: pa.Table, info: Mapping[str, Any]) -> Correctness:
         pred[offset[k] : offset[k + 1]].reshape(*shape, int(n_facts[k])) for k in range(len(facts))
     )
     return Correctness(
-        models=tuple(model_values[int(k)] for k in model_order),
-        units=tuple(unit_values[int(k)] for k in unit_order),
+        models=tuple(model_values),
+        units=tuple(unit_values),
         templates=templates,
         n_names=n_names,
         cells=cells,
@@ -373,7 +369,7 @@ def rank_consistency_regimes(
     k_names: int | None = None,
     weights: Mapping[str, Sequence[float]] | None = None,
     regimes: Sequence[Regime] = ("original", "random", "intervention"),
-) -> dict[str, RankConsistencyResult]:
+) -> dict[Regime, RankConsistencyResult]:
     """Rank consistency of the model ranking over ``subsets`` of units, per regime.
 
     Regimes: ``original`` — every unit scored under its original template and the canonical
@@ -388,7 +384,7 @@ def rank_consistency_regimes(
         raise ConfigError("rank consistency needs at least 2 models")
     subs = [np.asarray(s, dtype=np.int64) for s in subsets]
     rng = np.random.default_rng(seed)
-    out: dict[str, RankConsistencyResult] = {}
+    out: dict[Regime, RankConsistencyResult] = {}
     base = template_scores(c)[:, :, 0].T  # (U, M)
     adjusted = adjusted_scores(c, weights).T
     avail = [c.names_available(u) for u in range(len(c.units))]

@@ -1,7 +1,9 @@
-"""Reading a results table into the correctness tensor's cells (used by
-:meth:`steadyeval.studies.sensitivity._tensor.Correctness.from_table`): dictionary codes,
-the study's rows, each row's fact, template and name index, and each cell's mean
-correctness and prediction."""
+"""The study's view of the results (used by
+:meth:`steadyeval.studies.sensitivity._tensor.Correctness.from_results`): its rows checked,
+each row's fact, template and name index, and each cell's mean correctness and prediction.
+The columns come from the :class:`~steadyeval.results.ResultsFrame` (codes numbered in
+order of first appearance, correctness as 1/0/-1); this module does the study's own work on
+them."""
 
 from __future__ import annotations
 
@@ -9,74 +11,48 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
 from numpy.typing import NDArray
 
 from ..._errors import ConfigError
 from ...items import shorten
 
 __all__ = [
+    "READS",
     "cell_means",
     "cell_predictions",
-    "check_columns",
-    "column_codes",
+    "check_rows",
     "fact_ranks",
-    "first_seen",
-    "study_rows",
     "template_and_alias",
 ]
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 
-
-def column_codes(column: pa.ChunkedArray) -> tuple[IntArray, list[Any]]:
-    """Dictionary codes of ``column`` (one dictionary across chunks; null → -1)."""
-    encoded = column.dictionary_encode()
-    if encoded.num_chunks == 0:
-        return np.zeros(0, dtype=np.int64), []
-    parts = [c.indices.fill_null(-1).to_numpy(zero_copy_only=False) for c in encoded.chunks]
-    return np.concatenate(parts).astype(np.int64), encoded.chunk(0).dictionary.to_pylist()
+#: The columns the tensor needs (and the unit's column, unless units are items); a cell
+#: averages its rows, one per sample.
+READS = ("model", "condition", "item_id", "correct", "parsed", "sample_index")
 
 
-def first_seen(codes: IntArray) -> tuple[IntArray, IntArray]:
-    """Distinct ``codes`` in order of first appearance, and each code's rank in that order
-    (an array indexed by code; -1 for codes that do not appear)."""
-    uniq, first = np.unique(codes, return_index=True)
-    order = uniq[np.argsort(first, kind="stable")]
-    rank = np.full(int(codes.max()) + 1 if codes.size else 0, -1, dtype=np.int64)
-    rank[order] = np.arange(order.size, dtype=np.int64)
-    return order, rank
-
-
-def check_columns(table: pa.Table, unit_key: str) -> None:
-    """The table must have the columns the tensor reads (and the unit's, unless items)."""
-    need = ["model", "condition", "item_id", "correct", "parsed", "sample_index"]
-    if unit_key in ("relation", "subject"):
-        need.append(unit_key)
-    missing = [c for c in need if c not in table.column_names]
-    if missing:
-        raise ConfigError(f"results table lacks column(s) {', '.join(missing)}")
-
-
-def study_rows(
-    table: pa.Table,
+def check_rows(
     roles: Mapping[str, Any],
     unit_key: str,
     cond: IntArray,
     cond_values: list[Any],
     unit: IntArray,
-) -> IntArray:
-    """Indices of the rows of the study's conditions; every such row must have a
-    correctness and a unit, and every row must be of one of the study's conditions."""
+    correct: NDArray[np.int8],
+    item: IntArray,
+    item_values: list[Any],
+) -> None:
+    """Every row must be of one of the study's conditions and have a correctness (1/0, not
+    -1) and a unit (code >= 0); the table must have rows. Errors name the first bad row,
+    its condition and item."""
     known_cond = np.asarray([c in roles for c in cond_values] + [False], dtype=bool)
     known = known_cond[cond]  # a null condition (-1) is unknown
-    correct_valid = pc.is_valid(table.column("correct")).to_numpy(zero_copy_only=False)
+    correct_valid = correct >= 0
     bad = known & (~correct_valid | (unit < 0))
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        name, item_id = cond_values[int(cond[i])], table.column("item_id")[i].as_py()
+        name, item_id = cond_values[int(cond[i])], item_values[int(item[i])]
         if not correct_valid[i]:
             raise ConfigError(
                 f"row {i} (condition {shorten(repr(name))}, item {shorten(repr(item_id))}) has "
@@ -90,10 +66,8 @@ def study_rows(
             f"conditions {', '.join(sorted(unknown))} are not in the study's design; "
             "was this table made by another study?"
         )
-    rows = np.flatnonzero(known)
-    if not rows.size:
+    if not cond.size:
         raise ConfigError("the results table has no rows for this study's conditions")
-    return rows
 
 
 def fact_ranks(
@@ -143,20 +117,25 @@ def cell_means(flat: IntArray, ok: FloatArray, total: int) -> FloatArray:
 
 
 def cell_predictions(
-    parsed_column: pa.ChunkedArray, rows: IntArray, flat: IntArray, total: int
+    parsed: IntArray, parsed_values: list[Any], flat: IntArray, total: int
 ) -> tuple[IntArray, tuple[str, ...]]:
     """The prediction of each cell: the parsed text of its first row, coded in order of
-    first use (-1 for cells no row fills), and the text of each code. A null prediction is
-    the text ``"\\x00"``, as a row-by-row pass would store it."""
-    parsed, parsed_values = column_codes(parsed_column)
-    texts = ["\x00" if v is None else str(v) for v in parsed_values] + ["\x00"]
+    first use (-1 for cells no row fills), and the text of each code. ``parsed`` codes each
+    row's text in ``parsed_values`` (-1: null); a null prediction is the text ``"\\x00"``,
+    as a row-by-row pass would store it."""
+    texts = [str(v) for v in parsed_values] + ["\x00"]
     text_id = np.asarray([texts.index(t) for t in texts], dtype=np.int64)  # merge equal texts
-    text = text_id[np.where(parsed < 0, len(parsed_values), parsed)[rows]]
+    text = text_id[np.where(parsed < 0, len(parsed_values), parsed)]
     asked, first_rows = np.unique(flat, return_index=True)
     pred = np.full(total, -1, dtype=np.int64)
     if not asked.size:
         return pred, ()
     in_order = np.argsort(first_rows, kind="stable")  # cells by their first row
-    order, rank = first_seen(text[first_rows[in_order]])
-    pred[asked[in_order]] = rank[text[first_rows[in_order]]]
+    used = text[first_rows[in_order]]
+    # Texts numbered in order of first use by the cells (not by the rows).
+    uniq, first = np.unique(used, return_index=True)
+    order = uniq[np.argsort(first, kind="stable")]
+    rank = np.full(len(texts), -1, dtype=np.int64)
+    rank[order] = np.arange(order.size, dtype=np.int64)
+    pred[asked[in_order]] = rank[used]
     return pred, tuple(texts[int(t)] for t in order)

@@ -9,12 +9,12 @@ Predictions that are stop words are skipped (see :mod:`._stopwords`).
 from __future__ import annotations
 
 from collections.abc import Collection
-from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from ._tensor import Correctness
+from ._types import ModelStability, NotApplicable, PooledStability, UnitStability, Verbalization
 
 __all__ = ["verbalization"]
 
@@ -33,7 +33,7 @@ def _stop_mask(c: Correctness, stop_words: Collection[str]) -> BoolArray:
     return np.asarray([t.strip() in words for t in c.prediction_texts] + [False], dtype=bool)
 
 
-def _unit_counts(pred: NDArray[np.int64], stop: BoolArray, multi: BoolArray) -> dict[str, Any]:
+def _unit_counts(pred: NDArray[np.int64], stop: BoolArray, multi: BoolArray) -> dict[str, int]:
     """Counts for one model on one unit; ``pred`` is (templates, names, facts)."""
     kept = (pred >= 0) & ~stop[pred]  # asked, and not a stop word
     n_kept = kept.sum(axis=1)  # (T, F)
@@ -60,9 +60,11 @@ def _macro(values: list[float | None]) -> float | None:
     return float(np.mean(vals)) if vals else None
 
 
-def _model(c: Correctness, m: int, stop: BoolArray) -> tuple[dict[str, Any], dict[str, Any]]:
+def _model(
+    c: Correctness, m: int, stop: BoolArray
+) -> tuple[ModelStability, dict[str, UnitStability]]:
     assert c.predictions is not None
-    per_unit: dict[str, Any] = {}
+    per_unit: dict[str, UnitStability] = {}
     totals = {"stable0": 0, "n0": 0, "stable": 0, "n": 0, "skipped": 0}
     by_name = np.zeros(c.n_names)
     by_name_n = np.zeros(c.n_names)
@@ -70,36 +72,38 @@ def _model(c: Correctness, m: int, stop: BoolArray) -> tuple[dict[str, Any], dic
         k = _unit_counts(c.predictions[u][m], stop, c.names_available(u) >= 2)
         for key in totals:
             totals[key] += k[key]
-        per_unit[unit] = {
-            "stability": _share(k["stable0"], k["n0"]),
-            "n": k["n0"],
-            "stability_all_templates": _share(k["stable"], k["n"]),
-            "n_all_templates": k["n"],
-            "skipped_stop_words": k["skipped"],
-        }
+        per_unit[unit] = UnitStability(
+            stability=_share(k["stable0"], k["n0"]),
+            n=k["n0"],
+            stability_all_templates=_share(k["stable"], k["n"]),
+            n_all_templates=k["n"],
+            skipped_stop_words=k["skipped"],
+        )
         cell = c.cells[u][m]
         by_name += np.nansum(cell, axis=(0, 2))
         by_name_n += (~np.isnan(cell)).sum(axis=(0, 2))
     rows = list(per_unit.values())
-    summary = {
-        "stability": _macro([r["stability"] for r in rows]),
-        "n_units": sum(1 for r in rows if r["stability"] is not None),
-        "stability_all_templates": _macro([r["stability_all_templates"] for r in rows]),
-        "pooled": {
-            "stability": _share(totals["stable"], totals["n"]),
-            "n": totals["n"],
-            "stability_original_template": _share(totals["stable0"], totals["n0"]),
-            "n_original_template": totals["n0"],
-        },
-        "skipped_stop_words": totals["skipped"],
-        "score_by_name": [
+    summary = ModelStability(
+        stability=_macro([r.stability for r in rows]),
+        n_units=sum(1 for r in rows if r.stability is not None),
+        stability_all_templates=_macro([r.stability_all_templates for r in rows]),
+        pooled=PooledStability(
+            stability=_share(totals["stable"], totals["n"]),
+            n=totals["n"],
+            stability_original_template=_share(totals["stable0"], totals["n0"]),
+            n_original_template=totals["n0"],
+        ),
+        skipped_stop_words=totals["skipped"],
+        score_by_name=[
             float(s / n) if n else None for s, n in zip(by_name, by_name_n, strict=True)
         ],
-    }
+    )
     return summary, per_unit
 
 
-def verbalization(c: Correctness, stop_words: Collection[str], notes: list[str]) -> dict[str, Any]:
+def verbalization(
+    c: Correctness, stop_words: Collection[str], notes: list[str]
+) -> Verbalization | NotApplicable:
     """Verbalization stability per model, per unit and pooled.
 
     A fact counts under a template when its subject has at least two names and at least
@@ -114,23 +118,22 @@ def verbalization(c: Correctness, stop_words: Collection[str], notes: list[str])
         notes.append(
             "no subject has more than one name: verbalization stability is not applicable (K_x = 1)"
         )
-        return {"applicable": False, "reason": "no aliases in the data (K_x = 1)"}
+        return NotApplicable(reason="no aliases in the data (K_x = 1)")
     stop = _stop_mask(c, stop_words)
-    per_model: dict[str, Any] = {}
-    per_unit: dict[str, Any] = {}
+    per_model: dict[str, ModelStability] = {}
+    per_unit: dict[str, dict[str, UnitStability]] = {}
     for m, model in enumerate(c.models):
         per_model[model], per_unit[model] = _model(c, m, stop)
-    skipped = sum(v["skipped_stop_words"] for v in per_model.values())
+    skipped = sum(v.skipped_stop_words for v in per_model.values())
     if skipped:
         notes.append(
             f"verbalization: {skipped} (model, fact, template) cases left out because fewer "
             "than two of their predictions are not stop words"
         )
     n_multi = sum(int((c.names_available(u) >= 2).sum()) for u in range(len(c.units)))
-    return {
-        "applicable": True,
-        "facts_with_aliases": n_multi,
-        "n_stop_words": len(set(stop_words)),
-        "per_model": per_model,
-        "per_unit": per_unit,
-    }
+    return Verbalization(
+        facts_with_aliases=n_multi,
+        n_stop_words=len(set(stop_words)),
+        per_model=per_model,
+        per_unit=per_unit,
+    )
