@@ -200,7 +200,8 @@ def test_formats_summary_md_shows_small_p_values_as_is(study_runs: StudyRuns) ->
     analysis = summary["analysis"]
     pair = analysis["pairs"][0]
     pair.update(flips=5, only_a=5, p_exact=2e-5, p_midp=1e-5, p_holm=4e-5)
-    md = get_study("formats").markdown(analysis, summary.get("design", {}))
+    study = get_study("formats")
+    md = study.markdown(study.read_analysis(analysis), summary.get("design", {}))
     assert "<0.001" in md and "&lt;" not in md
     assert "&lt;" not in (study_runs["formats"] / "summary.md").read_text()
 
@@ -211,7 +212,7 @@ def test_a_formats_report_shows_each_condition_by_one_label(study_runs: StudyRun
     analysis = json.loads((run_dir / "summary.json").read_text())["analysis"]
     from steadyeval.studies.formats import condition_labels as formats_labels
 
-    labels = formats_labels(analysis)
+    labels = formats_labels(get_study("formats").read_analysis(analysis))
     assert labels["list-nota"] == 'list + "none of the above"'
     report = build_report(run_dir, ReportOptions(n_resamples=50))
     shown = set(labels.values())

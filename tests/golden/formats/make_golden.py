@@ -11,13 +11,15 @@ answer, so every outcome and every extra analysis is exercised), then stores
 
 * ``<case>.input.json``: the results-table columns the analysis reads and the design facts
   (``summary.json["design"]``);
-* ``<case>.expected.json``: ``analyze_formats(table, design)``, written with NaN kept
-  (format: ``tests/studies/pinned.py``).
+* ``<case>.expected.json``: ``analyze_formats(ResultsFrame(table), design)`` as
+  ``summary.json`` holds it (``to_json()`` without ``schema_version``; format:
+  ``tests/studies/pinned.py``).
 
 The expected files were first written by the row-wise implementation that the vectorised one
-replaced;
-``tests/studies/formats/test_analysis_pinned.py`` asserts the analysis still returns exactly
-these dicts. Rerun this script only when the analysis is meant to change.
+replaced, as dicts with NaN kept (the typed analysis writes null there, as ``summary.json``
+always did, and lists keys in its fields' order);
+``tests/studies/formats/test_analysis_pinned.py`` asserts the analysis still gives exactly
+these values. Rerun this script only when the analysis is meant to change.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ from steadyeval.requests import (  # noqa: E402
     ScoreRequest,
     ScoreResponse,
 )
+from steadyeval.results import ResultsFrame  # noqa: E402
 from steadyeval.run import RunOptions  # noqa: E402
 from steadyeval.studies import StudyResult, run_study  # noqa: E402
 from steadyeval.studies.formats import (  # noqa: E402
@@ -211,7 +214,8 @@ def make_case(name: str, spec: dict[str, Any], squad: Path, work: Path) -> None:
     table = pq.read_table(out / "results.parquet")
     design_info = json.loads((out / "summary.json").read_text())["design"]
     design_info["items"]["source"] = squad.name  # not the temporary folder: reproducible
-    analysis = analyze_formats(table.select(COLUMNS), design_info)
+    analysis = analyze_formats(ResultsFrame(table.select(COLUMNS)), design_info).to_json()
+    del analysis["schema_version"]
     write_case(HERE, name, table, COLUMNS, design_info, analysis)
     print(f"{name}: {table.num_rows} rows")
 

@@ -13,15 +13,17 @@ import pyarrow.parquet as pq
 import pytest
 from statsmodels.stats.contingency_tables import mcnemar as sm_mcnemar
 
-from steadyeval._json import json_safe
 from steadyeval.items import Item
 from steadyeval.models import ModelSpec, register_backend
 from steadyeval.requests import GenerateRequest, GenerateResponse
+from steadyeval.results import ResultsFrame
 from steadyeval.run import RunOptions
-from steadyeval.studies import StudyResult, reanalyze, run_study
+from steadyeval.studies import StudyResult, read_analysis, reanalyze, run_study
 from steadyeval.studies.formats import (
     FORMATS_STUDY,
+    FormatsAnalysis,
     FormatsConfig,
+    Outcome,
     analyze_formats,
     formats_design,
 )
@@ -110,60 +112,65 @@ def scripted_run(
     return result, backend, cfg, out
 
 
-def _outcome(result: StudyResult, subset: str, condition: str) -> dict[str, Any]:
-    recs = [r for r in result.analysis["outcomes"]
-            if r["subset"] == subset and r["condition"] == condition]  # fmt: skip
+def _outcome(result: StudyResult, subset: str, condition: str) -> Outcome:
+    recs = [r for r in result.analysis.outcomes
+            if r.subset == subset and r.condition == condition]  # fmt: skip
     assert len(recs) == 1
     return recs[0]
 
 
+def _counts(result: StudyResult, subset: str, condition: str) -> dict[str, Any]:
+    return _outcome(result, subset, condition).counts.model_dump()
+
+
 def test_outcome_counts_are_the_scripted_ones(scripted_run: Any) -> None:
     result = scripted_run[0]
-    counts = {c: _outcome(result, "unanswerable", c)["counts"]
+    assert isinstance(result.analysis, FormatsAnalysis)
+    counts = {c: _counts(result, "unanswerable", c)
               for c in ("free", "list", "list-nota", "list-refusal")}  # fmt: skip
     assert counts["free"] == {"refused": 3, "decoy": 0, "other": 0, "answered": 3,
                               "unmatched": 0, "control": 0}  # fmt: skip
     assert counts["list"]["decoy"] == 3 and counts["list"]["other"] == 2
     assert counts["list"]["refused"] == 1
-    assert _outcome(result, "unanswerable", "list")["refused_without_escape"] == 1
+    assert _outcome(result, "unanswerable", "list").refused_without_escape == 1
     assert counts["list-nota"] == {"refused": 4, "decoy": 2, "other": 0, "answered": 0,
                                    "unmatched": 0, "control": 0}  # fmt: skip
     assert counts["list-refusal"]["refused"] == 5 and counts["list-refusal"]["unmatched"] == 1
     free = _outcome(result, "unanswerable", "free")
-    assert free["near_decoy"] == 3
-    answered = {c: _outcome(result, "answerable", c)["counts"]
+    assert free.subset == "unanswerable" and free.near_decoy == 3
+    answered = {c: _counts(result, "answerable", c)
                 for c in ("free", "list", "list-nota", "list-refusal")}  # fmt: skip
     assert answered["free"] == {"correct": 5, "refused": 1, "wrong": 0, "unmatched": 0,
                                 "control": 0}  # fmt: skip
     assert answered["list"]["correct"] == 6
     assert answered["list-nota"]["refused"] == 1 and answered["list-nota"]["correct"] == 5
     assert answered["list-refusal"]["unmatched"] == 1
-    for rec in result.analysis["outcomes"]:  # every format's counts add up
-        assert sum(rec["counts"].values()) == rec["n"] == 6
-        rate = rec["rates"]["refused"]
-        assert rate["low"] <= rate["rate"] <= rate["high"]
+    for rec in result.analysis.outcomes:  # every format's counts add up
+        assert sum(rec.counts.model_dump().values()) == rec.n == 6
+        rate = rec.rates.refused
+        assert rate.low <= rate.rate <= rate.high
 
 
 def test_pairs_match_statsmodels_and_holm(scripted_run: Any) -> None:
     result = scripted_run[0]
-    pairs = [p for p in result.analysis["pairs"]
-             if p["subset"] == "unanswerable" and p["outcome"] == "refused"]  # fmt: skip
+    pairs = [p for p in result.analysis.pairs
+             if p.subset == "unanswerable" and p.outcome == "refused"]  # fmt: skip
     assert len(pairs) == 6  # 4 formats: every pair once
-    free_nota = next(p for p in pairs if (p["a"], p["b"]) == ("free", "list-nota"))
+    free_nota = next(p for p in pairs if (p.a, p.b) == ("free", "list-nota"))
     # free refuses on 0, 2, 4; the NOTA list on 0..3
-    assert (free_nota["both"], free_nota["only_a"], free_nota["only_b"]) == (2, 1, 2)
-    assert free_nota["neither"] == 1 and free_nota["flips"] == 3
+    assert (free_nota.both, free_nota.only_a, free_nota.only_b) == (2, 1, 2)
+    assert free_nota.neither == 1 and free_nota.flips == 3
     for p in pairs:
-        table = [[p["both"], p["only_a"]], [p["only_b"], p["neither"]]]
-        if p["flips"]:
-            assert p["p_exact"] == pytest.approx(sm_mcnemar(table, exact=True).pvalue, abs=1e-12)
+        table = [[p.both, p.only_a], [p.only_b, p.neither]]
+        if p.flips:
+            assert p.p_exact == pytest.approx(sm_mcnemar(table, exact=True).pvalue, abs=1e-12)
         else:
-            assert p["p_exact"] is None or p["p_exact"] != p["p_exact"]
-        assert p["noise_floor"] == 1  # NOTA (0..3) vs "no answer>" (0..4) differ on one
-    finite = [p for p in pairs if p["flips"]]
-    ps = sorted(p["p_exact"] for p in finite)
-    smallest = min(finite, key=lambda p: p["p_exact"])
-    assert smallest["p_holm"] == pytest.approx(min(1.0, ps[0] * len(ps)))
+            assert p.p_exact is None  # NaN: no test without discordant pairs
+        assert p.noise_floor == 1  # NOTA (0..3) vs "no answer>" (0..4) differ on one
+    finite = [p for p in pairs if p.flips]
+    ps = sorted(p.p_exact for p in finite if p.p_exact is not None)
+    smallest = min(finite, key=lambda p: p.p_exact or 0.0)
+    assert smallest.p_holm == pytest.approx(min(1.0, ps[0] * len(ps)))
 
 
 def test_rerun_is_cached_and_reanalysis_is_offline(scripted_run: Any) -> None:
@@ -183,9 +190,10 @@ def test_rerun_is_cached_and_reanalysis_is_offline(scripted_run: Any) -> None:
     assert isinstance(again, StudyResult)
     assert again.summary["plan"]["model_calls"] == 0 and backend.calls["generate"] == calls
     assert (out / "results.parquet").read_bytes() == before
-    assert json_safe(reanalyze(out)) == json_safe(result.analysis)
-    offline = analyze_formats(table, summary["design"])
-    assert json_safe(offline["pairs"]) == json_safe(result.analysis["pairs"])
+    assert read_analysis(out) == result.analysis
+    assert reanalyze(out) == result.analysis
+    offline = analyze_formats(ResultsFrame(table), summary["design"])
+    assert offline == result.analysis
 
 
 def test_summary_markdown_has_the_seed_layout(scripted_run: Any) -> None:
@@ -202,9 +210,9 @@ def test_summary_markdown_has_the_seed_layout(scripted_run: Any) -> None:
     assert '| free form | list + "none of the above" | 3 | 4 | 2 | 1 | 1 | 2 | 3 |' in md
     assert "### Examples: 3 of" in md
     assert FORMATS_STUDY.markdown(result.analysis, result.summary["design"]) in md
-    examples = result.analysis["examples"]
+    examples = result.analysis.examples
     assert len(examples) == 3
-    assert all(len({o["refused"] for o in e["outputs"].values()}) == 2 for e in examples)
+    assert all(len({o.refused for o in e.outputs.values()}) == 2 for e in examples)
 
 
 def test_the_determinism_gap_never_drops_a_nan() -> None:

@@ -34,6 +34,7 @@ from steadyeval.run import RunOptions
 from steadyeval.studies import StudyResult, run_study
 from steadyeval.studies.formats import (
     FORMATS_STUDY,
+    FormatsAnalysis,
     FormatsConfig,
     condition_labels,
     formats_design,
@@ -116,15 +117,16 @@ def report(run_dir: Path) -> Report:
     return build_report(run_dir, ReportOptions(n_resamples=50))
 
 
-def _analysis(run_dir: Path) -> dict[str, Any]:
-    analysis: dict[str, Any] = json.loads((run_dir / "summary.json").read_text())["analysis"]
-    return analysis
+def _analysis(run_dir: Path) -> FormatsAnalysis:
+    """The analysis as ``summary.json`` holds it, read back as its type."""
+    raw = json.loads((run_dir / "summary.json").read_text())["analysis"]
+    return FORMATS_STUDY.read_analysis(raw)
 
 
 def test_refusal_rate_is_the_same_in_every_format(run_dir: Path, report: Report) -> None:
-    (rec,) = [r for r in _analysis(run_dir)["outcomes"]
-              if r["condition"] == "list-nota" and r["subset"] == "unanswerable"]  # fmt: skip
-    rate = rec["rates"]["refused"]
+    (rec,) = [r for r in _analysis(run_dir).outcomes
+              if r.condition == "list-nota" and r.subset == "unanswerable"]  # fmt: skip
+    rate = rec.rates.refused
     text, raw = row_in_all_formats(
         report,
         "formats-model-1",
@@ -132,13 +134,13 @@ def test_refusal_rate_is_the_same_in_every_format(run_dir: Path, report: Report)
         ('list + "none of the above"', "unanswerable", "refused"),
         "rate [95% CI]",
     )
-    assert text == format_cell((rate["rate"], rate["low"], rate["high"]), "pct_ci")
+    assert text == format_cell((rate.rate, rate.low, rate.high), "pct_ci")
     assert text == "66.7% [30.0, 90.3]"  # 4 of 6 refused (scripted)
-    assert raw == {"estimate": rate["rate"], "low": rate["low"], "high": rate["high"]}
+    assert raw == {"estimate": rate.rate, "low": rate.low, "high": rate.high}
 
 
 def test_summary_md_is_the_report_sections_without_figures(run_dir: Path, report: Report) -> None:
-    analysis = _analysis(run_dir)  # as summary.json stores it (keys sorted)
+    analysis = _analysis(run_dir)  # as summary.json stores it (keys sorted), read back
     md = (run_dir / "summary.md").read_text()
     assert md.endswith(FORMATS_STUDY.markdown(analysis, {}))
     study = [s for s in report.sections if s.source == "formats study"]
@@ -161,14 +163,14 @@ def test_refusal_heatmap_outlines_cells_above_the_noise_floor(
     hm = next(b for b in sec.blocks if isinstance(b, Heatmap))
     assert hm.title == "Agreement on refused, unanswerable questions"
     index = {label: i for i, label in enumerate(hm.row_labels)}
-    pairs = [p for p in analysis["pairs"]
-             if p["subset"] == "unanswerable" and p["outcome"] == "refused"]  # fmt: skip
-    assert len(pairs) == 6 and {p["noise_floor"] for p in pairs} == {1}
+    pairs = [p for p in analysis.pairs
+             if p.subset == "unanswerable" and p.outcome == "refused"]  # fmt: skip
+    assert len(pairs) == 6 and {p.noise_floor for p in pairs} == {1}
     names = condition_labels(analysis)
     for p in pairs:
-        i, j = index[names[p["a"]]], index[names[p["b"]]]
-        assert hm.marked[i][j] == hm.marked[j][i] == (p["flips"] > 1)
-        assert hm.text[i][j].startswith(f"{p['flips']}/{p['n']}\n")
+        i, j = index[names[p.a]], index[names[p.b]]
+        assert hm.marked[i][j] == hm.marked[j][i] == (p.flips > 1)
+        assert hm.text[i][j].startswith(f"{p.flips}/{p.n}\n")
     assert "noise floor (1 flips" in (hm.legend or "")
 
 

@@ -16,8 +16,8 @@ from statsmodels.stats.contingency_tables import mcnemar as sm_mcnemar
 
 from steadyeval.cli import main
 from steadyeval.run import PlanCounts, RunOptions
-from steadyeval.studies import StudyResult, run_study
-from steadyeval.studies.formats import FormatsConfig
+from steadyeval.studies import StudyResult, read_analysis, reanalyze, run_study
+from steadyeval.studies.formats import FormatsAnalysis, FormatsConfig
 
 
 def _run(out: Path, **kw: Any) -> StudyResult:
@@ -33,12 +33,13 @@ def _check_counts(result: StudyResult, n_rows: int) -> None:
     keys = list(zip(*(table.column(c).to_pylist() for c in
                       ("model", "item_id", "condition", "sample_index")), strict=True))  # fmt: skip
     assert len(set(keys)) == len(keys)
-    for rec in result.analysis["outcomes"]:
-        assert sum(rec["counts"].values()) == rec["n"]
+    assert isinstance(result.analysis, FormatsAnalysis)
+    for rec in result.analysis.outcomes:
+        assert sum(rec.counts.model_dump().values()) == rec.n
         rows = [r for r in table.select(["condition", "answerable", "truncated"]).to_pylist()
-                if r["condition"] == rec["condition"]
-                and r["answerable"] == (rec["subset"] == "answerable")]  # fmt: skip
-        assert rec["truncated"] == sum(r["truncated"] for r in rows)
+                if r["condition"] == rec.condition
+                and r["answerable"] == (rec.subset == "answerable")]  # fmt: skip
+        assert rec.truncated == sum(r["truncated"] for r in rows)
 
 
 def test_tiny_causal_generate_then_warm_rerun(
@@ -53,6 +54,8 @@ def test_tiny_causal_generate_then_warm_rerun(
     assert set(table.column("format").to_pylist()) == {"free", "mc", "mc-nota", "mc-refusal"}
     meta = json.loads(table.column("metadata")[0].as_py())
     assert {"paragraph_id", "title", "decoy_option", "article_fallback"} <= set(meta)
+    assert read_analysis(tmp_path / "run") == first.analysis  # summary.json reads back typed
+    assert reanalyze(tmp_path / "run") == first.analysis  # and recomputes to the same
     before = (tmp_path / "run" / "results.parquet").read_bytes()
     again = _run(tmp_path / "run", models=models, data=str(squad_file), max_new_tokens=6)
     assert again.summary["plan"]["model_calls"] == 0
@@ -83,20 +86,20 @@ def test_tiny_causal_logprob_pairs_equal_statsmodels(
                         strict=True))  # fmt: skip
     assert scorings == {"free": "generate", "list": "option-logprob",
                         "list-nota": "option-logprob", "list-refusal": "option-logprob"}  # fmt: skip
-    pairs = result.analysis["pairs"]
+    pairs = result.analysis.pairs
     assert len(pairs) == 6 * 3  # 6 pairs × (unanswerable refused, answerable refused, correct)
-    assert any(p["flips"] for p in pairs)
+    assert any(p.flips for p in pairs)
     for p in pairs:
-        assert p["both"] + p["neither"] + p["flips"] == p["n"] == 6
-        if p["flips"]:
-            table_2x2 = [[p["both"], p["only_a"]], [p["only_b"], p["neither"]]]
+        assert p.both + p.neither + p.flips == p.n == 6
+        if p.flips:
+            table_2x2 = [[p.both, p.only_a], [p.only_b, p.neither]]
             expected = sm_mcnemar(table_2x2, exact=True).pvalue
-            assert p["p_exact"] == pytest.approx(expected, abs=1e-12)
-            assert p["p_midp"] <= p["p_exact"] <= p["p_holm"]
-    floors = {(f["subset"], f["outcome"]): f["phrase"]["flips"]
-              for f in result.analysis["noise_floor"]}  # fmt: skip
-    nota_refusal = {(p["subset"], p["outcome"]): p["flips"] for p in pairs
-                    if (p["a"], p["b"]) == ("list-nota", "list-refusal")}  # fmt: skip
+            assert p.p_exact == pytest.approx(expected, abs=1e-12)
+            assert p.p_midp <= p.p_exact <= p.p_holm
+    floors = {(f.subset, f.outcome): f.phrase.flips
+              for f in result.analysis.noise_floor}  # fmt: skip
+    nota_refusal = {(p.subset, p.outcome): p.flips for p in pairs
+                    if (p.a, p.b) == ("list-nota", "list-refusal")}  # fmt: skip
     assert floors == nota_refusal and len(floors) == 3
 
 
@@ -113,7 +116,7 @@ def test_tiny_seq2seq_with_unifiedqa_encoding(
     assert " \\n (a) " in prompts["list-nota"] and "(d) none of the above" in prompts["list-nota"]
     assert "(d) no answer>" in prompts["list-refusal"]
     assert any(table.column("truncated").to_pylist())  # 48 tokens cut every paragraph
-    assert result.analysis["outcomes"][0]["truncated"] > 0
+    assert result.analysis.outcomes[0].truncated > 0
 
 
 def test_extras_orders_no_decoy_control_sampling_determinism(
@@ -124,27 +127,28 @@ def test_extras_orders_no_decoy_control_sampling_determinism(
                   control=True, sampling={"temperature": 1.0, "n_samples": 2},
                   determinism=2, max_new_tokens=3)  # fmt: skip
     a = result.analysis
-    names = [c["name"] for c in a["conditions"]]
+    names = [c.name for c in a.conditions]
     assert "list-control" in names and "list-nota@order2" in names and "free~sampled" in names
     base_lists = 4  # list, list-nota, list-refusal, list-control
-    assert len(a["orders"]) == base_lists * 2
-    for o in a["orders"]:
-        assert o["orders"] == 2 and o["same_answer"] <= o["refusal_stable"] <= o["n"] == 2
-        assert len(o["refusals_per_order"]) == 3
-    assert len(a["no_decoy"]) == base_lists
-    for o in a["no_decoy"]:
-        assert o["n"] == 2 and o["both"] + o["neither"] + o["flips"] == 2
-    floors = [f for f in a["noise_floor"] if f["subset"] == "unanswerable"]
-    assert set(floors[0]["order"]) == {"list", "list-nota", "list-refusal", "list-control"}
-    control = next(r for r in a["outcomes"]
-                   if r["condition"] == "list-control" and r["subset"] == "answerable")  # fmt: skip
-    assert sum(control["counts"].values()) == 2
-    (samp_u, samp_a) = a["sampling"]
-    assert samp_u["n_samples"] == 2 and samp_u["n_items"] == samp_a["n_items"] == 2
-    det = a["determinism"]
-    assert det["questions"] == 2 and det["compared"] == 2 * 5  # 5 greedy base conditions
-    assert det["identical"] == det["compared"] and det["model_calls"] > 0
-    assert det["max_logprob_diff"] < 1e-4
+    assert len(a.orders) == base_lists * 2
+    for o in a.orders:
+        assert o.orders == 2 and o.same_answer <= o.refusal_stable <= o.n == 2
+        assert len(o.refusals_per_order) == 3
+    assert len(a.no_decoy) == base_lists
+    for d in a.no_decoy:
+        assert d.n == 2 and d.both + d.neither + d.flips == 2
+    floors = [f for f in a.noise_floor if f.subset == "unanswerable"]
+    assert set(floors[0].order) == {"list", "list-nota", "list-refusal", "list-control"}
+    control = next(r for r in a.outcomes
+                   if r.condition == "list-control" and r.subset == "answerable")  # fmt: skip
+    assert sum(control.counts.model_dump().values()) == 2
+    (samp_u, samp_a) = a.sampling
+    assert samp_u.n_samples == 2 and samp_u.n_items == samp_a.n_items == 2
+    det = a.determinism
+    assert det is not None
+    assert det.questions == 2 and det.compared == 2 * 5  # 5 greedy base conditions
+    assert det.identical == det.compared and det.model_calls > 0
+    assert det.max_logprob_diff is not None and det.max_logprob_diff < 1e-4
     md = (tmp_path / "run" / "summary.md").read_text()
     for heading in ("### Option orders", "### Lists without the decoy", "### Sampling",
                     "## Determinism check", 'control word "'):  # fmt: skip

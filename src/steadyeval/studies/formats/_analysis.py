@@ -4,7 +4,8 @@ Outcomes per format (here), paired refusal tables with McNemar and Holm and the 
 (:mod:`._pairs`), option order stability, decoy removal, sampling, the determinism check and
 seeded examples (:mod:`._extras`).
 
-The work is done on numpy columns (:class:`~._frame.FormatsFrame`): selections are index
+The work is done on numpy columns (:class:`~._frame.FormatsFrame`, the study's view of the
+:class:`~steadyeval.results.ResultsFrame` it is given): selections are index
 arrays, pairs are joins on integer keys, per-item checks are group reductions, and text is
 normalised once per distinct string, so a million-row table takes seconds. The row-wise rule
 for one row is :func:`classify`; the columns give the same category for every row.
@@ -13,11 +14,10 @@ for one row is :func:`classify`; the columns give the same category for every ro
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
-import pyarrow as pa
 
 from ... import stats
 from ...scoring import UNMATCHED_F1_THRESHOLD, normalize_answer, token_f1
@@ -25,6 +25,21 @@ from ._extras import _determinism, _examples, _no_decoy, _orders, _sampling
 from ._frame import FormatsFrame, Ints
 from ._pairs import _pairs
 from ._table import SUBSETS, Row, _quiet, _Table
+from ._types import (
+    AnswerableCounts,
+    AnswerableOutcome,
+    AnswerableRates,
+    FormatCondition,
+    FormatsAnalysis,
+    Outcome,
+    OutcomeRate,
+    UnanswerableCounts,
+    UnanswerableOutcome,
+    UnanswerableRates,
+)
+
+if TYPE_CHECKING:
+    from ...results import ResultsFrame
 
 __all__ = [
     "ANSWERABLE_OUTCOMES",
@@ -64,17 +79,12 @@ def classify(row: Row, role: str, escape: str | None) -> str:
     return "answered"
 
 
-def _rate(k: int, n: int, indicator: npt.NDArray[np.bool_], clusters: Ints) -> dict[str, Any]:
+def _rate(k: int, n: int, indicator: npt.NDArray[np.bool_], clusters: Ints) -> OutcomeRate:
     ci = stats.wilson_interval(k, n)
     se = _quiet(stats.clustered_se, indicator.astype(float), clusters)
-    return {
-        "count": k,
-        "rate": k / n,
-        "low": ci.low,
-        "high": ci.high,
-        "se_clustered": se.se,
-        "n_clusters": se.n_clusters,
-    }
+    return OutcomeRate(
+        count=k, rate=k / n, low=ci.low, high=ci.high, se_clustered=se.se, n_clusters=se.n_clusters
+    )
 
 
 def _labels(f: FormatsFrame, rows: Ints, role: str, escape: str | None) -> npt.NDArray[np.int8]:
@@ -120,39 +130,50 @@ def _mean_finite(values: npt.NDArray[np.float64]) -> float | None:
     return sum(finite) / len(finite) if finite else None
 
 
-def _outcomes(t: _Table, model: str, subset: str, name: str) -> dict[str, Any] | None:
+def _outcomes(t: _Table, model: str, subset: str, name: str) -> Outcome | None:
     f = t.f
     rows = t.select(model, name, subset)
     if not rows.size:
         return None
     cond = t.conditions[name]
+    role = cond["role"]
     cats = UNANSWERABLE_OUTCOMES if subset == "unanswerable" else ANSWERABLE_OUTCOMES
-    labels = _labels(f, rows, cond["role"], cond["escape"])
+    labels = _labels(f, rows, role, cond["escape"])
     clusters = f.label_codes("paragraph_id")[rows]
     n = int(rows.size)
     counts = {c: int(np.sum(labels == _CODE[c])) for c in cats}
-    out: dict[str, Any] = {
+    rates = {c: _rate(counts[c], n, labels == _CODE[c], clusters) for c in cats}
+    common: dict[str, Any] = {
         "model": model,
-        "subset": subset,
         "condition": name,
         "format": cond["format"],
-        "role": cond["role"],
+        "role": role,
         "escape": cond["escape"],
         "n": n,
-        "counts": counts,
-        "rates": {c: _rate(counts[c], n, labels == _CODE[c], clusters) for c in cats},
         "truncated": int(np.sum(f.truncated[rows] == 1)),
-        "refused_without_escape": counts["refused"] if cond["role"] in ("list",) else None,
+        "refused_without_escape": counts["refused"] if role == "list" else None,
     }
-    if subset == "unanswerable" and cond["role"] == "free":
-        out["near_decoy"] = _near_decoy(f, rows[labels == _CODE["answered"]])
-    if subset == "answerable" and cond["role"] == "free":
-        out["em"] = _mean_finite(f.em[rows])
-        out["f1"] = _mean_finite(f.f1[rows])
-    return out
+    if subset == "unanswerable":
+        near = _near_decoy(f, rows[labels == _CODE["answered"]]) if role == "free" else None
+        return UnanswerableOutcome(
+            **common,
+            subset="unanswerable",
+            counts=UnanswerableCounts(**counts),
+            rates=UnanswerableRates(**rates),
+            near_decoy=near,
+        )
+    free = role == "free"
+    return AnswerableOutcome(
+        **common,
+        subset="answerable",
+        counts=AnswerableCounts(**counts),
+        rates=AnswerableRates(**rates),
+        em=_mean_finite(f.em[rows]) if free else None,
+        f1=_mean_finite(f.f1[rows]) if free else None,
+    )
 
 
-def _iter_outcomes(t: _Table) -> Iterator[dict[str, Any]]:
+def _iter_outcomes(t: _Table) -> Iterator[Outcome]:
     for model in t.models:
         for subset in SUBSETS:
             for name in t.base_names():
@@ -161,27 +182,42 @@ def _iter_outcomes(t: _Table) -> Iterator[dict[str, Any]]:
                     yield rec
 
 
-def analyze_formats(table: pa.Table, info: Mapping[str, Any]) -> dict[str, Any]:
-    """Everything the study reports, computed from the results table and the design facts.
+def analyze_formats(results: ResultsFrame, info: Mapping[str, Any]) -> FormatsAnalysis:
+    """Everything the study reports, computed from the results and the design facts.
 
-    Returns a JSON-ready mapping with ``outcomes`` (per model × subset × format: counts of
-    each outcome, each rate with a 95% Wilson interval and a standard error clustered by
-    paragraph, truncated inputs), ``pairs`` (per model × subset × outcome × pair of formats:
-    agreement table, McNemar exact and mid-p, flips, Holm-adjusted p within the family of
-    pairs, the noise floors), ``noise_floor``, ``orders``, ``no_decoy``, ``sampling``,
-    ``determinism`` and ``examples``.
+    Parameters
+    ----------
+    results : ResultsFrame
+        The results (``results.parquet``'s rows; other columns are ignored).
+    info : mapping
+        The design facts (``summary.json["design"]``).
+
+    Returns
+    -------
+    FormatsAnalysis
+        ``outcomes`` (per model × subset × format: counts of each outcome, each rate with a
+        95% Wilson interval and a standard error clustered by paragraph, truncated inputs),
+        ``pairs`` (per model × subset × outcome × pair of formats: agreement table, McNemar
+        exact and mid-p, flips, Holm-adjusted p within the family of pairs, the noise
+        floors), ``noise_floor``, ``orders``, ``no_decoy``, ``sampling``, ``determinism``
+        and ``examples``.
+
+    Raises
+    ------
+    DataError
+        If a column the analysis reads is missing, or a key column is null.
     """
-    t = _Table(table, info)
+    t = _Table(results, info)
     pairs, floors = _pairs(t, info)
-    return {
-        "models": t.models,
-        "conditions": list(info["conditions"]),
-        "outcomes": list(_iter_outcomes(t)),
-        "pairs": pairs,
-        "noise_floor": floors,
-        "orders": _orders(t),
-        "no_decoy": _no_decoy(t),
-        "sampling": _sampling(t),
-        "determinism": _determinism(t, info),
-        "examples": _examples(t, info),
-    }
+    return FormatsAnalysis(
+        models=t.models,
+        conditions=[FormatCondition(**c) for c in info["conditions"]],
+        outcomes=list(_iter_outcomes(t)),
+        pairs=pairs,
+        noise_floor=floors,
+        orders=_orders(t),
+        no_decoy=_no_decoy(t),
+        sampling=_sampling(t),
+        determinism=_determinism(t, info),
+        examples=_examples(t, info),
+    )

@@ -17,6 +17,15 @@ from ._design import stable_rng
 from ._frame import FormatsFrame, Ints, constant_within, last_per_key
 from ._pairs import _order_variants, _paired
 from ._table import SUBSETS, Row, _quiet, _Table
+from ._types import (
+    DecoyRemoval,
+    DeterminismCheck,
+    Example,
+    ExampleOutput,
+    Mismatch,
+    OrderStability,
+    SampledCondition,
+)
 
 
 def _answer_codes(f: FormatsFrame, rows: Ints) -> tuple[npt.NDArray[Any], ...]:
@@ -30,7 +39,7 @@ def _answer_codes(f: FormatsFrame, rows: Ints) -> tuple[npt.NDArray[Any], ...]:
     return f.refused[rows], f.kind[rows], f.parsed_option[rows], text
 
 
-def _orders(t: _Table) -> list[dict[str, Any]]:
+def _orders(t: _Table) -> list[OrderStability]:
     f = t.f
     out = []
     for model in t.models:
@@ -54,24 +63,24 @@ def _orders(t: _Table) -> list[dict[str, Any]]:
                 n = int(full_items.size)
                 ci = stats.wilson_interval(stable, n)
                 out.append(
-                    {
-                        "model": model,
-                        "subset": subset,
-                        "condition": name,
-                        "orders": len(variants),
-                        "n": n,
-                        "refusal_stable": stable,
-                        "refusal_stable_rate": stable / n,
-                        "low": ci.low,
-                        "high": ci.high,
-                        "same_answer": same,
-                        "refusals_per_order": [int(np.sum(f.refused[r] == 1)) for r in per],
-                    }
+                    OrderStability(
+                        model=model,
+                        subset=subset,
+                        condition=name,
+                        orders=len(variants),
+                        n=n,
+                        refusal_stable=stable,
+                        refusal_stable_rate=stable / n,
+                        low=ci.low,
+                        high=ci.high,
+                        same_answer=same,
+                        refusals_per_order=[int(np.sum(f.refused[r] == 1)) for r in per],
+                    )
                 )
     return out
 
 
-def _no_decoy(t: _Table) -> list[dict[str, Any]]:
+def _no_decoy(t: _Table) -> list[DecoyRemoval]:
     out = []
     for model in t.models:
         for name in t.base_names():
@@ -83,14 +92,20 @@ def _no_decoy(t: _Table) -> list[dict[str, Any]]:
             res = _paired(t.f, t.select(model, name, "unanswerable"), without, "base_id")
             if res is None:
                 continue
-            rec = {"model": model, "condition": name, **res}
-            rec["refused_with_decoy"] = rec.pop("total_a")
-            rec["refused_without_decoy"] = rec.pop("total_b")
-            out.append(rec)
+            with_decoy, without_decoy = res.pop("total_a"), res.pop("total_b")
+            out.append(
+                DecoyRemoval(
+                    model=model,
+                    condition=name,
+                    **res,
+                    refused_with_decoy=with_decoy,
+                    refused_without_decoy=without_decoy,
+                )
+            )
     return out
 
 
-def _sampling(t: _Table) -> list[dict[str, Any]]:
+def _sampling(t: _Table) -> list[SampledCondition]:
     f = t.f
     out = []
     for model in t.models:
@@ -123,20 +138,20 @@ def _sampling(t: _Table) -> list[dict[str, Any]]:
                 greedy = greedy_of[np.searchsorted(g_items, ids[in_greedy])]
                 majority = (frac > 0.5)[in_greedy]
                 out.append(
-                    {
-                        "model": model,
-                        "subset": subset,
-                        "condition": name,
-                        "base": cond["base"],
-                        "n_items": int(ids.size),
-                        "n_samples": int(n_per.max()),
-                        "refusal_rate": float(frac.mean()),
-                        "se_clustered": se.se,
-                        "unanimous": int(np.sum((k_per == 0) | (k_per == n_per))),
-                        "greedy_refused": int(greedy.sum()),
-                        "majority_refused": int(majority.sum()),
-                        "greedy_vs_majority_flips": int(np.sum(greedy != majority)),
-                    }
+                    SampledCondition(
+                        model=model,
+                        subset=subset,
+                        condition=name,
+                        base=cond["base"],
+                        n_items=int(ids.size),
+                        n_samples=int(n_per.max()),
+                        refusal_rate=float(frac.mean()),
+                        se_clustered=se.se,
+                        unanimous=int(np.sum((k_per == 0) | (k_per == n_per))),
+                        greedy_refused=int(greedy.sum()),
+                        majority_refused=int(majority.sum()),
+                        greedy_vs_majority_flips=int(np.sum(greedy != majority)),
+                    )
                 )
     return out
 
@@ -151,7 +166,7 @@ def _gap(x: float, y: float) -> float:
     return math.inf if math.isnan(gap) else gap
 
 
-def _determinism(t: _Table, info: Mapping[str, Any]) -> dict[str, Any] | None:
+def _determinism(t: _Table, info: Mapping[str, Any]) -> DeterminismCheck | None:
     check = info.get("determinism")
     if not check:
         return None
@@ -166,7 +181,7 @@ def _determinism(t: _Table, info: Mapping[str, Any]) -> dict[str, Any] | None:
         r = {c: values[c][i] for c in cols}
         main[(r["model"], r["item_id"], r["condition"])] = r
     same, compared, max_diff = 0, 0, 0.0
-    mismatches: list[dict[str, Any]] = []
+    mismatches: list[Mismatch] = []
     for rec in check["rows"]:
         hit = main.get((rec["model"], rec["item_id"], rec["condition"]))
         if hit is None:
@@ -183,18 +198,18 @@ def _determinism(t: _Table, info: Mapping[str, Any]) -> dict[str, Any] | None:
         if equal:
             same += 1
         elif len(mismatches) < 10:
-            mismatches.append({**rec, "main_output": r["output"]})
-    return {
-        "questions": check["questions"],
-        "compared": compared,
-        "identical": same,
-        "max_logprob_diff": max_diff,
-        "model_calls": check["model_calls"],
-        "mismatches": mismatches,
-    }
+            mismatches.append(Mismatch(**rec, main_output=r["output"]))
+    return DeterminismCheck(
+        questions=check["questions"],
+        compared=compared,
+        identical=same,
+        max_logprob_diff=max_diff,
+        model_calls=check["model_calls"],
+        mismatches=mismatches,
+    )
 
 
-def _examples(t: _Table, info: Mapping[str, Any]) -> list[dict[str, Any]]:
+def _examples(t: _Table, info: Mapping[str, Any]) -> list[Example]:
     f = t.f
     k = int(info.get("examples", 5))
     names = t.base_names()
@@ -221,18 +236,18 @@ def _examples(t: _Table, info: Mapping[str, Any]) -> list[dict[str, Any]]:
             outputs, refused = f.strings("output", rs), f.strings("refused", rs)
             meta = f.metas[int(f.meta_code[rs[0]])]
             out.append(
-                {
-                    "model": model,
-                    "item_id": f.item_ids[int(flipping[i])],
-                    "title": meta.get("title"),
-                    "question": meta.get("question"),
-                    "answerable": f.strings("answerable", rs[:1])[0],
-                    "decoy": meta.get("decoy"),
-                    "n_flipping": int(flipping.size),
-                    "outputs": {
-                        names[int(w)]: {"output": o, "refused": r}
+                Example(
+                    model=model,
+                    item_id=f.item_ids[int(flipping[i])],
+                    title=meta.get("title"),
+                    question=meta.get("question"),
+                    answerable=f.strings("answerable", rs[:1])[0],
+                    decoy=meta.get("decoy"),
+                    n_flipping=int(flipping.size),
+                    outputs={
+                        names[int(w)]: ExampleOutput(output=o, refused=r)
                         for w, o, r in zip(which[mine], outputs, refused, strict=True)
                     },
-                }
+                )
             )
     return out

@@ -1,21 +1,22 @@
-"""The formats study's results table as numpy columns, for analyses that scale.
+"""The formats study's view of the results frame: numpy columns for analyses that scale.
 
-Strings become integer codes once (models and items numbered in the order they first appear,
-as a row-wise pass would meet them); the ``metadata`` JSON is parsed once per distinct value;
-SQuAD normalisation runs once per distinct string. Selections are arrays of row indices in
-table order, so every statistic sees its rows in the same order a row-wise pass would.
+The columns come from the :class:`~steadyeval.results.ResultsFrame` (models and items
+numbered in the order they first appear, as a row-wise pass would meet them; the
+``metadata`` JSON parsed once per distinct value); this view adds what only the study needs:
+rows grouped by (model, condition) and selected by variant and subset, labels from the
+metadata, pairing keys, and SQuAD normalisation once per distinct string. Selections are
+arrays of row indices in table order, so every statistic sees its rows in the same order a
+row-wise pass would.
 """
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-import pyarrow as pa
-import pyarrow.compute as pc
 
+from ...results import ResultsFrame
 from ...scoring import normalize_answer
 
 __all__ = ["COLUMNS", "FormatsFrame", "constant_within", "last_per_key", "pair_rows"]
@@ -47,50 +48,6 @@ NO_DECOY = -(2**41)
 
 Ints = npt.NDArray[np.int64]
 Bools = npt.NDArray[np.bool_]
-
-
-def _indices(column: pa.ChunkedArray) -> tuple[Ints, list[Any]]:
-    """Dictionary codes of ``column`` (one dictionary across chunks; null → -1)."""
-    encoded = column.dictionary_encode()
-    if encoded.num_chunks == 0:
-        return np.zeros(0, dtype=np.int64), []
-    parts = [chunk.indices.fill_null(-1).to_numpy(zero_copy_only=False) for chunk in encoded.chunks]
-    codes = np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, dtype=np.int64)
-    return codes, encoded.chunk(0).dictionary.to_pylist()
-
-
-def _first_seen(column: pa.ChunkedArray, name: str) -> tuple[Ints, list[str]]:
-    """Codes numbered in order of first appearance, and the values in that order."""
-    codes, values = _indices(column)
-    if codes.size and int(codes.min()) < 0:
-        row = int(np.flatnonzero(codes < 0)[0])
-        raise ValueError(
-            f"results table, row {row}: column {name!r} is null; every row needs a {name}"
-        )
-    uniq, first = np.unique(codes, return_index=True)
-    order = uniq[np.argsort(first, kind="stable")]
-    remap = np.empty(len(values), dtype=np.int64)
-    remap[order] = np.arange(order.size, dtype=np.int64)
-    return remap[codes], [values[int(i)] for i in order]
-
-
-def _bool3(column: pa.ChunkedArray) -> npt.NDArray[np.int8]:
-    """1 for true, 0 for false, -1 for null (a null is a value of its own, as ``None``)."""
-    values = pc.fill_null(column, False).to_numpy(zero_copy_only=False).astype(np.int8)
-    valid = pc.is_valid(column).to_numpy(zero_copy_only=False)
-    return np.where(valid, values, np.int8(-1)).astype(np.int8)
-
-
-def _ints(column: pa.ChunkedArray, null: int) -> Ints:
-    return np.asarray(
-        pc.fill_null(column.cast(pa.int64()), null).to_numpy(zero_copy_only=False),
-        dtype=np.int64,
-    )
-
-
-def _floats(column: pa.ChunkedArray) -> npt.NDArray[np.float64]:
-    filled = pc.fill_null(column.cast(pa.float64()), float("nan"))
-    return np.asarray(filled.to_numpy(zero_copy_only=False), dtype=np.float64)
 
 
 def _decoy_code(value: Any) -> int:
@@ -126,42 +83,43 @@ class FormatsFrame:
 
     Parameters
     ----------
-    table : pyarrow.Table
-        A results table (``results.parquet``); other columns are ignored.
+    results : ResultsFrame
+        The results (``results.parquet``'s rows); other columns are ignored.
 
     Raises
     ------
-    ValueError
-        If a needed column is missing, or ``model``/``item_id``/``condition`` is null.
+    DataError
+        If a needed column is missing, ``model``/``item_id``/``condition`` is null or a
+        ``metadata`` value is not a JSON object.
     """
 
-    def __init__(self, table: pa.Table) -> None:
-        missing = [c for c in COLUMNS if c not in table.column_names]
-        if missing:
-            raise ValueError(
-                f"results table: missing column(s) {', '.join(missing)}; the formats analysis "
-                f"reads {', '.join(COLUMNS)}"
-            )
-        self.table = table.select(list(COLUMNS))
-        col = self.table.column
-        self.n = self.table.num_rows
-        self.model, self.models = _first_seen(col("model"), "model")
-        self.item, self.item_ids = _first_seen(col("item_id"), "item_id")
-        self.cond, cond_names = _first_seen(col("condition"), "condition")
+    def __init__(self, results: ResultsFrame) -> None:
+        results.require(COLUMNS, reader="the formats analysis")
+        self.results = results
+        self.model, self.models = results.codes("model", nulls=False)
+        self.item, self.item_ids = results.codes("item_id", nulls=False)
+        self.cond, cond_names = results.codes("condition", nulls=False)
         self._cond_code = {c: i for i, c in enumerate(cond_names)}
         self._model_code = {m: i for i, m in enumerate(self.models)}
-        self.sample_index = _ints(col("sample_index"), -1)
-        self.refused = _bool3(col("refused"))
-        self.correct = _bool3(col("correct"))
-        self.truncated = _bool3(col("truncated"))
-        self.answerable = _bool3(col("answerable"))
-        self.parsed_option = _ints(col("parsed_option"), NO_OPTION)
-        self.em = _floats(col("em"))
-        self.f1 = _floats(col("f1"))
-        kinds, kind_values = _indices(col("parsed_kind"))
-        self.kind = kinds
+        self.sample_index = results.ints("sample_index", null=-1)
+        self.refused = results.bools("refused")
+        self.correct = results.bools("correct")
+        self.truncated = results.bools("truncated")
+        self.answerable = results.bools("answerable")
+        self.parsed_option = results.ints("parsed_option", null=NO_OPTION)
+        self.em = results.floats("em")
+        self.f1 = results.floats("f1")
+        self.kind, kind_values = results.codes("parsed_kind")
         self.kind_code = {str(k): i for i, k in enumerate(kind_values)}
-        self._metadata()
+        self.meta_code, self.metas = results.metadata()
+        variants: dict[Any, int] = {}
+        per_meta = [
+            variants.setdefault(m.get("variant", "base"), len(variants)) for m in self.metas
+        ]
+        self._variant_code = variants
+        self.variant = np.asarray(per_meta, dtype=np.int64)[self.meta_code]
+        decoy = [_decoy_code(m.get("decoy_option")) for m in self.metas]
+        self.decoy_option = np.asarray(decoy, dtype=np.int64)[self.meta_code]
         self._norm: dict[str, int] = {}
         self._labels: dict[str, Ints] = {}
         self._selections: dict[tuple[str, str, str | None, str, bool], Ints] = {}
@@ -173,35 +131,6 @@ class FormatsFrame:
             group[self._order], np.arange(len(self.models) * n_cond + 1, dtype=np.int64)
         )
         self._n_cond = n_cond
-
-    def _metadata(self) -> None:
-        codes, values = _indices(self.table.column("metadata"))
-        metas: list[dict[str, Any]] = []
-        for k, text in enumerate(values):
-            try:
-                meta = json.loads(text)
-            except json.JSONDecodeError as exc:
-                row = int(np.flatnonzero(codes == k)[0])
-                raise ValueError(
-                    f"results table, row {row}: column 'metadata' is not JSON ({exc})"
-                ) from exc
-            if not isinstance(meta, dict):
-                row = int(np.flatnonzero(codes == k)[0])
-                raise ValueError(
-                    f"results table, row {row}: column 'metadata' holds "
-                    f"{type(meta).__name__}; expected a JSON object"
-                )
-            metas.append(meta)
-        metas.append({})  # a null metadata: no metadata
-        codes = np.where(codes < 0, len(metas) - 1, codes)
-        self.meta_code: Ints = codes
-        self.metas = metas
-        variants: dict[Any, int] = {}
-        per_meta = [variants.setdefault(m.get("variant", "base"), len(variants)) for m in metas]
-        self._variant_code = variants
-        self.variant = np.asarray(per_meta, dtype=np.int64)[codes]
-        decoy = np.asarray([_decoy_code(m.get("decoy_option")) for m in metas], dtype=np.int64)
-        self.decoy_option = decoy[codes]
 
     # -- selections ---------------------------------------------------------------------------
 
@@ -263,16 +192,19 @@ class FormatsFrame:
 
     def strings(self, column: str, rows: Ints) -> list[Any]:
         """The raw values of ``column`` on ``rows`` (few rows: examples, checks)."""
-        return list(self.table.column(column).take(pa.array(rows, type=pa.int64())).to_pylist())
+        return self.results.values(column, rows)
 
     def normalized(self, column: str, rows: Ints) -> Ints:
         """Codes of ``normalize_answer(value or "")`` on ``rows``; equal codes ⇔ equal
-        normalised strings (across calls). Normalises each distinct value once."""
-        codes, values = _indices(self.table.column(column).take(pa.array(rows, type=pa.int64())))
+        normalised strings (across calls). Normalises each distinct value of ``rows`` once."""
+        codes, values = self.results.codes(column)
+        mine = codes[rows]
+        uniq, inverse = np.unique(mine, return_inverse=True)
         per_value = np.asarray(
-            [self.norm_code(v or "") for v in values] + [self.norm_code("")], dtype=np.int64
+            [self.norm_code((values[int(v)] if v >= 0 else None) or "") for v in uniq],
+            dtype=np.int64,
         )
-        return per_value[np.where(codes < 0, len(values), codes)]
+        return per_value[inverse.reshape(-1)] if uniq.size else np.zeros(0, dtype=np.int64)
 
     def norm_code(self, text: str) -> int:
         """The code of ``normalize_answer(text)``."""

@@ -17,6 +17,7 @@ import numpy.typing as npt
 from ... import stats
 from ._frame import FormatsFrame, Ints, pair_rows
 from ._table import SUBSETS, _quiet, _Table
+from ._types import FormatPair, NoiseFloorEntry, PhraseFloor
 
 
 def _field(f: FormatsFrame, field: str) -> npt.NDArray[np.int8]:
@@ -76,12 +77,13 @@ def _order_floor(t: _Table, model: str, subset: str, name: str, field: str) -> l
     return out
 
 
-def _pairs(t: _Table, info: Mapping[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Every pair of base formats, per model × subset × outcome (one Holm family each)."""
+def _pairs(t: _Table, info: Mapping[str, Any]) -> tuple[list[FormatPair], list[NoiseFloorEntry]]:
+    """Every pair of base formats, per model × subset × outcome (one Holm family each), and
+    the noise floors."""
     names = t.base_names()
     floor_a, floor_b = info.get("noise_floor") or (None, None)
-    pairs: list[dict[str, Any]] = []
-    floors: list[dict[str, Any]] = []
+    pairs: list[FormatPair] = []
+    floors: list[NoiseFloorEntry] = []
     for model, subset in itertools.product(t.models, SUBSETS):
         fields = ("refused", "correct") if subset == "answerable" else ("refused",)
         for field in fields:
@@ -100,14 +102,14 @@ def _pairs(t: _Table, info: Mapping[str, Any]) -> tuple[list[dict[str, Any]], li
             order_mean = {n: float(np.mean(v)) for n, v in order.items()}
             if phrase is not None or order:
                 floors.append(
-                    {
-                        "model": model,
-                        "subset": subset,
-                        "outcome": field,
-                        "phrase": {"a": floor_a, "b": floor_b, "flips": phrase},
-                        "order": order,
-                        "order_mean": order_mean,
-                    }
+                    NoiseFloorEntry(
+                        model=model,
+                        subset=subset,
+                        outcome=field,
+                        phrase=PhraseFloor(a=floor_a, b=floor_b, flips=phrase),
+                        order=order,
+                        order_mean=order_mean,
+                    )
                 )
             family = []
             for a, b in itertools.combinations(names, 2):
@@ -130,5 +132,5 @@ def _pairs(t: _Table, info: Mapping[str, Any]) -> tuple[list[dict[str, Any]], li
                     }
                 )
             _with_holm(family)
-            pairs.extend(family)
+            pairs.extend(FormatPair(**p) for p in family)
     return pairs, floors

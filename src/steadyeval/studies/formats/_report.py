@@ -1,4 +1,4 @@
-"""The answer-format study's report sections, built from its analysis dict alone.
+"""The answer-format study's report sections, built from its analysis alone.
 
 One builder serves ``summary.md`` (tables and text) and ``steadyeval report`` (the same
 tables plus figures: outcome bars with Wilson intervals and refusal agreement heatmaps
@@ -11,23 +11,23 @@ determinism check has a section of its own.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from ...document import Block, Column, Paragraph, Section, Table, format_cell
 from ._report_extras import _examples, _extra_blocks
 from ._report_labels import condition_labels
 from ._report_outcomes import _outcome_blocks
 from ._report_pairs import _pair_blocks
+from ._types import DeterminismCheck, FormatsAnalysis
 
 __all__ = ["formats_report_sections"]
 
 SOURCE = "formats study"
 
 
-def _determinism(det: Mapping[str, Any], names: Mapping[str, str]) -> Section:
+def _determinism(det: DeterminismCheck, names: Mapping[str, str]) -> Section:
     blocks: list[Block] = [
         Paragraph(
-            f"{format_cell(det['questions'], 'int')} questions rerun under the greedy formats "
+            f"{format_cell(det.questions, 'int')} questions rerun under the greedy formats "
             "with an empty response cache, so every request reached the model again."
         ),
         Table(
@@ -41,16 +41,16 @@ def _determinism(det: Mapping[str, Any], names: Mapping[str, str]) -> Section:
             ),
             (
                 (
-                    det["questions"],
-                    det["model_calls"],
-                    det["compared"],
-                    det["identical"],
-                    det["max_logprob_diff"],
+                    det.questions,
+                    det.model_calls,
+                    det.compared,
+                    det.identical,
+                    det.max_logprob_diff,
                 ),
             ),
         ),
     ]
-    if det["mismatches"]:
+    if det.mismatches:
         blocks.append(
             Table(
                 "Answers that differ (first 10)",
@@ -63,13 +63,13 @@ def _determinism(det: Mapping[str, Any], names: Mapping[str, str]) -> Section:
                 ),
                 tuple(
                     (
-                        m["item_id"],
-                        names.get(m["condition"], m["condition"]),
-                        m["model"],
-                        m["output"],
-                        m["main_output"],
+                        m.item_id,
+                        names.get(m.condition, m.condition),
+                        m.model,
+                        m.output,
+                        m.main_output,
                     )
-                    for m in det["mismatches"]
+                    for m in det.mismatches
                 ),
             )
         )
@@ -78,7 +78,7 @@ def _determinism(det: Mapping[str, Any], names: Mapping[str, str]) -> Section:
     )
 
 
-def formats_report_sections(analysis: Mapping[str, Any], *, figures: bool = True) -> list[Section]:
+def formats_report_sections(analysis: FormatsAnalysis, *, figures: bool = True) -> list[Section]:
     """The study's report sections from :func:`analyze_formats`' result (as stored in
     ``summary.json``): per model the seed's outcome tables, every rate with its Wilson
     interval and clustered SE, the paired tables with McNemar and Holm, the noise floor,
@@ -86,8 +86,9 @@ def formats_report_sections(analysis: Mapping[str, Any], *, figures: bool = True
 
     Parameters
     ----------
-    analysis : mapping
-        ``summary.json["analysis"]`` of a formats run.
+    analysis : FormatsAnalysis
+        The analysis of a formats run (``FORMATS_STUDY.read_analysis`` reads it back from
+        ``summary.json``).
     figures : bool
         Add figures (outcome bars, refusal agreement heatmaps). ``summary.md`` leaves them
         out: their numbers are in the tables.
@@ -98,8 +99,8 @@ def formats_report_sections(analysis: Mapping[str, Any], *, figures: bool = True
     """
     names = condition_labels(analysis)
     out = []
-    for i, model in enumerate(analysis["models"]):
-        recs = [r for r in analysis["outcomes"] if r["model"] == model]
+    for i, model in enumerate(analysis.models):
+        recs = [r for r in analysis.outcomes if r.model == model]
         blocks = [
             *_outcome_blocks(recs, names, figures),
             *_pair_blocks(analysis, names, model, figures),
@@ -110,7 +111,6 @@ def formats_report_sections(analysis: Mapping[str, Any], *, figures: bool = True
         # the report shows every condition by these labels, in its generic sections too
         sid = f"formats-model-{i + 1}"
         out.append(Section.of(sid, title, blocks, source=SOURCE, labels=names))
-    det = analysis.get("determinism")
-    if det:
-        out.append(_determinism(det, names))
+    if analysis.determinism is not None:
+        out.append(_determinism(analysis.determinism, names))
     return out

@@ -4,26 +4,27 @@ conditions (``summary.json`` sorts the keys of the analysis' dicts)."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+
+from ._types import FormatCondition, FormatsAnalysis
 
 __all__ = ["condition_labels"]
 
 _LABELS = {"free": "free form", "list": "list, no escape"}
 
 
-def _label(cond: Mapping[str, Any]) -> str:
-    if cond["variant"] == "base" and cond["name"] in _LABELS:
-        return _LABELS[cond["name"]]
-    if cond["role"] in ("escape", "control") and cond["variant"] == "base":
-        word = "control word" if cond["role"] == "control" else "list +"
-        return f'{word} "{cond["escape"]}"'
-    return str(cond["name"])
+def _label(cond: FormatCondition) -> str:
+    if cond.variant == "base" and cond.name in _LABELS:
+        return _LABELS[cond.name]
+    if cond.role in ("escape", "control") and cond.variant == "base":
+        word = "control word" if cond.role == "control" else "list +"
+        return f'{word} "{cond.escape}"'
+    return cond.name
 
 
-def condition_labels(analysis: Mapping[str, Any]) -> dict[str, str]:
+def condition_labels(analysis: FormatsAnalysis) -> dict[str, str]:
     """Readable names of the study's conditions (``list-nota`` → ``list + "none of the
     above"``); variants keep their condition name."""
-    return {c["name"]: _label(c) for c in analysis["conditions"]}
+    return {c.name: _label(c) for c in analysis.conditions}
 
 
 def _in_order(names: Mapping[str, str], keys: Iterable[str]) -> list[str]:

@@ -5,11 +5,11 @@ answers), and every rate with its Wilson interval and clustered standard error."
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 from ...document import Bar, BarChart, Block, Column, Table
-from ._analysis import ANSWERABLE_OUTCOMES, UNANSWERABLE_OUTCOMES
+from ._types import AnswerableOutcome, Outcome, OutcomeRate, UnanswerableOutcome
 
 #: The outcomes a format can produce (the others are 0 by construction and not shown).
 _APPLICABLE = {
@@ -18,12 +18,12 @@ _APPLICABLE = {
     "escape": {"refused", "decoy", "other", "unmatched", "correct", "wrong"},
     "control": {"refused", "decoy", "other", "unmatched", "correct", "wrong", "control"},
 }
-#: Outcomes in a fixed order (``summary.json`` sorts the keys of the analysis' dicts).
-_OUTCOMES = {"unanswerable": UNANSWERABLE_OUTCOMES, "answerable": ANSWERABLE_OUTCOMES}
+
+R = TypeVar("R", UnanswerableOutcome, AnswerableOutcome)
 
 
-def _ci(rate: Mapping[str, Any]) -> tuple[Any, Any, Any]:
-    return (rate["rate"], rate["low"], rate["high"])
+def _ci(rate: OutcomeRate) -> tuple[float, float, float]:
+    return (rate.rate, rate.low, rate.high)
 
 
 def _only(role: str, value: Any, *roles: str) -> Any:
@@ -36,41 +36,44 @@ def _missing(x: Any) -> bool:
 
 
 def _bars(
-    title: str, recs: Sequence[Mapping[str, Any]], names: Mapping[str, str], outcome: str
+    title: str,
+    recs: Sequence[R],
+    names: Mapping[str, str],
+    rate: Callable[[R], OutcomeRate],
+    value_label: str,
 ) -> BarChart:
+    """One bar per format: the rate ``rate`` picks from its record."""
     return BarChart(
         title,
         tuple(
-            Bar(names[r["condition"]], *_ci(r["rates"][outcome]), n=r["n"])
+            Bar(names[r.condition], *_ci(rate(r)), n=r.n)
             for r in recs
-            if not _missing(r["rates"][outcome]["rate"])
+            if not _missing(rate(r).rate)
         ),
-        value_label=f"share {outcome} (95% Wilson interval)"
-        if outcome != "decoy"
-        else "share that chose the decoy (95% Wilson interval)",
+        value_label=f"{value_label} (95% Wilson interval)",
     )
 
 
-def _unanswerable_table(unans: Sequence[Mapping[str, Any]], names: Mapping[str, str]) -> Table:
+def _unanswerable_table(unans: Sequence[UnanswerableOutcome], names: Mapping[str, str]) -> Table:
     """The seed's table of the unanswerable questions: what each format did."""
     rows = []
     for r in unans:
-        c, role = r["counts"], r["role"]
+        c, role = r.counts, r.role
         rows.append(
             (
-                names[r["condition"]],
-                c["refused"],
-                c["decoy"],
-                c["other"],
-                _only(role, c["answered"], "free"),
-                _only(role, r.get("near_decoy", 0), "free"),
-                c["unmatched"],
-                _only(role, c["control"], "control"),
-                r["truncated"],
+                names[r.condition],
+                c.refused,
+                c.decoy,
+                c.other,
+                _only(role, c.answered, "free"),
+                _only(role, r.near_decoy, "free"),
+                c.unmatched,
+                _only(role, c.control, "control"),
+                r.truncated,
             )
         )
     return Table(
-        f"Unanswerable questions (n = {unans[0]['n']})",
+        f"Unanswerable questions (n = {unans[0].n})",
         (
             Column("format"),
             Column("refused", "int"),
@@ -91,38 +94,54 @@ def _unanswerable_table(unans: Sequence[Mapping[str, Any]], names: Mapping[str, 
     )
 
 
-def _unanswerable_bars(unans: Sequence[Mapping[str, Any]], names: Mapping[str, str]) -> list[Block]:
+def _unanswerable_bars(
+    unans: Sequence[UnanswerableOutcome], names: Mapping[str, str]
+) -> list[Block]:
     """Refusal rate by format; and, for the formats with options, the share that chose the
     decoy."""
     bars: list[Block] = [
-        _bars("Unanswerable questions: refusal rate by format", unans, names, "refused")
+        _bars(
+            "Unanswerable questions: refusal rate by format",
+            unans,
+            names,
+            lambda r: r.rates.refused,
+            "share refused",
+        )
     ]
-    lists = [r for r in unans if r["role"] != "free"]
+    lists = [r for r in unans if r.role != "free"]
     if lists:
-        bars.append(_bars("Unanswerable questions: chose the decoy", lists, names, "decoy"))
+        bars.append(
+            _bars(
+                "Unanswerable questions: chose the decoy",
+                lists,
+                names,
+                lambda r: r.rates.decoy,
+                "share that chose the decoy",
+            )
+        )
     return bars
 
 
-def _answerable_table(ans: Sequence[Mapping[str, Any]], names: Mapping[str, str]) -> Table:
+def _answerable_table(ans: Sequence[AnswerableOutcome], names: Mapping[str, str]) -> Table:
     """The seed's table of the answerable questions: what each format did."""
     rows = []
     for r in ans:
-        c, role = r["counts"], r["role"]
+        c, role = r.counts, r.role
         rows.append(
             (
-                names[r["condition"]],
-                c["correct"],
-                _only(role, r.get("em"), "free"),
-                _only(role, r.get("f1"), "free"),
-                c["refused"],
-                c["wrong"],
-                c["unmatched"],
-                _only(role, c["control"], "control"),
-                r["truncated"],
+                names[r.condition],
+                c.correct,
+                _only(role, r.em, "free"),
+                _only(role, r.f1, "free"),
+                c.refused,
+                c.wrong,
+                c.unmatched,
+                _only(role, c.control, "control"),
+                r.truncated,
             )
         )
     return Table(
-        f"Answerable questions (n = {ans[0]['n']})",
+        f"Answerable questions (n = {ans[0].n})",
         (
             Column("format"),
             Column("correct", "int"),
@@ -138,22 +157,22 @@ def _answerable_table(ans: Sequence[Mapping[str, Any]], names: Mapping[str, str]
     )
 
 
-def _rates_table(recs: Sequence[Mapping[str, Any]], names: Mapping[str, str]) -> Table | None:
+def _rates_table(recs: Sequence[Outcome], names: Mapping[str, str]) -> Table | None:
     """Every rate a format can produce, per subset; None when there is none."""
     rates: list[tuple[Any, ...]] = [
         (
-            names[r["condition"]],
-            r["subset"],
+            names[r.condition],
+            r.subset,
             outcome,
-            v["count"],
-            r["n"],
+            v.count,
+            r.n,
             _ci(v),
-            v["se_clustered"],
-            v["n_clusters"],
+            v.se_clustered,
+            v.n_clusters,
         )
         for r in recs
-        for outcome in _OUTCOMES[r["subset"]]
-        if outcome in _APPLICABLE[r["role"]] and (v := r["rates"].get(outcome)) is not None
+        for outcome, v in r.rates.items()
+        if outcome in _APPLICABLE[r.role]
     ]
     if not rates:
         return None
@@ -174,21 +193,29 @@ def _rates_table(recs: Sequence[Mapping[str, Any]], names: Mapping[str, str]) ->
 
 
 def _outcome_blocks(
-    recs: Sequence[Mapping[str, Any]], names: Mapping[str, str], figures: bool
+    recs: Sequence[Outcome], names: Mapping[str, str], figures: bool
 ) -> list[Block]:
     """One model's outcome tables (``recs``: its ``outcomes`` records), with their bar charts
     when ``figures``, then the table of every rate."""
     blocks: list[Block] = []
-    unans = [r for r in recs if r["subset"] == "unanswerable"]
+    unans = [r for r in recs if isinstance(r, UnanswerableOutcome)]
     if unans:
         blocks.append(_unanswerable_table(unans, names))
         if figures:
             blocks.extend(_unanswerable_bars(unans, names))
-    ans = [r for r in recs if r["subset"] == "answerable"]
+    ans = [r for r in recs if isinstance(r, AnswerableOutcome)]
     if ans:
         blocks.append(_answerable_table(ans, names))
         if figures:
-            blocks.append(_bars("Answerable questions: correct by format", ans, names, "correct"))
+            blocks.append(
+                _bars(
+                    "Answerable questions: correct by format",
+                    ans,
+                    names,
+                    lambda r: r.rates.correct,
+                    "share correct",
+                )
+            )
     rates = _rates_table(recs, names)
     if rates is not None:
         blocks.append(rates)

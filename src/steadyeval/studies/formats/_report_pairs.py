@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from ...document import Block, Column, Heatmap, Table, format_cell
 from ._report_labels import _in_order
+from ._types import FormatPair, FormatsAnalysis
 
 _VERBS = {"refused": ("refuses", "refuse"), "correct": ("is correct", "correct")}
 _PHRASE_HELP = "flips between two formats that differ in one phrase"
@@ -19,26 +19,26 @@ NO_DISCORDANT = "no discordant pairs"
 
 
 def _heatmap(
-    recs: Sequence[Mapping[str, Any]], names: Mapping[str, str], subset: str, outcome: str
+    recs: Sequence[FormatPair], names: Mapping[str, str], subset: str, outcome: str
 ) -> Heatmap:
     """Flips between every pair of formats; cells above the noise floor are outlined."""
-    order = list(dict.fromkeys(n for p in recs for n in (p["a"], p["b"])))
+    order = list(dict.fromkeys(n for p in recs for n in (p.a, p.b)))
     index = {n: i for i, n in enumerate(order)}
     k = len(order)
     values = [[math.nan] * k for _ in range(k)]
     text = [["—" if i == j else "" for j in range(k)] for i in range(k)]
     marked = [[False] * k for _ in range(k)]
-    floor = next((p["noise_floor"] for p in recs if p["noise_floor"] is not None), None)
+    floor = next((p.noise_floor for p in recs if p.noise_floor is not None), None)
     for p in recs:
-        i, j = index[p["a"]], index[p["b"]]
-        share = p["flips"] / p["n"] if p["n"] else math.nan
-        ptext = format_cell(p["p_exact"], "pvalue")
-        test = f"p{ptext if ptext.startswith('<') else '=' + ptext}" if p["flips"] else "no flips"
-        cell = f"{p['flips']}/{p['n']}\n{test}"
+        i, j = index[p.a], index[p.b]
+        share = p.flips / p.n if p.n else math.nan
+        ptext = format_cell(p.p_exact, "pvalue")
+        test = f"p{ptext if ptext.startswith('<') else '=' + ptext}" if p.flips else "no flips"
+        cell = f"{p.flips}/{p.n}\n{test}"
         for r, c in ((i, j), (j, i)):
             values[r][c] = share
             text[r][c] = cell
-            marked[r][c] = floor is not None and p["flips"] > floor
+            marked[r][c] = floor is not None and p.flips > floor
     legend = (
         "cell: questions on which the two formats disagree / questions both have, and "
         "McNemar's exact p (no test where nothing flips); colour: share that flips"
@@ -62,7 +62,7 @@ def _heatmap(
 
 
 def _pair_table(
-    recs: Sequence[Mapping[str, Any]], names: Mapping[str, str], subset: str, outcome: str
+    recs: Sequence[FormatPair], names: Mapping[str, str], subset: str, outcome: str
 ) -> Table:
     """The agreement of every pair of formats on ``outcome`` (``recs``: the ``pairs``
     records of one model, subset and outcome)."""
@@ -87,40 +87,40 @@ def _pair_table(
         ),
         tuple(
             (
-                names[p["a"]],
-                names[p["b"]],
-                p["total_a"],
-                p["total_b"],
-                p["both"],
-                p["neither"],
-                p["only_a"],
-                p["only_b"],
-                p["flips"],
-                p["p_exact"] if p["flips"] else NO_DISCORDANT,
-                p["p_midp"],
-                p["p_holm"],
-                p["noise_floor"],
-                p["order_floor"],
+                names[p.a],
+                names[p.b],
+                p.total_a,
+                p.total_b,
+                p.both,
+                p.neither,
+                p.only_a,
+                p.only_b,
+                p.flips,
+                p.p_exact if p.flips else NO_DISCORDANT,
+                p.p_midp,
+                p.p_holm,
+                p.noise_floor,
+                p.order_floor,
             )
             for p in recs
         ),
     )
 
 
-def _noise_floor_table(a: Mapping[str, Any], names: Mapping[str, str], model: str) -> Table | None:
+def _noise_floor_table(a: FormatsAnalysis, names: Mapping[str, str], model: str) -> Table | None:
     """One model's noise floor: the flips between two formats that differ in one phrase and
     between each list format and itself under other option orders; None when there is none."""
-    floors = [f for f in a["noise_floor"] if f["model"] == model]
-    rows = []
+    floors = [f for f in a.noise_floor if f.model == model]
+    rows: list[tuple[str, str, str, int]] = []
     for f in floors:
-        ph = f["phrase"]
-        if ph["flips"] is not None:
-            pair = f"{names.get(ph['a'], ph['a'])} vs {names.get(ph['b'], ph['b'])}"
-            rows.append((f["subset"], f["outcome"], f"{pair} (one phrase differs)", ph["flips"]))
-        for name in _in_order(names, f["order"]):
-            for k, n in enumerate(f["order"][name], start=1):
+        ph = f.phrase
+        if ph.flips is not None:
+            pair = f"{_named(names, ph.a)} vs {_named(names, ph.b)}"
+            rows.append((f.subset, f.outcome, f"{pair} (one phrase differs)", ph.flips))
+        for name in _in_order(names, f.order):
+            for k, n in enumerate(f.order[name], start=1):
                 what = f"{names[name]} vs itself under option order {k}"
-                rows.append((f["subset"], f["outcome"], what, n))
+                rows.append((f.subset, f.outcome, what, n))
     if not rows:
         return None
     return Table(
@@ -135,8 +135,13 @@ def _noise_floor_table(a: Mapping[str, Any], names: Mapping[str, str], model: st
     )
 
 
+def _named(names: Mapping[str, str], condition: str | None) -> str:
+    """The label of ``condition`` (its name where it has none)."""
+    return names.get(condition, condition) if condition is not None else str(None)
+
+
 def _pair_blocks(
-    a: Mapping[str, Any], names: Mapping[str, str], model: str, figures: bool
+    a: FormatsAnalysis, names: Mapping[str, str], model: str, figures: bool
 ) -> list[Block]:
     """One model's paired tables per subset and outcome (refusals with a heatmap when
     ``figures``), then its noise floor."""
@@ -145,8 +150,8 @@ def _pair_blocks(
         for outcome in ("refused", "correct"):
             recs = [
                 p
-                for p in a["pairs"]
-                if p["model"] == model and p["subset"] == subset and p["outcome"] == outcome
+                for p in a.pairs
+                if p.model == model and p.subset == subset and p.outcome == outcome
             ]
             if not recs:
                 continue

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._protocol import Study, StudyDesign
 from ._config import FormatsConfig
+from ._types import FormatsAnalysis
 
 if TYPE_CHECKING:
     from ...document import Section
@@ -19,7 +20,7 @@ if TYPE_CHECKING:
 __all__ = ["FORMATS_STUDY", "FormatsStudy"]
 
 
-class FormatsStudy(Study[Any]):
+class FormatsStudy(Study[FormatsAnalysis]):
     """Study 1: does a "none of the above" option restore the refusals a free-form answer
     has? (``docs/study-formats.md``)"""
 
@@ -28,6 +29,7 @@ class FormatsStudy(Study[Any]):
         'does a "none of the above" option restore the refusals free-form answers have? (SQuAD 2.0)'
     )
     config = FormatsConfig
+    analysis_type = FormatsAnalysis
     example = """
         steadyeval study formats --model hf:Qwen/Qwen2.5-0.5B --data dev-v2.0.json --out runs/formats
         steadyeval study formats --model hf:Qwen/Qwen2.5-0.5B --data squad_v2 \\
@@ -62,14 +64,13 @@ class FormatsStudy(Study[Any]):
         check = determinism_check(design.items, greedy, backends, config.determinism, config.seed)
         return StudyDesign(design.blocks, {**design.info, "determinism": check}, design.columns)
 
-    def analyze(self, results: ResultsFrame, info: Mapping[str, Any]) -> Any:
-        table = results.table
+    def analyze(self, results: ResultsFrame, info: Mapping[str, Any]) -> FormatsAnalysis:
         from ._analysis import analyze_formats
 
-        return analyze_formats(table, info)
+        return analyze_formats(results, info)
 
     def sections(
-        self, analysis: Mapping[str, Any], info: Mapping[str, Any], *, figures: bool = True
+        self, analysis: FormatsAnalysis, info: Mapping[str, Any], *, figures: bool = True
     ) -> list[Section]:
         from ._report import formats_report_sections
 

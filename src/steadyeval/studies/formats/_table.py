@@ -1,18 +1,20 @@
-"""The formats analysis' view of the results table: the numpy frame
-(:class:`~._frame.FormatsFrame`) plus the design facts, selected by (model, condition,
-variant, subset); and the helpers every part of the analysis shares.
+"""The formats analysis' view of the results: the numpy frame
+(:class:`~._frame.FormatsFrame`, a view of the :class:`~steadyeval.results.ResultsFrame`)
+plus the design facts, selected by (model, condition, variant, subset); and the helpers
+every part of the analysis shares.
 """
 
 from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Mapping
-from typing import Any
-
-import pyarrow as pa
+from typing import TYPE_CHECKING, Any
 
 from ... import stats
 from ._frame import FormatsFrame, Ints
+
+if TYPE_CHECKING:
+    from ...results import ResultsFrame
 
 #: The two question subsets, in the order the analysis lists them.
 SUBSETS = ("unanswerable", "answerable")
@@ -30,8 +32,8 @@ def _quiet(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
 class _Table:
     """The frame plus the design facts, indexed by (model, condition, variant, subset)."""
 
-    def __init__(self, table: pa.Table, info: Mapping[str, Any]) -> None:
-        self.f = FormatsFrame(table)
+    def __init__(self, results: ResultsFrame, info: Mapping[str, Any]) -> None:
+        self.f = FormatsFrame(results)
         self.conditions: dict[str, dict[str, Any]] = {c["name"]: c for c in info["conditions"]}
         self.models: list[str] = list(self.f.models)
 
