@@ -38,7 +38,7 @@ import pyarrow.parquet as pq
 
 from steadyeval import FORMATS, TEMPLATES, Condition, Format, Item, RunOptions, load_backend, run
 from steadyeval.models import build_tiny_model
-from steadyeval.results import summarize
+from steadyeval.results import ResultsFrame, summarize
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE.parents[1] / "shared" / "data"
@@ -250,7 +250,7 @@ def bench_study(work: Path, study: str, rows: int) -> None:
 
 
 def _measure(
-    study: str, path: Path, analyze: Callable[[pa.Table, Any], Any], info: dict[str, Any]
+    study: str, path: Path, analyze: Callable[[ResultsFrame, Any], Any], info: dict[str, Any]
 ) -> None:
     reads = []
     for _ in range(3):  # the median of three reads: the baseline varies with machine load
@@ -259,7 +259,7 @@ def _measure(
         reads.append(time.perf_counter() - t0)
     read = sorted(reads)[1]
     steps: list[tuple[str, Callable[[], Any]]] = [
-        (f"analyze_{study}", lambda: analyze(table, info))
+        (f"analyze_{study}", lambda: analyze(ResultsFrame(table), info))
     ]
     if study == "formats":
         steps.insert(0, ("summarize", lambda: summarize(table)))

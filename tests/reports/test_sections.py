@@ -32,7 +32,7 @@ from steadyeval.reports import (
     sections_markdown,
 )
 from steadyeval.reports._agreement import noise_floor
-from steadyeval.results import write_results
+from steadyeval.results import Analysis, write_results
 from steadyeval.studies import Study, StudyConfig, StudyDesign, register_study
 from tests.results_table import table_of
 
@@ -353,21 +353,32 @@ def test_html_size_is_bounded_by_the_item_limit() -> None:
     assert page.count("y" * 99) == 200
 
 
-class _DemoStudy(Study):
+class _DemoAnalysis(Analysis):
+    flips: int
+
+
+def _demo(flips: int) -> dict[str, Any]:
+    return _DemoAnalysis(flips=flips).to_json()
+
+
+class _DemoStudy(Study[_DemoAnalysis]):
     """A study for this test only: its sections show one number of its analysis."""
 
     name = "demo_unit_study"
     question = "a demo"
     config = StudyConfig
+    analysis_type = _DemoAnalysis
 
     def design(self, config: Any, backends: Any, options: Any) -> StudyDesign:
         return StudyDesign(blocks=())
 
-    def analyze(self, table: Any, info: Any) -> dict[str, Any]:
-        return {"flips": 48}
+    def analyze(self, results: Any, info: Any) -> _DemoAnalysis:
+        return _DemoAnalysis(flips=48)
 
-    def sections(self, analysis: Any, info: Any, *, figures: bool = True) -> list[Section]:
-        flips = analysis["flips"]
+    def sections(
+        self, analysis: _DemoAnalysis, info: Any, *, figures: bool = True
+    ) -> list[Section]:
+        flips = analysis.flips
         return [
             Section.of(
                 "demo-study",
@@ -385,7 +396,9 @@ class _BrokenStudy(_DemoStudy):
     name = "demo_broken_study"
     error: Exception = ZeroDivisionError("a bug in the study's report code")
 
-    def sections(self, analysis: Any, info: Any, *, figures: bool = True) -> list[Section]:
+    def sections(
+        self, analysis: _DemoAnalysis, info: Any, *, figures: bool = True
+    ) -> list[Section]:
         raise self.error
 
 
@@ -403,7 +416,7 @@ def test_registered_study_sections_appear_in_every_format() -> None:
     with pytest.raises(ValueError, match="already registered"):
         register_study(_DemoStudy())
     table = table_of(_rows({"a": A, "b": B}))
-    ctx = context_from_table(table, {"study": "demo_unit_study", "analysis": {"flips": 48}})
+    ctx = context_from_table(table, {"study": "demo_unit_study", "analysis": _demo(48)})
     report = build_report(ctx)
     ids = [s.id for s in report.sections]
     assert ids[:2] == ["headline", "demo-study"] and ids.count("demo-study") == 1
@@ -411,18 +424,23 @@ def test_registered_study_sections_appear_in_every_format() -> None:
     assert "## Demo study" in render_markdown(report)
     register_study(_BrokenStudy(), replace=True)
     with pytest.raises(RuntimeError, match="sections of study 'demo_broken_study' failed"):
-        build_report(context_from_table(table, {"study": "demo_broken_study"}))
+        build_report(
+            context_from_table(table, {"study": "demo_broken_study", "analysis": _demo(1)})
+        )
     register_study(_ForeignAnalysisStudy(), replace=True)
     with pytest.raises(
         DataError, match="analysis is not what study 'demo_foreign_analysis_study' writes"
     ):
-        build_report(context_from_table(table, {"study": "demo_foreign_analysis_study"}))
+        summary = {"study": "demo_foreign_analysis_study", "analysis": _demo(1)}
+        build_report(context_from_table(table, summary))
 
 
 class _LeadStudy(_DemoStudy):
     name = "demo_lead_study"
 
-    def sections(self, analysis: Any, info: Any, *, figures: bool = True) -> list[Section]:
+    def sections(
+        self, analysis: _DemoAnalysis, info: Any, *, figures: bool = True
+    ) -> list[Section]:
         (own,) = super().sections(analysis, info, figures=figures)
         answer = Section.of("demo-answer", "The answer", [Paragraph("A beats B.")], lead=True)
         return [own, answer]
@@ -432,7 +450,7 @@ def test_lead_sections_come_before_the_headline_and_long_facts_fold() -> None:
     register_study(_LeadStudy(), replace=True)
     models = [f"hf-masked:pet-{i:012x}?max_length=128" for i in range(40)]
     rows = [r for i, m in enumerate(models) for r in _rows({f"c{i}": A[:4]}, model=m)]
-    ctx = context_from_table(table_of(rows), {"study": "demo_lead_study", "analysis": {"flips": 1}})
+    ctx = context_from_table(table_of(rows), {"study": "demo_lead_study", "analysis": _demo(1)})
     report = build_report(ctx)
     assert [s.id for s in report.sections][:3] == ["demo-answer", "headline", "demo-study"]
     page = render_html(report).replace("<wbr>", "")  # (line-break opportunities in names)

@@ -180,10 +180,7 @@ class Study(ABC, Generic[A]):
     def read_analysis(self, data: Any, *, source: str = "summary.json") -> A:
         """``summary.json``'s ``"analysis"`` read back as :attr:`analysis_type` (checked;
         errors name ``source`` and the field)."""
-        kind = getattr(self, "analysis_type", None)
-        if kind is None:  # transition: a study not yet typed keeps its analysis as a dict
-            return data  # type: ignore[no-any-return]
-        return kind.from_json(data, source=source)  # type: ignore[no-any-return]
+        return self.analysis_type.from_json(data, source=source)
 
     def markdown(self, analysis: A, info: Mapping[str, Any]) -> str:
         """The study's part of ``summary.md``: its sections without figures."""

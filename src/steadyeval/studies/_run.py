@@ -60,11 +60,6 @@ def _write(run_dir: Path, study: Study[Any], summary: dict[str, Any], analysis: 
         write_text_atomic(run_dir / "summary.md", text)
 
 
-def _as_json(analysis: Any) -> Any:
-    # transition: a study not yet typed returns its analysis as a dict
-    return analysis.to_json() if isinstance(analysis, Analysis) else analysis
-
-
 @overload
 def run_study(
     study: str | Study[Any],
@@ -184,7 +179,7 @@ def _run_design(
         **result.summary,
         "study": study.name,
         "design": info,
-        "analysis": _as_json(analysis),
+        "analysis": analysis.to_json(),
     }
     if sent_before:
         plan = summary["plan"]
@@ -231,6 +226,6 @@ def reanalyze(run_dir: str | Path) -> Analysis:
             f"{summary['study']!r} writes ({type(exc).__name__}: {str(exc)[:80]}); run the "
             "study again"
         ) from None
-    summary["analysis"] = _as_json(analysis)
+    summary["analysis"] = analysis.to_json()
     _write(run_dir, study, summary, analysis)
     return analysis
