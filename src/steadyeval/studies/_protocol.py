@@ -158,11 +158,12 @@ class Study(ABC, Generic[A]):
         self,
         config: Any,
         design: StudyDesign,
-        table: pa.Table,
+        results: ResultsFrame,
         backends: Sequence[Backend],
         options: RunOptions,
     ) -> StudyDesign | None:
-        """More blocks that depend on the results so far (run after them), or None."""
+        """More blocks that depend on the results so far (``results``: the first pass's, as
+        a :class:`~steadyeval.results.ResultsFrame`; run after them), or None."""
         return None
 
     @abstractmethod

@@ -128,7 +128,8 @@ def _run_study(
     design = study.before_run(cfg, design, backends, opts)
     resolved = {"study": study.name, **cfg.model_dump(mode="json")}
     result = run_design(study, design, backends, options=opts, config=resolved)
-    more = study.follow_up(cfg, design, result.table, backends, opts)
+    first = ResultsFrame(result.table, design.columns)
+    more = study.follow_up(cfg, design, first, backends, opts)
     if more is None:
         return result
     more = _with_models(more, backends)

@@ -32,7 +32,7 @@ from ._space import build_grid, load_space, method_space, named_tasks
 from ._tasks import FewShotTask, get_task, item_groups
 
 if TYPE_CHECKING:
-    import pyarrow as pa
+    pass
 
 __all__ = [
     "COLUMNS",
@@ -285,7 +285,7 @@ def fewshot_design(
 def final_design(
     config: FewShotConfig,
     design: StudyDesign,
-    table: pa.Table,
+    results: ResultsFrame,
     backends: Sequence[Backend],
     options: RunOptions,
 ) -> StudyDesign | None:
@@ -295,7 +295,7 @@ def final_design(
     if not config.final_seeds:
         return None
     c = _context(config, backends, options)
-    analysis = analyze(ResultsFrame(table, design.columns), design.info)
+    analysis = analyze(results, design.info)
     blocks: list[Block] = []
     for e in c.experiments:
         rows = analysis.experiments[e.key].side_by_side

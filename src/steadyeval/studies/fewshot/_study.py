@@ -11,8 +11,6 @@ from ._config import FewShotConfig
 from ._types import FewShotAnalysis
 
 if TYPE_CHECKING:
-    import pyarrow as pa
-
     from ...document import Section
     from ...models import Backend
     from ...results import ResultsFrame
@@ -46,14 +44,14 @@ class FewShotStudy(Study[FewShotAnalysis]):
         self,
         config: FewShotConfig,
         design: StudyDesign,
-        table: pa.Table,
+        results: ResultsFrame,
         backends: Sequence[Backend],
         options: RunOptions,
     ) -> StudyDesign | None:
         """Each strategy's chosen setting retrained on all labelled data (``final_seeds``)."""
         from ._framework import final_design
 
-        return final_design(config, design, table, backends, options)
+        return final_design(config, design, results, backends, options)
 
     def analyze(self, results: ResultsFrame, info: Mapping[str, Any]) -> FewShotAnalysis:
         from ._analysis import analyze

@@ -14,8 +14,6 @@ from ._config import SpreadConfig
 from ._types import SpreadAnalysis
 
 if TYPE_CHECKING:
-    import pyarrow as pa
-
     from ...document import Section
     from ...models import Backend
     from ...results import ResultsFrame
@@ -64,7 +62,7 @@ class SpreadStudy(Study[SpreadAnalysis]):
         self,
         config: SpreadConfig,
         design: StudyDesign,
-        table: pa.Table,
+        results: ResultsFrame,
         backends: Sequence[Backend],
         options: RunOptions,
     ) -> StudyDesign | None:
@@ -72,10 +70,8 @@ class SpreadStudy(Study[SpreadAnalysis]):
         certain. Search: the Thompson-sampling steps (each step runs its cells at once)."""
         if config.method == "estimate" and config.sampler == "stratified":
             return None
-        from ...results import ResultsFrame
         from ._follow import adaptive_follow_up, search_follow_up
 
-        results = ResultsFrame(table, design.columns)
         with _as_config_error():
             if config.method == "search":
                 return search_follow_up(config, design, results, backends, options)
