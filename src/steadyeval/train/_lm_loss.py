@@ -23,6 +23,7 @@ __all__ = [
     "IGNORE_INDEX",
     "causal_lm_loss",
     "encode_texts",
+    "log1mexp",
     "mask_tokens",
     "masked_lm_loss",
     "text_mlm_loss",
@@ -87,8 +88,24 @@ def mask_tokens(
     return inputs, labels
 
 
-def masked_lm_loss(model: Any, inputs: Any, attention_mask: Any, labels: Any) -> Any:
-    """Mean cross-entropy of the original tokens at the labelled positions (0 when none)."""
+def log1mexp(logp: Any) -> Any:
+    """``log(1 - exp(logp))`` for ``logp < 0``, computed stably."""
+    import torch
+
+    logp = logp.clamp(max=-1e-7)
+    return torch.where(
+        logp > -0.6931471805599453,
+        torch.log(-torch.expm1(logp)),
+        torch.log1p(-torch.exp(logp)),
+    )
+
+
+def masked_lm_loss(
+    model: Any, inputs: Any, attention_mask: Any, labels: Any, *, unlikelihood: bool = False
+) -> Any:
+    """Mean cross-entropy ``-log p`` of the original tokens at the labelled positions, or with
+    ``unlikelihood`` the mean ``-log(1 - p)`` (ADAPET's term for a wrong label); 0 when no
+    position is labelled."""
     import torch
 
     logits = model(input_ids=inputs, attention_mask=attention_mask).logits
@@ -96,7 +113,10 @@ def masked_lm_loss(model: Any, inputs: Any, attention_mask: Any, labels: Any) ->
     if not keep.any():
         return logits.sum() * 0.0
     logp = torch.log_softmax(logits[keep].float(), dim=-1)
-    return -logp.gather(1, labels[keep].unsqueeze(1)).mean()
+    target = logp.gather(1, labels[keep].unsqueeze(1))
+    if unlikelihood:
+        return -log1mexp(target).mean()
+    return -target.mean()
 
 
 def causal_lm_loss(model: Any, input_ids: Any, attention_mask: Any) -> Any:
