@@ -96,6 +96,18 @@ class HFBackendBase(BaseBackend):
         tok.model_max_length = 1 << 60
         return tok
 
+    @property
+    def tokenizer(self) -> Any:
+        """The folder's tokenizer, loaded on first use (:meth:`_load_tokenizer`) and checked or
+        adjusted by :meth:`_prepare_tokenizer`."""
+        if self._tokenizer is None:
+            self._tokenizer = self._prepare_tokenizer(self._load_tokenizer())
+        return self._tokenizer
+
+    def _prepare_tokenizer(self, tok: Any) -> Any:
+        """Raise if ``tok`` cannot serve this backend, or adjust it; ``tok`` by default."""
+        return tok
+
     @cached_property
     def _content_hashes(self) -> dict[str, str]:
         """The folder's content hashes, read once for the fingerprint and the identity."""

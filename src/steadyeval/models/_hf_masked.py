@@ -91,19 +91,15 @@ class HFMaskedBackend(HFBackendBase):
     def supported_kinds(self) -> frozenset[RequestKind]:
         return frozenset({"score", "top-k"})
 
-    @property
-    def tokenizer(self) -> Any:
-        if self._tokenizer is None:
-            tok = self._load_tokenizer()
-            if not getattr(tok, "is_fast", False):
-                raise ConfigError(
-                    f"{self.spec}: the masked backend needs a fast tokenizer (tokenizer.json) "
-                    "to locate the filled slot by character offsets"
-                )
-            if tok.mask_token_id is None:
-                raise ConfigError(f"{self.spec}: the tokenizer has no mask token")
-            self._tokenizer = tok
-        return self._tokenizer
+    def _prepare_tokenizer(self, tok: Any) -> Any:
+        if not getattr(tok, "is_fast", False):
+            raise ConfigError(
+                f"{self.spec}: the masked backend needs a fast tokenizer (tokenizer.json) "
+                "to locate the filled slot by character offsets"
+            )
+        if tok.mask_token_id is None:
+            raise ConfigError(f"{self.spec}: the tokenizer has no mask token")
+        return tok
 
     @property
     def max_length(self) -> int:
