@@ -219,7 +219,4 @@ def train_adapet(
 
     evaluate = dev_accuracy(prompts, model, dev)
     outcome = fit(model, loss_fn, len(train_list), evaluate, config, seed=seed)
-    save_checkpoint(model, tokenizer, out_dir)
-    return TrainOutcome(
-        outcome.best_step, outcome.best_dev, outcome.history, {"max_length": max_length}
-    )
+    return save_checkpoint(model, tokenizer, out_dir, outcome, max_length)
