@@ -329,7 +329,7 @@ def _t5_model(tokenizer: Any) -> Any:
     return model
 
 
-def _encoder_sizes(tokenizer: Any) -> dict[str, int]:
+def _encoder_sizes(tokenizer: Any) -> dict[str, Any]:
     """The tiny dimensions in the names the BERT-family configs share."""
     return {
         "vocab_size": len(tokenizer),
