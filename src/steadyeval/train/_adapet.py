@@ -45,7 +45,7 @@ from typing import Any
 from .._extras import HF_MODEL_MODULES, require
 from ._base import load_lm, require_kind
 from ._checkpoint import TrainOutcome
-from ._lm_loss import IGNORE_INDEX, log1mexp, mask_tokens, masked_lm_loss
+from ._lm_loss import IGNORE_INDEX, corrupt_tokens, log1mexp, masked_lm_loss
 from ._loop import TrainConfig, fit, resolve_device
 from ._masked import MaskedPrompts, PromptExample
 from ._pet import (
@@ -114,13 +114,8 @@ def label_conditioned_mlm_loss(
     for b, f in enumerate(gold):
         for p, t in enumerate(f.ids):
             eligible[b, p] = t not in special and not f.start <= p < f.end
-    inputs, labels = mask_tokens(
-        ids,
-        eligible,
-        mask_token_id=int(tok.mask_token_id),
-        vocab_size=min(len(tok), model.get_input_embeddings().num_embeddings),
-        probability=probability,
-        generator=generator,
+    inputs, labels = corrupt_tokens(
+        model, tok, ids, eligible, probability=probability, generator=generator
     )
     device = next(model.parameters()).device
     loss = masked_lm_loss(model, inputs.to(device), attention.to(device), labels.to(device))

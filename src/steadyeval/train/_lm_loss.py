@@ -22,6 +22,7 @@ from typing import Any
 __all__ = [
     "IGNORE_INDEX",
     "causal_lm_loss",
+    "corrupt_tokens",
     "encode_texts",
     "log1mexp",
     "mask_tokens",
@@ -86,6 +87,22 @@ def mask_tokens(
     inputs[to_mask] = mask_token_id
     inputs[to_random] = random_ids[to_random]
     return inputs, labels
+
+
+def corrupt_tokens(
+    model: Any, tokenizer: Any, input_ids: Any, eligible: Any, *, probability: float, generator: Any
+) -> tuple[Any, Any]:
+    """:func:`mask_tokens` for ``model`` and its ``tokenizer``: the tokenizer's mask token, and
+    random replacements drawn from the ids both the tokenizer and the model's embeddings
+    know."""
+    return mask_tokens(
+        input_ids,
+        eligible,
+        mask_token_id=int(tokenizer.mask_token_id),
+        vocab_size=min(len(tokenizer), model.get_input_embeddings().num_embeddings),
+        probability=probability,
+        generator=generator,
+    )
 
 
 def log1mexp(logp: Any) -> Any:
@@ -158,13 +175,8 @@ def text_mlm_loss(
     )
     if protected:
         eligible &= ~torch.isin(ids, torch.tensor(sorted(protected), dtype=ids.dtype))
-    inputs, labels = mask_tokens(
-        ids,
-        eligible,
-        mask_token_id=int(tokenizer.mask_token_id),
-        vocab_size=min(len(tokenizer), model.get_input_embeddings().num_embeddings),
-        probability=probability,
-        generator=generator,
+    inputs, labels = corrupt_tokens(
+        model, tokenizer, ids, eligible, probability=probability, generator=generator
     )
     device = next(model.parameters()).device
     return masked_lm_loss(
