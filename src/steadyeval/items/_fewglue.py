@@ -27,6 +27,7 @@ from ._fewglue_records import (
 )
 from ._item import Item
 from ._jsonl import read_jsonl
+from ._loaders import unique_items
 from ._text import shorten
 
 __all__ = ["FEWGLUE", "FewGlueTask", "fewglue_task", "load_fewglue_items"]
@@ -185,23 +186,14 @@ def fewglue_task(name: str) -> FewGlueTask:
 def _items(
     task: FewGlueTask, records: Iterator[tuple[int, Any]], file: str, prefix: str
 ) -> list[Item]:
-    items: list[Item] = []
-    seen: dict[str, int] = {}
-    for line, rec in records:
-        for item in task.record_items(rec, file, prefix, line):
-            if item.id in seen:
-                raise DataError(
-                    f"item id {shorten(repr(item.id))} repeats line {seen[item.id]}",
-                    file=file,
-                    line=line,
-                    field="idx",
-                    expected="unique idx values",
-                )
-            seen[item.id] = line
-            items.append(item)
-    if not items:
-        raise DataError("no items", file=file, expected=f"{task.name} rows in FewGLUE form")
-    return items
+    return unique_items(
+        records,
+        lambda rec, line: task.record_items(rec, file, prefix, line),
+        file=file,
+        field="idx",
+        unique="unique idx values",
+        nonempty=f"{task.name} rows in FewGLUE form",
+    )
 
 
 def _hub_record(task: FewGlueTask, row: Mapping[str, Any]) -> dict[str, Any]:

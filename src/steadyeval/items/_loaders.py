@@ -65,25 +65,47 @@ def _record_to_item(rec: Any, *, file: str, line: int) -> Item:
     )
 
 
-def items_from_records(records: Iterable[tuple[int, Any]], *, file: str) -> list[Item]:
-    """Build items from ``(line, record)`` pairs; duplicate ids are an error."""
+def unique_items(
+    records: Iterable[tuple[int, Any]],
+    to_items: Callable[[Any, int], Iterable[Item]],
+    *,
+    file: str,
+    field: str,
+    unique: str,
+    nonempty: str,
+) -> list[Item]:
+    """The items that ``to_items(record, line)`` makes of each ``(line, record)`` pair, in
+    order. A repeated item id is a :class:`DataError` on ``field`` (``unique`` says what was
+    expected), and so is a file without items (``nonempty``)."""
     items: list[Item] = []
     seen: dict[str, int] = {}
     for line, rec in records:
-        item = _record_to_item(rec, file=file, line=line)
-        if item.id in seen:
-            raise DataError(
-                f"duplicate id {shorten(repr(item.id))} (first on line {seen[item.id]})",
-                file=file,
-                line=line,
-                field="id",
-                expected="ids unique in the file",
-            )
-        seen[item.id] = line
-        items.append(item)
+        for item in to_items(rec, line):
+            if item.id in seen:
+                raise DataError(
+                    f"duplicate id {shorten(repr(item.id))} (first on line {seen[item.id]})",
+                    file=file,
+                    line=line,
+                    field=field,
+                    expected=unique,
+                )
+            seen[item.id] = line
+            items.append(item)
     if not items:
-        raise DataError("no items", file=file, expected="at least one row")
+        raise DataError("no items", file=file, expected=nonempty)
     return items
+
+
+def items_from_records(records: Iterable[tuple[int, Any]], *, file: str) -> list[Item]:
+    """Build items from ``(line, record)`` pairs; duplicate ids are an error."""
+    return unique_items(
+        records,
+        lambda rec, line: (_record_to_item(rec, file=file, line=line),),
+        file=file,
+        field="id",
+        unique="ids unique in the file",
+        nonempty="at least one row",
+    )
 
 
 def load_jsonl(path: str | Path) -> list[Item]:

@@ -18,7 +18,7 @@ from ._causal_text import CausalText
 from ._hf_classifier import classifier_logits
 from ._hf_options import HF_BACKENDS, model_folder
 from ._hf_options import RUN_ONLY as HF_RUN_OPTIONS
-from ._slots import SLOT, SlotReader, split_slot, with_slots
+from ._slots import SLOT, FilledSlot, SlotReader, fill_slot, fit_slot, split_slot, with_slots
 from ._spec import ModelSpec, lmeval_model_spec, parse_model_spec
 from ._tiny import TINY_ARCHS, build_tiny_model
 
@@ -33,6 +33,7 @@ __all__ = [
     "BaseBackend",
     "Capabilities",
     "CausalText",
+    "FilledSlot",
     "ModelSpec",
     "SlotReader",
     "StatsCounter",
@@ -40,6 +41,8 @@ __all__ = [
     "check_backend",
     "check_kinds",
     "classifier_logits",
+    "fill_slot",
+    "fit_slot",
     "lmeval_model_spec",
     "load_backend",
     "model_folder",

@@ -128,12 +128,6 @@ class CausalScoring(HFBackendBase):
 
     # -- the tokenizer side ----------------------------------------------------------------
     @property
-    def tokenizer(self) -> Any:
-        if self._tokenizer is None:
-            self._tokenizer = self._load_tokenizer()
-        return self._tokenizer
-
-    @property
     def max_length(self) -> int:
         if self.options.max_length:
             return self.options.max_length

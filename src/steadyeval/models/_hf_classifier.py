@@ -85,12 +85,6 @@ class HFClassifierBackend(HFBackendBase):
         return frozenset({"classify"})
 
     @property
-    def tokenizer(self) -> Any:
-        if self._tokenizer is None:
-            self._tokenizer = self._load_tokenizer()
-        return self._tokenizer
-
-    @property
     def max_length(self) -> int:
         """Input tokens per pair: the ``max_length`` option, capped by the model's limits."""
         _ = self.tokenizer

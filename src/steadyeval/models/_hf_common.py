@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
-from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +17,7 @@ from .._errors import ConfigError, ModelSpecError
 from .._log import duration
 from ..requests import GenerateRequest, Request
 from ._backend import BackendStats, BaseBackend, Capabilities, StatsCounter
-from ._hf_identity import content_hashes, fingerprint_dir, model_identity
+from ._hf_identity import FolderBackend
 from ._hf_options import RUN_ONLY, HFOptions, load_config, resolve_model_dir
 from ._known import known_input_format
 from ._spec import ModelSpec
@@ -45,7 +44,7 @@ def check_generation_room(
         )
 
 
-class HFBackendBase(BaseBackend):
+class HFBackendBase(FolderBackend):
     """What every ``transformers`` backend shares: options, lazy weights, fingerprint, device.
 
     Subclasses set ``kind`` (the fingerprint's backend name) and ``auto_class`` (the
@@ -96,24 +95,20 @@ class HFBackendBase(BaseBackend):
         tok.model_max_length = 1 << 60
         return tok
 
-    @cached_property
-    def _content_hashes(self) -> dict[str, str]:
-        """The folder's content hashes, read once for the fingerprint and the identity."""
-        return content_hashes(self.model_dir)
+    @property
+    def tokenizer(self) -> Any:
+        """The folder's tokenizer, loaded on first use (:meth:`_load_tokenizer`) and checked or
+        adjusted by :meth:`_prepare_tokenizer`."""
+        if self._tokenizer is None:
+            self._tokenizer = self._prepare_tokenizer(self._load_tokenizer())
+        return self._tokenizer
 
-    def fingerprint(self) -> str:
-        if self._fingerprint is None:
-            self._fingerprint = fingerprint_dir(
-                self.kind, self.spec, self.model_dir, self.options, self._content_hashes
-            )
-        return self._fingerprint
+    def _prepare_tokenizer(self, tok: Any) -> Any:
+        """Raise if ``tok`` cannot serve this backend, or adjust it; ``tok`` by default."""
+        return tok
 
-    def identity(self) -> str:
-        if self._identity is None:
-            self._identity = model_identity(
-                self.spec, self.model_dir, self.run_only_options, self._content_hashes
-            )
-        return self._identity
+    def _fingerprint_options(self) -> HFOptions:
+        return self.options
 
     @property
     def max_length(self) -> int:

@@ -1,7 +1,8 @@
 """What identifies a Hugging Face model folder: hashes of its config, tokenizer files and
 (sampled) weights (:func:`content_hashes`), the cache fingerprint built from them
 (:func:`fingerprint_dir`, also used by the ``vllm`` backend) and the ``model`` column
-(:func:`model_identity`: hub name and commit, or folder name and content digest).
+(:func:`model_identity`: hub name and commit, or folder name and content digest), and
+:class:`FolderBackend`, the base that gives a folder backend both, computed once.
 """
 
 from __future__ import annotations
@@ -10,10 +11,11 @@ import hashlib
 import json
 import struct
 from collections.abc import Callable, Iterable, Mapping
+from functools import cached_property
 from pathlib import Path
 
 from .._hub import locate
-from ._backend import spec_identity
+from ._backend import BaseBackend, spec_identity
 from ._hf_options import HFOptions
 from ._spec import ModelSpec
 
@@ -144,3 +146,43 @@ def model_identity(
         revision = snapshot[:12] if snapshot else spec.options.get("revision")
         name = f"{spec.name}@{revision}" if revision else spec.name
     return spec_identity(spec, name, {*run_only, "revision"})
+
+
+class FolderBackend(BaseBackend):
+    """A backend whose model is a local ``transformers`` folder (the ``hf`` family, vLLM):
+    its :meth:`fingerprint` (:func:`fingerprint_dir`) and :meth:`identity`
+    (:func:`model_identity`), each computed once, share one read of the folder's content
+    hashes. Subclasses set ``kind``, ``spec`` and ``model_dir`` and say which
+    :class:`HFOptions` enter the fingerprint (:meth:`_fingerprint_options`)."""
+
+    kind: str = ""
+    model_dir: Path
+    _fingerprint: str | None = None
+    _identity: str | None = None
+
+    def _fingerprint_options(self) -> HFOptions:
+        """The options whose revision, dtype and context length enter the fingerprint."""
+        raise NotImplementedError
+
+    @cached_property
+    def _content_hashes(self) -> dict[str, str]:
+        """The folder's content hashes, read once for the fingerprint and the identity."""
+        return content_hashes(self.model_dir)
+
+    def fingerprint(self) -> str:
+        if self._fingerprint is None:
+            self._fingerprint = fingerprint_dir(
+                self.kind,
+                self.spec,
+                self.model_dir,
+                self._fingerprint_options(),
+                self._content_hashes,
+            )
+        return self._fingerprint
+
+    def identity(self) -> str:
+        if self._identity is None:
+            self._identity = model_identity(
+                self.spec, self.model_dir, self.run_only_options, self._content_hashes
+            )
+        return self._identity

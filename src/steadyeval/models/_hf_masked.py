@@ -25,24 +25,13 @@ from ..requests import (
 )
 from ._hf_batching import run_with_backoff
 from ._hf_common import HFBackendBase
-from ._slots import SLOT
+from ._slots import SLOT, FilledSlot, fill_slot, fit_slot
 
 __all__ = ["HFMaskedBackend"]
 
 log = logging.getLogger(__name__)
 
 _DEFAULT_MAX_LENGTH = 512
-
-
-@dataclass(frozen=True)
-class _Filled:
-    """A prompt tokenised with its slot filled: ids (special tokens included, after any
-    truncation) and the [start, end) token positions of the filler."""
-
-    ids: tuple[int, ...]
-    start: int
-    end: int
-    truncated: bool
 
 
 def _has_masked_head(config: Any) -> bool:
@@ -102,19 +91,15 @@ class HFMaskedBackend(HFBackendBase):
     def supported_kinds(self) -> frozenset[RequestKind]:
         return frozenset({"score", "top-k"})
 
-    @property
-    def tokenizer(self) -> Any:
-        if self._tokenizer is None:
-            tok = self._load_tokenizer()
-            if not getattr(tok, "is_fast", False):
-                raise ConfigError(
-                    f"{self.spec}: the masked backend needs a fast tokenizer (tokenizer.json) "
-                    "to locate the filled slot by character offsets"
-                )
-            if tok.mask_token_id is None:
-                raise ConfigError(f"{self.spec}: the tokenizer has no mask token")
-            self._tokenizer = tok
-        return self._tokenizer
+    def _prepare_tokenizer(self, tok: Any) -> Any:
+        if not getattr(tok, "is_fast", False):
+            raise ConfigError(
+                f"{self.spec}: the masked backend needs a fast tokenizer (tokenizer.json) "
+                "to locate the filled slot by character offsets"
+            )
+        if tok.mask_token_id is None:
+            raise ConfigError(f"{self.spec}: the tokenizer has no mask token")
+        return tok
 
     @property
     def max_length(self) -> int:
@@ -149,51 +134,23 @@ class HFMaskedBackend(HFBackendBase):
         left, _, right = prompt.partition(SLOT)
         return left, right
 
-    def _fill(self, left: str, filler: str, right: str, prompt: str) -> _Filled:
+    def _fill(self, left: str, filler: str, right: str, prompt: str) -> FilledSlot:
         """Tokenise ``left + filler + right`` and find the filler's tokens by offsets."""
         if not filler:
             raise ConfigError(f"{self.spec}: nothing to fill the slot with in {prompt!r:.120}")
-        text = left + filler + right
-        enc = self.tokenizer(text, return_offsets_mapping=True, return_special_tokens_mask=True)
-        ids: list[int] = enc["input_ids"]
-        special: list[int] = enc["special_tokens_mask"]
-        a, b = len(left), len(left) + len(filler)
-        span = [
-            i
-            for i, (s, e) in enumerate(enc["offset_mapping"])
-            if not special[i] and e > s and s < b and e > a
-        ]
-        if not span or span != list(range(span[0], span[-1] + 1)):
-            raise ConfigError(f"{self.spec}: cannot locate {filler!r} in the tokens of {text!r}")
-        first, last = enc["offset_mapping"][span[0]], enc["offset_mapping"][span[-1]]
-        if text[first[0] : a].strip() or text[b : last[1]].strip():
-            raise ConfigError(
-                f"{self.spec}: {filler!r} does not start and end on token boundaries in "
-                f"{text!r} (the tokenizer joins it with the text around the slot); put a "
-                f"space or punctuation around {SLOT}"
-            )
-        return self._window(ids, special, span[0], span[-1] + 1)
+        try:
+            return fill_slot(self.tokenizer, left, filler, right, self.max_length)
+        except ValueError as e:
+            raise ConfigError(f"{self.spec}: {e}") from e
 
-    def _window(self, ids: list[int], special: list[int], start: int, end: int) -> _Filled:
-        """Cut ``ids`` to ``max_length``: the special tokens at both ends stay; the body is cut
-        from the left, or from the right when a left cut would reach the slot."""
-        limit = self.max_length
-        if len(ids) <= limit:
-            return _Filled(tuple(ids), start, end, False)
-        n_pre = min(start, next((i for i, s in enumerate(special) if not s), len(ids)))
-        n_suf = min(len(ids) - end, next((i for i, s in enumerate(reversed(special)) if not s), 0))
-        room = limit - n_pre - n_suf
-        if end - start > room:
-            raise ConfigError(
-                f"{self.spec}: the slot's filler alone has {end - start} tokens, more than the "
-                f"{limit} the model sees"
-            )
-        body = ids[n_pre : len(ids) - n_suf]
-        cut = min(len(body) - room, start - n_pre)
-        kept = ids[:n_pre] + body[cut : cut + room] + ids[len(ids) - n_suf :]
-        return _Filled(tuple(kept), start - cut, end - cut, True)
+    def _window(self, ids: list[int], special: list[int], start: int, end: int) -> FilledSlot:
+        """Cut ``ids`` to ``max_length`` (:func:`~steadyeval.models.fit_slot`)."""
+        try:
+            return fit_slot(ids, special, start, end, self.max_length)
+        except ValueError as e:
+            raise ConfigError(f"{self.spec}: {e}") from e
 
-    def _masked_prompt(self, prompt: str, chat: bool) -> _Filled:
+    def _masked_prompt(self, prompt: str, chat: bool) -> FilledSlot:
         """The prompt with ``[Y]`` replaced by the mask token (the slot is one token)."""
         left, right = self._split(prompt, chat)
         tok = self.tokenizer
@@ -270,7 +227,7 @@ class HFMaskedBackend(HFBackendBase):
         return self.model(input_ids=input_ids, attention_mask=attention_mask).logits
 
     # -- score -----------------------------------------------------------------------------
-    def _filled_for(self, context: str, filler: str, chat: bool) -> _Filled:
+    def _filled_for(self, context: str, filler: str, chat: bool) -> FilledSlot:
         if context == "" and not chat:
             return self._fill("", filler, "", filler)
         left, right = self._split(context, chat)
@@ -338,7 +295,7 @@ class HFMaskedBackend(HFBackendBase):
         mask_id = self.tokenizer.mask_token_id
         inputs: list[tuple[tuple[int, ...], int]] = []
         targets: list[int | None] = []
-        filled: list[list[_Filled]] = []
+        filled: list[list[FilledSlot]] = []
         for r in requests:
             left, right = self._split(r.prompt, r.chat)
             row = []

@@ -98,13 +98,9 @@ class HFSeq2SeqBackend(BatchedGeneration, HFBackendBase):
             check_generation_room(self, requests, positions)
         check_chat_template(self.tokenizer, requests, self.spec)
 
-    @property
-    def tokenizer(self) -> Any:
-        if self._tokenizer is None:
-            tok = self._load_tokenizer()
-            tok.truncation_side = "right"
-            self._tokenizer = tok
-        return self._tokenizer
+    def _prepare_tokenizer(self, tok: Any) -> Any:
+        tok.truncation_side = "right"
+        return tok
 
     @property
     def max_length(self) -> int:

@@ -20,6 +20,8 @@ backend's fingerprint and identity: a backend without slot filling is always rea
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from ..requests import (
     ClassifyRequest,
@@ -35,7 +37,7 @@ from ..requests import (
 )
 from ._backend import Backend, BackendStats, BaseBackend, Capabilities
 
-__all__ = ["SLOT", "SlotReader", "split_slot", "with_slots"]
+__all__ = ["SLOT", "FilledSlot", "SlotReader", "fill_slot", "fit_slot", "split_slot", "with_slots"]
 
 #: The literal that marks the answer's place in a cloze prompt.
 SLOT = "[Y]"
@@ -47,6 +49,75 @@ def split_slot(prompt: str) -> tuple[str, str, str]:
     before, _, after = prompt.partition(SLOT)
     context = before.rstrip()
     return context, before[len(context) :], after
+
+
+@dataclass(frozen=True)
+class FilledSlot:
+    """A prompt tokenised with its slot filled: ids (special tokens included, after any
+    truncation) and the ``[start, end)`` token positions of the filler."""
+
+    ids: tuple[int, ...]
+    start: int
+    end: int
+    truncated: bool
+
+
+def fill_slot(tokenizer: Any, left: str, filler: str, right: str, max_length: int) -> FilledSlot:
+    """Tokenise ``left + filler + right`` with a fast tokenizer, find the filler's tokens by
+    their character offsets and cut the ids to ``max_length`` (see :func:`fit_slot`).
+
+    The one encoding of a filled slot, shared by the ``hf-masked`` backend and PET training
+    (so a checkpoint is selected on the scores the backend gives). Raises ``ValueError`` when
+    the filler's tokens cannot be found, or when it does not start and end on token
+    boundaries (the tokenizer joins it with the text around the slot).
+    """
+    text = left + filler + right
+    enc = tokenizer(
+        text, return_offsets_mapping=True, return_special_tokens_mask=True, verbose=False
+    )  # over-long inputs are cut below, not warned about
+    ids: list[int] = enc["input_ids"]
+    special: list[int] = enc["special_tokens_mask"]
+    a, b = len(left), len(left) + len(filler)
+    span = [
+        i
+        for i, (s, e) in enumerate(enc["offset_mapping"])
+        if not special[i] and e > s and s < b and e > a
+    ]
+    if not span or span != list(range(span[0], span[-1] + 1)):
+        raise ValueError(f"cannot locate {filler!r} in the tokens of {text!r:.120}")
+    first, last = enc["offset_mapping"][span[0]], enc["offset_mapping"][span[-1]]
+    if text[first[0] : a].strip() or text[b : last[1]].strip():
+        raise ValueError(
+            f"{filler!r} does not start and end on token boundaries in {text!r:.120} (the "
+            f"tokenizer joins it with the text around the slot); put a space or punctuation "
+            f"around {SLOT}"
+        )
+    return fit_slot(ids, special, span[0], span[-1] + 1, max_length)
+
+
+def fit_slot(
+    ids: Sequence[int], special: Sequence[int], start: int, end: int, max_length: int
+) -> FilledSlot:
+    """Cut ``ids`` to ``max_length``: the special tokens at both ends stay; the body is cut
+    from the left, or from the right when a left cut would reach the slot ``[start, end)``.
+
+    Raises ``ValueError`` when the slot alone does not fit.
+    """
+    ids = list(ids)
+    if len(ids) <= max_length:
+        return FilledSlot(tuple(ids), start, end, False)
+    n_pre = min(start, next((i for i, s in enumerate(special) if not s), len(ids)))
+    n_suf = min(len(ids) - end, next((i for i, s in enumerate(reversed(special)) if not s), 0))
+    room = max_length - n_pre - n_suf
+    if end - start > room:
+        raise ValueError(
+            f"the slot's filler alone has {end - start} tokens, more than the {max_length} "
+            "the model sees"
+        )
+    body = ids[n_pre : len(ids) - n_suf]
+    cut = min(len(body) - room, start - n_pre)
+    kept = ids[:n_pre] + body[cut : cut + room] + ids[len(ids) - n_suf :]
+    return FilledSlot(tuple(kept), start - cut, end - cut, True)
 
 
 def _read(r: TopKRequest) -> TopKRequest:

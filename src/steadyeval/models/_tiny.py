@@ -329,15 +329,22 @@ def _t5_model(tokenizer: Any) -> Any:
     return model
 
 
+def _encoder_sizes(tokenizer: Any) -> dict[str, Any]:
+    """The tiny dimensions in the names the BERT-family configs share."""
+    return {
+        "vocab_size": len(tokenizer),
+        "hidden_size": _HIDDEN,
+        "num_hidden_layers": _LAYERS,
+        "num_attention_heads": _HEADS,
+        "intermediate_size": _FFN,
+    }
+
+
 def _bert_model(tokenizer: Any) -> Any:
     from transformers import BertConfig, BertForMaskedLM
 
     config = BertConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=_HIDDEN,
-        num_hidden_layers=_LAYERS,
-        num_attention_heads=_HEADS,
-        intermediate_size=_FFN,
+        **_encoder_sizes(tokenizer),
         max_position_embeddings=_MAX_POSITIONS,
         pad_token_id=tokenizer.pad_token_id,
     )
@@ -348,11 +355,7 @@ def _roberta_model(tokenizer: Any) -> Any:
     from transformers import RobertaConfig, RobertaForMaskedLM
 
     config = RobertaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=_HIDDEN,
-        num_hidden_layers=_LAYERS,
-        num_attention_heads=_HEADS,
-        intermediate_size=_FFN,
+        **_encoder_sizes(tokenizer),
         # RoBERTa numbers positions from pad_token_id + 1, so it needs 2 more.
         max_position_embeddings=_MAX_POSITIONS + 2,
         type_vocab_size=1,
@@ -367,12 +370,8 @@ def _albert_model(tokenizer: Any) -> Any:
     from transformers import AlbertConfig, AlbertForMaskedLM
 
     config = AlbertConfig(
-        vocab_size=len(tokenizer),
+        **_encoder_sizes(tokenizer),
         embedding_size=_HIDDEN // 2,  # ALBERT's factorised embedding
-        hidden_size=_HIDDEN,
-        num_hidden_layers=_LAYERS,
-        num_attention_heads=_HEADS,
-        intermediate_size=_FFN,
         max_position_embeddings=_MAX_POSITIONS,
         pad_token_id=tokenizer.pad_token_id,
         bos_token_id=tokenizer.cls_token_id,
@@ -392,11 +391,7 @@ def _deberta_model(tokenizer: Any) -> Any:
         "share_att_key": True,
     }
     config = DebertaV2Config(
-        vocab_size=len(tokenizer),
-        hidden_size=_HIDDEN,
-        num_hidden_layers=_LAYERS,
-        num_attention_heads=_HEADS,
-        intermediate_size=_FFN,
+        **_encoder_sizes(tokenizer),
         max_position_embeddings=_MAX_POSITIONS,
         relative_attention=True,
         pos_att_type=["p2c", "c2p"],

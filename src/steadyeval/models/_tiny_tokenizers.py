@@ -75,37 +75,10 @@ def _gpt2_tokenizer(corpus: list[str], vocab_size: int) -> Any:
 
 
 def _t5_tokenizer(corpus: list[str], vocab_size: int) -> Any:
-    from tokenizers import (
-        Regex,
-        Tokenizer,
-        decoders,
-        models,
-        normalizers,
-        pre_tokenizers,
-        processors,
-        trainers,
-    )
+    from tokenizers import processors
 
     pad, eos, unk = _T5_SPECIALS
-    backend = Tokenizer(models.BPE(unk_token=unk))
-    # Like SentencePiece's nmt_nfkc with remove_extra_whitespaces: NFKC, runs of whitespace
-    # (newlines included) become one space, no leading or trailing space.
-    backend.normalizer = normalizers.Sequence(
-        [normalizers.NFKC(), normalizers.Replace(Regex(r"\s+"), " "), normalizers.Strip()]
-    )
-    backend.pre_tokenizer = pre_tokenizers.Metaspace(
-        replacement=_METASPACE, prepend_scheme="always"
-    )
-    backend.decoder = decoders.Metaspace(replacement=_METASPACE, prepend_scheme="always")
-    alphabet = sorted({_METASPACE, *_ASCII, *_corpus_chars(backend.normalizer, corpus)})
-    _check_vocab_size("t5", vocab_size, len(_T5_SPECIALS) + len(alphabet))
-    trainer = trainers.BpeTrainer(
-        vocab_size=vocab_size,
-        special_tokens=list(_T5_SPECIALS),
-        initial_alphabet=alphabet,
-        show_progress=False,
-    )
-    backend.train_from_iterator(corpus, trainer=trainer)
+    backend = _metaspace_bpe("t5", corpus, vocab_size, _T5_SPECIALS, unk, lowercase=False)
     backend.post_processor = processors.TemplateProcessing(
         single=f"$A {eos}",
         pair=f"$A {eos} $B {eos}",
@@ -236,35 +209,28 @@ def _roberta_tokenizer(corpus: list[str], vocab_size: int) -> Any:
     )
 
 
-def _sentencepiece_like(
+def _metaspace_bpe(
     arch: str,
     corpus: list[str],
     vocab_size: int,
     specials: tuple[str, ...],
+    unk: str,
     *,
     lowercase: bool,
 ) -> Any:
-    """A SentencePiece-style tokenizer (BPE over Metaspace pieces, ``[CLS] ... [SEP]``), as
-    ALBERT's (lower-cased) and DeBERTa-v3's (cased) are."""
-    from tokenizers import (
-        Regex,
-        Tokenizer,
-        decoders,
-        models,
-        normalizers,
-        pre_tokenizers,
-        processors,
-        trainers,
-    )
+    """A BPE tokenizer over SentencePiece-style Metaspace pieces, trained on ``corpus`` (no
+    post-processor): SentencePiece's nmt_nfkc with remove_extra_whitespaces (NFKC, runs of
+    whitespace, newlines included, become one space, no leading or trailing space), then
+    lower-cased when ``lowercase``. BPE for all: the Unigram trainer's result changes from
+    process to process."""
+    from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
-    unk = next(s for s in specials if "unk" in s.lower())
     steps = [normalizers.NFKC(), normalizers.Replace(Regex(r"\s+"), " "), normalizers.Strip()]
     normalizer = normalizers.Sequence([*steps, normalizers.Lowercase()] if lowercase else steps)
     alphabet = sorted({_METASPACE, *_ASCII, *_corpus_chars(normalizer, corpus)})
     if lowercase:
         alphabet = sorted({c.lower() for c in alphabet})
     _check_vocab_size(arch, vocab_size, len(specials) + len(alphabet))
-    # BPE for both: the Unigram trainer's result changes from process to process.
     backend = Tokenizer(models.BPE(unk_token=unk))
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size,
@@ -278,6 +244,23 @@ def _sentencepiece_like(
     )
     backend.decoder = decoders.Metaspace(replacement=_METASPACE, prepend_scheme="always")
     backend.train_from_iterator(corpus, trainer=trainer)
+    return backend
+
+
+def _sentencepiece_like(
+    arch: str,
+    corpus: list[str],
+    vocab_size: int,
+    specials: tuple[str, ...],
+    *,
+    lowercase: bool,
+) -> Any:
+    """A SentencePiece-style tokenizer (BPE over Metaspace pieces, ``[CLS] ... [SEP]``), as
+    ALBERT's (lower-cased) and DeBERTa-v3's (cased) are."""
+    from tokenizers import processors
+
+    unk = next(s for s in specials if "unk" in s.lower())
+    backend = _metaspace_bpe(arch, corpus, vocab_size, specials, unk, lowercase=lowercase)
     cls, sep = "[CLS]", "[SEP]"
     backend.post_processor = processors.TemplateProcessing(
         single=f"{cls} $A {sep}",

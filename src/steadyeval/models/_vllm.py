@@ -29,7 +29,6 @@ import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -45,8 +44,8 @@ from ..requests import (
     TopKRequest,
     TopKResponse,
 )
-from ._backend import BaseBackend, Capabilities
-from ._hf_identity import content_hashes, fingerprint_dir, model_identity
+from ._backend import Capabilities
+from ._hf_identity import FolderBackend
 from ._hf_options import (
     HFOptions,
     context_length,
@@ -169,7 +168,7 @@ class VLLMOptions:
 
 
 # -- the backend -----------------------------------------------------------------------------
-class VLLMBackend(BaseBackend):
+class VLLMBackend(FolderBackend):
     """A model served by vLLM's offline engine (see the module docstring).
 
     Parameters
@@ -217,26 +216,10 @@ class VLLMBackend(BaseBackend):
             input_format=self.options.input_format or known_input_format(self.spec.name),
         )
 
-    @cached_property
-    def _content_hashes(self) -> dict[str, str]:
-        """The folder's content hashes, read once for the fingerprint and the identity."""
-        return content_hashes(self.model_dir)
-
-    def identity(self) -> str:
-        if self._identity is None:
-            self._identity = model_identity(
-                self.spec, self.model_dir, self.run_only_options, self._content_hashes
-            )
-        return self._identity
-
-    def fingerprint(self) -> str:
-        """Like the ``hf`` backends' (model files, revision, dtype, context length), under
-        backend name ``vllm``; parallelism and memory settings are left out."""
-        if self._fingerprint is None:
-            self._fingerprint = fingerprint_dir(
-                self.kind, self.spec, self.model_dir, self._hf, self._content_hashes
-            )
-        return self._fingerprint
+    def _fingerprint_options(self) -> HFOptions:
+        """The fingerprint is like the ``hf`` backends' (model files, revision, dtype, context
+        length), under backend name ``vllm``; parallelism and memory settings are left out."""
+        return self._hf
 
     def count_tokens(self, texts: Sequence[str]) -> list[int] | None:
         if self._tokenizer is None:

@@ -188,6 +188,20 @@ def _items_view(b: ItemTable) -> dict[str, Any]:
     }
 
 
+def _figure_view(
+    b: BarChart | Heatmap | LineChart, svg: str, legend: str | None = None, **extra: Any
+) -> dict[str, Any]:
+    """A chart's view: its title, its drawing and its note (and a legend where it has one)."""
+    return {
+        "kind": "figure",
+        "title": b.title,
+        "svg": svg,
+        "legend": legend,
+        "note": b.note,
+        **extra,
+    }
+
+
 def _block_view(b: Block) -> dict[str, Any]:
     if isinstance(b, Paragraph):
         return {"kind": "paragraph", "text": b.text}
@@ -198,30 +212,11 @@ def _block_view(b: Block) -> dict[str, Any]:
     if isinstance(b, Table):
         return _table_view(b)
     if isinstance(b, BarChart):
-        return {
-            "kind": "figure",
-            "title": b.title,
-            "svg": bar_chart_svg(b),
-            "legend": None,
-            "note": b.note,
-            "fold": _fold(len(b.bars)),
-        }
+        return _figure_view(b, bar_chart_svg(b), fold=_fold(len(b.bars)))
     if isinstance(b, Heatmap):
-        return {
-            "kind": "figure",
-            "title": b.title,
-            "svg": heatmap_svg(b),
-            "legend": b.legend,
-            "note": b.note,
-        }
+        return _figure_view(b, heatmap_svg(b), legend=b.legend)
     if isinstance(b, LineChart):
-        return {
-            "kind": "figure",
-            "title": b.title,
-            "svg": line_chart_svg(b),
-            "legend": None,
-            "note": b.note,
-        }
+        return _figure_view(b, line_chart_svg(b))
     if isinstance(b, ItemTable):
         return _items_view(b)
     raise TypeError(f"cannot render a {type(b).__name__} block; expected one of {Block}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -42,6 +43,31 @@ def _check(pvalues: ArrayLike, alpha: float) -> tuple[NDArray[np.float64], float
     return p, check_probability(alpha, "alpha")
 
 
+def _adjust(
+    pvalues: ArrayLike,
+    alpha: float,
+    method: str,
+    adjust_sorted: Callable[[NDArray[np.float64]], NDArray[np.float64]],
+) -> MultipleTestResult:
+    """Validate, sort (stably), adjust the sorted p-values, and put them back in input order."""
+    p, a = _check(pvalues, alpha)
+    order = np.argsort(p, kind="stable")
+    adj = np.empty(p.size, dtype=np.float64)
+    adj[order] = adjust_sorted(p[order])
+    return MultipleTestResult(adj, adj <= a, a, method)
+
+
+def _holm_sorted(p: NDArray[np.float64]) -> NDArray[np.float64]:
+    m = p.size
+    return np.maximum.accumulate(np.minimum(1.0, (m - np.arange(m)) * p))
+
+
+def _bh_sorted(p: NDArray[np.float64]) -> NDArray[np.float64]:
+    m = p.size
+    scaled = np.minimum(1.0, m * p / np.arange(1, m + 1))
+    return np.minimum.accumulate(scaled[::-1])[::-1]
+
+
 def holm(pvalues: ArrayLike, *, alpha: float = 0.05) -> MultipleTestResult:
     """Holm's step-down adjustment (controls the family-wise error rate).
 
@@ -74,14 +100,7 @@ def holm(pvalues: ArrayLike, *, alpha: float = 0.05) -> MultipleTestResult:
     >>> stats.holm([0.01, 0.04, 0.03]).pvalues.tolist()
     [0.03, 0.06, 0.06]
     """
-    p, a = _check(pvalues, alpha)
-    m = p.size
-    order = np.argsort(p, kind="stable")
-    scaled = np.minimum(1.0, (m - np.arange(m)) * p[order])
-    adj_sorted = np.maximum.accumulate(scaled)
-    adj = np.empty(m, dtype=np.float64)
-    adj[order] = adj_sorted
-    return MultipleTestResult(adj, adj <= a, a, "holm")
+    return _adjust(pvalues, alpha, "holm", _holm_sorted)
 
 
 def benjamini_hochberg(pvalues: ArrayLike, *, alpha: float = 0.05) -> MultipleTestResult:
@@ -115,11 +134,4 @@ def benjamini_hochberg(pvalues: ArrayLike, *, alpha: float = 0.05) -> MultipleTe
     >>> stats.benjamini_hochberg([0.01, 0.04, 0.03]).pvalues.tolist()
     [0.03, 0.04, 0.04]
     """
-    p, a = _check(pvalues, alpha)
-    m = p.size
-    order = np.argsort(p, kind="stable")
-    scaled = np.minimum(1.0, m * p[order] / np.arange(1, m + 1))
-    adj_sorted = np.minimum.accumulate(scaled[::-1])[::-1]
-    adj = np.empty(m, dtype=np.float64)
-    adj[order] = adj_sorted
-    return MultipleTestResult(adj, adj <= a, a, "benjamini-hochberg")
+    return _adjust(pvalues, alpha, "benjamini-hochberg", _bh_sorted)

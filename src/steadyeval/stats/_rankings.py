@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -63,11 +64,16 @@ def _pairs(x: ArrayLike, y: ArrayLike, who: str) -> tuple[NDArray[np.float64], N
     return x_, y_
 
 
-def _constant(x: NDArray[np.float64], y: NDArray[np.float64], who: str) -> bool:
-    if bool(np.all(x == x[0])) or bool(np.all(y == y[0])):
+def _correlation(
+    x: ArrayLike, y: ArrayLike, who: str, method: str, test: Callable[[Any, Any], Any]
+) -> CorrelationResult:
+    """Validated pairs, NaN (with a warning) when either is constant, else scipy's ``test``."""
+    x_, y_ = _pairs(x, y, who)
+    if bool(np.all(x_ == x_[0])) or bool(np.all(y_ == y_[0])):
         warn(f"{who}: one of the inputs is constant, so the correlation is undefined; NaN.", 4)
-        return True
-    return False
+        return CorrelationResult(math.nan, math.nan, x_.size, method)
+    r = test(x_, y_)
+    return CorrelationResult(float(r.statistic), float(r.pvalue), x_.size, method)
 
 
 def spearman(x: ArrayLike, y: ArrayLike) -> CorrelationResult:
@@ -105,11 +111,7 @@ def spearman(x: ArrayLike, y: ArrayLike) -> CorrelationResult:
     >>> round(stats.spearman([1, 2, 3, 4, 5], [2, 1, 4, 3, 5]).statistic, 6)
     0.8
     """
-    x_, y_ = _pairs(x, y, "spearman")
-    if _constant(x_, y_, "spearman"):
-        return CorrelationResult(math.nan, math.nan, x_.size, "spearman")
-    r = sps.spearmanr(x_, y_)
-    return CorrelationResult(float(r.statistic), float(r.pvalue), x_.size, "spearman")
+    return _correlation(x, y, "spearman", "spearman", sps.spearmanr)
 
 
 def kendall_tau(x: ArrayLike, y: ArrayLike) -> CorrelationResult:
@@ -147,11 +149,9 @@ def kendall_tau(x: ArrayLike, y: ArrayLike) -> CorrelationResult:
     >>> round(stats.kendall_tau([1, 2, 3, 4, 5], [2, 1, 4, 3, 5]).statistic, 6)
     0.6
     """
-    x_, y_ = _pairs(x, y, "kendall_tau")
-    if _constant(x_, y_, "kendall_tau"):
-        return CorrelationResult(math.nan, math.nan, x_.size, "kendall-tau-b")
-    r = sps.kendalltau(x_, y_, variant="b")
-    return CorrelationResult(float(r.statistic), float(r.pvalue), x_.size, "kendall-tau-b")
+    return _correlation(
+        x, y, "kendall_tau", "kendall-tau-b", lambda a, b: sps.kendalltau(a, b, variant="b")
+    )
 
 
 @dataclass(frozen=True, slots=True)

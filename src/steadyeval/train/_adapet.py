@@ -45,7 +45,7 @@ from typing import Any
 from .._extras import HF_MODEL_MODULES, require
 from ._base import load_lm, require_kind
 from ._checkpoint import TrainOutcome
-from ._lm_loss import IGNORE_INDEX, mask_tokens, masked_lm_loss
+from ._lm_loss import IGNORE_INDEX, corrupt_tokens, log1mexp, masked_lm_loss
 from ._loop import TrainConfig, fit, resolve_device
 from ._masked import MaskedPrompts, PromptExample
 from ._pet import (
@@ -58,18 +58,6 @@ from ._pet import (
 )
 
 __all__ = ["decoupled_label_loss", "label_conditioned_mlm_loss", "train_adapet"]
-
-
-def _log1mexp(logp: Any) -> Any:
-    """``log(1 - exp(logp))`` for ``logp < 0``, computed stably."""
-    import torch
-
-    logp = logp.clamp(max=-1e-7)
-    return torch.where(
-        logp > -0.6931471805599453,
-        torch.log(-torch.expm1(logp)),
-        torch.log1p(-torch.exp(logp)),
-    )
 
 
 def decoupled_label_loss(
@@ -90,7 +78,7 @@ def decoupled_label_loss(
             target[ex.gold] = 1.0
         else:
             target = torch.tensor(ex.soft, dtype=logp.dtype, device=logp.device)
-        losses.append(-(target * logp + (1 - target) * _log1mexp(logp)).sum())
+        losses.append(-(target * logp + (1 - target) * log1mexp(logp)).sum())
     return torch.stack(losses).mean()
 
 
@@ -102,18 +90,6 @@ def _padded(rows: Sequence[Sequence[int]], fill: int) -> Any:
     for b, r in enumerate(rows):
         out[b, : len(r)] = torch.tensor(list(r), dtype=torch.long)
     return out
-
-
-def _unlikelihood(model: Any, inputs: Any, attention: Any, labels: Any) -> Any:
-    """Mean ``-log(1 - p(original token))`` at the labelled positions (0 when none)."""
-    import torch
-
-    logits = model(input_ids=inputs, attention_mask=attention).logits
-    keep = labels != IGNORE_INDEX
-    if not keep.any():
-        return logits.sum() * 0.0
-    logp = torch.log_softmax(logits[keep].float(), dim=-1)
-    return -_log1mexp(logp.gather(1, labels[keep].unsqueeze(1))).mean()
 
 
 def label_conditioned_mlm_loss(
@@ -138,13 +114,8 @@ def label_conditioned_mlm_loss(
     for b, f in enumerate(gold):
         for p, t in enumerate(f.ids):
             eligible[b, p] = t not in special and not f.start <= p < f.end
-    inputs, labels = mask_tokens(
-        ids,
-        eligible,
-        mask_token_id=int(tok.mask_token_id),
-        vocab_size=min(len(tok), model.get_input_embeddings().num_embeddings),
-        probability=probability,
-        generator=generator,
+    inputs, labels = corrupt_tokens(
+        model, tok, ids, eligible, probability=probability, generator=generator
     )
     device = next(model.parameters()).device
     loss = masked_lm_loss(model, inputs.to(device), attention.to(device), labels.to(device))
@@ -165,7 +136,9 @@ def label_conditioned_mlm_loss(
     if wrong_in:
         w_ids, w_lab = _padded(wrong_in, pad), _padded(wrong_lab, IGNORE_INDEX)
         w_att = _padded([[1] * len(r) for r in wrong_in], 0)
-        loss = loss + _unlikelihood(model, w_ids.to(device), w_att.to(device), w_lab.to(device))
+        loss = loss + masked_lm_loss(
+            model, w_ids.to(device), w_att.to(device), w_lab.to(device), unlikelihood=True
+        )
     return loss
 
 
@@ -241,7 +214,4 @@ def train_adapet(
 
     evaluate = dev_accuracy(prompts, model, dev)
     outcome = fit(model, loss_fn, len(train_list), evaluate, config, seed=seed)
-    save_checkpoint(model, tokenizer, out_dir)
-    return TrainOutcome(
-        outcome.best_step, outcome.best_dev, outcome.history, {"max_length": max_length}
-    )
+    return save_checkpoint(model, tokenizer, out_dir, outcome, max_length)

@@ -11,7 +11,7 @@ from .._extras import HF_MODEL_MODULES, require
 from ..models import classifier_logits
 from ._checkpoint import TrainOutcome
 from ._loop import TrainConfig, fit, resolve_device
-from ._pet import effective_max_length, quiet_transformers
+from ._pet import effective_max_length, quiet_transformers, save_checkpoint
 
 __all__ = ["ClsExample", "train_cls"]
 
@@ -138,12 +138,7 @@ def train_cls(
     outcome = fit(
         model, loss_fn, len(train_list), evaluate if dev_list else None, config, seed=seed
     )
-    with quiet_transformers():
-        model.to("cpu").save_pretrained(out_dir)
-        tokenizer.save_pretrained(out_dir)
-    return TrainOutcome(
-        outcome.best_step, outcome.best_dev, outcome.history, {"max_length": max_length}
-    )
+    return save_checkpoint(model, tokenizer, out_dir, outcome, max_length)
 
 
 def _predict(model: Any, enc: _Encoder, examples: Sequence[ClsExample]) -> list[list[float]]:

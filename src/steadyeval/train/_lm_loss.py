@@ -22,7 +22,9 @@ from typing import Any
 __all__ = [
     "IGNORE_INDEX",
     "causal_lm_loss",
+    "corrupt_tokens",
     "encode_texts",
+    "log1mexp",
     "mask_tokens",
     "masked_lm_loss",
     "text_mlm_loss",
@@ -87,8 +89,40 @@ def mask_tokens(
     return inputs, labels
 
 
-def masked_lm_loss(model: Any, inputs: Any, attention_mask: Any, labels: Any) -> Any:
-    """Mean cross-entropy of the original tokens at the labelled positions (0 when none)."""
+def corrupt_tokens(
+    model: Any, tokenizer: Any, input_ids: Any, eligible: Any, *, probability: float, generator: Any
+) -> tuple[Any, Any]:
+    """:func:`mask_tokens` for ``model`` and its ``tokenizer``: the tokenizer's mask token, and
+    random replacements drawn from the ids both the tokenizer and the model's embeddings
+    know."""
+    return mask_tokens(
+        input_ids,
+        eligible,
+        mask_token_id=int(tokenizer.mask_token_id),
+        vocab_size=min(len(tokenizer), model.get_input_embeddings().num_embeddings),
+        probability=probability,
+        generator=generator,
+    )
+
+
+def log1mexp(logp: Any) -> Any:
+    """``log(1 - exp(logp))`` for ``logp < 0``, computed stably."""
+    import torch
+
+    logp = logp.clamp(max=-1e-7)
+    return torch.where(
+        logp > -0.6931471805599453,
+        torch.log(-torch.expm1(logp)),
+        torch.log1p(-torch.exp(logp)),
+    )
+
+
+def masked_lm_loss(
+    model: Any, inputs: Any, attention_mask: Any, labels: Any, *, unlikelihood: bool = False
+) -> Any:
+    """Mean cross-entropy ``-log p`` of the original tokens at the labelled positions, or with
+    ``unlikelihood`` the mean ``-log(1 - p)`` (ADAPET's term for a wrong label); 0 when no
+    position is labelled."""
     import torch
 
     logits = model(input_ids=inputs, attention_mask=attention_mask).logits
@@ -96,7 +130,10 @@ def masked_lm_loss(model: Any, inputs: Any, attention_mask: Any, labels: Any) ->
     if not keep.any():
         return logits.sum() * 0.0
     logp = torch.log_softmax(logits[keep].float(), dim=-1)
-    return -logp.gather(1, labels[keep].unsqueeze(1)).mean()
+    target = logp.gather(1, labels[keep].unsqueeze(1))
+    if unlikelihood:
+        return -log1mexp(target).mean()
+    return -target.mean()
 
 
 def causal_lm_loss(model: Any, input_ids: Any, attention_mask: Any) -> Any:
@@ -138,13 +175,8 @@ def text_mlm_loss(
     )
     if protected:
         eligible &= ~torch.isin(ids, torch.tensor(sorted(protected), dtype=ids.dtype))
-    inputs, labels = mask_tokens(
-        ids,
-        eligible,
-        mask_token_id=int(tokenizer.mask_token_id),
-        vocab_size=min(len(tokenizer), model.get_input_embeddings().num_embeddings),
-        probability=probability,
-        generator=generator,
+    inputs, labels = corrupt_tokens(
+        model, tokenizer, ids, eligible, probability=probability, generator=generator
     )
     device = next(model.parameters()).device
     return masked_lm_loss(

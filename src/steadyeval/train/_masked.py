@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..models import SLOT
+from ..models import SLOT, FilledSlot, fill_slot
 
 if TYPE_CHECKING:
     from ._noise import TokenNoise
@@ -95,15 +95,8 @@ class PromptExample:
             )
 
 
-@dataclass(frozen=True)
-class Filled:
-    """A prompt tokenised with an option in its slot: ids (special tokens included, after
-    any truncation) and the ``[start, end)`` token positions of the option."""
-
-    ids: tuple[int, ...]
-    start: int
-    end: int
-    truncated: bool
+#: A prompt tokenised with an option in its slot (the backend's own encoding).
+Filled = FilledSlot
 
 
 class MaskedPrompts:
@@ -127,42 +120,7 @@ class MaskedPrompts:
 
     def _fill(self, prompt: str, option: str) -> Filled:
         left, _, right = prompt.partition(MASK_SLOT)
-        filler = option.strip()
-        text = left + filler + right
-        enc = self.tokenizer(
-            text, return_offsets_mapping=True, return_special_tokens_mask=True, verbose=False
-        )  # over-long inputs are cut below, not warned about
-        ids: list[int] = enc["input_ids"]
-        special: list[int] = enc["special_tokens_mask"]
-        a, b = len(left), len(left) + len(filler)
-        span = [
-            i
-            for i, (s, e) in enumerate(enc["offset_mapping"])
-            if not special[i] and e > s and s < b and e > a
-        ]
-        if not span or span != list(range(span[0], span[-1] + 1)):
-            raise ValueError(f"cannot locate {filler!r} in the tokens of {text[:120]!r}")
-        first, last = enc["offset_mapping"][span[0]], enc["offset_mapping"][span[-1]]
-        if text[first[0] : a].strip() or text[b : last[1]].strip():
-            raise ValueError(
-                f"{filler!r} does not start and end on token boundaries in {text[:120]!r}; "
-                f"put a space or punctuation around {MASK_SLOT}"
-            )
-        return self._window(ids, special, span[0], span[-1] + 1)
-
-    def _window(self, ids: list[int], special: list[int], start: int, end: int) -> Filled:
-        limit = self.max_length
-        if len(ids) <= limit:
-            return Filled(tuple(ids), start, end, False)
-        n_pre = next((i for i, s in enumerate(special) if not s), len(ids))
-        n_suf = next((i for i, s in enumerate(reversed(special)) if not s), 0)
-        room = limit - n_pre - n_suf
-        if end - start > room:
-            raise ValueError(f"an option of {end - start} tokens does not fit in {limit} tokens")
-        body = ids[n_pre : len(ids) - n_suf]
-        cut = min(len(body) - room, start - n_pre)
-        kept = ids[:n_pre] + body[cut : cut + room] + ids[len(ids) - n_suf :]
-        return Filled(tuple(kept), start - cut, end - cut, True)
+        return fill_slot(self.tokenizer, left, option.strip(), right, self.max_length)
 
     def scores(
         self,

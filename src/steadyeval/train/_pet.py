@@ -127,11 +127,18 @@ def slot_mlm_loss(
     )
 
 
-def save_checkpoint(model: Any, tokenizer: Any, out_dir: str | Path) -> None:
-    """Write ``model`` (moved to the CPU) and ``tokenizer`` as a ``save_pretrained`` folder."""
+def save_checkpoint(
+    model: Any, tokenizer: Any, out_dir: str | Path, fitted: TrainOutcome, max_length: int
+) -> TrainOutcome:
+    """Write ``model`` (moved to the CPU) and ``tokenizer`` as a ``save_pretrained`` folder;
+    ``fitted`` (what :func:`~steadyeval.train._loop.fit` kept) with the ``max_length`` to
+    serve the checkpoint with."""
     with quiet_transformers():
         model.to("cpu").save_pretrained(out_dir)
         tokenizer.save_pretrained(out_dir)
+    return TrainOutcome(
+        fitted.best_step, fitted.best_dev, fitted.history, {"max_length": max_length}
+    )
 
 
 def check_semi_args(
@@ -273,10 +280,7 @@ def train_pet(
     outcome = fit(
         model, loss_fn, len(train_list), dev_accuracy(prompts, model, dev), config, seed=seed
     )
-    save_checkpoint(model, tokenizer, out_dir)
-    return TrainOutcome(
-        outcome.best_step, outcome.best_dev, outcome.history, {"max_length": max_length}
-    )
+    return save_checkpoint(model, tokenizer, out_dir, outcome, max_length)
 
 
 class OptionScorer(Protocol):

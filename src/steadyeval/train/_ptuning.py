@@ -286,7 +286,4 @@ def train_ptuning(
     evaluate = dev_accuracy(scorer, model, dev_list)
     outcome = fit(model, loss_fn, len(train_list), evaluate, config, seed=seed)
     fold_prompt_encoder(model, wrapped)
-    save_checkpoint(model, tokenizer, out_dir)
-    return TrainOutcome(
-        outcome.best_step, outcome.best_dev, outcome.history, {"max_length": max_length}
-    )
+    return save_checkpoint(model, tokenizer, out_dir, outcome, max_length)
