@@ -100,3 +100,28 @@ def test_frame_errors_name_the_source_and_column() -> None:
     bad = ResultsFrame(pa.table({"metadata": ["{}", "[1]"]}), source="t.parquet")
     with pytest.raises(DataError, match=r"row 1: column 'metadata' holds list"):
         bad.metadata()
+
+
+def test_frame_edges_a_hostile_review_found() -> None:
+    # chunks with their own dictionaries are numbered as one column
+    chunks = [pa.array(["x", "y"]).dictionary_encode(), pa.array(["y", "z"]).dictionary_encode()]
+    codes, values = ResultsFrame(pa.table({"model": pa.chunked_array(chunks)})).codes("model")
+    assert values == ["x", "y", "z"] and codes.tolist() == [0, 1, 1, 2]
+    frame = ResultsFrame(pa.table({"s": ["a", None, "b"], "x": [1.5, math.nan, 0.0]}), source="t")
+    assert frame.where(s=None).values("s") == [None]
+    assert frame.codes("x", order="sorted")[1][:2] == [0.0, 1.5]  # NaN last
+    with pytest.raises(ValueError, match=r"where\(s=...\): a int cannot be compared"):
+        frame.where(s=5)
+    with pytest.raises(IndexError, match="row -1 is out of range"):
+        frame.select([-1])
+    with pytest.raises(IndexError, match="must be integers"):
+        frame.select([0.5])
+    with pytest.raises(DataError, match=r"column 's' \(string\) cannot be read as integers"):
+        frame.ints("s", null=0)
+    deep = '{"a":' * 30_000 + "1" + "}" * 30_000
+    with pytest.raises(DataError, match="row 0: column 'metadata' is nested too deeply"):
+        ResultsFrame(pa.table({"metadata": [deep]}), source="t").metadata()
+    with pytest.raises(DataError, match="column 'metadata' holds int64"):
+        ResultsFrame(pa.table({"metadata": [1]}), source="t").metadata()
+    with pytest.raises(TypeError, match="expected a ResultsFrame or a pyarrow Table"):
+        ResultsFrame.of([1])  # type: ignore[arg-type]

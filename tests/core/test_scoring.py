@@ -3,6 +3,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -195,3 +196,45 @@ def test_unknown_and_deprecated_scoring_names() -> None:
         register_scoring("generate")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="already registered"):
         register_scoring(type(get_scoring("generate"))())  # a second Generate
+
+
+def test_a_mode_registered_before_the_built_ins_load_keeps_its_place() -> None:
+    """In a fresh interpreter, a user's mode that replaces a built-in before anything imported
+    steadyeval.scoring stays registered, and the other built-ins still load."""
+    import subprocess
+    import sys
+
+    code = """
+from steadyeval.conditions import Condition, ScoringMode, get_scoring, register_scoring
+class Mine(ScoringMode):
+    name = "generate"
+    def requests(self, trial): return ()
+    def score(self, trial, responses): raise NotImplementedError
+mine = register_scoring(Mine(), replace=True)
+Condition(name="c", format="mc", scoring="option-logprob")
+import steadyeval.scoring
+assert get_scoring("generate") is mine
+print("ok")
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
+
+
+@pytest.mark.parametrize(
+    ("name", "said"),
+    [(5, "must be a non-empty string"), ("", "must be a non-empty string"),
+     ("logprob", "deprecated name of 'option-logprob'")],
+)  # fmt: skip
+def test_a_mode_needs_a_usable_name(name: object, said: str) -> None:
+    from steadyeval.scoring import ScoringMode, register_scoring
+
+    class Bad(ScoringMode):
+        def requests(self, trial: Any) -> tuple[Any, ...]:
+            return ()
+
+        def score(self, trial: Any, responses: Any) -> Any:
+            raise NotImplementedError
+
+    Bad.name = name  # type: ignore[assignment]
+    with pytest.raises(ValueError, match=said):
+        register_scoring(Bad())

@@ -171,3 +171,25 @@ def test_the_openai_spec_offers_http2_only_where_h2_is_installed(
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None)
     with pytest.raises(ModelSpecError, match=r"http2=true needs the h2 package: pip install h2"):
         load_backend("openai:m?http2=true")
+
+
+def test_a_reply_over_the_size_limit_is_refused_not_buffered(echo_server: Any) -> None:
+    url, ports = echo_server
+    client = _client(url, None, ApiProvider(auth_headers=bearer))
+    client.max_reply_bytes = 64  # the echoed headers are longer
+    with pytest.raises(ServerError, match=r"the reply is over .* MB \(decompressed\)") as info:
+        client.post("/completions", {"prompt": "hi"})
+    assert info.value.permanent and len(ports) == 1  # not retried
+    assert "STEADYEVAL_MAX_REPLY_MB" in str(info.value)
+
+
+@pytest.mark.parametrize("key", ["sk-real\nkey", " sk-key", "sk-clé", "sk-\x07"])
+def test_an_api_key_no_header_can_carry_is_refused_when_the_model_loads(
+    key: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from steadyeval.models import load_backend
+
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    with pytest.raises(SteadyevalError, match="holds characters an HTTP header cannot carry") as e:
+        load_backend("openai:toy?base_url=http://127.0.0.1:9/v1")
+    assert key.strip() not in str(e.value)

@@ -300,6 +300,19 @@ def test_an_error_reply_is_raised_at_once_without_the_key(
     assert srv.record.auth_headers[-1] is None  # no key: no Authorization header
 
 
+def test_a_wrong_key_in_the_capability_probe_is_an_auth_error(
+    serve: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A 401 while probing for prompt log-probabilities says the key is wrong; it is not
+    reported as a capability the server lacks."""
+    srv = serve(require_key="sk-right-key-0000")
+    monkeypatch.setenv("TOY_KEY", "sk-wrong-key-1111")
+    b = load_backend(spec_for(srv, "api_key_env=TOY_KEY"))
+    with pytest.raises(ServerError, match=r"HTTP 401.*\$TOY_KEY") as info:
+        b.preflight([ScoreRequest("Question: 2+2?\nAnswer:", " A")])
+    assert "cannot give" not in str(info.value) and "sk-wrong" not in str(info.value)
+
+
 def test_retries_run_out_with_a_clear_error(serve: Any) -> None:
     srv = serve(faults=lambda body, attempt: Fault("503"))
     b = load_backend(spec_for(srv, "max_retries=2"))

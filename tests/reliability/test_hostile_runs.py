@@ -145,7 +145,7 @@ def test_a_study_analysis_that_is_not_the_studys(base: Path, tmp_path: Path, stu
     # every study's analysis is typed: the report refuses it as it is read (the table of an
     # imported run cannot be analysed as the study's either), naming the type and the fix
     said = _report(run)
-    assert "summary.json: the analysis has schema version None; this steadyeval reads" in said
+    assert "summary.json: the analysis has schema version None (no schema_version key)" in said
     assert "Analysis); recompute it" in said
     with pytest.raises(DataError, match=f"not what study '{study}' writes"):
         reanalyze(run)

@@ -119,9 +119,24 @@ _ALIASES: dict[str, str] = {
 
 
 def register_scoring(mode: ScoringMode, *, replace: bool = False) -> ScoringMode:
-    """Add ``mode`` under ``mode.name``; returns it (usable at import time)."""
+    """Add ``mode`` under ``mode.name``; returns it (usable at import time). The built-in
+    modes are registered first, so ``replace=True`` overrides one of them for good."""
     if not isinstance(mode, ScoringMode):
         raise TypeError(f"expected a ScoringMode instance, got {type(mode).__name__}")
+    name = getattr(mode, "name", None)
+    if not isinstance(name, str) or not name.strip():
+        raise ValueError(
+            f"a scoring mode's name must be a non-empty string; {type(mode).__name__}.name "
+            f"is {name!r}"
+        )
+    if name in _ALIASES:
+        raise ValueError(
+            f"scoring {name!r} is a deprecated name of {_ALIASES[name]!r} and cannot be "
+            "registered; choose another name"
+        )
+    # the built-ins first (a no-op while steadyeval.scoring itself is being imported), so a
+    # user's mode registered before anything imported them is not undone by them
+    importlib.import_module(_BUILTIN_MODES)
     if mode.name in _REGISTRY and not replace and _REGISTRY[mode.name] is not mode:
         raise ValueError(f"scoring {mode.name!r} is already registered; pass replace=True")
     _REGISTRY[mode.name] = mode

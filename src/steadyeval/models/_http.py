@@ -37,6 +37,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from .._errors import SteadyevalError
+from .._files import limit_from_env
 from ._backend import StatsCounter
 from ._http_policy import (
     BadReply,
@@ -62,6 +63,15 @@ Reader = Callable[[dict[str, Any]], T]
 _UNUSABLE = "an unusable 200 reply: "
 _LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 #: Failures of the exchange that another try may fix (a reply that never came or broke off).
+#: The largest reply body read (decompressed), in bytes; the variable raises it (in MB).
+MAX_REPLY_BYTES = 256 * 2**20
+REPLY_LIMIT_ENV = "STEADYEVAL_MAX_REPLY_MB"
+
+
+class ReplyTooLarge(httpx.HTTPError):
+    """A reply body over the limit (a server or proxy gone wrong): not retried."""
+
+
 _TRANSIENT = (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError,
               httpx.DecodingError, TimeoutError)  # fmt: skip
 
@@ -137,6 +147,7 @@ class HttpClient:
         self.max_concurrency = max_concurrency
         self.counter = counter or StatsCounter()
         self._http2 = http2
+        self.max_reply_bytes = limit_from_env(REPLY_LIMIT_ENV, MAX_REPLY_BYTES)
         self._headers = {
             "Content-Type": "application/json",
             "Accept": "application/json",
@@ -205,18 +216,43 @@ class HttpClient:
         with self._deadline.until(self.policy.deadline) as deadline:
             try:
                 try:
-                    reply = client.request(method, url, content=payload, headers=headers)
+                    return self._exchange(client, method, url, payload, headers)
                 except httpx.WriteError:
                     if deadline.connected:
                         raise
-                    reply = client.request(method, url, content=payload, headers=headers)
+                    return self._exchange(client, method, url, payload, headers)
             except httpx.TimeoutException:
                 if deadline.hit:
                     raise TimeoutError(
                         f"no complete reply within deadline={self.policy.deadline:g} s"
                     ) from None
                 raise
-        return reply.status_code, {k.lower(): v for k, v in reply.headers.items()}, reply.content
+
+    def _exchange(
+        self,
+        client: httpx.Client,
+        method: str,
+        url: str,
+        payload: bytes | None,
+        headers: Mapping[str, str],
+    ) -> tuple[int, dict[str, str], bytes]:
+        """Send and read the reply's body as it arrives (decompressed), up to
+        ``max_reply_bytes``: a server or proxy that sends more is refused, not buffered."""
+        with client.stream(method, url, content=payload, headers=headers) as reply:
+            chunks, size = [], 0
+            for chunk in reply.iter_bytes():
+                size += len(chunk)
+                if size > self.max_reply_bytes:
+                    raise ReplyTooLarge(
+                        f"the reply is over {self.max_reply_bytes / 2**20:g} MB (decompressed); "
+                        f"{REPLY_LIMIT_ENV} raises the limit"
+                    )
+                chunks.append(chunk)
+            return (
+                reply.status_code,
+                {k.lower(): v for k, v in reply.headers.items()},
+                b"".join(chunks),
+            )
 
     def _failed_exchange(self, where: str, exc: Exception) -> Failure:
         """What a failed exchange says: a :class:`Failure` that another try may fix, else a

@@ -126,6 +126,12 @@ class OpenAIBackend(CapabilityProbe, BaseBackend):
                 f"model spec {self.spec.backend}:...: it contains the value of "
                 f"${self.options.api_key_env}; never put a key in a model spec"
             )
+        if not (value.isascii() and value.isprintable()) or value != value.strip():
+            raise ModelSpecError(  # an HTTP header cannot carry it; the value is not shown
+                f"${self.options.api_key_env} holds characters an HTTP header cannot carry "
+                "(a line break, a space at either end, a control or non-ASCII character); "
+                "set it to the key alone"
+            )
         return Secret(value)
 
     def __repr__(self) -> str:

@@ -230,6 +230,8 @@ class CapabilityProbe:
             )
             return None if _chat_top(_choice(data)) else "no top_logprobs"
         except ServerError as exc:
+            if exc.status in (None, 401, 403):
+                raise  # the key, the network or a request that cannot be sent: not the capability
             if exc.status == 404 and not self.options.base_url.endswith("/v1"):
                 raise  # a wrong base_url, not a missing capability
             if exc.status in (400, 404, 405, 415, 422, 501, 200) or exc.permanent:

@@ -10,10 +10,12 @@ are Python numbers, so an analysis computed now equals the one read back from it
 
 from __future__ import annotations
 
+import json
+import math
 from collections.abc import Mapping
 from typing import Any, ClassVar, TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from .._errors import DataError
 from .._json import json_safe
@@ -29,10 +31,9 @@ class AnalysisRecord(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    @model_validator(mode="before")
-    @classmethod
-    def _json_values(cls, data: Any) -> Any:
-        return json_safe(data) if isinstance(data, Mapping) else data
+    def __init__(self, **data: Any) -> None:
+        # built in memory (an analysis): JSON values only, so that it equals what is read back
+        super().__init__(**json_safe(data))
 
 
 class Analysis(AnalysisRecord):
@@ -58,15 +59,22 @@ class Analysis(AnalysisRecord):
         if not isinstance(data, Mapping):
             raise DataError(f"{source}: 'analysis' is {type(data).__name__}; expected an object")
         version = data.get("schema_version")
-        if version != cls.SCHEMA_VERSION:
+        if type(version) is not int or version != cls.SCHEMA_VERSION:
+            shown = f"{version!r}" + ("" if type(version) is int else f" ({_kind(data)})")
             raise DataError(
-                f"{source}: the analysis has schema version {version!r}; this steadyeval "
+                f"{source}: the analysis has schema version {shown}; this steadyeval "
                 f"reads version {cls.SCHEMA_VERSION} ({cls.__name__}); recompute it from "
                 "the results table with steadyeval.studies.reanalyze(RUN_DIR)"
             )
         fields = {k: v for k, v in data.items() if k != "schema_version"}
-        try:
-            return cls.model_validate(fields)
+        where = _non_finite(fields)
+        if where is not None:  # summary.json is written without NaN or infinity
+            raise DataError(
+                f"{source}: analysis field {where} is not a finite number; recompute it with "
+                "steadyeval.studies.reanalyze(RUN_DIR)"
+            )
+        try:  # strict JSON: a count written as "4" or true is not a count; arrays fit tuples
+            return cls.model_validate_json(json.dumps(fields), strict=True)
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"]) or "(top)"
@@ -74,3 +82,26 @@ class Analysis(AnalysisRecord):
                 f"{source}: analysis field {where}: {first['msg']} ({exc.error_count()} "
                 f"error(s) in all); recompute it with steadyeval.studies.reanalyze(RUN_DIR)"
             ) from None
+
+
+def _kind(data: Mapping[str, Any]) -> str:
+    if "schema_version" not in data:
+        return "no schema_version key"
+    return f"a {type(data['schema_version']).__name__}"
+
+
+def _non_finite(value: Any, path: str = "") -> str | None:
+    """The path of the first float in ``value`` that is NaN or infinite, or None."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return path or "(top)"
+    if isinstance(value, Mapping):
+        items: Any = value.items()
+    elif isinstance(value, list):
+        items = enumerate(value)
+    else:
+        return None
+    for key, item in items:
+        found = _non_finite(item, f"{path}.{key}" if path else str(key))
+        if found is not None:
+            return found
+    return None

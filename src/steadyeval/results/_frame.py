@@ -16,6 +16,7 @@ is a :class:`~steadyeval.DataError` that names the column and what reads it.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -35,11 +36,17 @@ Ints = npt.NDArray[np.int64]
 
 def _dictionary(column: pa.ChunkedArray) -> tuple[Ints, list[Any]]:
     """Dictionary codes of ``column`` (one dictionary across chunks; null → -1)."""
+    if pa.types.is_dictionary(column.type):  # each chunk may have its own dictionary
+        column = column.cast(column.type.value_type)
     encoded = column.dictionary_encode()
     if encoded.num_chunks == 0:
         return np.zeros(0, dtype=np.int64), []
     parts = [c.indices.fill_null(-1).to_numpy(zero_copy_only=False) for c in encoded.chunks]
     return np.concatenate(parts).astype(np.int64), encoded.chunk(0).dictionary.to_pylist()
+
+
+def _sort_key(value: Any) -> tuple[bool, Any]:
+    return (isinstance(value, float) and math.isnan(value), value)
 
 
 def _renumber(codes: Ints, values: list[Any], order: Sequence[int]) -> tuple[Ints, list[Any]]:
@@ -73,6 +80,15 @@ class ResultsFrame:
         self.columns = tuple(columns)
         self.source = source
         self._cache: dict[tuple[Any, ...], Any] = {}
+
+    @classmethod
+    def of(cls, results: ResultsFrame | pa.Table) -> ResultsFrame:
+        """``results`` as a frame: a frame as it is, a table wrapped (no declared columns)."""
+        if isinstance(results, ResultsFrame):
+            return results
+        if isinstance(results, pa.Table):
+            return cls(results)
+        raise TypeError(f"expected a ResultsFrame or a pyarrow Table, got {type(results).__name__}")
 
     @classmethod
     def read(cls, run_dir: str | Path) -> ResultsFrame:
@@ -119,7 +135,16 @@ class ResultsFrame:
 
     def _memo(self, key: tuple[Any, ...], make: Any) -> Any:
         if key not in self._cache:
-            self._cache[key] = make()
+            try:
+                self._cache[key] = make()
+            except (pa.ArrowException, RecursionError) as exc:
+                name = key[1] if len(key) > 1 else "metadata"
+                kind = self.table.column(name).type if name in self.table.column_names else "?"
+                what = {"bools": "booleans", "ints": "integers", "floats": "numbers"}
+                raise DataError(
+                    f"{self.source}: column {name!r} ({kind}) cannot be read as "
+                    f"{what.get(key[0], 'values to number')}: {str(exc)[:120]}"
+                ) from None
         return self._cache[key]
 
     def codes(
@@ -138,8 +163,8 @@ class ResultsFrame:
                 raise DataError(
                     f"{self.source}, row {row}: column {name!r} is null; every row needs a {name}"
                 )
-            if order == "sorted":
-                ranked = sorted(range(len(values)), key=lambda i: values[i])
+            if order == "sorted":  # NaN (a float column's) last
+                ranked = sorted(range(len(values)), key=lambda i: _sort_key(values[i]))
             else:
                 seen = codes[codes >= 0]
                 uniq, first = np.unique(seen, return_index=True)
@@ -194,11 +219,25 @@ class ResultsFrame:
         not a JSON object is a :class:`~steadyeval.DataError` naming its row."""
 
         def make() -> tuple[Ints, list[dict[str, Any]]]:
-            codes, texts = _dictionary(self.column("metadata"))
+            column = self.column("metadata")
+            if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)):
+                if not pa.types.is_null(column.type):
+                    raise DataError(
+                        f"{self.source}: column 'metadata' holds {column.type}; expected "
+                        "JSON text (a string column)"
+                    )
+                column = column.cast(pa.string())
+            codes, texts = _dictionary(column)
             metas: list[dict[str, Any]] = []
             for k, text in enumerate(texts):
                 try:
                     meta = json.loads(text)
+                except RecursionError:
+                    row = int(np.flatnonzero(codes == k)[0])
+                    raise DataError(
+                        f"{self.source}, row {row}: column 'metadata' is nested too deeply "
+                        "to read; expected a flat JSON object"
+                    ) from None
                 except json.JSONDecodeError as exc:
                     row = int(np.flatnonzero(codes == k)[0])
                     raise DataError(
@@ -217,14 +256,31 @@ class ResultsFrame:
         result: tuple[Ints, list[dict[str, Any]]] = self._memo(("metadata",), make)
         return result
 
-    def select(self, rows: Ints) -> ResultsFrame:
-        """A frame of ``rows`` only (in the order given), with the same declared columns."""
-        taken = self.table.take(pa.array(rows, type=pa.int64()))
+    def select(self, rows: Ints | Sequence[int]) -> ResultsFrame:
+        """A frame of ``rows`` only (row numbers, in the order given), with the same declared
+        columns. A row number that is not an integer in ``[0, len)`` is an ``IndexError``."""
+        index = np.asarray(rows)
+        if index.size and not np.issubdtype(index.dtype, np.integer):
+            raise IndexError(f"row numbers must be integers; got {index.dtype} values")
+        index = index.astype(np.int64)
+        bad = index[(index < 0) | (index >= self.num_rows)]
+        if bad.size:
+            raise IndexError(f"row {int(bad[0])} is out of range: the frame has {len(self)} rows")
+        taken = self.table.take(pa.array(index, type=pa.int64()))
         return ResultsFrame(taken, self.columns, source=self.source)
 
     def where(self, **equal: Any) -> ResultsFrame:
-        """A frame of the rows whose columns equal the given values (e.g. ``model="m"``)."""
+        """A frame of the rows whose columns equal the given values (e.g. ``model="m"``;
+        ``None`` selects the nulls)."""
         mask = pa.array(np.ones(self.num_rows, dtype=bool))
         for name, value in equal.items():
-            mask = pc.and_(mask, pc.fill_null(pc.equal(self.column(name), value), False))
+            column = self.column(name)
+            try:
+                same = pc.is_null(column) if value is None else pc.equal(column, value)
+            except (pa.ArrowException, TypeError) as exc:
+                raise ValueError(
+                    f"where({name}=...): a {type(value).__name__} cannot be compared with "
+                    f"column {name!r} ({column.type}): {str(exc)[:80]}"
+                ) from None
+            mask = pc.and_(mask, pc.fill_null(same, False))
         return ResultsFrame(self.table.filter(mask), self.columns, source=self.source)

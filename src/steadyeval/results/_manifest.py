@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -136,12 +136,14 @@ def _manifest(run_dir: Path) -> dict[str, Any] | None:
     return data
 
 
-def check_run_dir(run_dir: Path) -> None:
+def check_run_dir(run_dir: Path, *, rewritten: Collection[str] = ()) -> None:
     """Raise :class:`DataError` unless ``run_dir`` holds one complete run: a run that
     finished (its manifest's state; a steadyeval folder with no manifest did not), every file
     the manifest lists there with its recorded hash, and no run file there unlisted. The
     error says what happened (interrupted, failed and why) and how to resume. A folder from
-    before manifests (no manifest and no steadyeval marker) is read as it is."""
+    before manifests (no manifest and no steadyeval marker) is read as it is. Files named in
+    ``rewritten`` (which the caller is about to write again, e.g. ``reanalyze``'s summaries)
+    must be regular files but may differ from their recorded hash."""
     manifest = _manifest(run_dir)
     if manifest is None:
         if (run_dir / _MARKER).is_file():
@@ -159,7 +161,7 @@ def check_run_dir(run_dir: Path) -> None:
         if name not in listed:
             continue
         _check_listed(path, f"run {manifest.get('run_id')}'s {name}")
-        if _digest(path) != listed[name]:
+        if name not in rewritten and _digest(path) != listed[name]:
             raise DataError(
                 f"{run_dir}: {name} does not belong to run {manifest.get('run_id')}: it is "
                 "not the file the run wrote (damaged, or another run's after a crash while "

@@ -13,6 +13,7 @@ from ..models import Backend, load_backend
 from ..results import (
     Analysis,
     ResultsFrame,
+    check_run_dir,
     read_summary,
     run_in_parts,
     summary_markdown,
@@ -191,20 +192,35 @@ def _run_design(
     return StudyResult(result.table, summary, analysis, result.run_dir)
 
 
-def _study_of(run_dir: Path, summary: Mapping[str, Any]) -> Study[Any]:
-    if "study" not in summary:
-        raise ConfigError(f"{run_dir}: not a study run (summary.json names no study)")
-    return get_study(summary["study"])
+def _study_run(
+    run_dir: Path, *, rewritten: Sequence[str] = ()
+) -> tuple[dict[str, Any], Study[Any]]:
+    """A study run folder's summary and study, checked as every reader checks a run
+    (``rewritten``: files the caller writes again, whose recorded hash may differ)."""
+    if not run_dir.is_dir():
+        what = "no such folder" if not run_dir.exists() else "not a folder"
+        raise DataError(f"{run_dir}: not a run folder ({what}; expected a study's run folder)")
+    check_run_dir(run_dir, rewritten=rewritten)
+    if not (run_dir / "summary.json").exists():
+        raise DataError(
+            f"{run_dir}: no summary.json here (not a run folder, or a run that did not finish)"
+        )
+    summary = read_summary(run_dir)  # checked: a regular file, bounded, typed fields
+    name = summary.get("study")
+    if not isinstance(name, str):
+        raise DataError(f"{run_dir}: not a study run (its summary.json names no study)")
+    return summary, get_study(name)
 
 
 def read_analysis(run_dir: str | Path) -> Analysis:
     """A study run's analysis, read from its ``summary.json`` as the study's own type (e.g.
     :class:`~steadyeval.studies.formats.FormatsAnalysis`); checked field by field."""
     run_dir = Path(run_dir)
-    summary = read_summary(run_dir)  # checked: a regular file, bounded, typed fields
-    study = _study_of(run_dir, summary)
+    summary, study = _study_run(run_dir)
+    if "analysis" not in summary:
+        raise DataError(f"{run_dir / 'summary.json'}: no analysis (the study's run wrote none)")
     analysis: Analysis = study.read_analysis(
-        summary.get("analysis"), source=str(run_dir / "summary.json")
+        summary["analysis"], source=str(run_dir / "summary.json")
     )
     return analysis
 
@@ -213,14 +229,16 @@ def reanalyze(run_dir: str | Path) -> Analysis:
     """Recompute a study run's analysis from its ``results.parquet`` (no model is called),
     rewrite ``summary.json`` and ``summary.md``, and return it (the study's own type)."""
     run_dir = Path(run_dir)
-    frame = ResultsFrame.read(run_dir)
-    summary = read_summary(run_dir)  # checked: a regular file, bounded, typed fields
-    study = _study_of(run_dir, summary)
+    # summary.json and summary.md are written again: an edited or damaged one is repaired
+    summary, study = _study_run(run_dir, rewritten=("summary.json", "summary.md"))
+    frame = ResultsFrame.read(run_dir / "results.parquet")
     try:
         analysis: Analysis = study.analyze(frame, summary.get("design") or {})
+    except SteadyevalError as exc:
+        if not str(exc).startswith(str(run_dir)):  # say which run
+            exc.args = (f"{run_dir}: {exc}", *exc.args[1:])
+        raise
     except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
-        if isinstance(exc, SteadyevalError):
-            raise
         # the table or summary.json's design is not what this study writes
         raise DataError(
             f"{run_dir}: its results table or summary.json's design is not what study "

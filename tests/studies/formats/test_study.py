@@ -14,7 +14,9 @@ import pytest
 from click.testing import CliRunner
 from statsmodels.stats.contingency_tables import mcnemar as sm_mcnemar
 
+from steadyeval import DataError
 from steadyeval.cli import main
+from steadyeval.reports import build_report
 from steadyeval.run import PlanCounts, RunOptions
 from steadyeval.studies import StudyResult, read_analysis, reanalyze, run_study
 from steadyeval.studies.formats import FormatsAnalysis, FormatsConfig
@@ -56,6 +58,15 @@ def test_tiny_causal_generate_then_warm_rerun(
     assert {"paragraph_id", "title", "decoy_option", "article_fallback"} <= set(meta)
     assert read_analysis(tmp_path / "run") == first.analysis  # summary.json reads back typed
     assert reanalyze(tmp_path / "run") == first.analysis  # and recomputes to the same
+    # a hand-edited summary.json: every reader refuses it, reanalyze repairs it
+    summary_path = tmp_path / "run" / "summary.json"
+    text = summary_path.read_text()
+    summary_path.write_text(text.replace('"schema_version": 1', '"schema_version": 7'))
+    for read in (read_analysis, lambda run: build_report(run)):
+        with pytest.raises(DataError, match=r"summary\.json does not belong to run"):
+            read(tmp_path / "run")
+    assert reanalyze(tmp_path / "run") == first.analysis
+    assert summary_path.read_text() == text and read_analysis(tmp_path / "run") == first.analysis
     before = (tmp_path / "run" / "results.parquet").read_bytes()
     again = _run(tmp_path / "run", models=models, data=str(squad_file), max_new_tokens=6)
     assert again.summary["plan"]["model_calls"] == 0

@@ -13,6 +13,8 @@ from ... import stats
 from ._types import DisparityAnalysis, GammaCell, GammaChange, ModelGap, PairedGap
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+
     from ...results import ResultsFrame
 
 __all__ = ["BASE", "analyze_disparity", "paired_gap"]
@@ -110,12 +112,17 @@ def _changes(
     return out
 
 
-def analyze_disparity(results: ResultsFrame, info: Mapping[str, Any]) -> DisparityAnalysis:
+def analyze_disparity(
+    results: ResultsFrame | pa.Table, info: Mapping[str, Any]
+) -> DisparityAnalysis:
     """P@1 per model × γ, gaps between models per γ and changes across γ (see module).
 
     ``info`` is the design's (``models``: the base models in order, ``gammas``). Scores are
     shares in [0, 1]; γ labels are strings (``"none"`` for a model as given).
     """
+    from ...results import ResultsFrame as Frame
+
+    results = Frame.of(results)  # a pyarrow Table is read as a frame
     notes: list[str] = []
     if len(results) == 0:
         notes.append("the results table is empty: nothing was probed")

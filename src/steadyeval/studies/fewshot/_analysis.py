@@ -35,6 +35,8 @@ from ._types import (
 )
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+
     from ...results import ResultsFrame
 
 __all__ = ["analyze", "select"]
@@ -214,7 +216,7 @@ def _spread(values: Sequence[float | None]) -> tuple[float, float]:
     return max(vals) - min(vals), float(np.std(vals))
 
 
-def analyze(results: ResultsFrame, info: Mapping[str, Any]) -> FewShotAnalysis:
+def analyze(results: ResultsFrame | pa.Table, info: Mapping[str, Any]) -> FewShotAnalysis:
     """FewNLU's three criteria per experiment and strategy, and the methods side by side.
 
     Parameters
@@ -247,6 +249,9 @@ def analyze(results: ResultsFrame, info: Mapping[str, Any]) -> FewShotAnalysis:
     sample std (ddof=1) over the K splits. Spearman's rho is None (with a note) when the grid
     has fewer than 3 settings or the dev or test means are constant across the grid.
     """
+    from ...results import ResultsFrame as Frame
+
+    results = Frame.of(results)  # a pyarrow Table is read as a frame
     scores = _scores(results, info)
     main = int(info["k"])
     experiments = info.get("experiments") or [

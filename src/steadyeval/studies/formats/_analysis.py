@@ -39,6 +39,8 @@ from ._types import (
 )
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+
     from ...results import ResultsFrame
 
 __all__ = [
@@ -182,7 +184,7 @@ def _iter_outcomes(t: _Table) -> Iterator[Outcome]:
                     yield rec
 
 
-def analyze_formats(results: ResultsFrame, info: Mapping[str, Any]) -> FormatsAnalysis:
+def analyze_formats(results: ResultsFrame | pa.Table, info: Mapping[str, Any]) -> FormatsAnalysis:
     """Everything the study reports, computed from the results and the design facts.
 
     Parameters
@@ -207,6 +209,9 @@ def analyze_formats(results: ResultsFrame, info: Mapping[str, Any]) -> FormatsAn
     DataError
         If a column the analysis reads is missing, or a key column is null.
     """
+    from ...results import ResultsFrame as Frame
+
+    results = Frame.of(results)  # a pyarrow Table is read as a frame
     t = _Table(results, info)
     pairs, floors = _pairs(t, info)
     return FormatsAnalysis(

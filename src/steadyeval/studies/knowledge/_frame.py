@@ -59,7 +59,7 @@ _READER = "the knowledge analysis"
 
 def as_results(results: ResultsFrame | pa.Table) -> ResultsFrame:
     """``results``, or a table read as a :class:`~steadyeval.results.ResultsFrame`."""
-    return results if isinstance(results, ResultsFrame) else ResultsFrame(results)
+    return ResultsFrame.of(results)
 
 
 def _rotation(row: Mapping[Any, Any]) -> float:

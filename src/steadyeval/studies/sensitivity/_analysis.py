@@ -44,6 +44,8 @@ from ._types import (
 from ._verbalization import verbalization
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+
     from ...results import ResultsFrame
 
 __all__ = ["analyze_sensitivity", "analyze_tensor"]
@@ -345,7 +347,9 @@ def analyze_tensor(
     )
 
 
-def analyze_sensitivity(results: ResultsFrame, info: Mapping[str, Any]) -> SensitivityAnalysis:
+def analyze_sensitivity(
+    results: ResultsFrame | pa.Table, info: Mapping[str, Any]
+) -> SensitivityAnalysis:
     """The study's analysis, from the results and the design facts only.
 
     Returns a :class:`SensitivityAnalysis`: ``prompt_preference`` (per model and unit: the
@@ -359,6 +363,9 @@ def analyze_sensitivity(results: ResultsFrame, info: Mapping[str, Any]) -> Sensi
     ``adjusted`` (backdoor-adjusted scores, exact and sampled), ``rank_consistency`` (three
     regimes, per model and overall) and ``notes`` (what was not applicable, and why).
     """
+    from ...results import ResultsFrame as Frame
+
+    results = Frame.of(results)  # a pyarrow Table is read as a frame
     c = Correctness.from_results(results, info)
     opts = dict(info["analysis"])
     if opts.get("stop_words") is None and info.get("kind") == "probes":

@@ -23,6 +23,8 @@ from ._types import (
 )
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+
     from ...results import ResultsFrame
 
 __all__ = ["analyze_spread", "model_cells"]
@@ -170,11 +172,14 @@ def _search(
     )
 
 
-def analyze_spread(results: ResultsFrame, info: Mapping[str, Any]) -> SpreadAnalysis:
+def analyze_spread(results: ResultsFrame | pa.Table, info: Mapping[str, Any]) -> SpreadAnalysis:
     """Per model (sorted): the estimated distribution of accuracy over all formats
     (per-format estimates with intervals, quantiles with intervals, spread, best and worst
     format with an example prompt, the observed cells) and, for a search, the search's best
     and worst (see :class:`SpreadAnalysis`)."""
+    from ...results import ResultsFrame as Frame
+
+    results = Frame.of(results)  # a pyarrow Table is read as a frame
     results.require(COLUMNS, reader="the spread analysis")
     models = results.codes("model", order="sorted", nulls=False)[1]
     return SpreadAnalysis(models=[_model_analysis(results, info, str(m)) for m in models])
