@@ -164,8 +164,13 @@ def test_spec_rejects_keys_and_bad_options(monkeypatch: pytest.MonkeyPatch) -> N
         load_backend("openai:gpt-4o?temperature=1")
     with pytest.raises(ModelSpecError, match="max_concurrency must be a positive integer"):
         load_backend("openai:gpt-4o?max_concurrency=0")
-    with pytest.raises(ModelSpecError, match="base_url must look like"):
+    with pytest.raises(ModelSpecError, match="base_url has no scheme: start it with http://"):
         load_backend("openai:gpt-4o?base_url=localhost:8000")
+    with pytest.raises(ModelSpecError, match="base_url has no scheme") as info:
+        load_backend("openai:gpt-4o?base_url=user:SECRETPW@localhost:8000/v1")
+    assert "SECRETPW" not in str(info.value)
+    with pytest.raises(ModelSpecError, match="base_url must look like"):
+        load_backend("openai:gpt-4o?base_url=ftp://localhost:8000/v1")
     monkeypatch.setenv("TOY_KEY", "zz-leaked-value-123")
     with pytest.raises(ModelSpecError, match="contains the value of") as info:
         load_backend("openai:gpt-4o?api_key_env=TOY_KEY&revision=zz-leaked-value-123")

@@ -188,6 +188,11 @@ def _check_base_url(where: str, url: str) -> str:
             f"{where}: base_url must be a URL like http(s)://host[:port]/v1: at most 2,048 "
             "printable characters, a port from 0 to 65535"
         )
+    if "://" not in url:
+        raise ModelSpecError(
+            f"{where}: base_url has no scheme: start it with http:// or https:// (a URL like "
+            "http(s)://host[:port]/v1)"
+        )
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ModelSpecError(
             f"{where}: base_url must look like http(s)://host[:port]/v1, got "
