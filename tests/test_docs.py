@@ -75,7 +75,7 @@ def test_real_use_config_validates() -> None:
     from steadyeval.run import load_run_config
 
     cfg = load_run_config(ROOT / "examples" / "mmlu-hub.yaml")
-    assert cfg.models == ["hf:Qwen/Qwen2.5-0.5B?dtype=bfloat16"]
+    assert list(map(str, cfg.models)) == ["hf:Qwen/Qwen2.5-0.5B?dtype=bfloat16"]
     assert len(cfg.build_conditions()) == 3
 
 

@@ -175,9 +175,11 @@ def test_every_config_error_at_once_with_its_line(tmp_path: Path) -> None:
 
 def test_strict_logprobs_marks_each_openai_spec(tmp_path: Path) -> None:
     from steadyeval.cli._options import strict_models
+    from steadyeval.models import parse_model_spec
 
-    specs = ["openai:m?base_url=http://h/v1", "hf:./tiny"]
-    assert strict_models(specs, True) == ["openai:m?base_url=http://h/v1&strict=true", "hf:./tiny"]
+    specs = [parse_model_spec(s) for s in ("openai:m?base_url=http://h/v1", "hf:./tiny")]
+    strict = list(map(str, strict_models(specs, True)))
+    assert strict == ["openai:m?base_url=http://h/v1&strict=true", "hf:./tiny"]
     assert strict_models(specs, False) == specs
     data = str(_items(tmp_path / "items.jsonl"))
     r = CliRunner().invoke(

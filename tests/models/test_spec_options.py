@@ -225,3 +225,38 @@ def test_precheck_decides_only_what_needs_no_server() -> None:
         load_backend(f"openai:m?{OFFLINE}&logprobs=none").precheck([ScoreRequest("Q:", " A")])
     # server=auto: the profile comes from the server, which only preflight asks.
     load_backend(f"openai:m?{OFFLINE}").precheck([chat, ScoreRequest("Q:", " A")])
+
+
+def test_a_config_field_of_specs_parses_once_and_writes_canonical_text() -> None:
+    from pydantic import BaseModel, ValidationError
+
+    from steadyeval.models import ModelSpec
+
+    class Cfg(BaseModel):
+        models: list[ModelSpec]
+
+    given = parse_model_spec("openai:m")
+    cfg = Cfg(models=["hf:x?dtype=float16&batch_size=8", given])
+    assert cfg.models == [parse_model_spec("hf:x?batch_size=8&dtype=float16"), given]
+    assert cfg.models[1] is given  # a spec is taken as it is, not parsed again
+    dumped = cfg.model_dump(mode="json")["models"]
+    assert dumped == ["hf:x?batch_size=8&dtype=float16", "openai:m"]  # options sorted
+    assert Cfg.model_validate(cfg.model_dump(mode="json")) == cfg
+    assert Cfg.model_json_schema()["properties"]["models"]["items"]["type"] == "string"
+    with pytest.raises(ValidationError, match="has no backend"):
+        Cfg(models=["gpt2"])
+    with pytest.raises(ValidationError, match=r"expected a model spec .* got int 5"):
+        Cfg(models=[5])
+    with pytest.raises(ValidationError, match="not UTF-8"):
+        Cfg(models=["hf:x\udcff"])
+
+
+def test_the_study_model_flag_is_still_repeatable_text() -> None:
+    import click
+
+    study = main.get_command(click.Context(main), "study")
+    assert isinstance(study, click.Group)
+    formats = study.get_command(click.Context(study), "formats")
+    assert formats is not None
+    (flag,) = [p for p in formats.params if "--model" in p.opts]
+    assert flag.multiple and flag.type == click.STRING and flag.metavar == "SPEC"

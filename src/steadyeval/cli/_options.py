@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 if TYPE_CHECKING:
+    from ..models import ModelSpec
     from ..run import PlanCounts
 
 __all__ = [
@@ -79,19 +80,16 @@ def shared_options() -> list[click.Option]:
     ]
 
 
-def strict_models(models: Sequence[str], strict: bool) -> list[str]:
+def strict_models(models: Sequence[ModelSpec], strict: bool) -> list[ModelSpec]:
     """With ``strict``, every ``openai:`` spec gets ``strict=true`` (others score exactly)."""
-    if not strict:
-        return list(models)
-    from ..models import ModelSpec, parse_model_spec
+    from ..models import ModelSpec
 
-    out = []
-    for text in models:
-        spec = parse_model_spec(text)
-        if spec.backend == "openai":
-            spec = ModelSpec(spec.backend, spec.name, {**spec.options, "strict": "true"})
-        out.append(str(spec))
-    return out
+    return [
+        ModelSpec(m.backend, m.name, {**m.options, "strict": "true"})
+        if strict and m.backend == "openai"
+        else m
+        for m in models
+    ]
 
 
 def _log_level(ctx: click.Context, param: click.Parameter, value: Any) -> None:

@@ -6,17 +6,30 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import Any
 from urllib.parse import unquote_plus, urlencode
 
 from .._errors import ModelSpecError
 from ..items import lone_surrogate, shorten
 
-__all__ = ["MAX_SPEC_CHARS", "ModelSpec", "echo", "parse_model_spec", "spec_where"]
+__all__ = [
+    "MAX_SPEC_CHARS",
+    "ModelSpec",
+    "as_model_spec",
+    "echo",
+    "parse_model_spec",
+    "spec_where",
+]
 
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """A parsed model spec. ``str(spec)`` is its canonical form (options sorted)."""
+    """A parsed model spec. ``str(spec)`` is its canonical form (options sorted).
+
+    As a pydantic field type (``models: list[ModelSpec]``) it accepts a spec or its text
+    (parsed by :func:`parse_model_spec`; an error is the field's, so a config names its key
+    and line) and serialises as its canonical text.
+    """
 
     backend: str
     name: str
@@ -37,6 +50,23 @@ class ModelSpec:
 
     def option(self, key: str, default: str | None = None) -> str | None:
         return self.options.get(key, default)
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> Any:
+        """Validate with :func:`as_model_spec`; serialise as ``str(spec)`` (pydantic is
+        imported only when a config declares the type)."""
+        from pydantic_core import core_schema
+
+        return core_schema.no_info_plain_validator_function(
+            as_model_spec,
+            serialization=core_schema.plain_serializer_function_ser_schema(
+                str, return_schema=core_schema.str_schema()
+            ),
+        )
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, schema: Any, handler: Any) -> dict[str, Any]:
+        return {"type": "string", "description": "BACKEND:NAME_OR_PATH[?key=value&...]"}
 
 
 #: The longest model spec accepted (an ``extra_body`` JSON object included).
@@ -138,6 +168,24 @@ def parse_model_spec(text: str) -> ModelSpec:
             f"{where_}: the model name is empty; expected BACKEND:NAME_OR_PATH[?key=value&...]"
         )
     return ModelSpec(backend=backend, name=name, options=_options(query, where_))
+
+
+def as_model_spec(value: object) -> ModelSpec:
+    """``value`` as a :class:`ModelSpec`: a spec as it is, spec text parsed (where a config
+    or a flag gives it: the one place a spec's text becomes a spec)."""
+    if isinstance(value, ModelSpec):
+        return value
+    if not isinstance(value, str):
+        raise ModelSpecError(
+            f"expected a model spec (text such as hf:NAME_OR_PATH); got "
+            f"{type(value).__name__} {echo(repr(value), 40)}"
+        )
+    if lone_surrogate(value) is not None:
+        raise ModelSpecError(
+            f"{shorten(repr(value))} holds bytes that are not UTF-8 text; "
+            "expected BACKEND:NAME_OR_PATH in UTF-8"
+        )
+    return parse_model_spec(value)
 
 
 #: lm-evaluation-harness model names and the key of their ``--model_args`` naming the model.

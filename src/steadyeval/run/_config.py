@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -31,6 +32,7 @@ from ..conditions import (
     Template,
     template_problem,
 )
+from ..models import ModelSpec
 from ..results import StudyColumn
 from ..scoring import canonical_scoring
 from ._config_checks import (
@@ -299,7 +301,7 @@ class RunConfig(_Strict):
     """Everything that defines a run. The run id is a hash of this (resolved) config."""
 
     data: str | DataConfig
-    models: list[str] = Field(min_length=1, max_length=MAX_LIST)
+    models: list[ModelSpec] = Field(min_length=1, max_length=MAX_LIST)
     conditions: list[ConditionConfig] = Field(
         default_factory=_default_conditions, max_length=MAX_CONDITIONS
     )
@@ -310,8 +312,9 @@ class RunConfig(_Strict):
 
     @field_validator("models")
     @classmethod
-    def _models_once(cls, value: list[str]) -> list[str]:
-        """Each spec valid and listed once: an error here, before any model loads."""
+    def _models_once(cls, value: list[ModelSpec]) -> list[ModelSpec]:
+        """Each spec's backend known and each listed once: an error here, before any model
+        loads (each spec's text was parsed by its type)."""
         check_models(value)
         return value
 
@@ -384,9 +387,10 @@ def load_yaml_config(
         else:
             given[k] = names.get(k, k)
         raw[k] = v
-    return validate_config(
-        model, raw, what=what, source=source, root=root, given=given, flags=names
-    )
+    cfg = validate_config(model, raw, what=what, source=source, root=root, given=given, flags=names)
+    if path is not None and "models" not in given:
+        cfg = _models_beside(cfg, Path(path).parent)
+    return cfg
 
 
 def validate_config(
@@ -459,17 +463,20 @@ def _resolve_paths(raw: dict[str, Any], base: Path, keys: set[str]) -> dict[str,
         out[key] = fix(out[key])
     if isinstance(out.get("shot_pools"), dict):
         out["shot_pools"] = {k: fix(v) for k, v in out["shot_pools"].items()}
-    if isinstance(out.get("models"), list):
-        out["models"] = [_fix_model(m, base) for m in out["models"]]
     return out
 
 
-def _fix_model(spec: Any, base: Path) -> Any:
+def _models_beside(cfg: M, base: Path) -> M:
+    """``cfg`` with the model specs its file gave (``models``) resolved by :func:`_fix_model`."""
+    specs = getattr(cfg, "models", None)
+    if not isinstance(specs, list) or not all(isinstance(s, ModelSpec) for s in specs):
+        return cfg
+    fixed = [_fix_model(s, base) for s in specs]
+    return cfg if fixed == specs else cfg.model_copy(update={"models": fixed})
+
+
+def _fix_model(spec: ModelSpec, base: Path) -> ModelSpec:
     """``hf:tiny`` in a config file means ``tiny`` beside the file, when that folder exists."""
-    if not isinstance(spec, str) or ":" not in spec:
-        return spec
-    backend, rest = spec.split(":", 1)
-    name, sep, query = rest.partition("?")
-    if not Path(name).is_absolute() and (base / name).is_dir():
-        return f"{backend}:{base / name}{sep}{query}"
+    if not Path(spec.name).is_absolute() and (base / spec.name).is_dir():
+        return dataclasses.replace(spec, name=str(base / spec.name))
     return spec

@@ -9,13 +9,15 @@ import math
 import types
 import typing
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from .._errors import ModelSpecError
 from ..items import lone_surrogate, shorten
 from ._config_errors import ValueAt
+
+if TYPE_CHECKING:
+    from ..models import ModelSpec
 
 __all__ = [
     "MAX_CONFIG_INT",
@@ -34,39 +36,25 @@ MAX_CONFIG_INT = 2**63 - 1
 MAX_CONFIG_TEXT = 1_000_000
 
 
-def _check_spec(index: int, spec: str) -> None:
-    """A spec's text, syntax and backend (its options are the backend's to check, when it
-    loads)."""
-    from ..models import parse_model_spec, registered_backends
+def check_models(specs: Sequence[ModelSpec]) -> None:
+    """Each spec's backend known (its options are the backend's to check, when it loads) and
+    each spec listed once (locations relative to ``models``; the text was parsed by the
+    field's type)."""
+    from ..models import registered_backends
 
-    if lone_surrogate(spec) is not None:
-        raise ValueAt(
-            (index,),
-            f"{shorten(repr(spec))} holds bytes that are not UTF-8 text; "
-            "expected BACKEND:NAME_OR_PATH in UTF-8",
-        )
-    try:
-        backend = parse_model_spec(spec).backend
-    except ModelSpecError as exc:
-        raise ValueAt((index,), str(exc)) from None
-    if backend not in registered_backends():
-        raise ValueAt(
-            (index,),
-            f"unknown backend {shorten(repr(backend))}; known backends: "
-            f"{', '.join(registered_backends())}",
-        )
-
-
-def check_models(specs: Sequence[str]) -> None:
-    """Each spec valid and listed once (locations relative to ``models``)."""
-    first: dict[str, int] = {}
+    first: dict[ModelSpec, int] = {}
     for i, spec in enumerate(specs):
-        _check_spec(i, spec)
+        if spec.backend not in registered_backends():
+            raise ValueAt(
+                (i,),
+                f"unknown backend {shorten(repr(spec.backend))}; known backends: "
+                f"{', '.join(registered_backends())}",
+            )
         if spec in first:
             raise ValueAt(
                 (i,),
-                f"model {shorten(repr(spec))} is listed twice (also models[{first[spec]}]); "
-                "list each model once",
+                f"model {shorten(repr(str(spec)))} is listed twice (also "
+                f"models[{first[spec]}]); list each model once",
             )
         first[spec] = i
 

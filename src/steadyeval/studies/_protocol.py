@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .._errors import ConfigError
 from .._lazy import load_entry, load_plugins
+from ..models import ModelSpec
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -51,7 +52,7 @@ class StudyConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    models: list[str] = Field(
+    models: list[ModelSpec] = Field(
         min_length=1,
         description="Model spec: BACKEND:NAME_OR_PATH[?key=value&...].",
         json_schema_extra={"flag": "model", "metavar": "SPEC"},

@@ -26,8 +26,8 @@ from ..models import (
     BackendStats,
     BaseBackend,
     Capabilities,
+    ModelSpec,
     load_backend,
-    parse_model_spec,
 )
 from ..requests import (
     ClassifyRequest,
@@ -99,15 +99,13 @@ class TrainedModel(BaseBackend):
         self.run_options = dict(run_options or {})
         self._kinds, self._name = kinds, name
         self._capabilities = capabilities or Capabilities()
-        self.spec = parse_model_spec(self._spec_text(store.path_for(self.key), self.options))
+        self.spec = self._spec(store.path_for(self.key), self.options)
         self.info: CheckpointInfo | None = None
         self._inner: Backend | None = None
         self._released = BackendStats()  # what served checkpoints counted before release
 
-    def _spec_text(self, folder: Path, options: Mapping[str, str]) -> str:
-        every = {**self.run_options, **options}
-        tail = f"?{urlencode(dict(sorted(every.items())), safe='/:')}" if every else ""
-        return f"{self.backend}:{folder}{tail}"
+    def _spec(self, folder: Path, options: Mapping[str, str]) -> ModelSpec:
+        return ModelSpec(self.backend, str(folder), {**self.run_options, **options})
 
     @property
     def supported_kinds(self) -> frozenset[RequestKind]:
@@ -137,7 +135,7 @@ class TrainedModel(BaseBackend):
             options = dict(self.options)
             if "max_length" in self.info.extra:
                 options["max_length"] = str(self.info.extra["max_length"])
-            self._inner = load_backend(self._spec_text(self.info.path, options))
+            self._inner = load_backend(self._spec(self.info.path, options))
         return self._inner
 
     def stats(self) -> BackendStats:

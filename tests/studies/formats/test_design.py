@@ -223,7 +223,7 @@ class _Declared(BaseBackend):
 
 def test_design_checks_template_and_noise_floor(squad_file: Path) -> None:
     uqa_model, plain = _Declared("uqa", "unifiedqa"), _Declared("plain", None)
-    cfg = FormatsConfig(models=["x"], data=str(squad_file), answerable=2, unanswerable=2)
+    cfg = FormatsConfig(models=["hf:x"], data=str(squad_file), answerable=2, unanswerable=2)
     with pytest.raises(ConfigError, match="set template"):
         formats_design(cfg, [uqa_model, plain])
     bad = FormatsConfig(models=["hf:x"], data=str(squad_file), answerable=2, unanswerable=2,

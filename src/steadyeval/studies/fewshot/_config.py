@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from ..._limits import DEVICE_PATTERN, MAX_SEED
+from ...models import ModelSpec
 from .._protocol import StudyConfig
 
 __all__ = ["MAX_K", "STRATEGIES", "FewShotConfig", "SplitSizes"]
@@ -30,7 +31,7 @@ def _comma_ints(value: Any) -> Any:
 class FewShotConfig(StudyConfig):
     """What a few-shot protocol study compares (FewNLU's framework)."""
 
-    models: list[str] = Field(
+    models: list[ModelSpec] = Field(
         min_length=1,
         description="Model spec: BACKEND:NAME_OR_PATH[?key=value&...] (one model: the study "
         "adapts it).",
