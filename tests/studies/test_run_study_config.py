@@ -3,6 +3,8 @@ ConfigError saying which types are accepted, never a bare TypeError."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from steadyeval import ConfigError
@@ -14,3 +16,16 @@ from steadyeval.studies import run_study, study_names
 def test_a_config_of_another_type_is_a_config_error(study: str, config: object) -> None:
     with pytest.raises(ConfigError, match=rf"study '{study}': config is \w+; expected a \w+Config"):
         run_study(study, config)  # type: ignore[call-overload]
+
+
+@pytest.mark.parametrize(
+    ("models", "said"),
+    [
+        (["hf:./m", "hf:./m"], "models.1: model 'hf:./m' is listed twice (also models[0])"),
+        (["hf:./m?b=1&a=2", "hf:./m?a=2&b=1"], "is listed twice"),  # one spec, two spellings
+        (["nope:./m"], "models.0: unknown backend 'nope'"),
+    ],
+)
+def test_a_study_config_checks_its_models_before_any_loads(models: list[str], said: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape(said)):
+        run_study("formats", {"models": models, "data": "x.jsonl"}, dry_run=True)

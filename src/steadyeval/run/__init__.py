@@ -8,6 +8,7 @@ from ._config import (
     load_yaml_config,
     validate_config,
 )
+from ._config_checks import check_models
 from ._dispatch import PlanCounts
 from ._executor import Executor, LocalExecutor, call_backend
 from ._folder import claim_run_dir, default_out, is_run_file, locked_run_dir, own
@@ -32,6 +33,7 @@ __all__ = [
     "RunResult",
     "build_plan",
     "call_backend",
+    "check_models",
     "check_nodes",
     "claim_run_dir",
     "default_out",

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from .._errors import ConfigError
 from .._lazy import load_entry, load_plugins
@@ -57,6 +57,16 @@ class StudyConfig(BaseModel):
         description="Model spec: BACKEND:NAME_OR_PATH[?key=value&...].",
         json_schema_extra={"flag": "model", "metavar": "SPEC"},
     )
+
+    @field_validator("models")
+    @classmethod
+    def _models_once(cls, value: list[ModelSpec]) -> list[ModelSpec]:
+        """Each spec's backend known and each listed once: an error naming the flag or the
+        file's line, before any model loads."""
+        from ..run import check_models
+
+        check_models(value)
+        return value
 
 
 @dataclass(frozen=True)
