@@ -476,7 +476,12 @@ def _models_beside(cfg: M, base: Path) -> M:
 
 
 def _fix_model(spec: ModelSpec, base: Path) -> ModelSpec:
-    """``hf:tiny`` in a config file means ``tiny`` beside the file, when that folder exists."""
-    if not Path(spec.name).is_absolute() and (base / spec.name).is_dir():
-        return dataclasses.replace(spec, name=str(base / spec.name))
-    return spec
+    """``hf:tiny`` in a config file means ``tiny`` beside the file, when that folder exists
+    (for the backends that open local folders: an ``openai:`` name is the server's)."""
+    if not spec.backend.startswith(("hf", "vllm")) or Path(spec.name).is_absolute():
+        return spec
+    try:
+        beside = (base / spec.name).is_dir()
+    except (OSError, ValueError):  # a name no file system takes (too long, a NUL)
+        beside = False
+    return dataclasses.replace(spec, name=str(base / spec.name)) if beside else spec
