@@ -153,8 +153,14 @@ def parse_model_spec(text: str) -> ModelSpec:
     backend, rest = text.split(":", 1)
     backend = backend.strip().lower()
     name, _, query = rest.partition("?")
-    # Errors below name the backend and model but never echo option values (which could
-    # hold a secret someone pasted into a spec).
+    where_ = _check_parts(backend, name)
+    return ModelSpec(backend=backend, name=name, options=_options(query, where_))
+
+
+def _check_parts(backend: str, name: str) -> str:
+    """Refuse a backend or model name no spec may have; returns the ``where`` of messages
+    (they name the backend and model but never echo option values, which could hold a
+    secret someone pasted into a spec)."""
     where_ = f"model spec {echo(backend, 40)}:{echo(name)}"
     if not _BACKEND.fullmatch(backend):
         _check_text(backend, "the backend", where_, control=True)
@@ -167,14 +173,29 @@ def parse_model_spec(text: str) -> ModelSpec:
         raise ModelSpecError(
             f"{where_}: the model name is empty; expected BACKEND:NAME_OR_PATH[?key=value&...]"
         )
-    return ModelSpec(backend=backend, name=name, options=_options(query, where_))
+    return where_
+
+
+def _checked(spec: ModelSpec) -> ModelSpec:
+    """A spec built in Python, checked as parsed text is (its backend lower-cased)."""
+    parts = (spec.backend, spec.name, *spec.options, *spec.options.values())
+    if not all(isinstance(p, str) for p in parts):
+        raise ModelSpecError(
+            "a ModelSpec's backend, name, option names and option values must be text"
+        )
+    backend = spec.backend.strip().lower()
+    where_ = _check_parts(backend, spec.name)
+    for key, value in spec.options.items():
+        _check_text(key, f"option name '{echo(key, 40)}'", where_, control=True)
+        _check_text(value, f"option {echo(key, 40)}'s value", where_, control=False)
+    return spec if backend == spec.backend else ModelSpec(backend, spec.name, spec.options)
 
 
 def as_model_spec(value: object) -> ModelSpec:
     """``value`` as a :class:`ModelSpec`: a spec as it is, spec text parsed (where a config
     or a flag gives it: the one place a spec's text becomes a spec)."""
     if isinstance(value, ModelSpec):
-        return value
+        return _checked(value)
     if not isinstance(value, str):
         raise ModelSpecError(
             f"expected a model spec (text such as hf:NAME_OR_PATH); got "

@@ -42,7 +42,7 @@ from ._config_checks import (
     odd_value,
     true_for_a_number,
 )
-from ._config_errors import format_errors, located
+from ._config_errors import ValueAt, format_errors, located
 from ._yaml import read_yaml
 
 __all__ = [
@@ -389,7 +389,16 @@ def load_yaml_config(
         raw[k] = v
     cfg = validate_config(model, raw, what=what, source=source, root=root, given=given, flags=names)
     if path is not None and "models" not in given:
-        cfg = _models_beside(cfg, Path(path).parent)
+        fixed = _models_beside(cfg, Path(path).parent)
+        if fixed is not cfg:  # two names of one folder are one model listed twice
+            try:
+                check_models([_as_folder(m) for m in fixed.models])  # type: ignore[attr-defined]
+            except ValueAt as exc:
+                loc = ("models", *exc.loc)
+                raise ConfigError(
+                    located(loc, str(exc), source=source, root=root, what=what, given=given)
+                ) from None
+        cfg = fixed
     return cfg
 
 
@@ -473,6 +482,18 @@ def _models_beside(cfg: M, base: Path) -> M:
         return cfg
     fixed = [_fix_model(s, base) for s in specs]
     return cfg if fixed == specs else cfg.model_copy(update={"models": fixed})
+
+
+def _as_folder(spec: ModelSpec) -> ModelSpec:
+    """``spec`` naming its folder by its resolved path, when it names a local folder (to
+    find one folder listed under two names)."""
+    if not spec.backend.startswith(("hf", "vllm")):
+        return spec
+    try:
+        folder = Path(spec.name)
+        return dataclasses.replace(spec, name=str(folder.resolve())) if folder.is_dir() else spec
+    except (OSError, ValueError):
+        return spec
 
 
 def _fix_model(spec: ModelSpec, base: Path) -> ModelSpec:
