@@ -231,7 +231,7 @@ def _spec(name: str, *models: str, expect: tuple[str, ...], pending: str = "") -
 
 
 MODEL_SPECS = [
-    _spec("empty", "", expect=("has no backend",)),
+    _spec("empty", "", expect=("a model spec is empty",)),
     _spec("no-colon", "scripted", expect=("has no backend",)),
     _spec("no-backend-name", ":m", expect=("BACKEND:NAME",)),
     _spec("unknown-backend", "scripted:m", "nobackend:x", expect=("models.1", "unknown backend")),

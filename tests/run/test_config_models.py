@@ -49,3 +49,13 @@ def test_a_spec_built_in_python_is_checked_as_text_is() -> None:
             RunConfig(data="x.jsonl", models=[bad])
     (spec,) = RunConfig(data="x.jsonl", models=[ModelSpec("HF", "x", {})]).models
     assert str(spec) == "hf:x"
+
+
+def test_an_empty_spec_says_it_is_empty(tmp_path: Path) -> None:
+    import pytest
+
+    from steadyeval import ConfigError
+
+    (tmp_path / "e.yaml").write_text('models: [""]\ndata: x.jsonl\n')
+    with pytest.raises(ConfigError, match=r"e\.yaml, line 1: models\.0: .*a model spec is empty"):
+        load_run_config(tmp_path / "e.yaml")

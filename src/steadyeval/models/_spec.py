@@ -145,6 +145,10 @@ def parse_model_spec(text: str) -> ModelSpec:
             f"model spec '{echo(text, 40)}' is {len(text):,} characters long; expected "
             f"at most {MAX_SPEC_CHARS:,}"
         )
+    if not text.strip():
+        raise ModelSpecError(
+            "a model spec is empty; write BACKEND:NAME_OR_PATH, e.g. hf:gpt2 or hf:./tiny-gpt2"
+        )
     if ":" not in text:
         raise ModelSpecError(
             f"model spec '{echo(text)}' has no backend; write BACKEND:NAME_OR_PATH, "
