@@ -389,16 +389,16 @@ def load_yaml_config(
         raw[k] = v
     cfg = validate_config(model, raw, what=what, source=source, root=root, given=given, flags=names)
     if path is not None and "models" not in given:
-        fixed = _models_beside(cfg, Path(path).parent)
-        if fixed is not cfg:  # two names of one folder are one model listed twice
-            try:
-                check_models([_as_folder(m) for m in fixed.models])  # type: ignore[attr-defined]
-            except ValueAt as exc:
-                loc = ("models", *exc.loc)
-                raise ConfigError(
-                    located(loc, str(exc), source=source, root=root, what=what, given=given)
-                ) from None
-        cfg = fixed
+        cfg = _models_beside(cfg, Path(path).parent)
+    models = getattr(cfg, "models", None)
+    if isinstance(models, list) and all(isinstance(m, ModelSpec) for m in models):
+        try:  # backends known; one folder under two names is one model listed twice
+            check_models([_as_folder(m) for m in models])
+        except ValueAt as exc:
+            loc = ("models", *exc.loc)
+            raise ConfigError(
+                located(loc, str(exc), source=source, root=root, what=what, given=given)
+            ) from None
     return cfg
 
 

@@ -36,15 +36,15 @@ MAX_CONFIG_INT = 2**63 - 1
 MAX_CONFIG_TEXT = 1_000_000
 
 
-def check_models(specs: Sequence[ModelSpec]) -> None:
-    """Each spec's backend known (its options are the backend's to check, when it loads) and
-    each spec listed once (locations relative to ``models``; the text was parsed by the
-    field's type)."""
+def check_models(specs: Sequence[ModelSpec], *, backends: bool = True) -> None:
+    """Each spec's backend known (with ``backends``; its options are the backend's to check,
+    when it loads) and each spec listed once (locations relative to ``models``; the text was
+    parsed by the field's type)."""
     from ..models import registered_backends
 
     first: dict[ModelSpec, int] = {}
     for i, spec in enumerate(specs):
-        if spec.backend not in registered_backends():
+        if backends and spec.backend not in registered_backends():
             raise ValueAt(
                 (i,),
                 f"unknown backend {shorten(repr(spec.backend))}; known backends: "
