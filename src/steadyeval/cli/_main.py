@@ -26,6 +26,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "Run one of the studies (formats, sensitivity, knowledge, ...).",
     ),
     "report": ("._report", "command", "Write a report (HTML, Markdown or JSON) of a run."),
+    "reanalyze": (
+        "._reanalyze",
+        "command",
+        "Recompute a study run's analysis from its results table (no model is called).",
+    ),
     "compare": ("._compare", "command", "Paired comparison of runs on their shared items."),
     "import": ("._import", "command", "Import lm-eval or Inspect logs as a run directory."),
     "cache": ("._cache", "cache_group", "Show and manage the response cache."),

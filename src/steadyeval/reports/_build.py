@@ -142,7 +142,7 @@ def study_sections(ctx: ReportContext) -> list[Section]:
         raise DataError(
             f"{ctx.run_dir or 'the run'}: summary.json's analysis is not what study "
             f"{ctx.study!r} writes ({type(exc).__name__}: {str(exc)[:80]}); recompute it "
-            "with steadyeval.studies.reanalyze on the run folder"
+            "with `steadyeval reanalyze RUN_DIR`"
         ) from None
     except Exception as exc:
         raise RuntimeError(f"the report sections of study {ctx.study!r} failed: {exc}") from exc
@@ -174,7 +174,7 @@ def _analysis_of(
         raise unread from None
     return fresh, Note(
         f"The analysis in summary.json could not be read ({str(unread)[:200]}); this report "
-        "recomputed it from the results table. steadyeval.studies.reanalyze(RUN_DIR) "
+        "recomputed it from the results table. `steadyeval reanalyze RUN_DIR` "
         "rewrites summary.json with it."
     )
 

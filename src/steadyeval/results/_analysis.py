@@ -64,14 +64,14 @@ class Analysis(AnalysisRecord):
             raise DataError(
                 f"{source}: the analysis has schema version {shown}; this steadyeval "
                 f"reads version {cls.SCHEMA_VERSION} ({cls.__name__}); recompute it from "
-                "the results table with steadyeval.studies.reanalyze(RUN_DIR)"
+                "the results table with `steadyeval reanalyze RUN_DIR`"
             )
         fields = {k: v for k, v in data.items() if k != "schema_version"}
         where = _non_finite(fields)
         if where is not None:  # summary.json is written without NaN or infinity
             raise DataError(
                 f"{source}: analysis field {where} is not a finite number; recompute it with "
-                "steadyeval.studies.reanalyze(RUN_DIR)"
+                "`steadyeval reanalyze RUN_DIR`"
             )
         try:  # strict JSON: a count written as "4" or true is not a count; arrays fit tuples
             return cls.model_validate_json(json.dumps(fields), strict=True)
@@ -80,7 +80,7 @@ class Analysis(AnalysisRecord):
             where = ".".join(str(p) for p in first["loc"]) or "(top)"
             raise DataError(
                 f"{source}: analysis field {where}: {first['msg']} ({exc.error_count()} "
-                f"error(s) in all); recompute it with steadyeval.studies.reanalyze(RUN_DIR)"
+                f"error(s) in all); recompute it with `steadyeval reanalyze RUN_DIR`"
             ) from None
 
 

@@ -67,6 +67,13 @@ def test_tiny_causal_generate_then_warm_rerun(
             read(tmp_path / "run")
     assert reanalyze(tmp_path / "run") == first.analysis
     assert summary_path.read_text() == text and read_analysis(tmp_path / "run") == first.analysis
+    # the same from the command line
+    summary_path.write_text(text.replace('"schema_version": 1', '"schema_version": 7'))
+    done = CliRunner().invoke(main, ["reanalyze", str(tmp_path / "run")])
+    assert done.exit_code == 0 and "(FormatsAnalysis, schema version 1)" in done.output
+    assert summary_path.read_text() == text
+    plain = CliRunner().invoke(main, ["reanalyze", str(tmp_path / "nowhere")])
+    assert plain.exit_code == 2 and "not a run folder (no such folder" in plain.output
     before = (tmp_path / "run" / "results.parquet").read_bytes()
     again = _run(tmp_path / "run", models=models, data=str(squad_file), max_new_tokens=6)
     assert again.summary["plan"]["model_calls"] == 0
