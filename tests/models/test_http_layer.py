@@ -19,7 +19,8 @@ from steadyeval.models._http import ApiProvider, HttpClient
 from steadyeval.models._http_policy import RetryPolicy, Secret, ServerError
 from steadyeval.models._openai_http import bearer
 
-FAST = RetryPolicy(max_retries=1, backoff_base=0.0, backoff_max=0.0, timeout=5.0, deadline=5.0)
+# generous limits: a busy machine must not fail a correct run (the local servers answer at once)
+FAST = RetryPolicy(max_retries=1, backoff_base=0.0, backoff_max=0.0, timeout=120.0, deadline=300.0)
 
 
 def x_api_key(key: str) -> dict[str, str]:
@@ -138,13 +139,13 @@ def test_the_deadline_cuts_a_reply_whose_headers_trickle_in() -> None:
     thread = threading.Thread(target=_trickle_headers, args=(listener, stop), daemon=True)
     thread.start()
     url = f"http://127.0.0.1:{listener.getsockname()[1]}/v1"
-    policy = RetryPolicy(max_retries=0, timeout=5.0, deadline=0.5)
+    # a byte arrives every 50 ms, so no read ever times out: only the deadline (named in
+    # the message) can end the reply, however busy the machine
+    policy = RetryPolicy(max_retries=0, timeout=600.0, deadline=2.0)
     client = _client(url, None, ApiProvider(auth_headers=bearer), policy=policy)
-    t0 = time.monotonic()
     try:
-        with pytest.raises(ServerError, match=r"TimeoutError: .*deadline=0.5 s"):
+        with pytest.raises(ServerError, match=r"TimeoutError: .*deadline=2 s"):
             client.post("/completions", {"prompt": "hi"})
-        assert time.monotonic() - t0 < 4  # the deadline, not the 5 s read timeout
     finally:
         stop.set()
         listener.close()
