@@ -30,7 +30,7 @@ from ._comparisons import (
     _templates,
     _unique_conditions,
 )
-from ._frame import _SETTING, analysis_frame, as_results
+from ._frame import _SETTING, analysis_frame
 from ._option_scoring import _option_scoring
 from ._per_condition import _per_condition
 from ._types import KnowledgeAnalysis
@@ -77,7 +77,7 @@ def analyze_knowledge(
     rotations, the option shown first (``option_source[0]``). Comparisons across an axis
     pair items by ``item_id`` and keep the items present in every condition compared.
     """
-    results = as_results(results)
+    results = ResultsFrame.of(results)
     seed = int((info or {}).get("seed", 0))
     df = analysis_frame(results)
     answered = df[df["scoring"].isin(_ANSWERED) & df["correct"].notna()].copy()

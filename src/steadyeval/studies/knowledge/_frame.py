@@ -57,11 +57,6 @@ _NUMBER_COLUMNS = ("n_shots", "n_shots_used", "parsed_option", "n_input_tokens")
 _READER = "the knowledge analysis"
 
 
-def as_results(results: ResultsFrame | pa.Table) -> ResultsFrame:
-    """``results``, or a table read as a :class:`~steadyeval.results.ResultsFrame`."""
-    return ResultsFrame.of(results)
-
-
 def _rotation(row: Mapping[Any, Any]) -> float:
     """The rotation of one row (see :func:`knowledge_frame`; :func:`_rotations_of` is the
     same rule on whole columns)."""
@@ -171,7 +166,7 @@ def knowledge_frame(results: ResultsFrame | pa.Table) -> pd.DataFrame:
     the index of the original option shown first (0 for original order; NaN for other
     orders). The index is the row's position in the table.
     """
-    results = as_results(results)
+    results = ResultsFrame.of(results)
     results.require(_COLUMNS, reader=_READER)
     df: pd.DataFrame = results.table.select(_COLUMNS).to_pandas()
     items, _ = results.codes("item_id", order="sorted")
