@@ -10,6 +10,7 @@ __all__ = [
     "DEVICE_PATTERN",
     "MAX_BATCH_SIZE",
     "MAX_LEARNING_RATE",
+    "MAX_LIST",
     "MAX_SEED",
     "MAX_TOKENS",
     "MAX_TRAIN_STEPS",
@@ -17,6 +18,8 @@ __all__ = [
 
 #: Seeds are integers in ``0..MAX_SEED`` (what numpy, torch and Python's ``random`` all take).
 MAX_SEED = 2**32 - 1
+#: The most entries of a list in a config: models, stop strings, refusal phrases.
+MAX_LIST = 1_000
 #: Optimiser steps of one training run (a million steps of a tiny model take days).
 MAX_TRAIN_STEPS = 1_000_000
 #: Examples per optimiser step.

@@ -143,7 +143,7 @@ def test_the_conditions_state_their_ranges() -> None:
         (lambda: Generation(max_new_tokens=10**12), r"max_new_tokens must be an integer in 1\.\."),
         (lambda: Generation(n_samples=10**9), r"n_samples must be an integer in 1\.\.10,000"),
         (lambda: Generation(temperature=float("inf")), "temperature must be a finite number"),
-        (lambda: Generation(top_p=float("nan")), "top_p in"),
+        (lambda: Generation(top_p=float("nan")), r"top_p must be a finite number > 0 and <= 1"),
         (lambda: Generation(seed=-1), "seed must be an integer in 0.."),
         (lambda: Shots(n=1, seed=2**40), "seed must be an integer in 0.."),
     ]:

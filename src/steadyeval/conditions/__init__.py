@@ -20,6 +20,7 @@ from ._expand import (
     render_template,
     template_problem,
 )
+from ._fields import field_hints
 from ._scoring import (
     ParsedKind,
     ScoredTrial,
@@ -52,6 +53,7 @@ __all__ = [
     "Trial",
     "canonical_scoring",
     "expand",
+    "field_hints",
     "get_scoring",
     "register_scoring",
     "renamed_scoring",

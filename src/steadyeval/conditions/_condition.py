@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import hashlib
-import math
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, replace
 from types import MappingProxyType
-from typing import Any, Literal, get_args, get_origin, get_type_hints
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
 
 from .._errors import ConfigError
-from .._limits import MAX_SEED, MAX_TOKENS
+from .._limits import MAX_LIST, MAX_TOKENS
 from ..items import canonical_json
+from ._fields import SEED, check_fields
 from ._scoring import canonical_scoring, get_scoring
 
 __all__ = [
@@ -34,20 +36,6 @@ MAX_TEMPLATE_CHARS = 100_000
 MAX_SAMPLES = 10_000
 #: The most candidates a top-k request asks for (``top_k``).
 MAX_TOP_K = 100_000
-
-
-def _seed_problem(name: str, value: Any) -> str | None:
-    """Why ``value`` cannot be the seed ``name``, or None."""
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_SEED:
-        return f"{name} must be an integer in 0..{MAX_SEED:,}; got {str(value)[:40]}"
-    return None
-
-
-def _count_problem(name: str, value: Any, low: int, high: int) -> str | None:
-    """Why ``value`` cannot be the count ``name`` (``low..high``), or None."""
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        return f"{name} must be an integer in {low}..{high:,}; got {str(value)[:40]}"
-    return None
 
 
 def _named(value: Any, table: Mapping[str, Any], cls: type, what: str, where: str) -> Any:
@@ -98,30 +86,6 @@ def _resolve_parts(c: Condition) -> None:
         raise ConfigError(f"{where}: generation must be Generation or a mapping; got {gen!r}")
 
 
-_CHOICES: dict[type, dict[str, tuple[Any, ...]]] = {}
-
-
-def _choices(cls: type) -> dict[str, tuple[Any, ...]]:
-    """The allowed values of each ``Literal`` field of a dataclass (computed once)."""
-    if cls not in _CHOICES:
-        hints = get_type_hints(cls)
-        _CHOICES[cls] = {
-            f.name: get_args(hints[f.name])
-            for f in fields(cls)
-            if get_origin(hints[f.name]) is Literal
-        }
-    return _CHOICES[cls]
-
-
-def _check_choices(obj: Any, where: str) -> None:
-    for name, allowed in _choices(type(obj)).items():
-        value = getattr(obj, name)
-        if value not in allowed:
-            raise ConfigError(
-                f"{where}: {name} must be one of {', '.join(map(repr, allowed))}; got {value!r}"
-            )
-
-
 @dataclass(frozen=True)
 class Template:
     """A prompt template (Jinja2, sandboxed, trailing newlines kept).
@@ -139,12 +103,9 @@ class Template:
     shot_separator: str = "\n\n"
 
     def __post_init__(self) -> None:
+        check_fields(self, f"template {self.name!r}")
         for part in ("body", "answer", "header", "shot_separator"):
             value = getattr(self, part)
-            if not isinstance(value, str):
-                raise ConfigError(
-                    f"template {self.name!r}: {part} must be text; got {type(value).__name__}"
-                )
             if len(value) > MAX_TEMPLATE_CHARS:
                 raise ConfigError(
                     f"template {self.name!r}: {part} is {len(value):,} characters, over the "
@@ -175,7 +136,7 @@ class Format:
     def __post_init__(self) -> None:
         if not isinstance(self.labels, str):  # a YAML list: hashable and canonical as a tuple
             object.__setattr__(self, "labels", tuple(str(x) for x in self.labels))
-        _check_choices(self, f"format {self.name!r}")
+        check_fields(self, f"format {self.name!r}")
 
 
 @dataclass(frozen=True)
@@ -190,50 +151,31 @@ class Shots:
     (e.g. fewer shots where the full prompt would not fit a model's context).
     """
 
-    n: int = 0
-    seed: int = 0
+    n: Annotated[int, Field(ge=0)] = 0
+    seed: SEED = 0
     selection: Literal["random", "first"] = "random"
     source: str = "default"
     match: str | None = None  # a metadata key shots must share with the item (e.g. "subject")
     limit_key: str | None = None  # a metadata key holding a per-item cap on the shot count
 
     def __post_init__(self) -> None:
-        if isinstance(self.n, bool) or not isinstance(self.n, int) or self.n < 0:
-            raise ConfigError(f"shots: n must be an integer >= 0; got {str(self.n)[:40]}")
-        problem = _seed_problem("seed", self.seed)
-        if problem is not None:
-            raise ConfigError(f"shots: {problem}")
-        _check_choices(self, "shots")
+        check_fields(self, "shots")
 
 
 @dataclass(frozen=True)
 class Generation:
     """Decoding settings. ``temperature == 0`` is greedy; otherwise ``n_samples`` samples."""
 
-    max_new_tokens: int = 32
-    temperature: float = 0.0
-    top_p: float = 1.0
-    n_samples: int = 1
-    stop: tuple[str, ...] = ("\n\n",)
-    seed: int = 0
+    max_new_tokens: Annotated[int, Field(ge=1, le=MAX_TOKENS)] = 32
+    temperature: Annotated[float, Field(ge=0, allow_inf_nan=False)] = 0.0
+    top_p: Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)] = 1.0
+    n_samples: Annotated[int, Field(ge=1, le=MAX_SAMPLES)] = 1
+    stop: Annotated[tuple[str, ...], Field(max_length=MAX_LIST)] = ("\n\n",)
+    seed: SEED = 0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "stop", tuple(self.stop))
-        problem = (
-            _count_problem("max_new_tokens", self.max_new_tokens, 1, MAX_TOKENS)
-            or _count_problem("n_samples", self.n_samples, 1, MAX_SAMPLES)
-            or _seed_problem("seed", self.seed)
-        )
-        if problem is not None:
-            raise ConfigError(f"generation: {problem}")
-        finite = all(
-            isinstance(x, int | float) and math.isfinite(x) for x in (self.temperature, self.top_p)
-        )
-        if not finite or self.temperature < 0 or not 0 < self.top_p <= 1:
-            raise ConfigError(
-                f"generation: temperature must be a finite number >= 0 and top_p in (0, 1]; "
-                f"got {self.temperature} and {self.top_p}"
-            )
+        check_fields(self, "generation")
 
 
 def _frozen_map(value: Mapping[str, str] | None) -> Mapping[str, str] | None:
@@ -251,31 +193,26 @@ class Condition:
     format: Format = field(default_factory=lambda: FORMATS["mc"])
     scoring: str = "generate"  # a registered scoring mode (steadyeval.scoring)
     option_order: Literal["original", "shuffled", "rotated"] = "original"
-    order_seed: int = 0
+    order_seed: SEED = 0
     rotation: int = 0
     shots: Shots = field(default_factory=Shots)
     chat: bool = False
     system: str | None = None
     verbalizer: Mapping[str, str] | None = None
     verbalizer_name: str | None = None
-    alias: int | None = None
+    alias: Annotated[int, Field(ge=0)] | None = None
     normalization: Literal["none", "token", "char"] = "none"
     generation: Generation = field(default_factory=Generation)
-    refusal_phrases: tuple[str, ...] = ("no answer>",)
-    top_k: int = 10
+    refusal_phrases: Annotated[tuple[str, ...], Field(max_length=MAX_LIST)] = ("no answer>",)
+    top_k: Annotated[int, Field(ge=1, le=MAX_TOP_K)] = 10
     candidates: Literal["vocabulary", "options"] = "vocabulary"
     items: Literal["all", "with-options", "without-options"] = "all"
 
     def __post_init__(self) -> None:
         _resolve_parts(self)
-        _check_choices(self, f"condition {self.name!r}")
         object.__setattr__(self, "verbalizer", _frozen_map(self.verbalizer))
         object.__setattr__(self, "refusal_phrases", tuple(self.refusal_phrases))
-        problem = _count_problem("top_k", self.top_k, 1, MAX_TOP_K) or _seed_problem(
-            "order_seed", self.order_seed
-        )
-        if problem is not None:
-            raise ConfigError(f"condition {self.name!r}: {problem}")
+        check_fields(self, f"condition {self.name!r}")
         try:
             object.__setattr__(self, "scoring", canonical_scoring(self.scoring))
         except ConfigError as exc:

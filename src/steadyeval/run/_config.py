@@ -3,9 +3,19 @@
 from __future__ import annotations
 
 import dataclasses
+import types
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import (
+    TYPE_CHECKING,
+    Annotated,
+    Any,
+    Literal,
+    TypeVar,
+    Union,
+    get_args,
+    get_origin,
+)
 
 from pydantic import (
     BaseModel,
@@ -13,23 +23,23 @@ from pydantic import (
     Field,
     ValidationError,
     ValidationInfo,
+    create_model,
     field_validator,
     model_validator,
 )
 
 from .._errors import ConfigError
-from .._limits import MAX_SEED, MAX_TOKENS
+from .._limits import MAX_LIST, MAX_SEED
 from ..conditions import (
     FORMATS,
-    MAX_SAMPLES,
     MAX_TEMPLATE_CHARS,
-    MAX_TOP_K,
     TEMPLATES,
     Condition,
     Format,
     Generation,
     Shots,
     Template,
+    field_hints,
     template_problem,
 )
 from ..models import ModelSpec
@@ -62,22 +72,57 @@ V = TypeVar("V")
 
 #: The most conditions one run config may list (each multiplies the requests).
 MAX_CONDITIONS = 10_000
-#: The most entries of a list of models, stop strings or refusal phrases.
-MAX_LIST = 1_000
+
+#: The seeds a YAML condition may leave out (or set to null): they are then the run's seed.
+_RUN_SEEDS = {Condition: "order_seed", Shots: "seed", Generation: "seed"}
 
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class TemplateConfig(_Strict):
-    name: str
-    body: str
-    answer: str = " {{ answer }}"
-    header: str = ""
-    shot_separator: str = "\n\n"
+def _yaml_type(hint: Any) -> Any:
+    """``hint`` as YAML gives it: a tuple is a list (bounds kept)."""
+    origin = get_origin(hint)
+    if origin is Annotated:
+        inner, *metadata = get_args(hint)
+        return Annotated[(_yaml_type(inner), *metadata)]  # type: ignore[valid-type]
+    if origin is tuple:
+        return list[get_args(hint)[0]]  # type: ignore[misc]
+    if origin in (Union, types.UnionType):
+        return Union[tuple(_yaml_type(a) for a in get_args(hint))]  # noqa: UP007
+    return hint
 
-    @field_validator("body", "answer", "header")
+
+def _yaml_model(
+    cls: type, base: type[BaseModel], parts: Mapping[str, tuple[Any, Any]] | None = None
+) -> Any:
+    """The pydantic model of the YAML form of the conditions dataclass ``cls``: its fields,
+    types, bounds and defaults, read from ``cls`` (defined once, there), except ``parts``
+    (name -> (type, default); a type of None drops the field) and the seed that defaults to
+    the run's (``None``)."""
+    fields: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        hint = field_hints(cls)[f.name]
+        default: Any = f.default
+        if f.name in (parts or {}):
+            hint, default = (parts or {})[f.name]
+            if hint is None:
+                continue
+        elif _RUN_SEEDS.get(cls) == f.name:
+            hint, default = hint | None, None
+        if isinstance(default, tuple):
+            default = list(default)
+        fields[f.name] = (_yaml_type(hint), default)
+    return create_model(f"{cls.__name__}Config", __base__=base, **fields)
+
+
+class _TemplateChecks(_Strict):
+    """Checks a YAML template gets when the config is read (Python's when it renders)."""
+
+    name: str
+
+    @field_validator("body", "answer", "header", check_fields=False)
     @classmethod
     def _renders(cls, value: str, info: ValidationInfo) -> str:
         """A syntax error, an unknown filter or an undefined variable is found here, when the
@@ -94,35 +139,9 @@ class TemplateConfig(_Strict):
         return value
 
 
-class FormatConfig(_Strict):
-    name: str
-    kind: Literal["free", "mc"] = "mc"
-    escape: str | None = None
-    labels: str = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-    option_style: str = "{label}. {text}"
-    joiner: str = "\n"
-    continuation_prefix: str = " "
-
-
-class ShotsConfig(_Strict):
-    n: int = Field(0, ge=0)
-    seed: int | None = Field(None, ge=0, le=MAX_SEED)
-    selection: Literal["random", "first"] = "random"
-    source: str = "default"
-    match: str | None = None
-    limit_key: str | None = None
-
-
-class GenerationConfig(_Strict):
-    max_new_tokens: int = Field(32, gt=0, le=MAX_TOKENS)
-    temperature: float = Field(0.0, ge=0)
-    top_p: float = Field(1.0, gt=0, le=1)
-    n_samples: int = Field(1, gt=0, le=MAX_SAMPLES)
-    stop: list[str] = Field(["\n\n"], max_length=MAX_LIST)
-    seed: int | None = Field(None, ge=0, le=MAX_SEED)
-
-
 class VerbalizerConfig(_Strict):
+    """A verbalizer in YAML: its name and its words (Python gives ``Condition`` both)."""
+
     name: str
     words: dict[str, str]
 
@@ -137,43 +156,29 @@ def _builtin(value: V, table: Mapping[str, Any], what: str, keys: str) -> V:
     return value
 
 
-class ConditionConfig(_Strict):
-    name: str
-    template: str | TemplateConfig = "qa"
-    format: str | FormatConfig = "mc"
-    scoring: str = "generate"
-    option_order: Literal["original", "shuffled", "rotated"] = "original"
-    order_seed: int | None = Field(None, ge=0, le=MAX_SEED)
-    rotation: int = 0
-    shots: ShotsConfig = ShotsConfig()
-    chat: bool = False
-    system: str | None = None
-    verbalizer: VerbalizerConfig | None = None
-    alias: int | None = Field(None, ge=0)
-    normalization: Literal["none", "token", "char"] = "none"
-    generation: GenerationConfig = GenerationConfig()
-    refusal_phrases: list[str] = Field(["no answer>"], max_length=MAX_LIST)
-    top_k: int = Field(10, gt=0, le=MAX_TOP_K)
-    candidates: Literal["vocabulary", "options"] = "vocabulary"
-    items: Literal["all", "with-options", "without-options"] = "all"
+class _ConditionChecks(_Strict):
+    """What a YAML condition is checked for beyond its fields' types, and how it becomes a
+    :class:`Condition`."""
 
-    @field_validator("scoring")
+    name: str
+
+    @field_validator("scoring", check_fields=False)
     @classmethod
     def _known_scoring(cls, value: str) -> str:
         return canonical_scoring(value)
 
-    @field_validator("template")
+    @field_validator("template", check_fields=False)
     @classmethod
-    def _known_template(cls, value: str | TemplateConfig) -> str | TemplateConfig:
+    def _known_template(cls, value: Any) -> Any:
         return _builtin(value, TEMPLATES, "template", "name and body")
 
-    @field_validator("format")
+    @field_validator("format", check_fields=False)
     @classmethod
-    def _known_format(cls, value: str | FormatConfig) -> str | FormatConfig:
+    def _known_format(cls, value: Any) -> Any:
         return _builtin(value, FORMATS, "format", "name and kind")
 
     @model_validator(mode="after")
-    def _buildable(self) -> ConditionConfig:
+    def _buildable(self) -> _ConditionChecks:
         """What only the whole condition can tell (e.g. a scoring mode that needs options
         under a free-form format) is an error here, located at the condition."""
         try:
@@ -183,63 +188,43 @@ class ConditionConfig(_Strict):
         return self
 
     def build(self, seed: int) -> Condition:
-        if isinstance(self.template, str):
-            if self.template not in TEMPLATES:
-                raise ConfigError(
-                    f"condition {self.name!r}: unknown template {self.template!r}; built-in "
-                    f"templates: {', '.join(sorted(TEMPLATES))} (or give a mapping with body)"
-                )
-            template = TEMPLATES[self.template]
-        else:
-            template = Template(**self.template.model_dump())
-        if isinstance(self.format, str):
-            if self.format not in FORMATS:
-                raise ConfigError(
-                    f"condition {self.name!r}: unknown format {self.format!r}; built-in formats: "
-                    f"{', '.join(sorted(FORMATS))} (or give a mapping with name and kind)"
-                )
-            fmt = FORMATS[self.format]
-        else:
-            fmt = Format(**self.format.model_dump())
-        g = self.generation
+        """The condition, its unset seeds taken from ``seed`` (the run's)."""
+        given = self.model_dump()
+        for key, part in (("order_seed", given), ("seed", given["shots"])):
+            part[key] = seed if part[key] is None else part[key]
+        generation = given["generation"]
+        generation["seed"] = seed if generation["seed"] is None else generation["seed"]
+        verbalizer = given.pop("verbalizer")
         try:
             return Condition(
-                name=self.name,
-                template=template,
-                format=fmt,
-                scoring=self.scoring,
-                option_order=self.option_order,
-                order_seed=seed if self.order_seed is None else self.order_seed,
-                rotation=self.rotation,
-                shots=Shots(
-                    n=self.shots.n,
-                    seed=seed if self.shots.seed is None else self.shots.seed,
-                    selection=self.shots.selection,
-                    source=self.shots.source,
-                    match=self.shots.match,
-                    limit_key=self.shots.limit_key,
-                ),
-                chat=self.chat,
-                system=self.system,
-                verbalizer=self.verbalizer.words if self.verbalizer else None,
-                verbalizer_name=self.verbalizer.name if self.verbalizer else None,
-                alias=self.alias,
-                normalization=self.normalization,
-                generation=Generation(
-                    max_new_tokens=g.max_new_tokens,
-                    temperature=g.temperature,
-                    top_p=g.top_p,
-                    n_samples=g.n_samples,
-                    stop=tuple(g.stop),
-                    seed=seed if g.seed is None else g.seed,
-                ),
-                refusal_phrases=tuple(self.refusal_phrases),
-                top_k=self.top_k,
-                candidates=self.candidates,
-                items=self.items,
+                **given,
+                verbalizer=verbalizer and verbalizer["words"],
+                verbalizer_name=verbalizer and verbalizer["name"],
             )
-        except ValueError as exc:
+        except (ValueError, TypeError) as exc:
             raise ConfigError(str(exc)) from None
+
+
+if TYPE_CHECKING:  # the models are built from the dataclasses; their checks are typed here
+    TemplateConfig = _TemplateChecks
+    ConditionConfig = _ConditionChecks
+else:
+    TemplateConfig = _yaml_model(Template, _TemplateChecks)
+    FormatConfig = _yaml_model(Format, _Strict)
+    ShotsConfig = _yaml_model(Shots, _Strict)
+    GenerationConfig = _yaml_model(Generation, _Strict)
+    ConditionConfig = _yaml_model(
+        Condition,
+        _ConditionChecks,
+        {
+            "template": (str | TemplateConfig, "qa"),
+            "format": (str | FormatConfig, "mc"),
+            "shots": (ShotsConfig, ShotsConfig()),
+            "generation": (GenerationConfig, GenerationConfig()),
+            "verbalizer": (VerbalizerConfig | None, None),
+            "verbalizer_name": (None, None),
+        },
+    )
 
 
 class DataConfig(BaseModel):
@@ -276,15 +261,11 @@ class DataConfig(BaseModel):
 def _default_conditions() -> list[ConditionConfig]:
     """Flags alone: options as multiple choice (scored by option log-probability) when an item
     has them, free-form generation otherwise."""
+    mc = {"name": "mc", "format": "mc", "scoring": "option-logprob", "items": "with-options"}
+    free = {"name": "free", "format": "free", "items": "without-options"}
     return [
-        ConditionConfig(name="mc", format="mc", scoring="option-logprob", items="with-options"),
-        ConditionConfig(
-            name="free",
-            format="free",
-            scoring="generate",
-            items="without-options",
-            generation=GenerationConfig(stop=["\n"]),
-        ),
+        ConditionConfig.model_validate(mc),
+        ConditionConfig.model_validate({**free, "generation": {"stop": ["\n"]}}),
     ]
 
 

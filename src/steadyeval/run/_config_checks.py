@@ -140,10 +140,15 @@ def odd_value(data: Any) -> tuple[tuple[str | int, ...], str] | None:
 
 
 def _args(annotation: Any) -> tuple[Any, ...]:
-    """The members of a union (``X | None`` -> ``(X, None)``), else the annotation alone."""
+    """The members of a union (``X | None`` -> ``(X, None)``), else the annotation alone; each
+    without its ``Annotated`` bounds."""
     if typing.get_origin(annotation) in (typing.Union, types.UnionType):
-        return typing.get_args(annotation)
-    return (annotation,)
+        members = typing.get_args(annotation)
+    else:
+        members = (annotation,)
+    return tuple(
+        typing.get_args(m)[0] if typing.get_origin(m) is typing.Annotated else m for m in members
+    )
 
 
 def _nested(annotation: Any) -> tuple[type[BaseModel] | None, type[BaseModel] | None]:
