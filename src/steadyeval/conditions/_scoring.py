@@ -16,8 +16,9 @@ from __future__ import annotations
 import importlib
 import warnings
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import TYPE_CHECKING, ClassVar, Literal
 
 from .._errors import ConfigError, SteadyevalDeprecationWarning
@@ -68,6 +69,8 @@ class ScoredTrial:
     confidence: float | None = None
     sequence_logprob: float | None = None
     approximate: bool = False
+    #: The values of the mode's own metrics (:attr:`ScoringMode.metrics`), by name.
+    metrics: Mapping[str, float | None] = field(default_factory=lambda: MappingProxyType({}))
 
 
 class ScoringMode(ABC):
@@ -85,6 +88,11 @@ class ScoringMode(ABC):
     shot_answer: ClassVar[Literal["label", "text"]] = "label"
     #: One line for ``--help`` and the docs.
     doc: ClassVar[str] = ""
+    #: The metrics the mode computes beyond the core columns: name -> what it measures. Each
+    #: becomes a float column of the results table (declared, with this text, in its schema)
+    #: and a mean per model and condition in ``summary.json``; :meth:`score` sets their values
+    #: in :attr:`ScoredTrial.metrics`. Adding a metric is this line and that value.
+    metrics: ClassVar[Mapping[str, str]] = MappingProxyType({})
 
     def check(self, condition: Condition) -> None:
         """Raise :class:`ConfigError` when ``condition`` cannot use this mode."""
@@ -133,6 +141,14 @@ def register_scoring(mode: ScoringMode, *, replace: bool = False) -> ScoringMode
         raise ValueError(
             f"scoring {name!r} is a deprecated name of {_ALIASES[name]!r} and cannot be "
             "registered; choose another name"
+        )
+    metrics = getattr(mode, "metrics", None)
+    if not isinstance(metrics, Mapping) or not all(
+        isinstance(k, str) and k.isidentifier() and isinstance(v, str) for k, v in metrics.items()
+    ):
+        raise ValueError(
+            f"scoring {name!r}: metrics must map identifier names (e.g. 'output_words') to "
+            f"what each measures (text); got {metrics!r}"[:300]
         )
     # the built-ins first (a no-op while steadyeval.scoring itself is being imported), so a
     # user's mode registered before anything imported them is not undone by them

@@ -35,8 +35,8 @@ class ResultRow:
     """One row of the results table: an item asked under a condition of a model (one sample).
 
     Fields hold what every run shares (``docs/results.md`` describes each column).
-    ``metadata`` holds the item's own fields (JSON values); ``tags`` values its run gave all
-    rows of a block (e.g. a study's split). A study's columns are taken from ``tags`` by name,
+    ``metadata`` holds the item's own fields (JSON values); ``tags`` values its run gave the
+    row: those of its block (e.g. a study's split) and its scoring mode's metrics. A study's columns are taken from ``tags`` by name,
     else lifted from ``metadata`` (see :class:`StudyColumn`).
     ``prompt_hash`` is derived from ``prompt`` when the table is built.
     """
@@ -145,7 +145,9 @@ class ResultRow:
             gold_options=item.gold_options,
             answerable=item.answerable,
             metadata=item.metadata,
-            tags=tags or MappingProxyType({}),
+            tags={**(tags or {}), **scored.metrics}
+            if scored.metrics
+            else tags or MappingProxyType({}),
         )
 
 

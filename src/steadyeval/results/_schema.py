@@ -121,13 +121,18 @@ class StudyColumn:
         What it holds, for the docs and the file's schema metadata.
     key : str, optional
         The item metadata key it is lifted from (default: ``name``) when the row's ``tags``
-        (values a run gives a whole block) do not hold ``name``. Rows with neither get null.
+        (values a run gives a whole block, a scoring mode's metrics) do not hold ``name``.
+        Rows with neither get null.
+    summary : {"mean"}, optional
+        Set for a metric (a scoring mode's): ``summary.json`` gives its mean per model and
+        condition.
     """
 
     name: str
     type: ColumnType = "string"
     doc: str = ""
     key: str | None = None
+    summary: Literal["mean"] | None = None
 
     def __post_init__(self) -> None:
         if self.key == self.name:
@@ -137,6 +142,11 @@ class StudyColumn:
         if self.type not in _ARROW:
             raise ConfigError(
                 f"study column {self.name!r}: type {self.type!r} is not one of {', '.join(_ARROW)}"
+            )
+        if self.summary not in (None, "mean") or (self.summary and self.type != "float"):
+            raise ConfigError(
+                f"study column {self.name!r}: summary must be 'mean' (of a float column) or "
+                f"None; got {self.summary!r} for a {self.type} column"
             )
 
     @property
@@ -151,7 +161,8 @@ class StudyColumn:
         return raw
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "type": self.type, "doc": self.doc, "key": self.source}
+        out = {"name": self.name, "type": self.type, "doc": self.doc, "key": self.source}
+        return out if self.summary is None else {**out, "summary": self.summary}
 
 
 def _metadata_json(rows: Sequence[ResultRow]) -> list[str]:
@@ -201,7 +212,8 @@ def study_columns(table: pa.Table) -> list[StudyColumn]:
     if not raw:
         return []
     return [
-        StudyColumn(d["name"], d["type"], d.get("doc", ""), d.get("key")) for d in json.loads(raw)
+        StudyColumn(d["name"], d["type"], d.get("doc", ""), d.get("key"), d.get("summary"))
+        for d in json.loads(raw)
     ]
 
 

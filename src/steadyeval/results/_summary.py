@@ -37,9 +37,13 @@ def summarize(table: pa.Table) -> list[dict[str, Any]]:
     paired statistics in :mod:`steadyeval.stats` for claims). Vectorised: a million rows
     take well under a second.
     """
+    from ._schema import study_columns
+
+    metrics = [c.name for c in study_columns(table) if c.summary == "mean"]
     cols = ["model", "condition", "correct", "refused", "parsed_kind", "truncated", "em", "f1"]
-    df = table.select([*cols, "approximate"] if "approximate" in table.column_names else cols)
-    df = df.to_pandas()
+    if "approximate" in table.column_names:
+        cols.append("approximate")
+    df = table.select([*cols, *metrics]).to_pandas()
     if "approximate" not in df.columns:  # a table written before the column existed
         df["approximate"] = None
     df["scored"] = df["correct"].notna()
@@ -61,6 +65,7 @@ def summarize(table: pa.Table) -> list[dict[str, Any]]:
         approximate=("approximate_n", "sum"),
         em=("em", "mean"),
         f1=("f1", "mean"),
+        **{f"metric:{m}": (m, "mean") for m in metrics},
     )
     out: list[dict[str, Any]] = []
     for (model, cond), r in agg.iterrows():
@@ -85,7 +90,15 @@ def summarize(table: pa.Table) -> list[dict[str, Any]]:
                 "f1": None if math.isnan(r["f1"]) else float(r["f1"]),
             }
         )
+        if metrics:  # a scoring mode's own metrics, by name (none: the key is left out)
+            means = {m: r[f"metric:{m}"] for m in metrics}
+            out[-1]["metrics"] = {m: None if math.isnan(v) else float(v) for m, v in means.items()}
     return out
+
+
+def _number(x: Any) -> str:
+    """A metric's mean, to four significant digits (``–`` when undefined)."""
+    return _fmt(x) if x is None or not isinstance(x, int | float) else _fmt(f"{x:.4g}")
 
 
 def _fmt(x: Any, pct: bool = False) -> str:
@@ -132,6 +145,10 @@ def summary_markdown(summary: dict[str, Any]) -> str:
         "| approximate | EM | F1 |",
         "|---|---|---:|---|---:|---:|---:|---:|---:|---:|",
     ]
+    metrics = sorted({m for r in summary["by_condition"] for m in r.get("metrics") or {}})
+    if metrics:
+        lines[-2] += "".join(f" {_cell(m)} |" for m in metrics)
+        lines[-1] += "---:|" * len(metrics)
     for r in summary["by_condition"]:
         acc = (
             f"{_fmt(r['accuracy'], True)} ({_fmt(r['accuracy_low'], True)}–"
@@ -141,6 +158,7 @@ def summary_markdown(summary: dict[str, Any]) -> str:
             f"| {_cell(r['model'])} | {_cell(r['condition'])} | {r['n']} | {acc} "
             f"| {r['refused']} | {r['unmatched']} | {r['truncated']} "
             f"| {r.get('approximate', 0)} | {_fmt(r['em'], True)} | {_fmt(r['f1'], True)} |"
+            + "".join(f" {_number((r.get('metrics') or {}).get(m))} |" for m in metrics)
         )
     if summary["skipped"]:
         lines += ["", "## Skipped", "", "| condition | reason | count |", "|---|---|---:|"]

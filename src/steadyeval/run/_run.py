@@ -299,6 +299,28 @@ def run_blocks(
         return _run_blocks(blocks, opts, dry_run=False, config=config, columns=columns)
 
 
+def metric_columns(
+    conditions: Sequence[Condition], columns: Sequence[StudyColumn] = ()
+) -> list[StudyColumn]:
+    """The columns of the metrics the conditions' scoring modes declare (each once, in the
+    order first met), after checking none takes the name of one of ``columns``."""
+    taken = {c.name for c in columns}
+    out: dict[str, StudyColumn] = {}
+    for cond in conditions:
+        mode = get_scoring(cond.scoring)
+        for name, doc in mode.metrics.items():
+            if name in taken:
+                raise ConfigError(
+                    f"scoring {mode.name!r}: its metric {name!r} has the name of a study "
+                    "column of this run; rename the metric"
+                )
+            try:
+                out.setdefault(name, StudyColumn(name, "float", doc, summary="mean"))
+            except ConfigError as exc:
+                raise ConfigError(f"scoring {mode.name!r}: metric {name!r}: {exc}") from None
+    return list(out.values())
+
+
 def _check_tags(blocks: Sequence[Block], columns: Sequence[StudyColumn]) -> None:
     declared = {c.name for c in columns}
     for block in blocks:
@@ -319,6 +341,7 @@ def _run_blocks(
     columns: Sequence[StudyColumn],
 ) -> RunResult | PlanCounts:
     _check_tags(blocks, columns)
+    columns = [*columns, *metric_columns([c for b in blocks for c in b.conditions], columns)]
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
     cache = ResponseCache(opts.cache)  # a bad cache file is refused before models load
@@ -459,6 +482,20 @@ def _rows(
     for index, part in enumerate(mode.samples(len(pt.keys))):
         keys = [pt.keys[i] for i in part]
         scored = mode.score(pt.trial, [responses[k] for k in keys])
+        if not scored.metrics.keys() <= mode.metrics.keys():
+            extra = sorted(scored.metrics.keys() - mode.metrics.keys())
+            raise ConfigError(
+                f"scoring {mode.name!r} gave metric {extra[0]!r}, which its metrics do not "
+                f"declare (declared: {', '.join(mode.metrics) or 'none'})"
+            )
+        for name, value in scored.metrics.items():
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int | float)
+            ):
+                raise ConfigError(
+                    f"scoring {mode.name!r} gave metric {name!r} the value {value!r:.40}; "
+                    "expected a number or None"
+                )
         rows.append(
             ResultRow.for_trial(
                 pt.trial,

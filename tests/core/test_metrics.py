@@ -1,0 +1,126 @@
+"""A metric is added in one place: a scoring mode declares it (``metrics``) and sets its value;
+the results table, its schema, summary.json and summary.md follow."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import ClassVar
+
+import pyarrow.parquet as pq
+import pytest
+
+from steadyeval import ConfigError
+from steadyeval.conditions import Condition, Trial
+from steadyeval.items import Item
+from steadyeval.models import parse_model_spec
+from steadyeval.requests import Request, Response
+from steadyeval.results import read_results, study_columns
+from steadyeval.run import RunOptions, run
+from steadyeval.scoring import ScoredTrial, ScoringMode, get_scoring, register_scoring
+from tests.scripted_backend import ScriptedBackend
+
+
+class _Words(ScoringMode):
+    """Test mode: generation, plus the number of words in the output (a metric)."""
+
+    name = "test-generate-words"
+    doc = "generation, with the output's length in words"
+    metrics: ClassVar = {"output_words": "words in the model's output"}
+
+    def requests(self, trial: Trial) -> tuple[Request, ...]:
+        return get_scoring("generate").requests(trial)
+
+    def samples(self, n_requests: int) -> list[range]:
+        return get_scoring("generate").samples(n_requests)
+
+    def score(self, trial: Trial, responses: Sequence[Response]) -> ScoredTrial:
+        scored = get_scoring("generate").score(trial, responses)
+        words = len(scored.output.split()) if trial.item.id != "q0" else None
+        return dataclasses.replace(scored, metrics={"output_words": words})
+
+
+def _items() -> list[Item]:
+    return [Item(id=f"q{i}", question=f"Question {i}?", answers=("x",)) for i in range(4)]
+
+
+def _backend() -> ScriptedBackend:
+    answers = {"Question 1?": "one", "Question 2?": "two words", "Question 3?": "three more words"}
+    return ScriptedBackend(spec=parse_model_spec("scripted:m"), answers=answers)
+
+
+def test_a_declared_metric_becomes_a_column_and_a_summary_mean(tmp_path: Path) -> None:
+    register_scoring(_Words(), replace=True)
+    cond = Condition(name="w", format="free", scoring="test-generate-words")  # type: ignore[arg-type]
+    out = tmp_path / "run"
+    result = run(_items(), [cond], [_backend()], options=RunOptions(out=out, progress=False))
+    table = read_results(out)
+    assert table.column("output_words").to_pylist() == [None, 1.0, 2.0, 3.0]
+    (declared,) = study_columns(table)
+    assert (declared.name, declared.type, declared.summary) == ("output_words", "float", "mean")
+    field = pq.read_schema(out / "results.parquet").field("output_words")
+    assert field.metadata[b"doc"] == b"words in the model's output"
+    summary = json.loads((out / "summary.json").read_text())
+    (row,) = summary["by_condition"]
+    assert row["metrics"] == {"output_words": 2.0}  # the mean over the rows that have it
+    assert result.summary["by_condition"][0]["metrics"] == {"output_words": 2.0}
+    md = (out / "summary.md").read_text()
+    assert "| F1 | output_words |" in md and "| 2 |" in md
+
+
+def test_runs_without_metrics_keep_their_summary_shape(tmp_path: Path) -> None:
+    cond = Condition(name="g", format="free", scoring="generate")  # type: ignore[arg-type]
+    result = run(_items(), [cond], [_backend()], options=RunOptions(progress=False))
+    assert "metrics" not in result.summary["by_condition"][0]
+    assert study_columns(result.table) == []
+
+
+def test_a_metric_the_mode_does_not_declare_is_an_error() -> None:
+    class _Sloppy(_Words):
+        name = "test-generate-sloppy"
+
+        def score(self, trial: Trial, responses: Sequence[Response]) -> ScoredTrial:
+            return dataclasses.replace(super().score(trial, responses), metrics={"bleu": 0.5})
+
+    register_scoring(_Sloppy(), replace=True)
+    cond = Condition(name="s", format="free", scoring="test-generate-sloppy")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="gave metric 'bleu', which its metrics do not declare"):
+        run(_items(), [cond], [_backend()], options=RunOptions(progress=False))
+
+
+def test_a_metric_value_that_is_not_a_number_is_an_error() -> None:
+    class _Text(_Words):
+        name = "test-generate-text-metric"
+
+        def score(self, trial: Trial, responses: Sequence[Response]) -> ScoredTrial:
+            scored = super().score(trial, responses)
+            return dataclasses.replace(scored, metrics={"output_words": "many"})  # type: ignore[dict-item]
+
+    register_scoring(_Text(), replace=True)
+    cond = Condition(name="t", format="free", scoring="test-generate-text-metric")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="the value 'many'; expected a number or None"):
+        run(_items(), [cond], [_backend()], options=RunOptions(progress=False))
+
+
+def test_metric_names_are_checked_when_the_mode_registers() -> None:
+    for bad in ({"two words": "x"}, {"ok": 3}, ["output_words"]):
+
+        class _Bad(_Words):
+            name = "test-generate-bad-metric"
+            metrics: ClassVar = bad
+
+        with pytest.raises(ValueError, match="metrics must map identifier names"):
+            register_scoring(_Bad(), replace=True)
+
+
+def test_a_metric_named_as_a_core_column_is_refused(tmp_path: Path) -> None:
+    class _Core(_Words):
+        name = "test-generate-core-metric"
+        metrics: ClassVar = {"f1": "shadows the core column"}
+
+    register_scoring(_Core(), replace=True)
+    cond = Condition(name="c", format="free", scoring="test-generate-core-metric")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="metric 'f1': study column 'f1' would shadow a core"):
+        run(_items(), [cond], [_backend()], options=RunOptions(progress=False, out=tmp_path))
