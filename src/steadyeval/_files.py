@@ -35,6 +35,7 @@ __all__ = [
     "loads_json",
     "read_text_file",
     "sized_input_file",
+    "special_file_kind",
 ]
 
 #: The default cap on one text or JSON file read whole into memory (data sets are read
@@ -46,7 +47,7 @@ MAX_LIMIT = 1 << 50
 #: The deepest nesting of JSON objects and lists accepted from a file.
 MAX_JSON_DEPTH = 100
 
-_KINDS = (
+_SPECIAL_KINDS = (
     (stat.S_ISDIR, "a folder"),
     (stat.S_ISFIFO, "a FIFO (named pipe)"),
     (stat.S_ISCHR, "a character device"),
@@ -69,10 +70,19 @@ def limit_from_env(name: str, default: int, *, unit: int = 1024 * 1024) -> int:
     return int(min(value * unit, MAX_LIMIT))
 
 
-def _kind(mode: int) -> str | None:
-    for test, name in _KINDS:
+def special_file_kind(mode: int) -> str | None:
+    """What the ``st_mode`` ``mode`` names when it is a folder, a FIFO, a device or a socket
+    (``"a folder"``, ...); ``None`` for anything else (a regular file, a link)."""
+    for test, name in _SPECIAL_KINDS:
         if test(mode):
             return name
+    return None
+
+
+def _kind(mode: int) -> str | None:
+    kind = special_file_kind(mode)
+    if kind is not None:
+        return kind
     return None if stat.S_ISREG(mode) else "not a regular file"
 
 

@@ -7,7 +7,6 @@ import errno
 import json
 import math
 import os
-import stat
 import uuid
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -16,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from ._errors import StorageError, show_path
+from ._files import special_file_kind
 
 __all__ = [
     "json_safe",
@@ -76,15 +76,6 @@ def write_json(path: Path, data: Any, *, default: Callable[[Any], Any] | None = 
     write_text_atomic(path, text + "\n")
 
 
-_SPECIAL = (
-    (stat.S_ISDIR, "a folder"),
-    (stat.S_ISFIFO, "a FIFO (named pipe)"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-    (stat.S_ISSOCK, "a socket"),
-)
-
-
 def _check_replaceable(path: Path) -> None:
     """Refuse to replace anything but a regular file or a link (a link is replaced, never
     followed): renaming over ``/dev/null`` or a FIFO would destroy it."""
@@ -92,12 +83,12 @@ def _check_replaceable(path: Path) -> None:
         mode = path.lstat().st_mode
     except OSError:
         return  # nothing there (or not visible): the rename decides
-    for test, kind in _SPECIAL:
-        if test(mode):
-            raise StorageError(
-                f"cannot write {show_path(path)}: it is {kind}, not a regular file; steadyeval "
-                "replaces only regular files: choose another path"
-            )
+    kind = special_file_kind(mode)
+    if kind is not None:
+        raise StorageError(
+            f"cannot write {show_path(path)}: it is {kind}, not a regular file; steadyeval "
+            "replaces only regular files: choose another path"
+        )
 
 
 def replace_atomically(path: Path, write: Callable[[Path], object]) -> None:

@@ -289,38 +289,50 @@ def _dedupe_templates(
 # -- facts -------------------------------------------------------------------------------------
 
 
-def _read_generic_facts(path: Path) -> list[Fact]:
-    example = '{"relation": "P19", "subject": "Dante", "object": "Florence"}'
-    facts = []
-    for line, raw in read_jsonl(path):
-        rec = check_object(raw, path, line, example)
-        facts.append(
-            Fact(
-                relation=_str(rec, "relation", path, line),
-                subject=_str(rec, "subject", path, line),
-                object=_str(rec, "object", path, line),
-                aliases=check_names(rec.get("subject_aliases"), path, line, "subject_aliases"),
-                subject_uri=_str(rec, "subject_uri", path, line, optional=True),
-                object_uri=_str(rec, "object_uri", path, line, optional=True),
-                where=f"{path}:{line}",
-            )
-        )
-    return facts
+@dataclass(frozen=True)
+class _FactKeys:
+    """The keys of one fact-file layout; the rest of the reading is the same for all."""
+
+    subject: str
+    object: str
+    aliases: str
+    subject_uri: str
+    object_uri: str
+    example: str
 
 
-def _read_trex(path: Path, relation: str) -> list[Fact]:
-    example = '{"sub_label": "Dante", "obj_label": "Florence", "sub_uri": "Q1067"}'
+_GENERIC_FACT = _FactKeys(
+    "subject",
+    "object",
+    "subject_aliases",
+    "subject_uri",
+    "object_uri",
+    example='{"relation": "P19", "subject": "Dante", "object": "Florence"}',
+)
+_TREX_FACT = _FactKeys(
+    "sub_label",
+    "obj_label",
+    "sub_aliases",
+    "sub_uri",
+    "obj_uri",
+    example='{"sub_label": "Dante", "obj_label": "Florence", "sub_uri": "Q1067"}',
+)
+
+
+def _read_facts(path: Path, keys: _FactKeys, relation: str | None = None) -> list[Fact]:
+    """The facts of ``path`` in the layout of ``keys``; ``relation``: the relation of every
+    fact (a T-REx file holds one), else each line's ``relation``."""
     facts = []
     for line, raw in read_jsonl(path):
-        rec = check_object(raw, path, line, example)
+        rec = check_object(raw, path, line, keys.example)
         facts.append(
             Fact(
-                relation=relation,
-                subject=_str(rec, "sub_label", path, line),
-                object=_str(rec, "obj_label", path, line),
-                aliases=check_names(rec.get("sub_aliases"), path, line, "sub_aliases"),
-                subject_uri=_str(rec, "sub_uri", path, line, optional=True),
-                object_uri=_str(rec, "obj_uri", path, line, optional=True),
+                relation=_str(rec, "relation", path, line) if relation is None else relation,
+                subject=_str(rec, keys.subject, path, line),
+                object=_str(rec, keys.object, path, line),
+                aliases=check_names(rec.get(keys.aliases), path, line, keys.aliases),
+                subject_uri=_str(rec, keys.subject_uri, path, line, optional=True),
+                object_uri=_str(rec, keys.object_uri, path, line, optional=True),
                 where=f"{path}:{line}",
             )
         )
@@ -358,7 +370,7 @@ def detect_layout(root: Path) -> Layout:
 
 def load_generic(root: Path) -> tuple[list[Relation], list[Fact], list[str]]:
     relations, notes = _read_relations(root / "relations.jsonl")
-    return relations, _read_generic_facts(root / "facts.jsonl"), notes
+    return relations, _read_facts(root / "facts.jsonl", _GENERIC_FACT), notes
 
 
 def load_lama(root: Path) -> tuple[list[Relation], list[Fact], list[str]]:
@@ -367,7 +379,7 @@ def load_lama(root: Path) -> tuple[list[Relation], list[Fact], list[str]]:
     relations, notes = _read_relations(root / "relations.jsonl", folder)
     facts: list[Fact] = []
     for rel in relations:
-        facts.extend(_read_trex(folder / f"{rel.id}.jsonl", rel.id))
+        facts.extend(_read_facts(folder / f"{rel.id}.jsonl", _TREX_FACT, rel.id))
     return relations, facts, notes
 
 
@@ -458,7 +470,7 @@ def load_lpaqa(root: Path, prompt_set: str) -> tuple[list[Relation], list[Fact],
             notes.append(f"relation {rid}: no fact file {fpath.name}; skipped")
             continue
         relations.append(Relation(rid, tuple(templates), weights, None, added, where=str(tpath)))
-        facts.extend(_read_trex(fpath, rid))
+        facts.extend(_read_facts(fpath, _TREX_FACT, rid))
     return relations, facts, notes
 
 

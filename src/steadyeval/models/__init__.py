@@ -18,6 +18,7 @@ from ._causal_text import CausalText
 from ._hf_classifier import classifier_logits
 from ._hf_options import HF_BACKENDS, model_folder
 from ._hf_options import RUN_ONLY as HF_RUN_OPTIONS
+from ._prefix import shares_long_prefix
 from ._slots import SLOT, FilledSlot, SlotReader, fill_slot, fit_slot, split_slot, with_slots
 from ._spec import ModelSpec, lmeval_model_spec, parse_model_spec
 from ._tiny import TINY_ARCHS, build_tiny_model
@@ -49,6 +50,7 @@ __all__ = [
     "parse_model_spec",
     "register_backend",
     "registered_backends",
+    "shares_long_prefix",
     "spec_identity",
     "split_slot",
     "with_slots",

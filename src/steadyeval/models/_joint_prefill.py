@@ -27,7 +27,8 @@ from ..requests import GenerateRequest, GenerateResponse, ScoreRequest, ScoreRes
 from ._hf_batching import is_oom, run_with_backoff
 from ._hf_causal_score import _check_plain_cache, _Prepared
 from ._packed_decode import Decoded, _decode
-from ._packing import PackedRow, PrefixGroup, _shared
+from ._packing import PackedRow, PrefixGroup
+from ._prefix import shared_prefix
 from ._roomy import BufferPool, roomy_cache
 
 if TYPE_CHECKING:
@@ -51,7 +52,7 @@ def joining_prompts(scored: Sequence[Sequence[int]], prompts: Sequence[Sequence[
     for j, prompt in enumerate(prompts):
         at = bisect.bisect_left(ordered, tuple(prompt))
         near = ordered[max(0, at - 1) : at + 1]
-        shared = max((_shared(prompt, s) for s in near), default=0)
+        shared = max((shared_prefix(prompt, s) for s in near), default=0)
         if prompt and shared >= JOINT_IF_SHARED * len(prompt):
             out.append(j)
     return out

@@ -20,6 +20,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from ._prefix import shared_prefix, shares_long_prefix
+
 __all__ = [
     "PackedRow",
     "PrefixGroup",
@@ -79,15 +81,6 @@ class PackedRow:
         return mask
 
 
-def _shared(a: Sequence[int], b: Sequence[int]) -> int:
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n
-
-
 def _groups(seqs: Sequence[Sequence[int]], order: Sequence[int]) -> list[list[int]]:
     """Runs of sorted sequences that share a long prefix (at least half of the shorter one):
     one item's options and formats. Rows are cut between groups, not inside them."""
@@ -95,7 +88,7 @@ def _groups(seqs: Sequence[Sequence[int]], order: Sequence[int]) -> list[list[in
     prev: Sequence[int] = ()
     for i in order:
         seq = seqs[i]
-        if groups and _shared(prev, seq) * 2 >= min(len(prev), len(seq)) > 0:
+        if groups and shares_long_prefix(prev, seq):
             groups[-1].append(i)
         else:
             groups.append([i])
@@ -147,7 +140,7 @@ def _prefix_runs(
     common = 0
     for i in order:
         if run:
-            shared = min(common, _shared(seqs[run[-1]], seqs[i]), limits[i])
+            shared = min(common, shared_prefix(seqs[run[-1]], seqs[i]), limits[i])
             if shared >= min_shared:
                 run.append(i)
                 common = shared
@@ -202,7 +195,7 @@ def trie_size(seqs: Sequence[Sequence[int]]) -> int:
     the tokens past its common prefix with the one before."""
     total, prev = 0, list[int]()
     for seq in sorted(list(s) for s in seqs):
-        total += len(seq) - _shared(prev, seq)
+        total += len(seq) - shared_prefix(prev, seq)
         prev = seq
     return total
 

@@ -11,7 +11,7 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..cache import PartialBatchError, ResponseCache
-from ..models import Backend, BackendStats
+from ..models import Backend, BackendStats, shares_long_prefix
 from ..requests import (
     ClassifyRequest,
     GenerateRequest,
@@ -319,22 +319,13 @@ def _chunks(
     of one call (``calls``, e.g. the labels of one chat question), which stay together.
     ``weights``: each request's share of ``size`` (default 1)."""
 
-    def shared(a: str, b: str) -> int:
-        n = 0
-        for x, y in zip(a, b, strict=False):
-            if x != y:
-                break
-            n += 1
-        return n
-
     chunks: list[list[str]] = []
     current: list[str] = []
     filled = 0.0  # the current batch's weight (a little over, so that 3 x 1/3 fills 1)
     for i, key in enumerate(keys):
         same_call = calls is not None and i > 0 and calls[i] == calls[i - 1]
         if current and filled >= size and not same_call:
-            prev, text = texts[i - 1], texts[i]
-            related = shared(prev, text) * 2 >= min(len(prev), len(text)) > 0
+            related = shares_long_prefix(texts[i - 1], texts[i])
             if not related or filled >= 4 * size:
                 chunks.append(current)
                 current, filled = [], 0.0
