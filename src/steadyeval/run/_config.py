@@ -105,6 +105,9 @@ def _yaml_model(
     for f in dataclasses.fields(cls):
         hint = field_hints(cls)[f.name]
         default: Any = f.default
+        if default is dataclasses.MISSING:  # required (``...``), or made by a factory
+            factory: Any = f.default_factory
+            default = ... if factory is dataclasses.MISSING else factory()
         if f.name in (parts or {}):
             hint, default = (parts or {})[f.name]
             if hint is None:
