@@ -21,6 +21,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    Strict,
     ValidationError,
     ValidationInfo,
     create_model,
@@ -82,7 +83,11 @@ class _Strict(BaseModel):
 
 
 def _yaml_type(hint: Any) -> Any:
-    """``hint`` as YAML gives it: a tuple is a list (bounds kept)."""
+    """``hint`` as YAML gives it: a tuple is a list (bounds kept); a number or a boolean is
+    strict, as the dataclass's own check is (``n: "3"``, ``top_k: 5.0`` and ``chat: "no"``
+    are refused, not converted; an integer is still a float)."""
+    if hint in (int, float, bool):
+        return Annotated[hint, Strict()]
     origin = get_origin(hint)
     if origin is Annotated:
         inner, *metadata = get_args(hint)
