@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import ClassVar
 
+import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
@@ -100,7 +103,7 @@ def test_a_metric_value_that_is_not_a_number_is_an_error() -> None:
 
     register_scoring(_Text(), replace=True)
     cond = Condition(name="t", format="free", scoring="test-generate-text-metric")  # type: ignore[arg-type]
-    with pytest.raises(ConfigError, match="the value 'many'; expected a number or None"):
+    with pytest.raises(ConfigError, match="the value 'many'; expected a finite number or None"):
         run(_items(), [cond], [_backend()], options=RunOptions(progress=False))
 
 
@@ -124,3 +127,91 @@ def test_a_metric_named_as_a_core_column_is_refused(tmp_path: Path) -> None:
     cond = Condition(name="c", format="free", scoring="test-generate-core-metric")  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="metric 'f1': study column 'f1' would shadow a core"):
         run(_items(), [cond], [_backend()], options=RunOptions(progress=False, out=tmp_path))
+
+
+def test_a_metric_is_never_lifted_from_the_items_metadata(tmp_path: Path) -> None:
+    """A row whose mode did not set the metric (here a plain ``generate`` condition beside
+    the metric's) holds null, even where the item's metadata has a key of that name (text
+    there made the table fail to build; a number there was averaged as the metric)."""
+    register_scoring(_Words(), replace=True)
+    items = [dataclasses.replace(i, metadata={"output_words": "many"}) for i in _items()]
+    words = Condition(name="w", format="free", scoring="test-generate-words")  # type: ignore[arg-type]
+    plain = Condition(name="g", format="free", scoring="generate")  # type: ignore[arg-type]
+    out = tmp_path / "run"
+    run(items, [words, plain], [_backend()], options=RunOptions(out=out, progress=False))
+    table = read_results(out)
+    by_condition: dict[str, list[float | None]] = {}
+    for cond, value in zip(
+        table.column("condition").to_pylist(),
+        table.column("output_words").to_pylist(),
+        strict=True,
+    ):
+        by_condition.setdefault(cond, []).append(value)
+    assert by_condition == {"w": [None, 1.0, 2.0, 3.0], "g": [None] * 4}
+    summary = json.loads((out / "summary.json").read_text())
+    assert [r["metrics"] for r in summary["by_condition"]] == [
+        {"output_words": 2.0},
+        {"output_words": None},
+    ]
+
+
+def test_a_metric_may_take_the_name_of_a_summary_helper_column() -> None:
+    """The summary's own working columns (``scored``, ``unmatched``, ...) do not overwrite a
+    metric of that name."""
+
+    class _Scored(_Words):
+        name = "test-generate-scored-metric"
+        metrics: ClassVar = {"scored": "a metric named as a summary helper", "unmatched": "too"}
+
+        def score(self, trial: Trial, responses: Sequence[Response]) -> ScoredTrial:
+            scored = get_scoring("generate").score(trial, responses)
+            return dataclasses.replace(scored, metrics={"scored": 0.25, "unmatched": 7})
+
+    register_scoring(_Scored(), replace=True)
+    cond = Condition(name="s", format="free", scoring="test-generate-scored-metric")  # type: ignore[arg-type]
+    result = run(_items(), [cond], [_backend()], options=RunOptions(progress=False))
+    (row,) = result.summary["by_condition"]
+    assert row["metrics"] == {"scored": 0.25, "unmatched": 7.0}
+    assert row["n"] == 4 and row["unmatched"] == 0
+
+
+@pytest.mark.parametrize(
+    ("metrics", "message"),
+    [
+        (None, "gave metrics None; expected a mapping"),
+        ([("output_words", 1.0)], "gave metrics [('output_words', 1.0)]; expected a mapping"),
+        ({"output_words": math.nan}, "the value nan; expected a finite number or None"),
+        ({"output_words": math.inf}, "the value inf; expected a finite number or None"),
+        ({"output_words": 10**400}, "expected a finite number or None"),
+        ({"output_words": True}, "the value True; expected a finite number or None"),
+    ],
+)
+def test_metrics_that_are_not_finite_numbers_are_errors_naming_the_mode(
+    metrics: object, message: str
+) -> None:
+    class _Odd(_Words):
+        name = "test-generate-odd-metric"
+
+        def score(self, trial: Trial, responses: Sequence[Response]) -> ScoredTrial:
+            scored = get_scoring("generate").score(trial, responses)
+            return dataclasses.replace(scored, metrics=metrics)  # type: ignore[arg-type]
+
+    register_scoring(_Odd(), replace=True)
+    cond = Condition(name="o", format="free", scoring="test-generate-odd-metric")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match=re.escape(message)) as caught:
+        run(_items(), [cond], [_backend()], options=RunOptions(progress=False))
+    assert "scoring 'test-generate-odd-metric'" in str(caught.value)
+
+
+def test_numpy_numbers_are_metric_values() -> None:
+    class _Numpy(_Words):
+        name = "test-generate-numpy-metric"
+
+        def score(self, trial: Trial, responses: Sequence[Response]) -> ScoredTrial:
+            scored = get_scoring("generate").score(trial, responses)
+            return dataclasses.replace(scored, metrics={"output_words": np.float32(1.5)})
+
+    register_scoring(_Numpy(), replace=True)
+    cond = Condition(name="n", format="free", scoring="test-generate-numpy-metric")  # type: ignore[arg-type]
+    result = run(_items(), [cond], [_backend()], options=RunOptions(progress=False))
+    assert result.table.column("output_words").to_pylist() == [1.5] * 4

@@ -138,3 +138,64 @@ def test_a_yaml_condition_builds_the_python_condition_with_the_run_seed() -> Non
     )
     assert built == expected
     assert built.id == expected.id
+
+
+def _python_error(**values: Any) -> str:
+    try:
+        Condition(name="c", **values)
+    except ConfigError as exc:
+        return str(exc)
+    raise AssertionError(f"Condition accepted {values!r}")
+
+
+def test_python_refuses_what_yaml_refuses_by_type_with_a_config_error() -> None:
+    """Text where a list of text goes is refused (not split into its characters: stop="END"
+    stopped at any E, N or D), as are a non-boolean chat, a verbalizer that is not a mapping
+    of text to text, and None for a list; each a ConfigError, never a TypeError."""
+    expected = {
+        "stop must be a list of text; got 'END'": {"generation": {"stop": "END"}},
+        "stop must be a list of text; got None": {"generation": {"stop": None}},
+        "refusal_phrases must be a list of text; got 'no answer'": {"refusal_phrases": "no answer"},
+        "refusal_phrases must be a list of text; got None": {"refusal_phrases": None},
+        "chat must be true or false; got 'no'": {"chat": "no"},
+        "chat must be true or false; got None": {"chat": None},
+        "verbalizer must map text to text; got ['yes', 'no']": {"verbalizer": ["yes", "no"]},
+        "verbalizer must map text to text; got 'v'": {"verbalizer": "v"},
+        "verbalizer must map text to text; got {'A': 1}": {"verbalizer": {"A": 1}},
+        "generation: Generation.__init__() got an unexpected keyword argument": {
+            "generation": {"max_tokens": 5}
+        },
+    }
+    for message, values in expected.items():
+        assert message in _python_error(**values)
+    for values in expected.values():  # and YAML refuses each too
+        try:
+            ConditionConfig.model_validate({"name": "c", **values})
+        except ValidationError:
+            continue
+        raise AssertionError(f"YAML accepted {values!r}")
+    assert Generation(stop=["a", "b"]).stop == ("a", "b")  # a list is still a list
+    assert Condition(name="c", refusal_phrases=["x"]).refusal_phrases == ("x",)
+
+
+def test_yaml_does_not_convert_what_python_refuses() -> None:
+    """YAML's numbers and booleans are strict, as the dataclasses' checks are: text or a
+    float where an integer goes, text or 1 where a boolean goes, text where a number goes."""
+    for values in (
+        {"shots": {"n": "3"}},
+        {"shots": {"n": 3.0}},
+        {"top_k": 5.0},
+        {"rotation": "2"},
+        {"chat": "no"},
+        {"chat": 1},
+        {"generation": {"temperature": "0.5"}},
+    ):
+        _python_error(**values)
+        try:
+            ConditionConfig.model_validate({"name": "c", **values})
+        except ValidationError:
+            continue
+        raise AssertionError(f"YAML accepted {values!r}")
+    # an integer where a float goes is still a float, as in Python
+    built = ConditionConfig.model_validate({"name": "c", "generation": {"temperature": 1}})
+    assert built.build(0).generation.temperature == 1.0

@@ -97,6 +97,32 @@ def test_run_flags_out_of_range_name_the_flag(
         ),
         ("conditions: {name: a}", "c.yaml, line 3: conditions: Input should be a valid list"),
         ("shot_pools: [a]", "c.yaml, line 3: shot_pools: Input should be a valid dictionary"),
+        # a required field of a conditions dataclass is required in YAML too (not a default
+        # of dataclasses.MISSING that failed later, located at the condition)
+        ("conditions: [{format: free}]", "c.yaml, line 3: conditions.0.name: Field required"),
+        (
+            "conditions: [{name: a, template: {name: t}}]",
+            "c.yaml, line 3: conditions.0.template.body: Field required",
+        ),
+        (
+            "conditions: [{name: a, format: {kind: mc}}]",
+            "c.yaml, line 3: conditions.0.format.name: Field required",
+        ),
+        # every member of a union refused the type: one error, not an empty message
+        (
+            "conditions: [{name: a, template: null}]",
+            "conditions.0.template: Input should be a valid string or a valid dictionary",
+        ),
+        # a key the user wrote with a capital is named (it is not a union member's tag)
+        ("Seed: 3", "c.yaml, line 3: Seed: unknown key; allowed keys here: columns,"),
+        (
+            "conditions: [{name: a, generation: {Stop: [x]}}]",
+            "conditions.0.generation.Stop: unknown key; allowed keys here: max_new_tokens,",
+        ),
+        (
+            "conditions: [{name: a, verbalizer: {name: v, words: {A: 1}}}]",
+            "conditions.0.verbalizer.words.A: Input should be a valid string",
+        ),
     ],
 )
 def test_yaml_values_out_of_range_or_of_the_wrong_type_name_key_and_line(

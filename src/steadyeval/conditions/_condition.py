@@ -13,7 +13,7 @@ from pydantic import Field
 from .._errors import ConfigError
 from .._limits import MAX_LIST, MAX_TOKENS
 from ..items import canonical_json
-from ._fields import SEED, check_fields
+from ._fields import SEED, check_fields, text_tuple
 from ._scoring import canonical_scoring, get_scoring
 
 __all__ = [
@@ -78,10 +78,10 @@ def _resolve_parts(c: Condition) -> None:
         raise ConfigError(f"{where}: shots must be Shots, a count or a mapping; got {shots!r}")
     gen: Any = c.generation
     if isinstance(gen, Mapping):
-        gen = dict(gen)
-        if "stop" in gen:
-            gen["stop"] = tuple(gen["stop"])
-        object.__setattr__(c, "generation", Generation(**gen))
+        try:
+            object.__setattr__(c, "generation", Generation(**gen))
+        except TypeError as exc:
+            raise ConfigError(f"{where}: generation: {exc}") from None
     elif not isinstance(gen, Generation):
         raise ConfigError(f"{where}: generation must be Generation or a mapping; got {gen!r}")
 
@@ -134,7 +134,7 @@ class Format:
     continuation_prefix: str = " "
 
     def __post_init__(self) -> None:
-        if not isinstance(self.labels, str):  # a YAML list: hashable and canonical as a tuple
+        if isinstance(self.labels, list | tuple):  # a YAML list: hashable and canonical
             object.__setattr__(self, "labels", tuple(str(x) for x in self.labels))
         check_fields(self, f"format {self.name!r}")
 
@@ -174,12 +174,13 @@ class Generation:
     seed: SEED = 0
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "stop", tuple(self.stop))
+        object.__setattr__(self, "stop", text_tuple(self.stop))
         check_fields(self, "generation")
 
 
-def _frozen_map(value: Mapping[str, str] | None) -> Mapping[str, str] | None:
-    return None if value is None else MappingProxyType(dict(value))
+def _frozen_map(value: Any) -> Any:
+    """A mapping as a read-only copy; anything else as it is, for ``check_fields`` to refuse."""
+    return MappingProxyType(dict(value)) if isinstance(value, Mapping) else value
 
 
 @dataclass(frozen=True)
@@ -211,7 +212,7 @@ class Condition:
     def __post_init__(self) -> None:
         _resolve_parts(self)
         object.__setattr__(self, "verbalizer", _frozen_map(self.verbalizer))
-        object.__setattr__(self, "refusal_phrases", tuple(self.refusal_phrases))
+        object.__setattr__(self, "refusal_phrases", text_tuple(self.refusal_phrases))
         check_fields(self, f"condition {self.name!r}")
         try:
             object.__setattr__(self, "scoring", canonical_scoring(self.scoring))

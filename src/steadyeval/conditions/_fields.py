@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import types
+from collections.abc import Mapping
 from dataclasses import fields
 from typing import Annotated, Any, Literal, Union, get_args, get_origin, get_type_hints
 
@@ -14,7 +15,7 @@ from pydantic import Field
 from .._errors import ConfigError
 from .._limits import MAX_SEED
 
-__all__ = ["SEED", "check_fields", "field_hints"]
+__all__ = ["SEED", "check_fields", "field_hints", "text_tuple"]
 
 #: A seed: an integer in ``0..MAX_SEED``.
 SEED = Annotated[int, Field(ge=0, le=MAX_SEED)]
@@ -67,6 +68,10 @@ def _problem(name: str, value: Any, hint: Any) -> str | None:
         if value in allowed:
             return None
         return f"{name} must be one of {', '.join(map(repr, allowed))}; got {value!r}"
+    if hint is bool:
+        return (
+            None if isinstance(value, bool) else f"{name} must be true or false; got {value!r:.40}"
+        )
     if hint is int:
         return _int_problem(name, value, bounds)
     if hint is float:
@@ -75,11 +80,26 @@ def _problem(name: str, value: Any, hint: Any) -> str | None:
         if not isinstance(value, str):
             return f"{name} must be text; got {type(value).__name__}"
         return _length_problem(name, len(value), bounds, "characters")
-    if origin is tuple and isinstance(value, tuple):
-        if not all(isinstance(x, str) for x in value):
-            return f"{name} must be a list of text"
+    if origin is tuple:
+        if not isinstance(value, tuple) or not all(isinstance(x, str) for x in value):
+            return f"{name} must be a list of text; got {value!r:.40}"
         return _length_problem(name, len(value), bounds, "entries")
+    if origin is Mapping and not _text_map(value):
+        shown = dict(value) if isinstance(value, Mapping) else value
+        return f"{name} must map text to text; got {shown!r:.40}"
     return None
+
+
+def _text_map(value: Any) -> bool:
+    return isinstance(value, Mapping) and all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    )
+
+
+def text_tuple(value: Any) -> Any:
+    """``value`` (a list or tuple of text) as a tuple; anything else as it is, for
+    :func:`check_fields` to refuse (text is not split into its characters)."""
+    return tuple(value) if isinstance(value, list | tuple) else value
 
 
 def _int_problem(name: str, value: Any, bounds: dict[str, Any]) -> str | None:

@@ -125,7 +125,8 @@ class StudyColumn:
         Rows with neither get null.
     summary : {"mean"}, optional
         Set for a metric (a scoring mode's): ``summary.json`` gives its mean per model and
-        condition.
+        condition. A metric is only ever taken from ``tags`` (a row whose mode did not set
+        it is null, whatever the item's metadata holds).
     """
 
     name: str
@@ -198,7 +199,10 @@ def rows_to_table(rows: Sequence[ResultRow], columns: Sequence[StudyColumn] = ()
         arrays.append(pa.array(data, type=f.type))
     fields = list(RESULTS_SCHEMA)
     for c in columns:
-        raw = [r.tags[c.name] if c.name in r.tags else r.metadata.get(c.source) for r in rows]
+        if c.summary is not None:  # a metric: a scoring mode's value, never an item's field
+            raw = [r.tags.get(c.name) for r in rows]
+        else:
+            raw = [r.tags[c.name] if c.name in r.tags else r.metadata.get(c.source) for r in rows]
         arrays.append(pa.array([c.value(v) for v in raw], _ARROW[c.type]))
         fields.append(pa.field(c.name, _ARROW[c.type], metadata={b"doc": c.doc.encode()}))
     meta = dict(RESULTS_SCHEMA.metadata or {})

@@ -44,6 +44,8 @@ def summarize(table: pa.Table) -> list[dict[str, Any]]:
     if "approximate" in table.column_names:
         cols.append("approximate")
     df = table.select([*cols, *metrics]).to_pandas()
+    # a metric's own name could be one of the helper columns below (a metric "scored")
+    df.columns = [*df.columns[: len(cols)], *(f"metric:{m}" for m in metrics)]
     if "approximate" not in df.columns:  # a table written before the column existed
         df["approximate"] = None
     df["scored"] = df["correct"].notna()
@@ -65,7 +67,7 @@ def summarize(table: pa.Table) -> list[dict[str, Any]]:
         approximate=("approximate_n", "sum"),
         em=("em", "mean"),
         f1=("f1", "mean"),
-        **{f"metric:{m}": (m, "mean") for m in metrics},
+        **{f"metric:{m}": (f"metric:{m}", "mean") for m in metrics},
     )
     out: list[dict[str, Any]] = []
     for (model, cond), r in agg.iterrows():

@@ -21,6 +21,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    Strict,
     ValidationError,
     ValidationInfo,
     create_model,
@@ -82,7 +83,11 @@ class _Strict(BaseModel):
 
 
 def _yaml_type(hint: Any) -> Any:
-    """``hint`` as YAML gives it: a tuple is a list (bounds kept)."""
+    """``hint`` as YAML gives it: a tuple is a list (bounds kept); a number or a boolean is
+    strict, as the dataclass's own check is (``n: "3"``, ``top_k: 5.0`` and ``chat: "no"``
+    are refused, not converted; an integer is still a float)."""
+    if hint in (int, float, bool):
+        return Annotated[hint, Strict()]
     origin = get_origin(hint)
     if origin is Annotated:
         inner, *metadata = get_args(hint)
@@ -105,6 +110,9 @@ def _yaml_model(
     for f in dataclasses.fields(cls):
         hint = field_hints(cls)[f.name]
         default: Any = f.default
+        if default is dataclasses.MISSING:  # required (``...``), or made by a factory
+            factory: Any = f.default_factory
+            default = ... if factory is dataclasses.MISSING else factory()
         if f.name in (parts or {}):
             hint, default = (parts or {})[f.name]
             if hint is None:

@@ -3,6 +3,7 @@ flag) of the value, the key path, and the allowed keys or values."""
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -94,7 +95,7 @@ def format_errors(
     """Pydantic's errors as located lines (at most five); ``flags`` maps a key to the flag
     that sets it, for a required key that is missing."""
     lines = []
-    errors = _relevant(exc.errors())
+    errors = _relevant(exc.errors(), model)
     for err, loc in errors[:5]:
         inner = (err.get("ctx") or {}).get("error")
         if isinstance(inner, ValueAt):
@@ -123,28 +124,55 @@ def format_errors(
 _TAGS = frozenset({"str", "int", "float", "bool", "list", "dict", "tuple", "none"})
 
 
-def _relevant(errors: Sequence[Any]) -> list[tuple[Any, list[Any]]]:
+def _model_names(model: type[BaseModel]) -> set[str]:
+    """The class names of ``model`` and of every model its fields hold: pydantic tags a
+    union member's errors with them (a key the user wrote, e.g. ``A:``, is not one)."""
+    names: set[str] = set()
+    todo: list[Any] = [model]
+    while todo:
+        t = todo.pop()
+        if isinstance(t, type) and issubclass(t, BaseModel):
+            if t.__name__ in names:
+                continue
+            names.add(t.__name__)
+            todo.extend(f.annotation for f in t.model_fields.values())
+        else:
+            todo.extend(typing.get_args(t))
+    return names
+
+
+def _relevant(
+    errors: Sequence[Any], model: type[BaseModel] | None = None
+) -> list[tuple[Any, list[Any]]]:
     """Each error with its location in keys (pydantic's union-member and model tags left
     out); where a union gave several errors for one key (or inside it), the type mismatches
-    of the members that did not apply are dropped."""
+    of the members that did not apply are dropped, and where every member was a type
+    mismatch they are one error (its message naming each member's type)."""
+    tags = _TAGS | (_model_names(model) if model is not None else set())
     out = []
     for err in errors:
-        loc = [
-            p
-            for p in err["loc"]
-            if not (isinstance(p, str) and (p[:1].isupper() or "[" in p or p in _TAGS))
-        ]
+        loc = [p for p in err["loc"] if not (isinstance(p, str) and (p in tags or "[" in p))]
         out.append((err, loc))
 
-    def others_at(loc: list[Any]) -> int:
-        """Errors at ``loc`` or inside it (a union member that applied) besides one."""
-        return sum(1 for _, other in out if other[: len(loc)] == loc) - 1
+    def is_type(err: Any) -> bool:
+        return str(err["type"]).endswith("_type")
 
-    return [
-        (err, loc)
-        for err, loc in out
-        if not str(err["type"]).endswith("_type") or others_at(loc) == 0
-    ]
+    kept: list[tuple[Any, list[Any]]] = []
+    merged: dict[tuple[Any, ...], int] = {}
+    for err, loc in out:
+        inside = [other for other, where in out if where[: len(loc)] == loc]
+        if not is_type(err) or len(inside) == 1:
+            kept.append((err, loc))
+        elif all(is_type(o) and where == loc for o, where in out if where[: len(loc)] == loc):
+            # every member of the union refused the value's type: one error naming them all
+            key = tuple(loc)
+            if key not in merged:
+                merged[key] = len(kept)
+                kept.append(({**err}, loc))
+            else:
+                first = kept[merged[key]][0]
+                first["msg"] += " or " + str(err["msg"]).removeprefix("Input should be ")
+    return kept
 
 
 def _model_at(model: type[BaseModel], loc: Sequence[Any]) -> type[BaseModel] | None:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import math
+import numbers
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, overload
 
@@ -30,7 +33,7 @@ from ..results import (
     write_results,
     writing_run,
 )
-from ..scoring import get_scoring, requests_for
+from ..scoring import ScoringMode, get_scoring, requests_for
 from ._dispatch import (
     PlanCounts,
     backend_stats,
@@ -474,6 +477,36 @@ def _write(
     write_json(run_dir / "config.json", {"run_id": summary["run_id"], **resolved}, default=str)
 
 
+def _checked_metrics(mode: ScoringMode, metrics: Any) -> dict[str, float | None]:
+    """``metrics`` (what ``mode.score`` gave) as floats or None, each one ``mode`` declares
+    (a real number of any type, e.g. numpy's, is taken; a boolean, text, NaN, infinity or a
+    number too large for a float is an error naming the mode)."""
+    if not isinstance(metrics, Mapping):
+        raise ConfigError(
+            f"scoring {mode.name!r} gave metrics {metrics!r:.40}; expected a mapping of its "
+            "metrics' names to numbers or None"
+        )
+    extra = sorted(map(str, metrics.keys() - mode.metrics.keys()))
+    if extra:
+        raise ConfigError(
+            f"scoring {mode.name!r} gave metric {extra[0]!r}, which its metrics do not "
+            f"declare (declared: {', '.join(mode.metrics) or 'none'})"
+        )
+    out: dict[str, float | None] = {}
+    for name, value in metrics.items():
+        number = None
+        if isinstance(value, numbers.Real) and not isinstance(value, bool):
+            with contextlib.suppress(OverflowError):
+                number = float(value)
+        if value is not None and (number is None or not math.isfinite(number)):
+            raise ConfigError(
+                f"scoring {mode.name!r} gave metric {name!r} the value {value!r:.40}; "
+                "expected a finite number or None"
+            )
+        out[name] = number
+    return out
+
+
 def _rows(
     pt: PlannedTrial, responses: Mapping[str, Response], run_id: str, tags: Mapping[str, Any]
 ) -> list[ResultRow]:
@@ -482,20 +515,8 @@ def _rows(
     for index, part in enumerate(mode.samples(len(pt.keys))):
         keys = [pt.keys[i] for i in part]
         scored = mode.score(pt.trial, [responses[k] for k in keys])
-        if not scored.metrics.keys() <= mode.metrics.keys():
-            extra = sorted(scored.metrics.keys() - mode.metrics.keys())
-            raise ConfigError(
-                f"scoring {mode.name!r} gave metric {extra[0]!r}, which its metrics do not "
-                f"declare (declared: {', '.join(mode.metrics) or 'none'})"
-            )
-        for name, value in scored.metrics.items():
-            if value is not None and (
-                isinstance(value, bool) or not isinstance(value, int | float)
-            ):
-                raise ConfigError(
-                    f"scoring {mode.name!r} gave metric {name!r} the value {value!r:.40}; "
-                    "expected a number or None"
-                )
+        if scored.metrics or not isinstance(scored.metrics, Mapping):
+            scored = replace(scored, metrics=_checked_metrics(mode, scored.metrics))
         rows.append(
             ResultRow.for_trial(
                 pt.trial,
