@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
@@ -199,3 +200,15 @@ def test_yaml_does_not_convert_what_python_refuses() -> None:
     # an integer where a float goes is still a float, as in Python
     built = ConditionConfig.model_validate({"name": "c", "generation": {"temperature": 1}})
     assert built.build(0).generation.temperature == 1.0
+
+
+def test_a_shot_count_alone_means_the_same_in_yaml_and_python() -> None:
+    cfg = RunConfig.model_validate(
+        {"data": "items.jsonl", "models": ["hf:gpt2"], "conditions": [{"name": "a", "shots": 3}]}
+    )
+    (built,) = cfg.build_conditions()
+    assert built == Condition(name="a", shots=3)  # type: ignore[arg-type]
+    with pytest.raises(ValidationError, match=r"shots\.n"):
+        ConditionConfig.model_validate({"name": "a", "shots": -1})
+    with pytest.raises(ValidationError, match="shots"):
+        ConditionConfig.model_validate({"name": "a", "shots": True})

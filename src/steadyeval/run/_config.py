@@ -185,6 +185,13 @@ class _ConditionChecks(_Strict):
     def _known_format(cls, value: Any) -> Any:
         return _builtin(value, FORMATS, "format", "name and kind")
 
+    @field_validator("shots", mode="before", check_fields=False)
+    @classmethod
+    def _shot_count(cls, value: Any) -> Any:
+        """``shots: 3`` is ``shots: {n: 3}``, as ``Condition(shots=3)`` is in Python."""
+        is_count = isinstance(value, int) and not isinstance(value, bool)
+        return {"n": value} if is_count else value
+
     @model_validator(mode="after")
     def _buildable(self) -> _ConditionChecks:
         """What only the whole condition can tell (e.g. a scoring mode that needs options
