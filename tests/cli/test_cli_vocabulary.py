@@ -186,3 +186,36 @@ def test_strict_logprobs_marks_each_openai_spec(tmp_path: Path) -> None:
         main, ["run", "--model", "scripted:m", "--data", data, "--strict-logprobs", "--dry-run"]
     )
     assert r.exit_code == 0, r.output
+
+
+def test_strict_logprobs_refuses_a_spec_that_says_strict_false(tmp_path: Path) -> None:
+    """--strict-logprobs never silently overrides an explicit strict=false: the error names
+    the model spec and the flag (strict=true, or other backends, are left as they are)."""
+    from steadyeval._errors import ConfigError
+    from steadyeval.cli._options import strict_models
+    from steadyeval.models import parse_model_spec
+
+    loose = parse_model_spec("openai:m?base_url=http://h/v1&strict=False")
+    with pytest.raises(ConfigError, match=r"model spec openai:m: its option strict='False' "):
+        strict_models([loose], True)
+    assert strict_models([loose], False) == [loose]
+    same = [parse_model_spec(s) for s in ("openai:m?strict=true", "hf:./tiny?strict=false")]
+    assert strict_models(same, True) == same
+    data = str(_items(tmp_path / "items.jsonl"))
+    r = CliRunner().invoke(
+        main,
+        [
+            "run",
+            "--model",
+            "openai:m?strict=false",
+            "--data",
+            data,
+            "--strict-logprobs",
+            "--dry-run",
+        ],
+        terminal_width=300,
+    )
+    assert r.exit_code == 2, r.output
+    assert "model spec openai:m: its option strict='false' conflicts with --strict-logprobs" in (
+        r.output
+    )
