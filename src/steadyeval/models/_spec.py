@@ -73,6 +73,7 @@ class ModelSpec:
 MAX_SPEC_CHARS = 65_536
 _BACKEND = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_NUL = re.compile("\x00")
 
 
 def echo(text: str, limit: int = 80) -> str:
@@ -91,18 +92,20 @@ def spec_where(spec: ModelSpec) -> str:
 
 
 def _check_text(text: str, what: str, where_: str, *, control: bool) -> None:
-    """Refuse a lone surrogate in ``text`` (and a control character, with ``control``)."""
+    """Refuse a lone surrogate or a NUL in ``text`` (and any control character, with
+    ``control``; an option value may hold a newline or a tab, never a NUL: no path, URL,
+    header or C string carries one)."""
     at = lone_surrogate(text)
     if at is not None:
         raise ModelSpecError(
             f"{where_}: {what} holds a lone surrogate at character {at + 1} (half of a "
             "UTF-16 pair); expected valid Unicode text"
         )
-    bad = _CONTROL.search(text) if control else None
+    bad = _CONTROL.search(text) if control else _NUL.search(text)
     if bad is not None:
         raise ModelSpecError(
             f"{where_}: {what} holds the control character {bad.group()!r} at character "
-            f"{bad.start() + 1}; expected printable text"
+            f"{bad.start() + 1}; expected {'printable text' if control else 'text without NUL'}"
         )
 
 
