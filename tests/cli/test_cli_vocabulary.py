@@ -219,3 +219,22 @@ def test_strict_logprobs_refuses_a_spec_that_says_strict_false(tmp_path: Path) -
     assert "model spec openai:m: its option strict='false' conflicts with --strict-logprobs" in (
         r.output
     )
+
+
+def test_lmeval_model_args_give_a_typed_spec() -> None:
+    """lm-eval's --model/--model_args become a ModelSpec where they are read (passed on
+    typed, never as text parsed again), checked as a parsed spec is."""
+    from steadyeval._errors import ModelSpecError
+    from steadyeval.cli._options import model_specs
+    from steadyeval.models import ModelSpec, lmeval_model_spec
+
+    spec = lmeval_model_spec("local-completions", "model=m,base_url=http://h/v1?a=1&b=2")
+    assert spec == ModelSpec("openai", "m", {"base_url": "http://h/v1?a=1&b=2"})
+    assert type(spec) is ModelSpec
+    (given,) = model_specs(["HF"], "pretrained=gpt2, dtype=float16")
+    assert given == ModelSpec("hf", "gpt2", {"dtype": "float16"}) and type(given) is ModelSpec
+    assert model_specs(["hf:gpt2"], None) == ["hf:gpt2"]  # text: parsed by the config
+    with pytest.raises(ModelSpecError, match=r"the model name '\./odd\?x' holds '\?'"):
+        lmeval_model_spec("hf", "pretrained=./odd?x")
+    with pytest.raises(ModelSpecError, match="option revision's value holds the control"):
+        lmeval_model_spec("hf", "pretrained=gpt2,revision=a\0")

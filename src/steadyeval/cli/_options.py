@@ -157,9 +157,9 @@ def run_options() -> Callable[[F], F]:
     return decorate
 
 
-def model_specs(models: Sequence[str], model_args: str | None) -> list[str]:
-    """The ``--model`` values, with lm-eval's ``--model hf --model_args pretrained=X,...``
-    turned into one spec."""
+def model_specs(models: Sequence[str], model_args: str | None) -> list[str | ModelSpec]:
+    """The ``--model`` values (text, parsed by the config's field), with lm-eval's
+    ``--model hf --model_args pretrained=X,...`` turned into one :class:`ModelSpec`."""
     if model_args is None:
         return list(models)
     if len(models) != 1:

@@ -227,10 +227,10 @@ _LMEVAL_MODELS = {
 }
 
 
-def lmeval_model_spec(model: str, model_args: str) -> str:
-    """A model spec from lm-evaluation-harness's spelling: ``--model hf --model_args
-    pretrained=gpt2,dtype=bfloat16`` → ``hf:gpt2?dtype=bfloat16`` (values may hold ``&``
-    or ``?``; they are encoded)."""
+def lmeval_model_spec(model: str, model_args: str) -> ModelSpec:
+    """The model spec of lm-evaluation-harness's spelling: ``--model hf --model_args
+    pretrained=gpt2,dtype=bfloat16`` → ``hf:gpt2?dtype=bfloat16``, checked as parsed text
+    is (the name and values are taken as written: they may hold ``&``, ``?`` or ``%``)."""
     backend, name_key = _LMEVAL_MODELS.get(model.strip().lower(), (model.strip().lower(), ""))
     if ":" in model:
         raise ModelSpecError(
@@ -256,4 +256,9 @@ def lmeval_model_spec(model: str, model_args: str) -> str:
         raise ModelSpecError(
             f"--model_args for {echo(model, 40)}: name the model with {keys[0]}=NAME_OR_PATH"
         )
-    return str(ModelSpec(backend=backend, name=name, options=pairs))
+    if "?" in name:  # a spec's text would read the rest as options
+        raise ModelSpecError(
+            f"--model_args: the model name '{echo(name, 60)}' holds '?', which a model spec "
+            "cannot carry in its name; rename the folder"
+        )
+    return _checked(ModelSpec(backend=backend, name=name, options=pairs))
