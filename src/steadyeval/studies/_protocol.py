@@ -207,7 +207,7 @@ class Study(ABC, Generic[A]):
         if not isinstance(models, list) or not results.has(self.model_column):
             return None
         named = [m if isinstance(m, str) else getattr(m, "model", None) for m in models]
-        held = [str(v) for v in results.codes(self.model_column, nulls=False)[1]]
+        held = [str(v) for v in results.codes(self.model_column)[1] if v is not None]
         extra = [m for m in named if m not in held]
         if extra:
             return f"it names model {str(extra[0])[:120]!r}, which the results table lacks"
