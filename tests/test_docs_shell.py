@@ -469,7 +469,7 @@ for _page, _key in [
     ("docs/cli.md", "steadyeval study fewshot --model SPEC --task TASK [--task TASK ...]"),
     ("docs/cli.md", "steadyeval study spread [CONFIG.yaml] --model SPEC... --data ITEMS"),
     ("docs/cli.md", "steadyeval study disparity --model SPEC --model SPEC... --data DIR"),
-    ("docs/cli.md", "steadyeval report RUN_DIR [--format html|md|json] [--output PATH]"),
+    ("docs/cli.md", "steadyeval report RUN_DIR [--format html|md|json] [--output PATH|-]"),
     ("docs/cli.md", "steadyeval reanalyze RUN_DIR"),
     ("docs/cli.md", "steadyeval compare RUN_A RUN_B [...] [--model M]"),
     ("docs/cli.md", "steadyeval import lm-eval PATH... --out RUN_DIR"),

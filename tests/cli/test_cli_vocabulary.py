@@ -186,3 +186,55 @@ def test_strict_logprobs_marks_each_openai_spec(tmp_path: Path) -> None:
         main, ["run", "--model", "scripted:m", "--data", data, "--strict-logprobs", "--dry-run"]
     )
     assert r.exit_code == 0, r.output
+
+
+def test_strict_logprobs_refuses_a_spec_that_says_strict_false(tmp_path: Path) -> None:
+    """--strict-logprobs never silently overrides an explicit strict=false: the error names
+    the model spec and the flag (strict=true, or other backends, are left as they are)."""
+    from steadyeval._errors import ConfigError
+    from steadyeval.cli._options import strict_models
+    from steadyeval.models import parse_model_spec
+
+    loose = parse_model_spec("openai:m?base_url=http://h/v1&strict=False")
+    with pytest.raises(ConfigError, match=r"model spec openai:m: its option strict='False' "):
+        strict_models([loose], True)
+    assert strict_models([loose], False) == [loose]
+    same = [parse_model_spec(s) for s in ("openai:m?strict=true", "hf:./tiny?strict=false")]
+    assert strict_models(same, True) == same
+    data = str(_items(tmp_path / "items.jsonl"))
+    r = CliRunner().invoke(
+        main,
+        [
+            "run",
+            "--model",
+            "openai:m?strict=false",
+            "--data",
+            data,
+            "--strict-logprobs",
+            "--dry-run",
+        ],
+        terminal_width=300,
+    )
+    assert r.exit_code == 2, r.output
+    assert "model spec openai:m: its option strict='false' conflicts with --strict-logprobs" in (
+        r.output
+    )
+
+
+def test_lmeval_model_args_give_a_typed_spec() -> None:
+    """lm-eval's --model/--model_args become a ModelSpec where they are read (passed on
+    typed, never as text parsed again), checked as a parsed spec is."""
+    from steadyeval._errors import ModelSpecError
+    from steadyeval.cli._options import model_specs
+    from steadyeval.models import ModelSpec, lmeval_model_spec
+
+    spec = lmeval_model_spec("local-completions", "model=m,base_url=http://h/v1?a=1&b=2")
+    assert spec == ModelSpec("openai", "m", {"base_url": "http://h/v1?a=1&b=2"})
+    assert type(spec) is ModelSpec
+    (given,) = model_specs(["HF"], "pretrained=gpt2, dtype=float16")
+    assert given == ModelSpec("hf", "gpt2", {"dtype": "float16"}) and type(given) is ModelSpec
+    assert model_specs(["hf:gpt2"], None) == ["hf:gpt2"]  # text: parsed by the config
+    with pytest.raises(ModelSpecError, match=r"the model name '\./odd\?x' holds '\?'"):
+        lmeval_model_spec("hf", "pretrained=./odd?x")
+    with pytest.raises(ModelSpecError, match="option revision's value holds the control"):
+        lmeval_model_spec("hf", "pretrained=gpt2,revision=a\0")

@@ -40,6 +40,19 @@ def _refused(spec: str, *needles: str) -> str:
         pytest.param("hf:x?dtype=\udcff", ("lone surrogate", "dtype"), id="surrogate-value"),
         pytest.param("hf:x?\ud83d=1", ("lone surrogate", "option name"), id="surrogate-key"),
         pytest.param("hf:a\nb", ("control character",), id="newline-in-name"),
+        pytest.param(
+            "hf:x?revision=a%00b",
+            (
+                "model spec hf:x: option revision's value holds the control character '\\x00' "
+                "at character 2; expected text without NUL",
+            ),
+            id="nul-in-value",
+        ),
+        pytest.param(
+            "openai:m?extra_body=%7B%22a%22%3A%22%00%22%7D",
+            ("option extra_body's value", "'\\x00' at character 7"),
+            id="nul-in-json-value",
+        ),
         pytest.param("hf:x?a=1&a=2", ("'a' is given twice",), id="duplicate"),
         pytest.param("hf:x?a=1&%61=2", ("'a' is given twice",), id="duplicate-escaped"),
         pytest.param("hf:x?=1", ("not key=value",), id="empty-key"),
@@ -59,6 +72,22 @@ def test_bad_spec_strings(spec: str, needles: tuple[str, ...]) -> None:
     text.encode("utf-8")  # printable: no lone surrogate echoed
     for needle in needles:
         assert needle in text, text
+
+
+def test_a_nul_in_an_option_value_is_refused_where_the_spec_is_given(tmp_path: Path) -> None:
+    """Where a config gives the spec (its line named), and for a spec built in Python, not
+    later when the model loads."""
+    from steadyeval import ConfigError
+    from steadyeval.models import ModelSpec
+    from steadyeval.run import load_run_config
+
+    (tmp_path / "c.yaml").write_text('data: x.jsonl\nmodels: ["hf:x?revision=v%001"]\n')
+    with pytest.raises(ConfigError, match=r"c\.yaml, line 2: models\.0: model spec hf:x: "):
+        load_run_config(tmp_path / "c.yaml")
+    with pytest.raises(ConfigError, match="option revision's value holds the control"):
+        load_run_config(
+            None, {"data": "x.jsonl", "models": [ModelSpec("hf", "x", {"revision": "\0"})]}
+        )
 
 
 def test_spec_round_trips_odd_values() -> None:

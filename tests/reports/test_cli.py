@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from steadyeval.cli import main
@@ -53,3 +54,22 @@ def test_report_command_errors(tmp_path: Path) -> None:
     assert "no results.parquet" in done.output
     done = CliRunner().invoke(main, ["report", str(tmp_path), "--max-rows", "0"])
     assert done.exit_code == 2 and "Invalid value for '--max-rows'" in done.output
+
+
+def test_report_output_dash_is_stdout(
+    scripted_run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``-o -`` writes the report to stdout (no file named ``-``, no "wrote" line)."""
+    monkeypatch.chdir(tmp_path)
+    runner = CliRunner()
+    done = runner.invoke(main, ["report", str(scripted_run), "--format", "json", "-o", "-"])
+    assert done.exit_code == 0, done.output
+    assert json.loads(done.output)["title"].startswith("steadyeval run")
+    done = runner.invoke(main, ["report", str(scripted_run), "--format", "md", "--output", "-"])
+    assert done.exit_code == 0, done.output
+    assert done.output.startswith("# steadyeval run") and "wrote " not in done.output
+    done = runner.invoke(main, ["report", str(scripted_run), "-o", "-"])
+    assert done.exit_code == 0 and done.output.lstrip().lower().startswith("<!doctype html")
+    assert not (tmp_path / "-").exists()
+    shown = runner.invoke(main, ["report", "--help"], terminal_width=300).output
+    assert "- writes the report to stdout" in shown

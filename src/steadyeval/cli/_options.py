@@ -74,16 +74,29 @@ def shared_options() -> list[click.Option]:
             is_flag=True,
             help="openai: models: a reply whose log-probabilities cover less of the prompt "
             "than asked (an approximate score) is retried, then an error (adds strict=true to "
-            "each openai: spec; the model's identity is unchanged).",
+            "each openai: spec; the model's identity is unchanged; a spec saying strict=false "
+            "is refused).",
         ),
         *log_options(),
     ]
 
 
 def strict_models(models: Sequence[ModelSpec], strict: bool) -> list[ModelSpec]:
-    """With ``strict``, every ``openai:`` spec gets ``strict=true`` (others score exactly)."""
+    """With ``strict``, every ``openai:`` spec gets ``strict=true`` (others score exactly);
+    a spec that sets ``strict`` otherwise itself is an error naming it and the flag."""
+    from .._errors import ConfigError
+    from ..items import shorten
     from ..models import ModelSpec
 
+    for m in models if strict else ():
+        value = m.options.get("strict") if m.backend == "openai" else None
+        if value is not None and value.lower() != "true":
+            raise ConfigError(
+                f"model spec openai:{shorten(m.name)}: its option strict={shorten(value, 20)!r} "
+                "conflicts with "
+                "--strict-logprobs (which sets strict=true on every openai: spec); leave out "
+                "the flag or the option"
+            )
     return [
         ModelSpec(m.backend, m.name, {**m.options, "strict": "true"})
         if strict and m.backend == "openai"
@@ -144,9 +157,9 @@ def run_options() -> Callable[[F], F]:
     return decorate
 
 
-def model_specs(models: Sequence[str], model_args: str | None) -> list[str]:
-    """The ``--model`` values, with lm-eval's ``--model hf --model_args pretrained=X,...``
-    turned into one spec."""
+def model_specs(models: Sequence[str], model_args: str | None) -> list[str | ModelSpec]:
+    """The ``--model`` values (text, parsed by the config's field), with lm-eval's
+    ``--model hf --model_args pretrained=X,...`` turned into one :class:`ModelSpec`."""
     if model_args is None:
         return list(models)
     if len(models) != 1:

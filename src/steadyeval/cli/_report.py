@@ -26,8 +26,8 @@ if TYPE_CHECKING:
 @click.option(
     "--output",
     "-o",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="File to write (default: RUN_DIR/report.<format>).",
+    type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
+    help="File to write (default: RUN_DIR/report.<format>); - writes the report to stdout.",
 )
 @click.option(
     "--max-rows",
@@ -69,12 +69,19 @@ def command(
       steadyeval report runs/quickstart
       steadyeval report runs/quickstart --max-chars 2000   # whole prompts
       steadyeval report runs/quickstart --format md -o report.md
+      steadyeval report runs/quickstart --format json -o - | jq .title
     """
     from ..reports import write_report
     from ._options import check_writable
 
+    options = ReportOptions(max_item_rows=max_rows, max_chars=max_chars, seed=seed)
+    if output is not None and str(output) == "-":  # stdout, as other tools read "-"
+        from ..reports import build_report, render
+
+        text = render(build_report(run_dir, options), cast("ReportFormat", fmt))
+        click.echo(text, nl=not text.endswith("\n"))
+        return
     if output is not None or run_dir.is_dir():  # a bad path is refused before the work
         check_writable(output or run_dir / f"report.{fmt}", "--output", folder=False)
-    options = ReportOptions(max_item_rows=max_rows, max_chars=max_chars, seed=seed)
     path = write_report(run_dir, fmt=cast("ReportFormat", fmt), output=output, options=options)
     click.echo(f"wrote {path} ({path.stat().st_size / 1024:.0f} KiB)")

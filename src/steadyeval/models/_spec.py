@@ -73,6 +73,7 @@ class ModelSpec:
 MAX_SPEC_CHARS = 65_536
 _BACKEND = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_NUL = re.compile("\x00")
 
 
 def echo(text: str, limit: int = 80) -> str:
@@ -91,18 +92,20 @@ def spec_where(spec: ModelSpec) -> str:
 
 
 def _check_text(text: str, what: str, where_: str, *, control: bool) -> None:
-    """Refuse a lone surrogate in ``text`` (and a control character, with ``control``)."""
+    """Refuse a lone surrogate or a NUL in ``text`` (and any control character, with
+    ``control``; an option value may hold a newline or a tab, never a NUL: no path, URL,
+    header or C string carries one)."""
     at = lone_surrogate(text)
     if at is not None:
         raise ModelSpecError(
             f"{where_}: {what} holds a lone surrogate at character {at + 1} (half of a "
             "UTF-16 pair); expected valid Unicode text"
         )
-    bad = _CONTROL.search(text) if control else None
+    bad = _CONTROL.search(text) if control else _NUL.search(text)
     if bad is not None:
         raise ModelSpecError(
             f"{where_}: {what} holds the control character {bad.group()!r} at character "
-            f"{bad.start() + 1}; expected printable text"
+            f"{bad.start() + 1}; expected {'printable text' if control else 'text without NUL'}"
         )
 
 
@@ -224,10 +227,10 @@ _LMEVAL_MODELS = {
 }
 
 
-def lmeval_model_spec(model: str, model_args: str) -> str:
-    """A model spec from lm-evaluation-harness's spelling: ``--model hf --model_args
-    pretrained=gpt2,dtype=bfloat16`` → ``hf:gpt2?dtype=bfloat16`` (values may hold ``&``
-    or ``?``; they are encoded)."""
+def lmeval_model_spec(model: str, model_args: str) -> ModelSpec:
+    """The model spec of lm-evaluation-harness's spelling: ``--model hf --model_args
+    pretrained=gpt2,dtype=bfloat16`` → ``hf:gpt2?dtype=bfloat16``, checked as parsed text
+    is (the name and values are taken as written: they may hold ``&``, ``?`` or ``%``)."""
     backend, name_key = _LMEVAL_MODELS.get(model.strip().lower(), (model.strip().lower(), ""))
     if ":" in model:
         raise ModelSpecError(
@@ -253,4 +256,9 @@ def lmeval_model_spec(model: str, model_args: str) -> str:
         raise ModelSpecError(
             f"--model_args for {echo(model, 40)}: name the model with {keys[0]}=NAME_OR_PATH"
         )
-    return str(ModelSpec(backend=backend, name=name, options=pairs))
+    if "?" in name:  # a spec's text would read the rest as options
+        raise ModelSpecError(
+            f"--model_args: the model name '{echo(name, 60)}' holds '?', which a model spec "
+            "cannot carry in its name; rename the folder"
+        )
+    return _checked(ModelSpec(backend=backend, name=name, options=pairs))

@@ -135,14 +135,43 @@ def study_sections(ctx: ReportContext) -> list[Section]:
     info = design if isinstance(design, dict) else {}
     analysis, note = _analysis_of(ctx, study, info)
     try:
+        made = _sections_of(ctx, study, analysis, info)
+    except _Unshowable as exc:  # the stored analysis does not fit the study's sections
+        if note is not None:
+            raise
+        why = f"could not be shown ({exc.reason})"
+        analysis, note = _recomputed(ctx, study, info, why, exc)
+        made = _sections_of(ctx, study, analysis, info)
+    if note is not None and made:
+        made = [dataclasses.replace(made[0], blocks=(note, *made[0].blocks)), *made[1:]]
+    elif note is not None:
+        made = [Section.of("study", f"{ctx.study} study: analysis", [note])]
+    return made
+
+
+class _Unshowable(DataError):
+    """The study's sections failed on an analysis (``reason``: the error, in short)."""
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+def _sections_of(
+    ctx: ReportContext, study: Study[Any], analysis: Any, info: Mapping[str, Any]
+) -> list[Section]:
+    """``study``'s sections of ``analysis``, checked; an analysis they cannot show is a
+    :class:`DataError` naming ``summary.json``."""
+    try:
         made = study.sections(analysis, info)
     except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
         # summary.json's analysis is not the shape this study writes: a hand-edited or
         # foreign run folder, or one written by another version of the study
-        raise DataError(
+        reason = f"{type(exc).__name__}: {str(exc)[:80]}"
+        raise _Unshowable(
             f"{ctx.run_dir or 'the run'}: summary.json's analysis is not what study "
-            f"{ctx.study!r} writes ({type(exc).__name__}: {str(exc)[:80]}); recompute it "
-            "with `steadyeval reanalyze RUN_DIR`"
+            f"{ctx.study!r} writes ({reason}); recompute it with `steadyeval reanalyze RUN_DIR`",
+            reason,
         ) from None
     except Exception as exc:
         raise RuntimeError(f"the report sections of study {ctx.study!r} failed: {exc}") from exc
@@ -152,8 +181,6 @@ def study_sections(ctx: ReportContext) -> list[Section]:
                 f"study {ctx.study!r} returned {type(sec).__name__} as a report section; "
                 "expected steadyeval.reports.Section"
             )
-    if note is not None and made:
-        made = [dataclasses.replace(made[0], blocks=(note, *made[0].blocks)), *made[1:]]
     return list(made)
 
 
@@ -161,21 +188,41 @@ def _analysis_of(
     ctx: ReportContext, study: Study[Any], info: Mapping[str, Any]
 ) -> tuple[Any, Note | None]:
     """The run's analysis as the study's type; when ``summary.json``'s cannot be read as
-    that type (written by another version of steadyeval, or edited), the analysis recomputed
-    from the results table, with a note saying so; the reading error when that fails too."""
+    that type (written by another version of steadyeval, or edited) or disagrees with the
+    results table (:meth:`~steadyeval.studies.Study.check_analysis`: e.g. a model the table
+    lacks), the analysis recomputed from the results table, with a note saying so; the
+    reading error when that fails too."""
     source = f"{ctx.run_dir / 'summary.json'}" if ctx.run_dir is not None else "summary.json"
     try:
-        return study.read_analysis(ctx.summary.get("analysis"), source=source), None
+        stored = study.read_analysis(ctx.summary.get("analysis"), source=source)
     except DataError as exc:
-        unread = exc
+        return _recomputed(ctx, study, info, f"could not be read ({str(exc)[:200]})", exc)
+    off = study.check_analysis(stored, _frame(ctx))
+    if off is None:
+        return stored, None
+    error = DataError(
+        f"{source}: the analysis does not match the results table ({off}); recompute it "
+        "with `steadyeval reanalyze RUN_DIR`"
+    )
+    return _recomputed(ctx, study, info, f"does not match the results table ({off})", error)
+
+
+def _frame(ctx: ReportContext) -> ResultsFrame:
+    return ResultsFrame(ctx.table, study_columns(ctx.table))
+
+
+def _recomputed(
+    ctx: ReportContext, study: Study[Any], info: Mapping[str, Any], why: str, error: Exception
+) -> tuple[Any, Note]:
+    """The analysis recomputed from the results table and the note saying ``why``
+    (``summary.json``'s was not used); ``error`` when it cannot be recomputed."""
     try:
-        fresh = study.analyze(ResultsFrame(ctx.table, study_columns(ctx.table)), info)
+        fresh = study.analyze(_frame(ctx), info)
     except Exception:
-        raise unread from None
+        raise error from None
     return fresh, Note(
-        f"The analysis in summary.json could not be read ({str(unread)[:200]}); this report "
-        "recomputed it from the results table. `steadyeval reanalyze RUN_DIR` "
-        "rewrites summary.json with it."
+        f"The analysis in summary.json {why[:240]}; this report recomputed it from the "
+        "results table. `steadyeval reanalyze RUN_DIR` rewrites summary.json with it."
     )
 
 

@@ -241,13 +241,48 @@ def _remove(entry: Path) -> None:
         entry.unlink(missing_ok=True)
 
 
+def _legacy_key(run_dir: Path, config: Mapping[str, Any] | None, key: str) -> bool:
+    """Whether the folder's marker ``key`` is that of ``config`` as a release before model
+    specs were canonical wrote it: the folder's ``config.json`` (its keys of ``config``)
+    hashes to ``key``, and with its model specs canonical (options sorted, the backend
+    lower-case) it is ``config``."""
+    from .._errors import SteadyevalError
+    from .._files import load_json_file
+    from ..models import parse_model_spec
+
+    path = run_dir / "config.json"
+    if config is None or not path.is_file():
+        return False
+    try:
+        recorded = load_json_file(path, "a run's config.json", max_bytes=16 * 2**20)
+    except SteadyevalError:
+        return False
+    if not isinstance(recorded, dict) or not all(k in recorded for k in config):
+        return False
+    legacy = {k: recorded[k] for k in config}
+    if config_key(legacy, "") != key or not isinstance(legacy.get("models"), list):
+        return False
+    try:
+        models = [str(parse_model_spec(m)) for m in legacy["models"]]
+    except (SteadyevalError, TypeError):
+        return False
+    return canonical_json({**legacy, "models": models}) == canonical_json(config)
+
+
 def claim_run_dir(
-    run_dir: Path, key: str, *, overwrite: bool = False, keep: Sequence[Path] = ()
+    run_dir: Path,
+    key: str,
+    *,
+    overwrite: bool = False,
+    keep: Sequence[Path] = (),
+    config: Mapping[str, Any] | None = None,
 ) -> None:
     """Make ``run_dir`` this run's folder, or refuse.
 
     A new or empty folder is claimed. A folder whose marker holds the same config is kept
-    (the run resumes: cached responses are not sent again). A folder holding another run is
+    (the run resumes: cached responses are not sent again); so is one written by a release
+    that recorded ``config``'s model specs as given rather than canonical (``config``: the
+    resolved config ``key`` hashes, see :func:`_legacy_key`). A folder holding another run is
     refused unless ``overwrite``, which deletes the entries its marker records as
     steadyeval's own (other files stay). A non-empty folder with no marker is always
     refused: it is not ours to clear. Files in ``keep`` (the response cache, when it lives
@@ -262,7 +297,7 @@ def claim_run_dir(
         marker = _marker(run_dir)
         if marker is None:
             raise _not_a_run(run_dir)
-        if marker["config_key"] != key:
+        if marker["config_key"] != key and not _legacy_key(run_dir, config, marker["config_key"]):
             if not overwrite:
                 raise ConfigError(
                     f"--out {run_dir}: the folder holds a run of a different config; pass "

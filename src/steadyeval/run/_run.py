@@ -370,6 +370,7 @@ def _run_blocks(
                 config_key(config, rid),
                 overwrite=opts.overwrite,
                 keep=[cache.path],
+                config=config,
             )
         before = backend_stats(backends)
         preflight(plan, missing, backends)

@@ -154,6 +154,9 @@ class Study(ABC, Generic[A]):
     analysis_type: type[A]
     #: Example command lines for ``--help`` (one per line; optional).
     example: ClassVar[str] = ""
+    #: The results column whose values the analysis's ``models`` name (see
+    #: :meth:`check_analysis`).
+    model_column: ClassVar[str] = "model"
 
     @abstractmethod
     def design(self, config: Any, backends: Sequence[Backend], options: RunOptions) -> StudyDesign:
@@ -194,6 +197,24 @@ class Study(ABC, Generic[A]):
         """``summary.json``'s ``"analysis"`` read back as :attr:`analysis_type` (checked;
         errors name ``source`` and the field)."""
         return self.analysis_type.from_json(data, source=source)
+
+    def check_analysis(self, analysis: A, results: ResultsFrame) -> str | None:
+        """What makes ``analysis`` (read back from ``summary.json``) disagree with the
+        results table, or None; a report then recomputes the analysis from the table and
+        says why. The default: the models the analysis names (``analysis.models``: names,
+        or records with a ``model``) are those of the table's :attr:`model_column`."""
+        models = getattr(analysis, "models", None)
+        if not isinstance(models, list) or not results.has(self.model_column):
+            return None
+        named = [m if isinstance(m, str) else getattr(m, "model", None) for m in models]
+        held = [str(v) for v in results.codes(self.model_column)[1] if v is not None]
+        extra = [m for m in named if m not in held]
+        if extra:
+            return f"it names model {str(extra[0])[:120]!r}, which the results table lacks"
+        lacking = [m for m in held if m not in named]
+        if lacking:
+            return f"it leaves out model {lacking[0][:120]!r} of the results table"
+        return None
 
     def markdown(self, analysis: A, info: Mapping[str, Any]) -> str:
         """The study's part of ``summary.md``: its sections without figures."""

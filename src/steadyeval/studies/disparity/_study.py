@@ -33,6 +33,7 @@ class DisparityStudy(Study[DisparityAnalysis]):
     )
     config = DisparityConfig
     analysis_type = DisparityAnalysis
+    model_column = "base_model"  # the analysis names the models it trained, not each variant
     example = """
         steadyeval study disparity --model hf-masked:./tiny-bert --model hf-causal:./tiny-gpt2 \\
             --data data/lama/lpaqa --general general.txt --limit-per-relation 20 --out runs/disp
