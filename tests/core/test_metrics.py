@@ -215,3 +215,17 @@ def test_numpy_numbers_are_metric_values() -> None:
     cond = Condition(name="n", format="free", scoring="test-generate-numpy-metric")  # type: ignore[arg-type]
     result = run(_items(), [cond], [_backend()], options=RunOptions(progress=False))
     assert result.table.column("output_words").to_pylist() == [1.5] * 4
+
+
+def test_the_report_headline_shows_a_metric_mean(tmp_path: Path) -> None:
+    from steadyeval.reports import write_report
+
+    register_scoring(_Words(), replace=True)
+    cond = Condition(name="w", format="free", scoring="test-generate-words")  # type: ignore[arg-type]
+    out = tmp_path / "run"
+    run(_items(), [cond], [_backend()], options=RunOptions(out=out, progress=False))
+    md = write_report(out, fmt="md").read_text()
+    header = next(line for line in md.splitlines() if line.startswith("| model | condition"))
+    assert header.rstrip().endswith("| F1 | output_words |")
+    row = next(line for line in md.splitlines() if line.startswith("| scripted:m | w |"))
+    assert row.rstrip().endswith("| 2.000 |") or row.rstrip().endswith("| 2 |"), row

@@ -10,6 +10,7 @@ from typing import Any
 
 from .. import stats
 from ..document import Bar, BarChart, Column, Table
+from ..results import StudyColumn
 from ._context import ReportContext
 
 __all__ = ["accuracy_chart", "headline_rows", "headline_table", "refusal_chart"]
@@ -23,9 +24,12 @@ def _scored(ctx: ReportContext, model: str, condition: str) -> int:
     return int(sel.sum())
 
 
-def headline_rows(ctx: ReportContext, records: Sequence[Mapping[str, Any]]) -> list[HeadlineRow]:
-    """One table row per summary record; the accuracy interval is recomputed when the
-    report's confidence is not the summary's 95%."""
+def headline_rows(
+    ctx: ReportContext, records: Sequence[Mapping[str, Any]], metrics: Sequence[str] = ()
+) -> list[HeadlineRow]:
+    """One table row per summary record, then the means of ``metrics`` (the scoring modes'
+    own); the accuracy interval is recomputed when the report's confidence is not the
+    summary's 95%."""
     conf = ctx.options.confidence
     rows = []
     for r in records:
@@ -48,13 +52,17 @@ def headline_rows(ctx: ReportContext, records: Sequence[Mapping[str, Any]]) -> l
                 r.get("approximate", 0),
                 r["em"],
                 r["f1"],
+                *((r.get("metrics") or {}).get(m) for m in metrics),
             )
         )
     return rows
 
 
-def headline_table(rows: Sequence[HeadlineRow], pct: str) -> Table:
-    """The table of :func:`headline_rows` (``pct``: the confidence, e.g. ``95%``)."""
+def headline_table(
+    rows: Sequence[HeadlineRow], pct: str, metrics: Sequence[StudyColumn] = ()
+) -> Table:
+    """The table of :func:`headline_rows` (``pct``: the confidence, e.g. ``95%``; ``metrics``:
+    the columns of the metrics it ends with)."""
     return Table(
         title="Accuracy, refusals and unmatched outputs by model and condition",
         columns=(
@@ -74,6 +82,7 @@ def headline_table(rows: Sequence[HeadlineRow], pct: str) -> Table:
             ),
             Column("EM", "pct"),
             Column("F1", "pct"),
+            *(Column(m.name, "float", f"mean of {m.doc or m.name}") for m in metrics),
         ),
         rows=tuple(rows),
         note="Intervals treat rows as independent; for claims about differences use the "

@@ -23,7 +23,7 @@ from ..document import (
     Series,
     Table,
 )
-from ..results import summarize
+from ..results import study_columns, summarize
 from ._context import ReportContext
 from ._headline import accuracy_chart, headline_rows, headline_table, refusal_chart
 
@@ -50,9 +50,10 @@ def headline_section(ctx: ReportContext) -> Section:
     records = summarize(ctx.table)
     order = {(m, c): (i, j) for i, m in enumerate(ctx.models) for j, c in enumerate(ctx.conditions)}
     records.sort(key=lambda r: order.get((r["model"], r["condition"]), (1 << 30, 0)))
-    rows = headline_rows(ctx, records)
+    metrics = [c for c in study_columns(ctx.table) if c.summary == "mean"]
+    rows = headline_rows(ctx, records, [m.name for m in metrics])
     pct = f"{100 * ctx.options.confidence:g}%"
-    blocks: list[Block] = [headline_table(rows, pct)]
+    blocks: list[Block] = [headline_table(rows, pct, metrics)]
     if ctx.labels:
         blocks.append(_labels_table(ctx))
     any_refused = any(r["refused"] for r in records)
