@@ -131,8 +131,8 @@ def study_sections(ctx: ReportContext) -> list[Section]:
     study = find_study(ctx.study)
     if study is None:
         return _study_summary_fallback(ctx)
-    design = ctx.summary.get("design")
-    info = design if isinstance(design, dict) else {}
+    source = f"{ctx.run_dir / 'summary.json'}" if ctx.run_dir is not None else "summary.json"
+    info = study.read_design(ctx.summary.get("design"), source=source)  # typed design facts
     analysis, note = _analysis_of(ctx, study, info)
     try:
         made = study.sections(analysis, info)
@@ -157,9 +157,7 @@ def study_sections(ctx: ReportContext) -> list[Section]:
     return list(made)
 
 
-def _analysis_of(
-    ctx: ReportContext, study: Study[Any], info: Mapping[str, Any]
-) -> tuple[Any, Note | None]:
+def _analysis_of(ctx: ReportContext, study: Study[Any], info: Any) -> tuple[Any, Note | None]:
     """The run's analysis as the study's type; when ``summary.json``'s cannot be read as
     that type (written by another version of steadyeval, or edited), the analysis recomputed
     from the results table, with a note saying so; the reading error when that fails too."""
