@@ -131,11 +131,13 @@ def study_sections(ctx: ReportContext) -> list[Section]:
     study = find_study(ctx.study)
     if study is None:
         return _study_summary_fallback(ctx)
-    source = f"{ctx.run_dir / 'summary.json'}" if ctx.run_dir is not None else "summary.json"
-    info = study.read_design(ctx.summary.get("design"), source=source)  # typed design facts
+    design = ctx.summary.get("design")
+    info = design if isinstance(design, dict) else {}
     analysis, note = _analysis_of(ctx, study, info)
+    where = f"{ctx.run_dir / 'summary.json'}" if ctx.run_dir is not None else "summary.json"
+    facts = study.read_design(info, source=where)  # the study's typed design facts
     try:
-        made = study.sections(analysis, info)
+        made = study.sections(analysis, facts)
     except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
         # summary.json's analysis is not the shape this study writes: a hand-edited or
         # foreign run folder, or one written by another version of the study
@@ -157,7 +159,9 @@ def study_sections(ctx: ReportContext) -> list[Section]:
     return list(made)
 
 
-def _analysis_of(ctx: ReportContext, study: Study[Any], info: Any) -> tuple[Any, Note | None]:
+def _analysis_of(
+    ctx: ReportContext, study: Study[Any], info: Mapping[str, Any]
+) -> tuple[Any, Note | None]:
     """The run's analysis as the study's type; when ``summary.json``'s cannot be read as
     that type (written by another version of steadyeval, or edited), the analysis recomputed
     from the results table, with a note saying so; the reading error when that fails too."""
@@ -167,7 +171,8 @@ def _analysis_of(ctx: ReportContext, study: Study[Any], info: Any) -> tuple[Any,
     except DataError as exc:
         unread = exc
     try:
-        fresh = study.analyze(ResultsFrame(ctx.table, study_columns(ctx.table)), info)
+        facts = study.read_design(info, source=source)
+        fresh = study.analyze(ResultsFrame(ctx.table, study_columns(ctx.table)), facts)
     except Exception:
         raise unread from None
     return fresh, Note(

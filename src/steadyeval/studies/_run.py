@@ -247,6 +247,12 @@ def reanalyze(run_dir: str | Path) -> Analysis:
     frame = ResultsFrame.read(run_dir / "results.parquet")
     try:
         design = study.read_design(summary.get("design"), source=str(run_dir / "summary.json"))
+    except DataError as exc:
+        raise DataError(
+            f"{run_dir}: summary.json's design is not what study {summary['study']!r} writes "
+            f"({str(exc).removeprefix(str(run_dir / 'summary.json') + ': ')})"
+        ) from None
+    try:
         analysis: Analysis = study.analyze(frame, design)
     except SteadyevalError as exc:
         if not str(exc).startswith(str(run_dir)):  # say which run
