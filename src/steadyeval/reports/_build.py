@@ -134,14 +134,16 @@ def study_sections(ctx: ReportContext) -> list[Section]:
     design = ctx.summary.get("design")
     info = design if isinstance(design, dict) else {}
     analysis, note = _analysis_of(ctx, study, info)
+    where = f"{ctx.run_dir / 'summary.json'}" if ctx.run_dir is not None else "summary.json"
+    facts = study.read_design(info, source=where)  # the study's typed design facts
     try:
-        made = _sections_of(ctx, study, analysis, info)
+        made = _sections_of(ctx, study, analysis, facts)
     except _Unshowable as exc:  # the stored analysis does not fit the study's sections
         if note is not None:
             raise
         why = f"could not be shown ({exc.reason})"
         analysis, note = _recomputed(ctx, study, info, why, exc)
-        made = _sections_of(ctx, study, analysis, info)
+        made = _sections_of(ctx, study, analysis, facts)
     if note is not None and made:
         made = [dataclasses.replace(made[0], blocks=(note, *made[0].blocks)), *made[1:]]
     elif note is not None:
@@ -157,13 +159,11 @@ class _Unshowable(DataError):
         self.reason = reason
 
 
-def _sections_of(
-    ctx: ReportContext, study: Study[Any], analysis: Any, info: Mapping[str, Any]
-) -> list[Section]:
+def _sections_of(ctx: ReportContext, study: Study[Any], analysis: Any, facts: Any) -> list[Section]:
     """``study``'s sections of ``analysis``, checked; an analysis they cannot show is a
     :class:`DataError` naming ``summary.json``."""
     try:
-        made = study.sections(analysis, info)
+        made = study.sections(analysis, facts)
     except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
         # summary.json's analysis is not the shape this study writes: a hand-edited or
         # foreign run folder, or one written by another version of the study
@@ -216,8 +216,10 @@ def _recomputed(
 ) -> tuple[Any, Note]:
     """The analysis recomputed from the results table and the note saying ``why``
     (``summary.json``'s was not used); ``error`` when it cannot be recomputed."""
+    source = f"{ctx.run_dir / 'summary.json'}" if ctx.run_dir is not None else "summary.json"
     try:
-        fresh = study.analyze(_frame(ctx), info)
+        facts = study.read_design(info, source=source)
+        fresh = study.analyze(_frame(ctx), facts)
     except Exception:
         raise error from None
     return fresh, Note(

@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING
 from .._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from ._analysis import Analysis, AnalysisRecord
+    from ._analysis import Analysis, AnalysisRecord, Design, DesignRecord
     from ._frame import ResultsFrame
     from ._import_common import ImportedRun, parse_condition_map, write_imported_run
     from ._import_inspect import (
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 __getattr__, __dir__ = lazy_exports(
     __name__,
     {
-        "._analysis": ["Analysis", "AnalysisRecord"],
+        "._analysis": ["Analysis", "AnalysisRecord", "Design", "DesignRecord"],
         "._frame": ["ResultsFrame"],
         "._import_common": ["ImportedRun", "parse_condition_map", "write_imported_run"],
         "._import_inspect": [
@@ -67,6 +67,8 @@ __all__ = [
     "SCHEMA_VERSION",
     "Analysis",
     "AnalysisRecord",
+    "Design",
+    "DesignRecord",
     "ImportedRun",
     "InspectImportOptions",
     "LmEvalImportOptions",

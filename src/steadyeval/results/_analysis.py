@@ -6,6 +6,12 @@ Each study declares a subclass (its fields: what its analysis computes) and retu
 (:meth:`Analysis.from_json`). The object is frozen and holds JSON values only: numbers that
 are not finite are ``None`` (as ``summary.json`` writes them), tuples are lists, numpy scalars
 are Python numbers, so an analysis computed now equals the one read back from its file.
+
+A study's *design facts* (what the run was: its conditions, splits, seeds, ...) are typed the
+same way, as a :class:`Design` subclass that ``summary.json`` holds under ``"design"``. A
+design cannot be recomputed from the results table, so it carries no schema version and
+reading never refuses a key it does not know (a run written by another version keeps its
+facts), and :meth:`Design.to_json` writes exactly the keys the design was given.
 """
 
 from __future__ import annotations
@@ -20,9 +26,10 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from .._errors import DataError
 from .._json import json_safe
 
-__all__ = ["Analysis", "AnalysisRecord"]
+__all__ = ["Analysis", "AnalysisRecord", "Design", "DesignRecord"]
 
 A = TypeVar("A", bound="Analysis")
+D = TypeVar("D", bound="Design")
 
 
 class AnalysisRecord(BaseModel):
@@ -81,6 +88,53 @@ class Analysis(AnalysisRecord):
             raise DataError(
                 f"{source}: analysis field {where}: {first['msg']} ({exc.error_count()} "
                 f"error(s) in all); recompute it with `steadyeval reanalyze RUN_DIR`"
+            ) from None
+
+
+class DesignRecord(BaseModel):
+    """A typed record inside a study's design facts: frozen, JSON values only (as
+    :class:`AnalysisRecord`); keys this version does not know are kept as they are."""
+
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+    def __init__(self, **data: Any) -> None:
+        # built in memory (a design): JSON values only, so that it equals what is read back
+        super().__init__(**json_safe(data))
+
+
+class Design(DesignRecord):
+    """The design facts of one study run (``summary.json``'s ``"design"``): a subclass per
+    study, whose fields are what its analysis and report read besides the results table.
+
+    Unlike an :class:`Analysis` it has no schema version: a design is not recomputed, so a
+    ``summary.json`` written by another version is read as far as its fields go (a field
+    added later has a default; a key no longer read is kept), and written back unchanged."""
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON object ``summary.json`` holds: the keys the design was built or read
+        with (a field left at its default is not written)."""
+        data: dict[str, Any] = json_safe(self.model_dump(mode="python", exclude_unset=True))
+        return data
+
+    @classmethod
+    def from_json(cls: type[D], data: Any, *, source: str = "summary.json") -> D:
+        """The design in ``data`` (``summary.json``'s ``"design"``, or a design built in
+        memory), checked field by field; errors name ``source`` and the field."""
+        if isinstance(data, cls):
+            return data
+        if isinstance(data, Design):
+            data = data.to_json()
+        if not isinstance(data, Mapping):
+            raise DataError(f"{source}: 'design' is {type(data).__name__}; expected an object")
+        try:  # strict JSON, as an analysis: a count written as "4" or true is not a count
+            return cls.model_validate_json(json.dumps(json_safe(dict(data))), strict=True)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "(top)"
+            raise DataError(
+                f"{source}: design field {where}: {first['msg']} ({exc.error_count()} "
+                f"error(s) in all); these are not the design facts {cls.__name__} reads "
+                "(a hand-edited summary.json, or another study's run); run the study again"
             ) from None
 
 

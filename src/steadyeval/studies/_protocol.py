@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from ..document import Section
     from ..items import Item
     from ..models import Backend
-    from ..results import Analysis, ResultsFrame, StudyColumn
+    from ..results import Analysis, Design, ResultsFrame, StudyColumn
     from ..run import Block, RunOptions
 
 __all__ = [
@@ -73,11 +73,12 @@ class StudyConfig(BaseModel):
 @dataclass(frozen=True)
 class StudyDesign:
     """What a study asks: blocks of items × conditions × models for the runner, the facts
-    its analysis needs besides the table (``info``, written to ``summary.json`` as
-    ``design``) and its own typed columns."""
+    its analysis needs besides the table (``info``: the study's
+    :class:`~steadyeval.results.Design`, or a mapping of its fields; written to
+    ``summary.json`` as ``design``) and its own typed columns."""
 
     blocks: Sequence[Block]
-    info: Mapping[str, Any] = field(default_factory=dict)
+    info: Design | Mapping[str, Any] = field(default_factory=dict)
     columns: Sequence[StudyColumn] = ()
 
     @classmethod
@@ -88,7 +89,7 @@ class StudyDesign:
         models: Sequence[str | Backend],
         *,
         shot_pools: Mapping[str, Sequence[Item]] | None = None,
-        info: Mapping[str, Any] | None = None,
+        info: Design | Mapping[str, Any] | None = None,
         columns: Sequence[StudyColumn] = (),
     ) -> StudyDesign:
         """The usual design: one block (every item × condition × model). ``models`` may be
@@ -136,12 +137,13 @@ A = TypeVar("A", bound="Analysis")
 class Study(ABC, Generic[A]):
     """A study: its config, its design, its analysis and its report sections.
 
-    Subclasses set :attr:`name`, :attr:`question`, :attr:`config` and :attr:`analysis_type`,
-    and implement :meth:`design`, :meth:`analyze` and :meth:`sections`; :meth:`before_run`
-    and :meth:`follow_up` are optional. ``analyze`` reads only the results (a
-    :class:`~steadyeval.results.ResultsFrame`) and the design facts, so :func:`reanalyze`
-    recomputes it offline; it returns the study's :class:`~steadyeval.results.Analysis`,
-    which ``summary.json`` holds and :meth:`read_analysis` reads back as the same type.
+    Subclasses set :attr:`name`, :attr:`question`, :attr:`config`, :attr:`analysis_type`
+    and :attr:`design_type`, and implement :meth:`design`, :meth:`analyze` and
+    :meth:`sections`; :meth:`before_run` and :meth:`follow_up` are optional. ``analyze``
+    reads only the results (a :class:`~steadyeval.results.ResultsFrame`) and the design facts
+    (a :attr:`design_type`), so :func:`reanalyze` recomputes it offline; it returns the
+    study's :class:`~steadyeval.results.Analysis`, which ``summary.json`` holds and
+    :meth:`read_analysis` reads back as the same type.
     """
 
     #: The study's name: the CLI command (``steadyeval study NAME``) and ``summary.json``'s.
@@ -152,6 +154,9 @@ class Study(ABC, Generic[A]):
     config: ClassVar[type[StudyConfig]]
     #: The type of the study's analysis (a subclass of :class:`~steadyeval.results.Analysis`).
     analysis_type: type[A]
+    #: The type of the study's design facts (a subclass of
+    #: :class:`~steadyeval.results.Design`); None: the base type, which holds any keys.
+    design_type: ClassVar[type[Design] | None] = None
     #: Example command lines for ``--help`` (one per line; optional).
     example: ClassVar[str] = ""
     #: The results column whose values the analysis's ``models`` name (see
@@ -182,16 +187,14 @@ class Study(ABC, Generic[A]):
         return None
 
     @abstractmethod
-    def analyze(self, results: ResultsFrame, info: Mapping[str, Any]) -> A:
+    def analyze(self, results: ResultsFrame, design: Any) -> A:
         """The analysis (of type :attr:`analysis_type`), from the results and the design
-        facts alone."""
+        facts (a :attr:`design_type`) alone."""
 
     @abstractmethod
-    def sections(
-        self, analysis: A, info: Mapping[str, Any], *, figures: bool = True
-    ) -> list[Section]:
-        """The report's sections for ``analysis`` (an :attr:`analysis_type`;
-        ``figures=False``: tables only)."""
+    def sections(self, analysis: A, design: Any, *, figures: bool = True) -> list[Section]:
+        """The report's sections for ``analysis`` (an :attr:`analysis_type`) and ``design``
+        (a :attr:`design_type`; ``figures=False``: tables only)."""
 
     def read_analysis(self, data: Any, *, source: str = "summary.json") -> A:
         """``summary.json``'s ``"analysis"`` read back as :attr:`analysis_type` (checked;
@@ -216,11 +219,22 @@ class Study(ABC, Generic[A]):
             return f"it leaves out model {lacking[0][:120]!r} of the results table"
         return None
 
-    def markdown(self, analysis: A, info: Mapping[str, Any]) -> str:
-        """The study's part of ``summary.md``: its sections without figures."""
+    def read_design(self, data: Any, *, source: str = "summary.json") -> Design:
+        """``summary.json``'s ``"design"`` (or a design built in memory, or a mapping of its
+        fields; None: none) as :attr:`design_type` (checked; errors name ``source`` and the
+        field)."""
+        from ..results import Design
+
+        kind = self.design_type or Design
+        return kind.from_json({} if data is None else data, source=source)
+
+    def markdown(self, analysis: A, design: Any) -> str:
+        """The study's part of ``summary.md``: its sections without figures (``design``: a
+        :attr:`design_type`, or ``summary.json``'s ``"design"``)."""
         from ..document import sections_markdown
 
-        return sections_markdown(self.sections(analysis, info, figures=False))
+        facts = self.read_design(design)
+        return sections_markdown(self.sections(analysis, facts, figures=False))
 
     def load_config(
         self,

@@ -12,6 +12,7 @@ from .._json import json_safe, write_json, write_text_atomic
 from ..models import Backend, load_backend
 from ..results import (
     Analysis,
+    Design,
     ResultsFrame,
     check_run_dir,
     read_summary,
@@ -53,9 +54,11 @@ def _with_models(design: StudyDesign, backends: Sequence[str | Backend]) -> Stud
     return dataclasses.replace(design, blocks=tuple(blocks))
 
 
-def _write(run_dir: Path, study: Study[Any], summary: dict[str, Any], analysis: Analysis) -> None:
+def _write(
+    run_dir: Path, study: Study[Any], summary: dict[str, Any], analysis: Analysis, design: Design
+) -> None:
     base = {k: v for k, v in summary.items() if k not in {"analysis", "design", "study"}}
-    text = summary_markdown(base) + "\n" + study.markdown(analysis, summary["design"])
+    text = summary_markdown(base) + "\n" + study.markdown(analysis, design)
     with writing_run(run_dir, str(summary["run_id"])):
         write_json(run_dir / "summary.json", summary)
         write_text_atomic(run_dir / "summary.md", text)
@@ -136,11 +139,21 @@ def _run_study(
     more = _with_models(more, backends)
     design = StudyDesign(
         blocks=(*design.blocks, *more.blocks),
-        info={**design.info, **more.info},
+        info=_merged(study, design.info, more.info),
         columns=design.columns,
     )
     sent = int(result.summary["plan"]["model_calls"])
     return run_design(study, design, backends, options=opts, config=resolved, sent_before=sent)
+
+
+def _merged(
+    study: Study[Any], first: Design | Mapping[str, Any], more: Design | Mapping[str, Any]
+) -> Design | Mapping[str, Any]:
+    """The first pass's design facts with those a follow-up adds (a follow-up's fact wins)."""
+    if isinstance(more, Mapping) and not more:
+        return first
+    facts = [study.read_design(i, source=f"the {study.name} study's design") for i in (first, more)]
+    return {**facts[0].to_json(), **facts[1].to_json()}
 
 
 def run_design(
@@ -174,13 +187,13 @@ def _run_design(
     design = _with_models(design, models)
     resolved = json_safe(dict(config or {"study": study.name, "models": list(map(str, models))}))
     result = run_blocks(design.blocks, options=options, config=resolved, columns=design.columns)
-    info = dict(design.info)
+    facts = study.read_design(design.info, source=f"the {study.name} study's design")
     frame = ResultsFrame(result.table, design.columns)
-    analysis = study.analyze(frame, info)
+    analysis = study.analyze(frame, facts)
     summary = {
         **result.summary,
         "study": study.name,
-        "design": info,
+        "design": facts.to_json(),
         "analysis": analysis.to_json(),
     }
     if sent_before:
@@ -188,7 +201,7 @@ def _run_design(
         plan["model_calls"] += sent_before
         plan["cache_hits"] = max(plan["unique"] - plan["model_calls"], 0)
     if result.run_dir is not None:
-        _write(result.run_dir, study, summary, analysis)
+        _write(result.run_dir, study, summary, analysis, facts)
     return StudyResult(result.table, summary, analysis, result.run_dir)
 
 
@@ -233,7 +246,14 @@ def reanalyze(run_dir: str | Path) -> Analysis:
     summary, study = _study_run(run_dir, rewritten=("summary.json", "summary.md"))
     frame = ResultsFrame.read(run_dir / "results.parquet")
     try:
-        analysis: Analysis = study.analyze(frame, summary.get("design") or {})
+        design = study.read_design(summary.get("design"), source=str(run_dir / "summary.json"))
+    except DataError as exc:
+        raise DataError(
+            f"{run_dir}: summary.json's design is not what study {summary['study']!r} writes "
+            f"({str(exc).removeprefix(str(run_dir / 'summary.json') + ': ')})"
+        ) from None
+    try:
+        analysis: Analysis = study.analyze(frame, design)
     except SteadyevalError as exc:
         if not str(exc).startswith(str(run_dir)):  # say which run
             exc.args = (f"{run_dir}: {exc}", *exc.args[1:])
@@ -246,5 +266,5 @@ def reanalyze(run_dir: str | Path) -> Analysis:
             "study again"
         ) from None
     summary["analysis"] = analysis.to_json()
-    _write(run_dir, study, summary, analysis)
+    _write(run_dir, study, summary, analysis, design)
     return analysis

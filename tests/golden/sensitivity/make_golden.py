@@ -230,7 +230,7 @@ def main() -> None:
             )
             assert isinstance(result, StudyResult)
             table = result.table
-            info = json.loads(json.dumps(dict(design.info)))
+            info = dict(result.summary["design"])  # the design facts as summary.json holds them
             for key in ("data",):  # paths of the temporary folder: not read by the analysis
                 info.pop(key, None)
             columns = [c for c in COLUMNS if c in table.column_names]

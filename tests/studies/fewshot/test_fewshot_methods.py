@@ -244,7 +244,13 @@ def test_methods_table_content() -> None:
 
 def test_paired_method_comparisons_are_holm_adjusted() -> None:
     from steadyeval.stats import holm
-    from steadyeval.studies.fewshot import FewShotExperiment, StrategyRow, compare_methods
+    from steadyeval.studies.fewshot import (
+        FewShotDesign,
+        FewShotDesignExperiment,
+        FewShotExperiment,
+        StrategyRow,
+        compare_methods,
+    )
 
     scores = {"a": [0.9, 0.8, 0.7, 0.9], "b": [0.5, 0.6, 0.4, 0.7], "c": [0.6, 0.5, 0.6, 0.6]}
     experiments, designs = {}, []
@@ -258,8 +264,9 @@ def test_paired_method_comparisons_are_holm_adjusted() -> None:
         experiments[f"RTE/{m}"] = FewShotExperiment(
             strategies={}, side_by_side=[row], metric="accuracy"
         )
-        designs.append({"key": f"RTE/{m}", "task": "RTE", "method": m})
-    out = compare_methods(experiments, designs, {"strategies": ["multisplit"], "k": 4})
+        designs.append(FewShotDesignExperiment(key=f"RTE/{m}", task="RTE", method=m, grid=[]))
+    design = FewShotDesign(strategies=["multisplit"], k=4, k_values=[4], grid=[])
+    out = compare_methods(experiments, designs, design)
     raw = [p.pvalue for p in out.paired]
     assert [(p.a, p.b) for p in out.paired] == [("a", "b"), ("a", "c"), ("b", "c")]
     assert all(p is not None and 0 < p <= 1 for p in raw) and len(set(raw)) == 3

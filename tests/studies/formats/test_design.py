@@ -230,12 +230,12 @@ def test_design_checks_template_and_noise_floor(squad_file: Path) -> None:
                         noise_floor=("list-nota", "list-idk"))  # fmt: skip
     with pytest.raises(ConfigError, match="noise_floor: no condition 'list-idk'"):
         formats_design(bad, [])
-    assert formats_design(cfg, [plain]).info["template"] == "qa"
+    assert formats_design(cfg, [plain]).info.template == "qa"
     # The hub's UnifiedQA checkpoints declare their input format without any option.
     assert KNOWN_INPUT_FORMATS["allenai/unifiedqa-t5-large"] == "unifiedqa"
     design = formats_design(cfg, [uqa_model])
-    assert design.info["template"] == "unifiedqa"
-    assert design.info["refusal_phrases"] == ["no answer>"]
+    assert design.info.template == "unifiedqa"
+    assert design.info.refusal_phrases == ["no answer>"]
     prompt_cond = design.conditions[2]
     assert prompt_cond.template.name == "unifiedqa"
 

@@ -142,7 +142,8 @@ def test_refusal_rate_is_the_same_in_every_format(run_dir: Path, report: Report)
 def test_summary_md_is_the_report_sections_without_figures(run_dir: Path, report: Report) -> None:
     analysis = _analysis(run_dir)  # as summary.json stores it (keys sorted), read back
     md = (run_dir / "summary.md").read_text()
-    assert md.endswith(FORMATS_STUDY.markdown(analysis, {}))
+    design = json.loads((run_dir / "summary.json").read_text())["design"]
+    assert md.endswith(FORMATS_STUDY.markdown(analysis, design))
     study = [s for s in report.sections if s.source == "formats study"]
     assert [s.id for s in study] == ["formats-model-1"]
     assert sections_markdown(formats_report_sections(analysis)) == sections_markdown(study)

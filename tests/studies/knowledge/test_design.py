@@ -183,7 +183,7 @@ def test_shots_are_cut_until_the_prompt_fits(mini_mmlu: Path, tiny_gpt2: Path) -
         if t.condition.shots.n == 2 and n < 2:
             longer = [v for (k, _, i), v in plain_trials.items() if k == n + 1 and i == t.item.id]
             assert any(_tokens_fed(backend, v) > 160 for v in longer)
-    caps = dict(design.info["shot_fit"]["caps"])
+    caps = dict(design.info.shot_fit.caps)
     assert caps == {0: 3, 1: 2}  # us history: 0 shots; two long algebra questions: 1
     assert used[("letter-reference-2shot", "abstract_algebra/test/0")] == 2
     assert used[("letter-reference-2shot", "abstract_algebra/test/1")] == 1
@@ -204,7 +204,7 @@ def test_shots_are_cut_until_the_prompt_fits(mini_mmlu: Path, tiny_gpt2: Path) -
 def test_too_long_even_without_shots(mini_mmlu: Path, tiny_gpt2: Path) -> None:
     backend = load_backend(f"hf:{tiny_gpt2}?max_length=64")
     design = knowledge_design(load_mmlu(mini_mmlu), _cfg(shots=(2,)), [backend])
-    fit = design.info["shot_fit"]
-    assert fit["checked_models"] == [backend.identity()]
-    assert len(fit["too_long_without_shots"]) == 7  # the header alone is ~50 tokens
-    assert fit["caps"] == {0: 7}
+    fit = design.info.shot_fit
+    assert fit.checked_models == [backend.identity()]
+    assert len(fit.too_long_without_shots) == 7  # the header alone is ~50 tokens
+    assert fit.caps == {0: 7}

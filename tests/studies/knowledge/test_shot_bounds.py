@@ -63,7 +63,7 @@ def test_a_count_beyond_the_dev_pool_costs_what_the_pool_costs(
         calls.append(len(counted))
     assert calls[0] == calls[1]
     few, many = designs
-    assert few.info["shot_fit"] == many.info["shot_fit"]
+    assert few.info.shot_fit == many.info.shot_fit
     prompts = [
         [t.prompt for t in expand(d.items, d.conditions, shot_pools=d.shot_pools).trials]
         for d in designs

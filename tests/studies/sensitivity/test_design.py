@@ -27,7 +27,7 @@ def test_probe_design_crosses_templates_and_names() -> None:
     names = [c.name for c in design.conditions]
     assert names == [f"t0{t}-a{a}" for t in range(3) for a in range(3)]
     assert {c.scoring for c in design.conditions} == {"top-k"}
-    assert design.info["conditions"]["t01-a2"] == {"template": "t01", "alias": 2}
+    assert design.info.conditions["t01-a2"].model_dump() == {"template": "t01", "alias": 2}
     exp = expand(design.items, design.conditions)
     n = len(design.items)
     with_2 = sum(1 for i in design.items if len(i.aliases) >= 2)
@@ -67,7 +67,7 @@ def test_candidates_vocab_limit_and_names(tmp_path: Path) -> None:
     assert all(i.options == ("Paris", "Rome", "Tokyo") for i in capital)
     assert all(i.options[i.gold_options[0]] == i.answers[0] for i in capital)
     assert max(len(i.aliases) for i in design.items) <= 2
-    assert design.info["data"]["facts"]["capital"] == {
+    assert design.info.data["facts"]["capital"] == {
         "facts": 5,
         "in_vocab": 3,
         "used": 2,
@@ -93,12 +93,12 @@ def test_templates_per_relation(tmp_path: Path) -> None:
     data = load_probes(tmp_path)
     with pytest.warns(SensitivityWarning, match="not applicable"):
         design = probe_design(data)
-    assert design.info["templates"] == ["t00", "t01"]
+    assert design.info.templates == ["t00", "t01"]
     assert [c.name for c in design.conditions] == ["t00", "t01"]
     with pytest.warns(SensitivityWarning):
         three = probe_design(data, ProbeOptions(templates_per_relation=3))
-    assert three.info["data"]["relations"] == ["a"]
-    assert "b" in three.info["data"]["relations_dropped"]
+    assert three.info.data["relations"] == ["a"]
+    assert "b" in three.info.data["relations_dropped"]
     with pytest.raises(ConfigError, match="no relation has 4 templates"):
         probe_design(data, ProbeOptions(templates_per_relation=4))
     with pytest.raises(ConfigError, match="relations not in"):
@@ -135,7 +135,7 @@ def test_task_design() -> None:
     design = task_design(items, templates)
     assert [c.name for c in design.conditions] == ["plain", "polite"]
     assert {c.scoring for c in design.conditions} == {"option-logprob"}
-    assert design.info["unit"] == "subject" and design.info["metric"] == "accuracy"
+    assert design.info.unit == "subject" and design.info.metric == "accuracy"
     with pytest.raises(ConfigError, match="at least 2 templates"):
         task_design(items, templates[:1])
     with pytest.raises(ConfigError, match="unique"):
@@ -163,8 +163,8 @@ def test_template_weights_from_the_data(tmp_path: Path) -> None:
         design = probe_design(
             load_probes(tmp_path, prompt_set="mine"), analysis=AnalysisOptions(weights="data")
         )
-    assert design.info["weights"] == {"P19": pytest.approx([0.0, 0.75, 0.25])}
-    assert design.info["data"]["original_added"] == ["P19"]
+    assert design.info.weights == {"P19": pytest.approx([0.0, 0.75, 0.25])}
+    assert design.info.data["original_added"] == ["P19"]
     with pytest.warns(SensitivityWarning), pytest.raises(ConfigError, match="no template weights"):
         probe_design(load_probes(tmp_path), analysis=AnalysisOptions(weights="data"))
 
@@ -189,18 +189,18 @@ def _uneven(tmp_path: Path) -> Path:
 def test_templates_cut_to_the_smallest_count_or_all_kept(tmp_path: Path) -> None:
     data = load_probes(_uneven(tmp_path))
     cut = probe_design(data)  # default: the smallest count (2); a and c lose their third
-    assert cut.info["templates"] == ["t00", "t01"]
-    assert cut.info["template_text"]["a"] == ["[X] a0 [Y] .", "[X] a1 [Y] ."]
-    assert cut.info["data"]["templates_per_relation"] == 2 and len(cut.blocks) == 1
+    assert cut.info.templates == ["t00", "t01"]
+    assert cut.info.template_text["a"] == ["[X] a0 [Y] .", "[X] a1 [Y] ."]
+    assert cut.info.data["templates_per_relation"] == 2 and len(cut.blocks) == 1
     three = probe_design(data, ProbeOptions(templates_per_relation=3))
-    assert three.info["data"]["relations_dropped"] == {
+    assert three.info.data["relations_dropped"] == {
         "b": "has 2 templates; 3 per relation were asked for"
     }
     full = probe_design(data, ProbeOptions(templates_per_relation="all"))
-    assert full.info["templates"] == ["t00", "t01", "t02"]
-    assert full.info["data"]["templates_per_relation"] == "all"
-    assert full.info["data"]["relations_dropped"] == {}
-    assert full.info["template_text"]["b"] == ["[X] b0 [Y] .", "[X] b1 [Y] ."]
+    assert full.info.templates == ["t00", "t01", "t02"]
+    assert full.info.data["templates_per_relation"] == "all"
+    assert full.info.data["relations_dropped"] == {}
+    assert full.info.template_text["b"] == ["[X] b0 [Y] .", "[X] b1 [Y] ."]
     # One block per template count: a and c under 3 templates, b under 2 (× 2 names each).
     sizes = [(len(b.items), [c.name for c in b.conditions]) for b in full.blocks]
     assert sizes == [

@@ -27,6 +27,7 @@ from steadyeval.studies.sensitivity import (
     SENSITIVITY_STUDY,
     AnalysisOptions,
     SensitivityAnalysis,
+    SensitivityDesign,
     analyze_tensor,
     sensitivity_design,
     sensitivity_report_sections,
@@ -84,7 +85,10 @@ def test_sections_of_a_hand_made_tensor() -> None:
         "Rank consistency: random template and name per model",
         "Rank consistency: intervention (exact adjustment)",
     ]
-    md = SENSITIVITY_STUDY.markdown(a, {})
+    design = SensitivityDesign(
+        kind="probes", templates=["t0", "t1", "t2"], conditions={}, max_names=1, analysis=OPTS
+    )
+    md = SENSITIVITY_STUDY.markdown(a, design)
     assert md == sections_markdown(sensitivity_report_sections(a, figures=False))
     assert "| u1 | A | 90.0% | 90.0% | t0 | 10.0% | t1 | 80.0% |" in md
     assert "## Verbalization\n\nNot applicable: no aliases in the data (K_x = 1)." in md
@@ -151,7 +155,9 @@ def test_adjusted_score_is_the_same_in_every_format(run_dir: Path, report: Repor
         "qa",
     )
     assert text == format_cell(qa, "pct") and raw == qa
-    assert (run_dir / "summary.md").read_text().endswith(SENSITIVITY_STUDY.markdown(analysis, {}))
+    design = json.loads((run_dir / "summary.json").read_text())["design"]
+    md = SENSITIVITY_STUDY.markdown(analysis, design)
+    assert (run_dir / "summary.md").read_text().endswith(md)
 
 
 def test_cli_report_shows_the_study_sections(run_dir: Path, report: Report) -> None:

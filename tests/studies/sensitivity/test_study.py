@@ -170,8 +170,8 @@ def test_aliases_file_gives_verbalization_stability(tiny_bert: Path, tmp_path: P
     )
     no_rule = dataclasses.replace(FAST, stop_words=())  # a random model may predict "the"
     design = sensitivity_design(tmp_path, aliases=tmp_path / "aliases.jsonl", analysis=no_rule)
-    assert design.info["max_names"] == 4
-    assert design.info["analysis"]["stop_words"] == []
+    assert design.info.max_names == 4
+    assert design.info.analysis["stop_words"] == []
     result = run_design(
         "sensitivity",
         design,
@@ -220,7 +220,7 @@ def test_shared_lpaqa_two_models(
     assert result.table.num_rows == 41 * 2 * 3 * 2
     a = result.analysis
     assert isinstance(a, SensitivityAnalysis)
-    assert a.units == design.info["data"]["relations"] and len(a.units) == 41
+    assert a.units == design.info.data["relations"] and len(a.units) == 41
     assert isinstance(a.rank_consistency, RankConsistency)
     assert set(a.rank_consistency.regimes) == {
         "original",
@@ -378,7 +378,7 @@ def test_every_template_kept(tiny_bert: Path, tiny_gpt2: Path, tmp_path: Path) -
             assert all(len(v) == 2 * len(templates) for v in facts.values())
             assert a.adjusted.per_unit[name][r].exact == pytest.approx(expected)
     assert a.rank_consistency.applicable
-    assert design.info["data"]["templates_per_relation"] == "all"
+    assert design.info.data["templates_per_relation"] == "all"
     # summary.json leaves n_templates out where a relation has every template
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     units = summary["analysis"]["prompt_preference"]["per_unit"][a.models[0]]

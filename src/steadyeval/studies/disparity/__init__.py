@@ -32,7 +32,15 @@ if TYPE_CHECKING:
     )
     from ._report import disparity_report_sections
     from ._study import DISPARITY_STUDY, DisparityStudy
-    from ._types import DisparityAnalysis, GammaCell, GammaChange, ModelGap, PairedGap
+    from ._types import (
+        DisparityAnalysis,
+        DisparityDesign,
+        DisparityModel,
+        GammaCell,
+        GammaChange,
+        ModelGap,
+        PairedGap,
+    )
 
 __getattr__, __dir__ = lazy_exports(
     __name__,
@@ -56,7 +64,15 @@ __getattr__, __dir__ = lazy_exports(
         ],
         "._report": ["disparity_report_sections"],
         "._study": ["DISPARITY_STUDY", "DisparityStudy"],
-        "._types": ["DisparityAnalysis", "GammaCell", "GammaChange", "ModelGap", "PairedGap"],
+        "._types": [
+            "DisparityAnalysis",
+            "DisparityDesign",
+            "DisparityModel",
+            "GammaCell",
+            "GammaChange",
+            "ModelGap",
+            "PairedGap",
+        ],
     },
 )
 
@@ -67,6 +83,8 @@ __all__ = [
     "CorpusOptions",
     "DisparityAnalysis",
     "DisparityConfig",
+    "DisparityDesign",
+    "DisparityModel",
     "DisparityStudy",
     "GammaCell",
     "GammaChange",

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ... import stats
-from ._types import DisparityAnalysis, GammaCell, GammaChange, ModelGap, PairedGap
+from ._types import DisparityAnalysis, DisparityDesign, GammaCell, GammaChange, ModelGap, PairedGap
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -113,16 +113,18 @@ def _changes(
 
 
 def analyze_disparity(
-    results: ResultsFrame | pa.Table, info: Mapping[str, Any]
+    results: ResultsFrame | pa.Table, design: DisparityDesign | Mapping[str, Any]
 ) -> DisparityAnalysis:
     """P@1 per model × γ, gaps between models per γ and changes across γ (see module).
 
-    ``info`` is the design's (``models``: the base models in order, ``gammas``). Scores are
-    shares in [0, 1]; γ labels are strings (``"none"`` for a model as given).
+    ``design``: the design facts (a :class:`DisparityDesign`, or ``summary.json["design"]``;
+    its ``models``: the base models in order, ``gammas``). Scores are shares in [0, 1]; γ
+    labels are strings (``"none"`` for a model as given).
     """
     from ...results import ResultsFrame as Frame
 
     results = Frame.of(results)  # a pyarrow Table is read as a frame
+    facts = DisparityDesign.from_json(design, source="design")
     notes: list[str] = []
     if len(results) == 0:
         notes.append("the results table is empty: nothing was probed")
@@ -130,10 +132,10 @@ def analyze_disparity(
     outcomes, missing = _outcomes(results)
     if missing:
         notes.append(f"{missing} rows have no verdict (an error or no answer); counted as wrong")
-    declared = [str(m["model"]) for m in info.get("models", [])]
+    declared = [m.model for m in facts.models]
     present = {m for m, _ in outcomes}
     models = [m for m in declared if m in present] + sorted(present - set(declared))
-    order = [BASE] + [str(g) for g in info.get("gammas", [])]
+    order = [BASE] + [str(g) for g in facts.gammas]
     seen = {g for _, g in outcomes}
     gammas = [g for g in order if g in seen] + sorted(seen - set(order), key=int)
     cells = [_cell(m, g, outcomes[(m, g)]) for m in models for g in gammas if (m, g) in outcomes]

@@ -23,8 +23,15 @@ from ...results import StudyColumn
 from ...run import Block
 from ...train import CheckpointStore, Objective, TrainConfig, pretrained_model, texts_digest
 from .._protocol import StudyDesign
-from ..sensitivity import ProbeData, ProbeOptions, SensitivityWarning, probe_design
+from ..sensitivity import (
+    ProbeData,
+    ProbeOptions,
+    SensitivityDesign,
+    SensitivityWarning,
+    probe_design,
+)
 from ._mixture import Mixture, OverlapSource, build_mixtures, overlap_sentences
+from ._types import DisparityDesign
 
 __all__ = ["COLUMNS", "CorpusOptions", "PretrainOptions", "disparity_design", "objective_of"]
 
@@ -163,26 +170,26 @@ def disparity_design(
             checkpoints[str(m.gamma)] = trained.identity()
             blocks.append(Block(base.items, base.conditions, [trained], tags=_tags(m.gamma, ident)))
         model_info.append({"model": ident, "objective": objective, "checkpoints": checkpoints})
-    info: dict[str, Any] = {
-        "kind": "disparity",
-        "metric": "P@1",
-        "models": model_info,
-        "gammas": list(copts.gammas),
-        "include_base": include_base,
-        "corpus": {
+    info = DisparityDesign(
+        kind="disparity",
+        metric="P@1",
+        models=model_info,
+        gammas=list(copts.gammas),
+        include_base=include_base,
+        corpus={
             **_corpus_info(copts, mixtures),
             "overlap_source": source,
             "overlap_pool": len(pool),
             "general_pool": len(general),
             "overlap_per_relation": per_relation,
         },
-        "training": {
+        training={
             **popts.train.fingerprint(),
             "mlm_probability": popts.mlm_probability,
             "seed": popts.seed,
         },
-        "data": base.info["data"],
-    }
+        data=SensitivityDesign.from_json(base.info, source="the probes' design").data,
+    )
     return StudyDesign(blocks=tuple(blocks), info=info, columns=COLUMNS)
 
 

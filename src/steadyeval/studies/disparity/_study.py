@@ -5,13 +5,13 @@ imports its module when it runs."""
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .._protocol import Study, StudyDesign
 from ._config import DisparityConfig
-from ._types import DisparityAnalysis
+from ._types import DisparityAnalysis, DisparityDesign
 
 if TYPE_CHECKING:
     from ...document import Section
@@ -34,6 +34,7 @@ class DisparityStudy(Study[DisparityAnalysis]):
     config = DisparityConfig
     analysis_type = DisparityAnalysis
     model_column = "base_model"  # the analysis names the models it trained, not each variant
+    design_type = DisparityDesign
     example = """
         steadyeval study disparity --model hf-masked:./tiny-bert --model hf-causal:./tiny-gpt2 \\
             --data data/lama/lpaqa --general general.txt --limit-per-relation 20 --out runs/disp
@@ -93,13 +94,13 @@ class DisparityStudy(Study[DisparityAnalysis]):
             include_base=config.include_base,
         )
 
-    def analyze(self, results: ResultsFrame, info: Mapping[str, Any]) -> DisparityAnalysis:
+    def analyze(self, results: ResultsFrame, design: DisparityDesign) -> DisparityAnalysis:
         from ._analysis import analyze_disparity
 
-        return analyze_disparity(results, info)
+        return analyze_disparity(results, design)
 
     def sections(
-        self, analysis: DisparityAnalysis, info: Mapping[str, Any], *, figures: bool = True
+        self, analysis: DisparityAnalysis, design: DisparityDesign, *, figures: bool = True
     ) -> list[Section]:
         from ._report import disparity_report_sections
 

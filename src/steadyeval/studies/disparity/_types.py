@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from ...results import Analysis, AnalysisRecord
+from pydantic import Field
 
-__all__ = ["DisparityAnalysis", "GammaCell", "GammaChange", "ModelGap", "PairedGap"]
+from ...results import Analysis, AnalysisRecord, Design, DesignRecord
+
+__all__ = [
+    "DisparityAnalysis",
+    "DisparityDesign",
+    "DisparityModel",
+    "GammaCell",
+    "GammaChange",
+    "ModelGap",
+    "PairedGap",
+]
 
 
 class GammaCell(AnalysisRecord):
@@ -64,3 +74,31 @@ class DisparityAnalysis(Analysis):
     gaps: list[ModelGap]
     changes: list[GammaChange]
     notes: list[str]
+
+
+# -- the design facts (``summary.json``'s ``design``) ------------------------------------------
+
+
+class DisparityModel(DesignRecord):
+    """One base model: its identity, its training objective and the identity of the model
+    pretrained further at each γ (``checkpoints``: γ as a string → identity)."""
+
+    model: str
+    objective: str | None = None
+    checkpoints: dict[str, str] = Field(default_factory=dict)
+
+
+class DisparityDesign(Design):
+    """What a disparity run was: the base models in order, the γ values (overlap
+    percentages), whether the models as given were probed too, the corpus (size, seed, each
+    mixture and where the overlap sentences came from), the training settings and the
+    probes' data facts (those of the sensitivity study's design)."""
+
+    kind: str = "disparity"
+    metric: str = "P@1"
+    models: list[DisparityModel] = Field(default_factory=list)
+    gammas: list[int] = Field(default_factory=list)
+    include_base: bool = True
+    corpus: dict[str, Any] = Field(default_factory=dict)
+    training: dict[str, Any] = Field(default_factory=dict)
+    data: dict[str, Any] = Field(default_factory=dict)

@@ -25,8 +25,10 @@ from ._metrics import task_metric, task_scores
 from ._types import (
     ByK,
     FewShotAnalysis,
+    FewShotDesign,
     FewShotExperiment,
     FinalRun,
+    GridPoint,
     GridSetting,
     Stability,
     StrategyResult,
@@ -94,12 +96,12 @@ def _value(values: list[Any], code: int) -> Any:
     return values[code] if code >= 0 else None
 
 
-def _scores(results: ResultsFrame, info: Mapping[str, Any]) -> dict[str, dict[Key, float]]:
+def _scores(results: ResultsFrame, design: FewShotDesign) -> dict[str, dict[Key, float]]:
     """Per experiment (``TASK/METHOD``): the task's score of every (strategy, K, split,
     setting, part) (accuracy, or CB's / MultiRC's mean of parts)."""
     results.require(_COLUMNS, reader="the few-shot analysis")
-    task, tasks = _labels(results, "task", str(info.get("task", "")))
-    method, methods = _labels(results, "method", str(info.get("method", "")))
+    task, tasks = _labels(results, "task", design.task)
+    method, methods = _labels(results, "method", design.method)
     strategy, strategies = results.codes("strategy")
     setting, settings = results.codes("hparams_id")
     part, parts = results.codes("part")
@@ -159,7 +161,7 @@ def _by_k(
     acc: Mapping[Key, float],
     strategy: str,
     k: int,
-    grid: Sequence[Mapping[str, Any]],
+    grid: Sequence[GridPoint],
 ) -> ByK | None:
     splits = sorted({i for (s, kk, i, _, _) in acc if s == strategy and kk == k})
     if not splits:
@@ -167,14 +169,14 @@ def _by_k(
     rows = []
     dev_means, test_means = [], []
     for g in grid:
-        dev = [acc[key] for i in splits if (key := (strategy, k, i, g["id"], "dev")) in acc]
-        test = [acc[key] for i in splits if (key := (strategy, k, i, g["id"], "test")) in acc]
+        dev = [acc[key] for i in splits if (key := (strategy, k, i, g.id, "dev")) in acc]
+        test = [acc[key] for i in splits if (key := (strategy, k, i, g.id, "test")) in acc]
         dev_means.append(_mean(dev))
         test_means.append(_mean(test))
         rows.append(
             GridSetting(
-                id=g["id"],
-                hparams=g["hparams"],
+                id=g.id,
+                hparams=g.hparams,
                 dev_scores=dev,
                 test_scores=test,
                 dev_mean=dev_means[-1],
@@ -216,7 +218,9 @@ def _spread(values: Sequence[float | None]) -> tuple[float, float]:
     return max(vals) - min(vals), float(np.std(vals))
 
 
-def analyze(results: ResultsFrame | pa.Table, info: Mapping[str, Any]) -> FewShotAnalysis:
+def analyze(
+    results: ResultsFrame | pa.Table, design: FewShotDesign | Mapping[str, Any]
+) -> FewShotAnalysis:
     """FewNLU's three criteria per experiment and strategy, and the methods side by side.
 
     Parameters
@@ -225,10 +229,10 @@ def analyze(results: ResultsFrame | pa.Table, info: Mapping[str, Any]) -> FewSho
         Rows with ``strategy``, ``n_splits``, ``split_index``, ``hparams_id``, ``part``,
         ``correct`` (and ``task``, ``method``, ``parsed_option``, ``gold_options``,
         ``metadata``) columns, as the study writes them.
-    info : mapping
-        The design: ``experiments`` (``[{"key", "task", "method", "grid"}]``, each grid
-        ``[{"id", "hparams"}]`` in grid order), ``strategies``, ``k`` (the main K) and
-        ``k_values``.
+    design : FewShotDesign or mapping
+        The design facts (a :class:`FewShotDesign`, or ``summary.json``'s ``design``): its
+        experiments (key, task, method and grid, in grid order), ``strategies``, ``k`` (the
+        main K) and ``k_values``.
 
     Returns
     -------
@@ -252,25 +256,17 @@ def analyze(results: ResultsFrame | pa.Table, info: Mapping[str, Any]) -> FewSho
     from ...results import ResultsFrame as Frame
 
     results = Frame.of(results)  # a pyarrow Table is read as a frame
-    scores = _scores(results, info)
-    main = int(info["k"])
-    experiments = info.get("experiments") or [
-        {
-            "key": f"{info.get('task', '')}/{info.get('method', '')}",
-            "task": info.get("task", ""),
-            "method": info.get("method", ""),
-            "grid": info["grid"],
-        }
-    ]
+    facts = FewShotDesign.from_json(design, source="design")
+    scores = _scores(results, facts)
+    main = facts.k
+    experiments = facts.experiment_list
     out: dict[str, FewShotExperiment] = {}
     side: list[TaskStrategyRow] = []
     for e in experiments:
-        res = _experiment(scores.get(e["key"], {}), e["grid"], info, task_metric(e["task"]).name)
-        out[e["key"]] = res
-        side += [
-            TaskStrategyRow(task=e["task"], method=e["method"], **dict(r)) for r in res.side_by_side
-        ]
-    first = out[experiments[0]["key"]]
+        res = _experiment(scores.get(e.key, {}), e.grid, facts, task_metric(e.task).name)
+        out[e.key] = res
+        side += [TaskStrategyRow(task=e.task, method=e.method, **dict(r)) for r in res.side_by_side]
+    first = out[experiments[0].key]
     return FewShotAnalysis(
         metric=first.metric,
         k=main,
@@ -278,29 +274,29 @@ def analyze(results: ResultsFrame | pa.Table, info: Mapping[str, Any]) -> FewSho
         strategies=first.strategies,
         experiments=out,
         side_by_side=side,
-        methods=compare_methods(out, experiments, info),
+        methods=compare_methods(out, experiments, facts),
     )
 
 
 def _experiment(
     acc: Mapping[Key, float],
-    grid: Sequence[Mapping[str, Any]],
-    info: Mapping[str, Any],
+    grid: Sequence[GridPoint],
+    design: FewShotDesign,
     metric: str,
 ) -> FewShotExperiment:
     """One experiment's criteria per strategy (see :func:`analyze`)."""
-    main = int(info["k"])
+    main = design.k
     strategies: dict[str, StrategyResult] = {}
     side = []
-    for strategy in info["strategies"]:
+    for strategy in design.strategies:
         by_k = {}
-        for k in sorted({int(k) for k in info["k_values"]} | {main}):
+        for k in sorted(set(design.k_values) | {main}):
             res = _by_k(acc, strategy, k, grid)
             if res is not None:
                 by_k[str(k)] = res
         stability, t_range, r_range = _stability(by_k)
         head = by_k.get(str(main))
-        final = _final(acc, head, info) if head is not None else None
+        final = _final(acc, head, design) if head is not None else None
         strategies[strategy] = StrategyResult(by_k=by_k, stability=stability, final=final)
         if head is not None:
             side.append(
@@ -345,7 +341,7 @@ def _stability(by_k: Mapping[str, ByK]) -> tuple[Stability, float, float]:
     return stability, t_range, r_range
 
 
-def _final(acc: Mapping[Key, float], head: ByK, info: Mapping[str, Any]) -> FinalRun | None:
+def _final(acc: Mapping[Key, float], head: ByK, design: FewShotDesign) -> FinalRun | None:
     scores = sorted(
         (i, v)
         for (s, _, i, h, p), v in acc.items()
@@ -354,7 +350,7 @@ def _final(acc: Mapping[Key, float], head: ByK, info: Mapping[str, Any]) -> Fina
     if not scores:
         return None
     vals = [v for _, v in scores]
-    seed0 = int(info.get("seed", 0))
+    seed0 = design.seed
     return FinalRun(
         hparams_id=head.selected,
         seeds=[seed0 + i for i, _ in scores],

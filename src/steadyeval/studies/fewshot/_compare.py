@@ -13,7 +13,16 @@ from typing import Any
 import numpy as np
 
 from ...stats import StatsInputError, holm, paired_difference
-from ._types import FewShotExperiment, MethodCell, MethodPair, MethodRow, MethodsTable, StrategyRow
+from ._types import (
+    FewShotDesign,
+    FewShotDesignExperiment,
+    FewShotExperiment,
+    MethodCell,
+    MethodPair,
+    MethodRow,
+    MethodsTable,
+    StrategyRow,
+)
 
 __all__ = ["compare_methods"]
 
@@ -70,8 +79,8 @@ def _paired(
 
 def compare_methods(
     experiments: Mapping[str, FewShotExperiment],
-    designs: Sequence[Mapping[str, Any]],
-    info: Mapping[str, Any],
+    designs: Sequence[FewShotDesignExperiment],
+    design: FewShotDesign,
 ) -> MethodsTable:
     """Methods × tasks at the main K under Multi-Splits (or the first strategy run).
 
@@ -84,16 +93,16 @@ def compare_methods(
     scores with :func:`steadyeval.stats.paired_difference` (a z-test on the split-level
     differences; with few splits its p-value is a rough guide), and wins / losses / ties.
     """
-    strategies = list(info["strategies"])
+    strategies = list(design.strategies)
     strategy = "multisplit" if "multisplit" in strategies else strategies[0]
-    tasks = list(dict.fromkeys(d["task"] for d in designs))
-    methods = list(dict.fromkeys(d["method"] for d in designs))
+    tasks = list(dict.fromkeys(d.task for d in designs))
+    methods = list(dict.fromkeys(d.method for d in designs))
     cells: dict[str, dict[str, MethodCell]] = {m: {} for m in methods}
     for d in designs:
-        rows = experiments[d["key"]].side_by_side
+        rows = experiments[d.key].side_by_side
         row = next((r for r in rows if r.strategy == strategy), None)
         if row is not None:
-            cells[d["method"]][d["task"]] = _cell(row)
+            cells[d.method][d.task] = _cell(row)
     rows_out = []
     for m in methods:
         got = [cells[m][t] for t in tasks if t in cells[m]]
@@ -118,7 +127,7 @@ def compare_methods(
         p["pvalue_holm"] = float(q)
     return MethodsTable(
         strategy=strategy,
-        k=int(info["k"]),
+        k=design.k,
         tasks=tasks,
         rows=rows_out,
         paired=[MethodPair(**p) for p in paired],

@@ -30,6 +30,7 @@ from ._metrics import task_metric
 from ._params import hparams_id
 from ._space import build_grid, load_space, method_space, named_tasks
 from ._tasks import FewShotTask, get_task, item_groups
+from ._types import FewShotDesign
 
 if TYPE_CHECKING:
     pass
@@ -295,7 +296,7 @@ def final_design(
     if not config.final_seeds:
         return None
     c = _context(config, backends, options)
-    analysis = analyze(results, design.info)
+    analysis = analyze(results, FewShotDesign.from_json(design.info, source="design"))
     blocks: list[Block] = []
     for e in c.experiments:
         rows = analysis.experiments[e.key].side_by_side
@@ -313,15 +314,15 @@ def final_design(
 
 def _info(
     c: _Context, skipped: list[dict[str, Any]], *, n_units: int, n_usages: int
-) -> dict[str, Any]:
+) -> FewShotDesign:
     """The design facts the analysis and the report read (``summary.json`` → ``design``)."""
     config = c.config
     ks = sorted(set(config.k_values) | {config.k})
     first = c.experiments[0]
-    return {
-        "tasks": list(dict.fromkeys(e.task.name for e in c.experiments)),
-        "methods": list(dict.fromkeys(e.method.name for e in c.experiments)),
-        "experiments": [
+    return FewShotDesign(
+        tasks=list(dict.fromkeys(e.task.name for e in c.experiments)),
+        methods=list(dict.fromkeys(e.method.name for e in c.experiments)),
+        experiments=[
             {
                 "key": e.key,
                 "task": e.task.name,
@@ -340,20 +341,20 @@ def _info(
             for e in c.experiments
         ],
         # The first experiment's facts at the top, as one-task one-method runs always had.
-        "task": first.task.name,
-        "method": first.method.name,
-        "grid": info_grid(first.grid),
-        "n_labelled": len(first.data.labelled),
-        "n_test": len(first.data.test),
-        "groups": item_groups(first.data.labelled) is not None,
-        "model": c.methods.base.identity(),
-        "strategies": list(config.strategies),
-        "k": config.k,
-        "k_values": [k for k in ks if not any(s["k"] == k for s in skipped)],
-        "skipped_k": skipped,
-        "ratio": config.ratio,
-        "split_sizes": config.split_sizes,
-        "seed": config.seed,
-        "final_seeds": config.final_seeds,
-        "units": {"distinct": n_units, "usages": n_usages},
-    }
+        task=first.task.name,
+        method=first.method.name,
+        grid=info_grid(first.grid),
+        n_labelled=len(first.data.labelled),
+        n_test=len(first.data.test),
+        groups=item_groups(first.data.labelled) is not None,
+        model=c.methods.base.identity(),
+        strategies=list(config.strategies),
+        k=config.k,
+        k_values=[k for k in ks if not any(s["k"] == k for s in skipped)],
+        skipped_k=skipped,
+        ratio=config.ratio,
+        split_sizes=config.split_sizes,
+        seed=config.seed,
+        final_seeds=config.final_seeds,
+        units={"distinct": n_units, "usages": n_usages},
+    )

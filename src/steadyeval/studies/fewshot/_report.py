@@ -9,16 +9,23 @@ from typing import Any
 
 from ...document import Bar, BarChart, Column, Note, Paragraph, Section, Table
 from ._report_methods import methods_section
-from ._types import FewShotAnalysis, FewShotExperiment, StrategyRow
+from ._types import (
+    FewShotAnalysis,
+    FewShotDesign,
+    FewShotDesignExperiment,
+    FewShotExperiment,
+    GridPoint,
+    StrategyRow,
+)
 
 __all__ = ["fewshot_report_sections", "hparams_label"]
 
 SOURCE = "fewshot study"
 
 
-def hparams_label(hparams: Mapping[str, Any], grid: Sequence[Mapping[str, Any]]) -> str:
+def hparams_label(hparams: Mapping[str, Any], grid: Sequence[GridPoint]) -> str:
     """``name=value`` for the settings that vary across the grid (all of them if none do)."""
-    varying = [k for k in hparams if len({repr(g["hparams"].get(k)) for g in grid}) > 1]
+    varying = [k for k in hparams if len({repr(g.hparams.get(k)) for g in grid}) > 1]
     keys = varying or list(hparams)
     return ", ".join(f"{k}={hparams[k]}" for k in keys)
 
@@ -85,18 +92,18 @@ def _stability(exp: FewShotExperiment, labels: Mapping[str, str]) -> Table:
 
 
 def _grid(
-    exp: FewShotExperiment, k: int, design: Mapping[str, Any], labels: Mapping[str, str]
+    exp: FewShotExperiment, k: int, design: FewShotDesignExperiment, labels: Mapping[str, str]
 ) -> Table:
     at_k = {n: s.by_k[str(k)] for n, s in exp.strategies.items() if str(k) in s.by_k}
     names = list(at_k)
     rows = []
-    for g in design["grid"]:
-        cells: list[Any] = [labels[g["id"]]]
+    for g in design.grid:
+        cells: list[Any] = [labels[g.id]]
         chosen = []
         for n, res in at_k.items():
-            row = next(r for r in res.grid if r.id == g["id"])
+            row = next(r for r in res.grid if r.id == g.id)
             cells += [_num(row.dev_mean), _num(row.test_mean)]
-            if res.selected == g["id"]:
+            if res.selected == g.id:
                 chosen.append(n)
         rows.append((*cells, ", ".join(chosen)))
     columns = (
@@ -107,7 +114,7 @@ def _grid(
     return Table(f"Every setting (K = {k}): mean dev and mean test score", columns, tuple(rows))
 
 
-def _notes(analysis: FewShotAnalysis, info: Mapping[str, Any]) -> list[Note]:
+def _notes(analysis: FewShotAnalysis, info: FewShotDesign) -> list[Note]:
     notes = [
         Note(f"{key}: {name}, K={k}: {res.spearman_note}")
         for key, exp in analysis.experiments.items()
@@ -116,11 +123,8 @@ def _notes(analysis: FewShotAnalysis, info: Mapping[str, Any]) -> list[Note]:
         if res.spearman_note
     ]
     notes += [
-        Note(
-            f"{s.get('task', info['task'])}: {s['strategy']}, K={s['k']} skipped: {s['reason']}",
-            "warning",
-        )
-        for s in info.get("skipped_k", [])
+        Note(f"{s.task or info.task}: {s.strategy}, K={s.k} skipped: {s.reason}", "warning")
+        for s in info.skipped_k
     ]
     notes += [Note(f"{p.a} vs {p.b}: {p.note}") for p in analysis.methods.paired if p.note]
     return notes
@@ -128,25 +132,25 @@ def _notes(analysis: FewShotAnalysis, info: Mapping[str, Any]) -> list[Note]:
 
 def _experiment_sections(
     exp: FewShotExperiment,
-    design: Mapping[str, Any],
-    info: Mapping[str, Any],
+    design: FewShotDesignExperiment,
+    info: FewShotDesign,
     k: int,
     *,
     figures: bool,
     suffix: str,
 ) -> list[Section]:
-    grid = list(design["grid"])
-    labels = {g["id"]: hparams_label(g["hparams"], grid) for g in grid}
+    grid = list(design.grid)
+    labels = {g.id: hparams_label(g.hparams, grid) for g in grid}
     intro = Paragraph(
-        f"Few-shot evaluation protocols: {design['task']} × {design['method']} on "
-        f"{info['model']}; {design['n_labelled']} labelled items "
-        f"({'grouped' if design.get('groups') else 'ungrouped'}), {design['n_test']} test "
-        f"items; {len(grid)} hyperparameter settings; seed {info['seed']}; Multi-Splits ratio "
-        f"{info['ratio']}. Metric: {exp.metric}. The setting is chosen by "
+        f"Few-shot evaluation protocols: {design.task} × {design.method} on "
+        f"{info.model}; {_count(design.n_labelled)} labelled items "
+        f"({'grouped' if design.groups else 'ungrouped'}), {_count(design.n_test)} test "
+        f"items; {len(grid)} hyperparameter settings; seed {info.seed}; Multi-Splits ratio "
+        f"{info.ratio}. Metric: {exp.metric}. The setting is chosen by "
         "mean dev score over the K splits. (1) test score of the chosen setting, mean and std "
         "over its K test scores, with the best any setting reached (oracle); (2) Spearman's "
         "rho between mean dev and mean test score across the settings; (3) how far the chosen "
-        f"setting's test score and rho move over K = {', '.join(map(str, info['k_values']))}."
+        f"setting's test score and rho move over K = {', '.join(map(str, info.k_values))}."
         + _unlabelled_note(design)
     )
     main: list[Any] = [intro, _side_by_side(exp.side_by_side, k, labels)]
@@ -156,10 +160,10 @@ def _experiment_sections(
     # A setting's condition (seed 0) is METHOD-TASK-ID for every method: the report then shows
     # that condition by the setting's label everywhere (a label of a condition the run does
     # not have is not used).
-    task = str(design["task"]).lower()
-    head = f"{design['task']} {design['method']}: " if suffix else ""
-    shown = {f"{design['method']}-{task}-{sid}": head + label for sid, label in labels.items()}
-    title = f" ({design['task']}, {design['method']})" if suffix else ""
+    task = design.task.lower()
+    head = f"{design.task} {design.method}: " if suffix else ""
+    shown = {f"{design.method}-{task}-{sid}": head + label for sid, label in labels.items()}
+    title = f" ({design.task}, {design.method})" if suffix else ""
     stability = _stability(exp, labels)
     return [
         Section.of(
@@ -186,16 +190,18 @@ def _experiment_sections(
     ]
 
 
-def _unlabelled_note(design: Mapping[str, Any]) -> str:
-    u = design.get("unlabelled")
+def _count(n: int | None) -> str:
+    return "" if n is None else str(n)
+
+
+def _unlabelled_note(design: FewShotDesignExperiment) -> str:
+    u = design.unlabelled
     if not u:
         return ""
     where = (
-        "the test set's inputs without labels (fallback)"
-        if u["source"] == "test-inputs"
-        else u["source"]
+        "the test set's inputs without labels (fallback)" if u.source == "test-inputs" else u.source
     )
-    return f" Unlabelled examples: {u['available']} from {where}."
+    return f" Unlabelled examples: {u.available} from {where}."
 
 
 def _slug(text: str) -> str:
@@ -203,22 +209,18 @@ def _slug(text: str) -> str:
 
 
 def fewshot_report_sections(
-    analysis: FewShotAnalysis, info: Mapping[str, Any], *, figures: bool = True
+    analysis: FewShotAnalysis, design: FewShotDesign | Mapping[str, Any], *, figures: bool = True
 ) -> list[Section]:
-    """The study's sections from :func:`analyze`' result and the design facts: with several
-    methods or tasks the methods side by side first, then each experiment's sections."""
-    designs = info.get("experiments") or [
-        {
-            "key": f"{info.get('task', '')}/{info.get('method', '')}",
-            **{k: info.get(k, "") for k in ("task", "method", "n_labelled", "n_test")},
-            "grid": info["grid"],
-        }
-    ]
+    """The study's sections from :func:`analyze`' result and the design facts (a
+    :class:`FewShotDesign`, or the ``design`` of ``summary.json``): with several methods or
+    tasks the methods side by side first, then each experiment's sections."""
+    info = FewShotDesign.from_json(design, source="design")
+    designs = info.experiment_list
     several = len(designs) > 1
     sections = [methods_section(analysis.methods, SOURCE)] if several else []
     for d in designs:
-        exp = analysis.experiments[d["key"]]
-        suffix = f"-{_slug(d['key'])}" if several else ""
+        exp = analysis.experiments[d.key]
+        suffix = f"-{_slug(d.key)}" if several else ""
         sections += _experiment_sections(exp, d, info, analysis.k, figures=figures, suffix=suffix)
     notes = _notes(analysis, info)
     if notes:

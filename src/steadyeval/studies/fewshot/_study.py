@@ -3,12 +3,12 @@ CLI builds the study's command from it); each step imports its module when it ru
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from .._protocol import Study, StudyDesign
 from ._config import FewShotConfig
-from ._types import FewShotAnalysis
+from ._types import FewShotAnalysis, FewShotDesign
 
 if TYPE_CHECKING:
     from ...document import Section
@@ -27,6 +27,7 @@ class FewShotStudy(Study[FewShotAnalysis]):
     question = "which few-shot selection protocol (Multi-Splits, CV, MDL) can be trusted? (FewGLUE)"
     config = FewShotConfig
     analysis_type = FewShotAnalysis
+    design_type = FewShotDesign
     example = """
         steadyeval study fewshot --model hf:roberta-large --task RTE \\
             --labelled FewGLUE/RTE/train.jsonl --test superglue:validation \\
@@ -53,17 +54,17 @@ class FewShotStudy(Study[FewShotAnalysis]):
 
         return final_design(config, design, results, backends, options)
 
-    def analyze(self, results: ResultsFrame, info: Mapping[str, Any]) -> FewShotAnalysis:
+    def analyze(self, results: ResultsFrame, design: FewShotDesign) -> FewShotAnalysis:
         from ._analysis import analyze
 
-        return analyze(results, info)
+        return analyze(results, design)
 
     def sections(
-        self, analysis: FewShotAnalysis, info: Mapping[str, Any], *, figures: bool = True
+        self, analysis: FewShotAnalysis, design: FewShotDesign, *, figures: bool = True
     ) -> list[Section]:
         from ._report import fewshot_report_sections
 
-        return fewshot_report_sections(analysis, info, figures=figures)
+        return fewshot_report_sections(analysis, design, figures=figures)
 
 
 FEWSHOT_STUDY = FewShotStudy()

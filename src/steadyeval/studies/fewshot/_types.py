@@ -6,26 +6,31 @@ scores, the std of one, Spearman's rho of a constant grid) is None.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import JsonValue
+from pydantic import Field, JsonValue
 
-from ...results import Analysis, AnalysisRecord
+from ...results import Analysis, AnalysisRecord, Design, DesignRecord
 
 __all__ = [
     "ByK",
     "FewShotAnalysis",
+    "FewShotDesign",
+    "FewShotDesignExperiment",
     "FewShotExperiment",
     "FinalRun",
+    "GridPoint",
     "GridSetting",
     "MethodCell",
     "MethodPair",
     "MethodRow",
     "MethodsTable",
+    "SkippedK",
     "Stability",
     "StrategyResult",
     "StrategyRow",
     "TaskStrategyRow",
+    "UnlabelledSource",
 ]
 
 #: A split strategy (``final``, the retraining on all labelled data, is not one).
@@ -210,3 +215,93 @@ class FewShotAnalysis(Analysis):
     experiments: dict[str, FewShotExperiment]
     side_by_side: list[TaskStrategyRow]
     methods: MethodsTable
+
+
+# -- the design facts (``summary.json``'s ``design``) ------------------------------------------
+
+
+class GridPoint(DesignRecord):
+    """One setting of a grid: its id (:func:`hparams_id`) and its hyperparameters."""
+
+    id: str
+    hparams: Hparams
+
+
+class UnlabelledSource(DesignRecord):
+    """Where a method's unlabelled examples come from, and how many there are."""
+
+    source: str
+    available: int
+
+
+class SkippedK(DesignRecord):
+    """A K a strategy could not split the labelled data into (``task``: None in a design
+    written before several tasks)."""
+
+    task: str | None = None
+    strategy: str
+    k: int
+    reason: str
+
+
+class FewShotDesignExperiment(DesignRecord):
+    """One task × method: its key (``TASK/METHOD``), the grid in grid order, the labelled
+    and test counts, whether the labelled items are grouped, the task's metric and the
+    unlabelled examples (None: the method uses none)."""
+
+    key: str
+    task: str
+    method: str
+    grid: list[GridPoint]
+    n_labelled: int | None = None
+    n_test: int | None = None
+    groups: bool = False
+    metric: str | None = None
+    unlabelled: UnlabelledSource | None = None
+
+
+class FewShotDesign(Design):
+    """What a few-shot run was: its tasks, methods and experiments (task × method), the base
+    model, the strategies, the main K and the Ks run (and those skipped), Multi-Splits'
+    ratio, how split sizes round, the seed, the final runs' seeds and the units trained.
+    The first experiment's facts are also at the top (``task``, ``method``, ``grid``, ...), as
+    one-task one-method runs always had; a design written before several experiments has no
+    ``experiments`` (:attr:`experiment_list` reads it as one)."""
+
+    tasks: list[str] = Field(default_factory=list)
+    methods: list[str] = Field(default_factory=list)
+    experiments: list[FewShotDesignExperiment] | None = None
+    task: str = ""
+    method: str = ""
+    grid: list[GridPoint]
+    n_labelled: int | None = None
+    n_test: int | None = None
+    groups: bool = False
+    model: str | None = None
+    strategies: list[str]
+    k: int
+    k_values: list[int]
+    skipped_k: list[SkippedK] = Field(default_factory=list)
+    ratio: float | None = None
+    split_sizes: str | None = None
+    seed: int = 0
+    final_seeds: int = 0
+    units: dict[str, Any] | None = None
+
+    @property
+    def experiment_list(self) -> list[FewShotDesignExperiment]:
+        """The experiments; a design of one task and one method written before several is
+        read from its top-level facts."""
+        if self.experiments:
+            return list(self.experiments)
+        return [
+            FewShotDesignExperiment(
+                key=f"{self.task}/{self.method}",
+                task=self.task,
+                method=self.method,
+                grid=self.grid,
+                n_labelled=self.n_labelled,
+                n_test=self.n_test,
+                groups=self.groups,
+            )
+        ]

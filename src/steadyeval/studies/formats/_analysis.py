@@ -29,8 +29,8 @@ from ._types import (
     AnswerableCounts,
     AnswerableOutcome,
     AnswerableRates,
-    FormatCondition,
     FormatsAnalysis,
+    FormatsDesign,
     Outcome,
     OutcomeRate,
     UnanswerableCounts,
@@ -138,9 +138,9 @@ def _outcomes(t: _Table, model: str, subset: str, name: str) -> Outcome | None:
     if not rows.size:
         return None
     cond = t.conditions[name]
-    role = cond["role"]
+    role = cond.role
     cats = UNANSWERABLE_OUTCOMES if subset == "unanswerable" else ANSWERABLE_OUTCOMES
-    labels = _labels(f, rows, role, cond["escape"])
+    labels = _labels(f, rows, role, cond.escape)
     clusters = f.label_codes("paragraph_id")[rows]
     n = int(rows.size)
     counts = {c: int(np.sum(labels == _CODE[c])) for c in cats}
@@ -148,9 +148,9 @@ def _outcomes(t: _Table, model: str, subset: str, name: str) -> Outcome | None:
     common: dict[str, Any] = {
         "model": model,
         "condition": name,
-        "format": cond["format"],
+        "format": cond.format,
         "role": role,
-        "escape": cond["escape"],
+        "escape": cond.escape,
         "n": n,
         "truncated": int(np.sum(f.truncated[rows] == 1)),
         "refused_without_escape": counts["refused"] if role == "list" else None,
@@ -184,15 +184,17 @@ def _iter_outcomes(t: _Table) -> Iterator[Outcome]:
                     yield rec
 
 
-def analyze_formats(results: ResultsFrame | pa.Table, info: Mapping[str, Any]) -> FormatsAnalysis:
+def analyze_formats(
+    results: ResultsFrame | pa.Table, design: FormatsDesign | Mapping[str, Any]
+) -> FormatsAnalysis:
     """Everything the study reports, computed from the results and the design facts.
 
     Parameters
     ----------
     results : ResultsFrame
         The results (``results.parquet``'s rows; other columns are ignored).
-    info : mapping
-        The design facts (``summary.json["design"]``).
+    design : FormatsDesign or mapping
+        The design facts (a :class:`FormatsDesign`, or ``summary.json["design"]``).
 
     Returns
     -------
@@ -207,22 +209,24 @@ def analyze_formats(results: ResultsFrame | pa.Table, info: Mapping[str, Any]) -
     Raises
     ------
     DataError
-        If a column the analysis reads is missing, or a key column is null.
+        If a column the analysis reads is missing, or a key column is null, or ``design``
+        is not a formats study's design.
     """
     from ...results import ResultsFrame as Frame
 
     results = Frame.of(results)  # a pyarrow Table is read as a frame
-    t = _Table(results, info)
-    pairs, floors = _pairs(t, info)
+    facts = FormatsDesign.from_json(design, source="design")
+    t = _Table(results, facts)
+    pairs, floors = _pairs(t, facts)
     return FormatsAnalysis(
         models=t.models,
-        conditions=[FormatCondition(**c) for c in info["conditions"]],
+        conditions=facts.conditions,
         outcomes=list(_iter_outcomes(t)),
         pairs=pairs,
         noise_floor=floors,
         orders=_orders(t),
         no_decoy=_no_decoy(t),
         sampling=_sampling(t),
-        determinism=_determinism(t, info),
-        examples=_examples(t, info),
+        determinism=_determinism(t, facts),
+        examples=_examples(t, facts),
     )

@@ -6,7 +6,6 @@ questions whose refusal flips between formats.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -22,6 +21,7 @@ from ._types import (
     DeterminismCheck,
     Example,
     ExampleOutput,
+    FormatsDesign,
     Mismatch,
     OrderStability,
     SampledCondition,
@@ -84,7 +84,7 @@ def _no_decoy(t: _Table) -> list[DecoyRemoval]:
     out = []
     for model in t.models:
         for name in t.base_names():
-            if t.conditions[name]["role"] == "free":
+            if t.conditions[name].role == "free":
                 continue
             without = t.select(model, name, "unanswerable", variant="no-decoy")
             if not without.size:
@@ -110,7 +110,7 @@ def _sampling(t: _Table) -> list[SampledCondition]:
     out = []
     for model in t.models:
         for name, cond in t.conditions.items():
-            if cond["variant"] != "sampled":
+            if cond.variant != "sampled":
                 continue
             for subset in SUBSETS:
                 rows = t.samples(model, name)
@@ -131,7 +131,7 @@ def _sampling(t: _Table) -> list[SampledCondition]:
                 para = f.label_codes("paragraph_id")[rows[last]][order]
                 frac = k_per / n_per
                 se = _quiet(stats.clustered_se, frac, para)
-                greedy_rows = t.select(model, cond["base"], subset)
+                greedy_rows = t.select(model, cond.base, subset)
                 g_items, g_last = last_per_key(f.item[greedy_rows])
                 greedy_of = f.refused[greedy_rows[g_last]] == 1
                 in_greedy = np.isin(ids, g_items)
@@ -142,7 +142,7 @@ def _sampling(t: _Table) -> list[SampledCondition]:
                         model=model,
                         subset=subset,
                         condition=name,
-                        base=cond["base"],
+                        base=cond.base,
                         n_items=int(ids.size),
                         n_samples=int(n_per.max()),
                         refusal_rate=float(frac.mean()),
@@ -156,22 +156,25 @@ def _sampling(t: _Table) -> list[SampledCondition]:
     return out
 
 
-def _gap(x: float, y: float) -> float:
+def _gap(x: float | None, y: float | None) -> float:
     """How far apart two log-probabilities of a rerun are: 0 for the same value (also two
     NaN or two equal infinities), infinity when only one is a number (``max`` would drop a
-    NaN difference and call the rerun identical)."""
+    NaN difference and call the rerun identical). None (what JSON writes for a value that is
+    not a number) matches any value that is not a finite number."""
+    if x is None or y is None:
+        return 0.0 if all(v is None or not math.isfinite(v) for v in (x, y)) else math.inf
     if x == y or (math.isnan(x) and math.isnan(y)):
         return 0.0
     gap = abs(x - y)
     return math.inf if math.isnan(gap) else gap
 
 
-def _determinism(t: _Table, info: Mapping[str, Any]) -> DeterminismCheck | None:
-    check = info.get("determinism")
+def _determinism(t: _Table, design: FormatsDesign) -> DeterminismCheck | None:
+    check = design.determinism
     if not check:
         return None
     f = t.f
-    wanted = {rec["item_id"] for rec in check["rows"]}
+    wanted = {rec.item_id for rec in check.rows}
     codes = [i for i, item in enumerate(f.item_ids) if item in wanted]
     rows = np.flatnonzero(np.isin(f.item, codes) & (f.sample_index == 0))
     cols = ("model", "item_id", "condition", "output", "parsed", "option_logprobs")
@@ -182,36 +185,45 @@ def _determinism(t: _Table, info: Mapping[str, Any]) -> DeterminismCheck | None:
         main[(r["model"], r["item_id"], r["condition"])] = r
     same, compared, max_diff = 0, 0, 0.0
     mismatches: list[Mismatch] = []
-    for rec in check["rows"]:
-        hit = main.get((rec["model"], rec["item_id"], rec["condition"]))
+    for rec in check.rows:
+        hit = main.get((rec.model, rec.item_id, rec.condition))
         if hit is None:
             continue
         r = hit
         compared += 1
-        equal = rec["output"] == r["output"] and rec["parsed"] == r["parsed"]
-        if rec.get("option_logprobs") and r["option_logprobs"]:
+        equal = rec.output == r["output"] and rec.parsed == r["parsed"]
+        if rec.option_logprobs and r["option_logprobs"]:
             diff = max(
-                _gap(x, y)
-                for x, y in zip(rec["option_logprobs"], r["option_logprobs"], strict=True)
+                _gap(x, y) for x, y in zip(rec.option_logprobs, r["option_logprobs"], strict=True)
             )
             max_diff = max(max_diff, diff)
         if equal:
             same += 1
         elif len(mismatches) < 10:
-            mismatches.append(Mismatch(**rec, main_output=r["output"]))
+            mismatches.append(
+                Mismatch(
+                    model=rec.model,
+                    item_id=rec.item_id,
+                    condition=rec.condition,
+                    output=rec.output,
+                    parsed=rec.parsed,
+                    option_logprobs=rec.option_logprobs,
+                    main_output=r["output"],
+                )
+            )
     return DeterminismCheck(
-        questions=check["questions"],
+        questions=check.questions,
         compared=compared,
         identical=same,
         max_logprob_diff=max_diff,
-        model_calls=check["model_calls"],
+        model_calls=check.model_calls,
         mismatches=mismatches,
     )
 
 
-def _examples(t: _Table, info: Mapping[str, Any]) -> list[Example]:
+def _examples(t: _Table, design: FormatsDesign) -> list[Example]:
     f = t.f
-    k = int(info.get("examples", 5))
+    k = design.examples
     names = t.base_names()
     out = []
     for model in t.models:
@@ -225,7 +237,7 @@ def _examples(t: _Table, info: Mapping[str, Any]) -> list[Example]:
         flipping = items[~constant]  # item codes are the table's first-seen order
         if not flipping.size or k == 0:
             continue
-        rng = stable_rng(int(info.get("seed", 0)), "examples", model)
+        rng = stable_rng(design.seed, "examples", model)
         picks = sorted(
             int(i) for i in rng.choice(flipping.size, size=min(k, flipping.size), replace=False)
         )

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -17,7 +16,7 @@ import numpy.typing as npt
 from ... import stats
 from ._frame import FormatsFrame, Ints, pair_rows
 from ._table import SUBSETS, _quiet, _Table
-from ._types import FormatPair, NoiseFloorEntry, PhraseFloor
+from ._types import FormatPair, FormatsDesign, NoiseFloorEntry, PhraseFloor
 
 
 def _field(f: FormatsFrame, field: str) -> npt.NDArray[np.int8]:
@@ -63,7 +62,7 @@ def _with_holm(records: list[dict[str, Any]]) -> None:
 
 
 def _order_variants(t: _Table, name: str) -> list[str]:
-    return [v for v, c in t.conditions.items() if c["variant"] == "order" and c["base"] == name]
+    return [v for v, c in t.conditions.items() if c.variant == "order" and c.base == name]
 
 
 def _order_floor(t: _Table, model: str, subset: str, name: str, field: str) -> list[int]:
@@ -77,11 +76,11 @@ def _order_floor(t: _Table, model: str, subset: str, name: str, field: str) -> l
     return out
 
 
-def _pairs(t: _Table, info: Mapping[str, Any]) -> tuple[list[FormatPair], list[NoiseFloorEntry]]:
+def _pairs(t: _Table, design: FormatsDesign) -> tuple[list[FormatPair], list[NoiseFloorEntry]]:
     """Every pair of base formats, per model × subset × outcome (one Holm family each), and
     the noise floors."""
     names = t.base_names()
-    floor_a, floor_b = info.get("noise_floor") or (None, None)
+    floor_a, floor_b = design.noise_floor or (None, None)
     pairs: list[FormatPair] = []
     floors: list[NoiseFloorEntry] = []
     for model, subset in itertools.product(t.models, SUBSETS):

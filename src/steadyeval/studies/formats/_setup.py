@@ -6,7 +6,6 @@ from __future__ import annotations
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from ..._errors import ConfigError
 from ...conditions import Condition
@@ -23,6 +22,7 @@ from ._design import (
     check_template,
     stable_rng,
 )
+from ._types import DeterminismRun, FormatsDesign
 
 __all__ = ["determinism_check", "formats_design"]
 
@@ -71,17 +71,17 @@ def formats_design(config: FormatsConfig, backends: Sequence[Backend]) -> StudyD
             raise ConfigError(
                 f"noise_floor: no condition {name!r} in this study; conditions: {', '.join(base)}"
             )
-    info: dict[str, Any] = {
-        "seed": config.seed,
-        "template": template,
-        "scoring": config.scoring,
-        "refusal_phrases": list(opts.refusal_phrases),
-        "control_word": control,
-        "items": built.counts,
-        "conditions": described,
-        "noise_floor": list(config.noise_floor),
-        "examples": config.examples,
-    }
+    info = FormatsDesign(
+        seed=config.seed,
+        template=template,
+        scoring=config.scoring,
+        refusal_phrases=list(opts.refusal_phrases),
+        control_word=control,
+        items=built.counts,
+        conditions=described,
+        noise_floor=list(config.noise_floor),
+        examples=config.examples,
+    )
     return StudyDesign.of(built.items, conditions, backends, info=info)
 
 
@@ -91,7 +91,7 @@ def determinism_check(
     backends: Sequence[Backend],
     n: int,
     seed: int,
-) -> dict[str, Any]:
+) -> DeterminismRun:
     """Rerun ``n`` seeded questions under the greedy base formats with an empty cache file.
 
     The check's own cache lives in a temporary folder deleted afterwards, so every one of
@@ -111,8 +111,6 @@ def determinism_check(
     rows = result.table.select(
         ["model", "item_id", "condition", "output", "parsed", "option_logprobs"]
     ).to_pylist()
-    return {
-        "questions": len(subset),
-        "model_calls": result.summary["plan"]["model_calls"],
-        "rows": rows,
-    }
+    return DeterminismRun(
+        questions=len(subset), model_calls=result.summary["plan"]["model_calls"], rows=rows
+    )

@@ -4,12 +4,12 @@ command from it); each step imports its module when it runs."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from .._protocol import Study, StudyDesign
 from ._config import FormatsConfig
-from ._types import FormatsAnalysis
+from ._types import FormatsAnalysis, FormatsDesign
 
 if TYPE_CHECKING:
     from ...document import Section
@@ -30,6 +30,7 @@ class FormatsStudy(Study[FormatsAnalysis]):
     )
     config = FormatsConfig
     analysis_type = FormatsAnalysis
+    design_type = FormatsDesign
     example = """
         steadyeval study formats --model hf:Qwen/Qwen2.5-0.5B --data dev-v2.0.json --out runs/formats
         steadyeval study formats --model hf:Qwen/Qwen2.5-0.5B --data squad_v2 \\
@@ -54,23 +55,25 @@ class FormatsStudy(Study[FormatsAnalysis]):
         """The optional determinism check (``config.determinism`` questions, uncached)."""
         if not config.determinism:
             return design
+        facts = FormatsDesign.from_json(design.info, source="the formats study's design")
         greedy = [
             c
-            for c, d in zip(design.conditions, design.info["conditions"], strict=True)
-            if d["variant"] == "base"
+            for c, d in zip(design.conditions, facts.conditions, strict=True)
+            if d.variant == "base"
         ]
         from ._setup import determinism_check
 
         check = determinism_check(design.items, greedy, backends, config.determinism, config.seed)
-        return StudyDesign(design.blocks, {**design.info, "determinism": check}, design.columns)
+        info = facts.model_copy(update={"determinism": check})
+        return StudyDesign(design.blocks, info, design.columns)
 
-    def analyze(self, results: ResultsFrame, info: Mapping[str, Any]) -> FormatsAnalysis:
+    def analyze(self, results: ResultsFrame, design: FormatsDesign) -> FormatsAnalysis:
         from ._analysis import analyze_formats
 
-        return analyze_formats(results, info)
+        return analyze_formats(results, design)
 
     def sections(
-        self, analysis: FormatsAnalysis, info: Mapping[str, Any], *, figures: bool = True
+        self, analysis: FormatsAnalysis, design: FormatsDesign, *, figures: bool = True
     ) -> list[Section]:
         from ._report import formats_report_sections
 

@@ -7,7 +7,7 @@ every part of the analysis shares.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ... import stats
@@ -15,6 +15,7 @@ from ._frame import FormatsFrame, Ints
 
 if TYPE_CHECKING:
     from ...results import ResultsFrame
+    from ._types import FormatCondition, FormatsDesign
 
 #: The two question subsets, in the order the analysis lists them.
 SUBSETS = ("unanswerable", "answerable")
@@ -32,13 +33,13 @@ def _quiet(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
 class _Table:
     """The frame plus the design facts, indexed by (model, condition, variant, subset)."""
 
-    def __init__(self, results: ResultsFrame, info: Mapping[str, Any]) -> None:
+    def __init__(self, results: ResultsFrame, design: FormatsDesign) -> None:
         self.f = FormatsFrame(results)
-        self.conditions: dict[str, dict[str, Any]] = {c["name"]: c for c in info["conditions"]}
+        self.conditions: dict[str, FormatCondition] = {c.name: c for c in design.conditions}
         self.models: list[str] = list(self.f.models)
 
     def base_names(self) -> list[str]:
-        return [n for n, c in self.conditions.items() if c["variant"] == "base"]
+        return [n for n, c in self.conditions.items() if c.variant == "base"]
 
     def select(
         self, model: str, condition: str, subset: str | None = None, variant: str = "base"

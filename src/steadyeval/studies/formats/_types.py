@@ -11,7 +11,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 
-from ...results import Analysis, AnalysisRecord
+from ...results import Analysis, AnalysisRecord, Design, DesignRecord
 
 __all__ = [
     "Agreement",
@@ -20,11 +20,14 @@ __all__ = [
     "AnswerableRates",
     "DecoyRemoval",
     "DeterminismCheck",
+    "DeterminismRow",
+    "DeterminismRun",
     "Example",
     "ExampleOutput",
     "FormatCondition",
     "FormatPair",
     "FormatsAnalysis",
+    "FormatsDesign",
     "Mismatch",
     "NoiseFloorEntry",
     "OrderStability",
@@ -324,3 +327,44 @@ class FormatsAnalysis(Analysis):
     sampling: list[SampledCondition]
     determinism: DeterminismCheck | None
     examples: list[Example]
+
+
+# -- the design facts (``summary.json``'s ``design``) ------------------------------------------
+
+
+class DeterminismRow(DesignRecord):
+    """One answer of the determinism rerun (the results table's columns)."""
+
+    model: str
+    item_id: str
+    condition: str
+    output: str | None
+    parsed: str | None
+    option_logprobs: list[float | None] | None = None
+
+
+class DeterminismRun(DesignRecord):
+    """The determinism rerun, before the run: ``questions`` rerun with an empty cache, the
+    model calls it made and its answers."""
+
+    questions: int
+    model_calls: int
+    rows: list[DeterminismRow]
+
+
+class FormatsDesign(Design):
+    """What a formats run was: the seed, the template and scoring, the refusal phrases, the
+    control word, how the items were chosen (``items``: counts of qualifying, skipped and
+    article-fallback questions), the conditions, the noise-floor pair of conditions (empty:
+    none), how many examples to draw, and the determinism rerun (None: not run)."""
+
+    seed: int = 0
+    template: str | None = None
+    scoring: str | None = None
+    refusal_phrases: list[str] = Field(default_factory=list)
+    control_word: str | None = None
+    items: dict[str, Any] = Field(default_factory=dict)
+    conditions: list[FormatCondition]
+    noise_floor: list[str] = Field(default_factory=list)
+    examples: int = 5
+    determinism: DeterminismRun | None = None

@@ -33,7 +33,7 @@ from ._comparisons import (
 from ._frame import _SETTING, analysis_frame
 from ._option_scoring import _option_scoring
 from ._per_condition import _per_condition
-from ._types import KnowledgeAnalysis
+from ._types import KnowledgeAnalysis, KnowledgeDesign
 
 __all__ = ["analyze_knowledge"]
 
@@ -42,7 +42,7 @@ _ANSWERED = (LETTER_LOGPROB, OPTION_LOGPROB)
 
 
 def analyze_knowledge(
-    results: ResultsFrame | pa.Table, info: Mapping[str, Any] | None = None
+    results: ResultsFrame | pa.Table, design: KnowledgeDesign | Mapping[str, Any] | None = None
 ) -> KnowledgeAnalysis:
     """Every number of the knowledge study, from the results table alone.
 
@@ -51,8 +51,9 @@ def analyze_knowledge(
     results : ResultsFrame or pyarrow.Table
         The results (letter/option-scored MMLU rows, optionally question-only
         ``prompt-logprob`` rows); a table is read as ``ResultsFrame(table)``.
-    info : mapping, optional
-        Design facts; only ``seed`` (for the template-spread bootstrap) is read.
+    design : KnowledgeDesign or mapping, optional
+        The design facts (a :class:`KnowledgeDesign`, or ``summary.json["design"]``); only
+        ``seed`` (for the template-spread bootstrap) is read.
 
     Returns
     -------
@@ -78,7 +79,7 @@ def analyze_knowledge(
     pair items by ``item_id`` and keep the items present in every condition compared.
     """
     results = ResultsFrame.of(results)
-    seed = int((info or {}).get("seed", 0))
+    seed = KnowledgeDesign.from_json(design or {}, source="design").seed
     df = analysis_frame(results)
     answered = df[df["scoring"].isin(_ANSWERED) & df["correct"].notna()].copy()
     answered["correct"] = answered["correct"].astype(bool)

@@ -15,6 +15,7 @@ from ...scoring import OPTION_LOGPROB, PROMPT_LOGPROB
 from .._protocol import StudyDesign
 from ._config import _LABELS, SCORINGS, TEMPLATE_NAMES, KnowledgeConfig
 from ._fit import SHOT_SET, fit_shots
+from ._types import KnowledgeDesign
 
 __all__ = [
     "COLUMNS",
@@ -153,18 +154,18 @@ def knowledge_design(
                 _with_shot_set(d, key, id=f"{d.id}|{key}")
                 for d in by_subject.get(subject, [])[: int(m)]
             )
-    info = {
-        "source": data.source,
-        "split": data.split,
-        "subjects": list(data.subjects),
-        "uncategorised_subjects": list(data.uncategorised),
-        "n_items": len(items),
-        "n_dev": len(data.dev),
-        "available_per_subject": dict(data.available),
-        "config": config.design_dict(),
-        "seed": config.seed,
-        "shot_fit": fit.info(),
-    }
+    info = KnowledgeDesign(
+        source=data.source,
+        split=data.split,
+        subjects=list(data.subjects),
+        uncategorised_subjects=list(data.uncategorised),
+        n_items=len(items),
+        n_dev=len(data.dev),
+        available_per_subject=dict(data.available),
+        config=config.design_dict(),
+        seed=config.seed,
+        shot_fit=fit.info(),
+    )
     return StudyDesign.of(
         items, conditions, backends, shot_pools={"dev": dev}, info=info, columns=COLUMNS
     )

@@ -7,7 +7,6 @@ import dataclasses
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from ..._errors import ConfigError
 from ...conditions import Condition, Trial, expand
@@ -15,6 +14,7 @@ from ...items import Item
 from ...models import Backend
 from ...requests import ScoreRequest
 from ...scoring import PROMPT_LOGPROB, requests_for
+from ._types import ShotFitFacts
 
 __all__ = ["SHOT_SET", "ShotFit", "fit_shots"]
 
@@ -48,15 +48,16 @@ class ShotFit:
     too_long: tuple[str, ...] = ()
     max_lengths: Mapping[str, int] = dataclasses.field(default_factory=dict)
 
-    def info(self) -> dict[str, Any]:
-        return {
-            "checked_models": list(self.checked),
-            "unchecked_models": list(self.unchecked),
-            "max_lengths": dict(self.max_lengths),
-            "n_items_capped": len(self.caps),
-            "caps": dict(sorted(Counter(self.caps.values()).items())),
-            "too_long_without_shots": list(self.too_long),
-        }
+    def info(self) -> ShotFitFacts:
+        """The fit as design facts (``summary.json`` → ``design.shot_fit``)."""
+        return ShotFitFacts(
+            checked_models=list(self.checked),
+            unchecked_models=list(self.unchecked),
+            max_lengths=dict(self.max_lengths),
+            n_items_capped=len(self.caps),
+            caps=dict(sorted(Counter(self.caps.values()).items())),
+            too_long_without_shots=list(self.too_long),
+        )
 
 
 _MARGIN = 8  # tokens: within this of the limit, a pair is counted exactly

@@ -3,12 +3,12 @@ the study's command from it); each step imports its module when it runs."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from .._protocol import Study, StudyDesign
 from ._config import KnowledgeConfig
-from ._types import KnowledgeAnalysis
+from ._types import KnowledgeAnalysis, KnowledgeDesign
 
 if TYPE_CHECKING:
     from ...document import Section
@@ -28,6 +28,7 @@ class KnowledgeStudy(Study[KnowledgeAnalysis]):
     question = "MMLU-style accuracy per category, calibration, shots, option order, memorisation"
     config = KnowledgeConfig
     analysis_type = KnowledgeAnalysis
+    design_type = KnowledgeDesign
     example = """
         steadyeval study knowledge --model hf:Qwen/Qwen2.5-0.5B --data cais/mmlu --out runs/mmlu
         steadyeval study knowledge --model hf:gpt2 --data data/mmlu --shots 0,1,5 \\
@@ -48,13 +49,13 @@ class KnowledgeStudy(Study[KnowledgeAnalysis]):
         )
         return knowledge_design(data, config, backends)
 
-    def analyze(self, results: ResultsFrame, info: Mapping[str, Any]) -> KnowledgeAnalysis:
+    def analyze(self, results: ResultsFrame, design: KnowledgeDesign) -> KnowledgeAnalysis:
         from ._analysis import analyze_knowledge
 
-        return analyze_knowledge(results, info)
+        return analyze_knowledge(results, design)
 
     def sections(
-        self, analysis: KnowledgeAnalysis, info: Mapping[str, Any], *, figures: bool = True
+        self, analysis: KnowledgeAnalysis, design: KnowledgeDesign, *, figures: bool = True
     ) -> list[Section]:
         from ._report import knowledge_report_sections
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from pydantic import SerializerFunctionWrapHandler, model_serializer
+from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 
-from ...results import Analysis, AnalysisRecord
+from ...results import Analysis, AnalysisRecord, Design, DesignRecord
 
 __all__ = [
     "CalibrationResult",
@@ -20,6 +20,7 @@ __all__ = [
     "Correlation",
     "Estimate",
     "KnowledgeAnalysis",
+    "KnowledgeDesign",
     "LetterVsOption",
     "Memorisation",
     "NormalisedAccuracy",
@@ -29,6 +30,7 @@ __all__ = [
     "RotationResult",
     "ShotCount",
     "ShotCurve",
+    "ShotFitFacts",
     "SubcategoryAccuracy",
     "SubjectAccuracy",
     "SubjectCorrelation",
@@ -311,3 +313,37 @@ class KnowledgeAnalysis(Analysis):
     memorisation: list[Memorisation]
     option_scoring: list[OptionScoring]
     notes: list[str]
+
+
+# -- the design facts (``summary.json``'s ``design``) ------------------------------------------
+
+
+class ShotFitFacts(DesignRecord):
+    """How the shots were fitted to the models' context lengths: the models checked (and
+    not), each one's context length, how many items got fewer shots, how many got each cap
+    (``caps``: shots → items) and the items too long even without shots."""
+
+    checked_models: list[str] = Field(default_factory=list)
+    unchecked_models: list[str] = Field(default_factory=list)
+    max_lengths: dict[str, int] = Field(default_factory=dict)
+    n_items_capped: int = 0
+    caps: dict[int, int] = Field(default_factory=dict)
+    too_long_without_shots: list[str] = Field(default_factory=list)
+
+
+class KnowledgeDesign(Design):
+    """What a knowledge run was: the data (source, split, subjects, those without a
+    category), the counts of items and dev questions (and per subject), the settings that
+    shape the conditions (``config``), the seed (the template-spread bootstrap's) and the
+    shot fit (None in a design written before it)."""
+
+    source: str | None = None
+    split: str | None = None
+    subjects: list[str] = Field(default_factory=list)
+    uncategorised_subjects: list[str] = Field(default_factory=list)
+    n_items: int | None = None
+    n_dev: int | None = None
+    available_per_subject: dict[str, int] = Field(default_factory=dict)
+    config: dict[str, Any] = Field(default_factory=dict)
+    seed: int = 0
+    shot_fit: ShotFitFacts | None = None

@@ -37,6 +37,7 @@ from ._types import (
     Regime,
     RegimeConsistency,
     SensitivityAnalysis,
+    SensitivityDesign,
     UnitAdjusted,
     UnitPreference,
     UnitRankings,
@@ -348,9 +349,10 @@ def analyze_tensor(
 
 
 def analyze_sensitivity(
-    results: ResultsFrame | pa.Table, info: Mapping[str, Any]
+    results: ResultsFrame | pa.Table, design: SensitivityDesign | Mapping[str, Any]
 ) -> SensitivityAnalysis:
-    """The study's analysis, from the results and the design facts only.
+    """The study's analysis, from the results and the design facts only (a
+    :class:`SensitivityDesign`, or ``summary.json["design"]``).
 
     Returns a :class:`SensitivityAnalysis`: ``prompt_preference`` (per model and unit: the
     score under every template, std across templates (``std_ddof``: 0 by default, as the
@@ -366,18 +368,19 @@ def analyze_sensitivity(
     from ...results import ResultsFrame as Frame
 
     results = Frame.of(results)  # a pyarrow Table is read as a frame
-    c = Correctness.from_results(results, info)
-    opts = dict(info["analysis"])
-    if opts.get("stop_words") is None and info.get("kind") == "probes":
+    facts = SensitivityDesign.from_json(design, source="design")
+    c = Correctness.from_results(results, facts)
+    opts = dict(facts.analysis)
+    if opts.get("stop_words") is None and facts.kind == "probes":
         opts["stop_words"] = list(DEFAULT_STOP_WORDS)  # a run from before the option
-    metric, unit = info.get("metric", "score"), info.get("unit", "unit")
+    metric, unit = facts.metric, facts.unit
     if unit == "item":  # units are single items: analyse them pooled
         return analyze_tensor(c.pooled(), opts, consistency_units=c, metric=metric, unit=unit)
     return analyze_tensor(
         c,
         opts,
-        weights=info.get("weights"),
-        pooled=info.get("kind") == "task",
+        weights=facts.weights,
+        pooled=facts.kind == "task",
         metric=metric,
         unit=unit,
     )

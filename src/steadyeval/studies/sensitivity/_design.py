@@ -37,6 +37,7 @@ from .._protocol import StudyDesign
 from ._config import MAX_DRAWS, MAX_NAMES, MAX_SUBSETS, MAX_TEMPLATES
 from ._probe_items import choose_relations, probe_items, weights_info
 from ._stopwords import DEFAULT_STOP_WORDS
+from ._types import SensitivityDesign
 
 if TYPE_CHECKING:
     from ...run import Block
@@ -342,18 +343,18 @@ def probe_design(
             stacklevel=2,
         )
     conditions, roles = _probe_conditions(rels, k, n_names, opts)
-    info: dict[str, Any] = {
-        "kind": "probes",
-        "metric": "P@1",
-        "unit": "relation",
-        "templates": template_names(k),
-        "template_text": {r.id: list(r.templates[:k]) for r in rels},
-        "slot_final": {r.id: [_slot_is_final(x) for x in r.templates[:k]] for r in rels},
-        "conditions": roles,
-        "max_names": n_names,
-        "weights": weights_info(rels, k, aopts.weights, data.source),
-        "analysis": aopts.resolved("probes"),
-        "data": {
+    info = SensitivityDesign(
+        kind="probes",
+        metric="P@1",
+        unit="relation",
+        templates=template_names(k),
+        template_text={r.id: list(r.templates[:k]) for r in rels},
+        slot_final={r.id: [_slot_is_final(x) for x in r.templates[:k]] for r in rels},
+        conditions=roles,
+        max_names=n_names,
+        weights=weights_info(rels, k, aopts.weights, data.source),
+        analysis=aopts.resolved("probes"),
+        data={
             "source": data.source,
             "layout": data.layout,
             "prompt_set": data.prompt_set,
@@ -375,7 +376,7 @@ def probe_design(
                 if n["used"] == 0
             ],
         },
-    }
+    )
     blocks = _blocks(items, conditions, rels, k, n_names)
     _check_rows(
         [(len(b.items), len(b.conditions)) for b in blocks],
@@ -453,16 +454,16 @@ def task_design(
             roles[cname] = {"template": t.name, "alias": a}
     _check_rows([(len(items), len(conditions))], "fewer items or templates, --max-names")
     unit = _unit_key(items)
-    design_info: dict[str, Any] = {
-        "kind": "task",
-        "metric": "accuracy",
-        "unit": unit,
-        "templates": names,
-        "template_text": {"*": [t.body for t in templates]},
-        "conditions": roles,
-        "max_names": n_names,
-        "weights": None,
-        "analysis": aopts.resolved("task"),
-        "data": {"n_items": len(items), "scoring": score, "format": fmt.name, **(info or {})},
-    }
+    design_info = SensitivityDesign(
+        kind="task",
+        metric="accuracy",
+        unit=unit,
+        templates=names,
+        template_text={"*": [t.body for t in templates]},
+        conditions=roles,
+        max_names=n_names,
+        weights=None,
+        analysis=aopts.resolved("task"),
+        data={"n_items": len(items), "scoring": score, "format": fmt.name, **(info or {})},
+    )
     return StudyDesign.of(list(items), conditions, (), info=design_info, columns=COLUMNS)

@@ -5,12 +5,12 @@ step imports its module when it runs."""
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from .._protocol import Study, StudyDesign
 from ._config import SensitivityConfig
-from ._types import SensitivityAnalysis
+from ._types import SensitivityAnalysis, SensitivityDesign
 
 if TYPE_CHECKING:
     from ...document import Section
@@ -32,6 +32,7 @@ class SensitivityStudy(Study[SensitivityAnalysis]):
     )
     config = SensitivityConfig
     analysis_type = SensitivityAnalysis
+    design_type = SensitivityDesign
     example = """
         steadyeval study sensitivity --model hf:bert-base-cased --model hf:roberta-base \\
             --data data/lama/lpaqa --prompt-set manual_paraphrase --out runs/lpaqa
@@ -77,13 +78,13 @@ class SensitivityStudy(Study[SensitivityAnalysis]):
             )
         return design
 
-    def analyze(self, results: ResultsFrame, info: Mapping[str, Any]) -> SensitivityAnalysis:
+    def analyze(self, results: ResultsFrame, design: SensitivityDesign) -> SensitivityAnalysis:
         from ._analysis import analyze_sensitivity
 
-        return analyze_sensitivity(results, info)
+        return analyze_sensitivity(results, design)
 
     def sections(
-        self, analysis: SensitivityAnalysis, info: Mapping[str, Any], *, figures: bool = True
+        self, analysis: SensitivityAnalysis, design: SensitivityDesign, *, figures: bool = True
     ) -> list[Section]:
         from ._report import sensitivity_report_sections
 

@@ -22,7 +22,7 @@ from ._tensor_table import (
     fact_ranks,
     template_and_alias,
 )
-from ._types import Regime
+from ._types import Regime, SensitivityDesign
 
 if TYPE_CHECKING:
     from ...results import ResultsFrame
@@ -120,19 +120,22 @@ class Correctness:
         )
 
     @classmethod
-    def from_results(cls, results: ResultsFrame, info: Mapping[str, Any]) -> Correctness:
-        """Build the tensor from the results and the design facts (``design.info``)."""
-        return _from_results(results, info)
+    def from_results(
+        cls, results: ResultsFrame, design: SensitivityDesign | Mapping[str, Any]
+    ) -> Correctness:
+        """Build the tensor from the results and the design facts (a
+        :class:`SensitivityDesign`, or ``summary.json["design"]``)."""
+        return _from_results(results, SensitivityDesign.from_json(design, source="design"))
 
 
-def _from_results(results: ResultsFrame, info: Mapping[str, Any]) -> Correctness:
+def _from_results(results: ResultsFrame, design: SensitivityDesign) -> Correctness:
     """The tensor from the frame's columns (every row is of a known condition): models and
     units in the order they first appear, a unit's facts in the order they first appear in
     it; a cell averages its rows (samples), its prediction is that of its first row."""
-    roles: Mapping[str, Mapping[str, Any]] = info["conditions"]
-    templates = tuple(info["templates"])
-    n_names = int(info["max_names"])
-    unit_key = info["unit"]
+    roles = design.conditions
+    templates = tuple(design.templates)
+    n_names = design.max_names
+    unit_key = design.unit
     units_read = [unit_key] if unit_key in ("relation", "subject") else []
     results.require([*READS, *units_read], reader="the sensitivity analysis")
     cond, cond_values = results.codes("condition")

@@ -8,13 +8,16 @@ them."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from ..._errors import ConfigError
 from ...items import shorten
+
+if TYPE_CHECKING:
+    from ._types import TemplateAlias
 
 __all__ = [
     "READS",
@@ -93,7 +96,7 @@ def fact_ranks(
 
 
 def template_and_alias(
-    roles: Mapping[str, Mapping[str, Any]],
+    roles: Mapping[str, TemplateAlias],
     templates: tuple[str, ...],
     cond_values: list[Any],
     cond: IntArray,
@@ -101,9 +104,9 @@ def template_and_alias(
     """Each row's template index and name (alias) index, from its condition's role."""
     t_index = {t: k for k, t in enumerate(templates)}
     template_of = np.asarray(
-        [t_index[roles[c]["template"]] if c in roles else -1 for c in cond_values], np.int64
+        [t_index[roles[c].template] if c in roles else -1 for c in cond_values], np.int64
     )
-    alias_of = np.asarray([int(roles[c]["alias"]) if c in roles else -1 for c in cond_values])
+    alias_of = np.asarray([roles[c].alias if c in roles else -1 for c in cond_values])
     return template_of[cond], alias_of[cond].astype(np.int64)
 
 

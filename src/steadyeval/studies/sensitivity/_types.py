@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 
-from ...results import Analysis, AnalysisRecord
+from ...results import Analysis, AnalysisRecord, Design, DesignRecord
 
 __all__ = [
     "Adjusted",
@@ -29,6 +29,8 @@ __all__ = [
     "Regime",
     "RegimeConsistency",
     "SensitivityAnalysis",
+    "SensitivityDesign",
+    "TemplateAlias",
     "UnitAdjusted",
     "UnitPreference",
     "UnitRankings",
@@ -253,3 +255,34 @@ class SensitivityAnalysis(Analysis):
     @model_serializer(mode="wrap")
     def _serialize(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         return _without_none(handler(self), ("pooled",))
+
+
+# -- the design facts (``summary.json``'s ``design``) ------------------------------------------
+
+
+class TemplateAlias(DesignRecord):
+    """What one condition asks: its template's name and the subject's name (alias) index."""
+
+    template: str
+    alias: int
+
+
+class SensitivityDesign(Design):
+    """What a sensitivity run was: factual ``probes`` or a generic ``task``, its metric and
+    unit (``relation``, ``subject`` or ``item``), the template names (and each unit's template
+    texts: ``*`` for every unit of a task; whether each template ends with the answer slot),
+    each condition's template and name, the names per subject, template weights per unit
+    (None: uniform), the resolved analysis options (``AnalysisOptions.resolved``) and how the
+    data were reduced (``data``, for the report)."""
+
+    kind: Literal["probes", "task"]
+    metric: Literal["P@1", "accuracy", "score"] = "score"
+    unit: Literal["relation", "subject", "item", "unit"] = "unit"
+    templates: list[str]
+    template_text: dict[str, list[str]] = Field(default_factory=dict)
+    slot_final: dict[str, list[bool]] | None = None
+    conditions: dict[str, TemplateAlias]
+    max_names: int
+    weights: dict[str, list[float]] | None = None
+    analysis: dict[str, Any]
+    data: dict[str, Any] = Field(default_factory=dict)

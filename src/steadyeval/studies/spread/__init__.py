@@ -25,6 +25,8 @@ if TYPE_CHECKING:
         SearchFormat,
         SearchResult,
         SpreadAnalysis,
+        SpreadDesign,
+        SpreadDesignFormat,
         SpreadEstimate,
     )
 
@@ -46,6 +48,8 @@ __getattr__, __dir__ = lazy_exports(
             "SearchFormat",
             "SearchResult",
             "SpreadAnalysis",
+            "SpreadDesign",
+            "SpreadDesignFormat",
             "SpreadEstimate",
         ],
     },
@@ -64,6 +68,8 @@ __all__ = [
     "SearchResult",
     "SpreadAnalysis",
     "SpreadConfig",
+    "SpreadDesign",
+    "SpreadDesignFormat",
     "SpreadEstimate",
     "SpreadSetup",
     "SpreadStudy",

@@ -19,6 +19,7 @@ from ._types import (
     SearchFormat,
     SearchResult,
     SpreadAnalysis,
+    SpreadDesign,
     SpreadEstimate,
 )
 
@@ -41,7 +42,7 @@ def _lookup(values: list[Any], index: Mapping[Any, int], codes: np.ndarray) -> n
 
 
 def model_cells(
-    results: ResultsFrame, info: Mapping[str, Any], model: str
+    results: ResultsFrame, design: SpreadDesign | Mapping[str, Any], model: str
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str | None]]:
     """The observed (format, item) cells of ``model``, in the order of the table's rows:
     rows, cols, correct, and per format an example prompt (its first non-empty one; "" when
@@ -49,8 +50,9 @@ def model_cells(
     samples) counts once, by its first row; an unscored answer (``correct`` null) counts as
     wrong."""
     results.require(COLUMNS, reader="the spread analysis")
-    formats = {f["name"]: k for k, f in enumerate(info["formats"])}
-    items = {i: k for k, i in enumerate(info["items"])}
+    design = SpreadDesign.from_json(design, source="design")
+    formats = {f.name: k for k, f in enumerate(design.formats)}
+    items = {i: k for k, i in enumerate(design.items)}
     model_codes, models = results.codes("model")
     cond_codes, conds = results.codes("condition")
     item_codes, item_ids = results.codes("item_id")
@@ -74,45 +76,45 @@ def model_cells(
 
 
 def _per_format(
-    info: Mapping[str, Any], dist: Any, rows: np.ndarray, y: np.ndarray
+    design: SpreadDesign, dist: Any, rows: np.ndarray, y: np.ndarray
 ) -> list[FormatEstimate]:
-    n_obs = np.bincount(rows, minlength=len(info["formats"]))
-    n_correct = np.bincount(rows, weights=y, minlength=len(info["formats"]))
+    n_obs = np.bincount(rows, minlength=len(design.formats))
+    n_correct = np.bincount(rows, weights=y, minlength=len(design.formats))
     return [
         FormatEstimate(
-            format=f["name"],
+            format=f.name,
             estimate=float(dist.accuracy[k]),
             low=float(dist.accuracy_low[k]),
             high=float(dist.accuracy_high[k]),
             observed=int(n_obs[k]),
             observed_correct=int(n_correct[k]),
         )
-        for k, f in enumerate(info["formats"])
+        for k, f in enumerate(design.formats)
     ]
 
 
-def _model_analysis(results: ResultsFrame, info: Mapping[str, Any], model: str) -> ModelSpread:
-    rows, cols, y, prompts = model_cells(results, info, model)
-    n_f, n_i = len(info["formats"]), len(info["items"])
+def _model_analysis(results: ResultsFrame, design: SpreadDesign, model: str) -> ModelSpread:
+    rows, cols, y, prompts = model_cells(results, design, model)
+    n_f, n_i = len(design.formats), len(design.items)
     if len(y) == 0:
         raise ConfigError(f"model {model!r} has no scored cells in the results table")
     cells = IrtCells.of(rows, cols, y, n_f, n_i)
-    x = info.get("covariates")
+    x = design.covariates
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", StatsWarning)
         fit = fit_irt(cells, np.asarray(x) if x else None)
         dist = irt_distribution(
             fit,
-            confidence=float(info["confidence"]),
-            n_draws=int(info["draws"]),
-            seed=int(info["seed"]),
+            confidence=design.confidence,
+            n_draws=design.draws,
+            seed=design.seed,
         )
     # what the cells cannot tell (all correct, one format observed, ...): shown with the result
     notes = list(dict.fromkeys(str(w.message) for w in caught if w.category is StatsWarning))
     for w in caught:
         if w.category is not StatsWarning:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-    per_format = _per_format(info, dist, rows, y)
+    per_format = _per_format(design, dist, rows, y)
     best = int(np.argmax(dist.accuracy))
     worst = int(np.argmin(dist.accuracy))
     spread_est, spread_low, spread_high = dist.spread
@@ -137,22 +139,22 @@ def _model_analysis(results: ResultsFrame, info: Mapping[str, Any], model: str) 
         worst=ExtremeFormat(**per_format[worst].model_dump(), prompt=prompts[worst]),
         observed_mean=float(y.mean()),
         notes=notes,
-        search=_search(info, rows, y, prompts) if info["method"] == "search" else None,
+        search=_search(design, rows, y, prompts) if design.method == "search" else None,
     )
 
 
 def _search(
-    info: Mapping[str, Any], rows: np.ndarray, y: np.ndarray, prompts: list[str | None]
+    design: SpreadDesign, rows: np.ndarray, y: np.ndarray, prompts: list[str | None]
 ) -> SearchResult:
     """Thompson-search result: the Beta posterior means of the formats evaluated."""
     first = rows == 0
-    batch = int(info["batch"])
+    batch = design.batch
     default_y = y[first][:batch]
     strength = 2.0  # as thompson_search's default prior_strength
     p0 = (float(default_y.sum()) + 0.5) / (len(default_y) + 1.0)
     prior = (p0 * strength, (1 - p0) * strength)
-    best, worst, mean, pulls, succ = search_summary(rows, y, len(info["formats"]), prior)
-    names = [f["name"] for f in info["formats"]]
+    best, worst, mean, pulls, succ = search_summary(rows, y, len(design.formats), prior)
+    names = [f.name for f in design.formats]
 
     def one(k: int) -> SearchFormat:
         return SearchFormat(
@@ -172,14 +174,18 @@ def _search(
     )
 
 
-def analyze_spread(results: ResultsFrame | pa.Table, info: Mapping[str, Any]) -> SpreadAnalysis:
+def analyze_spread(
+    results: ResultsFrame | pa.Table, design: SpreadDesign | Mapping[str, Any]
+) -> SpreadAnalysis:
     """Per model (sorted): the estimated distribution of accuracy over all formats
     (per-format estimates with intervals, quantiles with intervals, spread, best and worst
     format with an example prompt, the observed cells) and, for a search, the search's best
-    and worst (see :class:`SpreadAnalysis`)."""
+    and worst (see :class:`SpreadAnalysis`). ``design``: the design facts (a
+    :class:`SpreadDesign`, or ``summary.json["design"]``)."""
     from ...results import ResultsFrame as Frame
 
     results = Frame.of(results)  # a pyarrow Table is read as a frame
     results.require(COLUMNS, reader="the spread analysis")
+    facts = SpreadDesign.from_json(design, source="design")
     models = results.codes("model", order="sorted", nulls=False)[1]
-    return SpreadAnalysis(models=[_model_analysis(results, info, str(m)) for m in models])
+    return SpreadAnalysis(models=[_model_analysis(results, facts, str(m)) for m in models])

@@ -19,6 +19,7 @@ from ._config import SpreadConfig
 from ._formats_file import load_format_file
 from ._grammar import generate_formats
 from ._irt_design import stratified_cells
+from ._types import SpreadDesign
 
 __all__ = ["SpreadSetup", "cell_blocks", "spread_design", "spread_setup"]
 
@@ -115,19 +116,19 @@ def cell_blocks(
     return blocks
 
 
-def _info(config: SpreadConfig, setup: SpreadSetup) -> dict[str, Any]:
-    return {
-        "method": config.method,
-        "sampler": config.sampler,
-        "budget": budget_of(config, setup),
-        "seed": config.seed,
-        "confidence": config.confidence,
-        "draws": config.draws,
-        "batch": config.batch,
-        "formats": [{"name": f.name, "choices": f.describe()} for f in setup.formats],
-        "items": [i.id for i in setup.items],
-        "covariates": setup.covariates,
-    }
+def _info(config: SpreadConfig, setup: SpreadSetup) -> SpreadDesign:
+    return SpreadDesign(
+        method=config.method,
+        sampler=config.sampler,
+        budget=budget_of(config, setup),
+        seed=config.seed,
+        confidence=config.confidence,
+        draws=config.draws,
+        batch=config.batch,
+        formats=[{"name": f.name, "choices": f.describe()} for f in setup.formats],
+        items=[i.id for i in setup.items],
+        covariates=setup.covariates,
+    )
 
 
 def budget_of(config: SpreadConfig, setup: SpreadSetup) -> int:

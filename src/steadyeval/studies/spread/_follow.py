@@ -16,6 +16,7 @@ from ._config import SpreadConfig
 from ._design import budget_of, cell_blocks, spread_setup
 from ._irt_design import adaptive_cells
 from ._irt_search import thompson_search
+from ._types import SpreadDesign
 
 if TYPE_CHECKING:
     from ...models import Backend
@@ -31,7 +32,7 @@ def adaptive_follow_up(
     """Fit the first (stratified) half, then put the rest of the budget on the formats whose
     accuracy is least certain (one adaptive round; with several models, their union)."""
     setup = spread_setup(config)
-    info = design.info
+    info = SpreadDesign.from_json(design.info, source="the spread study's design")
     n_f, n_i = len(setup.formats), len(setup.items)
     blocks = []
     for model in results.codes("model", order="sorted", nulls=False)[1]:
@@ -40,7 +41,7 @@ def adaptive_follow_up(
         if left <= 0:
             continue
         cells = IrtCells.of(rows, cols, y, n_f, n_i)
-        x = np.asarray(info["covariates"]) if info.get("covariates") else None
+        x = np.asarray(info.covariates) if info.covariates else None
         with warnings.catch_warnings():  # the final analysis notes what the cells cannot tell
             warnings.simplefilter("ignore", StatsWarning)
             dist = irt_distribution(fit_irt(cells, x), n_draws=200, seed=config.seed)

@@ -21,6 +21,7 @@ from ...document import (
     Table,
     format_cell,
 )
+from ._types import SpreadDesign
 
 if TYPE_CHECKING:
     from ._types import ModelSpread, SearchResult, SpreadAnalysis
@@ -121,8 +122,8 @@ def _figures(rec: ModelSpread, confidence: float) -> list[Block]:
     ]
 
 
-def _formats_table(rec: ModelSpread, info: Mapping[str, Any]) -> Table:
-    choices = {f["name"]: f["choices"] for f in info["formats"]}
+def _formats_table(rec: ModelSpread, design: SpreadDesign) -> Table:
+    choices = {f.name: f.choices for f in design.formats}
     rows = sorted(rec.per_format, key=lambda r: -r.estimate)
     return Table(
         "Every format (sorted by estimate)",
@@ -154,11 +155,11 @@ def _interval(value: float, low: float, high: float) -> str:
     return f"{format_cell(value, 'pct')} [{format_cell(low, 'pct')}, {format_cell(high, 'pct')}]"
 
 
-def headline_section(analysis: SpreadAnalysis, info: Mapping[str, Any]) -> Section:
+def headline_section(analysis: SpreadAnalysis, design: SpreadDesign) -> Section:
     """The study's answer, first in the report (before the generic per-format table): per
     model the estimated 5/50/95% quantiles and the spread with their intervals, and the
     best and worst format."""
-    confidence = float(info.get("confidence", 0.9))
+    confidence = design.confidence
     levels = (5.0, 50.0, 95.0)
     rows = []
     for rec in analysis.models:
@@ -187,7 +188,7 @@ def headline_section(analysis: SpreadAnalysis, info: Mapping[str, Any]) -> Secti
         Column("worst format (estimate)", "text"),
     )
     intro = Paragraph(
-        f"Accuracy over all {len(info['formats'])} formats and {len(info['items'])} items, "
+        f"Accuracy over all {len(design.formats)} formats and {len(design.items)} items, "
         f"estimated from a sample of cells: quantiles of the per-format accuracy and the "
         f"spread, with {confidence:.0%} intervals in brackets, and the formats estimated best "
         "and worst. The generic table below shows only the cells that were observed."
@@ -201,37 +202,39 @@ def headline_section(analysis: SpreadAnalysis, info: Mapping[str, Any]) -> Secti
     )
 
 
-def _model(info: Mapping[str, Any]) -> str:
+def _model(design: SpreadDesign) -> str:
     """The fitted model, as the report names it (with the covariates' term when used)."""
-    if info.get("covariates"):
+    if design.covariates:
         return "σ(μ + θ_format + β_item + x_format·γ), x_format the grammar choices"
     return "σ(μ + θ_format + β_item)"
 
 
 def spread_report_sections(
-    analysis: SpreadAnalysis, info: Mapping[str, Any], *, figures: bool = True
+    analysis: SpreadAnalysis, design: SpreadDesign | Mapping[str, Any], *, figures: bool = True
 ) -> list[Section]:
     """The headline (:func:`headline_section`, first in the report), then one section per
     model: what was observed, the quantiles with intervals, the spread, best and worst
     formats with example prompts, (search) the search's result, figures and the per-format
-    table."""
-    confidence = float(info.get("confidence", 0.9))
-    out = [headline_section(analysis, info)]
+    table. ``design``: the run's design facts (a :class:`SpreadDesign`, or
+    the ``design`` of ``summary.json``)."""
+    facts = SpreadDesign.from_json(design, source="design")
+    confidence = facts.confidence
+    out = [headline_section(analysis, facts)]
     for i, rec in enumerate(analysis.models):
         blocks: list[Block] = [
             Paragraph(
                 f"{format_cell(rec.cells, 'int')} of {format_cell(rec.cells_total, 'int')} "
-                f"(format, item) cells observed ({len(info['formats'])} formats × "
-                f"{len(info['items'])} items; {info['method']}, {info['sampler']} cells); "
+                f"(format, item) cells observed ({len(facts.formats)} formats × "
+                f"{len(facts.items)} items; {facts.method}, {facts.sampler} cells); "
                 f"mean observed accuracy {format_cell(rec.observed_mean, 'pct')}. "
-                f"Unobserved cells are predicted by the fitted model {_model(info)}; "
+                f"Unobserved cells are predicted by the fitted model {_model(facts)}; "
                 "see docs/study-spread.md for when to trust the estimate."
             ),
             _quantile_table(rec, confidence),
             *(_figures(rec, confidence) if figures else []),
             *_extremes(rec),
             *(_search(rec.search) if rec.search is not None else []),
-            _formats_table(rec, info),
+            _formats_table(rec, facts),
         ]
         title = f"Accuracy across prompt formats: {rec.model}"
         out.append(Section.of(f"spread-model-{i + 1}", title, blocks, source=SOURCE))

@@ -4,14 +4,14 @@ module when it runs."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..._errors import ConfigError
 from .._protocol import Study, StudyDesign
 from ._config import SpreadConfig
-from ._types import SpreadAnalysis
+from ._types import SpreadAnalysis, SpreadDesign
 
 if TYPE_CHECKING:
     from ...document import Section
@@ -43,6 +43,7 @@ class SpreadStudy(Study[SpreadAnalysis]):
     question = "how does accuracy spread over many prompt formats, at the cost of two?"
     config = SpreadConfig
     analysis_type = SpreadAnalysis
+    design_type = SpreadDesign
     example = """
         steadyeval study spread --model hf:Qwen/Qwen2.5-0.5B --data mmlu.jsonl --out runs/spread
         steadyeval study spread --model hf:./tiny-gpt2 --data items.jsonl \\
@@ -77,18 +78,18 @@ class SpreadStudy(Study[SpreadAnalysis]):
                 return search_follow_up(config, design, results, backends, options)
             return adaptive_follow_up(config, design, results)
 
-    def analyze(self, results: ResultsFrame, info: Mapping[str, Any]) -> SpreadAnalysis:
+    def analyze(self, results: ResultsFrame, design: SpreadDesign) -> SpreadAnalysis:
         from ._analysis import analyze_spread
 
         with _as_config_error():
-            return analyze_spread(results, info)
+            return analyze_spread(results, design)
 
     def sections(
-        self, analysis: SpreadAnalysis, info: Mapping[str, Any], *, figures: bool = True
+        self, analysis: SpreadAnalysis, design: SpreadDesign, *, figures: bool = True
     ) -> list[Section]:
         from ._report import spread_report_sections
 
-        return spread_report_sections(analysis, info, figures=figures)
+        return spread_report_sections(analysis, design, figures=figures)
 
 
 SPREAD_STUDY = SpreadStudy()

@@ -4,7 +4,9 @@ Accuracies are shares in [0, 1]; every interval is at the design's ``confidence`
 
 from __future__ import annotations
 
-from ...results import Analysis, AnalysisRecord
+from typing import Literal
+
+from ...results import Analysis, AnalysisRecord, Design, DesignRecord
 
 __all__ = [
     "ExtremeFormat",
@@ -14,6 +16,8 @@ __all__ = [
     "SearchFormat",
     "SearchResult",
     "SpreadAnalysis",
+    "SpreadDesign",
+    "SpreadDesignFormat",
     "SpreadEstimate",
 ]
 
@@ -96,3 +100,32 @@ class SpreadAnalysis(Analysis):
     """Per model (sorted by name): the accuracy's spread over the formats."""
 
     models: list[ModelSpread]
+
+
+# -- the design facts (``summary.json``'s ``design``) ------------------------------------------
+
+
+class SpreadDesignFormat(DesignRecord):
+    """One format of the design: its condition's name and the choices that make it (the
+    grammar's choices, or the template a formats file gives)."""
+
+    name: str
+    choices: dict[str, str]
+
+
+class SpreadDesign(Design):
+    """What a spread run was: ``estimate`` or ``search``, how cells were sampled, the cell
+    budget, the seed, the intervals' confidence, the posterior draws, the search's batch,
+    the formats and items (in the order of the model's axes) and the formats' covariates
+    (None: none)."""
+
+    method: Literal["estimate", "search"]
+    sampler: Literal["stratified", "adaptive"] = "stratified"
+    budget: int | None = None
+    seed: int
+    confidence: float = 0.9
+    draws: int
+    batch: int = 5
+    formats: list[SpreadDesignFormat]
+    items: list[str]
+    covariates: list[list[float]] | None = None
