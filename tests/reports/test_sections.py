@@ -32,7 +32,13 @@ from steadyeval.reports import (
     sections_markdown,
 )
 from steadyeval.reports._agreement import noise_floor
-from steadyeval.results import Analysis, write_results
+from steadyeval.results import (
+    Analysis,
+    NoiseFloorFact,
+    RankConsistencyFacts,
+    RankConsistencySetting,
+    write_results,
+)
 from steadyeval.studies import Study, StudyConfig, StudyDesign, register_study
 from tests.results_table import table_of
 
@@ -288,6 +294,42 @@ def test_rank_consistency_from_the_analysis() -> None:
     bad = {"rank_consistency": {"per_model": [0.1], "models": ["x", "y"]}}
     with pytest.raises(ValueError, match="per_model must map model"):
         build_report(context_from_table(table, {"analysis": bad}))
+
+
+class _TypedFacts(Analysis):
+    """Test analysis: a registered study's typed facts for the generic sections."""
+
+    floor: int
+    share: float
+
+    def noise_floors(self) -> list[NoiseFloorFact]:
+        return [NoiseFloorFact(model="m", outcome="refused", flips=self.floor, a="x", b="y")]
+
+    def rank_consistency_facts(self) -> RankConsistencyFacts:
+        setting = RankConsistencySetting(setting="typed", per_model={"m": self.share})
+        return RankConsistencyFacts(n_subsets=10, subset_size=3, settings=[setting])
+
+
+def test_the_generic_sections_read_a_registered_studys_typed_analysis() -> None:
+    """The typed analysis wins over summary.json's dict (which a report may have recomputed
+    because it disagreed with the table)."""
+    import dataclasses
+
+    stale = {"noise_floor": 99, "rank_consistency": {"per_model": {"m": 0.1}}}
+    ctx = context_from_table(table_of(_rows({"a": A})), {"analysis": stale})
+    typed = dataclasses.replace(ctx, study_analysis=_TypedFacts(floor=3, share=0.6))
+    assert noise_floor(typed.study_analysis, "m", "refused").flips == 3  # type: ignore[arg-type,union-attr]
+    assert noise_floor(typed.study_analysis, "m", "correct") is None  # type: ignore[arg-type]
+    assert noise_floor(stale, "m", "refused").flips == 99  # type: ignore[union-attr]
+    from steadyeval.reports._sections import rank_consistency_section
+
+    sec = rank_consistency_section(typed)
+    assert sec is not None
+    table_rc = next(b for b in sec.blocks if isinstance(b, Table))
+    assert table_rc.rows == (("typed", "m", 0.6, None),)
+    assert "10 subsets of 3)" in next(b.text for b in sec.blocks if isinstance(b, Paragraph))
+    old = rank_consistency_section(ctx)
+    assert old is not None and next(b for b in old.blocks if isinstance(b, Table)).rows[0][2] == 0.1
 
 
 def test_item_table_is_bounded_and_keeps_items_whole() -> None:

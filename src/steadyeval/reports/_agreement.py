@@ -19,6 +19,7 @@ from numpy.typing import NDArray
 
 from .. import stats
 from ..document import Block, Column, Heatmap, Note, Paragraph, Section, Table, format_cell
+from ..results import Analysis
 from ._context import ReportContext
 
 __all__ = ["NoiseFloor", "PairAgreement", "agreement_section", "noise_floor", "outcome_matrix"]
@@ -104,7 +105,7 @@ def _int(x: Any) -> int | None:
 
 
 def noise_floor(
-    analysis: Mapping[str, Any],
+    analysis: Analysis | Mapping[str, Any],
     model: str,
     outcome: str,
     label: Callable[[str], str] = str,
@@ -112,19 +113,26 @@ def noise_floor(
     """The noise floor a study's analysis defines for ``model`` and ``outcome``, if any
     (its text names the pair by ``label``, the report's label of a condition).
 
-    Read from ``analysis["noise_floor"]``: a number (flips, for every model and outcome), a
-    dict, or a list of dicts. A dict may name ``model``, ``outcome`` (default ``refused``
-    for the formats study's ``phrase`` entries), ``flips`` and the pair ``a``/``b``, or
-    hold them under ``phrase`` as the formats study writes them; entries of one model (one
-    per subset) are summed.
+    A typed analysis gives its :meth:`~steadyeval.results.Analysis.noise_floors`; a model's
+    facts (one per subset) are summed. For a study the registry does not know, the floor is
+    read from ``summary.json``'s ``analysis["noise_floor"]``: a number (flips, for every
+    model and outcome), a dict, or a list of dicts, each naming ``model``, ``outcome``
+    (default ``refused`` for entries holding ``phrase``), ``flips`` and the pair ``a``/``b``
+    (or those under ``phrase``).
     """
+    if isinstance(analysis, Analysis):
+        facts = analysis.noise_floors()
+        if facts is None:
+            return None
+        mine = [f for f in facts if f.model in (None, model) and f.outcome == outcome]
+        return _summed([(f.flips, f.a, f.b) for f in mine], label)
     raw = analysis.get("noise_floor")
     if raw is None:
         return None
     if _int(raw) is not None:
         return NoiseFloor(float(raw), "noise floor defined by the run's analysis")
     entries = [raw] if isinstance(raw, Mapping) else raw if isinstance(raw, list) else []
-    total, pair, found = 0, None, False
+    parts = []
     for e in entries:
         if not isinstance(e, Mapping) or e.get("model", model) != model:
             continue
@@ -132,16 +140,22 @@ def noise_floor(
         assert isinstance(src, Mapping)
         if e.get("outcome", "refused" if "phrase" in e else outcome) != outcome:
             continue
-        flips = _int(src.get("flips"))
-        if flips is None:
-            return None  # a part without a floor: the sum would be wrong
-        a, b = src.get("a"), src.get("b")
+        parts.append((_int(src.get("flips")), src.get("a"), src.get("b")))
+    return _summed(parts, label)
+
+
+def _summed(
+    parts: list[tuple[int | None, Any, Any]], label: Callable[[str], str]
+) -> NoiseFloor | None:
+    """The floor of a model's parts (flips, a, b): their flips summed, the last named pair;
+    None when there is no part or one was not measured (the sum would be wrong)."""
+    if not parts or any(flips is None for flips, _, _ in parts):
+        return None
+    total, pair = 0, None
+    for flips, a, b in parts:
         if isinstance(a, str) and isinstance(b, str):
             pair = (a, b)
-        total += flips
-        found = True
-    if not found:
-        return None
+        total += flips or 0
     text = f"noise floor: {total} flips"
     if pair is not None:
         text += f" between {label(pair[0])} and {label(pair[1])}"
@@ -338,7 +352,8 @@ def _model_blocks(
     pairs = pair_agreements(matrix[:, keep], present, model, outcome)
     if not pairs:
         return []
-    floor = noise_floor(ctx.analysis, model, outcome, ctx.label)
+    typed = ctx.study_analysis
+    floor = noise_floor(typed if typed is not None else ctx.analysis, model, outcome, ctx.label)
     hm = _heatmap(pairs, present, floor, ctx.label)
     blocks: list[Block] = [
         dataclasses.replace(hm, title=f"{model}: agreement on {outcome}"),

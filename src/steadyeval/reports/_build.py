@@ -124,13 +124,18 @@ def _study_summary_fallback(ctx: ReportContext) -> list[Section]:
 def study_sections(ctx: ReportContext) -> list[Section]:
     """The sections of the run's study (found in the study registry, built from the run's
     analysis); a study the registry does not know gets its ``summary.md`` shown as text."""
+    return _study_part(ctx)[0]
+
+
+def _study_part(ctx: ReportContext) -> tuple[list[Section], Any]:
+    """:func:`study_sections` and the typed analysis they show (None: no registered study)."""
     if ctx.study is None:
-        return []
+        return [], None
     from ..studies import find_study
 
     study = find_study(ctx.study)
     if study is None:
-        return _study_summary_fallback(ctx)
+        return _study_summary_fallback(ctx), None
     design = ctx.summary.get("design")
     info = design if isinstance(design, dict) else {}
     analysis, note = _analysis_of(ctx, study, info)
@@ -148,7 +153,7 @@ def study_sections(ctx: ReportContext) -> list[Section]:
         made = [dataclasses.replace(made[0], blocks=(note, *made[0].blocks)), *made[1:]]
     elif note is not None:
         made = [Section.of("study", f"{ctx.study} study: analysis", [note])]
-    return made
+    return made, analysis
 
 
 class _Unshowable(DataError):
@@ -260,10 +265,9 @@ def build_report(
         raise DataError(
             f"{ctx.run_dir or 'table'}: the results table has no rows; nothing to report"
         )
-    own = study_sections(ctx)
+    own, analysis = _study_part(ctx)
     labels = condition_labels(own, ctx.conditions)
-    if labels:
-        ctx = dataclasses.replace(ctx, labels=labels)
+    ctx = dataclasses.replace(ctx, labels=labels or ctx.labels, study_analysis=analysis)
     lead = [s for s in own if s.lead]  # the study's own answer first
     sections: list[Section] = [*lead, headline_section(ctx), *(s for s in own if not s.lead)]
     replaced = {s.id for s in own}  # a study section may take a generic section's place

@@ -13,6 +13,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..results import Analysis
 from ..results import read_summary as _read_summary
 from ._options import ReportOptions
 
@@ -47,6 +48,10 @@ class ReportContext:
     options: ReportOptions = field(default_factory=ReportOptions)
     run_dir: Path | None = None
     labels: Mapping[str, str] = field(default_factory=dict)
+    #: The study's typed analysis the report shows (set once the study's sections are
+    #: built: the stored one, or the one recomputed from the table); None for a plain run or
+    #: a study the registry does not know, whose ``summary.json`` :attr:`analysis` is read.
+    study_analysis: Analysis | None = None
 
     def label(self, condition: str) -> str:
         """The one label ``condition`` has everywhere in the report."""

@@ -23,7 +23,12 @@ from ..document import (
     Series,
     Table,
 )
-from ..results import study_columns, summarize
+from ..results import (
+    RankConsistencyFacts,
+    RankConsistencySetting,
+    study_columns,
+    summarize,
+)
 from ._context import ReportContext
 from ._headline import accuracy_chart, headline_rows, headline_table, refusal_chart
 
@@ -357,17 +362,51 @@ def _per_model(entry: Mapping[str, Any], models: Sequence[str]) -> list[tuple[st
     )
 
 
-def rank_consistency_section(ctx: ReportContext) -> Section | None:
-    """Rank consistency bars when the run's analysis holds ``rank_consistency`` results."""
+def _rc_facts(ctx: ReportContext) -> RankConsistencyFacts | None:
+    """The rank consistency the run's analysis holds: from the typed analysis of a
+    registered study, else read from ``summary.json`` (a study the registry does not know:
+    ``rank_consistency`` as one result with ``per_model``, a mapping or list of them, or the
+    sensitivity study's ``{"regimes": ...}``)."""
+    if ctx.study_analysis is not None:
+        return ctx.study_analysis.rank_consistency_facts()
     entries = _rc_entries(ctx.analysis)
     if not entries:
         return None
     models = list(ctx.analysis.get("models", ctx.models))
     raw = ctx.analysis.get("rank_consistency")
+    sizes = {}
+    if isinstance(raw, Mapping):
+        sizes = {k: v for k in ("n_subsets", "subset_size", "n_units") if _count(v := raw.get(k))}
+    settings = []
+    for name, entry in entries:
+        overall = entry.get("overall")
+        modal = entry.get("modal_rank") if isinstance(entry.get("modal_rank"), Mapping) else {}
+        assert isinstance(modal, Mapping)
+        per = [(m, v) for m, v in _per_model(entry, models) if math.isfinite(v)]
+        settings.append(
+            RankConsistencySetting(
+                setting=name,
+                per_model=dict(per),
+                modal_rank={m: modal[m] for m, _ in per if isinstance(modal.get(m), int)},
+                overall=float(overall) if isinstance(overall, int | float) else None,
+            )
+        )
+    return RankConsistencyFacts(**sizes, settings=settings)
+
+
+def _count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def rank_consistency_section(ctx: ReportContext) -> Section | None:
+    """Rank consistency bars when the run's analysis holds rank consistency results."""
+    facts = _rc_facts(ctx)
+    if facts is None or not facts.settings:
+        return None
     design = ""
-    if isinstance(raw, Mapping) and {"n_subsets", "subset_size"} <= set(raw):
-        design = f" ({raw['n_subsets']} subsets of {raw['subset_size']}"
-        design += f" of {raw['n_units']} units)" if "n_units" in raw else ")"
+    if facts.n_subsets is not None and facts.subset_size is not None:
+        design = f" ({facts.n_subsets} subsets of {facts.subset_size}"
+        design += f" of {facts.n_units} units)" if facts.n_units is not None else ")"
     blocks: list[Block] = [
         Paragraph(
             f"Share of random subsets of units{design} on which each model gets its most "
@@ -376,21 +415,16 @@ def rank_consistency_section(ctx: ReportContext) -> Section | None:
         )
     ]
     rows = []
-    for name, entry in entries:
-        per = _per_model(entry, models)
-        overall = entry.get("overall")
-        modal = entry.get("modal_rank") if isinstance(entry.get("modal_rank"), Mapping) else {}
-        assert isinstance(modal, Mapping)
-        bars = [Bar(m, v) for m, v in per]
-        if isinstance(overall, int | float):
-            bars.append(Bar("overall", float(overall)))
+    for s in facts.settings:
+        bars = [Bar(m, v) for m, v in s.per_model.items()]
+        if s.overall is not None:
+            bars.append(Bar("overall", s.overall))
         blocks.append(
-            BarChart(title=f"Rank consistency: {name}", bars=tuple(bars), value_label="share")
+            BarChart(title=f"Rank consistency: {s.setting}", bars=tuple(bars), value_label="share")
         )
-        for m, v in per:
-            rows.append((name, m, v, modal.get(m)))
-        if isinstance(overall, int | float):
-            rows.append((name, "overall", float(overall), None))
+        rows += [(s.setting, m, v, s.modal_rank.get(m)) for m, v in s.per_model.items()]
+        if s.overall is not None:
+            rows.append((s.setting, "overall", s.overall, None))
     blocks.append(
         Table(
             title="Rank consistency",

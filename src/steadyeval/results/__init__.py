@@ -5,7 +5,15 @@ from typing import TYPE_CHECKING
 from .._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from ._analysis import Analysis, AnalysisRecord, Design, DesignRecord
+    from ._analysis import (
+        Analysis,
+        AnalysisRecord,
+        Design,
+        DesignRecord,
+        NoiseFloorFact,
+        RankConsistencyFacts,
+        RankConsistencySetting,
+    )
     from ._frame import ResultsFrame
     from ._import_common import ImportedRun, parse_condition_map, write_imported_run
     from ._import_inspect import (
@@ -34,7 +42,15 @@ if TYPE_CHECKING:
 __getattr__, __dir__ = lazy_exports(
     __name__,
     {
-        "._analysis": ["Analysis", "AnalysisRecord", "Design", "DesignRecord"],
+        "._analysis": [
+            "Analysis",
+            "AnalysisRecord",
+            "Design",
+            "DesignRecord",
+            "NoiseFloorFact",
+            "RankConsistencyFacts",
+            "RankConsistencySetting",
+        ],
         "._frame": ["ResultsFrame"],
         "._import_common": ["ImportedRun", "parse_condition_map", "write_imported_run"],
         "._import_inspect": [
@@ -72,6 +88,9 @@ __all__ = [
     "ImportedRun",
     "InspectImportOptions",
     "LmEvalImportOptions",
+    "NoiseFloorFact",
+    "RankConsistencyFacts",
+    "RankConsistencySetting",
     "ResultRow",
     "ResultsFrame",
     "StudyColumn",

@@ -26,7 +26,15 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from .._errors import DataError
 from .._json import json_safe
 
-__all__ = ["Analysis", "AnalysisRecord", "Design", "DesignRecord"]
+__all__ = [
+    "Analysis",
+    "AnalysisRecord",
+    "Design",
+    "DesignRecord",
+    "NoiseFloorFact",
+    "RankConsistencyFacts",
+    "RankConsistencySetting",
+]
 
 A = TypeVar("A", bound="Analysis")
 D = TypeVar("D", bound="Design")
@@ -43,14 +51,56 @@ class AnalysisRecord(BaseModel):
         super().__init__(**json_safe(data))
 
 
+class NoiseFloorFact(AnalysisRecord):
+    """Flips between two conditions that should agree (``a`` and ``b``: the same format in
+    other words), on one outcome of one model (None: every model); the report's agreement
+    section sums a model's facts into its noise floor. ``flips`` None: not measured."""
+
+    model: str | None = None
+    outcome: str
+    flips: int | None
+    a: str | None = None
+    b: str | None = None
+
+
+class RankConsistencySetting(AnalysisRecord):
+    """``stats.rank_consistency``'s result under one setting (e.g. a sensitivity regime)."""
+
+    setting: str
+    per_model: dict[str, float]
+    modal_rank: dict[str, int] = {}
+    overall: float | None = None
+
+
+class RankConsistencyFacts(AnalysisRecord):
+    """Rank consistency over ``n_subsets`` random subsets of ``subset_size`` of the units,
+    per setting: what the report's rank-consistency section shows."""
+
+    n_subsets: int | None = None
+    subset_size: int | None = None
+    n_units: int | None = None
+    settings: list[RankConsistencySetting]
+
+
 class Analysis(AnalysisRecord):
     """The analysis of one study run: a subclass per study, with a schema version.
 
     ``SCHEMA_VERSION`` is bumped when a field is removed or changes meaning; a
     ``summary.json`` written with another version is refused on reading with a message that
-    says how to recompute it (``steadyeval.studies.reanalyze``)."""
+    says how to recompute it (``steadyeval.studies.reanalyze``).
+
+    Two methods feed the report's generic sections; a study overrides those it has facts
+    for: :meth:`noise_floors` (the agreement section) and :meth:`rank_consistency_facts`."""
 
     SCHEMA_VERSION: ClassVar[int] = 1
+
+    def noise_floors(self) -> list[NoiseFloorFact] | None:
+        """The noise floors the analysis measured (None: the study measures none)."""
+        return None
+
+    def rank_consistency_facts(self) -> RankConsistencyFacts | None:
+        """Rank consistency, when the analysis computed it (None: not computed)."""
+        return None
 
     def to_json(self) -> dict[str, Any]:
         """The JSON object ``summary.json`` holds: the fields and ``schema_version``."""

@@ -173,6 +173,11 @@ def test_refusal_heatmap_outlines_cells_above_the_noise_floor(
         assert hm.marked[i][j] == hm.marked[j][i] == (p.flips > 1)
         assert hm.text[i][j].startswith(f"{p.flips}/{p.n}\n")
     assert "noise floor (1 flips" in (hm.legend or "")
+    # the generic agreement section's floors: the phrase floors, typed
+    floors = analysis.noise_floors()
+    assert [(f.model, f.outcome, f.flips) for f in floors] == [
+        (e.model, e.outcome, e.phrase.flips) for e in analysis.noise_floor
+    ]
 
 
 def test_cli_report_shows_the_study_sections(run_dir: Path, tmp_path: Path) -> None:

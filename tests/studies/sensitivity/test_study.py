@@ -235,8 +235,11 @@ def test_shared_lpaqa_two_models(
         assert load_backend(m).identity() in a.adjusted.per_model
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["study"] == "sensitivity"
-    # the report's generic rank-consistency section reads this shape from the raw JSON
     assert summary["analysis"]["rank_consistency"] == a.to_json()["rank_consistency"]
+    # the report's generic rank-consistency section reads the typed facts
+    facts = a.rank_consistency_facts()
+    assert facts is not None and facts.subset_size == 20
+    assert [s.setting for s in facts.settings] == list(a.rank_consistency.regimes)
     assert set(summary["analysis"]["adjusted"]["per_model"][a.models[0]]) == {
         "original",
         "mean_over_templates",

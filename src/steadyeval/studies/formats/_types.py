@@ -11,7 +11,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 
-from ...results import Analysis, AnalysisRecord, Design, DesignRecord
+from ...results import Analysis, AnalysisRecord, Design, DesignRecord, NoiseFloorFact
 
 __all__ = [
     "Agreement",
@@ -327,6 +327,16 @@ class FormatsAnalysis(Analysis):
     sampling: list[SampledCondition]
     determinism: DeterminismCheck | None
     examples: list[Example]
+
+    def noise_floors(self) -> list[NoiseFloorFact]:
+        """The phrase floors: flips between the two wordings of one format, per model,
+        subset and outcome (a model's floor sums its subsets)."""
+        return [
+            NoiseFloorFact(
+                model=e.model, outcome=e.outcome, flips=e.phrase.flips, a=e.phrase.a, b=e.phrase.b
+            )
+            for e in self.noise_floor
+        ]
 
 
 # -- the design facts (``summary.json``'s ``design``) ------------------------------------------

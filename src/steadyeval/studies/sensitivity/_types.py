@@ -12,7 +12,14 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 
-from ...results import Analysis, AnalysisRecord, Design, DesignRecord
+from ...results import (
+    Analysis,
+    AnalysisRecord,
+    Design,
+    DesignRecord,
+    RankConsistencyFacts,
+    RankConsistencySetting,
+)
 
 __all__ = [
     "Adjusted",
@@ -255,6 +262,26 @@ class SensitivityAnalysis(Analysis):
     @model_serializer(mode="wrap")
     def _serialize(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         return _without_none(handler(self), ("pooled",))
+
+    def rank_consistency_facts(self) -> RankConsistencyFacts | None:
+        """Rank consistency under each regime (None: not applicable to this run)."""
+        rc = self.rank_consistency
+        if not isinstance(rc, RankConsistency):
+            return None
+        return RankConsistencyFacts(
+            n_subsets=rc.n_subsets,
+            subset_size=rc.subset_size,
+            n_units=rc.n_units,
+            settings=[
+                RankConsistencySetting(
+                    setting=name,
+                    per_model=r.per_model,
+                    modal_rank=r.modal_rank,
+                    overall=r.overall,
+                )
+                for name, r in rc.regimes.items()
+            ],
+        )
 
 
 # -- the design facts (``summary.json``'s ``design``) ------------------------------------------
