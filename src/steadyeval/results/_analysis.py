@@ -133,11 +133,9 @@ class Analysis(AnalysisRecord):
         try:  # strict JSON: a count written as "4" or true is not a count; arrays fit tuples
             return cls.model_validate_json(json.dumps(fields), strict=True)
         except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"]) or "(top)"
             raise DataError(
-                f"{source}: analysis field {where}: {first['msg']} ({exc.error_count()} "
-                f"error(s) in all); recompute it with `steadyeval reanalyze RUN_DIR`"
+                f"{source}: analysis field {_first_error(exc)}; recompute it with "
+                "`steadyeval reanalyze RUN_DIR`"
             ) from None
 
 
@@ -179,13 +177,18 @@ class Design(DesignRecord):
         try:  # strict JSON, as an analysis: a count written as "4" or true is not a count
             return cls.model_validate_json(json.dumps(json_safe(dict(data))), strict=True)
         except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"]) or "(top)"
             raise DataError(
-                f"{source}: design field {where}: {first['msg']} ({exc.error_count()} "
-                f"error(s) in all); these are not the design facts {cls.__name__} reads "
-                "(a hand-edited summary.json, or another study's run); run the study again"
+                f"{source}: design field {_first_error(exc)}; these are not the design facts "
+                f"{cls.__name__} reads (a hand-edited summary.json, or another study's run); "
+                "run the study again"
             ) from None
+
+
+def _first_error(exc: ValidationError) -> str:
+    """The first error's field path and message, and how many there are in all."""
+    first = exc.errors()[0]
+    where = ".".join(str(p) for p in first["loc"]) or "(top)"
+    return f"{where}: {first['msg']} ({exc.error_count()} error(s) in all)"
 
 
 def _kind(data: Mapping[str, Any]) -> str:
