@@ -401,7 +401,7 @@ def test_tasks_times_methods_design_records_unlabelled_sources(
     shared_data: Path, tiny_bert: Path, tiny_gpt2: Path
 ) -> None:
     from steadyeval import load_backend
-    from steadyeval.studies.fewshot import FewShotConfig, fewshot_design
+    from steadyeval.studies.fewshot import FewShotConfig, FewShotDesign, fewshot_design
     from steadyeval.train import TrainedModel
 
     config = FewShotConfig(
@@ -412,14 +412,17 @@ def test_tasks_times_methods_design_records_unlabelled_sources(
     )  # fmt: skip
     design = fewshot_design(config, [load_backend(f"hf:{tiny_bert}")], RunOptions())
     info = design.info
-    assert [e["key"] for e in info["experiments"]] == [
+    assert isinstance(info, FewShotDesign)
+    assert [e.key for e in info.experiment_list] == [
         "RTE/pet", "RTE/ipet/cross-split", "COPA/pet", "COPA/ipet/cross-split",
     ]  # fmt: skip
-    sources = {e["key"]: e["unlabelled"] for e in info["experiments"]}
+    sources = {e.key: e.unlabelled for e in info.experiment_list}
     assert sources["RTE/pet"] is None
-    assert sources["RTE/ipet/cross-split"] == {"source": "test-inputs", "available": 16}
+    rte = sources["RTE/ipet/cross-split"]
+    assert rte is not None and (rte.source, rte.available) == ("test-inputs", 16)
     copa = sources["COPA/ipet/cross-split"]
-    assert copa["source"].endswith("COPA/unlabeled.jsonl") and copa["available"] == 400
+    assert copa is not None
+    assert copa.source.endswith("COPA/unlabeled.jsonl") and copa.available == 400
     # 2 tasks x 2 methods x 2 splits x 2 patterns, dev and test blocks each.
     assert len(design.blocks) == 2 * 2 * 2 * 2 * 2
     assert {b.tags["task"] for b in design.blocks} == {"RTE", "COPA"}
