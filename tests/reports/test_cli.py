@@ -73,3 +73,7 @@ def test_report_output_dash_is_stdout(
     assert not (tmp_path / "-").exists()
     shown = runner.invoke(main, ["report", "--help"], terminal_width=300).output
     assert "- writes the report to stdout" in shown
+    # ./- is a file named -, as for other tools (pathlib reads Path("./-") as "-")
+    done = runner.invoke(main, ["report", str(scripted_run), "--format", "md", "-o", "./-"])
+    assert done.exit_code == 0 and done.output.startswith("wrote "), done.output
+    assert (tmp_path / "-").read_text(encoding="utf-8").startswith("# steadyeval run")
