@@ -77,7 +77,13 @@ def command(
 
     options = ReportOptions(max_item_rows=max_rows, max_chars=max_chars, seed=seed)
     if output == "-":  # stdout, as other tools read "-" (./- is a file named -)
+        import sys
+
+        from .._errors import ConfigError
         from ..reports import build_report, render
+
+        if sys.stdout is None:  # started with stdout closed (`>&-`): echo would drop it
+            raise ConfigError("--output -: stdout is closed; give a file to write instead")
 
         text = render(build_report(run_dir, options), cast("ReportFormat", fmt))
         click.echo(text, nl=not text.endswith("\n"))
