@@ -199,6 +199,9 @@ def test_strict_logprobs_refuses_a_spec_that_says_strict_false(tmp_path: Path) -
     with pytest.raises(ConfigError, match=r"model spec openai:m: its option strict='False' "):
         strict_models([loose], True)
     assert strict_models([loose], False) == [loose]
+    for odd in ("banana", "0", ""):  # not a boolean: that error, not a conflict
+        with pytest.raises(ConfigError, match=r"option strict must be true or false, got "):
+            strict_models([parse_model_spec(f"openai:m?strict={odd}")], True)
     same = [parse_model_spec(s) for s in ("openai:m?strict=true", "hf:./tiny?strict=false")]
     assert strict_models(same, True) == same
     data = str(_items(tmp_path / "items.jsonl"))

@@ -69,3 +69,19 @@ def test_an_analysis_the_sections_cannot_show_is_recomputed_with_a_note(
     (note,) = [n for n in _notes(shown) if "summary.json" in n]
     assert "could not be shown (KeyError: 'nosuch')" in note, note
     assert [s.id for s in shown] == [s.id for s in kept]
+
+
+@pytest.mark.parametrize("name", ["formats", "sensitivity", "knowledge", "disparity"])
+def test_an_analysis_naming_a_model_twice_is_recomputed_with_a_note(
+    study_runs: StudyRuns, name: str
+) -> None:
+    """A model listed twice (a pasted line in summary.json) was shown twice: formats
+    repeated the model's sections, knowledge switched to its several-models table,
+    disparity's table had a column per listing."""
+    run_dir = study_runs[name]
+    kept = _report(run_dir)
+    shown = _report(run_dir, lambda a: a.update(models=a["models"] * 2))
+    (note,) = [n for n in _notes(shown) if "summary.json" in n]
+    assert "does not match the results table (it names model " in note and "twice" in note
+    assert [s.id for s in shown] == [s.id for s in kept]
+    assert sum(len(s.blocks) for s in shown) == sum(len(s.blocks) for s in kept) + 1

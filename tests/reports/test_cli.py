@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -73,3 +76,21 @@ def test_report_output_dash_is_stdout(
     assert not (tmp_path / "-").exists()
     shown = runner.invoke(main, ["report", "--help"], terminal_width=300).output
     assert "- writes the report to stdout" in shown
+    # ./- is a file named -, as for other tools (pathlib reads Path("./-") as "-")
+    done = runner.invoke(main, ["report", str(scripted_run), "--format", "md", "-o", "./-"])
+    assert done.exit_code == 0 and done.output.startswith("wrote "), done.output
+    assert (tmp_path / "-").read_text(encoding="utf-8").startswith("# steadyeval run")
+
+
+def test_report_to_a_closed_stdout_is_an_error(scripted_run: Path) -> None:
+    """``-o -`` with stdout closed (``>&-``): Python has no sys.stdout, and the report was
+    dropped with exit status 0."""
+    command = ["report", str(scripted_run), "--format", "md", "-o", "-"]
+    done = subprocess.run(
+        [sys.executable, "-m", "steadyeval", *command],
+        capture_output=True,
+        text=True,
+        preexec_fn=lambda: os.close(1),
+    )
+    assert done.returncode == 2, done.stderr
+    assert "--output -: stdout is closed; give a file to write instead" in done.stderr

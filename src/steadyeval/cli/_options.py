@@ -90,6 +90,12 @@ def strict_models(models: Sequence[ModelSpec], strict: bool) -> list[ModelSpec]:
 
     for m in models if strict else ():
         value = m.options.get("strict") if m.backend == "openai" else None
+        if value is not None and value.lower() not in ("true", "false"):
+            # not a boolean: the backend's own error, not a "conflict" (strict=banana)
+            raise ConfigError(
+                f"model spec openai:{shorten(m.name)}: option strict must be true or false, "
+                f"got {shorten(value, 40)!r}"
+            )
         if value is not None and value.lower() != "true":
             raise ConfigError(
                 f"model spec openai:{shorten(m.name)}: its option strict={shorten(value, 20)!r} "

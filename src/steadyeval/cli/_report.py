@@ -26,8 +26,9 @@ if TYPE_CHECKING:
 @click.option(
     "--output",
     "-o",
-    type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
-    help="File to write (default: RUN_DIR/report.<format>); - writes the report to stdout.",
+    type=click.Path(dir_okay=False, allow_dash=True),  # text: Path("./-") reads as "-"
+    help="File to write (default: RUN_DIR/report.<format>); - writes the report to stdout "
+    "(./- is a file named -).",
 )
 @click.option(
     "--max-rows",
@@ -52,7 +53,7 @@ if TYPE_CHECKING:
     help="Seed for bootstrap intervals and for sampled rows and examples.",
 )
 def command(
-    run_dir: Path, fmt: str, output: Path | None, max_rows: int, max_chars: int, seed: int
+    run_dir: Path, fmt: str, output: str | None, max_rows: int, max_chars: int, seed: int
 ) -> None:
     """Write a report of RUN_DIR (a `steadyeval run`, study or import directory).
 
@@ -75,13 +76,20 @@ def command(
     from ._options import check_writable
 
     options = ReportOptions(max_item_rows=max_rows, max_chars=max_chars, seed=seed)
-    if output is not None and str(output) == "-":  # stdout, as other tools read "-"
+    if output == "-":  # stdout, as other tools read "-" (./- is a file named -)
+        import sys
+
+        from .._errors import ConfigError
         from ..reports import build_report, render
+
+        if sys.stdout is None:  # started with stdout closed (`>&-`): echo would drop it
+            raise ConfigError("--output -: stdout is closed; give a file to write instead")
 
         text = render(build_report(run_dir, options), cast("ReportFormat", fmt))
         click.echo(text, nl=not text.endswith("\n"))
         return
-    if output is not None or run_dir.is_dir():  # a bad path is refused before the work
-        check_writable(output or run_dir / f"report.{fmt}", "--output", folder=False)
-    path = write_report(run_dir, fmt=cast("ReportFormat", fmt), output=output, options=options)
+    out = None if output is None else Path(output)
+    if out is not None or run_dir.is_dir():  # a bad path is refused before the work
+        check_writable(out or run_dir / f"report.{fmt}", "--output", folder=False)
+    path = write_report(run_dir, fmt=cast("ReportFormat", fmt), output=out, options=options)
     click.echo(f"wrote {path} ({path.stat().st_size / 1024:.0f} KiB)")

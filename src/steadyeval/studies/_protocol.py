@@ -205,7 +205,8 @@ class Study(ABC, Generic[A]):
         """What makes ``analysis`` (read back from ``summary.json``) disagree with the
         results table, or None; a report then recomputes the analysis from the table and
         says why. The default: the models the analysis names (``analysis.models``: names,
-        or records with a ``model``) are those of the table's :attr:`model_column`."""
+        or records with a ``model``) are those of the table's :attr:`model_column`, each
+        named once."""
         models = getattr(analysis, "models", None)
         if not isinstance(models, list) or not results.has(self.model_column):
             return None
@@ -214,6 +215,11 @@ class Study(ABC, Generic[A]):
         extra = [m for m in named if m not in held]
         if extra:
             return f"it names model {str(extra[0])[:120]!r}, which the results table lacks"
+        seen: set[Any] = set()
+        for m in named:  # a model named twice: its sections would show it twice
+            if m in seen:
+                return f"it names model {str(m)[:120]!r} twice"
+            seen.add(m)
         lacking = [m for m in held if m not in named]
         if lacking:
             return f"it leaves out model {lacking[0][:120]!r} of the results table"
