@@ -12,7 +12,7 @@ import pytest
 from pydantic import ValidationError
 
 from steadyeval._errors import DataError
-from steadyeval.results import Analysis, AnalysisRecord, ResultsFrame
+from steadyeval.results import Analysis, AnalysisRecord, Design, ResultsFrame
 
 
 class _Row(AnalysisRecord):
@@ -52,6 +52,20 @@ def test_a_wrong_analysis_is_refused_with_where_and_how_to_recompute(
     with pytest.raises(DataError, match=r"run/summary\.json") as err:
         _Toy.from_json(data, source="run/summary.json")
     assert expected in str(err.value)
+
+
+class _ToyDesign(Design):
+    n_items: int | None = None
+    sizes: tuple[float, ...] = ()
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
+def test_a_design_with_a_non_finite_number_is_refused_not_nulled(bad: float) -> None:
+    with pytest.raises(DataError, match=r"run/summary\.json: design field n_items is not a fin"):
+        _ToyDesign.from_json({"n_items": bad}, source="run/summary.json")
+    with pytest.raises(DataError, match=r"design field sizes\.1 is not a finite number"):
+        _ToyDesign.from_json({"sizes": [1.0, bad]}, source="run/summary.json")
+    assert _ToyDesign.from_json({"n_items": 3}).n_items == 3
 
 
 def _frame() -> ResultsFrame:

@@ -174,6 +174,13 @@ class Design(DesignRecord):
             data = data.to_json()
         if not isinstance(data, Mapping):
             raise DataError(f"{source}: 'design' is {type(data).__name__}; expected an object")
+        where = _non_finite(data)
+        if where is not None:  # summary.json is written without NaN or infinity
+            raise DataError(
+                f"{source}: design field {where} is not a finite number; these are not the "
+                f"design facts {cls.__name__} reads (a hand-edited summary.json); run the "
+                "study again"
+            )
         try:  # strict JSON, as an analysis: a count written as "4" or true is not a count
             return cls.model_validate_json(json.dumps(json_safe(dict(data))), strict=True)
         except ValidationError as exc:
