@@ -139,3 +139,15 @@ def test_frame_edges_a_hostile_review_found() -> None:
         ResultsFrame(pa.table({"metadata": [1]}), source="t").metadata()
     with pytest.raises(TypeError, match="expected a ResultsFrame or a pyarrow Table"):
         ResultsFrame.of([1])  # type: ignore[arg-type]
+
+
+def test_a_missing_design_says_so() -> None:
+    from steadyeval.studies import find_study
+
+    formats = find_study("formats")
+    assert formats is not None
+    for missing in (None, {}):
+        with pytest.raises(DataError, match=r"run/summary\.json: no design facts .*formats"):
+            formats.read_design(missing, source="run/summary.json")
+    with pytest.raises(DataError, match="design field seed"):  # a wrong field is named
+        formats.read_design({"seed": "x"}, source="run/summary.json")

@@ -49,6 +49,7 @@ def test_an_analysis_naming_other_models_is_recomputed_with_a_note(
     (note,) = [n for n in _notes(shown) if "summary.json" in n]
     assert "does not match the results table" in note and why in note, note
     assert "recomputed it from the results table" in note
+    assert "`" not in note  # a Note is plain text: the HTML shows backticks as they are
     # every section is there, with every block it had (and the note)
     assert [s.id for s in shown] == [s.id for s in kept]
     blocks = {s.id: len(s.blocks) for s in kept}

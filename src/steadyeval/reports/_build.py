@@ -229,7 +229,8 @@ def _recomputed(
         raise error from None
     return fresh, Note(
         f"The analysis in summary.json {why[:240]}; this report recomputed it from the "
-        "results table. `steadyeval reanalyze RUN_DIR` rewrites summary.json with it."
+        "results table. Running steadyeval reanalyze on the run folder rewrites summary.json "
+        "with it."
     )
 
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from .._errors import ConfigError
+from .._errors import ConfigError, DataError
 from .._lazy import load_entry, load_plugins
 from ..models import ModelSpec
 
@@ -232,7 +232,15 @@ class Study(ABC, Generic[A]):
         from ..results import Design
 
         kind = self.design_type or Design
-        return kind.from_json({} if data is None else data, source=source)
+        if data is None or (isinstance(data, Mapping) and not data):
+            try:
+                return kind.from_json({}, source=source)
+            except DataError:
+                raise DataError(
+                    f"{source}: no design facts ('design' is missing or empty); the "
+                    f"{self.name} study's analysis reads them: run the study again"
+                ) from None
+        return kind.from_json(data, source=source)
 
     def markdown(self, analysis: A, design: Any) -> str:
         """The study's part of ``summary.md``: its sections without figures (``design``: a
