@@ -70,7 +70,7 @@ def test_a_declared_metric_becomes_a_column_and_a_summary_mean(tmp_path: Path) -
     assert row["metrics"] == {"output_words": 2.0}  # the mean over the rows that have it
     assert result.summary["by_condition"][0]["metrics"] == {"output_words": 2.0}
     md = (out / "summary.md").read_text()
-    assert "| F1 | output_words |" in md and "| 2 |" in md
+    assert "| F1 | output_words (mean) |" in md and "| 2 |" in md
 
 
 def test_runs_without_metrics_keep_their_summary_shape(tmp_path: Path) -> None:
@@ -226,6 +226,26 @@ def test_the_report_headline_shows_a_metric_mean(tmp_path: Path) -> None:
     run(_items(), [cond], [_backend()], options=RunOptions(out=out, progress=False))
     md = write_report(out, fmt="md").read_text()
     header = next(line for line in md.splitlines() if line.startswith("| model | condition"))
-    assert header.rstrip().endswith("| F1 | output_words |")
+    assert header.rstrip().endswith("| F1 | output_words (mean) |")
     row = next(line for line in md.splitlines() if line.startswith("| scripted:m | w |"))
     assert row.rstrip().endswith("| 2.000 |") or row.rstrip().endswith("| 2 |"), row
+
+
+def test_a_metric_named_like_a_summary_header_gets_its_own_column(tmp_path: Path) -> None:
+    from steadyeval.reports import write_report
+
+    class _N(_Words):
+        name = "test-generate-n-metric"
+        metrics: ClassVar = {"n": "a metric called n"}
+
+        def score(self, trial: Trial, responses: Sequence[Response]) -> ScoredTrial:
+            return dataclasses.replace(super().score(trial, responses), metrics={"n": 1.5})
+
+    register_scoring(_N(), replace=True)
+    cond = Condition(name="n", format="free", scoring="test-generate-n-metric")  # type: ignore[arg-type]
+    out = tmp_path / "run"
+    run(_items(), [cond], [_backend()], options=RunOptions(out=out, progress=False))
+    for md in ((out / "summary.md").read_text(), write_report(out, fmt="md").read_text()):
+        header = next(line for line in md.splitlines() if line.startswith("| model | condition"))
+        cells = [c.strip() for c in header.strip("|").split("|")]
+        assert len(cells) == len(set(cells)) and cells[-1] == "n (mean)", cells

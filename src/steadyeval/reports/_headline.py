@@ -82,7 +82,7 @@ def headline_table(
             ),
             Column("EM", "pct"),
             Column("F1", "pct"),
-            *(Column(m.name, "float", f"mean of {m.doc or m.name}") for m in metrics),
+            *(Column(f"{m.name} (mean)", "float", m.doc or m.name) for m in metrics),
         ),
         rows=tuple(rows),
         note="Intervals treat rows as independent; for claims about differences use the "

@@ -149,7 +149,7 @@ def summary_markdown(summary: dict[str, Any]) -> str:
     ]
     metrics = sorted({m for r in summary["by_condition"] for m in r.get("metrics") or {}})
     if metrics:
-        lines[-2] += "".join(f" {_cell(m)} |" for m in metrics)
+        lines[-2] += "".join(f" {_cell(m)} (mean) |" for m in metrics)  # never a core header
         lines[-1] += "---:|" * len(metrics)
     for r in summary["by_condition"]:
         acc = (
