@@ -36,8 +36,9 @@ class ResultRow:
 
     Fields hold what every run shares (``docs/results.md`` describes each column).
     ``metadata`` holds the item's own fields (JSON values); ``tags`` values its run gave the
-    row: those of its block (e.g. a study's split) and its scoring mode's metrics. A study's columns are taken from ``tags`` by name,
-    else lifted from ``metadata`` (see :class:`StudyColumn`).
+    row: those of its block (e.g. a study's split) and its scoring mode's metrics. A study's
+    columns are taken from ``tags`` by name, else lifted from ``metadata`` (see
+    :class:`StudyColumn`).
     ``prompt_hash`` is derived from ``prompt`` when the table is built.
     """
 

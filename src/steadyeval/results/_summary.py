@@ -13,6 +13,7 @@ import pyarrow as pa
 from .._files import read_text_file
 from ._import_fields import INT, LIST, OBJECT, TEXT, Place, describe, get, list_of
 from ._import_limits import ImportLimits, json_document
+from ._schema import study_columns
 
 __all__ = ["read_summary", "summarize", "summary_markdown"]
 
@@ -37,8 +38,6 @@ def summarize(table: pa.Table) -> list[dict[str, Any]]:
     paired statistics in :mod:`steadyeval.stats` for claims). Vectorised: a million rows
     take well under a second.
     """
-    from ._schema import study_columns
-
     metrics = [c.name for c in study_columns(table) if c.summary == "mean"]
     cols = ["model", "condition", "correct", "refused", "parsed_kind", "truncated", "em", "f1"]
     if "approximate" in table.column_names:

@@ -205,10 +205,12 @@ class _ConditionChecks(_Strict):
     def build(self, seed: int) -> Condition:
         """The condition, its unset seeds taken from ``seed`` (the run's)."""
         given = self.model_dump()
-        for key, part in (("order_seed", given), ("seed", given["shots"])):
+        for part, key in (
+            (given, "order_seed"),
+            (given["shots"], "seed"),
+            (given["generation"], "seed"),
+        ):
             part[key] = seed if part[key] is None else part[key]
-        generation = given["generation"]
-        generation["seed"] = seed if generation["seed"] is None else generation["seed"]
         verbalizer = given.pop("verbalizer")
         try:
             return Condition(

@@ -302,7 +302,7 @@ def run_blocks(
         return _run_blocks(blocks, opts, dry_run=False, config=config, columns=columns)
 
 
-def metric_columns(
+def _metric_columns(
     conditions: Sequence[Condition], columns: Sequence[StudyColumn] = ()
 ) -> list[StudyColumn]:
     """The columns of the metrics the conditions' scoring modes declare (each once, in the
@@ -344,7 +344,7 @@ def _run_blocks(
     columns: Sequence[StudyColumn],
 ) -> RunResult | PlanCounts:
     _check_tags(blocks, columns)
-    columns = [*columns, *metric_columns([c for b in blocks for c in b.conditions], columns)]
+    columns = [*columns, *_metric_columns([c for b in blocks for c in b.conditions], columns)]
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
     cache = ResponseCache(opts.cache)  # a bad cache file is refused before models load
