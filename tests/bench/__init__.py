@@ -1,0 +1,1 @@
+"""Tests for the benchmark helpers in bench/ (benchmarks themselves are never tests)."""
