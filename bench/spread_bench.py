@@ -41,6 +41,8 @@ from numpy.typing import NDArray  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from spread_baseline import plain_average, prompteval  # noqa: E402
+from spread_families import FAMILIES, describe, role  # noqa: E402
+from spread_families import generate as family_matrix  # noqa: E402
 from spread_matrix import generate  # noqa: E402
 from spread_prompteval import VARIANTS as CODE_VARIANTS  # noqa: E402
 
@@ -198,6 +200,44 @@ def matrices(n: int) -> list[Mat]:
     return out
 
 
+def family_matrices(family: str, n: int) -> list[Mat]:
+    """Matrices 0 .. n-1 of a family of bench/spread_families.py."""
+    return [(m.y, m.covariates) for m in (family_matrix(family, k) for k in range(n))]
+
+
+def families_table(per_family: dict[str, Runs]) -> bool:
+    """One line per family and budget: steadyeval's W1, the best PromptEval's, their ratio and
+    the 90% intervals' coverage; then issue 41's verdict on the ``report`` families: ratio
+    <= 1.0 on every one at every budget (<= 0.8 on at least half of them) and coverage
+    within 85-95%. Returns whether it holds (families run: ``report`` ones only count)."""
+    print(
+        f"{'family':15} {'role':7} {'budget':>6} {'ours W1':>8} {'best PE':>8} "
+        f"{'(which)':22} {'ratio':>6} {'cover90':>8}"
+    )
+    ok, counted = True, set()
+    for fam, results in per_family.items():
+        for b, runs in results.items():
+            best, best_w1 = best_prompteval(runs)
+            ours = mean_w1(runs)["steadyeval"]
+            cov = float(np.mean([c for r in runs for c in r["steadyeval"]["covered"]]))
+            ratio = ours / best_w1
+            print(
+                f"{fam:15} {role(fam):7} {b:>6} {ours:8.4f} {best_w1:8.4f} {best:22} "
+                f"{ratio:6.3f} {cov:8.3f}"
+            )
+            if role(fam) == "report":
+                counted.add(fam)
+                ok &= ratio <= 1.0 and 0.85 <= cov <= 0.95
+    n_strong = sum(
+        all(mean_w1(r)["steadyeval"] <= 0.8 * best_prompteval(r)[1] for r in per_family[f].values())
+        for f in counted
+    )
+    if counted:
+        ok &= 2 * n_strong >= len(counted)
+        print(f"report families: {len(counted)}; ratio <= 0.8 at every budget on {n_strong}")
+    return ok
+
+
 def real_matrices(folder: Path) -> list[Mat]:
     out: list[Mat] = []
     for f in sorted(folder.glob("*.npz")):
@@ -274,6 +314,31 @@ def _verdicts(b: int, runs: list[dict], paper: dict[str, tuple[float, ...]]) -> 
     return valid and ours <= limit * best_w1 and cov_ok
 
 
+def run_families(args: argparse.Namespace, methods: tuple[str, ...]) -> bool:
+    """The ``--families`` run: every family's matrices at every budget, then the table."""
+    names = {
+        "all": list(FAMILIES),
+        "choose": [f for f in FAMILIES if role(f) == "choose"],
+        "report": [f for f in FAMILIES if role(f) == "report"],
+    }.get(args.families, args.families.split(","))
+    unknown = [f for f in names if f not in FAMILIES]
+    if unknown:
+        raise SystemExit(f"unknown families {unknown}; known: {', '.join(FAMILIES)}")
+    n = args.matrices if args.matrices != 20 else 8
+    budgets = args.budgets if args.budgets != list(BUDGETS) else [200, 400]
+    methods = tuple(m for m in methods if m not in EXTRAS)
+    per_family = {}
+    for fam in names:
+        print(f"{fam} ({role(fam)}): {describe(fam)}", flush=True)
+        per_family[fam] = run_matrices(
+            family_matrices(fam, n), budgets, args.seeds, args.jobs, methods
+        )
+        table(per_family[fam], {}, verdict=False)
+    ok = families_table(per_family)
+    print("all targets met" if ok else "NOT all targets met")
+    return ok
+
+
 def main() -> None:
     global DRAWS  # set from --draws; read by the workers (forked after it is set)
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -293,9 +358,17 @@ def main() -> None:
         action="store_true",
         help="skip steadyeval without covariates and the adaptive sampler (about 2.5x faster)",
     )
+    ap.add_argument(
+        "--families",
+        default=None,
+        help="run bench/spread_families.py instead: 'report', 'choose', 'all' or names, "
+        "comma-separated (--matrices per family, default 8 there; budgets 200 400)",
+    )
     args = ap.parse_args()
     DRAWS = args.draws
     methods = tuple(m for m in METHODS if not (args.default_only and m in EXTRAS))
+    if args.families is not None:
+        sys.exit(0 if run_families(args, methods) else 1)
     mats = matrices(args.matrices)
     sizes = [y.shape[0] for y, _ in mats]
     print(

@@ -17,8 +17,11 @@ of a choice and the intercept are strongly correlated, and one-at-a-time moves c
 The columns' prior is a Student-t, as a scale mixture of normals whose degrees of freedom
 are drawn too (:meth:`_Chain._column_scales`): items that every format gets right, or wrong,
 are common (BBH), and a normal prior pulls them toward the middle.
-The variances have inverse-gamma full conditionals (the hyperpriors of :mod:`._irt`, worth
-about ten units at one logit²), the broken share a Beta one (:func:`._irt_mixture.low_prior`)
+The items' and the broken component's variances have inverse-gamma full conditionals (the
+hyperpriors of :mod:`._irt`, worth about ten units at one logit²); the formats' variance has
+a weak exponential prior on its s.d. (``_FORMAT_SD``: the data, not the prior, should say how
+much formats differ) and is drawn on a grid; the broken share has a Beta prior with most of
+its mass near 0 (``_BROKEN_SHARE``: no broken formats unless the cells show some)
 and the broken component's centre a normal one, truncated to stay :func:`._irt_mixture.gap`
 bulk s.d. below the bulk. (The truncated prior's normalising constant depends on the bulk
 s.d.; the bulk s.d.'s draw and the rows' scale move leave it out, a slight change of the
@@ -27,7 +30,7 @@ prior that is not corrected for.)
 With covariates, what the formats' grammar explains and what is left to the bulk share one
 prior: the bulk's variance u and the covariate part's variance v (the spread over the rows
 of x·γ, ``dim`` × the coefficients' variance) add up to the total format variance V =
-u + v ~ the same inverse gamma as the bulk's alone, split by a share φ = v / V ~ Beta
+u + v ~ the same prior as the bulk's alone, split by a share φ = v / V ~ Beta
 (``_SHARE``), as R2-D2-type priors do. Independent priors on u and on each coefficient
 (tried first) let the two parts add up to far more than the data hold: with one or two cells
 per format the bulk's prior alone is already about the whole format variance, and the
@@ -46,7 +49,7 @@ from scipy.special import expit, log_expit
 from scipy.stats import t as student_t
 from scipy.stats import truncnorm
 
-from ._irt_mixture import _VAR_A, _VAR_B, GRID, Units, draw_grid, gap, low_prior
+from ._irt_mixture import _VAR_A, _VAR_B, GRID, Units, draw_grid, gap
 
 if TYPE_CHECKING:
     from ._irt import IrtFit
@@ -131,15 +134,45 @@ def _log_inv_gamma_of(var: NDArray[np.float64] | float) -> NDArray[np.float64]:
     return np.asarray(-(_HYPER[0] + 1) * np.log(var) - _HYPER[1] / var)
 
 
+#: Prior of the formats' total variance V (bulk + covariate part): an exponential prior on
+#: its s.d. √V with mean ``_FORMAT_SD`` logits, a penalised-complexity prior (Simpson et al.,
+#: 2017) that shrinks toward "formats do not differ" and lets the data, where they can,
+#: move it: its density is highest at 0, so a narrow spread can be estimated as narrow. The
+#: inverse gamma used before (worth ten formats at one logit²) held the s.d. near one logit
+#: whatever the data said: on the ``narrow`` family of bench/spread_families.py (format
+#: s.d. 0.1-0.35 logit) the estimated distribution came out 2-2.4× as wide as the truth.
+#: Chosen on the ``choose`` families (bench, narrow, guess; 6 matrices each, 200 and 400
+#: cells) among the exponential at 0.5 and 1 logit and a half-Cauchy at 0.5 (worst W1 /
+#: best PromptEval over those families and budgets 1.14, 1.62 and 1.27), with
+#: ``_BROKEN_SHARE``.
+_FORMAT_SD = 0.5
+#: Beta prior of the broken formats' share: most of its mass near 0 (mean 4%), so "no
+#: broken formats" is the default and a broken component needs rows whose cells show it
+#: (a model comparison between "bulk only" and "bulk + broken" folded into one prior). The
+#: schedule used before (Beta(1, 9) rising to Beta(2, 8) with the cells per format) kept
+#: about 10-20% of formats in the broken component whether or not there were any. On the
+#: choose families, with ``_FORMAT_SD``: Beta(0.2, 5) worst ratio 1.14, Beta(0.5, 5) 1.50,
+#: the schedule 1.56.
+_BROKEN_SHARE = (0.2, 5.0)
+
+
+def _log_format_var(var: NDArray[np.float64] | float) -> NDArray[np.float64]:
+    """log density (up to a constant) of the formats' variance V under the exponential prior
+    on √V (``_FORMAT_SD``): −√V / ``_FORMAT_SD`` − log √V (the last term from dV = 2√V d√V)."""
+    sd = np.sqrt(var)
+    return np.asarray(-sd / _FORMAT_SD - np.log(sd))
+
+
 def _log_split(
     u: NDArray[np.float64] | float, v: NDArray[np.float64] | float
 ) -> NDArray[np.float64]:
     """log prior density (up to a constant) of the bulk's variance u and the covariate part's
-    v: V = u + v inverse gamma, φ = v / V Beta(``_SHARE``), Jacobian 1 / V."""
+    v: V = u + v under the formats' prior (:func:`_log_format_var`), φ = v / V Beta(``_SHARE``),
+    Jacobian 1 / V."""
     total = np.asarray(u) + v
     phi = v / total
     return np.asarray(
-        _log_inv_gamma_of(total)
+        _log_format_var(total)
         - np.log(total)  # the Jacobian
         + (_SHARE[0] - 1) * np.log(phi)
         + (_SHARE[1] - 1) * np.log1p(-phi)
@@ -197,7 +230,7 @@ class _Chain:
         #: the block (μ, γ)'s design at the cells: a column of ones and the covariates
         self.design = np.column_stack([np.ones(len(self.y)), self.x[self.rows]])
         per_row = len(cells.y) / self.n
-        self.low_prior, self.gap = low_prior(per_row), gap(per_row)
+        self.low_prior, self.gap = _BROKEN_SHARE, gap(per_row)
 
     def start(self, fit: IrtFit) -> _State:
         n, m = fit.cells.n_rows, fit.cells.n_cols
@@ -333,7 +366,7 @@ class _Chain:
             v = s.var_cov * self.dim
             gain += float(_log_split(c * c * bulk * bulk, v) - _log_split(bulk * bulk, v))
         else:
-            gain += _log_inv_gamma(c * c * bulk * bulk) - _log_inv_gamma(bulk * bulk)
+            gain += float(_log_format_var(c * c * bulk * bulk) - _log_format_var(bulk * bulk))
         gain += (-((c * s.centre_low - m0) ** 2) + (s.centre_low - m0) ** 2) / (2 * sd0**2)
         gain += 5 * np.log(c)
         if _accept(gain, rng):
@@ -372,7 +405,8 @@ class _Chain:
             prior = _log_split(_VAR, s.var_cov * self.dim)
             bulk = float(np.sqrt(_split_draw(len(t) - k, squares, 1.0, prior, rng)))
         else:
-            bulk = float(np.sqrt(_inv_gamma(rng, len(t) - k, squares)))
+            prior = _log_format_var(_VAR)
+            bulk = float(np.sqrt(_split_draw(len(t) - k, squares, 1.0, prior, rng)))
         m0, sd0 = _LOW_CENTRE
         prec = 1 / sd0**2 + k / low**2
         mean = (m0 / sd0**2 + float(t[broken].sum()) / low**2) / prec

@@ -38,7 +38,8 @@ def test_gibbs_integrates_the_item_scale_out_where_the_mode_cannot_see_it() -> N
         _, _, beta = gibbs_draws(fit, 100, np.random.default_rng(seed))
         assert beta.std(axis=1).mean() > fit.tau_col + 0.3
         dist = irt_distribution(fit, n_draws=400, seed=seed)
-        assert dist.effect_sd[1] == pytest.approx(beta.std(axis=1).mean(), abs=0.25)
+        # two chains of different lengths: equal up to Monte Carlo error
+        assert dist.effect_sd[1] == pytest.approx(beta.std(axis=1).mean(), abs=0.4)
         assert dist.effect_sd[1] > fit.tau_col + 0.3  # reported: the drawn spread, not the mode's
         tq = np.percentile(y.mean(axis=1), [5, 25, 50, 75, 95])
         covered += list((dist.quantile_low <= tq) & (tq <= dist.quantile_high))
