@@ -37,7 +37,7 @@ _PPC_ALPHA = 0.05
 #: The most pairs of cells (two formats' cells of one item) the format × item check
 #: multiplies per draw; beyond it the check runs on a random subset of the items.
 _MAX_PAIRS = 500_000
-#: The most cell values (draws × cells) held at once by the checks.
+#: The most values (draws × cells, or draws × pairs of cells) held at once by the checks.
 _CHUNK_VALUES = 4_000_000
 
 
@@ -121,13 +121,10 @@ class _Pairs:
         order = np.argsort(cols, kind="stable")
         per_col = np.bincount(cols, minlength=cells.n_cols)
         if int(np.sum(per_col * (per_col - 1))) > _MAX_PAIRS:  # a random subset of items
+            shuffled = rng.permutation(cells.n_cols)
+            total = np.cumsum(per_col[shuffled] * (per_col[shuffled] - 1))
             keep = np.zeros(cells.n_cols, dtype=bool)
-            total = 0
-            for c in rng.permutation(cells.n_cols):
-                total += int(per_col[c] * (per_col[c] - 1))
-                if total > _MAX_PAIRS:
-                    break
-                keep[c] = True
+            keep[shuffled[total <= _MAX_PAIRS]] = True
             order = order[keep[cols[order]]]
         sorted_cols = cols[order]
         k = per_col[sorted_cols]  # each cell's item's cell count
@@ -191,7 +188,7 @@ def _predictive(
     pairs = _Pairs.of(cells, rng)
     n_draws = len(mu)
     stats = np.zeros((3, 2, n_draws))  # (check, observed / replicated, draw)
-    chunk = max(1, _CHUNK_VALUES // len(y))
+    chunk = max(1, _CHUNK_VALUES // max(len(y), 0 if pairs is None else len(pairs.left)))
     for lo in range(0, n_draws, chunk):
         hi = min(lo + chunk, n_draws)
         p = expit(mu[lo:hi, None] + theta[lo:hi][:, rows] + beta[lo:hi][:, cols])
