@@ -84,6 +84,11 @@ def _check(dist: stats.IrtDistribution) -> None:
         assert np.all((values >= 0) & (values <= 1)), (name, values)
     assert np.all(dist.quantile_low <= dist.quantile_high)
     assert all(np.isfinite(v) for v in (*dist.spread, *dist.effect_sd))
+    d = dist.diagnostic  # the fit check: p-values in [0, 1] or NaN (nothing to check)
+    for p in (d.ppc_format_p, d.ppc_item_p, d.ppc_interaction_p):
+        assert np.isnan(p) or 0 <= p <= 1, d
+    assert 0 <= d.format_sd_low <= d.format_sd_high and 0 <= d.share_two_cells <= 1, d
+    assert bool(d.message) == (d.prior_driven or d.misfit), d
 
 
 @target("spread-estimator", "steadyeval.stats.fit_irt / irt_distribution", _cells())

@@ -52,3 +52,23 @@ def test_docs_have_examples() -> None:
 def test_docs_example_runs(index: int) -> None:
     code = _python_blocks()[index]
     exec(compile(code, f"docs/stats.md block {index}", "exec"), {"__name__": "__docs__"})
+
+
+def _docstring_examples() -> list[str]:
+    return [
+        n
+        for n in stats.__all__
+        if "Examples\n--------" in (inspect.getdoc(getattr(stats, n)) or "")
+    ]
+
+
+@pytest.mark.parametrize("name", _docstring_examples())
+def test_docstring_examples_run(name: str) -> None:
+    """Each public docstring's Examples section runs as a doctest and prints what it shows."""
+    import doctest
+
+    finder = doctest.DocTestFinder(recurse=False)
+    runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
+    for test in finder.find(getattr(stats, name), name, globs={}):
+        runner.run(test, out=lambda _: None)
+    assert runner.failures == 0, f"{name}: {runner.failures} of {runner.tries} examples failed"

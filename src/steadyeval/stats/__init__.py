@@ -19,6 +19,7 @@ from ._calibration import (
     rms_calibration_error,
 )
 from ._errors import StatsInputError, StatsWarning
+from ._estimate_spread import PosteriorEstimate, SpreadEstimate, estimate_spread
 from ._intervals import (
     Interval,
     MeanSE,
@@ -30,6 +31,7 @@ from ._intervals import (
     wilson_interval,
 )
 from ._irt import IrtCells, IrtDistribution, IrtFit, fit_irt, irt_distribution
+from ._irt_check import SpreadDiagnostic
 from ._irt_posterior import MAX_DRAW_VALUES
 from ._multiple import MultipleTestResult, benjamini_hochberg, holm
 from ._paired import (
@@ -79,9 +81,12 @@ __all__ = [
     "MultiSplits",
     "MultipleTestResult",
     "PairedDifference",
+    "PosteriorEstimate",
     "PowerResult",
     "RankConsistencyResult",
     "ReliabilityBins",
+    "SpreadDiagnostic",
+    "SpreadEstimate",
     "SpreadResult",
     "StatsInputError",
     "StatsWarning",
@@ -92,6 +97,7 @@ __all__ = [
     "clt_se",
     "clustered_se",
     "cochran_q",
+    "estimate_spread",
     "expected_calibration_error",
     "fit_irt",
     "holm",

@@ -13,6 +13,7 @@ from numpy.typing import NDArray
 from scipy.special import expit
 
 from ._errors import StatsInputError
+from ._irt_check import SpreadDiagnostic, diagnose
 from ._irt_gibbs import gibbs_draws
 from ._irt_mixture import draw_with_mixture
 from ._validate import SeedLike, as_positive_int, check_confidence, make_rng, warn
@@ -92,6 +93,15 @@ class IrtDistribution:
         the columns' effects, in logits: how far rows and columns differ, as drawn (the
         fit's ``tau_row`` and ``tau_col`` are the prior scales at the empirical-Bayes
         mode, the Gibbs chain's starting point).
+    accuracy_draws : ndarray, shape (draws, n_rows)
+        Each posterior draw's per-row accuracies over the completed matrix (observed cells
+        as observed, the others drawn): every summary above is computed from them.
+    format_sd_draws : ndarray, shape (draws,)
+        Each draw's s.d. of the rows' (formats') effects, covariate part included, in
+        logits (``effect_sd[0]`` is their mean).
+    diagnostic : SpreadDiagnostic
+        Whether to trust the distribution: is its width set by the data, and do the
+        cells fit the additive model (:func:`._irt_check.diagnose`).
     """
 
     accuracy: NDArray[np.float64]
@@ -106,6 +116,9 @@ class IrtDistribution:
     levels: tuple[float, ...]
     confidence: float
     effect_sd: tuple[float, float]
+    accuracy_draws: NDArray[np.float64]
+    format_sd_draws: NDArray[np.float64]
+    diagnostic: SpreadDiagnostic
 
 
 #: The most values (draws × (rows + columns)) :func:`irt_distribution` draws at once.
@@ -246,6 +259,12 @@ def irt_distribution(
     a :class:`~steadyeval.stats.StatsWarning` saying what it rests on. ``n_draws × (n_rows + n_cols)`` is
     limited to ``MAX_DRAW_VALUES``.
 
+    ``diagnostic`` says when not to trust the result, from the same draws
+    (:func:`._irt_check.diagnose`, drawing its replicated cells after everything else, so
+    the estimates are those of a call without it): whether the rows' effects' s.d. is set
+    by the data (its 90% interval, the cells per row) and posterior predictive checks of
+    the additive model.
+
     Examples
     --------
     >>> from steadyeval import stats
@@ -284,6 +303,8 @@ def irt_distribution(
     q_low, q_high = np.quantile(q, alpha, axis=0), np.quantile(q, 1 - alpha, axis=0)
     if calibrate and sampler == "laplace":
         q_low, q_high = widen(q_low, np.median(q, axis=0), q_high, len(cells.y) / n)
+    # after every other draw, so that the check leaves the estimates as they were
+    diagnostic = diagnose(cells, mu, theta, beta, rng)
     return IrtDistribution(
         accuracy=acc.mean(axis=0),
         accuracy_low=np.quantile(acc, alpha, axis=0),
@@ -301,4 +322,7 @@ def irt_distribution(
         levels=tuple(levels),
         confidence=confidence,
         effect_sd=(float(theta.std(axis=1).mean()), float(beta.std(axis=1).mean())),
+        accuracy_draws=acc,
+        format_sd_draws=theta.std(axis=1),
+        diagnostic=diagnostic,
     )

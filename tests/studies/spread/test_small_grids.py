@@ -129,12 +129,43 @@ def test_the_analysis_notes_what_degenerate_cells_cannot_tell() -> None:
     assert all(q.estimate > 0.5 for q in rec.quantiles)
     one_format = _table([("f0", "i0", True), ("f0", "i1", False)])
     (rec,) = analyze_spread(one_format, _info(5, 2)).models
+    assert rec.diagnostic is not None and rec.diagnostic.prior_driven
     assert rec.notes == [
         "only one of the 5 rows has observed cells: how the others differ from it comes "
-        "from the prior alone"
+        "from the prior alone",
+        rec.diagnostic.message,  # the fit check: 1 of 5 formats has two cells
     ]
+    assert rec.diagnostic.message.startswith("fit check: only 20% of the 5 formats")
     ordinary = _table([("f0", "i0", True), ("f1", "i1", False), ("f1", "i0", True)])
-    assert analyze_spread(ordinary, _info(2, 2)).models[0].notes == []
+    (rec,) = analyze_spread(ordinary, _info(2, 2)).models
+    # nothing the cells cannot tell; three cells say little about how far formats differ
+    assert all(note.startswith("fit check: ") for note in rec.notes)
+
+
+def test_the_report_shows_the_fit_check_and_reads_analyses_written_before_it() -> None:
+    from steadyeval.document import Note, Table
+    from steadyeval.studies.spread import SpreadAnalysis, spread_report_sections
+
+    one_format = _table([("f0", "i0", True), ("f0", "i1", False), ("f1", "i1", True)])
+    analysis = analyze_spread(one_format, _info(5, 2))
+    (rec,) = analysis.models
+    assert rec.diagnostic is not None and rec.diagnostic.prior_driven
+    assert rec.diagnostic.ppc_interaction_p is None  # no two formats share two items
+    lead = spread_report_sections(analysis, _info(5, 2))[0]
+    (check,) = [b for b in lead.blocks if isinstance(b, Table) and "fit check" in b.title]
+    assert check.rows[0][0] == "m" and check.rows[0][-1] == "prior-driven"
+    assert check.rows[0][6] is None  # shown as a dash
+    warnings = [b.text for b in lead.blocks if isinstance(b, Note) and b.level == "warning"]
+    assert f"m: {rec.diagnostic.message}" in warnings
+    # summary.json written before the check (no "diagnostic"): it reads, and says so
+    data = analysis.to_json()
+    for model in data["models"]:
+        del model["diagnostic"]
+    old = SpreadAnalysis.from_json(data)
+    assert old.models[0].diagnostic is None
+    lead = spread_report_sections(old, _info(5, 2))[0]
+    assert not [b for b in lead.blocks if isinstance(b, Table) and "fit check" in b.title]
+    assert any(isinstance(b, Note) and "no fit check" in b.text for b in lead.blocks)
 
 
 def test_the_cells_are_read_from_the_results_frame() -> None:

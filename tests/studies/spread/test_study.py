@@ -80,6 +80,11 @@ def test_estimate_runs_only_the_sampled_cells(tmp_path: Path, items_file: Path) 
     assert rec.best.prompt.startswith("Question: ") or rec.best.prompt
     assert sum(r.observed for r in rec.per_format) == 40
     assert rec.search is None
+    # the fit check: recorded, and its message among the notes when it flags
+    d = rec.diagnostic
+    assert d is not None and d.cells_per_format == pytest.approx(40 / 15)
+    assert d.format_sd_low <= d.format_sd <= d.format_sd_high
+    assert (d.message in rec.notes) == (d.prior_driven or d.misfit) == bool(d.message)
     assert set(table.column("spread_phase").to_pylist()) == {"stratified"}
     # summary.json reads back as the same typed analysis; recomputed offline, it is the same
     assert read_analysis(tmp_path / "run") == result.analysis
@@ -219,9 +224,20 @@ def test_report_leads_with_the_estimated_distribution(tmp_path: Path, items_file
     assert ids.index("spread-headline") < ids.index("headline") < ids.index("spread-model-1")
     rec = result.analysis.models[0]
     lead = report.sections[0]
-    (table,) = [b for b in lead.blocks if type(b).__name__ == "Table"]
+    table, check = [b for b in lead.blocks if type(b).__name__ == "Table"]
     (row,) = table.rows
     assert row[0] == rec.model and rec.best.format in row[-2]
     assert rec.worst.format in row[-1]
     text = render_markdown(report)
     assert text.index("Estimated accuracy across formats") < text.index("Headline results")
+    # the fit check: one line per model, and a warning when it flags
+    assert check.title.startswith("Can the estimate be trusted?")
+    (line,) = check.rows
+    d = rec.diagnostic
+    assert d is not None and line[0] == rec.model and line[2] == d.cells_per_format
+    assert line[4:7] == (d.ppc_format_p, d.ppc_item_p, d.ppc_interaction_p)
+    assert f"[{d.format_sd_low:.2f}, {d.format_sd_high:.2f}]" in line[1]
+    flags = [name for name, on in (("prior-driven", d.prior_driven), ("misfit", d.misfit)) if on]
+    assert line[-1] == (", ".join(flags) or "ok")
+    notes = [b for b in lead.blocks if type(b).__name__ == "Note"]
+    assert any(d.message in n.text and n.level == "warning" for n in notes) == bool(flags)

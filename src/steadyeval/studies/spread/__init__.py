@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from ._study import SPREAD_STUDY, SpreadStudy
     from ._types import (
         ExtremeFormat,
+        FitDiagnostic,
         FormatEstimate,
         ModelSpread,
         QuantileEstimate,
@@ -42,6 +43,7 @@ __getattr__, __dir__ = lazy_exports(
         "._study": ["SPREAD_STUDY", "SpreadStudy"],
         "._types": [
             "ExtremeFormat",
+            "FitDiagnostic",
             "FormatEstimate",
             "ModelSpread",
             "QuantileEstimate",
@@ -60,6 +62,7 @@ __all__ = [
     "SPREAD_STUDY",
     "ExtremeFormat",
     "FileFormat",
+    "FitDiagnostic",
     "FormatEstimate",
     "GrammarFormat",
     "ModelSpread",

@@ -9,10 +9,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..._errors import ConfigError
-from ...stats import IrtCells, StatsWarning, fit_irt, irt_distribution
+from ...stats import StatsWarning, estimate_spread
 from ._irt_search import search_summary
 from ._types import (
     ExtremeFormat,
+    FitDiagnostic,
     FormatEstimate,
     ModelSpread,
     QuantileEstimate,
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from ...results import ResultsFrame
+    from ...stats import SpreadDiagnostic
 
 __all__ = ["analyze_spread", "model_cells"]
 
@@ -98,19 +100,25 @@ def _model_analysis(results: ResultsFrame, design: SpreadDesign, model: str) -> 
     n_f, n_i = len(design.formats), len(design.items)
     if len(y) == 0:
         raise ConfigError(f"model {model!r} has no scored cells in the results table")
-    cells = IrtCells.of(rows, cols, y, n_f, n_i)
     x = design.covariates
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", StatsWarning)
-        fit = fit_irt(cells, np.asarray(x) if x else None)
-        dist = irt_distribution(
-            fit,
-            confidence=design.confidence,
-            n_draws=design.draws,
+        estimate = estimate_spread(
+            rows,
+            cols,
+            y,
+            (n_f, n_i),
+            np.asarray(x) if x else None,
             seed=design.seed,
+            draws=design.draws,
+            confidence=design.confidence,
         )
-    # what the cells cannot tell (all correct, one format observed, ...): shown with the result
+    dist = estimate.distribution
+    # what the cells cannot tell (all correct, one format observed, ...) and when not to
+    # trust the estimate (the fit check): shown with the result
     notes = list(dict.fromkeys(str(w.message) for w in caught if w.category is StatsWarning))
+    if estimate.diagnostic.message:
+        notes.append(estimate.diagnostic.message)
     for w in caught:
         if w.category is not StatsWarning:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
@@ -140,6 +148,29 @@ def _model_analysis(results: ResultsFrame, design: SpreadDesign, model: str) -> 
         observed_mean=float(y.mean()),
         notes=notes,
         search=_search(design, rows, y, prompts) if design.method == "search" else None,
+        diagnostic=_diagnostic(estimate.diagnostic),
+    )
+
+
+def _finite(value: float) -> float | None:
+    """``value``, or None where it is NaN or infinite (summary.json holds no NaN)."""
+    return float(value) if np.isfinite(value) else None
+
+
+def _diagnostic(d: SpreadDiagnostic) -> FitDiagnostic:
+    return FitDiagnostic(
+        format_sd=d.format_sd,
+        format_sd_low=d.format_sd_low,
+        format_sd_high=d.format_sd_high,
+        width_ratio=_finite(d.width_ratio),
+        cells_per_format=d.cells_per_format,
+        share_two_cells=d.share_two_cells,
+        prior_driven=d.prior_driven,
+        ppc_format_p=_finite(d.ppc_format_p),
+        ppc_item_p=_finite(d.ppc_item_p),
+        ppc_interaction_p=_finite(d.ppc_interaction_p),
+        misfit=d.misfit,
+        message=d.message,
     )
 
 

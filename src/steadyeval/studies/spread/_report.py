@@ -24,7 +24,7 @@ from ...document import (
 from ._types import SpreadDesign
 
 if TYPE_CHECKING:
-    from ._types import ModelSpread, SearchResult, SpreadAnalysis
+    from ._types import FitDiagnostic, ModelSpread, SearchResult, SpreadAnalysis
 
 __all__ = ["spread_report_sections"]
 
@@ -158,7 +158,8 @@ def _interval(value: float, low: float, high: float) -> str:
 def headline_section(analysis: SpreadAnalysis, design: SpreadDesign) -> Section:
     """The study's answer, first in the report (before the generic per-format table): per
     model the estimated 5/50/95% quantiles and the spread with their intervals, and the
-    best and worst format."""
+    best and worst format; then the fit check, one line per model (:func:`fit_check`),
+    and each model's notes (what its cells cannot tell, what the check flags) as warnings."""
     confidence = design.confidence
     levels = (5.0, 50.0, 95.0)
     rows = []
@@ -197,8 +198,62 @@ def headline_section(analysis: SpreadAnalysis, design: SpreadDesign) -> Section:
     notes = [
         Note(f"{rec.model}: {note}", "warning") for rec in analysis.models for note in rec.notes
     ]
-    return Section.of(
-        "spread-headline", "Accuracy across formats", [intro, table, *notes], SOURCE, lead=True
+    blocks: list[Block] = [intro, table, fit_check(analysis), *notes]
+    return Section.of("spread-headline", "Accuracy across formats", blocks, SOURCE, lead=True)
+
+
+def _verdict(d: FitDiagnostic) -> str:
+    flags = [name for name, on in (("prior-driven", d.prior_driven), ("misfit", d.misfit)) if on]
+    return ", ".join(flags) if flags else "ok"
+
+
+def fit_check(analysis: SpreadAnalysis) -> Block:
+    """One line per model: the formats' s.d. with its 90% interval, the cells per format,
+    the posterior predictive p-values and the verdict; a note saying how to compute it
+    when no model has a check (an analysis written before it)."""
+    rows: list[tuple[Any, ...]] = []
+    for rec in analysis.models:
+        d = rec.diagnostic
+        if d is None:
+            rows.append((rec.model, "–", None, None, None, None, None, "not computed"))
+            continue
+        sd = f"{d.format_sd:.2f} [{d.format_sd_low:.2f}, {d.format_sd_high:.2f}]"
+        rows.append(
+            (
+                rec.model,
+                sd,
+                d.cells_per_format,
+                d.share_two_cells,
+                d.ppc_format_p,
+                d.ppc_item_p,
+                d.ppc_interaction_p,
+                _verdict(d),
+            )
+        )
+    if all(rec.diagnostic is None for rec in analysis.models):
+        return Note(
+            "This analysis has no fit check (it was written before steadyeval computed one). "
+            "Running steadyeval reanalyze on the run folder recomputes the analysis with it."
+        )
+    columns = (
+        Column("model"),
+        Column("format s.d. (logits, 90%)", help="how far formats differ: sets the width"),
+        Column("cells per format", "float"),
+        Column("formats with ≥ 2 cells", "pct"),
+        Column("PPC p: formats", "pvalue", help="posterior predictive check of format totals"),
+        Column("PPC p: items", "pvalue", help="posterior predictive check of item totals"),
+        Column("PPC p: format × item", "pvalue", help="do formats agree on which items are hard"),
+        Column("check"),
+    )
+    return Table(
+        "Can the estimate be trusted? (fit check)",
+        columns,
+        tuple(rows),
+        note="prior-driven: the distribution's width comes from the prior, not the cells "
+        "(fewer than half the formats with two cells, or a format s.d. known only within a "
+        "factor over 3); misfit: a posterior predictive p-value below 0.05 or above 0.95 "
+        "(the additive model does not hold; intervals may be too narrow). A dash: nothing "
+        "to check. See docs/study-spread.md.",
     )
 
 

@@ -10,6 +10,7 @@ from ...results import Analysis, AnalysisRecord, Design, DesignRecord
 
 __all__ = [
     "ExtremeFormat",
+    "FitDiagnostic",
     "FormatEstimate",
     "ModelSpread",
     "QuantileEstimate",
@@ -72,10 +73,33 @@ class SearchResult(AnalysisRecord):
     formats_evaluated: int
 
 
+class FitDiagnostic(AnalysisRecord):
+    """When not to trust the model's estimate (``steadyeval.stats.SpreadDiagnostic``): the
+    formats' s.d. in logits with its 90% interval (always 90%) and their ratio, the cells
+    per format and the share of formats with two or more, whether the width comes from the
+    prior (``prior_driven``), the posterior predictive p-values (formats' totals, items'
+    totals, format × item; None where nothing could be checked), whether one rejects the
+    additive model (``misfit``) and what to do (``message``, "" when nothing is flagged)."""
+
+    format_sd: float
+    format_sd_low: float
+    format_sd_high: float
+    width_ratio: float | None
+    cells_per_format: float
+    share_two_cells: float
+    prior_driven: bool
+    ppc_format_p: float | None
+    ppc_item_p: float | None
+    ppc_interaction_p: float | None
+    misfit: bool
+    message: str
+
+
 class ModelSpread(AnalysisRecord):
     """One model: the cells observed, the estimated distribution of accuracy over all
     formats (quantiles, spread, the sorted accuracies, every format's estimate), the best and
-    worst format, what the cells cannot tell (``notes``) and, for a search, its result."""
+    worst format, what the cells cannot tell (``notes``), the fit check (``diagnostic``;
+    None in analyses written before it) and, for a search, its result."""
 
     model: str
     cells: int
@@ -94,6 +118,7 @@ class ModelSpread(AnalysisRecord):
     observed_mean: float
     notes: list[str]
     search: SearchResult | None = None
+    diagnostic: FitDiagnostic | None = None
 
 
 class SpreadAnalysis(Analysis):

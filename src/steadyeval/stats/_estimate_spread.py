@@ -1,0 +1,262 @@
+"""The distribution of accuracy over many prompt formats from a sparse sample of (format,
+item) cells, in one call: :func:`estimate_spread` validates the cells, fits the sparse
+two-way model (:func:`._irt.fit_irt`), draws its posterior (:func:`._irt_posterior.irt_distribution`)
+and returns a :class:`SpreadEstimate` with the fit check (:class:`._irt_check.SpreadDiagnostic`)."""
+
+from __future__ import annotations
+
+import numbers
+import warnings
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from ._errors import StatsInputError
+from ._irt import MAX_CELLS, IrtCells, fit_irt
+from ._irt_check import SpreadDiagnostic
+from ._irt_posterior import MAX_DRAW_VALUES, IrtDistribution, irt_distribution
+from ._validate import SeedLike, as_positive_int, check_confidence, check_seed
+
+__all__ = ["PosteriorEstimate", "SpreadEstimate", "estimate_spread"]
+
+
+class PosteriorEstimate(NamedTuple):
+    """A posterior mean with its equal-tailed interval: ``(estimate, low, high)``."""
+
+    estimate: float
+    low: float
+    high: float
+
+
+@dataclass(frozen=True, eq=False)
+class SpreadEstimate:
+    """The estimated distribution of per-format accuracy (:func:`estimate_spread`).
+
+    Attributes
+    ----------
+    draws : ndarray, shape (draws, n_formats)
+        Each posterior draw's accuracy of every format over all items (the completed
+        matrix: observed cells as observed, the others drawn from that draw's model).
+    accuracy : ndarray, shape (n_formats,)
+        Posterior mean accuracy of each format (``draws.mean(axis=0)``).
+    spread : PosteriorEstimate
+        Best − worst format's accuracy: posterior mean of each draw's best − worst, and its
+        equal-tailed interval at ``confidence``.
+    diagnostic : SpreadDiagnostic
+        When not to trust the estimate: ``prior_driven`` (the distribution's width comes
+        from the prior, not the cells), ``misfit`` (the cells do not fit the additive
+        model), and a ``message`` saying what to do.
+    shape : tuple of int
+        ``(n_formats, n_items)``.
+    confidence : float
+        Level of the intervals (and the default of :meth:`quantile`).
+    distribution : IrtDistribution
+        Everything else :func:`irt_distribution` gives: per-format intervals, the sorted
+        accuracies, the 5/25/50/75/95% quantiles with their intervals, the effects' s.d.
+    """
+
+    draws: NDArray[np.float64]
+    accuracy: NDArray[np.float64]
+    spread: PosteriorEstimate
+    diagnostic: SpreadDiagnostic
+    shape: tuple[int, int]
+    confidence: float
+    distribution: IrtDistribution
+
+    def quantile(self, q: float, confidence: float | None = None) -> PosteriorEstimate:
+        """The ``q``-th percentile (0-100) of the per-format accuracy distribution.
+
+        Parameters
+        ----------
+        q : float
+            Percentile in [0, 100] (5: the accuracy that 5% of the formats fall below).
+        confidence : float, optional
+            Level of the interval; default the estimate's ``confidence``.
+
+        Returns
+        -------
+        PosteriorEstimate
+            The posterior mean of each draw's percentile (numpy's linear interpolation
+            over the formats) and its equal-tailed interval over the draws.
+        """
+        level = _percentile(q)
+        alpha = (1 - (self.confidence if confidence is None else check_confidence(confidence))) / 2
+        per_draw = np.percentile(self.draws, level, axis=1)
+        return PosteriorEstimate(
+            float(per_draw.mean()),
+            float(np.quantile(per_draw, alpha)),
+            float(np.quantile(per_draw, 1 - alpha)),
+        )
+
+
+def _percentile(q: Any) -> float:
+    if isinstance(q, bool) or not isinstance(q, numbers.Real) or not 0.0 <= float(q) <= 100.0:
+        raise StatsInputError(f"q must be a percentile in [0, 100] (5 for the 5th); got {q!r}")
+    return float(q)
+
+
+def _shape(shape: Any) -> tuple[int, int]:
+    """``shape`` as (n_formats, n_items), two positive integers."""
+    expected = "shape must be a pair of positive integers (n_formats, n_items)"
+    try:
+        n_formats, n_items = shape
+    except (TypeError, ValueError):
+        raise StatsInputError(f"{expected}; got {shape!r}"[:200]) from None
+    for value in (n_formats, n_items):
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+            raise StatsInputError(f"{expected}; got {shape!r}"[:200])
+    if int(n_formats) * int(n_items) > MAX_CELLS:
+        raise StatsInputError(
+            f"shape {int(n_formats):,} × {int(n_items):,} is over the estimator's limit of "
+            f"{MAX_CELLS:,} cells (it holds the whole matrix in memory); use fewer formats "
+            "or items"
+        )
+    return int(n_formats), int(n_items)
+
+
+def _correct(correct: ArrayLike) -> NDArray[np.float64]:
+    """``correct`` as a 1-D array of 0.0 and 1.0 (booleans allowed)."""
+    expected = "correct must hold only 0 and 1 (or booleans), one per observed cell"
+    try:
+        y = np.asarray(correct, dtype=np.float64)
+    except (TypeError, ValueError, OverflowError):
+        raise StatsInputError(f"{expected}; could not read it as numbers") from None
+    if y.ndim != 1:
+        raise StatsInputError(f"{expected}: a 1-D array; got shape {y.shape}")
+    bad = np.flatnonzero((y != 0) & (y != 1))
+    if len(bad):
+        raise StatsInputError(f"{expected}; got {float(y[bad[0]])!r} at position {int(bad[0])}")
+    return y
+
+
+def _length(values: ArrayLike) -> int | None:
+    try:
+        return int(np.asarray(values).size)
+    except (TypeError, ValueError, OverflowError):
+        return None  # IrtCells.of says what is wrong with it
+
+
+def estimate_spread(
+    rows: ArrayLike,
+    cols: ArrayLike,
+    correct: ArrayLike,
+    shape: tuple[int, int],
+    covariates: ArrayLike | None = None,
+    *,
+    seed: SeedLike = 0,
+    draws: int = 400,
+    confidence: float = 0.9,
+) -> SpreadEstimate:
+    """The distribution of accuracy over all formats from a sparse sample of cells.
+
+    Parameters
+    ----------
+    rows : array_like of int
+        The format index of each observed cell, in [0, n_formats).
+    cols : array_like of int
+        The item index of each observed cell, in [0, n_items).
+    correct : array_like of {0, 1} or bool
+        Whether the cell's answer was correct.
+    shape : tuple of int
+        ``(n_formats, n_items)``: every format and item, observed or not.
+    covariates : array_like, shape (n_formats, k), optional
+        Format covariates (e.g. one-hot grammar choices), as in :func:`fit_irt`.
+    seed : int or numpy.random.Generator
+        Seed of the posterior draws.
+    draws : int
+        Posterior draws.
+    confidence : float
+        Level of the equal-tailed intervals.
+
+    Returns
+    -------
+    SpreadEstimate
+        The draws, per-format accuracies, :meth:`SpreadEstimate.quantile`, the spread and
+        the fit check ``diagnostic``.
+
+    Raises
+    ------
+    StatsInputError
+        If ``rows``, ``cols`` and ``correct`` differ in length or are empty, an index is out
+        of range or not an integer, ``correct`` holds anything but 0 and 1, ``shape`` is not
+        two positive integers, ``draws`` is not a positive integer, ``confidence`` is not in
+        (0, 1), or the covariates are not finite numbers of shape (n_formats, k).
+
+    Warns
+    -----
+    StatsWarning
+        When the cells cannot inform the estimate (every cell correct or wrong; one format
+        or one item observed of several), as :func:`irt_distribution`.
+
+    Notes
+    -----
+    The model is P(correct) = σ(μ + θ_format + β_item [+ x_format·γ]), fitted by
+    :func:`fit_irt` and sampled by :func:`irt_distribution` (Gibbs sampling of every
+    effect and prior scale; see there and ``docs/study-spread.md``). Cells are assumed
+    independent given the effects and each cell is observed once (a repeated cell counts
+    as two observations). A draw's accuracy of a format is its mean over all items of the
+    completed matrix, so the unseen cells' own coin flips are part of the uncertainty.
+    Estimates are posterior means over draws; intervals are equal-tailed percentiles of
+    the draws. The quantiles of :meth:`SpreadEstimate.quantile` and the spread are computed
+    per draw (sorting each draw before averaging keeps the distribution's width, which the
+    shrunk per-format means would understate).
+
+    The estimate rests on the model and, with few cells per format, on its priors:
+    ``diagnostic`` says when not to trust it. ``prior_driven``: with zero or one cell per
+    format, how much formats differ is not identified by the data beyond the covariates,
+    so the width of the distribution comes from the prior. ``misfit``: a posterior
+    predictive check finds the cells unlike data from the fitted model (formats that
+    disagree on which items are hard), so the intervals may be too narrow.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from steadyeval import stats
+    >>> rng = np.random.default_rng(0)
+    >>> formats, items = rng.normal(0, 1, 20), rng.normal(0, 1, 30)
+    >>> truth = rng.random((20, 30)) < 1 / (1 + np.exp(-(formats[:, None] + items)))
+    >>> rows, cols = np.divmod(rng.choice(20 * 30, size=120, replace=False), 30)
+    >>> est = stats.estimate_spread(rows, cols, truth[rows, cols], (20, 30), draws=100)
+    >>> est.draws.shape, est.accuracy.shape
+    ((100, 20), (20,))
+    >>> low, median, high = est.quantile(5), est.quantile(50), est.quantile(95)
+    >>> bool(low.estimate <= median.estimate <= high.estimate)
+    True
+    >>> est.diagnostic.cells_per_format
+    6.0
+    """
+    n_formats, n_items = _shape(shape)
+    y = _correct(correct)
+    lengths = (_length(rows), _length(cols), len(y))
+    if None not in lengths and len(set(lengths)) > 1:
+        raise StatsInputError(
+            "rows, cols and correct must have one entry per observed cell each; got lengths "
+            f"{lengths[0]}, {lengths[1]}, {lengths[2]}"
+        )
+    draws = as_positive_int(draws, "draws")
+    confidence = check_confidence(confidence)
+    check_seed(seed)
+    if draws * (n_formats + n_items) > MAX_DRAW_VALUES:
+        raise StatsInputError(
+            f"draws × (n_formats + n_items) = {draws:,} × {n_formats + n_items:,} is over the "
+            f"limit of {MAX_DRAW_VALUES:,} values held at once; ask for fewer draws"
+        )
+    cells = IrtCells.of(rows, cols, y, n_formats, n_items)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        dist = irt_distribution(
+            fit_irt(cells, covariates), confidence=confidence, n_draws=draws, seed=seed
+        )
+    for w in caught:  # shown at the caller's line, under the caller's filters
+        warnings.warn(w.message, w.category, stacklevel=2)
+    return SpreadEstimate(
+        draws=dist.accuracy_draws,
+        accuracy=dist.accuracy,
+        spread=PosteriorEstimate(*dist.spread),
+        diagnostic=dist.diagnostic,
+        shape=(n_formats, n_items),
+        confidence=confidence,
+        distribution=dist,
+    )

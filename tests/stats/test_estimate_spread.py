@@ -1,0 +1,259 @@
+"""``estimate_spread`` (issue 41): its validation, its draws and the fit check that says when
+not to trust the estimate (``SpreadDiagnostic``)."""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.special import expit
+
+from steadyeval import stats
+from steadyeval.stats._irt import IrtCells
+from steadyeval.stats._irt_check import _MAX_PAIRS, _level, _Pairs
+
+
+def _cells(
+    seed: int,
+    shape: tuple[int, int],
+    per_format: int,
+    *,
+    item_sd: float = 1.5,
+    reversed_share: float = 0.0,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``per_format`` distinct cells of each format, drawn from σ(0.3 + θ_f ± β_i) with θ ~
+    N(0, 1), β ~ N(0, item_sd²): the last ``reversed_share`` of the formats take −β (they
+    find the easy items hard), the others +β (additive when the share is 0)."""
+    rng = np.random.default_rng(seed)
+    n_f, n_i = shape
+    theta, beta = rng.normal(0, 1.0, n_f), rng.normal(0, item_sd, n_i)
+    sign = np.where(np.arange(n_f) < round((1 - reversed_share) * n_f), 1.0, -1.0)
+    truth = rng.random(shape) < expit(0.3 + theta[:, None] + sign[:, None] * beta[None, :])
+    rows = np.repeat(np.arange(n_f), per_format)
+    cols = np.concatenate([rng.choice(n_i, per_format, replace=False) for _ in range(n_f)])
+    return rows, cols, truth[rows, cols].astype(float)
+
+
+@functools.cache
+def _small() -> stats.SpreadEstimate:
+    rows, cols, y = _cells(0, (10, 12), 4)
+    return stats.estimate_spread(rows, cols, y, (10, 12), seed=1, draws=120)
+
+
+# -- validation ----------------------------------------------------------------------------
+
+ROWS, COLS, Y = [0, 0, 1, 2], [0, 1, 1, 2], [1, 0, 1, 1]
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "match"),
+    [
+        ((ROWS[:3], COLS, Y, (3, 3)), {}, "one entry per observed cell.*3, 4, 4"),
+        ((ROWS, COLS, Y[:2], (3, 3)), {}, "one entry per observed cell.*4, 4, 2"),
+        (([0, 0, 1, 3], COLS, Y, (3, 3)), {}, r"rows must be in \[0, 3\)"),
+        ((ROWS, [0, 1, 1, -1], Y, (3, 3)), {}, r"cols must be in \[0, 3\)"),
+        (([0, 0.5, 1, 2], COLS, Y, (3, 3)), {}, "rows must hold integer indices"),
+        (
+            (ROWS, COLS, [1, 0, 2, 1], (3, 3)),
+            {},
+            "correct must hold only 0 and 1.*2.0 at position 2",
+        ),
+        ((ROWS, COLS, [1, 0, np.nan, 1], (3, 3)), {}, "correct must hold only 0 and 1"),
+        ((ROWS, COLS, ["yes", "no", "no", "yes"], (3, 3)), {}, "correct must hold only 0 and 1"),
+        ((ROWS, COLS, [[1, 0], [1, 1]], (3, 3)), {}, "correct .* 1-D array"),
+        (([], [], [], (3, 3)), {}, "no observed cells"),
+        ((ROWS, COLS, Y, (3, 0)), {}, "shape must be a pair of positive integers"),
+        ((ROWS, COLS, Y, (3,)), {}, "shape must be a pair of positive integers"),
+        ((ROWS, COLS, Y, (3, 3, 3)), {}, "shape must be a pair of positive integers"),
+        ((ROWS, COLS, Y, (3.0, 3)), {}, "shape must be a pair of positive integers"),
+        ((ROWS, COLS, Y, 9), {}, "shape must be a pair of positive integers"),
+        ((ROWS, COLS, Y, (True, 3)), {}, "shape must be a pair of positive integers"),
+        ((ROWS, COLS, Y, (100_000, 100_000)), {}, "over the estimator's limit"),
+        ((ROWS, COLS, Y, (3, 3)), {"confidence": 1.0}, "confidence must lie in"),
+        ((ROWS, COLS, Y, (3, 3)), {"confidence": 0}, "confidence must lie in"),
+        ((ROWS, COLS, Y, (3, 3)), {"draws": 0}, "draws must be an integer >= 1"),
+        ((ROWS, COLS, Y, (3, 3)), {"draws": 2.5}, "draws must be an integer >= 1"),
+        ((ROWS, COLS, Y, (3, 3)), {"seed": -1}, "seed must be a non-negative int"),
+        ((ROWS, COLS, Y, (3, 3)), {"seed": None}, "seed must be a non-negative int"),
+        ((ROWS, COLS, Y, (3, 3), [[1.0], [0.0]]), {}, r"covariates must have shape \(n_rows=3"),
+        ((ROWS, COLS, Y, (10, 4_000_000)), {"draws": 20}, "draws × .* is over the limit"),
+    ],
+)
+def test_bad_input_is_an_error_naming_the_argument(
+    args: tuple[object, ...], kwargs: dict[str, object], match: str
+) -> None:
+    with pytest.raises(stats.StatsInputError, match=match):
+        stats.estimate_spread(*args, **kwargs)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("q", [-0.1, 100.5, float("nan"), "50", None, True])
+def test_quantile_outside_0_100_is_an_error(q: object) -> None:
+    with pytest.raises(stats.StatsInputError, match=r"q must be a percentile in \[0, 100\]"):
+        _small().quantile(q)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("confidence", [0.0, 1.0, 1.5, "0.9"])
+def test_quantile_with_a_bad_confidence_is_an_error(confidence: object) -> None:
+    with pytest.raises(stats.StatsInputError, match="confidence must"):
+        _small().quantile(50, confidence)  # type: ignore[arg-type]
+
+
+# -- the estimate and its draws ------------------------------------------------------------
+
+
+def test_the_estimate_is_its_draws_summarised() -> None:
+    est = _small()
+    dist = est.distribution
+    assert est.shape == (10, 12) and est.confidence == 0.9
+    assert est.draws.shape == (120, 10) and np.all((est.draws >= 0) & (est.draws <= 1))
+    np.testing.assert_allclose(est.accuracy, est.draws.mean(axis=0))
+    spread = est.draws.max(axis=1) - est.draws.min(axis=1)
+    assert est.spread == pytest.approx(
+        (spread.mean(), np.quantile(spread, 0.05), np.quantile(spread, 0.95))
+    )
+    # the default sampler's intervals are the posterior's own: .quantile gives the same
+    for k, level in enumerate(dist.levels):
+        assert est.quantile(level) == pytest.approx(
+            (dist.quantiles[k], dist.quantile_low[k], dist.quantile_high[k])
+        )
+    np.testing.assert_allclose(dist.format_sd_draws.mean(), dist.effect_sd[0])
+
+
+@settings(derandomize=True, max_examples=60, deadline=None)
+@given(st.floats(0, 100), st.floats(0.01, 0.99))
+def test_quantile_agrees_with_the_draws(q: float, confidence: float) -> None:
+    est = _small()
+    per_draw = np.percentile(est.draws, q, axis=1)
+    estimate, low, high = est.quantile(q, confidence)
+    alpha = (1 - confidence) / 2
+    assert estimate == pytest.approx(per_draw.mean())
+    assert (low, high) == pytest.approx(
+        (np.quantile(per_draw, alpha), np.quantile(per_draw, 1 - alpha))
+    )
+    assert 0 <= low <= high <= 1
+    assert est.quantile(q).low == pytest.approx(np.quantile(per_draw, 0.05))  # the default
+
+
+def test_same_seed_same_estimate_and_warnings_point_at_the_caller() -> None:
+    rows, cols, y = _cells(3, (6, 8), 3)
+    a = stats.estimate_spread(rows, cols, y, (6, 8), seed=4, draws=30)
+    b = stats.estimate_spread(rows, cols, y, (6, 8), seed=4, draws=30)
+    np.testing.assert_array_equal(a.draws, b.draws)
+    assert a.diagnostic == b.diagnostic
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        stats.estimate_spread(rows, cols, np.ones_like(y), (6, 8), draws=20)
+    (w,) = [w for w in caught if w.category is stats.StatsWarning]
+    assert "is correct" in str(w.message) and w.filename == __file__
+
+
+# -- the fit check -------------------------------------------------------------------------
+
+
+def test_dense_additive_cells_are_not_flagged() -> None:
+    """16 formats × 20 items, 12 cells per format, from the additive model: the width is
+    set by the data and the cells look like the model's."""
+    rows, cols, y = _cells(1, (16, 20), 12)
+    d = stats.estimate_spread(rows, cols, y, (16, 20), draws=150).diagnostic
+    assert d.cells_per_format == 12 and d.share_two_cells == 1
+    assert 0 < d.format_sd_low < d.format_sd < d.format_sd_high
+    assert d.width_ratio == pytest.approx(d.format_sd_high / d.format_sd_low)
+    assert d.width_ratio < 3 and not d.prior_driven
+    for p in (d.ppc_format_p, d.ppc_item_p, d.ppc_interaction_p):
+        assert 0.05 <= p <= 0.95
+    assert not d.misfit and not d.flagged and d.message == ""
+
+
+def test_one_cell_per_format_is_prior_driven() -> None:
+    rows, cols, y = _cells(2, (30, 30), 1)
+    d = stats.estimate_spread(rows, cols, y, (30, 30), draws=100).diagnostic
+    assert d.cells_per_format == 1 and d.share_two_cells == 0
+    assert d.prior_driven and d.flagged
+    # nothing to check per format, nor in 2 × 2 blocks: not computed, never a flag
+    assert np.isnan(d.ppc_format_p) and np.isnan(d.ppc_interaction_p)
+    assert not d.misfit
+    assert "0% of the 30 formats have two or more observed cells" in d.message
+    assert "at least 2-3 cells per format" in d.message
+
+
+def test_formats_that_reverse_the_items_order_are_a_misfit() -> None:
+    """Half the formats find the easy items hard (a format × item interaction the additive
+    model cannot hold), at 12 cells per format: the format × item check rejects it."""
+    rows, cols, y = _cells(0, (20, 20), 12, item_sd=2.5, reversed_share=0.5)
+    d = stats.estimate_spread(rows, cols, y, (20, 20), draws=150).diagnostic
+    assert d.ppc_interaction_p < 0.05
+    assert d.misfit and not d.prior_driven
+    assert "additive assumption" in d.message and "too narrow" in d.message
+
+
+def test_one_format_has_no_width_to_check() -> None:
+    d = stats.estimate_spread([0, 0, 0], [0, 1, 2], [1, 0, 1], (1, 3), draws=20).diagnostic
+    assert d.format_sd == 0 and np.isnan(d.width_ratio) and not d.prior_driven
+    assert np.isnan(d.ppc_interaction_p)
+
+
+def _brute_force_blocks(cells: IrtCells, e: np.ndarray) -> float:
+    """4 × Σ over 2 × 2 blocks of observed cells of the product of their residuals."""
+    at = {
+        (r, c): k
+        for k, (r, c) in enumerate(zip(cells.rows.tolist(), cells.cols.tolist(), strict=True))
+    }
+    total = 0.0
+    for (r1, r2), (c1, c2) in itertools.product(
+        itertools.combinations(range(cells.n_rows), 2),
+        itertools.combinations(range(cells.n_cols), 2),
+    ):
+        block = [at.get(k) for k in ((r1, c1), (r1, c2), (r2, c1), (r2, c2))]
+        if None not in block:
+            total += 4 * float(np.prod(e[block]))
+    return total
+
+
+@settings(derandomize=True, max_examples=60, deadline=None)
+@given(
+    st.integers(1, 5).flatmap(
+        lambda n: st.integers(1, 5).flatmap(
+            lambda m: st.tuples(
+                st.just((n, m)),
+                st.sets(st.tuples(st.integers(0, n - 1), st.integers(0, m - 1)), min_size=1),
+                st.integers(0, 2**31),
+            )
+        )
+    )
+)
+def test_the_checks_statistics_agree_with_a_brute_force(
+    case: tuple[tuple[int, int], set[tuple[int, int]], int],
+) -> None:
+    (n, m), observed, seed = case
+    rows, cols = (np.array(v) for v in zip(*sorted(observed), strict=True))
+    cells = IrtCells.of(rows, cols, np.zeros(len(rows)), n, m)
+    rng = np.random.default_rng(seed)
+    e, w = rng.normal(size=(2, len(rows))), rng.uniform(0.05, 0.25, (2, len(rows)))
+    pairs = _Pairs.of(cells, rng)
+    expected = [_brute_force_blocks(cells, e[k]) for k in range(2)]
+    got = [0.0, 0.0] if pairs is None else pairs.statistic(e)
+    np.testing.assert_allclose(got, expected, atol=1e-9)
+    for unit, size in ((rows, n), (cols, m)):
+        by_hand = [
+            sum(
+                e[k, unit == u].sum() ** 2 / w[k, unit == u].sum()
+                for u in range(size)
+                if (unit == u).sum() >= 2
+            )
+            for k in range(2)
+        ]
+        np.testing.assert_allclose(_level(e, w, unit, size), by_hand, atol=1e-9)
+
+
+def test_many_pairs_are_checked_on_a_subset_of_the_items() -> None:
+    n, m = 120, 80  # every cell observed: 80 × 120 × 119 ordered pairs, over the limit
+    rows, cols = (a.ravel() for a in np.mgrid[0:n, 0:m])
+    cells = IrtCells.of(rows, cols, np.zeros(n * m), n, m)
+    pairs = _Pairs.of(cells, np.random.default_rng(0))
+    assert pairs is not None and 0 < len(pairs.left) <= _MAX_PAIRS
+    assert len(np.unique(cols[pairs.left])) < m
