@@ -139,6 +139,17 @@ def test_quantile_agrees_with_the_draws(q: float, confidence: float) -> None:
     assert est.quantile(q).low == pytest.approx(np.quantile(per_draw, 0.05))  # the default
 
 
+def test_a_cell_observed_twice_counts_as_the_mean_of_its_observations() -> None:
+    """Every cell of a 2 × 2 matrix observed, format 0's first cell twice (right, then
+    wrong): nothing is left to draw, and that cell is worth half a correct answer (it was
+    the last observation, wrong, whatever came before)."""
+    rows, cols, y = [0, 0, 0, 1, 1], [0, 0, 1, 0, 1], [1, 0, 1, 0, 1]
+    est = stats.estimate_spread(rows, cols, y, (2, 2), draws=20)
+    np.testing.assert_allclose(est.draws, np.tile([0.75, 0.5], (20, 1)))
+    again = stats.estimate_spread(rows[::-1], cols[::-1], y[::-1], (2, 2), draws=20)
+    np.testing.assert_array_equal(again.draws, est.draws)
+
+
 def test_same_seed_same_estimate_and_warnings_point_at_the_caller() -> None:
     rows, cols, y = _cells(3, (6, 8), 3)
     a = stats.estimate_spread(rows, cols, y, (6, 8), seed=4, draws=30)

@@ -196,8 +196,9 @@ def estimate_spread(
     :func:`fit_irt` and sampled by :func:`irt_distribution` (Gibbs sampling of every
     effect and prior scale; see there and ``docs/study-spread.md``). Cells are assumed
     independent given the effects and each cell is observed once (a repeated cell counts
-    as two observations). A draw's accuracy of a format is its mean over all items of the
-    completed matrix, so the unseen cells' own coin flips are part of the uncertainty.
+    as two observations in the fit, and as their mean in the completed matrix). A draw's
+    accuracy of a format is its mean over all items of the completed matrix, so the unseen
+    cells' own coin flips are part of the uncertainty.
     Estimates are posterior means over draws; intervals are equal-tailed percentiles of
     the draws. The quantiles of :meth:`SpreadEstimate.quantile` and the spread are computed
     per draw (sorting each draw before averaging keeps the distribution's width, which the

@@ -138,12 +138,16 @@ def _accuracies(
     rng: np.random.Generator,
 ) -> NDArray[np.float64]:
     """Each draw's per-row accuracies (draws, rows) over the completed matrix: observed
-    cells as observed, the others Bernoulli(σ(η)) of that draw."""
+    cells as observed (a cell observed more than once as the mean of its observations),
+    the others Bernoulli(σ(η)) of that draw."""
     n, m = cells.n_rows, cells.n_cols
     observed = np.zeros((n, m), dtype=bool)
     values = np.zeros((n, m))
-    observed[cells.rows, cells.cols] = True
-    values[cells.rows, cells.cols] = cells.y
+    key, index, count = np.unique(
+        cells.rows.astype(np.int64) * m + cells.cols, return_inverse=True, return_counts=True
+    )
+    observed.flat[key] = True
+    values.flat[key] = np.bincount(index, cells.y, minlength=len(key)) / count
     n_draws = len(mu)
     chunk = max(1, min(50, _CHUNK_CELLS // (n * m)))
     acc = np.empty((n_draws, n))
