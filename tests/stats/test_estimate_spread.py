@@ -210,6 +210,28 @@ def test_one_format_has_no_width_to_check() -> None:
     assert np.isnan(d.ppc_interaction_p)
 
 
+@pytest.mark.filterwarnings("ignore::steadyeval.stats.StatsWarning")  # all correct, ...
+@pytest.mark.parametrize(
+    ("shape", "per_format"),
+    [((15, 10), 10), ((4, 1), 1), ((1, 1), 1), ((20, 2), 2)],
+)
+def test_every_cell_observed_is_never_flagged(shape: tuple[int, int], per_format: int) -> None:
+    """The whole matrix observed: the draws are the data's own (no spread between them), so
+    neither the prior nor the model can make them wrong, whatever the cells per format or
+    the check's p-values."""
+    rows, cols, y = _cells(5, shape, per_format)
+    est = stats.estimate_spread(rows, cols, y, shape, draws=40)
+    assert np.ptp(est.draws, axis=0).max() == 0
+    d = est.diagnostic
+    assert not d.prior_driven and not d.misfit and d.message == ""
+
+
+@pytest.mark.filterwarnings("ignore::steadyeval.stats.StatsWarning")
+def test_one_format_with_one_cell_is_not_prior_driven() -> None:
+    d = stats.estimate_spread([0], [1], [1], (1, 3), draws=20).diagnostic
+    assert d.format_sd == 0 and not d.prior_driven and d.message == ""
+
+
 def _brute_force_blocks(cells: IrtCells, e: np.ndarray) -> float:
     """4 × Σ over 2 × 2 blocks of observed cells of the product of their residuals."""
     at = {

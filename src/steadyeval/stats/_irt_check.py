@@ -61,13 +61,15 @@ class SpreadDiagnostic:
     prior_driven : bool
         The width is not set by the data: ``width_ratio`` is over ``_PRIOR_DRIVEN_RATIO``
         (3), or fewer than ``_MIN_SHARE_TWO_CELLS`` (half) of the formats have two cells.
+        Never with one format (no width), nor when every cell is observed.
     ppc_format_p, ppc_item_p, ppc_interaction_p : float
         Posterior predictive p-values (see :func:`diagnose`): do the formats' totals, the
         items' totals and the formats' agreement on which items are hard look like data
         the fitted model makes? NaN where nothing can be checked (no format, or no item,
         with two cells; no two formats sharing two items).
     misfit : bool
-        A p-value is below ``_PPC_ALPHA`` (0.05) or above 0.95.
+        A p-value is below ``_PPC_ALPHA`` (0.05) or above 0.95. Never when every cell is
+        observed: no cell is predicted, so the distribution is the data's own.
     message : str
         What is flagged and what to do, in plain text; empty when nothing is.
     """
@@ -207,14 +209,14 @@ def _predictive(
 def _message(d: SpreadDiagnostic, n_formats: int) -> str:
     """What is flagged and what to do (plain text; empty when nothing is)."""
     parts = []
-    if d.share_two_cells < _MIN_SHARE_TWO_CELLS:
+    if d.prior_driven and d.share_two_cells < _MIN_SHARE_TWO_CELLS:
         parts.append(
             f"only {d.share_two_cells:.0%} of the {n_formats} formats have two or more "
             f"observed cells ({d.cells_per_format:.1f} cells per format): how much formats "
             "differ is then not identified by the data beyond the covariates, so the "
             "distribution's width (its quantiles and the spread) comes mostly from the prior"
         )
-    if d.width_ratio > _PRIOR_DRIVEN_RATIO:
+    if d.prior_driven and d.width_ratio > _PRIOR_DRIVEN_RATIO:
         parts.append(
             f"the formats' s.d. is poorly determined: its 90% interval "
             f"[{d.format_sd_low:.2f}, {d.format_sd_high:.2f}] logits spans a factor "
@@ -287,6 +289,10 @@ def diagnose(
     formats reversing the other half's order of items) is seen only by the format × item
     check. Beyond ``_MAX_PAIRS`` pairs of cells that check runs on a random subset of the
     items.
+
+    Nothing is flagged when every cell of the matrix is observed: no cell is predicted, so
+    the distribution is the data's own whatever the priors or the model (the p-values are
+    still computed).
     """
     n_formats = cells.n_rows
     sd = theta.std(axis=1)
@@ -295,6 +301,10 @@ def diagnose(
     ratio = high / low if low > 0 else (float("inf") if high > 0 else float("nan"))
     per_format = np.bincount(cells.rows, minlength=n_formats)
     share = float(np.mean(per_format >= 2))
+    # every cell observed: nothing is predicted, the distribution is the data's own
+    unseen = len(np.unique(cells.rows.astype(np.int64) * cells.n_cols + cells.cols)) < (
+        n_formats * cells.n_cols
+    )
     p_format, p_item, p_inter = _predictive(cells, mu, theta, beta, rng)
     ps = np.array([p_format, p_item, p_inter])
     ps = ps[np.isfinite(ps)]
@@ -305,11 +315,15 @@ def diagnose(
         width_ratio=ratio,
         cells_per_format=len(cells.y) / n_formats,
         share_two_cells=share,
-        prior_driven=bool(share < _MIN_SHARE_TWO_CELLS or ratio > _PRIOR_DRIVEN_RATIO),
+        prior_driven=bool(
+            unseen
+            and n_formats > 1
+            and (share < _MIN_SHARE_TWO_CELLS or ratio > _PRIOR_DRIVEN_RATIO)
+        ),
         ppc_format_p=p_format,
         ppc_item_p=p_item,
         ppc_interaction_p=p_inter,
-        misfit=bool(np.any((ps < _PPC_ALPHA) | (ps > 1 - _PPC_ALPHA))),
+        misfit=bool(unseen and np.any((ps < _PPC_ALPHA) | (ps > 1 - _PPC_ALPHA))),
         message="",
     )
     return replace(diagnostic, message=_message(diagnostic, n_formats))
