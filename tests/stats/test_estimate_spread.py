@@ -190,8 +190,21 @@ def test_one_cell_per_format_is_prior_driven() -> None:
     # nothing to check per format, nor in 2 × 2 blocks: not computed, never a flag
     assert np.isnan(d.ppc_format_p) and np.isnan(d.ppc_interaction_p)
     assert not d.misfit
-    assert "0% of the 30 formats have two or more observed cells" in d.message
+    assert "none of the 30 formats has two or more observed cells" in d.message
     assert "at least 2-3 cells per format" in d.message
+
+
+def test_the_advice_counts_the_cells_already_observed() -> None:
+    """A width flagged at 6 cells per format (formats that barely differ: the s.d.'s
+    interval reaches near 0) does not ask for 2-3 cells per format."""
+    rng = np.random.default_rng(0)
+    rows = np.repeat(np.arange(20), 6)
+    cols = np.concatenate([rng.choice(30, 6, replace=False) for _ in range(20)])
+    y = (rng.random(len(rows)) < 0.6).astype(float)
+    d = stats.estimate_spread(rows, cols, y, (20, 30), draws=60).diagnostic
+    assert d.prior_driven and d.width_ratio > 3
+    assert "2-3 cells" not in d.message
+    assert "observe more cells per format (6.0 now)" in d.message
 
 
 def test_formats_that_reverse_the_items_order_are_a_misfit() -> None:

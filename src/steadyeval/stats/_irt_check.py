@@ -210,11 +210,16 @@ def _message(d: SpreadDiagnostic, n_formats: int) -> str:
     """What is flagged and what to do (plain text; empty when nothing is)."""
     parts = []
     if d.prior_driven and d.share_two_cells < _MIN_SHARE_TWO_CELLS:
+        few = (
+            f"only {d.share_two_cells:.0%} of the {n_formats} formats have"
+            if d.share_two_cells
+            else f"none of the {n_formats} formats has"
+        )
         parts.append(
-            f"only {d.share_two_cells:.0%} of the {n_formats} formats have two or more "
-            f"observed cells ({d.cells_per_format:.1f} cells per format): how much formats "
-            "differ is then not identified by the data beyond the covariates, so the "
-            "distribution's width (its quantiles and the spread) comes mostly from the prior"
+            f"{few} two or more observed cells ({d.cells_per_format:.1f} cells per format): "
+            "how much formats differ is then not identified by the data beyond the "
+            "covariates, so the distribution's width (its quantiles and the spread) comes "
+            "mostly from the prior"
         )
     if d.prior_driven and d.width_ratio > _PRIOR_DRIVEN_RATIO:
         parts.append(
@@ -223,9 +228,13 @@ def _message(d: SpreadDiagnostic, n_formats: int) -> str:
             f"{d.width_ratio:.1f} (over {_PRIOR_DRIVEN_RATIO:g})"
         )
     if parts:
+        more = (
+            "at least 2-3 cells per format"
+            if d.cells_per_format < 3
+            else f"{d.cells_per_format:.1f} now"
+        )
         parts[-1] += (
-            "; observe more cells per format (at least 2-3 cells per format) before reading "
-            "the distribution's width"
+            f"; observe more cells per format ({more}) before reading the distribution's width"
         )
     if d.misfit:
         shown = ", ".join(
