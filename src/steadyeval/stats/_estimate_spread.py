@@ -131,11 +131,16 @@ def _correct(correct: ArrayLike) -> NDArray[np.float64]:
     return y
 
 
-def _length(values: ArrayLike) -> int | None:
+def _index(values: ArrayLike, name: str) -> NDArray[Any]:
+    """``rows`` or ``cols`` as a 1-D array (:meth:`IrtCells.of` checks the indices)."""
+    expected = f"{name} must be a 1-D array of integer indices, one per observed cell"
     try:
-        return int(np.asarray(values).size)
+        a = np.asarray(values)
     except (TypeError, ValueError, OverflowError):
-        return None  # IrtCells.of says what is wrong with it
+        raise StatsInputError(f"{expected}; could not read it as an array") from None
+    if a.ndim != 1:
+        raise StatsInputError(f"{expected}; got shape {a.shape}")
+    return a
 
 
 def estimate_spread(
@@ -179,10 +184,11 @@ def estimate_spread(
     Raises
     ------
     StatsInputError
-        If ``rows``, ``cols`` and ``correct`` differ in length or are empty, an index is out
-        of range or not an integer, ``correct`` holds anything but 0 and 1, ``shape`` is not
-        two positive integers, ``draws`` is not a positive integer, ``confidence`` is not in
-        (0, 1), or the covariates are not finite numbers of shape (n_formats, k).
+        If ``rows``, ``cols`` and ``correct`` are not 1-D, differ in length or are empty, an
+        index is out of range or not an integer, ``correct`` holds anything but 0 and 1,
+        ``shape`` is not two positive integers, ``draws`` is not a positive integer,
+        ``confidence`` is not in (0, 1), or the covariates are not finite numbers of shape
+        (n_formats, k).
 
     Warns
     -----
@@ -230,8 +236,9 @@ def estimate_spread(
     """
     n_formats, n_items = _shape(shape)
     y = _correct(correct)
-    lengths = (_length(rows), _length(cols), len(y))
-    if None not in lengths and len(set(lengths)) > 1:
+    r, c = _index(rows, "rows"), _index(cols, "cols")
+    lengths = (len(r), len(c), len(y))
+    if len(set(lengths)) > 1:
         raise StatsInputError(
             "rows, cols and correct must have one entry per observed cell each; got lengths "
             f"{lengths[0]}, {lengths[1]}, {lengths[2]}"
@@ -244,7 +251,7 @@ def estimate_spread(
             f"draws × (n_formats + n_items) = {draws:,} × {n_formats + n_items:,} is over the "
             f"limit of {MAX_DRAW_VALUES:,} values held at once; ask for fewer draws"
         )
-    cells = IrtCells.of(rows, cols, y, n_formats, n_items)
+    cells = IrtCells.of(r, c, y, n_formats, n_items)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         dist = irt_distribution(
