@@ -77,6 +77,8 @@ ROWS, COLS, Y = [0, 0, 1, 2], [0, 1, 1, 2], [1, 0, 1, 1]
         ((ROWS, COLS, Y, (3, 3, 3)), {}, "shape must be a pair of positive integers"),
         ((ROWS, COLS, Y, (3.0, 3)), {}, "shape must be a pair of positive integers"),
         ((ROWS, COLS, Y, 9), {}, "shape must be a pair of positive integers"),
+        ((ROWS, COLS, Y, {3, 40}), {}, "shape must be a pair .* in that order"),
+        ((ROWS, COLS, Y, {40: 1, 3: 1}), {}, "shape must be a pair .* in that order"),
         ((ROWS, COLS, Y, (True, 3)), {}, "shape must be a pair of positive integers"),
         ((ROWS, COLS, Y, (100_000, 100_000)), {}, "over the estimator's limit"),
         ((ROWS, COLS, Y, (3, 3)), {"confidence": 1.0}, "confidence must lie in"),

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numbers
 import warnings
+from collections.abc import Mapping, Set
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -100,6 +101,8 @@ def _percentile(q: Any) -> float:
 def _shape(shape: Any) -> tuple[int, int]:
     """``shape`` as (n_formats, n_items), two positive integers."""
     expected = "shape must be a pair of positive integers (n_formats, n_items)"
+    if isinstance(shape, (Set, Mapping)):  # unordered: {30, 40} unpacks as (40, 30)
+        raise StatsInputError(f"{expected}, in that order; got {shape!r}"[:200])
     try:
         n_formats, n_items = shape
     except (TypeError, ValueError):
