@@ -142,6 +142,19 @@ def test_the_analysis_notes_what_degenerate_cells_cannot_tell() -> None:
     assert all(note.startswith("fit check: ") for note in rec.notes)
 
 
+def test_a_fully_observed_grid_is_not_flagged() -> None:
+    """Every cell observed (3 formats × 4 items, one cell per format and item): nothing is
+    predicted, so the fit check says ok and adds no note, however little 4 cells per
+    format say about how far formats differ."""
+    right = {("f0", "i0"), ("f0", "i1"), ("f1", "i0"), ("f1", "i2"), ("f1", "i3"), ("f2", "i3")}
+    cells = [(f"f{f}", f"i{i}", (f"f{f}", f"i{i}") in right) for f in range(3) for i in range(4)]
+    (rec,) = analyze_spread(_table(cells), _info(3, 4)).models
+    assert rec.cells == rec.cells_total == 12
+    assert rec.diagnostic is not None
+    assert not rec.diagnostic.prior_driven and not rec.diagnostic.misfit
+    assert rec.notes == [] and rec.spread.low == rec.spread.high == 0.5
+
+
 def test_the_report_shows_the_fit_check_and_reads_analyses_written_before_it() -> None:
     from steadyeval.document import Note, Table
     from steadyeval.studies.spread import SpreadAnalysis, spread_report_sections
