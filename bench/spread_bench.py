@@ -214,7 +214,7 @@ def families_table(per_family: dict[str, Runs]) -> bool:
         f"{'family':15} {'role':7} {'budget':>6} {'ours W1':>8} {'best PE':>8} "
         f"{'(which)':22} {'ratio':>6} {'cover90':>8}"
     )
-    ok, counted = True, set()
+    ok, ratios = True, {}
     for fam, results in per_family.items():
         for b, runs in results.items():
             best, best_w1 = best_prompteval(runs)
@@ -226,15 +226,12 @@ def families_table(per_family: dict[str, Runs]) -> bool:
                 f"{ratio:6.3f} {cov:8.3f}"
             )
             if role(fam) == "report":
-                counted.add(fam)
+                ratios.setdefault(fam, []).append(ratio)
                 ok &= ratio <= 1.0 and 0.85 <= cov <= 0.95
-    n_strong = sum(
-        all(mean_w1(r)["steadyeval"] <= 0.8 * best_prompteval(r)[1] for r in per_family[f].values())
-        for f in counted
-    )
-    if counted:
-        ok &= 2 * n_strong >= len(counted)
-        print(f"report families: {len(counted)}; ratio <= 0.8 at every budget on {n_strong}")
+    if ratios:
+        n_strong = sum(max(r) <= 0.8 for r in ratios.values())
+        ok &= 2 * n_strong >= len(ratios)
+        print(f"report families: {len(ratios)}; ratio <= 0.8 at every budget on {n_strong}")
     return ok
 
 
@@ -324,8 +321,8 @@ def run_families(args: argparse.Namespace, methods: tuple[str, ...]) -> bool:
     unknown = [f for f in names if f not in FAMILIES]
     if unknown:
         raise SystemExit(f"unknown families {unknown}; known: {', '.join(FAMILIES)}")
-    n = args.matrices if args.matrices != 20 else 8
-    budgets = args.budgets if args.budgets != list(BUDGETS) else [200, 400]
+    n = args.matrices or 8
+    budgets = args.budgets or [200, 400]
     methods = tuple(m for m in methods if m not in EXTRAS)
     per_family = {}
     for fam in names:
@@ -342,10 +339,18 @@ def run_families(args: argparse.Namespace, methods: tuple[str, ...]) -> bool:
 def main() -> None:
     global DRAWS  # set from --draws; read by the workers (forked after it is set)
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--matrices", type=int, default=20)
+    ap.add_argument(
+        "--matrices", type=int, default=None, help="default 20 (--families: 8 per family)"
+    )
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--jobs", type=int, default=2, help="worker processes")
-    ap.add_argument("--budgets", type=int, nargs="+", default=list(BUDGETS))
+    ap.add_argument(
+        "--budgets",
+        type=int,
+        nargs="+",
+        default=None,
+        help="default 200 400 800 1600 (--families: 200 400)",
+    )
     ap.add_argument(
         "--draws",
         type=int,
@@ -369,7 +374,8 @@ def main() -> None:
     methods = tuple(m for m in METHODS if not (args.default_only and m in EXTRAS))
     if args.families is not None:
         sys.exit(0 if run_families(args, methods) else 1)
-    mats = matrices(args.matrices)
+    mats = matrices(args.matrices or 20)
+    budgets = args.budgets or list(BUDGETS)
     sizes = [y.shape[0] for y, _ in mats]
     print(
         f"{len(mats)} generated matrices × {args.seeds} seeds, 100 items, "
@@ -378,13 +384,13 @@ def main() -> None:
     )
     paper = paper_bbh()
     ok = True
-    for b in args.budgets:  # one budget at a time, so each table prints as it is done
+    for b in budgets:  # one budget at a time, so each table prints as it is done
         ok &= table(run_matrices(mats, [b], args.seeds, args.jobs, methods), paper)
         sys.stdout.flush()
     if args.real is not None:
         real = real_matrices(args.real)
         print(f"convert_ys.py matrices from {args.real}: {len(real)} (not in the verdict)")
-        table(run_matrices(real, args.budgets, args.seeds, args.jobs, methods), paper, False)
+        table(run_matrices(real, budgets, args.seeds, args.jobs, methods), paper, False)
     print("all targets met" if ok else "NOT all targets met")
 
 

@@ -79,6 +79,11 @@ class IrtCells:
             raise StatsInputError("y must hold only 0 and 1 (correct = 1)")
         return cls(r, c, v, n_rows, n_cols)
 
+    def flat_index(self) -> NDArray[np.int64]:
+        """Each cell's position in the row-major n_rows × n_cols matrix (one per observed
+        cell; a cell observed twice appears twice)."""
+        return self.rows.astype(np.int64) * self.n_cols + self.cols
+
 
 #: The most cells (n_rows × n_cols, observed or not) :class:`IrtCells` accepts: the
 #: posterior holds the whole matrix (about 9 bytes a cell) and completes it draw by draw.

@@ -311,9 +311,7 @@ def diagnose(
     per_format = np.bincount(cells.rows, minlength=n_formats)
     share = float(np.mean(per_format >= 2))
     # every cell observed: nothing is predicted, the distribution is the data's own
-    unseen = len(np.unique(cells.rows.astype(np.int64) * cells.n_cols + cells.cols)) < (
-        n_formats * cells.n_cols
-    )
+    unseen = len(np.unique(cells.flat_index())) < n_formats * cells.n_cols
     p_format, p_item, p_inter = _predictive(cells, mu, theta, beta, rng)
     ps = np.array([p_format, p_item, p_inter])
     ps = ps[np.isfinite(ps)]

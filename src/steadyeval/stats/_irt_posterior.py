@@ -143,9 +143,7 @@ def _accuracies(
     n, m = cells.n_rows, cells.n_cols
     observed = np.zeros((n, m), dtype=bool)
     values = np.zeros((n, m))
-    key, index, count = np.unique(
-        cells.rows.astype(np.int64) * m + cells.cols, return_inverse=True, return_counts=True
-    )
+    key, index, count = np.unique(cells.flat_index(), return_inverse=True, return_counts=True)
     observed.flat[key] = True
     values.flat[key] = np.bincount(index, cells.y, minlength=len(key)) / count
     n_draws = len(mu)
@@ -301,6 +299,7 @@ def irt_distribution(
     else:
         mu, theta, beta = fit.draw(n_draws, rng)
     acc = _accuracies(cells, mu, theta, beta, rng)
+    format_sd = theta.std(axis=1)
     alpha = (1 - confidence) / 2
     q = np.percentile(acc, levels, axis=1).T  # (draws, levels)
     spread = acc.max(axis=1) - acc.min(axis=1)
@@ -325,8 +324,8 @@ def irt_distribution(
         ),
         levels=tuple(levels),
         confidence=confidence,
-        effect_sd=(float(theta.std(axis=1).mean()), float(beta.std(axis=1).mean())),
+        effect_sd=(float(format_sd.mean()), float(beta.std(axis=1).mean())),
         accuracy_draws=acc,
-        format_sd_draws=theta.std(axis=1),
+        format_sd_draws=format_sd,
         diagnostic=diagnostic,
     )
