@@ -12,7 +12,14 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import stats as sps
 
 from ._errors import StatsInputError
-from ._validate import as_count, as_float_1d, check_confidence, check_same_length, warn
+from ._validate import (
+    as_count,
+    as_float_1d,
+    check_confidence,
+    check_same_length,
+    group_codes,
+    warn,
+)
 
 __all__ = [
     "Interval",
@@ -238,27 +245,8 @@ def clt_se(scores: ArrayLike) -> MeanSE:
 
 
 def _cluster_codes(clusters: ArrayLike, n: int) -> tuple[NDArray[np.intp], int]:
-    labels = np.asarray(clusters)
-    if labels.ndim != 1:
-        raise StatsInputError(
-            f"clusters must be 1-D (one cluster label per item); got shape {labels.shape}."
-        )
-    if labels.shape[0] != n:
-        raise StatsInputError(
-            f"clusters must have one label per item; got {labels.shape[0]} labels for {n} items."
-        )
-    if labels.dtype.kind == "f" and bool(np.any(np.isnan(labels))):
-        raise StatsInputError(
-            "clusters contains NaN; give every item a cluster label (its own id if unclustered)."
-        )
-    try:
-        _, codes = np.unique(labels, return_inverse=True)
-    except TypeError as exc:
-        raise StatsInputError(
-            f"clusters labels must be mutually comparable (all str or all int): {exc}"
-        ) from exc
-    codes = codes.reshape(-1).astype(np.intp)
-    return codes, int(codes.max()) + 1
+    uniques, codes = group_codes(clusters, n, "clusters")
+    return codes, len(uniques)
 
 
 def clustered_se(

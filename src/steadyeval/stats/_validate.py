@@ -151,3 +151,33 @@ def check_same_length(a: NDArray[Any], b: NDArray[Any], name_a: str, name_b: str
             f"{name_a} and {name_b} must have one entry per item each; got lengths "
             f"{a.shape[0]} and {b.shape[0]}. Align them on item id first."
         )
+
+
+def group_codes(
+    labels: ArrayLike, n: int, name: str, *, unit: str = "item"
+) -> tuple[NDArray[Any], NDArray[np.intp]]:
+    """Return ``(distinct labels in sorted order, code per entry)`` for a 1-D label array.
+
+    ``n`` is the required length; ``unit`` names what one entry is (an item, a sample) in
+    the messages.
+    """
+    arr = np.asarray(labels)
+    if arr.ndim != 1:
+        raise StatsInputError(f"{name} must be 1-D (one label per {unit}); got shape {arr.shape}.")
+    if arr.shape[0] != n:
+        raise StatsInputError(
+            f"{name} must have one label per {unit}; got {arr.shape[0]} labels for {n} {unit}s."
+        )
+    if n == 0:
+        raise StatsInputError(f"{name} is empty; pass at least one {unit}.")
+    if arr.dtype.kind == "f" and bool(np.any(np.isnan(arr))):
+        raise StatsInputError(
+            f"{name} contains NaN; give every {unit} a label (its own id if ungrouped)."
+        )
+    try:
+        uniques, codes = np.unique(arr, return_inverse=True)
+    except TypeError as exc:
+        raise StatsInputError(
+            f"{name} labels must be mutually comparable (all str or all int): {exc}"
+        ) from exc
+    return uniques, codes.reshape(-1).astype(np.intp)
