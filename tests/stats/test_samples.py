@@ -27,7 +27,7 @@ def test_pass_at_k_equals_binomial_formula_and_is_stable_for_large_n() -> None:
     n = np.array([10, 20, 200, 5000])
     c = np.array([3, 0, 17, 40])
     got = stats.pass_at_k(n, c, 5)
-    want = [1 - math.comb(int(a - b), 5) / math.comb(int(a), 5) for a, b in zip(n, c)]
+    want = [1 - math.comb(int(a - b), 5) / math.comb(int(a), 5) for a, b in zip(n, c, strict=True)]
     np.testing.assert_allclose(got, want, rtol=1e-12)
     # binomials of this size overflow floats; the product form does not
     big = stats.pass_at_k(100_000, [1, 50_000], 1000)

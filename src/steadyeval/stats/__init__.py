@@ -68,6 +68,15 @@ from ._samples import (
 )
 from ._splitters import KFold, MDLSplits, MultiSplits
 from ._spread import SpreadResult, spread
+from ._variance import (
+    ProjectedSE,
+    SamplesNeeded,
+    VarianceComponent,
+    VarianceComponents,
+    projected_se,
+    samples_needed,
+    variance_components,
+)
 
 __all__ = [
     "MAX_DRAW_VALUES",
@@ -95,13 +104,17 @@ __all__ = [
     "PairedDifference",
     "PosteriorEstimate",
     "PowerResult",
+    "ProjectedSE",
     "RankConsistencyResult",
     "ReliabilityBins",
+    "SamplesNeeded",
     "SpreadDiagnostic",
     "SpreadEstimate",
     "SpreadResult",
     "StatsInputError",
     "StatsWarning",
+    "VarianceComponent",
+    "VarianceComponents",
     "agreement_table",
     "benjamini_hochberg",
     "best_of_k",
@@ -125,10 +138,13 @@ __all__ = [
     "paired_difference",
     "paired_power",
     "pass_at_k",
+    "projected_se",
     "rank_consistency",
     "reliability_bins",
     "rms_calibration_error",
+    "samples_needed",
     "spearman",
     "spread",
+    "variance_components",
     "wilson_interval",
 ]
