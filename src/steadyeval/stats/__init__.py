@@ -8,6 +8,7 @@ a typed, frozen result. Degenerate input that is valid but uninformative gives N
 
 from __future__ import annotations
 
+from ._agreement import RaterAgreement, cohen_kappa, krippendorff_alpha
 from ._bootstrap import BootstrapResult, paired_bootstrap
 from ._calibration import (
     BrierScore,
@@ -106,6 +107,7 @@ __all__ = [
     "PowerResult",
     "ProjectedSE",
     "RankConsistencyResult",
+    "RaterAgreement",
     "ReliabilityBins",
     "SamplesNeeded",
     "SpreadDiagnostic",
@@ -123,6 +125,7 @@ __all__ = [
     "clt_se",
     "clustered_se",
     "cochran_q",
+    "cohen_kappa",
     "estimate_spread",
     "expected_calibration_error",
     "fit_irt",
@@ -130,6 +133,7 @@ __all__ = [
     "irt_distribution",
     "kendall_tau",
     "kendall_w",
+    "krippendorff_alpha",
     "majority_vote",
     "mcnemar",
     "mean_over_samples",
