@@ -69,15 +69,8 @@ from ._samples import (
 )
 from ._splitters import KFold, MDLSplits, MultiSplits
 from ._spread import SpreadResult, spread
-from ._variance import (
-    ProjectedSE,
-    SamplesNeeded,
-    VarianceComponent,
-    VarianceComponents,
-    projected_se,
-    samples_needed,
-    variance_components,
-)
+from ._variance import VarianceComponent, VarianceComponents, variance_components
+from ._variance_plan import ProjectedSE, SamplesNeeded, projected_se, samples_needed
 
 __all__ = [
     "MAX_DRAW_VALUES",

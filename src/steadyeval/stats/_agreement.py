@@ -148,8 +148,9 @@ def cohen_kappa(
     Examples
     --------
     >>> from steadyeval import stats
-    >>> r = stats.cohen_kappa(["y", "y", "n", "n", "y", "n"], ["y", "n", "n", "n", "y", "y"])
-    >>> round(r.estimate, 4)
+    >>> a = ["y", "y", "n", "n", "y", "n"] * 3
+    >>> b = ["y", "n", "n", "n", "y", "y"] * 3
+    >>> round(stats.cohen_kappa(a, b).estimate, 4)
     0.3333
     """
     a_ = _labels(a, "a")
