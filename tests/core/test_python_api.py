@@ -53,7 +53,10 @@ def test_condition_takes_builtin_names_as_yaml_does() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"template": "qb"}, "unknown template 'qb'; built-in templates: cloze, qa, unifiedqa"),
+        (
+            {"template": "qb"},
+            "unknown template 'qb'; built-in templates: cloze, qa, qa-cot, unifiedqa",
+        ),
         ({"format": "mcq"}, "unknown format 'mcq'"),
         ({"option_order": "random"}, "option_order must be one of"),
         ({"shots": -1}, "shots: n must be an integer >= 0"),

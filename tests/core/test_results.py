@@ -1,4 +1,4 @@
-"""The results table: the typed row, schema version 2, and version 1 files read back."""
+"""The results table: the typed row, schema version 3, and version 1 and 2 files read back."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import pytest
 
 from steadyeval import DataError, read_results
 from steadyeval.results import (
+    ADDED_IN_V3,
     RESULTS_SCHEMA,
     RESULTS_SCHEMA_V1,
     SCHEMA_VERSION,
@@ -19,6 +20,7 @@ from steadyeval.results import (
     prompt_hash,
     rows_to_table,
     study_columns,
+    upgrade_table,
 )
 
 
@@ -42,16 +44,43 @@ def _v1_file(path: Path) -> Path:
     return path
 
 
-def test_a_version_1_file_reads_as_version_2(tmp_path: Path) -> None:
+def test_a_version_1_file_reads_as_the_current_version(tmp_path: Path) -> None:
     t = read_results(_v1_file(tmp_path / "v1.parquet"))
-    assert SCHEMA_VERSION == 2
-    assert t.column("schema_version").to_pylist() == [2, 2, 2]
+    assert SCHEMA_VERSION == 3
+    assert t.column("schema_version").to_pylist() == [3, 3, 3]
+    assert t.column("extractor").to_pylist() == [None] * 3  # added in version 3: null
     # relation, split and hparams held nothing: dropped; subject held values: a study column.
     assert t.column_names == [*RESULTS_SCHEMA.names, "subject", "part"]
     assert t.column("subject").to_pylist() == ["algebra", None, "history"]
     assert t.column("part").to_pylist() == ["dev", "test", "dev"]  # a v1 study's own column
     assert [c.name for c in study_columns(t)] == ["subject"]
     assert t.column("correct").to_pylist() == [True, False, None]
+
+
+def test_a_version_2_file_reads_with_the_version_3_columns_null(tmp_path: Path) -> None:
+    """A version 2 table (the core without issue 43's four columns, a declared study
+    column) reads with those columns null and its study column kept and declared."""
+    rows = [
+        ResultRow(
+            run_id="r", model="m", item_id=i, condition="c", correct=True, metadata={"task": "t"}
+        )
+        for i in "ab"
+    ]
+    current = rows_to_table(rows, [StudyColumn("task", "string", "the task")])
+    v2 = current.drop_columns(list(ADDED_IN_V3))
+    meta = {**v2.schema.metadata, b"steadyeval.schema_version": b"2"}
+    v2 = v2.replace_schema_metadata(meta).set_column(
+        0, "schema_version", pa.array([2, 2], pa.int32())
+    )
+    pq.write_table(v2, tmp_path / "v2.parquet")
+    t = read_results(tmp_path / "v2.parquet")
+    assert t.column_names == [*RESULTS_SCHEMA.names, "task"]
+    assert t.column("schema_version").to_pylist() == [3, 3]
+    for name in ADDED_IN_V3:
+        assert t.column(name).to_pylist() == [None, None]
+    assert [c.name for c in study_columns(t)] == ["task"]
+    assert t.column("task").to_pylist() == ["t", "t"]
+    assert t.equals(upgrade_table(t))  # a current table is unchanged
 
 
 def test_newer_and_foreign_files_are_refused(tmp_path: Path) -> None:

@@ -103,7 +103,7 @@ def test_run_writes_the_run_directory(tmp_path: Path) -> None:
     prov = json.loads((tmp_path / "r" / "provenance.json").read_text())
     assert prov["models"] == {"scripted:a": "scripted:a"} and "dispatch" in prov["timings_s"]
     row = t.to_pylist()[0]
-    assert row["schema_version"] == 2 and "subject" not in row  # study columns are declared
+    assert row["schema_version"] == 3 and "subject" not in row  # study columns are declared
     assert json.loads(row["metadata"])["subject"] == "s0"
 
 

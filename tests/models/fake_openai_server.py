@@ -126,6 +126,9 @@ class ServerConfig:
     logits_all: bool = True  # llama-cpp-python: started with --logits_all true
     idle_close: float | None = None  # close idle keep-alive connections after this long
     n_ctx: int = 48  # llama-cpp-python: max_tokens=0 generates up to here
+    # A SCRIPTED reasoning model for chat: last user message -> (reasoning_content or None,
+    # content), replacing the toy model's generation (tests/core/test_reasoning_runs.py).
+    reasoner: Callable[[str], tuple[str | None, str]] | None = None
 
 
 def body_key(body: dict[str, Any]) -> str:
@@ -445,9 +448,14 @@ class _Handler(BaseHTTPRequestHandler):
             seed=body.get("seed"),
             stop=list(body.get("stop") or []),
         )
+        message: dict[str, Any] = {"role": "assistant", "content": "".join(gen)}
+        if cfg.reasoner is not None:
+            trace, message["content"] = cfg.reasoner(str(msgs[-1]["content"]))
+            if trace is not None:
+                message["reasoning_content"] = trace
         choice: dict[str, Any] = {
             "index": 0,
-            "message": {"role": "assistant", "content": "".join(gen)},
+            "message": message,
             "finish_reason": finish,
             "logprobs": None,
         }

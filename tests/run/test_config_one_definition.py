@@ -141,6 +141,18 @@ def test_a_yaml_condition_builds_the_python_condition_with_the_run_seed() -> Non
     assert built.id == expected.id
 
 
+def test_unset_generation_limits_are_the_templates() -> None:
+    """``stop`` and ``max_new_tokens`` left unset (or null) are the template's: a blank line
+    and 32 tokens for a plain template, none and 1024 for a reasoning one."""
+    plain = Condition(name="p", generation={"stop": None})
+    assert plain.generation.limits == (32, ("\n\n",))
+    cot = Condition(name="r", template="qa-cot", format="free")
+    assert cot.generation.limits == (1024, ())
+    assert Condition(
+        name="r", template="qa-cot", generation={"max_new_tokens": 64}
+    ).generation.limits == (64, ())
+
+
 def _python_error(**values: Any) -> str:
     try:
         Condition(name="c", **values)
@@ -155,7 +167,6 @@ def test_python_refuses_what_yaml_refuses_by_type_with_a_config_error() -> None:
     of text to text, and None for a list; each a ConfigError, never a TypeError."""
     expected = {
         "stop must be a list of text; got 'END'": {"generation": {"stop": "END"}},
-        "stop must be a list of text; got None": {"generation": {"stop": None}},
         "refusal_phrases must be a list of text; got 'no answer'": {"refusal_phrases": "no answer"},
         "refusal_phrases must be a list of text; got None": {"refusal_phrases": None},
         "chat must be true or false; got 'no'": {"chat": "no"},

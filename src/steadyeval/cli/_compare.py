@@ -136,7 +136,8 @@ def command(
 ) -> None:
     """Paired comparison of RUN_A RUN_B [...] on the items and conditions they share.
 
-    Units are joined on (item_id, condition, sample_index); the model may differ. Every
+    Units are joined on (item_id, condition, sample_index); the model may differ;
+    several samples of an item are averaged into one unit per item. Every
     (run, model) is an arm and each arm is compared with the first: per condition B − A
     with its paired SE and interval, McNemar's exact test and Holm's adjustment across
     conditions. Warns when items (item_hash) or prompts (prompt_hash) differ.

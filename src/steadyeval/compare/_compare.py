@@ -173,7 +173,25 @@ def _frame(
             f"{', '.join(f'{k}={_shown(v)}' for k, v in dup.items())}; a results table has one "
             "row per (item, condition, model, sample)"
         )
-    out: pd.DataFrame = df
+    return _item_means(df, outcome)
+
+
+def _item_means(df: pd.DataFrame, outcome: str) -> pd.DataFrame:
+    """Repeated samples (several ``sample_index`` values for an item and condition) as one
+    unit per item and condition: the mean over its scored samples, at ``sample_index`` 0.
+    The samples of an item are not independent units (pairing sample i of A with sample i
+    of B, or counting each, would shrink the standard error: pseudo-replication). The frame
+    records the most samples per item in ``attrs["samples"]``."""
+    most = int(df.groupby(["item_id", "condition"], sort=False).size().max()) if len(df) else 1
+    if most < 2:
+        df.attrs["samples"] = 1
+        return df
+    first = df.groupby(["item_id", "condition"], sort=False, as_index=False).first()
+    means = df.groupby(["item_id", "condition"], sort=False)[outcome].mean().to_numpy()
+    first[outcome] = means
+    first["sample_index"] = 0
+    first.attrs["samples"] = most
+    out: pd.DataFrame = first
     return out
 
 
@@ -196,7 +214,8 @@ def _difference(
     tb = b > 0.5
     only_a = int(np.sum(ta & ~tb))
     only_b = int(np.sum(~ta & tb))
-    p = _quiet(stats.mcnemar, only_a, only_b).pvalue if with_mcnemar else math.nan
+    binary = bool(np.isin(a, (0.0, 1.0)).all() and np.isin(b, (0.0, 1.0)).all())
+    p = _quiet(stats.mcnemar, only_a, only_b).pvalue if with_mcnemar and binary else math.nan
     return ConditionDifference(
         condition=name,
         n=int(a.size),
@@ -326,6 +345,13 @@ def _compare_pair(
             f"{only_a} (item, condition, sample) units only in {a.label} and {only_b} only in "
             f"{b.label} are left out; the comparison uses the {len(ka & kb)} shared units"
         )
+    for arm, frame in ((a, fa), (b, fb)):
+        if frame.attrs.get("samples", 1) > 1:
+            notes.append(
+                f"{arm.label} has up to {frame.attrs['samples']} samples per item and "
+                "condition: each item's mean over them is one unit of the paired test (no "
+                "McNemar test on means)"
+            )
     for note in (_item_hash_note(fa, fb, a, b), _prompt_hash_note(merged, a, b)):
         if note is not None:
             notes.append(note)
@@ -434,7 +460,10 @@ def compare_runs(
 
     Notes
     -----
-    Units are joined on ``(item_id, condition, sample_index)``; the model may differ. The
+    Units are joined on ``(item_id, condition, sample_index)``; the model may differ. An
+    arm with several samples of an item under a condition (``generation.n_samples``) has
+    one unit there, the mean over its samples (at ``sample_index`` 0): the samples of an
+    item are not independent units, and McNemar's test is not computed on means. The
     per-condition SE is that of the paired differences (clustered when ``cluster`` is
     given); the pooled "all conditions" row always clusters (by item, or by ``cluster``)
     because an item appears once per condition. Holm controls the family-wise error over

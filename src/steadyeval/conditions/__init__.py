@@ -5,6 +5,8 @@ from ._condition import (
     MAX_SAMPLES,
     MAX_TEMPLATE_CHARS,
     MAX_TOP_K,
+    PLAIN_GENERATION,
+    REASONING_GENERATION,
     TEMPLATES,
     Condition,
     Format,
@@ -13,6 +15,7 @@ from ._condition import (
     Template,
 )
 from ._expand import (
+    ANSWER_VARIABLES,
     TEMPLATE_VARIABLES,
     Expansion,
     Trial,
@@ -35,10 +38,13 @@ from ._scoring import (
 )
 
 __all__ = [
+    "ANSWER_VARIABLES",
     "FORMATS",
     "MAX_SAMPLES",
     "MAX_TEMPLATE_CHARS",
     "MAX_TOP_K",
+    "PLAIN_GENERATION",
+    "REASONING_GENERATION",
     "TEMPLATES",
     "TEMPLATE_VARIABLES",
     "Condition",

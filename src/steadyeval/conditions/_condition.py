@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, fields, is_dataclass, replace
 from types import MappingProxyType
 from typing import Annotated, Any, Literal
 
@@ -21,6 +21,8 @@ __all__ = [
     "MAX_SAMPLES",
     "MAX_TEMPLATE_CHARS",
     "MAX_TOP_K",
+    "PLAIN_GENERATION",
+    "REASONING_GENERATION",
     "TEMPLATES",
     "Condition",
     "Format",
@@ -28,6 +30,10 @@ __all__ = [
     "Shots",
     "Template",
 ]
+
+#: Field metadata of a field added after condition ids were first published: it is left
+#: out of :meth:`Condition.to_dict` (and so of the id) while at its default.
+_SINCE_ID: Mapping[str, bool] = MappingProxyType({"since_id": True})
 
 #: The longest template part (body, answer, header, separator), in characters: a long
 #: instruction is a few thousand; a longer one is refused before Jinja compiles it.
@@ -94,6 +100,10 @@ class Template:
     shot's body to show its answer; ``header`` is rendered once before the shots.
     Variables: ``question``, ``context``, ``options`` (list of ``{label, text}``),
     ``options_block``, ``entity``, ``subject``, ``metadata``, ``answer`` (shots only).
+
+    ``reasoning``: the body asks for reasoning before the answer (chain of thought). A
+    condition with such a template generates with :data:`REASONING_GENERATION`'s limits
+    where its ``generation`` leaves them unset.
     """
 
     name: str
@@ -101,6 +111,7 @@ class Template:
     answer: str = " {{ answer }}"
     header: str = ""
     shot_separator: str = "\n\n"
+    reasoning: bool = field(default=False, metadata=_SINCE_ID)
 
     def __post_init__(self) -> None:
         check_fields(self, f"template {self.name!r}")
@@ -164,18 +175,64 @@ class Shots:
 
 @dataclass(frozen=True)
 class Generation:
-    """Decoding settings. ``temperature == 0`` is greedy; otherwise ``n_samples`` samples."""
+    """Decoding settings. ``temperature == 0`` is greedy; otherwise ``n_samples`` samples.
 
-    max_new_tokens: Annotated[int, Field(ge=1, le=MAX_TOKENS)] = 32
+    ``max_new_tokens`` and ``stop`` left as ``None`` are the template's: 32 tokens and a
+    blank line for a plain template, :data:`REASONING_GENERATION`'s for a reasoning one (a
+    :class:`Condition` fills them in).
+    """
+
+    max_new_tokens: Annotated[int, Field(ge=1, le=MAX_TOKENS)] | None = None
     temperature: Annotated[float, Field(ge=0, allow_inf_nan=False)] = 0.0
     top_p: Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)] = 1.0
     n_samples: Annotated[int, Field(ge=1, le=MAX_SAMPLES)] = 1
-    stop: Annotated[tuple[str, ...], Field(max_length=MAX_LIST)] = ("\n\n",)
+    stop: Annotated[tuple[str, ...], Field(max_length=MAX_LIST)] | None = None
     seed: SEED = 0
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "stop", text_tuple(self.stop))
+        if self.stop is not None:
+            object.__setattr__(self, "stop", text_tuple(self.stop))
         check_fields(self, "generation")
+
+    def resolved(self, reasoning: bool) -> Generation:
+        """These settings with the unset limits filled in from the template's kind."""
+        base = REASONING_GENERATION if reasoning else PLAIN_GENERATION
+        return replace(
+            self,
+            max_new_tokens=base[0] if self.max_new_tokens is None else self.max_new_tokens,
+            stop=base[1] if self.stop is None else self.stop,
+        )
+
+    @property
+    def limits(self) -> tuple[int, tuple[str, ...]]:
+        """``(max_new_tokens, stop)`` of a resolved :class:`Generation` (a condition's)."""
+        if self.max_new_tokens is None or self.stop is None:
+            raise ValueError("generation limits are unset: use Condition.generation")
+        return self.max_new_tokens, self.stop
+
+
+#: A plain template's generation limits: ``(max_new_tokens, stop)``.
+PLAIN_GENERATION: tuple[int, tuple[str, ...]] = (32, ("\n\n",))
+#: A reasoning (chain-of-thought) template's: room for the reasoning, no stop string (a
+#: blank line often separates its steps).
+REASONING_GENERATION: tuple[int, tuple[str, ...]] = (1024, ())
+
+
+def _as_dict(obj: Any) -> Any:
+    """A conditions dataclass as plain data (see :meth:`Condition.to_dict`)."""
+    if is_dataclass(obj) and not isinstance(obj, type):
+        out = {}
+        for f in fields(obj):
+            value = getattr(obj, f.name)
+            if f.metadata.get("since_id") and value == f.default:
+                continue
+            out[f.name] = _as_dict(value)
+        return out
+    if isinstance(obj, Mapping):
+        return {k: _as_dict(v) for k, v in obj.items()}
+    if isinstance(obj, tuple):
+        return [_as_dict(v) for v in obj]
+    return obj
 
 
 def _frozen_map(value: Any) -> Any:
@@ -208,9 +265,14 @@ class Condition:
     top_k: Annotated[int, Field(ge=1, le=MAX_TOP_K)] = 10
     candidates: Literal["vocabulary", "options"] = "vocabulary"
     items: Literal["all", "with-options", "without-options"] = "all"
+    #: How the answer is found in generated text: ``auto`` (the whole answer for free
+    #: form, an option for multiple choice), ``strict``, ``flexible``, ``options``,
+    #: ``regex:PATTERN`` or a registered extractor (:mod:`steadyeval.scoring`).
+    extract: str = field(default="auto", metadata=_SINCE_ID)
 
     def __post_init__(self) -> None:
         _resolve_parts(self)
+        object.__setattr__(self, "generation", self.generation.resolved(self.template.reasoning))
         object.__setattr__(self, "verbalizer", _frozen_map(self.verbalizer))
         object.__setattr__(self, "refusal_phrases", text_tuple(self.refusal_phrases))
         check_fields(self, f"condition {self.name!r}")
@@ -221,9 +283,10 @@ class Condition:
         get_scoring(self.scoring).check(self)
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(replace(self, verbalizer=None))  # asdict cannot deep-copy a mappingproxy
-        d["verbalizer"] = None if self.verbalizer is None else dict(self.verbalizer)
-        return d
+        """Every field as JSON data; a field added after ids were first published is left
+        out while at its default, so the conditions of earlier runs keep their ids."""
+        out: dict[str, Any] = _as_dict(self)
+        return out
 
     @property
     def id(self) -> str:
@@ -253,6 +316,14 @@ TEMPLATES: Mapping[str, Template] = MappingProxyType(
             answer=" {{ answer | lower }}",
         ),
         "cloze": Template(name="cloze", body="{{ question }}", answer=""),
+        # Chain of thought: the model reasons, then declares its answer ("The answer is X."),
+        # as shots show it (with their worked solution where the data has one).
+        "qa-cot": Template(
+            name="qa-cot",
+            body=_QA_BODY + " Let's think step by step.",
+            answer="{% if rationale %} {{ rationale }}{% endif %} The answer is {{ final_answer }}.",
+            reasoning=True,
+        ),
     }
 )
 

@@ -20,6 +20,7 @@ if TYPE_CHECKING:  # jinja2 loads when the first template compiles, not on impor
     from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 __all__ = [
+    "ANSWER_VARIABLES",
     "TEMPLATE_VARIABLES",
     "Expansion",
     "Trial",
@@ -29,10 +30,16 @@ __all__ = [
 ]
 
 #: The variables every template part may use; a shot's ``answer`` part may also use
-#: ``answer`` (see :class:`~steadyeval.conditions.Template`).
+#: :data:`ANSWER_VARIABLES` (see :class:`~steadyeval.conditions.Template`).
 TEMPLATE_VARIABLES = frozenset(
     {"question", "context", "options", "options_block", "entity", "subject", "metadata", "item_id"}
 )
+#: A shot's answer (``answer``), its worked reasoning where the data has one (``rationale``:
+#: the item's ``metadata["rationale"]``, or what precedes GSM8K's ``####`` in the gold
+#: answer) and the answer alone (``final_answer``: what follows ``#### ``, else ``answer``).
+ANSWER_VARIABLES = frozenset({"answer", "rationale", "final_answer"})
+#: GSM8K's marker between a worked solution and its final answer.
+_FINAL_MARK = "####"
 
 
 @dataclass(frozen=True)
@@ -99,12 +106,12 @@ def template_problem(source: str, *, answer: bool = False) -> str | None:
     except TemplateSyntaxError as exc:
         return f"template error at its line {exc.lineno}: {exc.message}"
     env = _env()
-    allowed = TEMPLATE_VARIABLES | ({"answer"} if answer else set()) | set(env.globals)
-    unknown = sorted(meta.find_undeclared_variables(env.parse(source)) - allowed)
+    usable = TEMPLATE_VARIABLES | (ANSWER_VARIABLES if answer else set())
+    unknown = sorted(meta.find_undeclared_variables(env.parse(source)) - usable - set(env.globals))
     if unknown:
         return (
             f"template uses the undefined variable {unknown[0]!r}; variables: "
-            f"{', '.join(sorted(TEMPLATE_VARIABLES | ({'answer'} if answer else set())))}"
+            f"{', '.join(sorted(usable))}"
         )
     return None
 
@@ -189,6 +196,22 @@ def _shot_answer(
     return shot.gold_texts[0] if shot.gold_texts else ""
 
 
+def _answer_variables(shot: Item, answer: str) -> dict[str, str]:
+    """A shot's :data:`ANSWER_VARIABLES`."""
+    rationale = shot.metadata.get("rationale")
+    final = answer
+    if _FINAL_MARK in answer:
+        before, _, after = answer.rpartition(_FINAL_MARK)
+        final = after.strip()
+        if not isinstance(rationale, str):
+            rationale = before.strip()
+    return {
+        "answer": answer,
+        "rationale": rationale if isinstance(rationale, str) else "",
+        "final_answer": final,
+    }
+
+
 def _usable_shot(shot: Item, cond: Condition) -> bool:
     """A shot must apply to the condition and show an answer the format can express."""
     if _skip_reason(shot, cond) is not None:
@@ -247,7 +270,7 @@ def _render(item: Item, cond: Condition, shots_index: _ShotIndex | None) -> Tria
         if cond.format.kind == "mc":
             s_opts, s_order, _ = _displayed(shot, cond)
         s_vars = _variables(shot, cond, s_opts)
-        s_vars["answer"] = _shot_answer(shot, cond, s_opts, s_order)
+        s_vars.update(_answer_variables(shot, _shot_answer(shot, cond, s_opts, s_order)))
         s_at = f"(condition {cond.name!r}, shot {shot.id!r} of item {item.id!r})"
         body = render_template(tmpl.body, s_vars, where=f"{tmpl.name!r} body {s_at}")
         ans = render_template(tmpl.answer, s_vars, where=f"{tmpl.name!r} answer {s_at}")

@@ -69,6 +69,12 @@ class ScoredTrial:
     confidence: float | None = None
     sequence_logprob: float | None = None
     approximate: bool = False
+    #: A generated answer's reasoning trace (set aside before the answer was extracted).
+    reasoning: str | None = None
+    #: The extractor (and its rule) that found the answer, e.g. ``strict:####``.
+    extractor: str | None = None
+    #: Tokens the model generated (the trace included), where the backend says.
+    n_output_tokens: int | None = None
     #: The values of the mode's own metrics (:attr:`ScoringMode.metrics`), by name.
     metrics: Mapping[str, float | None] = field(default_factory=lambda: MappingProxyType({}))
 
@@ -84,6 +90,8 @@ class ScoringMode(ABC):
     name: ClassVar[str]
     #: Whether the mode needs a multiple-choice format (options to score).
     needs_options: ClassVar[bool] = False
+    #: Whether the mode reads its answer out of generated text (``Condition.extract``).
+    extracts: ClassVar[bool] = False
     #: How a multiple-choice shot shows its answer: the option's label or its text.
     shot_answer: ClassVar[Literal["label", "text"]] = "label"
     #: One line for ``--help`` and the docs.
@@ -100,6 +108,12 @@ class ScoringMode(ABC):
             raise ConfigError(
                 f"condition {condition.name!r}: scoring {self.name!r} needs a "
                 "multiple-choice format"
+            )
+        if condition.extract != "auto" and not self.extracts:
+            raise ConfigError(
+                f"condition {condition.name!r}: extract {condition.extract!r} applies to "
+                f"generated answers; scoring {self.name!r} reads no text (leave extract "
+                "unset, or use scoring: generate)"
             )
 
     @abstractmethod

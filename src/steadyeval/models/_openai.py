@@ -402,13 +402,20 @@ class OpenAIBackend(CapabilityProbe, BaseBackend):
 
     def _generate_reply(self, r: GenerateRequest, data: Mapping[str, Any]) -> GenerateResponse:
         choice = _choice(data)
+        reasoning = None
         if r.chat:
             message = choice.get("message")
             if not isinstance(message, Mapping):
                 raise BadReply("the chat reply's choice has no message")
             text = message.get("content")
-            if text is None:  # e.g. a refusal: no text
+            if text is None:  # e.g. a refusal, or a reasoning model out of tokens: no text
                 text = ""
+            # a reasoning model's trace, apart from the answer (vLLM, SGLang and DeepSeek
+            # call it reasoning_content; some routers reasoning)
+            for key in ("reasoning_content", "reasoning"):
+                if isinstance(message.get(key), str) and message[key]:
+                    reasoning = message[key]
+                    break
         else:
             if "text" not in choice:
                 raise BadReply("the reply's choice has no text")
@@ -425,6 +432,7 @@ class OpenAIBackend(CapabilityProbe, BaseBackend):
             n_input_tokens=n_in or 0,
             n_output_tokens=n_out or 0,
             finish_reason=finish if isinstance(finish, str) else "stop",
+            reasoning=reasoning,
         )
 
     # -- top-k ---------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from ..results import ResultsFrame, check_run_dir, read_results, study_columns, 
 from ._agreement import agreement_section
 from ._context import ReportContext, ReportOptions, read_summary
 from ._items import item_section
+from ._samples import samples_section
 from ._sections import (
     calibration_section,
     headline_section,
@@ -275,6 +276,7 @@ def build_report(
     for fn in (
         agreement_section,
         spread_section,
+        samples_section,
         calibration_section,
         shots_section,
         rank_consistency_section,

@@ -114,11 +114,15 @@ class ScoreResponse:
 
 @dataclass(frozen=True)
 class GenerateResponse:
+    """Generated ``text`` as the model wrote it after the prompt; ``reasoning``: a trace the
+    server returned apart from it (e.g. ``reasoning_content``), else None."""
+
     text: str
     n_input_tokens: int = 0
     n_output_tokens: int = 0
     truncated: bool = False
     finish_reason: str = "stop"
+    reasoning: str | None = None
 
 
 @dataclass(frozen=True)

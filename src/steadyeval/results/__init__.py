@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from ._read import read_results
     from ._row import ResultRow, prompt_hash, row_key
     from ._schema import (
+        ADDED_IN_V3,
         RESULTS_SCHEMA,
         RESULTS_SCHEMA_V1,
         SCHEMA_VERSION,
@@ -64,6 +65,7 @@ __getattr__, __dir__ = lazy_exports(
         "._read": ["read_results"],
         "._row": ["ResultRow", "prompt_hash", "row_key"],
         "._schema": [
+            "ADDED_IN_V3",
             "RESULTS_SCHEMA",
             "RESULTS_SCHEMA_V1",
             "SCHEMA_VERSION",
@@ -78,6 +80,7 @@ __getattr__, __dir__ = lazy_exports(
 )
 
 __all__ = [
+    "ADDED_IN_V3",
     "RESULTS_SCHEMA",
     "RESULTS_SCHEMA_V1",
     "SCHEMA_VERSION",

@@ -24,6 +24,7 @@ from ..items import shorten
 from ._schema import (
     _ARROW,
     _VERSION_KEY,
+    ADDED_IN_V3,
     RESULTS_SCHEMA,
     SCHEMA_VERSION,
     study_columns,
@@ -101,7 +102,7 @@ def _check_columns(table: pa.Table, path: Path, *, types: bool) -> None:
         raise DataError(f"{path}: the results table has the column {shorten(repr(twice))} twice")
     for want in RESULTS_SCHEMA:
         if want.name not in names:
-            if want.name == "schema_version" and not types:
+            if want.name in ("schema_version", *ADDED_IN_V3) and not types:
                 continue
             raise DataError(
                 f"{path}: the results table has no column {want.name!r}; expected "

@@ -79,6 +79,10 @@ class ResultRow:
     approximate: bool | None = None
     truncated: bool | None = None
     n_input_tokens: int | None = None
+    n_output_tokens: int | None = None
+    reasoning: str | None = None
+    reasoning_chars: int | None = None
+    extractor: str | None = None
     gold: tuple[str, ...] | None = None
     gold_options: tuple[int, ...] | None = None
     answerable: bool | None = None
@@ -142,6 +146,10 @@ class ResultRow:
             approximate=scored.approximate,
             truncated=scored.truncated,
             n_input_tokens=scored.n_input_tokens,
+            n_output_tokens=scored.n_output_tokens,
+            reasoning=scored.reasoning,
+            reasoning_chars=None if scored.reasoning is None else len(scored.reasoning),
+            extractor=scored.extractor,
             gold=item.gold_texts,
             gold_options=item.gold_options,
             answerable=item.answerable,

@@ -23,6 +23,7 @@ from ..items import canonical_json, plain_json
 from ._row import ResultRow
 
 __all__ = [
+    "ADDED_IN_V3",
     "RESULTS_SCHEMA",
     "RESULTS_SCHEMA_V1",
     "SCHEMA_VERSION",
@@ -33,7 +34,7 @@ __all__ = [
     "write_results",
 ]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 _LIST_F = pa.list_(pa.float64())
 _LIST_S = pa.list_(pa.string())
@@ -79,6 +80,10 @@ _CORE: list[tuple[str, pa.DataType]] = [
     ("approximate", pa.bool_()),
     ("truncated", pa.bool_()),
     ("n_input_tokens", pa.int32()),
+    ("n_output_tokens", pa.int32()),
+    ("reasoning", pa.string()),
+    ("reasoning_chars", pa.int32()),
+    ("extractor", pa.string()),
     ("gold", _LIST_S),
     ("gold_options", _LIST_I),
     ("answerable", pa.bool_()),
@@ -89,10 +94,14 @@ _COLUMNS_KEY = b"steadyeval.study_columns"
 
 RESULTS_SCHEMA = pa.schema(_CORE, metadata={_VERSION_KEY: str(SCHEMA_VERSION)})
 
+#: The core columns version 3 added (generated text's trace, its length, the extractor):
+#: an older table gets them as nulls on reading.
+ADDED_IN_V3 = ("n_output_tokens", "reasoning", "reasoning_chars", "extractor")
+_CORE_V2 = [(name, kind) for name, kind in _CORE if name not in ADDED_IN_V3]
 #: Version 1's core: version 2's plus four columns only some studies used.
 _V1_ONLY = ("relation", "subject", "split", "hparams")
 RESULTS_SCHEMA_V1 = pa.schema(
-    [*_CORE[:-1], *((name, pa.string()) for name in _V1_ONLY), _CORE[-1]],
+    [*_CORE_V2[:-1], *((name, pa.string()) for name in _V1_ONLY), _CORE_V2[-1]],
     metadata={_VERSION_KEY: b"1"},
 )
 
@@ -232,16 +241,17 @@ def write_results(table: pa.Table, path: str | Path) -> Path:
 
 
 def upgrade_table(table: pa.Table) -> pa.Table:
-    """A version 1 table in version 2's layout (a version 2 table is returned unchanged).
+    """An older table in the current layout (a current one is returned unchanged).
 
     Version 1's ``relation``, ``subject``, ``split`` and ``hparams`` core columns become
     study columns of the same name when any row has a value, and are dropped otherwise;
-    columns a version 1 study appended stay as they are. Nothing else changes.
+    columns a version 1 study appended stay as they are. The columns version 3 added
+    (:data:`ADDED_IN_V3`) are null in tables of versions 1 and 2. Nothing else changes.
     """
     version = int((table.schema.metadata or {}).get(_VERSION_KEY, b"0"))
     if version == SCHEMA_VERSION:
         return table
-    if version != 1:
+    if version not in (1, 2):
         raise DataError(f"cannot upgrade a results table of schema_version {version}")
     extra = []
     for name in table.column_names:
@@ -250,12 +260,25 @@ def upgrade_table(table: pa.Table) -> pa.Table:
         if name in _V1_ONLY and table.column(name).null_count == table.num_rows:
             continue
         extra.append(name)
-    core = [table.column(f.name).cast(f.type) for f in RESULTS_SCHEMA if f.name != "schema_version"]
-    arrays = [pa.array([SCHEMA_VERSION] * table.num_rows, pa.int32()), *core]
+    n = table.num_rows
+    arrays = [pa.array([SCHEMA_VERSION] * n, pa.int32())]
+    for f in RESULTS_SCHEMA:
+        if f.name == "schema_version":
+            continue
+        if f.name in ADDED_IN_V3 and f.name not in table.column_names:
+            arrays.append(pa.nulls(n, f.type))
+        else:
+            arrays.append(table.column(f.name).cast(f.type))
     fields = list(RESULTS_SCHEMA)
-    declared = []
+    if version == 2:
+        declared = json.loads((table.schema.metadata or {}).get(_COLUMNS_KEY) or b"[]")
+    else:
+        declared = []
     for name in extra:
         arrays.append(table.column(name))
+        if version == 2:
+            fields.append(table.schema.field(name))
+            continue
         doc = "a version 1 core column" if name in _V1_ONLY else "a version 1 study column"
         fields.append(
             pa.field(name, table.schema.field(name).type, metadata={b"doc": doc.encode()})

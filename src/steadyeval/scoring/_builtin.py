@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, ClassVar, Literal
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
+from .._errors import ConfigError
 from ..conditions import ParsedKind, ScoredTrial, ScoringMode, register_scoring
 from ..requests import (
     GenerateRequest,
@@ -18,11 +20,19 @@ from ..requests import (
     TopKRequest,
     TopKResponse,
 )
+from ._extract import (
+    AnswerKind,
+    answer_kind,
+    check_extract,
+    extract_answer,
+    numeric_form,
+    split_reasoning,
+)
 from ._options import option_scores
 from ._text import is_refusal, match_option, max_over_golds, normalize_answer
 
 if TYPE_CHECKING:
-    from ..conditions import Trial
+    from ..conditions import Condition, Trial
 
 __all__ = [
     "GENERATE",
@@ -69,23 +79,39 @@ def _phrases(trial: Trial) -> tuple[str, ...]:
 
 
 class Generate(ScoringMode):
-    """Generate an answer (greedy, or ``n_samples`` samples: one row each); free-form answers
-    are scored by exact match and F1, list answers are mapped to an option."""
+    """Generate an answer (greedy, or ``n_samples`` samples: one row each). A reasoning
+    trace is set aside, the condition's extractor finds the answer in the rest, and it is
+    scored: an option for multiple choice, a number as lm-eval's GSM8K compares numbers,
+    free text by exact match and F1."""
 
     name = GENERATE
-    doc = "generate an answer; free form scored by EM/F1, lists mapped to an option"
+    extracts = True
+    doc = "generate an answer; extracted, then scored (option, number, or EM/F1)"
+
+    def check(self, condition: Condition) -> None:
+        super().check(condition)
+        try:
+            check_extract(condition.extract)
+        except ConfigError as exc:
+            raise ConfigError(f"condition {condition.name!r}: {exc}") from None
+        if condition.extract == "options" and condition.format.kind != "mc":
+            raise ConfigError(
+                f"condition {condition.name!r}: extract 'options' needs a multiple-choice "
+                "format; use auto, strict, flexible or regex:PATTERN for free-form answers"
+            )
 
     def requests(self, trial: Trial) -> tuple[Request, ...]:
         cond = trial.condition
         gen = cond.generation
+        max_new_tokens, stop = gen.limits
         n = 1 if gen.temperature == 0 else gen.n_samples
         return tuple(
             GenerateRequest(
                 prompt=trial.prompt,
-                max_new_tokens=gen.max_new_tokens,
+                max_new_tokens=max_new_tokens,
                 temperature=gen.temperature,
                 top_p=gen.top_p,
-                stop=gen.stop,
+                stop=stop,
                 sample_index=i,
                 seed=gen.seed,
                 chat=cond.chat,
@@ -101,42 +127,69 @@ class Generate(ScoringMode):
         (resp,) = responses
         assert isinstance(resp, GenerateResponse)
         truncated, n_in = _common(responses)
-        text, phrases = resp.text, _phrases(trial)
-        if trial.condition.format.kind == "free" or trial.options is None:
-            refused = is_refusal(text, phrases)
-            em, f1 = (None, None)
-            if trial.item.answerable and trial.item.gold_texts:
-                em, f1 = max_over_golds(text, trial.item.gold_texts)
-            correct = refused if not trial.item.answerable else bool(em == 1.0)
-            return ScoredTrial(
-                output=text,
-                parsed=text.strip(),
-                parsed_kind="refusal" if refused else "free",
-                correct=correct,
-                refused=refused,
-                em=em,
-                f1=f1,
-                truncated=truncated,
-                n_input_tokens=n_in,
+        phrases = _phrases(trial)
+        answer, reasoning = split_reasoning(resp.text, resp.reasoning)
+        shown = trial.condition.format.kind == "mc" and trial.options is not None
+        kind = answer_kind(trial.options if shown else None, trial.item.gold_texts)
+        found = extract_answer(trial.condition.extract, answer, kind, trial.labels)
+        unmatched = ScoredTrial(
+            output=resp.text,
+            parsed=None,
+            parsed_kind="unmatched",
+            correct=False,
+            truncated=truncated,
+            n_input_tokens=n_in,
+            reasoning=reasoning,
+            extractor=found.extractor,
+            n_output_tokens=resp.n_output_tokens,
+        )
+        # free form: a refusal phrase wins over any answer in the text; multiple choice:
+        # the options are tried first (an escape option may be worded as a refusal)
+        if (not shown or found.answer is None) and is_refusal(answer, phrases):
+            return replace(
+                unmatched,
+                parsed=answer.strip(),
+                parsed_kind="refusal",
+                correct=not trial.item.answerable,
+                refused=True,
+                extractor="refusal",
             )
+        if found.answer is None:
+            return unmatched
+        if not shown:
+            return replace(unmatched, **_free(trial, found.answer, kind))
+        assert trial.options is not None
         m = match_option(
-            text,
+            found.answer,
             trial.options,
             trial.labels,
             refusal_phrases=phrases,
             escape_index=trial.escape_index,
         )
         refused = m.kind == "refusal"
-        return ScoredTrial(
-            output=text,
-            parsed=trial.options[m.position] if m.position is not None else text.strip(),
+        return replace(
+            unmatched,
+            parsed=trial.options[m.position] if m.position is not None else found.answer,
             parsed_kind=m.kind,
             parsed_option=_source(trial, m.position),
             correct=_correct(trial, m.kind, m.position, refused),
             refused=refused,
-            truncated=truncated,
-            n_input_tokens=n_in,
         )
+
+
+def _free(trial: Trial, answer: str, kind: AnswerKind) -> dict[str, Any]:
+    """A free-form answer's fields: a number as lm-eval's GSM8K exact match compares it
+    (:func:`numeric_form`), text by SQuAD exact match and F1, against the gold answers."""
+    golds = trial.item.gold_texts
+    em: float | None = None
+    f1: float | None = None
+    if trial.item.answerable and golds:
+        if kind == "number":
+            em = f1 = float(numeric_form(answer) in {numeric_form(g) for g in golds})
+        else:
+            em, f1 = max_over_golds(answer, golds)
+    correct = trial.item.answerable and em == 1.0
+    return {"parsed": answer, "parsed_kind": "free", "correct": correct, "em": em, "f1": f1}
 
 
 class _Choice(ScoringMode):
