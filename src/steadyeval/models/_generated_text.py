@@ -5,7 +5,7 @@ tokens add after the prompt: ``decode(prompt + new)`` minus ``decode(prompt)``, 
 whitespace included. Decoding the new tokens alone is not that text: a SentencePiece
 (Llama-style) decoder drops the space of the first token it sees (``▁Paris`` alone is
 ``Paris``, after ``Answer:`` it is `` Paris``), and a byte-level BPE character whose bytes
-straddle two tokens decodes to U+FFFD when cut apart. A server (llama.cpp, vLLM, TGI) returns
+straddle two tokens decodes to U+FFFD when cut apart. Servers (llama.cpp's, vLLM's) return
 the text as written after the prompt; so do the ``hf`` backends now.
 
 Cost: only the prompt's last few tokens are decoded before the new ones (:class:`PromptTail`);
