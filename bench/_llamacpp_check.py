@@ -2,7 +2,8 @@
 weights (run by ``bench/llamacpp_check.sh``, which builds the server and converts the model).
 
 ``build DIR``: a tiny Llama built here (random weights, f32) with a tokenizer trained with
-``tokenizers``: a character-level BPE with byte fallback. Why character-level: the converter
+``tokenizers``: a character-level BPE with byte fallback and Llama-2's decoder (whose Strip
+drops a decoded text's first space). Why character-level: the converter
 writes a ``tokenizers`` BPE vocabulary as a SentencePiece vocabulary with every score equal
 (``LlamaHfVocab``), so llama.cpp merges leftmost-first where ``tokenizers`` merges by rank;
 with no merges both tokenise every text the same way, and characters outside the vocabulary
@@ -65,9 +66,12 @@ def build(out: Path) -> None:
     )
     tok.normalizer = normalizer
     tok.add_special_tokens(specials)
+    # Llama-2's decoder, Strip included: a text decoded alone loses its first space, so
+    # new tokens decoded without the prompt would lose a leading one (issue 43).
     tok.decoder = decoders.Sequence(
-        [decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse()]
-    )
+        [decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse(),
+         decoders.Strip(" ", 1, 0)]
+    )  # fmt: skip
     tok.post_processor = processors.TemplateProcessing(
         single="<s> $A", pair="<s> $A <s> $B", special_tokens=[("<s>", 1)]
     )
@@ -173,6 +177,7 @@ def _compare(hf: Any, api: Any) -> None:
     agree = {"option": 0, "letter": 0}
     n = {"option": 0, "letter": 0}
     same_text = n_gen = approx = 0
+    differ: list[tuple[str, str, str]] = []
     print(f"{'item':8} {'condition':9} {'max |Δ log-prob|':>17}  chosen hf/api  approx")
     for key in sorted(a):
         x, y = a[key], b[key]
@@ -181,6 +186,8 @@ def _compare(hf: Any, api: Any) -> None:
         if cond == "greedy":
             n_gen += 1
             same_text += x["output"] == y["output"]
+            if x["output"] != y["output"]:
+                differ.append((key[0], x["output"], y["output"]))
             continue
         d = max(abs(p - q) for p, q in zip(x["option_logprobs"], y["option_logprobs"],
                                            strict=True))  # fmt: skip
@@ -194,7 +201,14 @@ def _compare(hf: Any, api: Any) -> None:
     for cond in ("option", "letter"):
         print(f"{cond:7} rows {n[cond]:3}: max |Δ log-prob| {worst[cond]:.2e}; "
               f"same chosen option {agree[cond]}/{n[cond]}")  # fmt: skip
-    print(f"greedy  rows {n_gen:3}: identical outputs {same_text}/{n_gen}")
+    spaces = sum(p.strip() == q.strip() for _, p, q in differ)
+    lead = [sum(r["output"][:1].isspace() for k, r in rows.items() if k[1] == "greedy")
+            for rows in (a, b)]  # fmt: skip
+    print(f"greedy outputs starting with whitespace: hf {lead[0]}, openai {lead[1]}")
+    print(f"greedy  rows {n_gen:3}: identical outputs {same_text}/{n_gen}; of the others, "
+          f"{spaces} differ only in surrounding whitespace")  # fmt: skip
+    for item, out_hf, out_api in differ:
+        print(f"  {item}: hf {out_hf!r} / openai {out_api!r}")
     print(f"rows flagged approximate (openai): {approx}")
     tokens = sum(x["n_input_tokens"] == b[k]["n_input_tokens"] for k, x in a.items())
     print(f"input token counts equal: {tokens}/{len(a)}")

@@ -53,6 +53,24 @@ def test_key_covers_output_settings_only() -> None:
     assert request_key("fp", ScoreRequest("a", " b")) != request_key("fp", ScoreRequest("a ", "b"))
 
 
+def test_only_generate_keys_carry_the_generated_text_rule() -> None:
+    """Keys computed before the generated-text rule (docs/backends.md, "Generated text")
+    entered generate requests' keys: score and top-k keys are unchanged (their cached
+    responses stay valid); a generate key is new, so a response cached under the old rule is
+    asked again instead of mixing with new ones."""
+    from steadyeval.requests import GENERATED_TEXT_RULE, TopKRequest
+
+    assert GENERATED_TEXT_RULE == 2
+    before = {
+        ScoreRequest("a", " b"): "ab2f9cbb38ad18457012edfca6ccd0ce9459f5197a89325ed74bceb7c7b8b627",
+        TopKRequest("p", k=3): "a130c03035d7e27e8452880b07fcac75ffc9383ffb9510cdb41ce836385778be",
+    }
+    for request, key in before.items():
+        assert request_key("fp", request) == key
+    old = "b96b0cd9c15da8f05fad65107f0152bfb5aeefc5f1e95699006b107bf3b0f1e0"
+    assert request_key("fp", GenerateRequest("p", max_new_tokens=5)) not in (old, "")
+
+
 def test_requests_for_each_scoring() -> None:
     mc = Condition(
         name="l", template=TEMPLATES["qa"], format=FORMATS["mc"], scoring="letter-logprob"

@@ -8,6 +8,7 @@ only tokenizer is a SentencePiece ``tokenizer.model`` fails in one line without
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import shutil
@@ -21,6 +22,7 @@ import pytest
 
 from steadyeval import ModelSpecError, load_backend
 from steadyeval.requests import GenerateRequest, ScoreRequest
+from tests.models.successor_llama import build_successor_llama
 
 ROOT = Path(__file__).resolve().parents[2]
 CACHE = Path.home() / ".cache" / "steadyeval" / "llamacpp" / "src"
@@ -43,29 +45,53 @@ def _bench() -> Any:
     return module
 
 
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str]]:
-    if importlib.util.find_spec("llama_cpp") is None:
-        pytest.skip("llama_cpp is not importable (bench/llamacpp_check.sh builds it)")
+@contextlib.contextmanager
+def _serving(folder: Path, work: Path) -> Iterator[str]:
+    """``folder`` converted to an f32 GGUF and served by llama-cpp-python: the ``openai:``
+    spec that reaches it."""
     converter = _converter()
-    if converter is None:
-        pytest.skip("convert_hf_to_gguf.py of llama-cpp-python's sdist not found")
+    assert converter is not None
     bench = _bench()
-    work = tmp_path_factory.mktemp("llamacpp")
-    bench.build(work / "tiny")
-    gguf = work / "tiny-f32.gguf"
+    gguf = work / f"{folder.name}-f32.gguf"
     subprocess.run(
-        [sys.executable, str(converter), str(work / "tiny"), "--outtype", "f32",
+        [sys.executable, str(converter), str(folder), "--outtype", "f32",
          "--outfile", str(gguf)],
         check=True, capture_output=True,
     )  # fmt: skip
     port = bench._free_port()
     proc = bench._start(sys.executable, str(gguf), port)
     try:
-        yield work / "tiny", f"openai:tiny?base_url=http://127.0.0.1:{port}/v1"
+        yield f"openai:tiny?base_url=http://127.0.0.1:{port}/v1"
     finally:
         proc.terminate()
         proc.wait()
+
+
+def _need_llama_cpp() -> None:
+    if importlib.util.find_spec("llama_cpp") is None:
+        pytest.skip("llama_cpp is not importable (bench/llamacpp_check.sh builds it)")
+    if _converter() is None:
+        pytest.skip("convert_hf_to_gguf.py of llama-cpp-python's sdist not found")
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str]]:
+    _need_llama_cpp()
+    work = tmp_path_factory.mktemp("llamacpp")
+    _bench().build(work / "tiny")
+    with _serving(work / "tiny", work) as spec:
+        yield work / "tiny", spec
+
+
+@pytest.fixture(scope="module")
+def served_successor(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str]]:
+    """The Llama of ``successor_llama`` (Llama-2's tokenizer decoder; it writes " Paris中."
+    after a colon), served."""
+    _need_llama_cpp()
+    work = tmp_path_factory.mktemp("llamacpp-successor")
+    folder = build_successor_llama(work / "successor")
+    with _serving(folder, work) as spec:
+        yield folder, spec
 
 
 REQUESTS = [
@@ -90,8 +116,33 @@ def test_llama_cpp_server_scores_and_generates_as_hf_does(served: tuple[Path, st
             w.n_input_tokens,
             False,
         )
-    gen = [GenerateRequest("Question: What is the capital of Japan?\nAnswer:", max_new_tokens=12)]
+    bench = _bench()
+    gen = [
+        GenerateRequest(f"Question: What is the capital of {country}?\nAnswer:{end}", 12)
+        for country, _ in bench.CAPITALS
+        for end in ("", " ")
+    ]
+    # The same text, a first token's leading space included (one rule: docs/backends.md).
     assert [x.text for x in api.generate(gen)] == [x.text for x in hf.generate(gen)]
+
+
+def test_llama_cpp_server_and_hf_write_the_same_leading_space(
+    served_successor: tuple[Path, str],
+) -> None:
+    """A model that writes " Paris中." after a colon, whose tokenizer's decoder (Llama-2's)
+    drops the first space of a text decoded alone: the server and hf: both return the text
+    as written after the prompt, stop strings cut on it."""
+    folder, spec = served_successor
+    hf, api = load_backend(f"hf:{folder}"), load_backend(spec)
+    prompt = "Question: What is the capital of France?\nAnswer:"
+    gen = [
+        GenerateRequest(prompt, max_new_tokens=20),
+        GenerateRequest(prompt, max_new_tokens=6),
+        GenerateRequest(prompt, max_new_tokens=20, stop=("中",)),
+    ]
+    want = [" Paris中.", " Paris", " Paris"]
+    assert [x.text for x in hf.generate(gen)] == want
+    assert [x.text for x in api.generate(gen)] == want
 
 
 def test_a_sentencepiece_only_folder_without_sentencepiece_fails_in_one_line(

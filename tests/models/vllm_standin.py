@@ -173,7 +173,9 @@ class LLM(_StandinEngine):
         self._tok = AutoTokenizer.from_pretrained(tokenizer or model)
         self._tok.model_max_length = 1 << 60
         self._model = AutoModelForCausalLM.from_pretrained(model, dtype=torch.float32).eval()
-        max_len = kwargs.get("max_model_len") or self._model.config.n_positions
+        config = self._model.config
+        positions = getattr(config, "max_position_embeddings", None) or config.n_positions
+        max_len = kwargs.get("max_model_len") or positions
         super().__init__({"model": model, "tokenizer": tokenizer, **kwargs}, max_len)
 
     def _logprobs(self, ids: list[int]) -> list[list[float]]:

@@ -15,6 +15,7 @@ from ._backend import (
     spec_identity,
 )
 from ._causal_text import CausalText
+from ._generated_text import PromptTail, cut_at_stop, generated_text
 from ._hf_classifier import classifier_logits
 from ._hf_options import HF_BACKENDS, model_folder
 from ._hf_options import RUN_ONLY as HF_RUN_OPTIONS
@@ -36,14 +37,17 @@ __all__ = [
     "CausalText",
     "FilledSlot",
     "ModelSpec",
+    "PromptTail",
     "SlotReader",
     "StatsCounter",
     "build_tiny_model",
     "check_backend",
     "check_kinds",
     "classifier_logits",
+    "cut_at_stop",
     "fill_slot",
     "fit_slot",
+    "generated_text",
     "lmeval_model_spec",
     "load_backend",
     "model_folder",

@@ -27,6 +27,7 @@ from ..requests import (
 )
 from ._backend import Backend
 from ._chat import check_chat_template
+from ._generated_text import cut_at_stop, generated_text
 from ._hf_batching import BatchedGeneration, is_oom, run_with_backoff, stop_on_text
 from ._hf_causal_score import CausalScoring, _branches, _Prepared
 from ._hf_common import check_generation_room
@@ -389,13 +390,11 @@ class HFCausalBackend(BatchedGeneration, CausalScoring):
         prompt: list[int],
         truncated: bool,
     ) -> GenerateResponse:
-        """The response for the new tokens (end of sequence and padding already removed);
-        ``ran_full``: decoding went on for ``max_new_tokens`` steps."""
-        text = self.tokenizer.decode(new, skip_special_tokens=True)
-        cut = [text.index(s) for s in req.stop if s and s in text]
-        if cut:
-            text = text[: min(cut)]
-        stopped = bool(cut) or hit_eos or not ran_full
+        """The response for the new tokens (end of sequence and padding already removed): its
+        text is what they add after ``prompt`` (``_generated_text``), cut at the first stop
+        string; ``ran_full``: decoding went on for ``max_new_tokens`` steps."""
+        text, cut = cut_at_stop(generated_text(self.tokenizer, prompt, new), req.stop)
+        stopped = cut or hit_eos or not ran_full
         return GenerateResponse(
             text=text,
             n_input_tokens=len(prompt),
@@ -437,7 +436,11 @@ class HFCausalBackend(BatchedGeneration, CausalScoring):
         config = GenerationConfig(**settings)  # type: ignore[no-untyped-call]
         # Stop strings are checked on decoded text: transformers' own stop strings refuse
         # strings a vocabulary cannot spell.
-        stopping = stop_on_text(self.tokenizer, first.stop, width) if any(first.stop) else None
+        stopping = (
+            stop_on_text(self.tokenizer, first.stop, width, [p for p, _ in prepared])
+            if any(first.stop)
+            else None
+        )
         gen = self._generate_with(ids, mask, config, seed, stopping)
         out = []
         eos = self.tokenizer.eos_token_id

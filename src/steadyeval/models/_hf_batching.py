@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from ..requests import GenerateRequest, GenerateResponse
+from ._generated_text import PromptTail
 
 __all__ = [
     "BatchedGeneration",
@@ -75,14 +76,18 @@ def _free_memory() -> None:
         torch.cuda.empty_cache()
 
 
-def stop_hit(tokenizer: Any, tokens: Sequence[int], stops: Sequence[str]) -> bool:
-    """Whether the decoded ``tokens`` contain one of ``stops`` (empty stops never match)."""
-    text = tokenizer.decode(tokens, skip_special_tokens=True)
+def stop_hit(after: PromptTail, tokens: Sequence[int], stops: Sequence[str]) -> bool:
+    """Whether the text ``tokens`` add after the prompt (``after``; the response's text, see
+    ``_generated_text``) contains one of ``stops`` (empty stops never match)."""
+    text = after.text(tokens)
     return any(s in text for s in stops if s)
 
 
-def stop_on_text(tokenizer: Any, stops: Sequence[str], start: int) -> Any:
-    """Stop a row once its decoded output contains a stop string.
+def stop_on_text(
+    tokenizer: Any, stops: Sequence[str], start: int, prompts: Sequence[Sequence[int]]
+) -> Any:
+    """Stop a row once its output (the tokens from position ``start`` on, decoded after
+    its row of ``prompts`` as the response's text is) contains a stop string.
 
     Checked on the decoded text rather than with ``transformers``' token-level stop strings,
     which refuse strings the vocabulary cannot spell (T5's SentencePiece vocabulary has no
@@ -91,9 +96,12 @@ def stop_on_text(tokenizer: Any, stops: Sequence[str], start: int) -> Any:
     import torch
     from transformers import StoppingCriteria, StoppingCriteriaList
 
+    tails = [PromptTail(tokenizer, p) for p in prompts]
+
     class _StopOnText(StoppingCriteria):
         def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
-            done = [stop_hit(tokenizer, row[start:], stops) for row in input_ids.tolist()]
+            rows = input_ids.tolist()
+            done = [stop_hit(t, row[start:], stops) for t, row in zip(tails, rows, strict=True)]
             return torch.tensor(done, dtype=torch.bool, device=input_ids.device)
 
     return StoppingCriteriaList([_StopOnText()])

@@ -21,6 +21,7 @@ from ..requests import (
     TopKResponse,
 )
 from ._chat import chat_prompt, check_chat_template
+from ._generated_text import cut_at_stop, generated_text
 from ._hf_batching import BatchedGeneration, run_with_backoff, stop_on_text
 from ._hf_common import HFBackendBase, check_generation_room
 
@@ -394,7 +395,9 @@ class HFSeq2SeqBackend(BatchedGeneration, HFBackendBase):
         config = self._generation_config(first, sample=seed is not None)
         prefix = self._decoder_prefix
         stopping = (
-            stop_on_text(self.tokenizer, first.stop, len(prefix)) if any(first.stop) else None
+            stop_on_text(self.tokenizer, first.stop, len(prefix), [prefix] * len(reqs))
+            if any(first.stop)
+            else None
         )
         gen = self._generate_with(ids, mask, config, seed, stopping)
         eos = config.eos_token_id
@@ -412,10 +415,9 @@ class HFSeq2SeqBackend(BatchedGeneration, HFBackendBase):
                     break
             while new and new[-1] == pad:
                 new.pop()
-            text = self.tokenizer.decode(new, skip_special_tokens=True)
-            cut = [text.index(x) for x in first.stop if x and x in text]
-            if cut:
-                text = text[: min(cut)]
+            # The decoder's prompt is its start tokens, which write no text: the answer is
+            # a text of its own (T5's "▁Paris" is "Paris", as a server returns it).
+            text, cut = cut_at_stop(generated_text(self.tokenizer, prefix, new), first.stop)
             finish = "length" if not (cut or hit_eos) and n_new >= first.max_new_tokens else "stop"
             out.append(
                 GenerateResponse(

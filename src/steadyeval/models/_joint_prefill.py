@@ -289,6 +289,7 @@ class _JointRun:
             max_new_tokens=max_new,
             stops=stops,
             device=next(model.parameters()).device,
+            prompts=[self.prompts[j][0] for j in group.prompts],
             first=logits,
         )
         del cache

@@ -50,6 +50,7 @@ from ..requests import (
     TopKResponse,
 )
 from ._backend import BackendStats, BaseBackend, Capabilities, StatsCounter
+from ._generated_text import cut_at_stop
 from ._http import HttpClient
 from ._http_policy import BadReply, BatchFailed, Secret
 from ._known import known_input_format
@@ -422,9 +423,9 @@ class OpenAIBackend(CapabilityProbe, BaseBackend):
             text = choice["text"]
         if not isinstance(text, str):
             raise BadReply("the reply's text is not a string")
-        cut = [text.index(s) for s in r.stop if s and s in text]  # servers that ignore stop
-        if cut:
-            text = text[: min(cut)]
+        # The server's text is the text as written after the prompt (``_generated_text``):
+        # kept as it is, leading whitespace included; cut for servers that ignore ``stop``.
+        text, _ = cut_at_stop(text, r.stop)
         n_in, n_out = _usage(data)
         finish = choice.get("finish_reason")
         return GenerateResponse(

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from ._generated_text import PromptTail
 from ._hf_batching import stop_hit
 from ._packing import PackedRow, pack_sequences, row_tensors, trie_size
 from ._roomy import roomy_cache, zero_buffers
@@ -179,6 +180,7 @@ def packed_greedy(
             max_new_tokens=max_new_tokens,
             stops=stops,
             device=device,
+            prompts=seqs,
         )
     return out
 
@@ -349,11 +351,13 @@ def _decode(
     max_new_tokens: int,
     stops: Sequence[str],
     device: Any,
+    prompts: Sequence[Sequence[int]],
     first: Any = None,
 ) -> None:
     """Greedy steps for one group from its prefilled cache, filling ``out``; the first
     step's logits are ``first`` when the prefill computed them, else the head's of
-    ``last``."""
+    ``last``. A row stops once the text its tokens add after its prompt (``prompts``, one
+    per row of ``out``: the response's text) contains one of ``stops``."""
     import torch
 
     n = len(out)
@@ -361,6 +365,7 @@ def _decode(
     cache_name = _cache_name(model.base_model)
     eos = tokenizer.eos_token_id
     stops = [s for s in stops if s]
+    tails = [PromptTail(tokenizer, p) for p in prompts] if stops else []
     filler = eos if eos is not None else 0  # fed to finished rows that had no token
     positions = attn.sum(dim=1)  # each prompt's length: its first new token's position
     attn = attn.to(device)
@@ -380,7 +385,7 @@ def _decode(
                 out[i].hit_eos = done[i] = True
                 continue
             out[i].tokens.append(tok)
-            done[i] = bool(stops) and stop_hit(tokenizer, out[i].tokens, stops)
+            done[i] = bool(stops) and stop_hit(tails[i], out[i].tokens, stops)
         live = [b for b, i in enumerate(rows_of_batch) if not done[i]]
         if not live or step == max_new_tokens - 1:
             break

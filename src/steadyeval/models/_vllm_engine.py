@@ -27,6 +27,7 @@ from ..requests import (
     TopKResponse,
 )
 from ._causal_text import CausalText
+from ._generated_text import cut_at_stop, generated_text
 from ._openai_wire import sample_seed
 
 __all__ = ["INSTALL_HINT", "ReplicaPool", "VLLMEngine", "import_engine_module"]
@@ -165,10 +166,9 @@ class VLLMEngine:
         results = []
         for r, ids, truncated, out in zip(requests, prompts, flags, outs, strict=True):
             comp = out.outputs[0]
-            text = str(comp.text)
-            cut = [text.index(s) for s in r.stop if s and s in text]
-            if cut:
-                text = text[: min(cut)]
+            # The text the new tokens add after the prompt, decoded here by the rule every
+            # backend follows (``_generated_text``), not vLLM's own detokenizer's output.
+            text, _ = cut_at_stop(generated_text(self.tokenizer, ids, comp.token_ids), r.stop)
             results.append(
                 GenerateResponse(
                     text=text,

@@ -1,6 +1,7 @@
 """Requests as data: kinds and content keys (the run deduplicates them: ``steadyeval.run``)."""
 
 from ._request import (
+    GENERATED_TEXT_RULE,
     REQUEST_KINDS,
     ClassifyRequest,
     ClassifyResponse,
@@ -20,6 +21,7 @@ from ._request import (
 )
 
 __all__ = [
+    "GENERATED_TEXT_RULE",
     "REQUEST_KINDS",
     "ClassifyRequest",
     "ClassifyResponse",

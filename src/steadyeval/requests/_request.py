@@ -9,6 +9,7 @@ from typing import Any, ClassVar, Literal
 from ..items import canonical_json, encode_utf8
 
 __all__ = [
+    "GENERATED_TEXT_RULE",
     "ClassifyRequest",
     "ClassifyResponse",
     "GenerateRequest",
@@ -156,15 +157,26 @@ def request_payload(request: Request) -> dict[str, Any]:
     return d
 
 
+#: The convention of a generate response's text, part of generate requests' keys (only
+#: theirs). 2: the characters the new tokens add after the prompt, leading whitespace
+#: included, in every backend (docs/backends.md, "Generated text"); before it the ``hf``
+#: backends decoded the new tokens alone, which drops a SentencePiece first token's space.
+#: Responses cached under the earlier convention are asked again, never mixed with new ones.
+GENERATED_TEXT_RULE = 2
+
+
 def request_key(fingerprint: str, request: Request) -> str:
     """The content key of a request sent to the model with this fingerprint.
 
     SHA-256 of canonical JSON (sorted keys) of the model fingerprint, the request kind and
-    every field that changes the output. Timeouts, retries and concurrency are not request
-    fields, so they never change a key. This is the only function that computes keys: the
-    dedupe key and the cache key are the same value.
+    every field that changes the output (for generate requests also
+    :data:`GENERATED_TEXT_RULE`). Timeouts, retries and concurrency are not request fields,
+    so they never change a key. This is the only function that computes keys: the dedupe
+    key and the cache key are the same value.
     """
-    payload = {"model": fingerprint, "request": request_payload(request)}
+    payload: dict[str, Any] = {"model": fingerprint, "request": request_payload(request)}
+    if request.kind == "generate":
+        payload["text_rule"] = GENERATED_TEXT_RULE
     body = encode_utf8(canonical_json(payload), payload, f"a {request.kind} request")
     return hashlib.sha256(body).hexdigest()
 
