@@ -472,6 +472,7 @@ for _page, _key in [
     ("docs/cli.md", "steadyeval report RUN_DIR [--format html|md|json] [--output PATH|-]"),
     ("docs/cli.md", "steadyeval reanalyze RUN_DIR"),
     ("docs/cli.md", "steadyeval compare RUN_A RUN_B [...] [--model M]"),
+    ("docs/cli.md", "steadyeval judge RUN_DIR --judge MODEL [--judge MODEL...] --out DIR"),
     ("docs/cli.md", "steadyeval import lm-eval PATH... --out RUN_DIR"),
     ("docs/cli.md", "steadyeval import inspect PATH... --out RUN_DIR"),
     ("docs/cli.md", "steadyeval tiny-model DIR [--arch gpt2|t5|bert"),

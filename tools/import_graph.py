@@ -49,6 +49,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("studies",),
     ("reports",),
     ("compare",),
+    ("judge",),
     ("cli",),
     ("(api)",),
 )

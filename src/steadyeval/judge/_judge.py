@@ -1,0 +1,360 @@
+"""LLM-as-judge: a model grades the answers of a finished run, through the ordinary runner.
+
+A judge pass is a run of its own: one judge item per graded row (the question, the answer to
+grade, the reference answers), one condition (the rubric template, generation, an extractor
+for the verdict), the judge model. So the judge's calls are planned, deduplicated, cached
+and resumed like any request, and its prompts and raw replies are a results table. The
+verdicts are then joined back to the graded rows as columns (``judge_*``), and agreement is
+measured: with the run's own automatic scoring, with human labels when given, and between
+judges when there are several.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from .. import stats
+from .._errors import ConfigError, DataError
+from ..conditions import FORMATS, Condition, Generation, Template
+from ..items import Item
+from ..results import StudyColumn, read_results, study_columns, write_results
+from ..run import RunOptions, run
+
+__all__ = [
+    "DEFAULT_RUBRIC",
+    "JUDGE_COLUMNS",
+    "VERDICT_PATTERN",
+    "JudgeAgreement",
+    "JudgeResult",
+    "judge_condition",
+    "judge_results",
+    "read_labels",
+]
+
+#: The default rubric (a Jinja template; ``question`` and ``context`` are the graded item's,
+#: the graded row is in ``metadata``: ``answer`` (the parsed answer, else the output),
+#: ``output``, ``gold`` (reference answers), ``options``, ``model``, ``condition``).
+DEFAULT_RUBRIC = (
+    "You are grading an answer to a question. Judge only whether the answer is correct.\n\n"
+    "{% if context %}Context: {{ context }}\n\n{% endif %}"
+    "Question: {{ question }}\n"
+    "{% if metadata.options %}Options: {{ metadata.options | join(' | ') }}\n{% endif %}"
+    "{% if metadata.gold %}Reference answer: {{ metadata.gold | join(' / ') }}\n{% endif %}"
+    "Answer to grade: {{ metadata.answer }}\n\n"
+    "Explain briefly, then end with one line: VERDICT: CORRECT or VERDICT: INCORRECT"
+)
+#: The verdict the judge's reply is read for (the last one wins: a judge may quote the
+#: instruction before giving its own).
+VERDICT_PATTERN = r"regex:(?is).*VERDICT:\s*\**\s*(CORRECT|INCORRECT)"
+
+#: The columns a judge pass adds to the graded rows.
+JUDGE_COLUMNS = (
+    StudyColumn("judge_model", "string", "the judge model's identity"),
+    StudyColumn("judge_prompt", "string", "the prompt the judge was asked"),
+    StudyColumn("judge_output", "string", "the judge's raw reply"),
+    StudyColumn("judge_verdict", "string", "correct, incorrect, or null when no verdict"),
+    StudyColumn("judge_correct", "bool", "the judge's verdict as a boolean"),
+)
+_KEY = ("model", "item_id", "condition", "sample_index")
+
+
+def judge_condition(
+    rubric: str = DEFAULT_RUBRIC, *, chat: bool = True, max_new_tokens: int = 512
+) -> Condition:
+    """The judge pass's one condition: ``rubric`` as a free-form template, greedy
+    generation, the verdict read with :data:`VERDICT_PATTERN`."""
+    return Condition(
+        name="judge",
+        template=Template(name="judge-rubric", body=rubric, answer=""),
+        format=FORMATS["free"],
+        chat=chat,
+        extract=VERDICT_PATTERN,
+        generation=Generation(max_new_tokens=max_new_tokens, stop=()),
+    )
+
+
+def _judge_id(row: Mapping[str, Any]) -> str:
+    parts = [str(row[k]) for k in _KEY]
+    return json.dumps(parts, ensure_ascii=False)
+
+
+def _items(rows: Sequence[Mapping[str, Any]], questions: Mapping[str, Item]) -> list[Item]:
+    """One judge item per graded row: the question (the original item's where given, else
+    the prompt the graded model saw), the answer to grade and the references."""
+    items = []
+    for r in rows:
+        original = questions.get(r["item_id"])
+        answer = r["parsed"] if r["parsed"] is not None else (r["output"] or "")
+        items.append(
+            Item(
+                id=_judge_id(r),
+                question=original.question if original else (r["prompt"] or ""),
+                context=original.context if original else None,
+                metadata={
+                    "answer": answer,
+                    "output": r["output"] or "",
+                    "gold": list(r["gold"] or ()),
+                    "options": list(original.options or ()) if original else [],
+                    "model": r["model"],
+                    "condition": r["condition"],
+                },
+            )
+        )
+    return items
+
+
+@dataclass(frozen=True)
+class JudgeAgreement:
+    """Agreement of one judge's verdicts with another source over the rows both rated."""
+
+    judge: str
+    other: str
+    n: int
+    kappa: float
+    low: float
+    high: float
+    agreement: float
+
+
+@dataclass(frozen=True)
+class JudgeResult:
+    """A judge pass: the graded table with ``judge_*`` columns, the judge runs' folders,
+    how often a verdict was found, and agreement figures."""
+
+    table: pa.Table
+    judges: tuple[str, ...]
+    verdict_rate: Mapping[str, float]
+    agreements: tuple[JudgeAgreement, ...]
+    alpha: stats.RaterAgreement | None
+    runs: tuple[Path | None, ...] = field(default_factory=tuple)
+
+    def to_dict(self) -> dict[str, Any]:
+        def clean(x: float) -> float | None:
+            return None if math.isnan(x) else x
+
+        return {
+            "judges": list(self.judges),
+            "verdict_rate": dict(self.verdict_rate),
+            "agreements": [
+                {k: clean(v) if isinstance(v, float) else v for k, v in a.__dict__.items()}
+                for a in self.agreements
+            ],
+            "krippendorff_alpha": None
+            if self.alpha is None
+            else {
+                "estimate": clean(self.alpha.estimate),
+                "low": clean(self.alpha.low),
+                "high": clean(self.alpha.high),
+            },
+            "runs": [None if p is None else str(p) for p in self.runs],
+        }
+
+
+def read_labels(path: str | Path) -> dict[tuple[str, ...], bool]:
+    """Human labels from a JSONL file: each line ``{"item_id": ..., "label": true}`` (or
+    ``"correct"``/``"incorrect"``), optionally narrowed by ``model``, ``condition`` and
+    ``sample_index``. Keys are the row fields a line gives, in :data:`_KEY` order."""
+    path = Path(path)
+    out: dict[tuple[str, ...], bool] = {}
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DataError(f"{path}: cannot read the labels file ({exc})") from None
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            d = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DataError(f"{path}, line {n}: not JSON ({exc.msg})") from None
+        if not isinstance(d, dict) or not isinstance(d.get("item_id"), str):
+            raise DataError(f"{path}, line {n}: expected an object with a text 'item_id'")
+        label = d.get("label")
+        if isinstance(label, str) and label.lower() in ("correct", "incorrect"):
+            label = label.lower() == "correct"
+        if not isinstance(label, bool):
+            raise DataError(
+                f"{path}, line {n}: field 'label' must be true/false or 'correct'/'incorrect'; "
+                f"got {label!r:.40}"
+            )
+        unknown = set(d) - {"item_id", "label", *_KEY}
+        if unknown:
+            raise DataError(
+                f"{path}, line {n}: unknown field(s) {', '.join(sorted(unknown))}; a label "
+                "line has item_id, label and optionally model, condition, sample_index"
+            )
+        key = tuple(f"{k}={d[k]}" for k in _KEY if k in d)
+        out[key] = label
+    if not out:
+        raise DataError(f"{path}: no labels (expected JSON lines with item_id and label)")
+    return out
+
+
+def _label_of(row: Mapping[str, Any], labels: Mapping[tuple[str, ...], bool]) -> bool | None:
+    for keys in (_KEY, ("model", "item_id", "condition"), ("item_id", "condition"), ("item_id",)):
+        key = tuple(f"{k}={row[k]}" for k in _KEY if k in keys)
+        if key in labels:
+            return labels[key]
+    return None
+
+
+def _kappa(judge: str, other: str, a: list[bool | None], b: list[bool | None]) -> JudgeAgreement:
+    pairs = [(x, y) for x, y in zip(a, b, strict=True) if x is not None and y is not None]
+    if len(pairs) < 2:
+        return JudgeAgreement(judge, other, len(pairs), math.nan, math.nan, math.nan, math.nan)
+    x = np.array([p[0] for p in pairs], dtype=int)
+    y = np.array([p[1] for p in pairs], dtype=int)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", stats.StatsWarning)
+        k = stats.cohen_kappa(x, y, n_resamples=1000, seed=0)
+    return JudgeAgreement(
+        judge, other, len(pairs), k.estimate, k.low, k.high, float(np.mean(x == y))
+    )
+
+
+def judge_results(
+    results: str | Path | pa.Table,
+    judges: Sequence[str],
+    *,
+    rubric: str = DEFAULT_RUBRIC,
+    chat: bool = True,
+    max_new_tokens: int = 512,
+    labels: Mapping[tuple[str, ...], bool] | None = None,
+    items: Sequence[Item] | None = None,
+    out: str | Path | None = None,
+    options: RunOptions | None = None,
+) -> JudgeResult:
+    """Grade every generated row of ``results`` with each judge model.
+
+    Each judge runs as an ordinary run (``out/judge-N`` when ``out`` is given: its own
+    results table holds the judge prompts and replies; calls are cached and a rerun
+    resumes). The graded table gains :data:`JUDGE_COLUMNS` from the first judge and a
+    ``judges`` column (every judge's verdict by model). Agreement (Cohen's κ with a
+    bootstrap interval over rows): each judge with the run's automatic ``correct``, with
+    ``labels`` when given, with each other judge; Krippendorff's α over all judges (and
+    the labels) when there are two or more raters. ``items``: the graded run's items, so
+    the judge sees each item's question (without them it sees the prompt the graded model
+    saw, shots included).
+    """
+    if not judges:
+        raise ConfigError("judge: name at least one judge model")
+    table = results if isinstance(results, pa.Table) else read_results(results)
+    if "judge_verdict" in table.column_names:
+        raise DataError("the results table was judged already (it has judge_* columns)")
+    rows = [
+        r
+        for r in table.to_pylist()
+        if r["scoring"] == "generate" and r["parsed_kind"] not in ("error",)
+    ]
+    if not rows:
+        raise DataError("no generated answers to judge (scoring 'generate' rows)")
+    questions = {i.id: i for i in items or ()}
+    judge_items = _items(rows, questions)
+    condition = judge_condition(rubric, chat=chat, max_new_tokens=max_new_tokens)
+    verdicts: dict[str, dict[str, tuple[bool | None, str, str]]] = {}
+    run_dirs: list[Path | None] = []
+    base = options or RunOptions()
+    for n, judge in enumerate(judges):
+        folder = None if out is None else Path(out) / f"judge-{n + 1}"
+        opts = RunOptions(
+            out=folder,
+            cache=base.cache,
+            batch_size=base.batch_size,
+            progress=base.progress,
+            overwrite=base.overwrite,
+        )
+        judged_run = run(judge_items, [condition], judge, options=opts)
+        run_dirs.append(judged_run.run_dir)
+        name = judged_run.table.column("model")[0].as_py()
+        got = {}
+        for r in judged_run.table.select(["item_id", "parsed", "prompt", "output"]).to_pylist():
+            verdict = None if r["parsed"] is None else r["parsed"].upper() == "CORRECT"
+            got[r["item_id"]] = (verdict, r["prompt"] or "", r["output"] or "")
+        verdicts[name] = got
+    names = tuple(verdicts)
+    first = verdicts[names[0]]
+    by_id = {_judge_id(r): r for r in rows}
+    extra: dict[str, list[Any]] = {c.name: [] for c in JUDGE_COLUMNS}
+    extra["judges"] = []
+    for r in table.to_pylist():
+        jid = _judge_id(r) if r["scoring"] == "generate" else None
+        v = first.get(jid) if jid in by_id else None
+        extra["judge_model"].append(names[0] if v is not None else None)
+        extra["judge_prompt"].append(v[1] if v else None)
+        extra["judge_output"].append(v[2] if v else None)
+        extra["judge_verdict"].append(
+            None if v is None or v[0] is None else ("correct" if v[0] else "incorrect")
+        )
+        extra["judge_correct"].append(None if v is None else v[0])
+        extra["judges"].append(
+            None
+            if jid not in by_id
+            else json.dumps({m: verdicts[m][jid][0] for m in names}, sort_keys=True)
+        )
+    judged = table
+    for c in (*JUDGE_COLUMNS, StudyColumn("judges", "json", "every judge's verdict by model")):
+        arrow = pa.array(extra[c.name], type=pa.bool_() if c.type == "bool" else pa.string())
+        judged = judged.append_column(
+            pa.field(c.name, arrow.type, metadata={b"doc": c.doc.encode()}), arrow
+        )
+    declared = [
+        *study_columns(table),
+        *JUDGE_COLUMNS,
+        StudyColumn("judges", "json", "every judge's verdict by model"),
+    ]
+    meta = dict(judged.schema.metadata or {})
+    meta[b"steadyeval.study_columns"] = json.dumps([c.to_dict() for c in declared]).encode()
+    judged = judged.replace_schema_metadata(meta)
+    agreements, alpha = _agreements(rows, verdicts, names, labels)
+    rates = {m: float(np.mean([v[0] is not None for v in verdicts[m].values()])) for m in names}
+    result = JudgeResult(judged, names, rates, tuple(agreements), alpha, tuple(run_dirs))
+    if out is not None:
+        folder = Path(out)
+        folder.mkdir(parents=True, exist_ok=True)
+        write_results(judged, folder / "results.parquet")
+        (folder / "judge.json").write_text(json.dumps(result.to_dict(), indent=2) + "\n")
+    return result
+
+
+def _agreements(
+    rows: Sequence[Mapping[str, Any]],
+    verdicts: Mapping[str, Mapping[str, tuple[bool | None, str, str]]],
+    names: Sequence[str],
+    labels: Mapping[tuple[str, ...], bool] | None,
+) -> tuple[list[JudgeAgreement], stats.RaterAgreement | None]:
+    ids = [_judge_id(r) for r in rows]
+    series = {m: [verdicts[m][i][0] for i in ids] for m in names}
+    automatic = [r["correct"] for r in rows]
+    human = [_label_of(r, labels) for r in rows] if labels else None
+    out = []
+    for i, m in enumerate(names):
+        out.append(_kappa(m, "automatic scoring", series[m], automatic))
+        if human is not None:
+            out.append(_kappa(m, "human labels", series[m], human))
+        for other in names[i + 1 :]:
+            out.append(_kappa(m, other, series[m], series[other]))
+    raters = [series[m] for m in names] + ([human] if human is not None else [])
+    alpha = None
+    if len(raters) >= 2:
+        matrix = np.array(
+            [[math.nan if v is None else float(v) for v in r] for r in raters], dtype=float
+        )
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", stats.StatsWarning)
+            try:
+                alpha = stats.krippendorff_alpha(matrix, n_resamples=1000, seed=0)
+            except stats.StatsInputError:
+                alpha = None
+    return out, alpha
