@@ -6,6 +6,7 @@ row's columns, and the cache."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -72,3 +73,65 @@ def test_the_issues_case_eight_of_eight_right_after_the_fix(tmp_path: Path) -> N
     with FakeOpenAIServer(ServerConfig(reasoner=_reasoner(False))) as srv:
         result = run(ITEMS, [cond], f"openai:toy?base_url={srv.url}&{FAST}")
     assert result.table.column("correct").to_pylist() == [True] * 8
+
+
+def test_shots_as_chat_turns(tmp_path: Path) -> None:
+    """fewshot_as_multiturn: each shot is a user turn and an assistant turn; the prompt is
+    the last user turn; the row's prompt shows every turn; a plain condition's request is
+    unchanged."""
+    from steadyeval import ConfigError, expand
+    from steadyeval.models import chat_messages
+
+    multi = Condition(
+        name="multi",
+        format="free",
+        chat=True,
+        fewshot_as_multiturn=True,
+        system="Be brief.",
+        shots={"n": 2, "selection": "first"},
+    )
+    plain = Condition(name="plain", format="free", chat=True, shots={"n": 2, "selection": "first"})
+    trials = expand(ITEMS[:3], [multi, plain]).trials
+    t = trials[2]
+    assert t.prompt == "Question: What is 2 plus 5?\nAnswer:"
+    assert t.turns == (
+        ("Question: What is 0 plus 1?\nAnswer:", "1"),
+        ("Question: What is 1 plus 3?\nAnswer:", "4"),
+    )
+    assert t.transcript.startswith("<user>\nQuestion: What is 0 plus 1?\nAnswer:\n<assistant>\n1\n")
+    assert trials[5].turns == () and "What is 0 plus 1?" in trials[5].prompt
+    roles = [m["role"] for m in chat_messages(t.prompt, "Be brief.", t.turns)]
+    assert roles == ["system", "user", "assistant", "user", "assistant", "user"]
+    with pytest.raises(ConfigError, match="set chat: true"):
+        Condition(name="x", fewshot_as_multiturn=True)
+    with FakeOpenAIServer(ServerConfig()) as srv:
+        result = run(ITEMS[:3], [multi], f"openai:toy?base_url={srv.url}&{FAST}")
+        bodies = list(srv.record.bodies.values())
+    sent = [b for b in bodies if "Question: What is 2 plus 5?" in json.dumps(b)]
+    assert [m["role"] for m in sent[0]["messages"]] == roles
+    row = result.table.to_pylist()[2]
+    assert row["prompt"] == t.transcript
+
+
+def test_shots_as_turns_through_a_chat_template(tmp_path: Path) -> None:
+    """The hf backend renders the turns with the tokenizer's chat template (the tiny GPT-2
+    has one): every shot's answer is an assistant turn before the question."""
+    from transformers import AutoTokenizer
+
+    from steadyeval.models import CausalText, build_tiny_model
+
+    folder = build_tiny_model(tmp_path / "tiny", "gpt2")
+    text = CausalText(AutoTokenizer.from_pretrained(folder), "tiny")
+    rendered = text.chat("Q3", None, (("Q1", "A1"), ("Q2", "A2")))
+    assert rendered.index("Q1") < rendered.index("A1") < rendered.index("Q2") < rendered.index("Q3")
+    assert rendered.count("<|assistant|>") == 3  # two answered turns and the open one
+    multi = Condition(
+        name="m",
+        format="free",
+        chat=True,
+        fewshot_as_multiturn=True,
+        shots={"n": 1, "selection": "first"},
+        generation={"max_new_tokens": 4},
+    )
+    result = run(ITEMS[:2], [multi], f"hf:{folder}")
+    assert result.table.column("prompt").to_pylist()[1].startswith("<user>\nQuestion: What is 0")

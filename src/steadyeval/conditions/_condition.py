@@ -269,6 +269,9 @@ class Condition:
     #: form, an option for multiple choice), ``strict``, ``flexible``, ``options``,
     #: ``regex:PATTERN`` or a registered extractor (:mod:`steadyeval.scoring`).
     extract: str = field(default="auto", metadata=_SINCE_ID)
+    #: With ``chat``: each shot is an earlier user turn (its question) and assistant turn
+    #: (its answer), as lm-eval's ``--fewshot_as_multiturn``, instead of text in one prompt.
+    fewshot_as_multiturn: bool = field(default=False, metadata=_SINCE_ID)
 
     def __post_init__(self) -> None:
         _resolve_parts(self)
@@ -281,6 +284,11 @@ class Condition:
         except ConfigError as exc:
             raise ConfigError(f"condition {self.name!r}: {exc}") from None
         get_scoring(self.scoring).check(self)
+        if self.fewshot_as_multiturn and not self.chat:
+            raise ConfigError(
+                f"condition {self.name!r}: fewshot_as_multiturn sends shots as chat turns; "
+                "set chat: true (or leave fewshot_as_multiturn off)"
+            )
 
     def to_dict(self) -> dict[str, Any]:
         """Every field as JSON data; a field added after ids were first published is left

@@ -44,7 +44,11 @@ _FINAL_MARK = "####"
 
 @dataclass(frozen=True)
 class Trial:
-    """An item asked under a condition: the rendered prompt and the options as shown."""
+    """An item asked under a condition: the rendered prompt and the options as shown.
+
+    ``turns``: with ``fewshot_as_multiturn``, the shots as earlier chat turns (user,
+    assistant); ``prompt`` is then the last user turn.
+    """
 
     item: Item
     condition: Condition
@@ -56,6 +60,16 @@ class Trial:
     gold_displayed: tuple[int, ...]
     n_shots_used: int
     alias: str | None
+    turns: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def transcript(self) -> str:
+        """What was asked, as one text: the prompt, or with turns each turn under its role
+        (the ``prompt`` column of the row)."""
+        if not self.turns:
+            return self.prompt
+        parts = [f"<user>\n{u}\n<assistant>\n{a}\n" for u, a in self.turns]
+        return "".join(parts) + f"<user>\n{self.prompt}"
 
 
 @dataclass(frozen=True)
@@ -264,6 +278,7 @@ def _render(item: Item, cond: Condition, shots_index: _ShotIndex | None) -> Tria
     at = f"(condition {cond.name!r}, item {item.id!r})"
     header = render_template(tmpl.header, variables, where=f"{tmpl.name!r} header {at}")
     shots = _choose_shots(item, cond, shots_index) if shots_index is not None else []
+    turns: list[tuple[str, str]] = []
     for shot in shots:
         s_opts: tuple[str, ...] | None = None
         s_order: tuple[int, ...] = ()
@@ -274,12 +289,12 @@ def _render(item: Item, cond: Condition, shots_index: _ShotIndex | None) -> Tria
         s_at = f"(condition {cond.name!r}, shot {shot.id!r} of item {item.id!r})"
         body = render_template(tmpl.body, s_vars, where=f"{tmpl.name!r} body {s_at}")
         ans = render_template(tmpl.answer, s_vars, where=f"{tmpl.name!r} answer {s_at}")
-        parts.append(body + ans + tmpl.shot_separator)
-    prompt = (
-        header
-        + "".join(parts)
-        + render_template(tmpl.body, variables, where=f"{tmpl.name!r} body {at}")
-    )
+        if cond.fewshot_as_multiturn:
+            turns.append(((header if not turns else "") + body, ans.strip()))
+        else:
+            parts.append(body + ans + tmpl.shot_separator)
+    body = render_template(tmpl.body, variables, where=f"{tmpl.name!r} body {at}")
+    prompt = body if turns else header + "".join(parts) + body
     gold_displayed: tuple[int, ...] = ()
     if options is not None:
         gold_displayed = tuple(order.index(g) for g in item.gold_options)
@@ -297,6 +312,7 @@ def _render(item: Item, cond: Condition, shots_index: _ShotIndex | None) -> Tria
         gold_displayed=gold_displayed,
         n_shots_used=len(shots),
         alias=variables["entity"] if cond.alias is not None else None,
+        turns=tuple(turns),
     )
 
 

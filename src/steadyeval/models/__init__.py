@@ -15,6 +15,7 @@ from ._backend import (
     spec_identity,
 )
 from ._causal_text import CausalText
+from ._chat import chat_messages
 from ._generated_text import PromptTail, cut_at_stop, generated_text
 from ._hf_classifier import classifier_logits
 from ._hf_options import HF_BACKENDS, model_folder
@@ -41,6 +42,7 @@ __all__ = [
     "SlotReader",
     "StatsCounter",
     "build_tiny_model",
+    "chat_messages",
     "check_backend",
     "check_kinds",
     "classifier_logits",

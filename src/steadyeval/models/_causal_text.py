@@ -40,9 +40,10 @@ class CausalText:
                 return int(tid)
         raise ConfigError(f"{self.where}: an empty context needs a BOS or EOS token")
 
-    def chat(self, text: str, system: str | None) -> str:
-        """``text`` (and an optional system prompt) wrapped in the tokenizer's chat template."""
-        return chat_prompt(self.tokenizer, text, system, self.where)
+    def chat(self, text: str, system: str | None, turns: Sequence[tuple[str, str]] = ()) -> str:
+        """``text`` (after an optional system prompt and earlier turns) wrapped in the
+        tokenizer's chat template."""
+        return chat_prompt(self.tokenizer, text, system, self.where, turns)
 
     def encode_many(self, texts: Sequence[str]) -> list[list[int]]:
         """:meth:`encode` of each text, in one tokenizer call per special-token rule (one
@@ -82,7 +83,7 @@ class CausalText:
         trailing whitespace moved to the continuation (as lm-evaluation-harness)."""
         context, continuation = req.context, req.continuation
         if req.chat:
-            context = self.chat(context, req.system)
+            context = self.chat(context, req.system, req.turns)
         n_spaces = len(context) - len(context.rstrip())
         if n_spaces:
             continuation = context[-n_spaces:] + continuation

@@ -9,7 +9,7 @@ from typing import Any
 from .._errors import ConfigError
 from ..requests import Request
 
-__all__ = ["chat_prompt", "check_chat_template"]
+__all__ = ["chat_messages", "chat_prompt", "check_chat_template"]
 
 
 def _no_template(where: object) -> ConfigError:
@@ -27,14 +27,29 @@ def check_chat_template(tokenizer: Any, requests: Sequence[Request], where: obje
         raise _no_template(where)
 
 
-def chat_prompt(tokenizer: Any, text: str, system: str | None, where: object) -> str:
-    """``text`` (and an optional system prompt) wrapped in ``tokenizer``'s chat template,
-    ending with the assistant's turn."""
+def chat_messages(
+    text: str, system: str | None, turns: Sequence[tuple[str, str]] = ()
+) -> list[dict[str, str]]:
+    """The messages of a chat request: the system prompt, earlier (user, assistant) turns,
+    then ``text`` as the last user turn. The one rule for every backend."""
+    messages = [{"role": "system", "content": system}] if system else []
+    for user, assistant in turns:
+        messages += [{"role": "user", "content": user}, {"role": "assistant", "content": assistant}]
+    return [*messages, {"role": "user", "content": text}]
+
+
+def chat_prompt(
+    tokenizer: Any,
+    text: str,
+    system: str | None,
+    where: object,
+    turns: Sequence[tuple[str, str]] = (),
+) -> str:
+    """``text`` (after an optional system prompt and earlier turns) wrapped in
+    ``tokenizer``'s chat template, ending with the assistant's turn."""
     if not getattr(tokenizer, "chat_template", None):
         raise _no_template(where)
-    messages = ([{"role": "system", "content": system}] if system else []) + [
-        {"role": "user", "content": text}
-    ]
+    messages = chat_messages(text, system, turns)
     rendered: str = tokenizer.apply_chat_template(
         messages, tokenize=False, add_generation_prompt=True
     )

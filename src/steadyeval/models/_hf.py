@@ -183,9 +183,14 @@ class HFCausalBackend(BatchedGeneration, CausalScoring):
 
     # -- top-k -----------------------------------------------------------------------------
     def _prompt_ids(
-        self, prompt: str, chat: bool, system: str | None, room: int
+        self,
+        prompt: str,
+        chat: bool,
+        system: str | None,
+        room: int,
+        turns: Sequence[tuple[str, str]] = (),
     ) -> tuple[list[int], bool]:
-        text = self._text.chat(prompt, system) if chat else prompt
+        text = self._text.chat(prompt, system, turns) if chat else prompt
         ids = self._text.encode(text) or [self._text.prefix_token()]
         limit = max(1, self.max_length - room)
         return ids[-limit:], len(ids) > limit
@@ -208,6 +213,7 @@ class HFCausalBackend(BatchedGeneration, CausalScoring):
                     _spaced(requests[i].prompt, c),
                     chat=requests[i].chat,
                     system=requests[i].system,
+                    turns=requests[i].turns,
                 )
                 for i in ranked
                 for c in requests[i].candidates
@@ -230,7 +236,7 @@ class HFCausalBackend(BatchedGeneration, CausalScoring):
     def _next_tokens(self, requests: Sequence[TopKRequest]) -> list[TopKResponse]:
         import torch
 
-        prepared = [self._prompt_ids(r.prompt, r.chat, r.system, 0) for r in requests]
+        prepared = [self._prompt_ids(r.prompt, r.chat, r.system, 0, r.turns) for r in requests]
         order = sorted(range(len(prepared)), key=lambda i: -len(prepared[i][0]))
 
         def run_batch(idx: Sequence[int]) -> list[TopKResponse]:
@@ -268,7 +274,9 @@ class HFCausalBackend(BatchedGeneration, CausalScoring):
     def _generate_batch(
         self, reqs: Sequence[GenerateRequest], seed: int | None
     ) -> list[GenerateResponse]:
-        prepared = [self._prompt_ids(r.prompt, r.chat, r.system, r.max_new_tokens) for r in reqs]
+        prepared = [
+            self._prompt_ids(r.prompt, r.chat, r.system, r.max_new_tokens, r.turns) for r in reqs
+        ]
         if seed is None and self._packed_generation_ok(reqs[0]):
             try:
                 return self._generate_packed(reqs, prepared)
@@ -306,7 +314,9 @@ class HFCausalBackend(BatchedGeneration, CausalScoring):
         import torch
 
         short = replace(probe, max_new_tokens=min(probe.max_new_tokens, PROBE_STEPS))
-        ids = self._prompt_ids(short.prompt, short.chat, short.system, short.max_new_tokens)[0]
+        ids = self._prompt_ids(
+            short.prompt, short.chat, short.system, short.max_new_tokens, short.turns
+        )[0]
         ids = ids[-PROBE_TOKENS:]
         if self._packing is None:  # the prefill's masks and positions: scoring's check
             self._packing = self._check_packing(_Prepared(list(ids), [ids[-1]], False))

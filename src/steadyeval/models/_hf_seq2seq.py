@@ -162,13 +162,12 @@ class HFSeq2SeqBackend(BatchedGeneration, HFBackendBase):
             pad = self._token_id("pad_token_id")
         return int(pad) if isinstance(pad, int) else 0
 
-    def _chat(self, text: str, system: str | None) -> str:
-        return chat_prompt(self.tokenizer, text, system, self.spec)
-
-    def _source(self, text: str, chat: bool, system: str | None) -> _Input:
+    def _source(
+        self, text: str, chat: bool, system: str | None, turns: Sequence[tuple[str, str]] = ()
+    ) -> _Input:
         """Encoder ids of ``text`` (with the tokenizer's special tokens), cut on the right."""
         if chat:
-            text = self._chat(text, system)
+            text = chat_prompt(self.tokenizer, text, system, self.spec, turns)
         tok = self.tokenizer
         ids: list[int] = tok(text)["input_ids"]
         limit = self.max_length
@@ -232,7 +231,7 @@ class HFSeq2SeqBackend(BatchedGeneration, HFBackendBase):
     # -- score -----------------------------------------------------------------------------
     def score(self, requests: Sequence[ScoreRequest]) -> list[ScoreResponse]:
         pairs = [
-            _Pair(self._source(r.context, r.chat, r.system), self._target(r.continuation))
+            _Pair(self._source(r.context, r.chat, r.system, r.turns), self._target(r.continuation))
             for r in requests
         ]
         return self._score_pairs(pairs)
@@ -309,7 +308,7 @@ class HFSeq2SeqBackend(BatchedGeneration, HFBackendBase):
     def _top_k_tokens(self, requests: Sequence[TopKRequest]) -> list[TopKResponse]:
         import torch
 
-        sources = [self._source(r.prompt, r.chat, r.system) for r in requests]
+        sources = [self._source(r.prompt, r.chat, r.system, r.turns) for r in requests]
         prefix = self._decoder_prefix
 
         def run_batch(idx: Sequence[int]) -> list[TopKResponse]:
@@ -336,7 +335,7 @@ class HFSeq2SeqBackend(BatchedGeneration, HFBackendBase):
         pairs: list[_Pair] = []
         spans: list[tuple[int, int]] = []
         for r in requests:
-            source = self._source(r.prompt, r.chat, r.system)
+            source = self._source(r.prompt, r.chat, r.system, r.turns)
             start = len(pairs)
             pairs.extend(_Pair(source, self._target(c)) for c in r.candidates)
             spans.append((start, len(pairs)))
@@ -384,7 +383,7 @@ class HFSeq2SeqBackend(BatchedGeneration, HFBackendBase):
         import torch
 
         first = reqs[0]
-        sources = [self._source(r.prompt, r.chat, r.system) for r in reqs]
+        sources = [self._source(r.prompt, r.chat, r.system, r.turns) for r in reqs]
         pad = self._pad_id
         width = max(len(s.ids) for s in sources)
         ids = torch.full((len(reqs), width), pad, dtype=torch.long)

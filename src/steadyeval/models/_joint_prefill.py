@@ -321,7 +321,7 @@ def score_and_generate(
     ok = backend._packing is True and backend._prefix_cache
     ok = ok and backend._packed_generation_ok(generates[greedy[0]])
     prompts = {
-        i: backend._prompt_ids(r.prompt, r.chat, r.system, r.max_new_tokens)
+        i: backend._prompt_ids(r.prompt, r.chat, r.system, r.max_new_tokens, r.turns)
         for i, r in ((i, generates[i]) for i in greedy)
         if ok
     }

@@ -297,7 +297,7 @@ class OpenAIBackend(CapabilityProbe, BaseBackend):
         if r.chat:
             return "/chat/completions", {
                 "model": self.spec.name,
-                "messages": _messages(r.context, r.system),
+                "messages": _messages(r.context, r.system, r.turns),
                 "max_tokens": 1,
                 "logprobs": True,
                 "top_logprobs": CHAT_TOP_LOGPROBS,
@@ -396,7 +396,7 @@ class OpenAIBackend(CapabilityProbe, BaseBackend):
         if r.stop:
             body["stop"] = list(r.stop)
         if r.chat:
-            body["messages"] = _messages(r.prompt, r.system)
+            body["messages"] = _messages(r.prompt, r.system, r.turns)
             return "/chat/completions", body
         body["prompt"] = r.prompt
         return "/completions", body
@@ -446,7 +446,7 @@ class OpenAIBackend(CapabilityProbe, BaseBackend):
         for r in requests:
             body: dict[str, Any] = {"model": self.spec.name, "max_tokens": 1, "temperature": 0}
             if r.chat:
-                body.update(messages=_messages(r.prompt, r.system), logprobs=True)
+                body.update(messages=_messages(r.prompt, r.system, r.turns), logprobs=True)
                 body["top_logprobs"] = r.k
                 calls.append(("/chat/completions", body))
             else:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..requests import GenerateRequest
+from ._chat import chat_messages
 from ._http_policy import BadReply
 
 __all__ = [
@@ -201,10 +202,10 @@ def sample_seed(req: GenerateRequest) -> int:
     return int.from_bytes(digest[:4], "little")
 
 
-def _messages(text: str, system: str | None) -> list[dict[str, str]]:
-    return ([{"role": "system", "content": system}] if system else []) + [
-        {"role": "user", "content": text}
-    ]
+def _messages(
+    text: str, system: str | None, turns: Sequence[tuple[str, str]] = ()
+) -> list[dict[str, str]]:
+    return chat_messages(text, system, turns)
 
 
 def _choice(data: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -126,7 +126,7 @@ def _read(r: TopKRequest) -> TopKRequest:
         return r
     return TopKRequest(
         prompt=split_slot(r.prompt)[0], k=r.k, chat=r.chat, system=r.system,
-        candidates=r.candidates,
+        candidates=r.candidates, turns=r.turns,
     )  # fmt: skip
 
 
@@ -134,7 +134,9 @@ def _candidate_scores(r: TopKRequest) -> list[ScoreRequest]:
     """Each candidate scored after the text before the slot (with the slot's whitespace)."""
     context, gap, _ = split_slot(r.prompt)
     return [
-        ScoreRequest(context=context, continuation=gap + c, chat=r.chat, system=r.system)
+        ScoreRequest(
+            context=context, continuation=gap + c, chat=r.chat, system=r.system, turns=r.turns
+        )
         for c in r.candidates
     ]
 

@@ -79,9 +79,14 @@ class VLLMEngine:
         return self.text.encode_pair(req)
 
     def _prompt(
-        self, text: str, chat: bool, system: str | None, room: int
+        self,
+        text: str,
+        chat: bool,
+        system: str | None,
+        room: int,
+        turns: Sequence[tuple[str, str]] = (),
     ) -> tuple[list[int], bool]:
-        ids = self.text.encode(self.text.chat(text, system) if chat else text) or [
+        ids = self.text.encode(self.text.chat(text, system, turns) if chat else text) or [
             self.text.prefix_token()
         ]
         limit = max(1, self.max_len - room)
@@ -145,7 +150,7 @@ class VLLMEngine:
         SP = self.module.SamplingParams
         prompts, flags, params = [], [], []
         for r in requests:
-            ids, truncated = self._prompt(r.prompt, r.chat, r.system, r.max_new_tokens)
+            ids, truncated = self._prompt(r.prompt, r.chat, r.system, r.max_new_tokens, r.turns)
             prompts.append(ids)
             flags.append(truncated)
             if r.temperature == 0:
@@ -184,7 +189,7 @@ class VLLMEngine:
         SP = self.module.SamplingParams
         prompts, flags = [], []
         for r in requests:
-            ids, truncated = self._prompt(r.prompt, r.chat, r.system, 1)
+            ids, truncated = self._prompt(r.prompt, r.chat, r.system, 1, r.turns)
             prompts.append(ids)
             flags.append(truncated)
         params = [SP(max_tokens=1, temperature=0.0, logprobs=r.k) for r in requests]

@@ -21,6 +21,7 @@ __all__ = [
     "ScoreResponse",
     "TopKRequest",
     "TopKResponse",
+    "Turns",
     "request_key",
     "response_from_dict",
     "response_to_dict",
@@ -28,6 +29,18 @@ __all__ = [
 
 RequestKind = Literal["score", "generate", "top-k", "classify"]
 REQUEST_KINDS: tuple[RequestKind, ...] = ("score", "generate", "top-k", "classify")
+
+
+#: Earlier chat turns before a chat request's prompt: (user, assistant) pairs, e.g. few-shot
+#: examples as turns (``Condition.fewshot_as_multiturn``). Empty for a single turn.
+Turns = tuple[tuple[str, str], ...]
+
+
+def _turns(value: object) -> Turns:
+    pairs = tuple(tuple(t) for t in value)  # type: ignore[attr-defined]
+    if not all(len(t) == 2 and all(isinstance(x, str) for x in t) for t in pairs):
+        raise ValueError(f"turns must be (user, assistant) pairs of text; got {value!r:.80}")
+    return pairs  # type: ignore[return-value]
 
 
 @dataclass(frozen=True)
@@ -39,6 +52,10 @@ class ScoreRequest:
     continuation: str
     chat: bool = False
     system: str | None = None
+    turns: Turns = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "turns", _turns(self.turns))
 
 
 @dataclass(frozen=True)
@@ -55,9 +72,11 @@ class GenerateRequest:
     seed: int = 0
     chat: bool = False
     system: str | None = None
+    turns: Turns = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "stop", tuple(self.stop))
+        object.__setattr__(self, "turns", _turns(self.turns))
         if self.temperature == 0:
             # Greedy decoding does not depend on the sample index or seed: normalise them so
             # identical greedy requests share one key.
@@ -76,9 +95,11 @@ class TopKRequest:
     chat: bool = False
     system: str | None = None
     candidates: tuple[str, ...] = ()  # restrict to these words (empty: the whole vocabulary)
+    turns: Turns = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "candidates", tuple(self.candidates))
+        object.__setattr__(self, "turns", _turns(self.turns))
 
 
 @dataclass(frozen=True)
@@ -151,9 +172,12 @@ _RESPONSE_TYPES: dict[str, type[Any]] = {
 
 
 def request_payload(request: Request) -> dict[str, Any]:
-    """Every output-affecting field of a request, as JSON data."""
+    """Every output-affecting field of a request, as JSON data (``turns`` only when there
+    are some, so single-turn requests keep the keys they had before turns existed)."""
     d = asdict(request)
     d["kind"] = request.kind
+    if not d.get("turns", True):
+        del d["turns"]
     return d
 
 

@@ -125,7 +125,7 @@ class ResultRow:
             verbalizer=cond.verbalizer_name,
             alias=trial.alias,
             scoring=cond.scoring,
-            prompt=trial.prompt,
+            prompt=trial.transcript,
             request_key=row_key(keys),
             request_keys=tuple(keys),
             options=trial.options if shown else None,

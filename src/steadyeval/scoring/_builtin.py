@@ -116,6 +116,7 @@ class Generate(ScoringMode):
                 seed=gen.seed,
                 chat=cond.chat,
                 system=cond.system,
+                turns=trial.turns,
             )
             for i in range(n)
         )
@@ -209,7 +210,11 @@ class _Choice(ScoringMode):
         prefix = cond.format.continuation_prefix
         return tuple(
             ScoreRequest(
-                context=trial.prompt, continuation=prefix + t, chat=cond.chat, system=cond.system
+                context=trial.prompt,
+                continuation=prefix + t,
+                chat=cond.chat,
+                system=cond.system,
+                turns=trial.turns,
             )
             for t in self._texts(trial)
         )
@@ -305,6 +310,7 @@ class TopK(ScoringMode):
                 chat=cond.chat,
                 system=cond.system,
                 candidates=candidates,
+                turns=trial.turns,
             ),
         )
 
