@@ -59,10 +59,10 @@ def test_a_reasoning_models_answers_are_scored_on_the_answer_not_the_trace(
         assert strict["parsed"] == item.answers[0]
         assert "first" in strict["reasoning"] and "<think>" not in strict["reasoning"]
         assert strict["reasoning_chars"] == len(strict["reasoning"])
-        # auto takes the whole answer, trace excluded; numbers compare as lm-eval's GSM8K
-        # metric compares them, which drops everything up to "#### " (so it is right here)
+        # auto takes the whole answer (trace excluded) and compares it as before extractors
+        # existed (SQuAD exact match): a sentence is not the answer "4"
         assert "first" not in auto["parsed"] and auto["parsed"].endswith("#### " + item.answers[0])
-        assert auto["correct"] and auto["extractor"] == "whole"
+        assert auto["correct"] is False and auto["extractor"] == "whole"
         assert ("<think>" in strict["output"]) is not separate
     assert result.table.num_rows == 3 * len(ITEMS)
 

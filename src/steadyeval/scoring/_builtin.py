@@ -21,7 +21,6 @@ from ..requests import (
     TopKResponse,
 )
 from ._extract import (
-    AnswerKind,
     answer_kind,
     check_extract,
     extract_answer,
@@ -158,7 +157,10 @@ class Generate(ScoringMode):
         if found.answer is None:
             return unmatched
         if not shown:
-            return replace(unmatched, **_free(trial, found.answer, kind))
+            # auto keeps the former comparison (SQuAD exact match) so earlier runs rescore
+            # the same; an extractor's number is compared as lm-eval's GSM8K compares it
+            numeric = kind == "number" and trial.condition.extract != "auto"
+            return replace(unmatched, **_free(trial, found.answer, numeric))
         assert trial.options is not None
         m = match_option(
             found.answer,
@@ -178,14 +180,14 @@ class Generate(ScoringMode):
         )
 
 
-def _free(trial: Trial, answer: str, kind: AnswerKind) -> dict[str, Any]:
+def _free(trial: Trial, answer: str, numeric: bool) -> dict[str, Any]:
     """A free-form answer's fields: a number as lm-eval's GSM8K exact match compares it
     (:func:`numeric_form`), text by SQuAD exact match and F1, against the gold answers."""
     golds = trial.item.gold_texts
     em: float | None = None
     f1: float | None = None
     if trial.item.answerable and golds:
-        if kind == "number":
+        if numeric:
             em = f1 = float(numeric_form(answer) in {numeric_form(g) for g in golds})
         else:
             em, f1 = max_over_golds(answer, golds)
