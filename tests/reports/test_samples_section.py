@@ -139,3 +139,15 @@ def test_compare_averages_samples_per_item(tmp_path: Path) -> None:
     assert cond.difference == pytest.approx(direct.estimate)
     assert math.isnan(cond.mcnemar_p)
     assert any("samples per item" in n for n in pair.warnings)
+
+
+def test_samples_for_sign() -> None:
+    from steadyeval.reports._samples import samples_for_sign
+
+    # 10 items, within-item variances summing to 2.5: SE(K) = sqrt(2.5 / K) / 10; half of
+    # a 0.1 difference is 0.05 -> K = 2.5 / (10 * 0.05)**2 = 10
+    assert samples_for_sign(0.1, 2.5, 10) == 10
+    assert samples_for_sign(-0.1, 2.5, 10) == 10
+    assert samples_for_sign(0.0, 2.5, 10) == "no difference"
+    se = math.sqrt(2.5 / 10) / 10
+    assert rerun_agreement(0.1, se) == pytest.approx(0.9214, abs=1e-4)
