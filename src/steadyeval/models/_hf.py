@@ -28,7 +28,13 @@ from ..requests import (
 from ._backend import Backend
 from ._chat import check_chat_template
 from ._generated_text import cut_at_stop, generated_text
-from ._hf_batching import BatchedGeneration, is_oom, run_with_backoff, stop_on_text
+from ._hf_batching import (
+    BatchedGeneration,
+    is_oom,
+    run_with_backoff,
+    sample_seed,
+    stop_on_text,
+)
 from ._hf_causal_score import CausalScoring, _branches, _Prepared
 from ._hf_common import check_generation_room
 from ._hf_options import HFOptions, load_config, resolve_model_dir
@@ -41,6 +47,7 @@ from ._packed_decode import (
     logit_gap,
     packed_greedy,
 )
+from ._sampled_decode import Sampling, sample_group
 from ._spec import ModelSpec
 
 __all__ = ["HFCausalBackend", "load_hf"]
@@ -118,7 +125,8 @@ class HFCausalBackend(BatchedGeneration, CausalScoring):
     context moves to the continuation; the pair is encoded whole and the context's tokens are
     cut off), so results match its ``loglikelihood``. An empty context conditions on the
     tokenizer's BOS (or EOS) token. Over-long inputs are truncated on the left and flagged.
-    *generate*: greedy (batched) or sampled (seeded per request) decoding with stop strings.
+    *generate*: greedy (batched) or sampled (seeded per request; the samples of one prompt
+    prefilled once and decoded together) decoding with stop strings.
     *top-k*: the k most likely next tokens.
     """
 
@@ -133,6 +141,7 @@ class HFCausalBackend(BatchedGeneration, CausalScoring):
         self.joint_prompts = 0  # greedy prompts prefilled with the scoring rows
         self.joint_prompt_tokens = 0  # their tokens forwarded there beyond scoring's
         self._cache_bytes: int | None = None  # keys and values per cached position
+        self._grouped_sampling = True  # False once the model's cache proved unsupported
 
     # -- cheap parts -------------------------------------------------------------------
     @property
@@ -284,6 +293,44 @@ class HFCausalBackend(BatchedGeneration, CausalScoring):
                 log.info("%s: packed generation unavailable (%s)", self.spec, exc)
                 self._packed_generation = False
         return self._generate_plain(reqs, prepared, seed)
+
+    def _generate_sampled(self, requests: Sequence[GenerateRequest]) -> list[GenerateResponse]:
+        """Sampled requests with the same prompt and settings (the ``n_samples`` of an item)
+        are decoded together from one prefill of the prompt (``_sampled_decode``); each draws
+        from its own generator seeded by :func:`sample_seed`, and its text does not depend
+        on the requests beside it. Models without a plain key/value cache sample each
+        request alone with ``generate``."""
+        if not self._grouped_sampling:
+            return super()._generate_sampled(requests)
+        import torch
+
+        prepared = [
+            self._prompt_ids(r.prompt, r.chat, r.system, r.max_new_tokens, r.turns)
+            for r in requests
+        ]
+        groups: dict[tuple[Any, ...], list[int]] = {}
+        for i, r in enumerate(requests):
+            key = (tuple(prepared[i][0]), r.max_new_tokens, r.temperature, r.top_p, r.stop)
+            groups.setdefault(key, []).append(i)
+        out: dict[int, GenerateResponse] = {}
+        for idx in groups.values():
+            first = requests[idx[0]]
+            prompt, truncated = prepared[idx[0]]
+            sampling = Sampling(first.temperature, first.top_p, first.max_new_tokens, first.stop)
+            seeds = [sample_seed(requests[i]) for i in idx]
+            try:
+                with torch.inference_mode():
+                    decoded = sample_group(self.model, self.tokenizer, prompt, seeds, sampling)
+            except UnsupportedCache as exc:
+                log.info("%s: grouped sampling unavailable (%s)", self.spec, exc)
+                self._grouped_sampling = False
+                return super()._generate_sampled(requests)
+            for i, d in zip(idx, decoded, strict=True):
+                ran_full = len(d.tokens) >= first.max_new_tokens
+                out[i] = self._generation_response(
+                    requests[i], d.tokens, d.hit_eos, ran_full, prompt, truncated
+                )
+        return [out[i] for i in range(len(requests))]
 
     def _greedy_order(self, request: GenerateRequest) -> Any:
         """Greedy requests are cut into batches in prefix order while packed generation may

@@ -18,6 +18,7 @@ __all__ = [
     "BatchedGeneration",
     "is_oom",
     "run_with_backoff",
+    "sample_seed",
     "stop_hit",
     "stop_on_text",
 ]
@@ -107,11 +108,18 @@ def stop_on_text(
     return StoppingCriteriaList([_StopOnText()])
 
 
+def sample_seed(request: GenerateRequest) -> int:
+    """The seed of a sampled request's random draws: from its seed, sample index and prompt
+    alone, so that a rerun reproduces it whatever else is generated beside it."""
+    text = f"{request.seed}\x1f{request.sample_index}\x1f{request.prompt}"
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "little")
+
+
 class BatchedGeneration:
     """``generate`` for backends with ``_generate_batch(requests, seed)``: greedy requests
     with the same settings are batched (longest first, halving on out-of-memory); sampled
-    requests run one at a time, seeded from (seed, sample index, prompt) so reruns
-    reproduce them."""
+    requests go to :meth:`_generate_sampled` (by default one at a time, seeded by
+    :func:`sample_seed` so reruns reproduce them)."""
 
     # Provided by the classes this is mixed into (HFBackendBase and the backend itself).
     _batch_size: int
@@ -141,8 +149,11 @@ class BatchedGeneration:
                 idx, self._batch_size, run_batch, on_shrink=self._log_shrink
             )
             out.update(zip(idx, results, strict=True))
-        for i in sampled:
-            r = requests[i]
-            digest = hashlib.sha256(f"{r.seed}\x1f{r.sample_index}\x1f{r.prompt}".encode()).digest()
-            (out[i],) = self._generate_batch([r], int.from_bytes(digest[:4], "little"))
+        if sampled:
+            got = self._generate_sampled([requests[i] for i in sampled])
+            out.update(zip(sampled, got, strict=True))
         return [out[i] for i in range(len(requests))]
+
+    def _generate_sampled(self, requests: Sequence[GenerateRequest]) -> list[GenerateResponse]:
+        """Sampled requests, each generated alone and seeded by :func:`sample_seed`."""
+        return [self._generate_batch([r], sample_seed(r))[0] for r in requests]
