@@ -21,6 +21,7 @@ from steadyeval.results import (
     rows_to_table,
     study_columns,
     upgrade_table,
+    write_results,
 )
 
 
@@ -107,3 +108,22 @@ def test_rows_fill_the_core_schema_and_derive_prompt_hash() -> None:
     assert t.column("prompt_hash").to_pylist() == [want, None] and prompt_hash("Q: 2+2?") == want
     assert t.column("k").to_pylist() == [None, "[1,2]"]
     assert t.column("metadata").to_pylist() == ["{}", '{"k":[1,2]}']
+
+
+def test_with_study_columns_appends_and_declares(tmp_path: Path) -> None:
+    from steadyeval import ConfigError
+    from steadyeval.results import with_study_columns
+
+    rows = [ResultRow(run_id="r", model="m", item_id=i, condition="c") for i in "ab"]
+    base = rows_to_table(rows, [StudyColumn("task", "string", "the task")])
+    out = with_study_columns(
+        base, [StudyColumn("score", "float", "a score")], {"score": [0.5, None]}
+    )
+    assert [c.name for c in study_columns(out)] == ["task", "score"]
+    assert out.column("score").to_pylist() == [0.5, None]
+    write_results(out, tmp_path / "t.parquet")
+    assert read_results(tmp_path / "t.parquet").column("score").to_pylist() == [0.5, None]
+    with pytest.raises(ConfigError, match="already has"):
+        with_study_columns(out, [StudyColumn("score", "float")], {"score": [1.0, 2.0]})
+    with pytest.raises(ConfigError, match="1 values for a table of 2 rows"):
+        with_study_columns(base, [StudyColumn("x", "int")], {"x": [1]})

@@ -11,8 +11,10 @@ judges when there are several.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +27,7 @@ from .. import stats
 from .._errors import ConfigError, DataError
 from ..conditions import FORMATS, Condition, Generation, Template
 from ..items import Item
-from ..results import StudyColumn, read_results, study_columns, write_results
+from ..results import StudyColumn, read_results, with_study_columns, write_results
 from ..run import RunOptions, run
 
 __all__ = [
@@ -212,14 +214,46 @@ def _kappa(judge: str, other: str, a: list[bool | None], b: list[bool | None]) -
         return JudgeAgreement(judge, other, len(pairs), math.nan, math.nan, math.nan, math.nan)
     x = np.array([p[0] for p in pairs], dtype=int)
     y = np.array([p[1] for p in pairs], dtype=int)
-    import warnings
-
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", stats.StatsWarning)
         k = stats.cohen_kappa(x, y, n_resamples=1000, seed=0)
     return JudgeAgreement(
         judge, other, len(pairs), k.estimate, k.low, k.high, float(np.mean(x == y))
     )
+
+
+@dataclass(frozen=True)
+class _Verdict:
+    """One judge's reading of one row: the verdict (None: none found), prompt and reply."""
+
+    correct: bool | None
+    prompt: str
+    output: str
+
+
+_JUDGES = StudyColumn("judges", "json", "every judge's verdict by model")
+
+
+def _columns(
+    table: pa.Table, verdicts: Mapping[str, Mapping[str, _Verdict]], names: Sequence[str]
+) -> dict[str, list[Any]]:
+    """The judge columns' values for every row of ``table`` (null where not judged)."""
+    out: dict[str, list[Any]] = {c.name: [] for c in (*JUDGE_COLUMNS, _JUDGES)}
+    first = verdicts[names[0]]
+    for r in table.select(["scoring", *_KEY]).to_pylist():
+        v = first.get(_judge_id(r)) if r["scoring"] == "generate" else None
+        out["judge_model"].append(None if v is None else names[0])
+        out["judge_prompt"].append(None if v is None else v.prompt)
+        out["judge_output"].append(None if v is None else v.output)
+        verdict = None if v is None or v.correct is None else v.correct
+        out["judge_verdict"].append(
+            None if verdict is None else ("correct" if verdict else "incorrect")
+        )
+        out["judge_correct"].append(verdict)
+        out["judges"].append(
+            None if v is None else {m: verdicts[m][_judge_id(r)].correct for m in names}
+        )
+    return out
 
 
 def judge_results(
@@ -258,65 +292,31 @@ def judge_results(
     ]
     if not rows:
         raise DataError("no generated answers to judge (scoring 'generate' rows)")
-    questions = {i.id: i for i in items or ()}
-    judge_items = _items(rows, questions)
+    judge_items = _items(rows, {i.id: i for i in items or ()})
     condition = judge_condition(rubric, chat=chat, max_new_tokens=max_new_tokens)
-    verdicts: dict[str, dict[str, tuple[bool | None, str, str]]] = {}
+    verdicts: dict[str, dict[str, _Verdict]] = {}
     run_dirs: list[Path | None] = []
     base = options or RunOptions()
     for n, judge in enumerate(judges):
         folder = None if out is None else Path(out) / f"judge-{n + 1}"
-        opts = RunOptions(
-            out=folder,
-            cache=base.cache,
-            batch_size=base.batch_size,
-            progress=base.progress,
-            overwrite=base.overwrite,
-        )
+        opts = dataclasses.replace(base, out=folder)
         judged_run = run(judge_items, [condition], judge, options=opts)
         run_dirs.append(judged_run.run_dir)
         name = judged_run.table.column("model")[0].as_py()
-        got = {}
-        for r in judged_run.table.select(["item_id", "parsed", "prompt", "output"]).to_pylist():
-            verdict = None if r["parsed"] is None else r["parsed"].upper() == "CORRECT"
-            got[r["item_id"]] = (verdict, r["prompt"] or "", r["output"] or "")
-        verdicts[name] = got
+        verdicts[name] = {
+            r["item_id"]: _Verdict(
+                None if r["parsed"] is None else r["parsed"].upper() == "CORRECT",
+                r["prompt"] or "",
+                r["output"] or "",
+            )
+            for r in judged_run.table.select(["item_id", "parsed", "prompt", "output"]).to_pylist()
+        }
     names = tuple(verdicts)
-    first = verdicts[names[0]]
-    by_id = {_judge_id(r): r for r in rows}
-    extra: dict[str, list[Any]] = {c.name: [] for c in JUDGE_COLUMNS}
-    extra["judges"] = []
-    for r in table.to_pylist():
-        jid = _judge_id(r) if r["scoring"] == "generate" else None
-        v = first.get(jid) if jid in by_id else None
-        extra["judge_model"].append(names[0] if v is not None else None)
-        extra["judge_prompt"].append(v[1] if v else None)
-        extra["judge_output"].append(v[2] if v else None)
-        extra["judge_verdict"].append(
-            None if v is None or v[0] is None else ("correct" if v[0] else "incorrect")
-        )
-        extra["judge_correct"].append(None if v is None else v[0])
-        extra["judges"].append(
-            None
-            if jid not in by_id
-            else json.dumps({m: verdicts[m][jid][0] for m in names}, sort_keys=True)
-        )
-    judged = table
-    for c in (*JUDGE_COLUMNS, StudyColumn("judges", "json", "every judge's verdict by model")):
-        arrow = pa.array(extra[c.name], type=pa.bool_() if c.type == "bool" else pa.string())
-        judged = judged.append_column(
-            pa.field(c.name, arrow.type, metadata={b"doc": c.doc.encode()}), arrow
-        )
-    declared = [
-        *study_columns(table),
-        *JUDGE_COLUMNS,
-        StudyColumn("judges", "json", "every judge's verdict by model"),
-    ]
-    meta = dict(judged.schema.metadata or {})
-    meta[b"steadyeval.study_columns"] = json.dumps([c.to_dict() for c in declared]).encode()
-    judged = judged.replace_schema_metadata(meta)
+    judged = with_study_columns(table, (*JUDGE_COLUMNS, _JUDGES), _columns(table, verdicts, names))
     agreements, alpha = _agreements(rows, verdicts, names, labels)
-    rates = {m: float(np.mean([v[0] is not None for v in verdicts[m].values()])) for m in names}
+    rates = {
+        m: float(np.mean([v.correct is not None for v in verdicts[m].values()])) for m in names
+    }
     result = JudgeResult(judged, names, rates, tuple(agreements), alpha, tuple(run_dirs))
     if out is not None:
         folder = Path(out)
@@ -328,12 +328,12 @@ def judge_results(
 
 def _agreements(
     rows: Sequence[Mapping[str, Any]],
-    verdicts: Mapping[str, Mapping[str, tuple[bool | None, str, str]]],
+    verdicts: Mapping[str, Mapping[str, _Verdict]],
     names: Sequence[str],
     labels: Mapping[tuple[str, ...], bool] | None,
 ) -> tuple[list[JudgeAgreement], stats.RaterAgreement | None]:
     ids = [_judge_id(r) for r in rows]
-    series = {m: [verdicts[m][i][0] for i in ids] for m in names}
+    series = {m: [verdicts[m][i].correct for i in ids] for m in names}
     automatic = [r["correct"] for r in rows]
     human = [_label_of(r, labels) for r in rows] if labels else None
     out = []
@@ -349,8 +349,6 @@ def _agreements(
         matrix = np.array(
             [[math.nan if v is None else float(v) for v in r] for r in raters], dtype=float
         )
-        import warnings
-
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", stats.StatsWarning)
             try:

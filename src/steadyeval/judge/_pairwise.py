@@ -4,6 +4,7 @@ measured instead of mixed into the verdict."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -165,9 +166,7 @@ def judge_pairwise(
         judge_items,
         [_condition(rubric, chat, max_new_tokens)],
         judge,
-        options=RunOptions(
-            out=folder, cache=base.cache, progress=base.progress, overwrite=base.overwrite
-        ),
+        options=dataclasses.replace(base, out=folder),
     )
     replies = {
         r["item_id"]: r for r in judged.table.select(["item_id", "parsed", "output"]).to_pylist()

@@ -184,13 +184,8 @@ def _pairs(ctx: ReportContext, means: pd.DataFrame) -> list[tuple[Any, ...]]:
     return rows
 
 
-def samples_section(ctx: ReportContext) -> Section | None:
-    """Shown when some model answered some condition's items more than once."""
-    means = item_sample_means(ctx.frame)
-    if means.empty or means["n"].max() < 2:
-        return None
-    pct = f"{100 * ctx.options.confidence:g}%"
-    blocks: list[Block] = [
+def _reducer_blocks(ctx: ReportContext, means: pd.DataFrame, pct: str) -> list[Block]:
+    return [
         Paragraph(
             "Each item was answered several times (generation.n_samples). Accuracy is the "
             "mean over items of each item's mean over its samples, with an interval over "
@@ -213,14 +208,19 @@ def samples_section(ctx: ReportContext) -> Section | None:
             rows=tuple(_reducers(ctx, means)),
         ),
     ]
+
+
+def _decomposition_blocks(ctx: ReportContext, pct: str) -> list[Block]:
     rows, skipped = _decomposition(ctx)
+    blocks: list[Block] = []
     if rows:
         blocks += [
             Paragraph(
                 "Where the variation in correctness comes from, per model, over its items "
                 "and conditions: each part's share of the total variance, then the variance "
-                f"itself with its {pct} interval (moment estimates, truncated at 0; pigeonhole "
-                "bootstrap over items and conditions: steadyeval.stats.variance_components). The SE on a rerun is the standard "
+                f"itself with its {pct} interval (moment estimates, truncated at 0; "
+                "pigeonhole bootstrap over items and conditions: "
+                "steadyeval.stats.variance_components). The SE on a rerun is the standard "
                 "error of the model's accuracy from sampling alone (same items and "
                 "conditions, new samples): it answers whether a ranking would survive "
                 "another sampling run; the SE over fresh items and conditions adds what "
@@ -251,29 +251,47 @@ def samples_section(ctx: ReportContext) -> Section | None:
                 f"No decomposition for {', '.join(skipped)}: it needs two items and two conditions."
             )
         )
+    return blocks
+
+
+def _pair_blocks(ctx: ReportContext, means: pd.DataFrame, pct: str) -> list[Block]:
     pairs = _pairs(ctx, means)
-    if pairs:
-        blocks += [
-            Paragraph(
-                "Paired differences between models on the per-item sample means (one value "
-                "per item and model, so the samples of an item are not counted as separate "
-                "units). 'Same sign on a rerun' is the chance that new samples of the same "
-                "items give a difference of the same sign; the last column is the samples per "
-                "item the comparison needs for sampling noise of half the difference."
+    if not pairs:
+        return []
+    return [
+        Paragraph(
+            "Paired differences between models on the per-item sample means (one value "
+            "per item and model, so the samples of an item are not counted as separate "
+            "units). 'Same sign on a rerun' is the chance that new samples of the same "
+            "items give a difference of the same sign; the last column is the samples per "
+            "item the comparison needs for sampling noise of half the difference."
+        ),
+        Table(
+            title="Paired comparisons over per-item sample means",
+            columns=(
+                Column("difference"),
+                Column("condition"),
+                Column("items", "int"),
+                Column(f"difference [{pct}]", "diff_ci"),
+                Column("p", "pvalue"),
+                Column("sampling SE", "float"),
+                Column("same sign on a rerun", "pct"),
+                Column("samples for a sampling SE of |difference| / 2", "int"),
             ),
-            Table(
-                title="Paired comparisons over per-item sample means",
-                columns=(
-                    Column("difference"),
-                    Column("condition"),
-                    Column("items", "int"),
-                    Column(f"difference [{pct}]", "diff_ci"),
-                    Column("p", "pvalue"),
-                    Column("sampling SE", "float"),
-                    Column("same sign on a rerun", "pct"),
-                    Column("samples for a sampling SE of |difference| / 2", "int"),
-                ),
-                rows=tuple(pairs),
-            ),
-        ]
+            rows=tuple(pairs),
+        ),
+    ]
+
+
+def samples_section(ctx: ReportContext) -> Section | None:
+    """Shown when some model answered some condition's items more than once."""
+    means = item_sample_means(ctx.frame)
+    if means.empty or means["n"].max() < 2:
+        return None
+    pct = f"{100 * ctx.options.confidence:g}%"
+    blocks = [
+        *_reducer_blocks(ctx, means, pct),
+        *_decomposition_blocks(ctx, pct),
+        *_pair_blocks(ctx, means, pct),
+    ]
     return Section.of("samples", "Repeated samples", blocks)

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
         rows_to_table,
         study_columns,
         upgrade_table,
+        with_study_columns,
         write_results,
     )
     from ._summary import read_summary, summarize, summary_markdown
@@ -73,6 +74,7 @@ __getattr__, __dir__ = lazy_exports(
             "rows_to_table",
             "study_columns",
             "upgrade_table",
+            "with_study_columns",
             "write_results",
         ],
         "._summary": ["read_summary", "summarize", "summary_markdown"],
@@ -114,6 +116,7 @@ __all__ = [
     "summarize",
     "summary_markdown",
     "upgrade_table",
+    "with_study_columns",
     "write_imported_run",
     "write_results",
     "writing_run",

@@ -9,7 +9,7 @@ the file's schema metadata. Version 1 files (whose core also held ``relation``, 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -31,6 +31,7 @@ __all__ = [
     "rows_to_table",
     "study_columns",
     "upgrade_table",
+    "with_study_columns",
     "write_results",
 ]
 
@@ -217,6 +218,33 @@ def rows_to_table(rows: Sequence[ResultRow], columns: Sequence[StudyColumn] = ()
     meta = dict(RESULTS_SCHEMA.metadata or {})
     meta[_COLUMNS_KEY] = json.dumps([c.to_dict() for c in columns]).encode()
     return pa.Table.from_arrays(arrays, schema=pa.schema(fields, metadata=meta))
+
+
+def with_study_columns(
+    table: pa.Table, columns: Sequence[StudyColumn], values: Mapping[str, Sequence[Any]]
+) -> pa.Table:
+    """``table`` with ``columns`` appended (``values[name]``: one value per row) and
+    declared in its schema metadata beside the study columns it already declares."""
+    if len(set(c.name for c in columns) | set(table.column_names)) != len(columns) + len(
+        table.column_names
+    ):
+        taken = sorted({c.name for c in columns} & set(table.column_names))
+        raise ConfigError(f"the table already has column(s) {', '.join(taken)}")
+    out = table
+    for c in columns:
+        raw = values[c.name]
+        if len(raw) != table.num_rows:
+            raise ConfigError(
+                f"column {c.name!r}: {len(raw)} values for a table of {table.num_rows} rows"
+            )
+        arrow = pa.array([c.value(v) for v in raw], _ARROW[c.type])
+        out = out.append_column(
+            pa.field(c.name, arrow.type, metadata={b"doc": c.doc.encode()}), arrow
+        )
+    meta = dict(out.schema.metadata or {})
+    declared = [*study_columns(table), *columns]
+    meta[_COLUMNS_KEY] = json.dumps([c.to_dict() for c in declared]).encode()
+    return out.replace_schema_metadata(meta)
 
 
 def study_columns(table: pa.Table) -> list[StudyColumn]:
