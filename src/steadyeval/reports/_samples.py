@@ -108,7 +108,9 @@ def _part(c: stats.VarianceComponent) -> str:
     variance with its interval."""
     if math.isnan(c.estimate):
         return "not identified (one sample per cell)"
-    share = "–" if math.isnan(c.share) else f"{100 * c.share:.0f}%"
+    if math.isnan(c.share):  # every answer the same: nothing to split
+        return "no variation"
+    share = f"{100 * c.share:.0f}%"
     return f"{share}: {c.estimate:.4f} [{c.low:.4f}, {c.high:.4f}]"
 
 
