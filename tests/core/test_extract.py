@@ -266,3 +266,68 @@ def test_gsm8k_strict_match_and_flexible_extract_agree_with_lm_eval(
         for o, mine, theirs in zip(marked, strict, reference, strict=True):
             if extract_answer(GSM8K_STRICT, o, "number").answer is not None:
                 assert mine == theirs, o
+
+
+def _mc_trial(
+    extract: str, labels: Any = "ABCDEFGHIJ", options: Any = ("cat", "dog", "eel"), gold: int = 2
+) -> Trial:
+    fmt = {"name": "f", "kind": "mc", "labels": labels}
+    item = Item(id="m", question="Pick", options=options, answer=gold)
+    return expand([item], [Condition(name="c", format=fmt, extract=extract)]).trials[0]
+
+
+@pytest.mark.parametrize("extract", ["auto", "flexible", "strict"])
+@pytest.mark.parametrize(
+    ("labels", "text"),
+    [(("i", "ii", "iii"), "The answer is iii."), (("α", "β", "γ"), "The answer is (γ)")],
+)
+def test_labels_of_any_length_map_to_their_option(extract: str, labels: Any, text: str) -> None:
+    if extract == "auto":
+        text = text.removeprefix("The answer is ").strip("().")
+    scored = score_trial(_mc_trial(extract, labels), [GenerateResponse(text=text)])
+    assert (scored.parsed, scored.correct) == ("eel", True), (extract, text)
+
+
+@pytest.mark.parametrize(
+    ("extract", "text"),
+    [("strict", "The answer is 5"), ("strict", "#### 5"), ("flexible", "so\n5"), ("auto", "5")],
+)
+def test_an_option_given_by_its_text_maps_to_it(extract: str, text: str) -> None:
+    trial = _mc_trial(extract, options=("3", "4", "5"))
+    scored = score_trial(trial, [GenerateResponse(text=text)])
+    assert (scored.parsed, scored.correct) == ("5", True), (extract, text)
+
+
+def test_an_unclosed_trace_is_unmatched_under_every_extractor() -> None:
+    for extract in ("auto", "strict", "flexible"):
+        scored = score_trial(_gsm8k_trial(extract), [GenerateResponse(text="<think>18, I guess")])
+        assert scored.parsed_kind == "unmatched" and scored.reasoning == "18, I guess", extract
+
+
+def test_a_pathological_pattern_is_stopped_not_hung(caplog: pytest.LogCaptureFixture) -> None:
+    from steadyeval.scoring import _extract
+
+    original = _extract.REGEX_TIMEOUT_S
+    _extract.REGEX_TIMEOUT_S = 0.05
+    try:
+        scored = score_trial(
+            _gsm8k_trial("regex:(a+)+$"), [GenerateResponse(text="a" * 5000 + "!")]
+        )
+    finally:
+        _extract.REGEX_TIMEOUT_S = original
+    assert scored.parsed_kind == "unmatched" and scored.extractor == "regex:timeout"
+    assert "was stopped" in caplog.text
+
+
+def test_a_failing_extractor_is_named() -> None:
+    def broken(text: str, kind: Any, labels: Any) -> Extraction | None:
+        return Extraction(5, "five")  # type: ignore[arg-type]
+
+    def raising(text: str, kind: Any, labels: Any) -> Extraction | None:
+        return Extraction(str(1 / 0), "x")
+
+    register_extractor("broken", broken, replace=True)
+    register_extractor("raising", raising, replace=True)
+    for name, message in (("broken", "expected an Extraction"), ("raising", "ZeroDivisionError")):
+        with pytest.raises(ConfigError, match=f"item 'q': extractor '{name}' failed.*{message}"):
+            score_trial(_gsm8k_trial(name), [GenerateResponse(text="4")])

@@ -192,3 +192,63 @@ def test_pairwise_judging_swaps_the_order_and_measures_position_bias(
         "B",
         "inconsistent",
     )
+
+
+def test_a_judge_never_writes_over_a_run_and_checks_its_inputs(
+    graded: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from steadyeval import ConfigError
+    from steadyeval.judge import check_rubric
+
+    judge = "openai:j?base_url=http://127.0.0.1:9/v1"  # never reached: refused before
+    for out in (graded, graded / "results.parquet", tmp_path / "elsewhere"):
+        if out.name == "elsewhere":
+            out.mkdir()
+            (out / "results.parquet").write_bytes(b"x")  # some other table
+        with pytest.raises(ConfigError, match="--out"):
+            judge_results(graded, [judge], out=out if out.is_dir() else out.parent)
+    assert read_results(graded).num_rows == 6  # untouched
+    with pytest.raises(ConfigError, match="empty"):
+        check_rubric("  \n")
+    with pytest.raises(ConfigError, match=r"the rubric: template error at its line 2"):
+        check_rubric("Grade this.\n{{ metadata.answer }")
+    with pytest.raises(ConfigError, match="undefined variable 'answer'"):
+        judge_results(graded, [judge], rubric="{{ answer }}")
+    # labels: narrowed by model only, a BOM, conflicting lines, lines matching nothing
+    labels = tmp_path / "labels.jsonl"
+    model = read_results(graded).column("model")[0].as_py()
+    labels.write_text(
+        "\ufeff" + json.dumps({"item_id": "q0", "model": model, "label": True}) + "\n",
+        encoding="utf-8",
+    )
+    assert read_labels(labels) == {(("item_id", "q0"), ("model", model)): True}
+    labels.write_text('{"item_id": "q0", "label": true}\n{"item_id": "q0", "label": false}\n')
+    with pytest.raises(DataError, match="line 2: labels the same rows as line 1"):
+        read_labels(labels)
+
+
+def test_labels_match_the_most_specific_line() -> None:
+    from steadyeval.judge._judge import _match_labels
+
+    rows = [
+        {"model": "m", "item_id": "q0", "condition": "c", "sample_index": 0},
+        {"model": "m", "item_id": "q0", "condition": "c", "sample_index": 1},
+        {"model": "n", "item_id": "q0", "condition": "c", "sample_index": 0},
+    ]
+    labels = {
+        (("item_id", "q0"),): True,
+        (("item_id", "q0"), ("sample_index", "1")): False,
+        (("item_id", "zz"),): True,
+    }
+    assert _match_labels(rows, labels) == ([True, False, True], 1)
+
+
+def test_items_given_to_the_judge_must_be_the_graded_ones(caplog: pytest.LogCaptureFixture) -> None:
+    from steadyeval.judge._common import matched_items
+
+    rows = [{"item_id": i.id, "item_hash": i.hash} for i in ITEMS[:3]]
+    edited = Item(id="q1", question="What is 100 plus 1?", answers=("101",))
+    got = matched_items(rows, [ITEMS[0], edited, Item(id="zz", question="?")])
+    assert list(got) == ["q0"]
+    assert "differ from the graded run's (item_hash), e.g. 'q1'" in caplog.text
+    assert "1 of the graded run's items are not among the items given" in caplog.text

@@ -59,7 +59,7 @@ def _table(table: Any, title: str) -> Table:
 def test_reducers_match_the_stats_functions() -> None:
     rows = _sampled("m", P_A, 0)
     table = table_of(rows)
-    got = _table(table, "Repeated samples")
+    got = _table(table, "Accuracy over samples, per model and condition")
     first = got.rows[0]
     sub = [r for r in rows if r["condition"] == "a"]
     items = np.array([r["item_id"] for r in sub], dtype=object)
@@ -151,3 +151,14 @@ def test_samples_for_sign() -> None:
     assert samples_for_sign(0.0, 2.5, 10) == "no difference"
     se = math.sqrt(2.5 / 10) / 10
     assert rerun_agreement(0.1, se) == pytest.approx(0.9214, abs=1e-4)
+
+
+def test_the_decomposition_leaves_out_conditions_answered_once() -> None:
+    """A greedy condition beside two sampled ones: its one answer per item is not a
+    sample, and the greedy-vs-sampled gap is not condition variance."""
+    greedy = [r for r in _sampled("m", P_A, 5, ("g",)) if r["sample_index"] == 0]
+    table = table_of(_sampled("m", P_A, 0) + greedy)
+    row = _table(table, "Variance decomposition").rows[0]
+    assert row[2] == 2 and row[3] == K  # conditions a and b; K samples per cell
+    shares = [float(x.split("%")[0]) for x in row[4:8] if "%" in x]
+    assert sum(shares) == pytest.approx(100, abs=2)  # rounded shares of the four parts

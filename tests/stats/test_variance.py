@@ -313,3 +313,28 @@ def test_samples_needed_is_the_smallest_sufficient_k() -> None:
         stats.samples_needed(vc, 30, 6, 0.1, scope="new")  # type: ignore[arg-type]
     with pytest.raises(stats.StatsInputError, match="variance_components"):
         stats.projected_se(object(), 1, 1, 1)  # type: ignore[arg-type]
+
+
+def test_shares_of_the_four_parts_add_up_to_one_when_a_part_is_truncated() -> None:
+    """A negative raw interaction is shown as 0: the total is the sum of the parts shown,
+    so the shares add up to 1 (they did not when the total used the raw sum)."""
+    rng = np.random.default_rng(3)
+    n_items, n_conds, k = 30, 4, 4
+    p = np.clip(0.5 + rng.normal(0, 0.2, (n_items, 1)), 0, 1) * np.ones((1, n_conds))
+    y = (rng.random((n_items, n_conds, k)) < p[:, :, None]).astype(float).ravel()
+    item = np.repeat(np.arange(n_items), n_conds * k)
+    cond = np.tile(np.repeat(np.arange(n_conds), k), n_items)
+    found = None
+    for seed in range(20):
+        y = (
+            (np.random.default_rng(seed).random((n_items, n_conds, k)) < p[:, :, None])
+            .astype(float)
+            .ravel()
+        )
+        vc = stats.variance_components(y, item, cond, n_resamples=50)
+        if vc.interaction.raw < 0:
+            found = vc
+            break
+    assert found is not None
+    assert sum(c.share for c in found.components) == pytest.approx(1.0)
+    assert found.total == pytest.approx(sum(c.estimate for c in found.components))

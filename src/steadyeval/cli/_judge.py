@@ -118,18 +118,31 @@ def command(
     if result.alpha is not None:
         al = result.alpha
         click.echo(
-            f"  Krippendorff's alpha (all raters): {al.estimate:.3f} [{al.low:.3f}, {al.high:.3f}]"
+            f"  Krippendorff's alpha (all raters): {_num(al.estimate)} "
+            f"[{_num(al.low)}, {_num(al.high)}]"
         )
+    if result.unused_labels:
+        click.echo(f"warning: {result.unused_labels} label line(s) match no graded row", err=True)
     click.echo(f"wrote {out}/ (results.parquet, judge.json)")
 
 
 def _rubric(path: Path | None, default: str) -> str:
+    """The rubric file's text, checked (empty, template errors with their line) before any
+    judge is asked or any folder written."""
+    from ..judge import check_rubric
+
     if path is None:
         return default
     try:
-        return path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         raise click.BadParameter(f"{path}: cannot read ({exc})", param_hint="--rubric") from None
+    check_rubric(text, f"--rubric {path}")
+    return text
+
+
+def _num(x: float, spec: str = ".3f") -> str:
+    return "–" if math.isnan(x) else format(x, spec)
 
 
 def _pairwise(
@@ -181,7 +194,8 @@ def _pairwise(
         f"inconsistent across orders {res.inconsistent}, no verdict {res.no_verdict}"
     )
     click.echo(
-        f"verdicts naming the answer shown first: {100 * res.first_share:.1f}% "
-        f"(binomial p = {res.first_pvalue:.3g}); B's win rate {100 * res.b_win_rate:.1f}%"
+        f"verdicts naming the answer shown first: {_num(100 * res.first_share, '.1f')}% "
+        f"(binomial p = {_num(res.first_pvalue, '.3g')}); B's win rate "
+        f"{_num(100 * res.b_win_rate, '.1f')}%"
     )
     click.echo(f"wrote {out}/ (pairwise.parquet, pairwise.json, pairwise-run/)")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, is_dataclass, replace
 from types import MappingProxyType
@@ -193,6 +194,14 @@ class Generation:
         if self.stop is not None:
             object.__setattr__(self, "stop", text_tuple(self.stop))
         check_fields(self, "generation")
+        if self.n_samples > 1 and self.temperature == 0:
+            warnings.warn(
+                f"generation: n_samples={self.n_samples} with temperature 0 is one greedy "
+                "answer per item (greedy decoding has nothing to sample); set temperature "
+                "> 0 to draw samples",
+                UserWarning,
+                stacklevel=3,
+            )
 
     def resolved(self, reasoning: bool) -> Generation:
         """These settings with the unset limits filled in from the template's kind."""

@@ -1,11 +1,13 @@
 """LLM-as-judge: a judge model grades a finished run's generated answers (docs/judge.md)."""
 
+from ._common import check_rubric
 from ._judge import (
     DEFAULT_RUBRIC,
     JUDGE_COLUMNS,
     VERDICT_PATTERN,
     JudgeAgreement,
     JudgeResult,
+    Labels,
     judge_condition,
     judge_results,
     read_labels,
@@ -20,7 +22,9 @@ __all__ = [
     "VERDICT_PATTERN",
     "JudgeAgreement",
     "JudgeResult",
+    "Labels",
     "PairwiseResult",
+    "check_rubric",
     "judge_condition",
     "judge_pairwise",
     "judge_results",

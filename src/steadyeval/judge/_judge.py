@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import math
 import warnings
 from collections.abc import Mapping, Sequence
@@ -29,6 +30,7 @@ from ..conditions import FORMATS, Condition, Generation, Template
 from ..items import Item
 from ..results import StudyColumn, read_results, with_study_columns, write_results
 from ..run import RunOptions, run
+from ._common import check_out, check_rubric, matched_items
 
 __all__ = [
     "DEFAULT_RUBRIC",
@@ -36,6 +38,7 @@ __all__ = [
     "VERDICT_PATTERN",
     "JudgeAgreement",
     "JudgeResult",
+    "Labels",
     "judge_condition",
     "judge_results",
     "read_labels",
@@ -43,11 +46,13 @@ __all__ = [
 
 #: The default rubric (a Jinja template; ``question`` and ``context`` are the graded item's,
 #: the graded row is in ``metadata``: ``answer`` (the parsed answer, else the output),
-#: ``output``, ``gold`` (reference answers), ``options``, ``model``, ``condition``).
+#: ``output``, ``gold`` (reference answers), ``options``, ``model``, ``condition``, and
+#: ``from_prompt``: true when ``question`` is the whole prompt the graded model saw).
 DEFAULT_RUBRIC = (
     "You are grading an answer to a question. Judge only whether the answer is correct.\n\n"
     "{% if context %}Context: {{ context }}\n\n{% endif %}"
-    "Question: {{ question }}\n"
+    "{% if metadata.from_prompt %}The model was given this prompt:\n{{ question }}\n\n"
+    "{% else %}Question: {{ question }}\n{% endif %}"
     "{% if metadata.options %}Options: {{ metadata.options | join(' | ') }}\n{% endif %}"
     "{% if metadata.gold %}Reference answer: {{ metadata.gold | join(' / ') }}\n{% endif %}"
     "Answer to grade: {{ metadata.answer }}\n\n"
@@ -66,6 +71,7 @@ JUDGE_COLUMNS = (
     StudyColumn("judge_correct", "bool", "the judge's verdict as a boolean"),
 )
 _KEY = ("model", "item_id", "condition", "sample_index")
+_log = logging.getLogger("steadyeval")
 
 
 def judge_condition(
@@ -101,6 +107,7 @@ def _items(rows: Sequence[Mapping[str, Any]], questions: Mapping[str, Item]) -> 
                 question=original.question if original else (r["prompt"] or ""),
                 context=original.context if original else None,
                 metadata={
+                    "from_prompt": original is None,
                     "answer": answer,
                     "output": r["output"] or "",
                     "gold": list(r["gold"] or ()),
@@ -137,6 +144,8 @@ class JudgeResult:
     agreements: tuple[JudgeAgreement, ...]
     alpha: stats.RaterAgreement | None
     runs: tuple[Path | None, ...] = field(default_factory=tuple)
+    #: Label lines that matched no graded row.
+    unused_labels: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         def clean(x: float) -> float | None:
@@ -157,17 +166,26 @@ class JudgeResult:
                 "high": clean(self.alpha.high),
             },
             "runs": [None if p is None else str(p) for p in self.runs],
+            "unused_labels": self.unused_labels,
         }
 
 
-def read_labels(path: str | Path) -> dict[tuple[str, ...], bool]:
-    """Human labels from a JSONL file: each line ``{"item_id": ..., "label": true}`` (or
-    ``"correct"``/``"incorrect"``), optionally narrowed by ``model``, ``condition`` and
-    ``sample_index``. Keys are the row fields a line gives, in :data:`_KEY` order."""
+#: Human labels: the row fields a label line names (``item_id`` and optionally ``model``,
+#: ``condition``, ``sample_index``) as sorted (field, value) pairs -> the label.
+Labels = Mapping[tuple[tuple[str, str], ...], bool]
+
+
+def read_labels(path: str | Path) -> dict[tuple[tuple[str, str], ...], bool]:
+    """Human labels from a JSONL file (UTF-8, a BOM allowed): each line
+    ``{"item_id": ..., "label": true}`` (or ``"correct"``/``"incorrect"``), optionally
+    narrowed by any of ``model``, ``condition`` and ``sample_index``. A row takes the label
+    of the most specific line that matches it. Two lines for the same rows with different
+    labels are an error naming both lines."""
     path = Path(path)
-    out: dict[tuple[str, ...], bool] = {}
+    out: dict[tuple[tuple[str, str], ...], bool] = {}
+    where: dict[tuple[tuple[str, str], ...], int] = {}
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = path.read_text(encoding="utf-8-sig").splitlines()
     except (OSError, UnicodeDecodeError) as exc:
         raise DataError(f"{path}: cannot read the labels file ({exc})") from None
     for n, line in enumerate(lines, 1):
@@ -187,25 +205,40 @@ def read_labels(path: str | Path) -> dict[tuple[str, ...], bool]:
                 f"{path}, line {n}: field 'label' must be true/false or 'correct'/'incorrect'; "
                 f"got {label!r:.40}"
             )
-        unknown = set(d) - {"item_id", "label", *_KEY}
+        unknown = set(d) - {"label", *_KEY}
         if unknown:
             raise DataError(
                 f"{path}, line {n}: unknown field(s) {', '.join(sorted(unknown))}; a label "
                 "line has item_id, label and optionally model, condition, sample_index"
             )
-        key = tuple(f"{k}={d[k]}" for k in _KEY if k in d)
-        out[key] = label
+        key = tuple(sorted((k, str(d[k])) for k in _KEY if k in d))
+        if key in out and out[key] != label:
+            raise DataError(
+                f"{path}, line {n}: labels the same rows as line {where[key]} with the "
+                f"opposite label ({label} vs {out[key]})"
+            )
+        out[key], where[key] = label, n
     if not out:
         raise DataError(f"{path}: no labels (expected JSON lines with item_id and label)")
     return out
 
 
-def _label_of(row: Mapping[str, Any], labels: Mapping[tuple[str, ...], bool]) -> bool | None:
-    for keys in (_KEY, ("model", "item_id", "condition"), ("item_id", "condition"), ("item_id",)):
-        key = tuple(f"{k}={row[k]}" for k in _KEY if k in keys)
-        if key in labels:
-            return labels[key]
-    return None
+def _match_labels(
+    rows: Sequence[Mapping[str, Any]], labels: Labels
+) -> tuple[list[bool | None], int]:
+    """Each row's label (the most specific matching line's) and how many label lines
+    matched no row."""
+    used: set[tuple[tuple[str, str], ...]] = set()
+    out: list[bool | None] = []
+    for row in rows:
+        best: tuple[int, tuple[tuple[str, str], ...]] | None = None
+        for key in labels:
+            if all(str(row[k]) == v for k, v in key) and (best is None or len(key) > best[0]):
+                best = (len(key), key)
+        out.append(None if best is None else labels[best[1]])
+        if best is not None:
+            used.add(best[1])
+    return out, len(set(labels) - used)
 
 
 def _kappa(judge: str, other: str, a: list[bool | None], b: list[bool | None]) -> JudgeAgreement:
@@ -263,7 +296,7 @@ def judge_results(
     rubric: str = DEFAULT_RUBRIC,
     chat: bool = True,
     max_new_tokens: int = 512,
-    labels: Mapping[tuple[str, ...], bool] | None = None,
+    labels: Labels | None = None,
     items: Sequence[Item] | None = None,
     out: str | Path | None = None,
     options: RunOptions | None = None,
@@ -282,6 +315,8 @@ def judge_results(
     """
     if not judges:
         raise ConfigError("judge: name at least one judge model")
+    check_rubric(rubric)
+    check_out(out, [] if isinstance(results, pa.Table) else [results])
     table = results if isinstance(results, pa.Table) else read_results(results)
     if "judge_verdict" in table.column_names:
         raise DataError("the results table was judged already (it has judge_* columns)")
@@ -292,7 +327,7 @@ def judge_results(
     ]
     if not rows:
         raise DataError("no generated answers to judge (scoring 'generate' rows)")
-    judge_items = _items(rows, {i.id: i for i in items or ()})
+    judge_items = _items(rows, matched_items(rows, items or ()))
     condition = judge_condition(rubric, chat=chat, max_new_tokens=max_new_tokens)
     verdicts: dict[str, dict[str, _Verdict]] = {}
     run_dirs: list[Path | None] = []
@@ -314,10 +349,15 @@ def judge_results(
     names = tuple(verdicts)
     judged = with_study_columns(table, (*JUDGE_COLUMNS, _JUDGES), _columns(table, verdicts, names))
     agreements, alpha = _agreements(rows, verdicts, names, labels)
+    unused = _match_labels(rows, labels)[1] if labels else 0
+    if unused:
+        _log.warning("%d label line(s) match no graded row (check item ids and names)", unused)
     rates = {
         m: float(np.mean([v.correct is not None for v in verdicts[m].values()])) for m in names
     }
-    result = JudgeResult(judged, names, rates, tuple(agreements), alpha, tuple(run_dirs))
+    result = JudgeResult(
+        judged, names, rates, tuple(agreements), alpha, tuple(run_dirs), unused_labels=unused
+    )
     if out is not None:
         folder = Path(out)
         folder.mkdir(parents=True, exist_ok=True)
@@ -330,12 +370,12 @@ def _agreements(
     rows: Sequence[Mapping[str, Any]],
     verdicts: Mapping[str, Mapping[str, _Verdict]],
     names: Sequence[str],
-    labels: Mapping[tuple[str, ...], bool] | None,
+    labels: Labels | None,
 ) -> tuple[list[JudgeAgreement], stats.RaterAgreement | None]:
     ids = [_judge_id(r) for r in rows]
     series = {m: [verdicts[m][i].correct for i in ids] for m in names}
     automatic = [r["correct"] for r in rows]
-    human = [_label_of(r, labels) for r in rows] if labels else None
+    human = _match_labels(rows, labels)[0] if labels else None
     out = []
     for i, m in enumerate(names):
         out.append(_kappa(m, "automatic scoring", series[m], automatic))

@@ -22,15 +22,18 @@ from ..conditions import FORMATS, Condition, Generation, Template
 from ..items import Item
 from ..results import read_results
 from ..run import RunOptions, run
+from ._common import check_out, check_rubric, matched_items
 
 __all__ = ["PAIRWISE_PATTERN", "PAIRWISE_RUBRIC", "PairwiseResult", "judge_pairwise"]
 
 #: The default pairwise rubric: the graded pair in ``metadata`` (``first``, ``second``,
-#: ``gold``, ``options``), the item's ``question`` and ``context``.
+#: ``gold``, ``options``, ``from_prompt``: true when ``question`` is the whole prompt the
+#: graded model saw), the item's ``question`` and ``context``.
 PAIRWISE_RUBRIC = (
     "Two answers to the same question follow. Judge which one is more correct.\n\n"
     "{% if context %}Context: {{ context }}\n\n{% endif %}"
-    "Question: {{ question }}\n"
+    "{% if metadata.from_prompt %}The model was given this prompt:\n{{ question }}\n\n"
+    "{% else %}Question: {{ question }}\n{% endif %}"
     "{% if metadata.options %}Options: {{ metadata.options | join(' | ') }}\n{% endif %}"
     "{% if metadata.gold %}Reference answer: {{ metadata.gold | join(' / ') }}\n{% endif %}"
     "Answer 1: {{ metadata.first }}\n"
@@ -140,9 +143,12 @@ def judge_pairwise(
     tables are stacked (e.g. one run per model)."""
     if model_a == model_b:
         raise ConfigError("pairwise judging needs two different models")
+    check_rubric(rubric)
+    graded = [results] if isinstance(results, str | Path) else results
+    check_out(out, [] if isinstance(results, pa.Table) else list(graded))  # type: ignore[arg-type]
     table = _table(results)
     shared = _shared(table, model_a, model_b)
-    questions = {i.id: i for i in items or ()}
+    questions = matched_items([r for pair in shared for r in pair], items or ())
     judge_items = []
     for ra, rb in shared:
         original = questions.get(ra["item_id"])
@@ -153,6 +159,7 @@ def judge_pairwise(
                     question=original.question if original else (ra["prompt"] or ""),
                     context=original.context if original else None,
                     metadata={
+                        "from_prompt": original is None,
                         "first": _answer(first),
                         "second": _answer(second),
                         "gold": list(ra["gold"] or ()),
@@ -185,7 +192,7 @@ def _table(results: str | Path | pa.Table | Sequence[str | Path]) -> pa.Table:
     if isinstance(results, str | Path):
         return read_results(results)
     tables = [read_results(r) for r in results]
-    columns = ["model", *_UNIT, "scoring", "parsed", "output", "prompt", "gold"]
+    columns = ["model", *_UNIT, "scoring", "parsed", "output", "prompt", "gold", "item_hash"]
     return pa.concat_tables([t.select(columns) for t in tables])
 
 

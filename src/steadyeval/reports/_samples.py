@@ -114,11 +114,22 @@ def _part(c: stats.VarianceComponent) -> str:
     return f"{share}: {c.estimate:.4f} [{c.low:.4f}, {c.high:.4f}]"
 
 
-def _decomposition(ctx: ReportContext) -> tuple[list[tuple[Any, ...]], list[str]]:
+def _sampled(means: pd.DataFrame, model: str) -> set[str]:
+    """The conditions under which ``model`` answered some item more than once (greedy or
+    single-sample conditions would count their one answer as a sample, and the gap between
+    greedy and sampled decoding as condition variance)."""
+    mine = means.loc[means["model"] == model]
+    return set(mine.loc[mine.groupby("condition")["n"].transform("max") >= 2, "condition"])
+
+
+def _decomposition(
+    ctx: ReportContext, means: pd.DataFrame
+) -> tuple[list[tuple[Any, ...]], list[str], list[str]]:
     frame = ctx.frame.loc[ctx.frame["correct"].notna()]
-    rows, skipped = [], []
+    rows, skipped, notes = [], [], []
     for model in ctx.models:
-        sub = frame.loc[frame["model"] == model]
+        sampled = _sampled(means, model)
+        sub = frame.loc[(frame["model"] == model) & frame["condition"].isin(sampled)]
         if sub["item_id"].nunique() < 2 or sub["condition"].nunique() < 2:
             skipped.append(model)
             continue
@@ -131,6 +142,13 @@ def _decomposition(ctx: ReportContext) -> tuple[list[tuple[Any, ...]], list[str]
             n_resamples=ctx.options.n_resamples,
             seed=ctx.options.seed,
         )
+        dropped = vc.n_resamples - vc.n_valid_resamples
+        if dropped:
+            notes.append(
+                f"{model}: {dropped} of {vc.n_resamples} bootstrap resamples drew a single "
+                "item or condition and were left out of the intervals (few conditions make "
+                "the condition interval wide)."
+            )
         k = max(1, round(vc.samples_per_cell))
         se = stats.projected_se(vc, vc.n_items, vc.n_conditions, k)
         need = stats.samples_needed(vc, vc.n_items, vc.n_conditions, TARGET_RERUN_SE, scope="rerun")
@@ -140,14 +158,14 @@ def _decomposition(ctx: ReportContext) -> tuple[list[tuple[Any, ...]], list[str]
                 model,
                 vc.n_items,
                 vc.n_conditions,
-                vc.samples_per_cell,
+                round(vc.samples_per_cell, 2),
                 *(_part(c) for c in vc.components),
                 se.se_sampling,
                 se.se,
                 need.n_samples if need.n_samples is not None else need.message,
             )
         )
-    return rows, skipped
+    return rows, skipped, notes
 
 
 def _pairs(ctx: ReportContext, means: pd.DataFrame) -> list[tuple[Any, ...]]:
@@ -196,7 +214,7 @@ def _reducer_blocks(ctx: ReportContext, means: pd.DataFrame, pct: str) -> list[B
             "with k = the samples per item, over the items that have them all."
         ),
         Table(
-            title="Repeated samples",
+            title="Accuracy over samples, per model and condition",
             columns=(
                 Column("model"),
                 Column("condition"),
@@ -212,14 +230,15 @@ def _reducer_blocks(ctx: ReportContext, means: pd.DataFrame, pct: str) -> list[B
     ]
 
 
-def _decomposition_blocks(ctx: ReportContext, pct: str) -> list[Block]:
-    rows, skipped = _decomposition(ctx)
+def _decomposition_blocks(ctx: ReportContext, means: pd.DataFrame, pct: str) -> list[Block]:
+    rows, skipped, notes = _decomposition(ctx, means)
     blocks: list[Block] = []
     if rows:
         blocks += [
             Paragraph(
-                "Where the variation in correctness comes from, per model, over its items "
-                "and conditions: each part's share of the total variance, then the variance "
+                "Where the variation in correctness comes from, per model, over its items and "
+                "the conditions it answered several times: each part's share of the total "
+                "variance, then the variance "
                 f"itself with its {pct} interval (moment estimates, truncated at 0; "
                 "pigeonhole bootstrap over items and conditions: "
                 "steadyeval.stats.variance_components). The SE on a rerun is the standard "
@@ -235,7 +254,7 @@ def _decomposition_blocks(ctx: ReportContext, pct: str) -> list[Block]:
                     Column("model"),
                     Column("items", "int"),
                     Column("conditions", "int"),
-                    Column("samples per cell", "float"),
+                    Column("samples per cell"),
                     Column(f"item: share, variance [{pct}]"),
                     Column(f"condition [{pct}]"),
                     Column(f"item × condition [{pct}]"),
@@ -250,9 +269,11 @@ def _decomposition_blocks(ctx: ReportContext, pct: str) -> list[Block]:
     if skipped:
         blocks.append(
             Note(
-                f"No decomposition for {', '.join(skipped)}: it needs two items and two conditions."
+                f"No decomposition for {', '.join(skipped)}: it needs two items and two "
+                "conditions with several samples per item."
             )
         )
+    blocks += [Note(n) for n in notes]
     return blocks
 
 
@@ -293,7 +314,7 @@ def samples_section(ctx: ReportContext) -> Section | None:
     pct = f"{100 * ctx.options.confidence:g}%"
     blocks = [
         *_reducer_blocks(ctx, means, pct),
-        *_decomposition_blocks(ctx, pct),
+        *_decomposition_blocks(ctx, means, pct),
         *_pair_blocks(ctx, means, pct),
     ]
     return Section.of("samples", "Repeated samples", blocks)

@@ -21,6 +21,8 @@ from ..requests import (
     TopKResponse,
 )
 from ._extract import (
+    AnswerKind,
+    Extraction,
     answer_kind,
     check_extract,
     extract_answer,
@@ -131,7 +133,9 @@ class Generate(ScoringMode):
         answer, reasoning = split_reasoning(resp.text, resp.reasoning)
         shown = trial.condition.format.kind == "mc" and trial.options is not None
         kind = answer_kind(trial.options if shown else None, trial.item.gold_texts)
-        found = extract_answer(trial.condition.extract, answer, kind, trial.labels)
+        found = _extract(trial, answer, kind)
+        if reasoning is not None and not answer.strip():
+            found = Extraction(None, found.extractor)  # it stopped while thinking: no answer
         unmatched = ScoredTrial(
             output=resp.text,
             parsed=None,
@@ -178,6 +182,20 @@ class Generate(ScoringMode):
             correct=_correct(trial, m.kind, m.position, refused),
             refused=refused,
         )
+
+
+def _extract(trial: Trial, answer: str, kind: AnswerKind) -> Extraction:
+    """The condition's extractor on ``answer``; an extractor that fails is named, with the
+    condition and item, instead of a bare exception from inside it."""
+    spec = trial.condition.extract
+    try:
+        return extract_answer(spec, answer, kind, trial.labels)
+    except Exception as exc:
+        raise ConfigError(
+            f"condition {trial.condition.name!r}, item {trial.item.id!r}: extractor "
+            f"{spec!r} failed on an answer of {len(answer)} characters: "
+            f"{type(exc).__name__}: {exc}"[:500]
+        ) from exc
 
 
 def _free(trial: Trial, answer: str, numeric: bool) -> dict[str, Any]:

@@ -25,16 +25,20 @@ are shown), a number (every gold answer is a number) or text. Built in:
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Literal
 
+import regex
+
 from .._errors import ConfigError
 
 __all__ = [
     "EXTRACTORS",
+    "REGEX_TIMEOUT_S",
     "THINK_END",
     "THINK_START",
     "AnswerKind",
@@ -58,6 +62,11 @@ THINK_END = "</think>"
 
 #: The prefix of a user's pattern in ``Condition.extract``.
 _REGEX = "regex:"
+#: The longest a user's pattern may search one answer, in seconds: a pattern that
+#: backtracks catastrophically (``(a+)+$`` on a long output) would otherwise hang the run.
+#: A search that runs out finds nothing (``regex:timeout``), with a warning.
+REGEX_TIMEOUT_S = 1.0
+_log = logging.getLogger("steadyeval")
 
 
 @dataclass(frozen=True)
@@ -154,7 +163,15 @@ def _strict(text: str, kind: AnswerKind, labels: Sequence[str]) -> Extraction | 
             m = re.search(prefix + r"[*_\s]*" + label, text)
             if m:
                 return Extraction(m.group(1), name)
-        return None
+        # an option given by its text ("The answer is 4", "#### Paris"): the declared line,
+        # mapped to an option by the caller
+        return _declared_line(text)
+    return _declared_line(text)
+
+
+def _declared_line(text: str) -> Extraction | None:
+    """What follows ``####`` or "The answer is" on its line (emphasis, quotes and a final
+    period removed)."""
     for name, pattern in (("strict:####", _HASHES_LINE), ("strict:answer-is", _ANSWER_IS_LINE)):
         m = pattern.search(text)
         if m and _clean_line(m.group(1)):
@@ -182,7 +199,7 @@ def _flexible(text: str, kind: AnswerKind, labels: Sequence[str]) -> Extraction 
             found = re.findall(pattern, text, flags=re.MULTILINE)
             if found:
                 return Extraction(found[-1], name)
-        return None
+        # no label: the last line, for the caller to map to an option's text
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     return Extraction(lines[-1], "flexible:last-line") if lines else None
 
@@ -222,11 +239,20 @@ def extractor_names() -> tuple[str, ...]:
     return tuple(_REGISTRY)
 
 
-def _compiled(spec: str) -> re.Pattern[str]:
-    try:
-        return re.compile(spec[len(_REGEX) :])
-    except (re.error, RecursionError, OverflowError) as exc:
-        raise ConfigError(f"extract {spec!r}: not a valid regular expression ({exc})") from None
+_PATTERNS: dict[str, regex.Pattern[str]] = {}
+
+
+def _compiled(spec: str) -> regex.Pattern[str]:
+    """The user's pattern, compiled once (Python's ``re`` syntax; the ``regex`` module
+    searches it, because it can stop a search after :data:`REGEX_TIMEOUT_S`)."""
+    if spec not in _PATTERNS:
+        source = spec[len(_REGEX) :]
+        try:
+            re.compile(source)  # the syntax users write and lm-eval's filters use
+            _PATTERNS[spec] = regex.compile(source)
+        except (re.error, regex.error, RecursionError, OverflowError) as exc:
+            raise ConfigError(f"extract {spec!r}: not a valid regular expression ({exc})") from None
+    return _PATTERNS[spec]
 
 
 def check_extract(spec: str) -> None:
@@ -242,8 +268,19 @@ def check_extract(spec: str) -> None:
         )
 
 
-def _regex(pattern: re.Pattern[str], text: str) -> Extraction | None:
-    m = pattern.search(text)
+def _regex(pattern: regex.Pattern[str], text: str) -> Extraction | None:
+    try:
+        m = pattern.search(text, timeout=REGEX_TIMEOUT_S)
+    except TimeoutError:
+        _log.warning(
+            "extract 'regex:%s' searched an answer of %d characters for over %g s and was "
+            "stopped (no answer: regex:timeout); a pattern with nested repetition such as "
+            "(a+)+ can take exponential time",
+            pattern.pattern[:60],
+            len(text),
+            REGEX_TIMEOUT_S,
+        )
+        return Extraction(None, "regex:timeout")
     if m is None:
         return None
     found = next((g for g in m.groups() if g), None) if m.groups() else m.group(0)
@@ -257,6 +294,8 @@ def extract_answer(
     :class:`Extraction` whose ``answer`` is None when it finds none."""
     if spec.startswith(_REGEX):
         found = _regex(_compiled(spec), text)
+        if found is not None and found.answer is None:
+            return found
     else:
         try:
             extractor = _REGISTRY[spec]
@@ -264,10 +303,15 @@ def extract_answer(
             check_extract(spec)
             raise
         found = extractor(text, kind, tuple(labels))
-        if found is not None and not isinstance(found, Extraction):
+        bad = found is not None and (
+            not isinstance(found, Extraction)
+            or not isinstance(found.answer, str | None)
+            or not isinstance(found.extractor, str)
+        )
+        if bad:
             raise TypeError(
-                f"extractor {spec!r} returned {type(found).__name__}; expected an "
-                "Extraction or None"
+                f"extractor {spec!r} returned {found!r:.80}; expected an Extraction(answer: "
+                "str or None, extractor: str) or None"
             )
     return found if found is not None else Extraction(None, spec)
 

@@ -86,6 +86,15 @@ class OptionMatch(NamedTuple):
 _LABEL_RE = re.compile(r"^\s*\(?([A-Za-z])\)?(?:[.):]|\s|$)")
 
 
+def _bare_label(text: str) -> str:
+    """``text`` as a bare label would be written: without surrounding brackets, emphasis
+    and a final ``.``, ``)`` or ``:`` (``"(iii)."`` -> ``"iii"``), case-folded."""
+    t = text.strip().strip("*_ ").rstrip(".:").strip()
+    if len(t) >= 2 and t[0] in "([" and t[-1] in ")]":
+        t = t[1:-1].strip()
+    return t.rstrip(")").strip().casefold()
+
+
 def match_option(
     text: str,
     options: Sequence[str],
@@ -97,8 +106,9 @@ def match_option(
 ) -> OptionMatch:
     """Map a generated answer to one of the displayed options.
 
-    Order of tests: a refusal phrase; exact match of an option text after SQuAD
-    normalisation; a bare option label (``"B"``, ``"(b)"``, ``"b."``); the option with the
+    Order of tests: exact match of an option text after SQuAD normalisation; a refusal
+    phrase; a bare option label of any length (``"B"``, ``"(b)"``, ``"b."``, ``"iii"``,
+    ``"γ"``); the option with the
     best token F1 if it reaches ``threshold``. Otherwise ``unmatched``. Choosing the escape
     option counts as a refusal.
     """
@@ -114,6 +124,10 @@ def match_option(
             return pick(i, "exact")
     if is_refusal(text, refusal_phrases):
         return OptionMatch("refusal", None, "refusal")
+    bare = _bare_label(text)
+    for i, label in enumerate(labels):
+        if bare and bare == label.strip().casefold():
+            return pick(i, "label")
     m = _LABEL_RE.match(text)
     if m and len(text.strip()) <= 4:
         lab = m.group(1)

@@ -420,7 +420,9 @@ def _result(
         nan = np.full(boot.shape[0], np.nan)
         sums = [boot[:, 0], boot[:, 1], nan, nan, boot[:, 2]]
     trunc = [max(float(c), 0.0) if math.isfinite(c) else math.nan for c in cols]
-    total = trunc[0] + trunc[1] + trunc[4]
+    # the sum of the parts shown: each truncated at 0 (the interaction and sampling parts
+    # apart when identified, so the four shares add up to 1)
+    total = trunc[0] + trunc[1] + (trunc[2] + trunc[3] if identified else trunc[4])
     names = ("item", "condition", "item:condition", "sampling", "item:condition+sampling")
     comps = []
     for name, raw, est, draws in zip(names, cols, trunc, sums, strict=True):
