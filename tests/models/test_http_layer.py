@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from steadyeval import SteadyevalError
-from steadyeval.models._http import ApiProvider, HttpClient
+from steadyeval.models._http import RESULTS_GROUP, ApiProvider, HttpClient
 from steadyeval.models._http_policy import RetryPolicy, Secret, ServerError
 from steadyeval.models._openai_http import bearer
 
@@ -90,6 +90,19 @@ def test_requests_share_one_pooled_keep_alive_connection(echo_server: Any) -> No
     client.post("/completions", {"prompt": "after close"})  # a closed client reopens
     assert len(set(ports)) >= 2
     client.close()
+
+
+def test_post_many_hands_results_over_in_groups_while_the_batch_runs(echo_server: Any) -> None:
+    url, _ = echo_server
+    client = _client(url, None, ApiProvider(auth_headers=bearer))
+    groups: list[dict[int, Any]] = []
+    calls = [("/completions", {"prompt": f"q{i}"}, dict) for i in range(40)]
+    replies = client.post_many(calls, on_results=lambda got: groups.append(dict(got)))
+    client.close()
+    handed = [i for g in groups for i in g]
+    assert sorted(handed) == list(range(40))  # each result once, all before the return
+    assert len(groups) >= 3 and all(len(g) <= RESULTS_GROUP + 1 for g in groups)
+    assert all(replies[i] == r for g in groups for i, r in g.items())
 
 
 def test_the_key_is_sent_as_the_provider_says_and_never_shown(echo_server: Any) -> None:

@@ -130,7 +130,7 @@ def test_a_stopped_run_says_so(lines: list[str]) -> None:
         raise KeyboardInterrupt
     assert lines[-1] == (
         "run stopped: 2/10 requests · sent 2 · cached 0 · 0.5 req/s · elapsed 4.0 s; "
-        "every response received is cached"
+        "the 2 responses it received are in the cache"
     )
 
 

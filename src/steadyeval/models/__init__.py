@@ -1,5 +1,6 @@
 """Model backends: the protocol, specs and a lazy registry (one module per backend)."""
 
+from ._answers import AnswerSink, answer_sink, answers_to
 from ._backend import (
     Backend,
     BackendFactory,
@@ -30,6 +31,7 @@ __all__ = [
     "HF_RUN_OPTIONS",
     "SLOT",
     "TINY_ARCHS",
+    "AnswerSink",
     "Backend",
     "BackendFactory",
     "BackendStats",
@@ -41,6 +43,8 @@ __all__ = [
     "PromptTail",
     "SlotReader",
     "StatsCounter",
+    "answer_sink",
+    "answers_to",
     "build_tiny_model",
     "chat_messages",
     "check_backend",

@@ -12,7 +12,8 @@ besides the per-operation ``timeout`` (:mod:`._http_transport`). Each retry is l
 WARNING (why, which attempt, how long it waits) and counted, with every wait, in a
 ``StatsCounter`` that the backend keeps (the run's ``summary.json`` reports them). When one
 request of a batch fails for good, the replies already received come back with the error
-(:class:`BatchFailed`).
+(:class:`BatchFailed`); while a batch runs, its results can be handed over as they arrive,
+Ctrl-C included (``post_many``'s ``on_results``).
 
 What differs between providers is an :class:`ApiProvider`: how the key is sent and the hints
 of an error reply. The key is held in a :class:`Secret` that never prints, and every text
@@ -29,7 +30,7 @@ import random
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
@@ -39,6 +40,7 @@ import httpx
 from .._errors import SteadyevalError
 from .._files import limit_from_env
 from ._backend import StatsCounter
+from ._http_batch import RESULTS_GROUP, RESULTS_WAIT, Handover, wait_all
 from ._http_policy import (
     BadReply,
     BatchFailed,
@@ -54,7 +56,7 @@ from ._http_policy import (
 )
 from ._http_transport import Deadline, DeadlineTransport
 
-__all__ = ["ApiProvider", "HttpClient", "Reader"]
+__all__ = ["RESULTS_GROUP", "RESULTS_WAIT", "ApiProvider", "HttpClient", "Reader"]
 
 log = logging.getLogger(__name__)
 
@@ -359,6 +361,8 @@ class HttpClient:
                     ),
                     status=200,
                 )
+            if cancel is not None and cancel.is_set():
+                raise _Cancelled  # the batch stopped (Ctrl-C cut this exchange): no retry
             if attempt + 1 < attempts:
                 self._before_retry(where, last, attempt, cancel)
         why = last.why if real is None or real is last else f"{real.why} (then: {last.why})"
@@ -474,6 +478,7 @@ class HttpClient:
         calls: Sequence[tuple[str, dict[str, Any], Reader[T]]],
         *,
         on_reply: Callable[[dict[str, Any]], None] | None = None,
+        on_results: Callable[[Mapping[int, T]], None] | None = None,
     ) -> list[T]:
         """:meth:`request` every ``(path, body, read)`` with at most ``max_concurrency`` in
         flight; results in the order of ``calls``.
@@ -482,6 +487,13 @@ class HttpClient:
         are waited for, and :class:`BatchFailed` is raised with the first error and the
         results of every request that was answered (so that none of them is lost).
         ``on_reply`` is called (from a worker thread) with each 200 reply as it arrives.
+
+        ``on_results`` is called in this thread, while the batch runs, with the results
+        that completed since its last call, by their index in ``calls``: once
+        :data:`RESULTS_GROUP` have gathered or :data:`RESULTS_WAIT` seconds after the first
+        of them completed, and with the rest before this returns or raises. On Ctrl-C
+        (any exception while waiting) nothing more is sent, open connections are cut, and
+        ``on_results`` gets every result already read before the exception goes on.
         """
         if not calls:
             return []
@@ -494,16 +506,15 @@ class HttpClient:
             self._pool.submit(self.request, path, body, read, cancel=cancel, on_reply=on_reply)
             for path, body, read in calls
         ]
+        handed = Handover(futures, on_results)
         try:
-            _, pending = wait(futures, return_when=FIRST_EXCEPTION)
-            if pending:
-                cancel.set()
-                wait(futures)
-        except BaseException:  # Ctrl-C while waiting: send nothing more, stop waiting
+            wait_all(futures, cancel, handed)
+        except BaseException:  # Ctrl-C while waiting (or on_results failed): stop sending
             cancel.set()
             for f in futures:
                 f.cancel()
             self._abort()
+            handed.rest()
             raise
         errors = [
             f.exception()
@@ -513,10 +524,5 @@ class HttpClient:
         if errors:
             first = errors[0]
             assert first is not None
-            done = {
-                i: f.result()
-                for i, f in enumerate(futures)
-                if not f.cancelled() and f.exception() is None
-            }
-            raise BatchFailed(first, done) from first
+            raise BatchFailed(first, handed.results()) from first
         return [f.result() for f in futures]

@@ -19,7 +19,8 @@ lengths, no choices, a missing field) is a :class:`~._http_policy.BadReply` and 
 few times, as is an approximate score under ``strict=true``. When a request fails for good,
 the requests of its batch that were answered come with the error
 (:class:`~steadyeval.cache.PartialBatchError`), so that the run caches every paid reply
-before it stops.
+before it stops; and while a batch runs, each answered request goes to the run's answer sink
+as it arrives (:mod:`._answers`), so that Ctrl-C or ``kill -9`` mid-batch loses none.
 
 This module holds :class:`OpenAIBackend` (construction, sending, token accounting and the
 three request kinds); the spec's options are in ``_openai_options``, the pure mapping of
@@ -49,6 +50,7 @@ from ..requests import (
     TopKRequest,
     TopKResponse,
 )
+from ._answers import answer_sink
 from ._backend import BackendStats, BaseBackend, Capabilities, StatsCounter
 from ._generated_text import cut_at_stop
 from ._http import HttpClient
@@ -251,8 +253,10 @@ class OpenAIBackend(CapabilityProbe, BaseBackend):
 
         Identical calls are sent once (the labels of one chat letter question share one
         call). The cap is checked before the batch: a batch that starts under it is
-        completed (so it can be cached), and the next one stops. When a call fails for good,
-        the requests already answered come with the error
+        completed (so it can be cached), and the next one stops. The run's answer sink
+        (:func:`~steadyeval.models.answer_sink`), when set, gets the answered requests as
+        they arrive, so that Ctrl-C or ``kill -9`` in the middle of a batch loses none.
+        When a call fails for good, the requests already answered come with the error
         (:class:`~steadyeval.cache.PartialBatchError`) so that the run caches them.
         """
         self._check_cap()
@@ -268,14 +272,14 @@ class OpenAIBackend(CapabilityProbe, BaseBackend):
             members[key].append(i)
         groups = list(members.values())
         wire = [(p, b, _reader(read, g)) for (p, b), g in zip(unique, groups, strict=True)]
+        sink = answer_sink()
+        hand: Callable[[Mapping[int, list[RespT]]], None] | None = None
+        if sink is not None:
+            hand = lambda got: sink(_answered(requests, groups, got))  # noqa: E731
         try:
-            replies = self.client.post_many(wire, on_reply=self._account)
+            replies = self.client.post_many(wire, on_reply=self._account, on_results=hand)
         except BatchFailed as exc:
-            answered = [
-                (requests[i], resp)
-                for u, got in exc.done.items()
-                for i, resp in zip(groups[u], got, strict=True)
-            ]
+            answered = _answered(requests, groups, exc.done)
             if answered:
                 raise PartialBatchError(exc.error, answered) from exc.error
             raise exc.error from None
@@ -477,6 +481,13 @@ class OpenAIBackend(CapabilityProbe, BaseBackend):
             logprobs=tuple(v for _, v in pairs),
             n_input_tokens=n_in or 0,
         )
+
+
+def _answered(
+    requests: Sequence[Request], groups: Sequence[Sequence[int]], got: Mapping[int, list[RespT]]
+) -> list[tuple[Request, RespT]]:
+    """The ``(request, response)`` pairs of the calls answered (``got``: by call index)."""
+    return [(requests[i], r) for u, rs in got.items() for i, r in zip(groups[u], rs, strict=True)]
 
 
 def _reader(

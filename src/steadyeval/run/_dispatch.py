@@ -1,17 +1,20 @@
 """Send the requests a plan still needs: group by model and kind, claim them in the cache (so
 that another process on the same cache does not send them too), batch in prefix order,
-commit every batch to the cache as it returns, and count what a dry run would cost."""
+commit every batch to the cache as it returns (and, from a backend that hands over answers
+as they arrive, an API backend's, each answer before its batch ends), and count what a dry
+run would cost."""
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections import defaultdict
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..cache import PartialBatchError, ResponseCache
-from ..models import Backend, BackendStats, shares_long_prefix
+from ..models import Backend, BackendStats, answers_to, shares_long_prefix
 from ..requests import (
     ClassifyRequest,
     GenerateRequest,
@@ -152,7 +155,10 @@ def dispatch(
 
     Each model's requests of one kind are claimed in the cache before they are sent (one
     transaction): those another live process has claimed are not sent but waited for and
-    read once stored, and those it stored meanwhile are read. When a batch fails for good,
+    read once stored, and those it stored meanwhile are read. A backend that hands over
+    answers while its batch runs (:func:`~steadyeval.models.answers_to`: the API backends)
+    has each of them cached as it arrives, in groups of a few, so that Ctrl-C or ``kill -9``
+    in the middle of a batch loses none. When a batch fails for good,
     the requests the backend did get answers for (:class:`~steadyeval.cache.PartialBatchError`)
     are cached before the error goes on, and every claim still held is released.
     """
@@ -217,6 +223,7 @@ class _Sender:
     responses: dict[str, Response]
     bar: Progress
     executor: Executor
+    stored: set[str] = field(default_factory=set)  # keys this sender cached
 
     def run(self, keys: Sequence[str], batch_size: int) -> int:
         """Claim, send and store ``keys``; wait for (then read) those another process has
@@ -263,14 +270,15 @@ class _Sender:
         else:
             chunks = [keys[i : i + batch_size] for i in range(0, len(keys), batch_size)]
         requests = [[unique[k][1] for k in chunk] for chunk in chunks]
+        sent = {unique[k][1]: k for k in keys}
         try:
-            for index, got in self.executor.run(self.backend, self.kind, requests):
-                self.store(chunks[index], got)
+            with answers_to(_Early(self, sent)):
+                for index, got in self.executor.run(self.backend, self.kind, requests):
+                    self.store(chunks[index], got)
         except PartialBatchError as exc:
-            sent = {unique[k][1]: k for k in keys}
             answered = [(sent[r], resp) for r, resp in exc.answered if r in sent]
+            self.store([k for k, _ in answered], [resp for _, resp in answered])
             if answered:
-                self.store([k for k, _ in answered], [resp for _, resp in answered])
                 log.warning(
                     "%s: a batch failed; the %d requests of it that were answered are cached",
                     self.model,
@@ -278,13 +286,37 @@ class _Sender:
                 )
             raise exc.error from None
 
-    def store(self, keys: Sequence[str], got: Sequence[Response]) -> None:
+    def store(self, keys: Sequence[str], got: Sequence[Response]) -> int:
+        """Cache the responses of ``keys`` not stored yet (one transaction); return how many
+        were new."""
         # Each row with its own request's kind (a joint batch mixes score and generate).
         unique = self.plan.unique
-        rows = [(k, self.model, unique[k][1].kind, r) for k, r in zip(keys, got, strict=True)]
-        self.cache.put_many(rows)
-        self.responses.update(zip(keys, got, strict=True))
-        self.bar.advance(len(keys), model=self.model)
+        new = [(k, r) for k, r in zip(keys, got, strict=True) if k not in self.stored]
+        if not new:
+            return 0
+        self.cache.put_many([(k, self.model, unique[k][1].kind, r) for k, r in new])
+        self.stored.update(k for k, _ in new)
+        self.responses.update(new)
+        self.bar.advance(len(new), model=self.model)
+        return len(new)
+
+
+@dataclass(frozen=True)
+class _Early:
+    """The run's answer sink for one :meth:`_Sender.send`: each request a backend answers
+    before its batch ends is cached at once (the backend groups them; see
+    :mod:`steadyeval.models`' ``answers_to``). A pair from another thread, or for a request
+    the backend made itself (a slot reader's), is left to the batch's result."""
+
+    sender: _Sender
+    sent: Mapping[Request, str]
+    thread: int = field(default_factory=threading.get_ident)
+
+    def __call__(self, pairs: Sequence[tuple[Request, Response]]) -> None:
+        if threading.get_ident() != self.thread:
+            return  # the cache's connection belongs to the run's thread
+        mine = [(self.sent[r], resp) for r, resp in pairs if r in self.sent]
+        self.sender.store([k for k, _ in mine], [resp for _, resp in mine])
 
 
 def _calls(requests: Sequence[Request]) -> list[Hashable]:

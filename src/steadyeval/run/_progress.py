@@ -119,7 +119,8 @@ class Progress:
                 self._bar.update(0, self._detail())
 
     def advance(self, n: int, *, model: str = "") -> None:
-        """``n`` more requests were answered (and cached)."""
+        """``n`` more requests were answered and are in the cache (the run calls this only
+        once they are stored, so that the count a stopped run reports is what it kept)."""
         with self._lock:
             self.sent += n
             self.model = model or self.model
@@ -160,7 +161,7 @@ class Progress:
                 "%s: %d/%d requests · sent %d · cached %d · %s · elapsed %s%s",
                 head, self.cached + self.sent, self.total, self.sent, self.cached,
                 self._rate(elapsed), duration(elapsed),
-                "" if exc_type is None else "; every response received is cached",
+                "" if exc_type is None else f"; the {self.sent} responses it received are in the cache",
             )  # fmt: skip
 
     # -- inside --------------------------------------------------------------------------
