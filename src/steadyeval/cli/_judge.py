@@ -145,6 +145,10 @@ def _num(x: float, spec: str = ".3f") -> str:
     return "–" if math.isnan(x) else format(x, spec)
 
 
+def _pct(x: float) -> str:
+    return "–" if math.isnan(x) else f"{100 * x:.1f}%"
+
+
 def _pairwise(
     runs: tuple[Path, ...],
     judges: tuple[str, ...],
@@ -194,8 +198,8 @@ def _pairwise(
         f"inconsistent across orders {res.inconsistent}, no verdict {res.no_verdict}"
     )
     click.echo(
-        f"verdicts naming the answer shown first: {_num(100 * res.first_share, '.1f')}% "
+        f"verdicts naming the answer shown first: {_pct(res.first_share)} "
         f"(binomial p = {_num(res.first_pvalue, '.3g')}); B's win rate "
-        f"{_num(100 * res.b_win_rate, '.1f')}%"
+        f"{_pct(res.b_win_rate)}"
     )
     click.echo(f"wrote {out}/ (pairwise.parquet, pairwise.json, pairwise-run/)")
