@@ -17,7 +17,9 @@ from steadyeval.cli import main
 from steadyeval.judge import judge_results, read_labels
 from tests.models.fake_openai_server import FakeOpenAIServer, ServerConfig
 
-FAST = "max_concurrency=2&backoff_base=0.01&backoff_max=0.02&timeout=5"
+# fast retries, and a per-request timeout no busy machine reaches (the fake server answers
+# at once)
+FAST = "max_concurrency=2&backoff_base=0.01&backoff_max=0.02&timeout=300"
 ITEMS = [
     Item(id=f"q{i}", question=f"What is {i} plus {i + 1}?", answers=(str(2 * i + 1),))
     for i in range(6)

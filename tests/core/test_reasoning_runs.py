@@ -15,7 +15,9 @@ import pytest
 from steadyeval import Condition, Item, RunOptions, read_results, run
 from tests.models.fake_openai_server import FakeOpenAIServer, ServerConfig
 
-FAST = "max_concurrency=2&backoff_base=0.01&backoff_max=0.02&timeout=5"
+# fast retries, and a per-request timeout no busy machine reaches (the fake server answers
+# at once)
+FAST = "max_concurrency=2&backoff_base=0.01&backoff_max=0.02&timeout=300"
 
 
 def _reasoner(separate: bool):  # type: ignore[no-untyped-def]
