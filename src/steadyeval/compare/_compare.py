@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -195,12 +194,6 @@ def _item_means(df: pd.DataFrame, outcome: str) -> pd.DataFrame:
     return out
 
 
-def _quiet(fn: Any, *args: Any, **kwargs: Any) -> Any:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", stats.StatsWarning)
-        return fn(*args, **kwargs)
-
-
 def _difference(
     name: str,
     a: np.ndarray,
@@ -209,13 +202,13 @@ def _difference(
     confidence: float,
     with_mcnemar: bool,
 ) -> ConditionDifference:
-    pd_ = _quiet(stats.paired_difference, b, a, clusters, confidence=confidence)
+    pd_ = stats.quietly(stats.paired_difference, b, a, clusters, confidence=confidence)
     ta = a > 0.5
     tb = b > 0.5
     only_a = int(np.sum(ta & ~tb))
     only_b = int(np.sum(~ta & tb))
     binary = bool(np.isin(a, (0.0, 1.0)).all() and np.isin(b, (0.0, 1.0)).all())
-    p = _quiet(stats.mcnemar, only_a, only_b).pvalue if with_mcnemar and binary else math.nan
+    p = stats.quietly(stats.mcnemar, only_a, only_b).pvalue if with_mcnemar and binary else math.nan
     return ConditionDifference(
         condition=name,
         n=int(a.size),

@@ -15,7 +15,6 @@ import dataclasses
 import json
 import logging
 import math
-import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -247,9 +246,7 @@ def _kappa(judge: str, other: str, a: list[bool | None], b: list[bool | None]) -
         return JudgeAgreement(judge, other, len(pairs), math.nan, math.nan, math.nan, math.nan)
     x = np.array([p[0] for p in pairs], dtype=int)
     y = np.array([p[1] for p in pairs], dtype=int)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", stats.StatsWarning)
-        k = stats.cohen_kappa(x, y, n_resamples=1000, seed=0)
+    k = stats.quietly(stats.cohen_kappa, x, y, n_resamples=1000, seed=0)
     return JudgeAgreement(
         judge, other, len(pairs), k.estimate, k.low, k.high, float(np.mean(x == y))
     )
@@ -389,10 +386,8 @@ def _agreements(
         matrix = np.array(
             [[math.nan if v is None else float(v) for v in r] for r in raters], dtype=float
         )
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", stats.StatsWarning)
-            try:
-                alpha = stats.krippendorff_alpha(matrix, n_resamples=1000, seed=0)
-            except stats.StatsInputError:
-                alpha = None
+        try:
+            alpha = stats.quietly(stats.krippendorff_alpha, matrix, n_resamples=1000, seed=0)
+        except stats.StatsInputError:
+            alpha = None
     return out, alpha

@@ -6,7 +6,6 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -71,9 +70,7 @@ def outcome_matrix(
 
 
 def _quiet_mcnemar(table: stats.AgreementTable) -> float:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", stats.StatsWarning)
-        return float(table.mcnemar().pvalue)
+    return float(stats.quietly(table.mcnemar).pvalue)
 
 
 def pair_agreements(

@@ -5,7 +5,6 @@ models on per-item sample means (the items are the units, never the samples)."""
 from __future__ import annotations
 
 import math
-import warnings
 from typing import Any
 
 import numpy as np
@@ -21,12 +20,6 @@ __all__ = ["item_sample_means", "rerun_agreement", "samples_for_sign", "samples_
 #: The standard error of a model's accuracy from sampling alone that the report asks how
 #: many samples per item would reach (1 percentage point).
 TARGET_RERUN_SE = 0.01
-
-
-def _quiet(fn: Any, *args: Any, **kwargs: Any) -> Any:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", stats.StatsWarning)
-        return fn(*args, **kwargs)
 
 
 def item_sample_means(frame: pd.DataFrame) -> pd.DataFrame:
@@ -73,11 +66,11 @@ def _reducers(ctx: ReportContext, means: pd.DataFrame) -> list[tuple[Any, ...]]:
             continue
         sel = (frame["model"] == model) & (frame["condition"] == cond) & frame["correct"].notna()
         sub = frame.loc[sel]
-        mean = _quiet(stats.clt_se, g["mean"].to_numpy(float))
+        mean = stats.quietly(stats.clt_se, g["mean"].to_numpy(float))
         half = float(sps.norm.ppf(0.5 + conf / 2)) * mean.se if len(g) > 1 else math.nan
         vote: Any = "–"
         try:
-            mv = _quiet(
+            mv = stats.quietly(
                 stats.majority_vote,
                 sub["item_id"].to_numpy(object),
                 parsed[sel.to_numpy()],
@@ -133,7 +126,7 @@ def _decomposition(
         if sub["item_id"].nunique() < 2 or sub["condition"].nunique() < 2:
             skipped.append(model)
             continue
-        vc = _quiet(
+        vc = stats.quietly(
             stats.variance_components,
             sub["correct"].to_numpy(float),
             sub["item_id"].to_numpy(object),
@@ -180,7 +173,7 @@ def _pairs(ctx: ReportContext, means: pd.DataFrame) -> list[tuple[Any, ...]]:
             both = a.merge(b, on="item_id", suffixes=("_a", "_b"))
             if len(both) < 2 or max(both["n_a"].max(), both["n_b"].max()) < 2:
                 continue
-            diff = _quiet(
+            diff = stats.quietly(
                 stats.paired_difference,
                 both["mean_b"].to_numpy(float),
                 both["mean_a"].to_numpy(float),

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -41,12 +40,6 @@ __all__ = [
 ]
 
 _MAX_SERIES = 8
-
-
-def _quiet(fn: Any, *args: Any, **kwargs: Any) -> Any:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", stats.StatsWarning)
-        return fn(*args, **kwargs)
 
 
 def headline_section(ctx: ReportContext) -> Section:
@@ -122,7 +115,7 @@ def spread_section(ctx: ReportContext) -> Section | None:
             continue
         reps = _resamples(ctx.options.n_resamples, complete.size)
         used_reps.add(reps)
-        s = _quiet(
+        s = stats.quietly(
             stats.spread,
             complete,
             n_resamples=reps,
@@ -223,7 +216,7 @@ def calibration_section(ctx: ReportContext) -> Section | None:
                 points.append(Point(float(c), float(a), ci.low, ci.high, int(k)))
             series.append(Series(ctx.label(cond), tuple(points)))
             ece = stats.expected_calibration_error(conf, corr, n_bins=10)
-            brier = _quiet(stats.brier_score, conf, corr)
+            brier = stats.quietly(stats.brier_score, conf, corr)
             table_rows.append(
                 (
                     model,
@@ -286,7 +279,7 @@ def shots_section(ctx: ReportContext) -> Section | None:
         for k in sorted(mine["n_shots"].unique()):
             g = mine.loc[mine["n_shots"] == k]
             scores = g["correct"].to_numpy(dtype=float)
-            se = _quiet(stats.clustered_se, scores, g["item_code"].to_numpy())
+            se = stats.quietly(stats.clustered_se, scores, g["item_code"].to_numpy())
             iv = se.interval(conf) if not math.isnan(se.se) else None
             low = iv.low if iv else math.nan
             high = iv.high if iv else math.nan

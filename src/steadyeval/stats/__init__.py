@@ -19,7 +19,7 @@ from ._calibration import (
     reliability_bins,
     rms_calibration_error,
 )
-from ._errors import StatsInputError, StatsWarning
+from ._errors import StatsInputError, StatsWarning, quietly
 from ._estimate_spread import PosteriorEstimate, SpreadEstimate, estimate_spread
 from ._intervals import (
     Interval,
@@ -136,6 +136,7 @@ __all__ = [
     "paired_power",
     "pass_at_k",
     "projected_se",
+    "quietly",
     "rank_consistency",
     "reliability_bins",
     "rms_calibration_error",

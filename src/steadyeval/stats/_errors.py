@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-__all__ = ["StatsInputError", "StatsWarning"]
+import warnings
+from collections.abc import Callable
+from typing import TypeVar
+
+__all__ = ["StatsInputError", "StatsWarning", "quietly"]
+
+T = TypeVar("T")
 
 
 class StatsInputError(ValueError):
@@ -19,3 +25,23 @@ class StatsWarning(UserWarning):
     requested quantity, for example zero discordant pairs in McNemar's test or a single
     cluster in a clustered standard error.
     """
+
+
+def quietly(fn: Callable[..., T], *args: object, **kwargs: object) -> T:
+    """``fn(*args, **kwargs)`` with its :class:`StatsWarning` silenced.
+
+    Notes
+    -----
+    For callers that show a degenerate result's NaN themselves (a report's "–", a note);
+    only :class:`StatsWarning` is silenced, and only for this call. Errors still raise.
+
+    Examples
+    --------
+    >>> from steadyeval import stats
+    >>> r = stats.quietly(stats.mcnemar, 0, 0)  # no discordant pairs: NaN, no warning
+    >>> r.pvalue != r.pvalue
+    True
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", StatsWarning)
+        return fn(*args, **kwargs)

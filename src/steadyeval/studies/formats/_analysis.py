@@ -24,7 +24,7 @@ from ...scoring import UNMATCHED_F1_THRESHOLD, normalize_answer, token_f1
 from ._extras import _determinism, _examples, _no_decoy, _orders, _sampling
 from ._frame import FormatsFrame, Ints
 from ._pairs import _pairs
-from ._table import SUBSETS, Row, _quiet, _Table
+from ._table import SUBSETS, Row, _Table
 from ._types import (
     AnswerableCounts,
     AnswerableOutcome,
@@ -83,7 +83,7 @@ def classify(row: Row, role: str, escape: str | None) -> str:
 
 def _rate(k: int, n: int, indicator: npt.NDArray[np.bool_], clusters: Ints) -> OutcomeRate:
     ci = stats.wilson_interval(k, n)
-    se = _quiet(stats.clustered_se, indicator.astype(float), clusters)
+    se = stats.quietly(stats.clustered_se, indicator.astype(float), clusters)
     return OutcomeRate(
         count=k, rate=k / n, low=ci.low, high=ci.high, se_clustered=se.se, n_clusters=se.n_clusters
     )

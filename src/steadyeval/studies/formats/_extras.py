@@ -15,7 +15,7 @@ from ... import stats
 from ._design import stable_rng
 from ._frame import FormatsFrame, Ints, constant_within, last_per_key
 from ._pairs import _order_variants, _paired
-from ._table import SUBSETS, Row, _quiet, _Table
+from ._table import SUBSETS, Row, _Table
 from ._types import (
     DecoyRemoval,
     DeterminismCheck,
@@ -130,7 +130,7 @@ def _sampling(t: _Table) -> list[SampledCondition]:
                 _, last = last_per_key(items)
                 para = f.label_codes("paragraph_id")[rows[last]][order]
                 frac = k_per / n_per
-                se = _quiet(stats.clustered_se, frac, para)
+                se = stats.quietly(stats.clustered_se, frac, para)
                 greedy_rows = t.select(model, cond.base, subset)
                 g_items, g_last = last_per_key(f.item[greedy_rows])
                 greedy_of = f.refused[greedy_rows[g_last]] == 1

@@ -15,7 +15,7 @@ import numpy.typing as npt
 
 from ... import stats
 from ._frame import FormatsFrame, Ints, pair_rows
-from ._table import SUBSETS, _quiet, _Table
+from ._table import SUBSETS, _Table
 from ._types import FormatPair, FormatsDesign, NoiseFloorEntry, PhraseFloor
 
 
@@ -34,8 +34,8 @@ def _paired(
         return None
     values = _field(f, field)
     table = stats.agreement_table(values[a_rows[ia]] == 1, values[b_rows[ib]] == 1)
-    exact = _quiet(stats.mcnemar, table.only_a, table.only_b, method="exact")
-    midp = _quiet(stats.mcnemar, table.only_a, table.only_b, method="midp")
+    exact = stats.quietly(stats.mcnemar, table.only_a, table.only_b, method="exact")
+    midp = stats.quietly(stats.mcnemar, table.only_a, table.only_b, method="midp")
     return {
         "n": table.n,
         "both": table.both,

@@ -6,11 +6,8 @@ every part of the analysis shares.
 
 from __future__ import annotations
 
-import warnings
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ... import stats
 from ._frame import FormatsFrame, Ints
 
 if TYPE_CHECKING:
@@ -21,13 +18,6 @@ if TYPE_CHECKING:
 SUBSETS = ("unanswerable", "answerable")
 
 Row = dict[str, Any]
-
-
-def _quiet(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """Call a stats function whose NaN-with-warning result is expected here (recorded)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", stats.StatsWarning)
-        return fn(*args, **kwargs)
 
 
 class _Table:
