@@ -162,28 +162,14 @@ def _pairwise(
 ) -> None:
     from ..items import load_items
     from ..judge import PAIRWISE_RUBRIC, judge_pairwise
-    from ..results import read_results
     from ..run import RunOptions
 
     if len(judges) != 1:
         raise click.UsageError("--pairwise takes one --judge")
-    models: list[str] = []
-    for r in runs:
-        table = read_results(r)
-        for m, s in zip(
-            table.column("model").to_pylist(), table.column("scoring").to_pylist(), strict=True
-        ):
-            if s == "generate" and m not in models:
-                models.append(m)
-    if len(models) != 2:
-        raise click.UsageError(
-            f"--pairwise needs exactly two models with generated answers in RUNS; found "
-            f"{len(models)}: {', '.join(models) or 'none'}"
-        )
     res = judge_pairwise(
         list(runs),
-        models[0],
-        models[1],
+        None,
+        None,
         judges[0],
         rubric=_rubric(rubric, PAIRWISE_RUBRIC),
         chat=chat,

@@ -226,18 +226,23 @@ def _match_labels(
     rows: Sequence[Mapping[str, Any]], labels: Labels
 ) -> tuple[list[bool | None], int]:
     """Each row's label (the most specific matching line's) and how many label lines
-    matched no row."""
+    matched no row. Every line names an item, so only that item's lines are tried."""
+    by_item: dict[str, list[tuple[tuple[str, str], ...]]] = {}
+    for key in labels:
+        by_item.setdefault(dict(key)["item_id"], []).append(key)
     used: set[tuple[tuple[str, str], ...]] = set()
     out: list[bool | None] = []
     for row in rows:
-        best: tuple[int, tuple[tuple[str, str], ...]] | None = None
-        for key in labels:
-            if all(str(row[k]) == v for k, v in key) and (best is None or len(key) > best[0]):
-                best = (len(key), key)
-        out.append(None if best is None else labels[best[1]])
+        fits = [
+            key
+            for key in by_item.get(str(row["item_id"]), ())
+            if all(str(row[k]) == v for k, v in key)
+        ]
+        best = max(fits, key=len, default=None)
+        out.append(None if best is None else labels[best])
         if best is not None:
-            used.add(best[1])
-    return out, len(set(labels) - used)
+            used.add(best)
+    return out, len(labels) - len(used)
 
 
 def _kappa(judge: str, other: str, a: list[bool | None], b: list[bool | None]) -> JudgeAgreement:
@@ -271,17 +276,18 @@ def _columns(
     out: dict[str, list[Any]] = {c.name: [] for c in (*JUDGE_COLUMNS, _JUDGES)}
     first = verdicts[names[0]]
     for r in table.select(["scoring", *_KEY]).to_pylist():
-        v = first.get(_judge_id(r)) if r["scoring"] == "generate" else None
+        jid = _judge_id(r) if r["scoring"] == "generate" else None
+        v = None if jid is None else first.get(jid)
+        verdict = None if v is None else v.correct
         out["judge_model"].append(None if v is None else names[0])
         out["judge_prompt"].append(None if v is None else v.prompt)
         out["judge_output"].append(None if v is None else v.output)
-        verdict = None if v is None or v.correct is None else v.correct
         out["judge_verdict"].append(
             None if verdict is None else ("correct" if verdict else "incorrect")
         )
         out["judge_correct"].append(verdict)
         out["judges"].append(
-            None if v is None else {m: verdicts[m][_judge_id(r)].correct for m in names}
+            None if v is None or jid is None else {m: verdicts[m][jid].correct for m in names}
         )
     return out
 
@@ -345,8 +351,8 @@ def judge_results(
         }
     names = tuple(verdicts)
     judged = with_study_columns(table, (*JUDGE_COLUMNS, _JUDGES), _columns(table, verdicts, names))
-    agreements, alpha = _agreements(rows, verdicts, names, labels)
-    unused = _match_labels(rows, labels)[1] if labels else 0
+    human, unused = _match_labels(rows, labels) if labels else (None, 0)
+    agreements, alpha = _agreements(rows, verdicts, names, human)
     if unused:
         _log.warning("%d label line(s) match no graded row (check item ids and names)", unused)
     rates = {
@@ -367,12 +373,11 @@ def _agreements(
     rows: Sequence[Mapping[str, Any]],
     verdicts: Mapping[str, Mapping[str, _Verdict]],
     names: Sequence[str],
-    labels: Labels | None,
+    human: list[bool | None] | None,
 ) -> tuple[list[JudgeAgreement], stats.RaterAgreement | None]:
     ids = [_judge_id(r) for r in rows]
     series = {m: [verdicts[m][i].correct for i in ids] for m in names}
     automatic = [r["correct"] for r in rows]
-    human = _match_labels(rows, labels)[0] if labels else None
     out = []
     for i, m in enumerate(names):
         out.append(_kappa(m, "automatic scoring", series[m], automatic))

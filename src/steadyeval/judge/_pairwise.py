@@ -95,10 +95,21 @@ def _answer(row: Mapping[str, Any]) -> str:
 
 
 def _shared(
-    table: pa.Table, model_a: str, model_b: str
-) -> list[tuple[Mapping[str, Any], Mapping[str, Any]]]:
+    table: pa.Table, model_a: str | None, model_b: str | None
+) -> tuple[str, str, list[tuple[Mapping[str, Any], Mapping[str, Any]]]]:
+    """The two models (given, or the table's only two, in the order they appear) and the
+    pairs of their rows on the units both answered."""
     rows = [r for r in table.to_pylist() if r["scoring"] == "generate"]
-    models = sorted({r["model"] for r in rows})
+    models = list(dict.fromkeys(r["model"] for r in rows))
+    if model_a is None or model_b is None:
+        if len(models) != 2:
+            raise ConfigError(
+                f"pairwise judging needs exactly two models with generated answers (or the "
+                f"two named); found {len(models)}: {', '.join(models) or 'none'}"
+            )
+        model_a, model_b = models
+    if model_a == model_b:
+        raise ConfigError("pairwise judging needs two different models")
     for m in (model_a, model_b):
         if m not in models:
             raise DataError(
@@ -110,7 +121,7 @@ def _shared(
     shared = [(a[k], b[k]) for k in a if k in b]
     if not shared:
         raise DataError(f"{model_a!r} and {model_b!r} share no (item, condition, sample) unit")
-    return shared
+    return model_a, model_b, shared
 
 
 def _named(verdict: str | None, first: str) -> str | None:
@@ -126,8 +137,8 @@ def _named(verdict: str | None, first: str) -> str | None:
 
 def judge_pairwise(
     results: str | Path | pa.Table | Sequence[str | Path],
-    model_a: str,
-    model_b: str,
+    model_a: str | None,
+    model_b: str | None,
     judge: str,
     *,
     rubric: str = PAIRWISE_RUBRIC,
@@ -140,14 +151,15 @@ def judge_pairwise(
     """Ask ``judge`` which of ``model_a``'s and ``model_b``'s answers is better, on every
     unit they share, once in each order (a run of its own: ``out/pairwise-run``, cached
     and resumable). ``results``: a table, a run (or results file), or several runs whose
-    tables are stacked (e.g. one run per model)."""
-    if model_a == model_b:
-        raise ConfigError("pairwise judging needs two different models")
+    tables are stacked (e.g. one run per model). ``model_a`` and ``model_b`` None: the
+    results' two models, in the order they appear (an error unless there are two)."""
     check_rubric(rubric)
-    graded = [results] if isinstance(results, str | Path) else results
-    check_out(out, [] if isinstance(results, pa.Table) else list(graded))  # type: ignore[arg-type]
-    table = _table(results)
-    shared = _shared(table, model_a, model_b)
+    if isinstance(results, pa.Table):
+        graded: list[str | Path] = []
+    else:
+        graded = [results] if isinstance(results, str | Path) else list(results)
+    check_out(out, graded)
+    model_a, model_b, shared = _shared(_table(results), model_a, model_b)
     questions = matched_items([r for pair in shared for r in pair], items or ())
     judge_items = []
     for ra, rb in shared:
