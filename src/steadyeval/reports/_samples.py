@@ -56,7 +56,9 @@ def samples_for_sign(difference: float, within: float, n_items: int) -> Any:
 
 
 def _reducers(ctx: ReportContext, means: pd.DataFrame) -> list[tuple[Any, ...]]:
-    frame = ctx.frame
+    scored = ctx.frame.loc[ctx.frame["correct"].notna()]
+    # each (model, condition)'s rows found once, not by a mask over the table per group
+    where = scored.groupby(["model", "condition"], sort=False).indices
     parsed = np.asarray(ctx.table.column("parsed").to_pylist(), dtype=object)
     rows = []
     conf = ctx.options.confidence
@@ -64,8 +66,7 @@ def _reducers(ctx: ReportContext, means: pd.DataFrame) -> list[tuple[Any, ...]]:
         k = int(g["n"].max())
         if k < 2:
             continue
-        sel = (frame["model"] == model) & (frame["condition"] == cond) & frame["correct"].notna()
-        sub = frame.loc[sel]
+        sub = scored.iloc[where[(model, cond)]]
         mean = stats.quietly(stats.clt_se, g["mean"].to_numpy(float))
         half = float(sps.norm.ppf(0.5 + conf / 2)) * mean.se if len(g) > 1 else math.nan
         vote: Any = "–"
@@ -73,7 +74,7 @@ def _reducers(ctx: ReportContext, means: pd.DataFrame) -> list[tuple[Any, ...]]:
             mv = stats.quietly(
                 stats.majority_vote,
                 sub["item_id"].to_numpy(object),
-                parsed[sel.to_numpy()],
+                parsed[sub.index.to_numpy()],
                 sub["correct"].to_numpy(float),
             )
             vote = float(np.mean(mv.correct))

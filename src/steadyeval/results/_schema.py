@@ -225,11 +225,14 @@ def with_study_columns(
 ) -> pa.Table:
     """``table`` with ``columns`` appended (``values[name]``: one value per row) and
     declared in its schema metadata beside the study columns it already declares."""
-    if len(set(c.name for c in columns) | set(table.column_names)) != len(columns) + len(
-        table.column_names
-    ):
-        taken = sorted({c.name for c in columns} & set(table.column_names))
-        raise ConfigError(f"the table already has column(s) {', '.join(taken)}")
+    names = [c.name for c in columns]
+    taken = sorted(set(names) & set(table.column_names))
+    if taken or len(set(names)) != len(names):
+        raise ConfigError(
+            f"the table already has column(s) {', '.join(taken)}"
+            if taken
+            else f"the new columns repeat a name: {names}"
+        )
     out = table
     for c in columns:
         raw = values[c.name]
