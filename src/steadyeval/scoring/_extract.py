@@ -163,9 +163,8 @@ def _strict(text: str, kind: AnswerKind, labels: Sequence[str]) -> Extraction | 
             m = re.search(prefix + r"[*_\s]*" + label, text)
             if m:
                 return Extraction(m.group(1), name)
-        # an option given by its text ("The answer is 4", "#### Paris"): the declared line,
-        # mapped to an option by the caller
-        return _declared_line(text)
+        # else an option given by its text ("The answer is 4"): the declared line, mapped
+        # to an option by the caller, as a text answer is
     return _declared_line(text)
 
 
