@@ -331,3 +331,16 @@ def test_a_failing_extractor_is_named() -> None:
     for name, message in (("broken", "expected an Extraction"), ("raising", "ZeroDivisionError")):
         with pytest.raises(ConfigError, match=f"item 'q': extractor '{name}' failed.*{message}"):
             score_trial(_gsm8k_trial(name), [GenerateResponse(text="4")])
+
+
+def test_a_label_is_never_read_out_of_a_word_or_an_abbreviation() -> None:
+    """ "The answer is A dog." names the option "A dog", not label A; the i of "i.e." is
+    not label i; a pattern re and the regex package read differently is refused."""
+    trial = _mc_trial("strict", options=("A cat", "A dog", "A bird"), gold=1)
+    scored = score_trial(trial, [GenerateResponse(text="The answer is A dog.")])
+    assert (scored.parsed, scored.correct) == ("A dog", True)
+    roman = _mc_trial("flexible", labels=("i", "ii", "iii", "iv"), options=("r", "g", "b", "y"))
+    scored = score_trial(roman, [GenerateResponse(text="The answer is iii, i.e. blue")])
+    assert (scored.parsed, scored.correct) == ("b", True)
+    with pytest.raises(ConfigError, match="ambiguous pattern"):
+        Condition(name="c", format="free", extract="regex:([[:digit:]]+)")

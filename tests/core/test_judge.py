@@ -9,6 +9,7 @@ import json
 import re
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 from click.testing import CliRunner
 
@@ -254,3 +255,29 @@ def test_items_given_to_the_judge_must_be_the_graded_ones(caplog: pytest.LogCapt
     assert list(got) == ["q0"]
     assert "differ from the graded run's (item_hash), e.g. 'q1'" in caplog.text
     assert "1 of the graded run's items are not among the items given" in caplog.text
+
+
+def test_overlapping_runs_and_equally_specific_opposite_labels_are_refused(
+    graded: Path, tmp_path: Path
+) -> None:
+    from steadyeval import ConfigError
+    from steadyeval.judge import judge_pairwise
+    from steadyeval.judge._judge import _match_labels
+
+    judge = "openai:j?base_url=http://127.0.0.1:9/v1"  # never reached: refused before
+    table = read_results(graded)
+    other = table.set_column(
+        table.column_names.index("model"), "model", pa.array(["other"] * table.num_rows)
+    )
+    stacked = pa.concat_tables([table, other, table])  # the graded run given twice
+    with pytest.raises(DataError, match="more than once: the runs given overlap"):
+        judge_pairwise(stacked, None, None, judge)
+    row = {"model": "m", "item_id": "q0", "condition": "c", "sample_index": 0}
+    labels = {
+        (("item_id", "q0"), ("model", "m")): True,
+        (("condition", "c"), ("item_id", "q0")): False,
+    }
+    with pytest.raises(DataError, match="opposite labels"):
+        _match_labels([row], labels)
+    with pytest.raises(ConfigError, match="--out is empty"):
+        judge_results(graded, [judge], out="")

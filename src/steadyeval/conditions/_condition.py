@@ -194,14 +194,6 @@ class Generation:
         if self.stop is not None:
             object.__setattr__(self, "stop", text_tuple(self.stop))
         check_fields(self, "generation")
-        if self.n_samples > 1 and self.temperature == 0:
-            warnings.warn(
-                f"generation: n_samples={self.n_samples} with temperature 0 is one greedy "
-                "answer per item (greedy decoding has nothing to sample); set temperature "
-                "> 0 to draw samples",
-                UserWarning,
-                stacklevel=3,
-            )
 
     def resolved(self, reasoning: bool) -> Generation:
         """These settings with the unset limits filled in from the template's kind."""
@@ -293,6 +285,17 @@ class Condition:
         except ConfigError as exc:
             raise ConfigError(f"condition {self.name!r}: {exc}") from None
         get_scoring(self.scoring).check(self)
+        gen = self.generation
+        if gen.n_samples > 1 and gen.temperature == 0:
+            # one warning per condition (a config builds each condition more than once; the
+            # default filter shows a message once per place)
+            warnings.warn(
+                f"condition {self.name!r}: n_samples={gen.n_samples} with temperature 0 is "
+                "one greedy answer per item (greedy decoding has nothing to sample); set "
+                "temperature > 0 to draw samples",
+                UserWarning,
+                stacklevel=1,
+            )
         if self.fewshot_as_multiturn and not self.chat:
             raise ConfigError(
                 f"condition {self.name!r}: fewshot_as_multiturn sends shots as chat turns; "

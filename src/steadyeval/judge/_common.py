@@ -25,6 +25,8 @@ def check_out(out: str | Path | None, graded: Sequence[str | Path]) -> None:
     a results table that no judge pass wrote: writing there would replace its results."""
     if out is None:
         return
+    if not str(out).strip():
+        raise ConfigError("--out is empty; name the folder the judge pass writes")
     folder = Path(out)
     for g in graded:
         gp = Path(g)
@@ -38,8 +40,8 @@ def check_out(out: str | Path | None, graded: Sequence[str | Path]) -> None:
         (folder / "results.parquet").exists() and not any((folder / f).exists() for f in _OWN)
     ):
         raise ConfigError(
-            f"--out {folder}: the folder holds a run's results (results.parquet); a judge "
-            "pass would replace them: choose another folder"
+            f"--out {folder}: the folder holds a run (manifest.json or results.parquet); a "
+            "judge pass would replace its results: choose another folder"
         )
 
 

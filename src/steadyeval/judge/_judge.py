@@ -226,7 +226,8 @@ def _match_labels(
     rows: Sequence[Mapping[str, Any]], labels: Labels
 ) -> tuple[list[bool | None], int]:
     """Each row's label (the most specific matching line's) and how many label lines
-    matched no row. Every line names an item, so only that item's lines are tried."""
+    matched no row. Every line names an item, so only that item's lines are tried. Two
+    lines equally specific for a row with opposite labels are an error."""
     by_item: dict[str, list[tuple[tuple[str, str], ...]]] = {}
     for key in labels:
         by_item.setdefault(dict(key)["item_id"], []).append(key)
@@ -239,9 +240,16 @@ def _match_labels(
             if all(str(row[k]) == v for k, v in key)
         ]
         best = max(fits, key=len, default=None)
-        out.append(None if best is None else labels[best])
         if best is not None:
-            used.add(best)
+            rivals = [k for k in fits if len(k) == len(best) and labels[k] != labels[best]]
+            if rivals:
+                raise DataError(
+                    f"labels: {dict(best)} and {dict(rivals[0])} both label the row "
+                    f"{dict((k, row[k]) for k in _KEY)} with opposite labels; make one more "
+                    "specific or remove one"
+                )
+        out.append(None if best is None else labels[best])
+        used.update(fits)
     return out, len(labels) - len(used)
 
 
@@ -330,6 +338,9 @@ def judge_results(
     ]
     if not rows:
         raise DataError("no generated answers to judge (scoring 'generate' rows)")
+    human, unused = _match_labels(rows, labels) if labels else (None, 0)
+    if unused:
+        _log.warning("%d label line(s) match no graded row (check item ids and names)", unused)
     judge_items = _items(rows, matched_items(rows, items or ()))
     condition = judge_condition(rubric, chat=chat, max_new_tokens=max_new_tokens)
     verdicts: dict[str, dict[str, _Verdict]] = {}
@@ -351,10 +362,7 @@ def judge_results(
         }
     names = tuple(verdicts)
     judged = with_study_columns(table, (*JUDGE_COLUMNS, _JUDGES), _columns(table, verdicts, names))
-    human, unused = _match_labels(rows, labels) if labels else (None, 0)
     agreements, alpha = _agreements(rows, verdicts, names, human)
-    if unused:
-        _log.warning("%d label line(s) match no graded row (check item ids and names)", unused)
     rates = {
         m: float(np.mean([v.correct is not None for v in verdicts[m].values()])) for m in names
     }

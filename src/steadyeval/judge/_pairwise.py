@@ -104,8 +104,8 @@ def _shared(
     if model_a is None or model_b is None:
         if len(models) != 2:
             raise ConfigError(
-                f"pairwise judging needs exactly two models with generated answers (or the "
-                f"two named); found {len(models)}: {', '.join(models) or 'none'}"
+                f"pairwise judging needs exactly two models with generated answers; found "
+                f"{len(models)}: {', '.join(models) or 'none'}"
             )
         model_a, model_b = models
     if model_a == model_b:
@@ -116,12 +116,31 @@ def _shared(
                 f"model {m!r} has no generated answers in the table; its models: "
                 f"{', '.join(models) or 'none'}"
             )
-    a = {tuple(r[k] for k in _UNIT): r for r in rows if r["model"] == model_a}
-    b = {tuple(r[k] for k in _UNIT): r for r in rows if r["model"] == model_b}
+    a, b = _units(rows, model_a), _units(rows, model_b)
     shared = [(a[k], b[k]) for k in a if k in b]
     if not shared:
         raise DataError(f"{model_a!r} and {model_b!r} share no (item, condition, sample) unit")
     return model_a, model_b, shared
+
+
+def _units(
+    rows: Sequence[Mapping[str, Any]], model: str
+) -> dict[tuple[Any, ...], Mapping[str, Any]]:
+    """``model``'s rows by (item, condition, sample); a unit answered twice (runs given
+    together that overlap) is an error, never one answer silently kept."""
+    out: dict[tuple[Any, ...], Mapping[str, Any]] = {}
+    for r in rows:
+        if r["model"] != model:
+            continue
+        unit = tuple(r[k] for k in _UNIT)
+        if unit in out:
+            raise DataError(
+                f"model {model!r} answered item {unit[0]!r} under condition {unit[1]!r} "
+                f"(sample {unit[2]}) more than once: the runs given overlap; give runs that "
+                "each hold different models"
+            )
+        out[unit] = r
+    return out
 
 
 def _named(verdict: str | None, first: str) -> str | None:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import logging
 import re
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -158,9 +159,11 @@ def _strict(text: str, kind: AnswerKind, labels: Sequence[str]) -> Extraction | 
                 return Extraction(m.group(1).strip(), name)
         return None
     if kind == "option":
-        label = rf"\(?({_labels_pattern(labels)})\)?(?![A-Za-z0-9])"
+        # a label stands alone: at the line's end or before punctuation ("B.", "(B)", "B,"),
+        # never before a word ("A dog" is an option's text, read as the declared line)
+        label = rf"\(?({_labels_pattern(labels)})\)?(?=\s*$|[.,;:)](?![A-Za-z]))"
         for name, prefix in (("strict:####", r"####[ \t]*"), ("strict:answer-is", _ANSWER_IS)):
-            m = re.search(prefix + r"[*_\s]*" + label, text)
+            m = re.search(prefix + r"[*_\s]*" + label, text, flags=re.MULTILINE)
             if m:
                 return Extraction(m.group(1), name)
         # else an option given by its text ("The answer is 4"): the declared line, mapped
@@ -193,7 +196,7 @@ def _flexible(text: str, kind: AnswerKind, labels: Sequence[str]) -> Extraction 
         alternatives = _labels_pattern(labels)
         for name, pattern in (
             ("flexible:label", rf"\(({alternatives})\)"),
-            ("flexible:label", rf"(?<![A-Za-z0-9])({alternatives})(?=[.):]|\s*$)"),
+            ("flexible:label", rf"(?<![A-Za-z0-9])({alternatives})(?=[.),:;](?![A-Za-z])|\s*$)"),
         ):
             found = re.findall(pattern, text, flags=re.MULTILINE)
             if found:
@@ -239,6 +242,8 @@ def extractor_names() -> tuple[str, ...]:
 
 
 _PATTERNS: dict[str, regex.Pattern[str]] = {}
+#: Patterns already warned about for running out of time (once per pattern and process).
+_TIMED_OUT: set[str] = set()
 
 
 def _compiled(spec: str) -> regex.Pattern[str]:
@@ -247,8 +252,16 @@ def _compiled(spec: str) -> regex.Pattern[str]:
     if spec not in _PATTERNS:
         source = spec[len(_REGEX) :]
         try:
-            re.compile(source)  # the syntax users write and lm-eval's filters use
-            _PATTERNS[spec] = regex.compile(source)
+            with warnings.catch_warnings():
+                warnings.simplefilter("error", FutureWarning)
+                re.compile(source)  # the syntax users write and lm-eval's filters use
+            _PATTERNS[spec] = regex.compile(source, flags=regex.VERSION0)
+        except FutureWarning as exc:
+            raise ConfigError(
+                f"extract {spec!r}: ambiguous pattern ({exc}): Python's re and the regex "
+                "package read it differently (e.g. [[:digit:]]); escape the inner '[' or "
+                "write the class out (\\d, [0-9])"
+            ) from None
         except (re.error, regex.error, RecursionError, OverflowError) as exc:
             raise ConfigError(f"extract {spec!r}: not a valid regular expression ({exc})") from None
     return _PATTERNS[spec]
@@ -271,10 +284,13 @@ def _regex(pattern: regex.Pattern[str], text: str) -> Extraction | None:
     try:
         m = pattern.search(text, timeout=REGEX_TIMEOUT_S)
     except TimeoutError:
+        if pattern.pattern in _TIMED_OUT:
+            return Extraction(None, "regex:timeout")
+        _TIMED_OUT.add(pattern.pattern)
         _log.warning(
             "extract 'regex:%s' searched an answer of %d characters for over %g s and was "
-            "stopped (no answer: regex:timeout); a pattern with nested repetition such as "
-            "(a+)+ can take exponential time",
+            "stopped (no answer: regex:timeout; said once per pattern, the rows count them); "
+            "a pattern with nested repetition such as (a+)+ can take exponential time",
             pattern.pattern[:60],
             len(text),
             REGEX_TIMEOUT_S,
