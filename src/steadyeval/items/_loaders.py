@@ -331,6 +331,7 @@ _BUILTIN: dict[str, str] = {
     "mmlu": "steadyeval.items._mmlu:load_mmlu_items",
     "fewglue": "steadyeval.items._fewglue:load_fewglue_items",
     "lama": "steadyeval.items._probes:load_probe_items",
+    "inspect": "steadyeval.items._inspect_task:load_inspect_items",
 }
 _LOADERS: dict[str, Loader | str] = dict(_BUILTIN)
 
