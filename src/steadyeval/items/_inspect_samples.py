@@ -23,7 +23,7 @@ from .._errors import ConfigError, DataError
 from ._item import Item
 from ._text import shorten
 
-__all__ = ["TaskShape", "task_shape", "task_items"]
+__all__ = ["TaskShape", "task_items", "task_shape"]
 
 #: Solver steps that only shape the prompt; steadyeval's conditions own the prompt.
 PROMPT_STEPS = ("system_message", "user_message", "prompt_template", "chain_of_thought")
@@ -68,13 +68,13 @@ def _options(obj: object, name: str) -> dict[str, Any]:
     """The options ``obj`` was created with, defaults filled in from the public factory's
     signature (e.g. ``match(location="any")`` → location any, ignore_case True, numeric
     False)."""
-    # inspect_ai records creation arguments on the object but exports no reader for them:
-    # registry_params is private (inspect_ai._util.registry); the eval log's task plan
-    # reads them the same way.
-    from inspect_ai._util.registry import registry_params
-
     import inspect_ai.scorer
     import inspect_ai.solver
+
+    # inspect_ai records creation arguments on the object but exports no reader for them:
+    # registry_params is private (inspect_ai._util.registry); Inspect's eval log records
+    # a task's solvers and scorers with it.
+    from inspect_ai._util.registry import registry_params
 
     factory = getattr(inspect_ai.solver, name, None) or getattr(inspect_ai.scorer, name)
     bound = inspect.signature(factory).bind_partial(**registry_params(obj))
@@ -168,9 +168,12 @@ def _gold_options(targets: list[str], n: int, where: str) -> tuple[int, ...]:
                         expected="letters such as 'B' (or 'A, C') naming the choices",
                     )
                 gold.append(ord(char.upper()) - ord("A"))
-    if not gold or any(g >= n for g in gold):
+    beyond = [g for g in gold if g >= n]
+    if not gold or beyond:
+        said = ", ".join(chr(ord("A") + g) if g < 26 else str(g - 25) for g in beyond)
         raise DataError(
-            f"target {shorten(repr(targets), 40)} names no choice of {n}",
+            f"target {shorten(repr(' '.join(targets)), 40)} names "
+            + (f"{said}, beyond the {n} choices" if beyond else "no choice"),
             file=where,
             field="target",
             expected=f"letters A-{chr(ord('A') + min(n, 26) - 1)} of the sample's choices",

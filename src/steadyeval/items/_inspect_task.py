@@ -202,11 +202,12 @@ def _load_package_task(spec: TaskSpec, task_args: dict[str, Any], strict: bool) 
     only to Inspect's registry, which warns of one it does not take)."""
     from inspect_ai.util import registry_create
 
-    assert spec.name is not None
+    name = spec.name
+    assert name is not None
 
     def create(**kwargs: Any) -> Any:
         try:
-            return registry_create("task", spec.name, **kwargs)  # type: ignore[arg-type]
+            return registry_create("task", name, **kwargs)
         except LookupError:
             raise ConfigError(
                 f"{spec.text}: no such file and no Inspect task registered under that name "
@@ -215,7 +216,7 @@ def _load_package_task(spec: TaskSpec, task_args: dict[str, Any], strict: bool) 
             ) from None
 
     task, samples = _create(create, spec, dict(task_args))
-    return spec.name.split("/")[-1], task, samples, set(task_args)
+    return name.split("/")[-1], task, samples, set(task_args)
 
 
 def _specs(source: str | None, task: str | list[str] | None) -> list[TaskSpec]:
