@@ -92,10 +92,12 @@ def _steps(solver: object) -> list[object]:
 def task_shape(task: Any, spec: str) -> TaskShape:
     """Recognise ``task``'s solver chain and scorer, or refuse it naming ``spec``, what it
     found and what is supported."""
-    if task.sandbox is not None:
-        raise ConfigError(f"{spec}: the task runs in a sandbox; steadyeval items need none")
-    if task.setup is not None:
-        raise ConfigError(f"{spec}: the task has a setup solver; steadyeval items need none")
+    for found, what in ((task.sandbox, "runs in a sandbox"), (task.setup, "has a setup solver")):
+        if found is not None:
+            raise ConfigError(
+                f"{spec}: the task {what}, which steadyeval items cannot reproduce "
+                f"(supported: {_SUPPORTED}, without sandbox or setup)"
+            )
     names = [_name(s) for s in _steps(task.solver)]
     answering = [n for n in names if n not in PROMPT_STEPS]
     if len(answering) != 1 or answering[0] not in SCORERS:

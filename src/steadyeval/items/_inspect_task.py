@@ -219,20 +219,20 @@ def _load_package_task(spec: TaskSpec, task_args: dict[str, Any], strict: bool) 
     return name.split("/")[-1], task, samples, set(task_args)
 
 
-def _specs(source: str | None, task: str | list[str] | None) -> list[TaskSpec]:
+def _specs(source: str | os.PathLike[str] | None, task: str | list[str] | None) -> list[TaskSpec]:
     if source is not None and task is not None:
         raise ConfigError("inspect: give the task spec as source or as task, not both")
     raw = task if task is not None else source
     if raw is None:
         raise ConfigError(f"inspect: no task given (expected {_SPELLING})")
-    texts = [raw] if isinstance(raw, str) else list(raw)
+    texts = [raw] if isinstance(raw, str | os.PathLike) else list(raw)
     if not texts:
         raise ConfigError(f"inspect: an empty list of tasks (expected {_SPELLING})")
-    return [parse_task_spec(str(t)) for t in texts]
+    return [parse_task_spec(os.fspath(t) if isinstance(t, os.PathLike) else t) for t in texts]
 
 
 def load_inspect_items(
-    source: str | None = None,
+    source: str | os.PathLike[str] | None = None,
     *,
     task: str | list[str] | None = None,
     task_args: dict[str, Any] | None = None,
@@ -241,8 +241,8 @@ def load_inspect_items(
 
     Parameters
     ----------
-    source : str, optional
-        One task spec, when ``task`` is None.
+    source : str or path, optional
+        One task spec, when ``task`` is None (``load_items(SPEC, loader="inspect")``).
     task : str or list of str, optional
         Task specs: ``FILE.py@TASK``, ``FILE.py`` (the file defines one ``@task``) or a
         package's ``PACKAGE/TASK``.
@@ -266,22 +266,19 @@ def load_inspect_items(
     specs = _specs(source, task)
     require("inspect: tasks", "inspect_ai", extra="inspect")
     args = dict(task_args or {})
-    loaded: list[tuple[TaskSpec, str, Any, list[Any]]] = []
+    items: list[Item] = []
     used: set[str] = set()
+    names: list[str] = []
     for spec in specs:
         load = _load_package_task if spec.file is None else _load_file_task
         name, task_obj, samples, took = load(spec, args, len(specs) == 1)
+        if name in names:
+            raise ConfigError(f"inspect: task {name!r} is given twice (item ids would repeat)")
+        names.append(name)
         used |= took
-        loaded.append((spec, name, task_obj, samples))
+        shape = task_shape(task_obj, spec.text)
+        items += task_items(samples, shape, name=name, label=spec.text, prefix=len(specs) > 1)
     unused = sorted(set(args) - used)
     if unused:
         raise ConfigError(f"inspect: no task takes the argument {unused[0]!r}")
-    names = [name for _, name, _, _ in loaded]
-    repeated = sorted({n for n in names if names.count(n) > 1})
-    if repeated:
-        raise ConfigError(f"inspect: task {repeated[0]!r} is given twice (item ids would repeat)")
-    items: list[Item] = []
-    for spec, name, task_obj, samples in loaded:
-        shape = task_shape(task_obj, spec.text)
-        items += task_items(samples, shape, name=name, label=spec.text, prefix=len(specs) > 1)
     return items
