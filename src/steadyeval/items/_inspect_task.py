@@ -208,7 +208,9 @@ def _load_package_task(spec: TaskSpec, task_args: dict[str, Any], strict: bool) 
     def create(**kwargs: Any) -> Any:
         try:
             return registry_create("task", name, **kwargs)
-        except LookupError:
+        except LookupError as exc:  # also a KeyError of the task's own code: tell them apart
+            if not str(exc).endswith("not found in the registry"):
+                raise
             raise ConfigError(
                 f"{spec.text}: no such file and no Inspect task registered under that name "
                 f"(expected {_SPELLING}; a package's tasks need the package installed, e.g. "
