@@ -111,7 +111,7 @@ def test_several_tasks_prefix_ids_and_load_items_reaches_the_loader(tasks_file: 
         f"{tasks_file}@quiz"
     )
     both = [f"{tasks_file}@quiz", f"{tasks_file}@arith"]
-    assert load_items(None, loader="inspect", task=both) == items  # type: ignore[arg-type]
+    assert load_items(None, loader="inspect", task=both) == items
     assert load_items(only, loader="inspect")[0].id == "7"  # a Path as source
     with pytest.raises(ConfigError, match="no task takes the argument 'offst'"):
         load_inspect_items(
