@@ -332,6 +332,7 @@ _BUILTIN: dict[str, str] = {
     "fewglue": "steadyeval.items._fewglue:load_fewglue_items",
     "lama": "steadyeval.items._probes:load_probe_items",
     "lm-eval": "steadyeval.items._lmeval_task:load_lmeval_items",
+    "inspect": "steadyeval.items._inspect_task:load_inspect_items",
 }
 _LOADERS: dict[str, Loader | str] = dict(_BUILTIN)
 
