@@ -107,7 +107,8 @@ def _load_items(
 ) -> list[Item]:
     names = _task_names(source, task)
     manager = _manager(names, include_path)
-    specs = [_spec(name, (task_data or {}).get(name)) for name in names]
+    _check_known(manager, names)
+    specs = [_spec(manager, name, (task_data or {}).get(name)) for name in names]
     unknown = sorted(set(task_data or {}) - set(names))
     if unknown:
         raise ConfigError(
@@ -174,8 +175,9 @@ def _manager(names: Sequence[str], include_path: str | list[str] | None) -> Any:
     return TaskManager(include_path=paths or None)
 
 
-def _spec(name: str, folder: str | None) -> str | dict[str, Any]:
-    """``name``, or an override that reads its splits from ``folder``'s files."""
+def _spec(manager: Any, name: str, folder: str | None) -> str | dict[str, Any]:
+    """``name``, or its whole config (its YAML with its ``include``s, as lm-eval's task
+    factory reads it) with the data set replaced by ``folder``'s files."""
     if folder is None:
         return name
     root = Path(folder)
@@ -196,7 +198,29 @@ def _spec(name: str, folder: str | None) -> str | dict[str, Any]:
             field=f"task_data[{name}]",
             expected="files named by split, all of one kind (.jsonl/.json, .parquet or .csv)",
         )
+    entry = manager.task_index.get(name)
+    if entry is None or entry.yaml_path is None or getattr(entry.kind, "name", "") != "TASK":
+        raise ConfigError(
+            f"task_data[{name}]: local files replace the data set of one lm-eval task defined "
+            "in YAML; for a group, give each of its tasks (or make your own task folder, "
+            "include_path)"
+        )
+    from lm_eval.tasks._yaml_loader import load_yaml  # what lm-eval's TaskFactory reads
+
+    config = load_yaml(entry.yaml_path, resolve_func=True)
+    have = {p.stem for p in files}
+    for key in ("test_split", "validation_split", "training_split", "fewshot_split"):
+        split = config.get(key)
+        if split is not None and str(split) not in have:
+            raise DataError(
+                f"no file for split {split!r} (the task's {key}; lm-eval reads it even at 0 shots)",
+                file=str(folder),
+                field=f"task_data[{name}]",
+                expected=f"{split}.jsonl (or .json, .parquet, .csv) beside "
+                f"{', '.join(sorted(p.name for p in files))}",
+            )
     return {
+        **config,
         "task": name,
         "dataset_path": kinds.pop(),
         "dataset_name": None,
@@ -204,7 +228,7 @@ def _spec(name: str, folder: str | None) -> str | dict[str, Any]:
     }
 
 
-def _load(manager: Any, specs: list[str | dict[str, Any]], names: list[str]) -> dict[str, Any]:
+def _check_known(manager: Any, names: list[str]) -> None:
     known = set(manager.all_tasks)
     for name in names:
         if name not in known and Path(name).suffix != ".yaml":
@@ -214,9 +238,12 @@ def _load(manager: Any, specs: list[str | dict[str, Any]], names: list[str]) -> 
                 f"unknown lm-eval task {name!r}{hint} (`lm_eval ls tasks` lists them; a "
                 "task of your own needs include_path: its folder)"
             )
+
+
+def _load(manager: Any, specs: list[str | dict[str, Any]], names: list[str]) -> dict[str, Any]:
     try:
         out: dict[str, Any] = manager.load(specs)
-    except (ConnectionError, OSError, ValueError, FileNotFoundError) as exc:
+    except (ConnectionError, OSError, ValueError, KeyError) as exc:
         raise DataError(
             f"could not load its documents: {shorten(str(exc), 300)}",
             file=", ".join(names),
