@@ -294,12 +294,21 @@ def test_the_task_crossed_with_other_conditions_compares(
     from steadyeval.compare import compare_runs
     from steadyeval.models._tiny import build_tiny_model
     from steadyeval.reports import write_report
+    from steadyeval.results import read_results
     from steadyeval.run import run_config
 
     other = build_tiny_model(tmp_path / "gpt2b", "gpt2", seed=1)
     config = {
         "data": {"loader": "lm-eval", "task": "se_arc", "include_path": str(tasks_dir)},
         "models": [f"hf:{tiny_gpt2}", f"hf:{other}"],
+        "shot_pools": {
+            "train": {
+                "loader": "lm-eval",
+                "task": "se_arc",
+                "include_path": str(tasks_dir),
+                "docs": "fewshot",
+            }
+        },
         "conditions": [
             {"name": "lm-eval", "template": "lm-eval", "scoring": "lm-eval"},
             {
@@ -315,7 +324,7 @@ def test_the_task_crossed_with_other_conditions_compares(
                 "format": "mc",
                 "scoring": "option-logprob",
                 "option_order": "shuffled",
-                "shots": {"n": 2},
+                "shots": {"n": 2, "source": "train"},
             },
         ],
     }
@@ -328,5 +337,10 @@ def test_the_task_crossed_with_other_conditions_compares(
     for pair in cmp.pairs:
         for d in pair.conditions:
             assert d.n == 9
+    rows = read_results(tmp_path / "run").to_pylist()
+    shuffled = [r for r in rows if r["condition"] == "qa-shuffled"]
+    # the question is the document's question, and the shots come from the training split
+    assert all(r["prompt"].count("Question: What is") == 3 for r in shuffled)
+    assert all("Question: Question:" not in r["prompt"] for r in rows)
     report = write_report(tmp_path / "run", output=tmp_path / "report.html")
     assert "lm-eval-norm" in report.read_text()

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import difflib
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from .._errors import ConfigError, DataError
 from .._extras import require
@@ -51,6 +53,7 @@ def load_lmeval_items(
     num_fewshot: int | None = None,
     fewshot_seed: int = LMEVAL_FEWSHOT_SEED,
     question_field: str | None = None,
+    docs: Literal["eval", "fewshot"] = "eval",
 ) -> list[Item]:
     """Items from lm-evaluation-harness tasks (``lm-eval`` 0.4.13), through its task objects.
 
@@ -73,9 +76,15 @@ def load_lmeval_items(
     fewshot_seed : int
         lm-eval's ``--fewshot_random_seed`` (its default, 1234).
     question_field : str, optional
-        A document field to use as the item's question instead of ``doc_to_text`` (for tasks
-        whose ``doc_to_text`` already lists the options, such as MMLU's, when the items are
-        also asked under steadyeval's own multiple-choice templates).
+        The document field that is the item's question for steadyeval's own templates
+        (default: the document's ``question`` text where it has one, else ``doc_to_text``,
+        which may already hold the options and an ``Answer:`` cue). The ``lm-eval`` template
+        shows lm-eval's prompt whatever this says.
+    docs : {"eval", "fewshot"}
+        ``eval``: the documents lm-eval evaluates (its test split, else validation), each
+        with lm-eval's request; ``fewshot``: the documents it draws shots from (its
+        ``fewshot_split``, else its training split), for a shot pool of steadyeval's own
+        shot conditions.
 
     Notes
     -----
@@ -85,54 +94,45 @@ def load_lmeval_items(
     split, so they are lm-eval's, whatever part of the items a run then evaluates.
     """
     require("lm-eval tasks", "lm_eval", extra="lm-eval")
-    quiet = logging.getLogger("lm_eval")  # its notes on every task's defaults, at WARNING
-    level = quiet.level
-    quiet.setLevel(logging.ERROR)
-    try:
-        return _load_items(
-            source, task, task_data, include_path, num_fewshot, fewshot_seed, question_field
-        )
-    finally:
-        quiet.setLevel(level)
-
-
-def _load_items(
-    source: str | None,
-    task: str | list[str] | None,
-    task_data: dict[str, str] | None,
-    include_path: str | list[str] | None,
-    num_fewshot: int | None,
-    fewshot_seed: int,
-    question_field: str | None,
-) -> list[Item]:
+    if docs not in ("eval", "fewshot"):
+        raise ConfigError(f"lm-eval tasks: docs is 'eval' or 'fewshot', not {docs!r}")
     names = _task_names(source, task)
-    manager = _manager(names, include_path)
-    _check_known(manager, names)
-    specs = [_spec(manager, name, (task_data or {}).get(name)) for name in names]
-    unknown = sorted(set(task_data or {}) - set(names))
-    if unknown:
-        raise ConfigError(
-            f"task_data names {unknown[0]!r}, which is not among the tasks asked for "
-            f"({', '.join(names)}); give local data for the tasks you run"
-        )
-    loaded = _load(manager, specs, names)
-    groups = {child: group for group, kids in loaded.get("group_map", {}).items() for child in kids}
-    tasks = loaded["tasks"]
-    several = len(tasks) > 1
-    items: list[Item] = []
-    for name, task_obj in tasks.items():
-        _check_task(name, task_obj)
-        _configure(task_obj, num_fewshot, fewshot_seed)
-        items += _task_items(
-            name,
-            task_obj,
-            prefix=f"{name}/" if several else "",
-            group=groups.get(name),
-            question_field=question_field,
-        )
+    with _quiet_lm_eval():
+        manager = _manager(names, include_path)
+        _check_known(manager, names)
+        unknown = sorted(set(task_data or {}) - set(names))
+        if unknown:
+            raise ConfigError(
+                f"task_data names {unknown[0]!r}, which is not among the tasks asked for "
+                f"({', '.join(names)}); give local data for the tasks you run"
+            )
+        specs = [_spec(manager, name, (task_data or {}).get(name)) for name in names]
+        loaded = _load(manager, specs, names)
+        group_map = loaded.get("group_map", {})
+        groups = {child: group for group, kids in group_map.items() for child in kids}
+        tasks = loaded["tasks"]
+        items: list[Item] = []
+        for name, task_obj in tasks.items():
+            _check_task(name, task_obj)
+            _configure(task_obj, num_fewshot, fewshot_seed)
+            prefix = f"{name}/" if len(tasks) > 1 else ""
+            src = _Source(name, task_obj, prefix, groups.get(name), question_field)
+            items += _task_items(src, docs)
     if not items:
         raise DataError("no documents", file=", ".join(names), expected="tasks with documents")
     return items
+
+
+@contextmanager
+def _quiet_lm_eval() -> Iterator[None]:
+    """lm-eval notes every task's defaults at WARNING; only its errors are shown."""
+    logger = logging.getLogger("lm_eval")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
 
 
 def _task_names(source: str | None, task: str | list[str] | None) -> list[str]:
@@ -298,27 +298,38 @@ def _configure(task_obj: Any, num_fewshot: int | None, seed: int) -> None:
     task_obj.set_fewshot_seed(seed=seed)
 
 
-def _task_items(
-    name: str, task_obj: Any, *, prefix: str, group: str | None, question_field: str | None
-) -> list[Item]:
-    task_obj.build_all_requests()
+@dataclass(frozen=True)
+class _Source:
+    """One task's documents and how its items are named."""
+
+    name: str
+    task: Any
+    prefix: str
+    group: str | None
+    question_field: str | None
+
+    @property
+    def where(self) -> str:
+        return f"lm-eval task {self.name}"
+
+
+def _task_items(src: _Source, docs: Literal["eval", "fewshot"]) -> list[Item]:
+    """The evaluated documents, with the requests lm-eval builds for each; or the task's
+    few-shot documents (``fewshot_split``, else its training split), for a shot pool."""
+    if docs == "fewshot":
+        pool = list(src.task.fewshot_docs() or [])
+        return [_item(src, i, doc, f"{src.prefix}fewshot-{i}", None) for i, doc in enumerate(pool)]
+    src.task.build_all_requests()
     by_doc: dict[int, list[Any]] = {}
-    for inst in task_obj.instances:
+    for inst in src.task.instances:
         by_doc.setdefault(int(inst.doc_id), []).append(inst)
-    rules = _rules(task_obj)
-    return [
-        _item(
-            name,
-            task_obj,
-            doc_id,
-            sorted(insts, key=lambda i: i.idx),
-            rules,
-            prefix,
-            group,
-            question_field,
-        )
-        for doc_id, insts in sorted(by_doc.items())
-    ]
+    rules = _rules(src.task)
+    items = []
+    for doc_id, insts in sorted(by_doc.items()):
+        insts.sort(key=lambda inst: inst.idx)
+        asked = _asked(src, doc_id, insts, rules)
+        items.append(_item(src, doc_id, insts[0].doc, f"{src.prefix}{doc_id}", asked))
+    return items
 
 
 def _rules(task_obj: Any) -> dict[str, Any]:
@@ -349,54 +360,54 @@ def _rules(task_obj: Any) -> dict[str, Any]:
     return rules
 
 
-def _item(
-    name: str,
-    task_obj: Any,
-    doc_id: int,
-    insts: list[Any],
-    rules: dict[str, Any],
-    prefix: str,
-    group: str | None,
-    question_field: str | None,
-) -> Item:
-    doc = insts[0].doc
-    where = f"lm-eval task {name}"
-    kind = rules["output_type"]
+def _asked(src: _Source, doc_id: int, insts: list[Any], rules: dict[str, Any]) -> dict[str, Any]:
+    """How lm-eval asks one document: its prompt (shots included) and the task's rules;
+    a multiple-choice document's requests must be that prompt with each option after the
+    ``target_delimiter`` (what the ``lm-eval`` template sends)."""
     prompt = insts[0].arguments[0]
-    question = _question(task_obj, doc, question_field, where, doc_id)
-    lm: dict[str, Any] = {"task": name, "doc_id": doc_id, **rules, "prompt": prompt}
-    options: tuple[str, ...] | None = None
-    gold: tuple[int, ...] = ()
-    answers: tuple[str, ...] = ()
-    if kind == "multiple_choice":
-        options = tuple(str(c) for c in task_obj.doc_to_choice(doc))
-        conts = [i.arguments[1] for i in insts]
-        if [i.arguments[0] for i in insts] != [prompt] * len(insts) or conts != [
-            rules["target_delimiter"] + o for o in options
-        ]:
+    asked: dict[str, Any] = {"task": src.name, "doc_id": doc_id, **rules, "prompt": prompt}
+    if rules["output_type"] == "multiple_choice":
+        options = [str(c) for c in src.task.doc_to_choice(insts[0].doc)]
+        sent = [tuple(i.arguments[:2]) for i in insts]
+        if sent != [(prompt, rules["target_delimiter"] + o) for o in options]:
             raise DataError(
                 "its requests are not one context with the options as continuations",
-                file=where,
+                file=src.where,
                 line=doc_id + 1,
                 expected="a multiple-choice task as lm-eval's ConfigurableTask builds one",
             )
-        gold = _gold_index(task_obj.doc_to_target(doc), options, where, doc_id)
+    elif rules["output_type"] == "loglikelihood":
+        asked["continuation"] = str(insts[0].arguments[1])
+    return asked
+
+
+def _item(src: _Source, doc_id: int, doc: Any, item_id: str, asked: dict[str, Any] | None) -> Item:
+    """One document as an item (``asked``: how lm-eval asks it, for an evaluated one)."""
+    kind = src.task.OUTPUT_TYPE
+    options: tuple[str, ...] | None = None
+    gold: tuple[int, ...] = ()
+    answers: tuple[str, ...] = ()
+    target = src.task.doc_to_target(doc)
+    if kind == "multiple_choice":
+        options = tuple(str(c) for c in src.task.doc_to_choice(doc))
+        gold = _gold_index(target, options, src.where, doc_id)
     elif kind == "loglikelihood":
-        answers = (str(insts[0].arguments[1]),)
+        answers = (str(target),)
     else:
-        target = task_obj.doc_to_target(doc)
         answers = tuple(str(t) for t in target) if isinstance(target, list) else (str(target),)
     meta: dict[str, Any] = {
         k: v
         for k, v in (doc.items() if isinstance(doc, Mapping) else ())
         if isinstance(k, str) and (v is None or isinstance(v, str | int | float | bool))
     }
-    meta.update({"subtask": name, "lm_eval": lm})
-    if group is not None:
-        meta["group"] = group
+    meta["subtask"] = src.name
+    if asked is not None:
+        meta["lm_eval"] = asked
+    if src.group is not None:
+        meta["group"] = src.group
     return Item(
-        id=f"{prefix}{doc_id}",
-        question=question,
+        id=item_id,
+        question=_question(src, doc, doc_id),
         options=options,
         answers=answers,
         gold_options=gold,
@@ -404,21 +415,23 @@ def _item(
     )
 
 
-def _question(task_obj: Any, doc: Any, field: str | None, where: str, doc_id: int) -> str:
-    if field is not None:
-        value = doc.get(field) if isinstance(doc, Mapping) else None
-        if not isinstance(value, str):
-            raise DataError(
-                f"has no text field {field!r}",
-                file=where,
-                line=doc_id + 1,
-                field=field,
-                expected=f"a string field (the document's fields: {', '.join(map(str, doc))})"
-                if isinstance(doc, Mapping)
-                else "a document with fields",
-            )
-        return value
-    text = task_obj.doc_to_text(doc)
+def _question(src: _Source, doc: Any, doc_id: int) -> str:
+    """The item's question: the named document field; by default the document's
+    ``question`` text where it has one (so steadyeval's own templates do not show lm-eval's
+    whole prompt as the question), else ``doc_to_text``."""
+    field = src.question_field
+    fields = doc if isinstance(doc, Mapping) else {}
+    if field is not None and not isinstance(fields.get(field), str):
+        raise DataError(
+            f"has no text field {field!r}",
+            file=src.where,
+            line=doc_id + 1,
+            field=field,
+            expected=f"a text field (the document's: {', '.join(map(str, fields)) or 'none'})",
+        )
+    if isinstance(fields.get(field or "question"), str):
+        return str(fields[field or "question"])
+    text = src.task.doc_to_text(doc)
     return text if isinstance(text, str) else str(text)
 
 

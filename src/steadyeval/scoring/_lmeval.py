@@ -110,7 +110,7 @@ class LmEval(ScoringMode):
         return (
             ScoreRequest(
                 context=trial.prompt,
-                continuation=trial.item.gold_texts[0],
+                continuation=str(trial.item.metadata["lm_eval"]["continuation"]),
                 chat=cond.chat,
                 system=cond.system,
             ),
