@@ -113,6 +113,20 @@ def _mmlu_jsonl(work: Path, res: Resources) -> None:
     (work / "mmlu.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
+def _mmlu_split_files(work: Path, res: Resources) -> None:
+    """The shared MMLU abstract_algebra splits as lm-eval's ``cais/mmlu`` rows, one file per
+    split, for ``--task-data`` (the shared data has no validation split: the dev rows stand
+    in, and lm-eval only checks it is there, evaluating test)."""
+    import json
+
+    folder = work / "mmlu-local"
+    folder.mkdir()
+    for split, theirs in {"test": "test", "validation": "dev", "dev": "dev"}.items():
+        rows = mmlu_rows(res.data(), "abstract_algebra", theirs)
+        text = "".join(json.dumps(r) + "\n" for r in rows)
+        (folder / f"{split}.jsonl").write_text(text, encoding="utf-8")
+
+
 _TINY = "a tiny random model (steadyeval.models.build_tiny_model) in its place"
 HUB: tuple[HubStandIn, ...] = (
     HubStandIn("Qwen/Qwen2.5-0.5B", "tiny GPT-2", _TINY, _model("Qwen/Qwen2.5-0.5B", "gpt2")),
@@ -237,6 +251,13 @@ PROVIDED: tuple[Provided, ...] = (
         _copy(lambda res: next((res.importer_logs / "killed").glob("*.eval")), "cancelled.eval"),
     ),
     Provided(
+        "docs/from-lm-eval.md",
+        "mmlu-local",
+        "the shared MMLU abstract_algebra CSVs as cais/mmlu's test and dev rows",
+        "the hub's cais/mmlu, which the reader's lm-eval downloads (not in the shared data)",
+        _mmlu_split_files,
+    ),
+    Provided(
         "docs/study-fewshot.md",
         "FewGLUE",
         "the shared FewGLUE folder",
@@ -248,7 +269,25 @@ PROVIDED: tuple[Provided, ...] = (
 _README_REAL = "# any local or hub causal LM on your own items"
 _README_STUDY = "# offline, on the tiny model and the example SQuAD-format file"
 _TIME = "time: the suite stays fast"
+_FROM_LM_EVAL = "pip install 'steadyeval[lm-eval]'"
 SUBSTITUTIONS: tuple[Substitution, ...] = (
+    Substitution(
+        "docs/from-lm-eval.md",
+        _FROM_LM_EVAL,
+        _FROM_LM_EVAL + "\n",
+        "",
+        "install: an install line (lm-eval is installed with [dev]; the suite reaches no index)",
+    ),
+    Substitution(
+        "docs/from-lm-eval.md",
+        _FROM_LM_EVAL,
+        "--model hf:Qwen/Qwen2.5-0.5B --out runs/algebra",
+        "--model hf:Qwen/Qwen2.5-0.5B --task-data mmlu_abstract_algebra=mmlu-local "
+        "--limit 8 --out runs/algebra",
+        "the hub's cais/mmlu is not here: the same rows from local files; "
+        + _TIME
+        + " (100 questions × 6 conditions on the tiny model)",
+    ),
     Substitution(
         "docs/scale.md",
         "pip install 'steadyeval[ray]'          # included in [dev]",
