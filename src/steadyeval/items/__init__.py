@@ -1,6 +1,6 @@
 """Items and the loaders that read them: the generic JSONL/CSV/hub formats and named loaders
 for SQuAD 2.0, MMLU, FewGLUE/SuperGLUE and LAMA-style probes (one registry, one JSONL reader,
-errors that name the file, line and field)."""
+errors that name the file, line and field), and a seeded, stratified sample of them."""
 
 from ._fewglue import FEWGLUE, FewGlueTask, fewglue_task, load_fewglue_items
 from ._item import Item, canonical_json, plain_json
@@ -26,6 +26,7 @@ from ._probes import (
     load_vocab,
     wikidata_aliases,
 )
+from ._sample import sample_items
 from ._squad import (
     SquadArticle,
     SquadData,
@@ -82,6 +83,7 @@ __all__ = [
     "read_jsonl",
     "read_lines",
     "register_loader",
+    "sample_items",
     "shorten",
     "squad_from_rows",
     "subject_info",
