@@ -152,3 +152,15 @@ def test_shares_are_proportional_by_largest_remainder(
         rest = [k for k in rest if k not in under]
     assert all(got[k] == 1 for k in small)
     assert all(abs(got[k] - Fraction(seats * sizes[k], weight)) < 1 for k in rest)
+
+
+def test_per_stratum_draws_n_of_each() -> None:
+    items = _items({"algebra": 10, "law": 2, "virology": 6})
+    picked = sample_items(items, 4, seed=0, per_stratum=True)
+    assert Counter(i.metadata["subject"] for i in picked) == {
+        "algebra": 4,
+        "law": 2,
+        "virology": 4,
+    }
+    algebra = [i for i in items if i.metadata["subject"] == "algebra"]
+    assert [i for i in picked if i in set(algebra)] == sample_items(algebra, 4, seed=0)

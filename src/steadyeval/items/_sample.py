@@ -87,7 +87,12 @@ def _label(value: Any) -> str:
 
 
 def sample_items(
-    items: Sequence[Item], n: int, *, seed: int, strata: str | None = None
+    items: Sequence[Item],
+    n: int,
+    *,
+    seed: int,
+    strata: str | None = None,
+    per_stratum: bool = False,
 ) -> list[Item]:
     """A seeded random sample of ``n`` items, stratified, in the items' original order.
 
@@ -105,6 +110,9 @@ def sample_items(
         The item metadata key to stratify by. By default the first of ``subtask`` (set by
         lm-eval and Inspect tasks) and ``subject`` (MMLU) that some item carries; none: a
         simple random sample. Items without the key form a stratum of their own.
+    per_stratum : bool
+        Draw ``n`` items from each stratum (all of a smaller one), not ``n`` in all: the
+        random counterpart of "the first N of each subject".
 
     Returns
     -------
@@ -121,9 +129,10 @@ def sample_items(
     Each item's place in the draw is a number derived from ``(seed, item id)`` with
     :func:`steadyeval._seeds.derive_seed`; within a stratum the items with the smallest
     numbers are drawn (a uniformly random subset of that size: each is equally likely).
-    So the sample depends on the items' ids, not on the order the rows were read, and a
-    larger sample holds a smaller one drawn with the same seed from the same stratum
-    sizes (a pilot's answers are reused from the cache).
+    So the sample depends on the items' ids, not on the order the rows were read; and
+    with one seed, a stratum's larger draw holds its smaller one, so a pilot's answers
+    come back from the cache in the larger run (all of them without strata, or with
+    ``per_stratum``).
 
     Strata get proportional shares by largest remainder (:func:`allocate`): each count is
     within one of ``n`` × the stratum's share of the items, except that when ``n`` is at
@@ -149,19 +158,20 @@ def sample_items(
         raise TypeError(f"n must be an integer, got {type(n).__name__}")
     if n < 1:
         raise ValueError(f"a sample of {n} items: give n >= 1")
+    if strata is not None and items and not any(strata in item.metadata for item in items):
+        raise ValueError(f"no item's metadata holds the key {strata!r} to stratify by")
     if n >= len(items):
-        if items:
+        if items and not per_stratum:
             _log.warning("a sample of %d of %d items: every item is kept", n, len(items))
         return list(items)
     key = strata_key(items) if strata is None else strata
-    if strata is not None and not any(strata in item.metadata for item in items):
-        raise ValueError(f"no item's metadata holds the key {strata!r} to stratify by")
     groups: dict[str, list[int]] = {}
     for index, item in enumerate(items):
         label = "" if key is None else _label(item.metadata.get(key))
         groups.setdefault(label, []).append(index)
     labels = sorted(groups)
-    counts = allocate([len(groups[label]) for label in labels], n)
+    sizes = [len(groups[label]) for label in labels]
+    counts = [min(n, size) for size in sizes] if per_stratum else allocate(sizes, n)
     chosen: list[int] = []
     for label, count in zip(labels, counts, strict=True):
         members = groups[label]
