@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from numbers import Integral
-from typing import Any
+from typing import Any, Literal
 
 from .._seeds import derive_seed
 from ._item import Item, canonical_json, plain_json
@@ -91,7 +91,7 @@ def sample_items(
     n: int,
     *,
     seed: int,
-    strata: str | None = None,
+    strata: str | Literal[False] | None = None,
     per_stratum: bool = False,
 ) -> list[Item]:
     """A seeded random sample of ``n`` items, stratified, in the items' original order.
@@ -106,10 +106,11 @@ def sample_items(
     seed : int
         The sample's seed (a run's ``seed``): the same ids, ``n`` and seed give the same
         sample.
-    strata : str, optional
+    strata : str or False, optional
         The item metadata key to stratify by. By default the first of ``subtask`` (set by
-        lm-eval and Inspect tasks) and ``subject`` (MMLU) that some item carries; none: a
-        simple random sample. Items without the key form a stratum of their own.
+        lm-eval and Inspect tasks) and ``subject`` (MMLU) that some item carries; none (or
+        ``False``): a simple random sample. Items without the key form a stratum of their
+        own.
     per_stratum : bool
         Draw ``n`` items from each stratum (all of a smaller one), not ``n`` in all: the
         random counterpart of "the first N of each subject".
@@ -158,13 +159,13 @@ def sample_items(
         raise TypeError(f"n must be an integer, got {type(n).__name__}")
     if n < 1:
         raise ValueError(f"a sample of {n} items: give n >= 1")
-    if strata is not None and items and not any(strata in item.metadata for item in items):
+    if strata and items and not any(strata in item.metadata for item in items):
         raise ValueError(f"no item's metadata holds the key {strata!r} to stratify by")
     if n >= len(items):
         if items and not per_stratum:
             _log.warning("a sample of %d of %d items: every item is kept", n, len(items))
         return list(items)
-    key = strata_key(items) if strata is None else strata
+    key = strata_key(items) if strata is None else strata or None
     groups: dict[str, list[int]] = {}
     for index, item in enumerate(items):
         label = "" if key is None else _label(item.metadata.get(key))
