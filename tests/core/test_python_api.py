@@ -55,7 +55,7 @@ def test_condition_takes_builtin_names_as_yaml_does() -> None:
     [
         (
             {"template": "qb"},
-            "unknown template 'qb'; built-in templates: cloze, qa, qa-cot, unifiedqa",
+            "unknown template 'qb'; built-in templates: cloze, lm-eval, qa, qa-cot, unifiedqa",
         ),
         ({"format": "mcq"}, "unknown format 'mcq'"),
         ({"option_order": "random"}, "option_order must be one of"),

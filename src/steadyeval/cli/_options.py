@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from ..run import PlanCounts
 
 __all__ = [
+    "TASK_LOADERS",
     "cache_help",
     "check_writable",
     "echo_counts",
@@ -29,6 +30,7 @@ __all__ = [
     "run_out",
     "shared_options",
     "strict_models",
+    "task_source",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -318,3 +320,62 @@ def first_table(markdown: str) -> str:
     end = next((i for i in range(start, len(lines)) if not lines[i].startswith("|")), len(lines))
     heading = next((lines[i] for i in range(start - 1, -1, -1) if lines[i].startswith("#")), "")
     return "\n".join([heading, "", *lines[start:end]] if heading else lines[start:end])
+
+
+#: ``--task`` prefixes: whose task it is, and the data loader that reads it.
+TASK_LOADERS = {"lm-eval": "lm-eval", "inspect": "inspect"}
+
+
+def task_source(
+    tasks: Sequence[str],
+    task_data: Sequence[str],
+    include_path: Sequence[Path],
+    num_fewshot: int | None,
+    data: str | None,
+) -> str | dict[str, Any] | None:
+    """``--data``, or the data config that ``--task`` and its companions describe."""
+    from .._errors import ConfigError
+
+    lm_only = {"--task-data": task_data, "--include-path": include_path}
+    if num_fewshot is not None:
+        lm_only["--num-fewshot"] = [str(num_fewshot)]
+    if not tasks:
+        given = [flag for flag, value in lm_only.items() if value]
+        if given:
+            raise ConfigError(f"{given[0]} applies to lm-eval tasks: add --task lm-eval:NAME")
+        return data
+    if data is not None:
+        raise ConfigError("give --data or --task, not both")
+    tools = set()
+    names = []
+    for spec in tasks:
+        tool, sep, name = spec.partition(":")
+        if not sep or tool not in TASK_LOADERS or not name.strip():
+            raise ConfigError(
+                f"--task {spec!r}: expected lm-eval:NAME (an lm-evaluation-harness task, group "
+                "or tag) or inspect:FILE.py@TASK (an Inspect task)"
+            )
+        tools.add(tool)
+        names.append(name.strip())
+    if len(tools) > 1:
+        raise ConfigError("--task: give tasks of one tool per run (lm-eval: or inspect:)")
+    tool = tools.pop()
+    source: dict[str, Any] = {"loader": TASK_LOADERS[tool], "task": names}
+    if tool == "inspect":
+        given = [flag for flag, value in lm_only.items() if value]
+        if given:
+            raise ConfigError(f"{given[0]} applies to lm-eval tasks, not Inspect tasks")
+        return source
+    folders: dict[str, str] = {}
+    for pair in task_data:
+        name, sep, folder = pair.partition("=")
+        if not sep or not name.strip() or not folder:
+            raise ConfigError(f"--task-data {pair!r}: expected NAME=FOLDER")
+        folders[name.strip()] = folder
+    if folders:
+        source["task_data"] = folders
+    if include_path:
+        source["include_path"] = [str(p) for p in include_path]
+    if num_fewshot is not None:
+        source["num_fewshot"] = num_fewshot
+    return source

@@ -16,6 +16,7 @@ from ._options import (
     run_options,
     run_out,
     strict_models,
+    task_source,
 )
 
 
@@ -33,6 +34,35 @@ from ._options import (
     "--data",
     metavar="PATH|HUB_NAME",
     help="Items: .jsonl, .csv or a hub data set.  [required unless in CONFIG]",
+)
+@click.option(
+    "--task",
+    "tasks",
+    multiple=True,
+    metavar="lm-eval:NAME|inspect:FILE.py@TASK",
+    help="Items from another tool's task (instead of --data): an lm-evaluation-harness task, "
+    "group or tag (asked as lm-eval asks it unless CONFIG has conditions), or an Inspect "
+    "task. Repeat for several (all of one tool).",
+)
+@click.option(
+    "--task-data",
+    "task_data",
+    multiple=True,
+    metavar="NAME=FOLDER",
+    help="Read lm-eval task NAME's documents from FOLDER (one file per split: test.jsonl, "
+    "validation.parquet, ...) instead of the hub.",
+)
+@click.option(
+    "--include-path",
+    "include_path",
+    multiple=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="A folder of your own lm-eval task YAML files (lm-eval's --include_path).",
+)
+@click.option(
+    "--num-fewshot",
+    type=click.IntRange(min=0),
+    help="lm-eval's --num_fewshot for lm-eval tasks.  [default: each task's own]",
 )
 @click.option(
     "--limit",
@@ -76,6 +106,10 @@ def run_cmd(
     config: Path | None,
     models: tuple[str, ...],
     data: str | None,
+    tasks: tuple[str, ...],
+    task_data: tuple[str, ...],
+    include_path: tuple[Path, ...],
+    num_fewshot: int | None,
     out: Path | None,
     limit: int | None,
     sample: int | None,
@@ -105,7 +139,8 @@ def run_cmd(
 
     _ray_only(click.get_current_context(), executor)
     specs = model_specs(models, model_args)
-    flags = {"models": specs, "data": data, "limit": limit, "sample": sample, "seed": seed}
+    source = task_source(tasks, task_data, include_path, num_fewshot, data)
+    flags = {"models": specs, "data": source, "limit": limit, "sample": sample, "seed": seed}
     cfg = load_run_config(config, flags)
     if strict_logprobs:
         cfg = cfg.model_copy(update={"models": strict_models(cfg.models, True)})

@@ -2,6 +2,7 @@
 
 from ._condition import (
     FORMATS,
+    LM_EVAL_TEMPLATE,
     MAX_SAMPLES,
     MAX_TEMPLATE_CHARS,
     MAX_TOP_K,
@@ -40,6 +41,7 @@ from ._scoring import (
 __all__ = [
     "ANSWER_VARIABLES",
     "FORMATS",
+    "LM_EVAL_TEMPLATE",
     "MAX_SAMPLES",
     "MAX_TEMPLATE_CHARS",
     "MAX_TOP_K",

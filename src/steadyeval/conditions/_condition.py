@@ -19,6 +19,7 @@ from ._scoring import canonical_scoring, get_scoring
 
 __all__ = [
     "FORMATS",
+    "LM_EVAL_TEMPLATE",
     "MAX_SAMPLES",
     "MAX_TEMPLATE_CHARS",
     "MAX_TOP_K",
@@ -219,6 +220,24 @@ PLAIN_GENERATION: tuple[int, tuple[str, ...]] = (32, ("\n\n",))
 REASONING_GENERATION: tuple[int, tuple[str, ...]] = (1024, ())
 
 
+def _check_lm_eval(c: Condition) -> None:
+    """The ``lm-eval`` template shows lm-eval's own prompt: its shots, its option order."""
+    problems = []
+    if c.shots.n:
+        problems.append(
+            "its few-shot examples are lm-eval's own (set num_fewshot on the data, "
+            "--num-fewshot), so shots must be unset"
+        )
+    if c.option_order != "original":
+        problems.append("it shows the task's own option order, so option_order must be original")
+    if c.verbalizer is not None:
+        problems.append("it shows the task's own options, so verbalizer must be unset")
+    if c.fewshot_as_multiturn:
+        problems.append("its shots are part of one prompt, so fewshot_as_multiturn must be off")
+    if problems:
+        raise ConfigError(f"condition {c.name!r}: template 'lm-eval': {problems[0]}")
+
+
 def _as_dict(obj: Any) -> Any:
     """A conditions dataclass as plain data (see :meth:`Condition.to_dict`)."""
     if is_dataclass(obj) and not isinstance(obj, type):
@@ -276,7 +295,11 @@ class Condition:
 
     def __post_init__(self) -> None:
         _resolve_parts(self)
-        object.__setattr__(self, "generation", self.generation.resolved(self.template.reasoning))
+        if self.lm_eval:
+            _check_lm_eval(self)  # its limits are each task's own, filled in per item
+        else:
+            gen = self.generation.resolved(self.template.reasoning)
+            object.__setattr__(self, "generation", gen)
         object.__setattr__(self, "verbalizer", _frozen_map(self.verbalizer))
         object.__setattr__(self, "refusal_phrases", text_tuple(self.refusal_phrases))
         check_fields(self, f"condition {self.name!r}")
@@ -302,6 +325,11 @@ class Condition:
                 "set chat: true (or leave fewshot_as_multiturn off)"
             )
 
+    @property
+    def lm_eval(self) -> bool:
+        """Whether the condition asks items as lm-eval does (the ``lm-eval`` template)."""
+        return self.template == TEMPLATES[LM_EVAL_TEMPLATE]
+
     def to_dict(self) -> dict[str, Any]:
         """Every field as JSON data; a field added after ids were first published is left
         out while at its default, so the conditions of earlier runs keep their ids."""
@@ -313,6 +341,9 @@ class Condition:
         """Content hash (12 hex digits) of every field."""
         return hashlib.sha256(canonical_json(self.to_dict()).encode()).hexdigest()[:12]
 
+
+#: The built-in template that asks an lm-eval task's item exactly as lm-eval does.
+LM_EVAL_TEMPLATE = "lm-eval"
 
 _QA_BODY = (
     "{% if context %}{{ context }}\n\n{% endif %}"
@@ -338,6 +369,11 @@ TEMPLATES: Mapping[str, Template] = MappingProxyType(
         "cloze": Template(name="cloze", body="{{ question }}", answer=""),
         # Chain of thought: the model reasons, then declares its answer ("The answer is X."),
         # as shots show it (with their worked solution where the data has one).
+        # lm-evaluation-harness's own prompt for an item read from an lm-eval task (the
+        # lm-eval loader): its text, few-shot examples and continuations, byte for byte.
+        LM_EVAL_TEMPLATE: Template(
+            name=LM_EVAL_TEMPLATE, body="{{ metadata.lm_eval.prompt }}", answer=""
+        ),
         "qa-cot": Template(
             name="qa-cot",
             body=_QA_BODY + " Let's think step by step.",

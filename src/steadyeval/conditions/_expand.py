@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -13,7 +13,7 @@ import numpy as np
 from .._errors import ConfigError
 from .._seeds import derive_seed
 from ..items import Item
-from ._condition import Condition, Template
+from ._condition import Condition, Generation, Template
 from ._scoring import get_scoring
 
 if TYPE_CHECKING:  # jinja2 loads when the first template compiles, not on import
@@ -61,6 +61,12 @@ class Trial:
     n_shots_used: int
     alias: str | None
     turns: tuple[tuple[str, str], ...] = ()
+    #: What goes before an option (or a gold continuation) scored as a continuation, where
+    #: the item sets it (an lm-eval task's ``target_delimiter``); else the format's.
+    continuation_prefix: str | None = None
+    #: Generation limits the item brings (an lm-eval task's ``until`` and
+    #: ``max_gen_toks``, where the condition leaves them unset); else the condition's.
+    generation: Generation | None = None
 
     @property
     def transcript(self) -> str:
@@ -130,7 +136,27 @@ def template_problem(source: str, *, answer: bool = False) -> str | None:
     return None
 
 
+#: The scoring modes that apply to each lm-eval output type under the ``lm-eval`` template.
+_LM_EVAL_SCORING = {
+    "multiple_choice": frozenset({"lm-eval", "option-logprob"}),
+    "loglikelihood": frozenset({"lm-eval"}),
+    "generate_until": frozenset({"lm-eval", "generate"}),
+}
+
+
+def _lm_eval_skip(item: Item, cond: Condition) -> str | None:
+    asked = item.metadata.get("lm_eval")
+    if not isinstance(asked, Mapping) or not isinstance(asked.get("prompt"), str):
+        return "item is not from an lm-eval task (template lm-eval)"
+    kind = asked.get("output_type")
+    if cond.scoring not in _LM_EVAL_SCORING.get(str(kind), ()):
+        return f"scoring {cond.scoring} does not apply to lm-eval {kind} tasks"
+    return None
+
+
 def _skip_reason(item: Item, cond: Condition) -> str | None:
+    if cond.lm_eval:
+        return _lm_eval_skip(item, cond)
     if cond.items == "with-options" and not item.options:
         return "condition is for items with options"
     if cond.items == "without-options" and item.options:
@@ -266,7 +292,42 @@ def _choose_shots(item: Item, cond: Condition, index: _ShotIndex) -> list[Item]:
     return [candidates[int(i)] for i in picks]
 
 
+def _render_lm_eval(item: Item, cond: Condition) -> Trial:
+    """The item as lm-eval asks it: its prompt (shots included), the options as the task's
+    continuations after its ``target_delimiter``, and its generation limits where the
+    condition leaves them unset."""
+    asked = item.metadata["lm_eval"]
+    gen = cond.generation
+    options = item.options if asked["output_type"] == "multiple_choice" else None
+    if asked["output_type"] == "generate_until":
+        gen = replace(
+            gen,
+            max_new_tokens=gen.max_new_tokens or int(asked["max_gen_toks"]),
+            stop=tuple(asked["until"]) if gen.stop is None else gen.stop,
+        )
+    labels = cond.format.labels
+    n = len(options or ())
+    return Trial(
+        item=item,
+        condition=cond,
+        prompt=asked["prompt"],
+        options=options,
+        labels=tuple(labels[:n]) if n <= len(labels) else tuple(str(i) for i in range(n)),
+        option_source=tuple(range(n)),
+        escape_index=None,
+        gold_displayed=item.gold_options if options is not None else (),
+        n_shots_used=int(asked.get("num_fewshot", 0)),
+        alias=None,
+        continuation_prefix=(
+            str(asked["target_delimiter"]) if asked["output_type"] == "multiple_choice" else ""
+        ),
+        generation=gen if asked["output_type"] == "generate_until" else None,
+    )
+
+
 def _render(item: Item, cond: Condition, shots_index: _ShotIndex | None) -> Trial:
+    if cond.lm_eval:
+        return _render_lm_eval(item, cond)
     tmpl: Template = cond.template
     options: tuple[str, ...] | None = None
     order: tuple[int, ...] = ()

@@ -124,6 +124,11 @@ class ScoringMode(ABC):
         """Which of a trial's requests make each result row (default: one row from all)."""
         return [range(n_requests)]
 
+    def samples_for(self, trial: Trial, n_requests: int) -> list[range]:
+        """:meth:`samples` for one trial (a mode whose rows depend on the item overrides
+        this; the default asks :meth:`samples`)."""
+        return self.samples(n_requests)
+
     @abstractmethod
     def score(self, trial: Trial, responses: Sequence[Response]) -> ScoredTrial:
         """Score one row's responses (in :meth:`requests` order)."""

@@ -1,8 +1,10 @@
 """Items and the loaders that read them: the generic JSONL/CSV/hub formats and named loaders
-for SQuAD 2.0, MMLU, FewGLUE/SuperGLUE and LAMA-style probes (one registry, one JSONL reader,
-errors that name the file, line and field), and a seeded, stratified sample of them."""
+for SQuAD 2.0, MMLU, FewGLUE/SuperGLUE, LAMA-style probes and Inspect tasks (one registry,
+one JSONL reader, errors that name the file, line and field), and a seeded, stratified
+sample of them."""
 
 from ._fewglue import FEWGLUE, FewGlueTask, fewglue_task, load_fewglue_items
+from ._inspect_task import load_inspect_items
 from ._item import Item, canonical_json, plain_json
 from ._jsonl import bad_utf8, read_jsonl, read_lines
 from ._loaders import (
@@ -68,6 +70,7 @@ __all__ = [
     "load_csv",
     "load_fewglue_items",
     "load_hf",
+    "load_inspect_items",
     "load_items",
     "load_jsonl",
     "load_mmlu",

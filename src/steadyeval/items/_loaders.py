@@ -331,6 +331,8 @@ _BUILTIN: dict[str, str] = {
     "mmlu": "steadyeval.items._mmlu:load_mmlu_items",
     "fewglue": "steadyeval.items._fewglue:load_fewglue_items",
     "lama": "steadyeval.items._probes:load_probe_items",
+    "lm-eval": "steadyeval.items._lmeval_task:load_lmeval_items",
+    "inspect": "steadyeval.items._inspect_task:load_inspect_items",
 }
 _LOADERS: dict[str, Loader | str] = dict(_BUILTIN)
 
@@ -361,19 +363,27 @@ def get_loader(name: str) -> Loader:
     return entry
 
 
-def load_items(source: str | Path, *, loader: str | None = None, **options: Any) -> list[Item]:
+def load_items(
+    source: str | Path | None, *, loader: str | None = None, **options: Any
+) -> list[Item]:
     """Load items from ``source`` with a named loader, or by its kind.
 
     Without ``loader``: a ``.jsonl`` or ``.csv`` file in the generic format (see
     ``docs/data.md``), else a Hugging Face hub data set (``options``: ``split``, ``config``,
     ``fields``). With ``loader`` (``squad2``, ``mmlu``, ``fewglue``, ``lama``, ``jsonl``,
     ``csv``, ``hf`` or a registered one), that loader reads ``source`` with ``options``; an
-    option the loader does not take is an error naming the ones it does.
+    option the loader does not take is an error naming the ones it does. ``source`` may be
+    None for a loader that needs no path (``lm-eval``: its ``task`` option names what to read).
     """
     if loader is None:
+        if source is None:
+            raise ConfigError("no data: give a file or hub data set name, or a named loader")
         return _by_suffix(source, **options)
     fn = get_loader(loader)
     params = inspect.signature(fn).parameters
+    first = next(iter(params.values()), None)
+    if source is None and first is not None and first.default is inspect.Parameter.empty:
+        raise ConfigError(f"data loader {loader!r} reads a path: give path (--data)")
     takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
     allowed = [n for n, p in params.items() if p.kind is inspect.Parameter.KEYWORD_ONLY]
     unknown = sorted(set(options) - set(allowed))

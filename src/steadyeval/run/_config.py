@@ -250,7 +250,7 @@ class DataConfig(BaseModel):
 
     model_config = ConfigDict(extra="allow", frozen=True)
 
-    path: str
+    path: str | None = None
     loader: str | None = None
     split: str | None = None
     config: str | None = None
@@ -258,6 +258,11 @@ class DataConfig(BaseModel):
 
     @model_validator(mode="after")
     def _options_need_a_loader(self) -> DataConfig:
+        if self.path is None and self.loader is None:
+            raise ValueError(
+                "give path (a file or hub data set), or a loader that needs none (e.g. "
+                "loader: lm-eval with task: arc_easy)"
+            )
         extra = sorted(self.model_extra or {})
         if extra and self.loader is None:
             raise ValueError(
@@ -273,6 +278,11 @@ class DataConfig(BaseModel):
             **{k: v for k, v in given.items() if v is not None},
             **dict(self.model_extra or {}),
         }
+
+
+#: The condition a run of lm-eval tasks gets when its config names none: each item asked and
+#: scored as its task does (the ``lm-eval`` template and scoring).
+LM_EVAL_CONDITION = {"name": "lm-eval", "template": "lm-eval", "scoring": "lm-eval"}
 
 
 def _default_conditions() -> list[ConditionConfig]:
@@ -309,6 +319,19 @@ class RunConfig(_Strict):
     sample: int | None = Field(None, gt=0)
     columns: list[str | ColumnConfig] = []
 
+    @model_validator(mode="before")
+    @classmethod
+    def _lm_eval_default(cls, raw: Any) -> Any:
+        """lm-eval tasks without conditions: asked as lm-eval asks them."""
+        if isinstance(raw, Mapping) and "conditions" not in raw:
+            data = raw.get("data")
+            loader = data.get("loader") if isinstance(data, Mapping) else None
+            if loader is None and isinstance(data, DataConfig):
+                loader = data.loader
+            if loader == "lm-eval":
+                return {**raw, "conditions": [dict(LM_EVAL_CONDITION)]}
+        return raw
+
     @field_validator("models")
     @classmethod
     def _models_once(cls, value: list[ModelSpec]) -> list[ModelSpec]:
@@ -324,7 +347,8 @@ class RunConfig(_Strict):
             (("data",), self.data),
             *((("shot_pools", k), v) for k, v in self.shot_pools.items()),
         ]
-        check_paths([(loc, p.path if isinstance(p, DataConfig) else p) for loc, p in paths])
+        named = [(loc, p.path if isinstance(p, DataConfig) else p) for loc, p in paths]
+        check_paths([(loc, path) for loc, path in named if path is not None])
         check_names_and_pools(self.conditions, self.shot_pools)
         return self
 

@@ -70,7 +70,7 @@ def prompt_text(req: Request) -> str:
 
 def n_rows(pt: PlannedTrial) -> int:
     """The result rows a planned trial becomes (one per sample)."""
-    return len(get_scoring(pt.trial.condition.scoring).samples(len(pt.keys)))
+    return len(get_scoring(pt.trial.condition.scoring).samples_for(pt.trial, len(pt.keys)))
 
 
 def count_plan(

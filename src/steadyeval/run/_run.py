@@ -513,7 +513,7 @@ def _rows(
 ) -> list[ResultRow]:
     mode = get_scoring(pt.trial.condition.scoring)
     rows = []
-    for index, part in enumerate(mode.samples(len(pt.keys))):
+    for index, part in enumerate(mode.samples_for(pt.trial, len(pt.keys))):
         keys = [pt.keys[i] for i in part]
         scored = mode.score(pt.trial, [responses[k] for k in keys])
         if scored.metrics or not isinstance(scored.metrics, Mapping):

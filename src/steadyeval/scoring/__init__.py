@@ -31,6 +31,7 @@ from ._extract import (
     register_extractor,
     split_reasoning,
 )
+from ._lmeval import LM_EVAL, lm_eval_exact_match, lm_eval_filter
 from ._options import OptionScores, best_index, option_scores, softmax
 from ._text import (
     UNMATCHED_F1_THRESHOLD,
@@ -49,6 +50,7 @@ __all__ = [
     "GENERATE",
     "INPUTS_KEY",
     "LETTER_LOGPROB",
+    "LM_EVAL",
     "OPTION_LOGPROB",
     "PROMPT_LOGPROB",
     "THINK_END",
@@ -71,6 +73,8 @@ __all__ = [
     "extractor_names",
     "get_scoring",
     "is_refusal",
+    "lm_eval_exact_match",
+    "lm_eval_filter",
     "match_option",
     "max_over_golds",
     "normalize_answer",

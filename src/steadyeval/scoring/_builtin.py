@@ -103,7 +103,7 @@ class Generate(ScoringMode):
 
     def requests(self, trial: Trial) -> tuple[Request, ...]:
         cond = trial.condition
-        gen = cond.generation
+        gen = trial.generation or cond.generation
         max_new_tokens, stop = gen.limits
         n = 1 if gen.temperature == 0 else gen.n_samples
         return tuple(
@@ -227,7 +227,9 @@ class _Choice(ScoringMode):
 
     def requests(self, trial: Trial) -> tuple[Request, ...]:
         cond = trial.condition
-        prefix = cond.format.continuation_prefix
+        prefix = trial.continuation_prefix
+        if prefix is None:
+            prefix = cond.format.continuation_prefix
         return tuple(
             ScoreRequest(
                 context=trial.prompt,
