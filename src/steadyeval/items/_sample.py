@@ -127,15 +127,16 @@ def sample_items(
 
     Notes
     -----
-    Each item's place in the draw is a number derived from ``(seed, item id)`` with
-    :func:`steadyeval._seeds.derive_seed`; within a stratum the items with the smallest
-    numbers are drawn (a uniformly random subset of that size: each is equally likely).
+    Each item's place in the draw is a 64-bit number derived from ``(seed, item id)`` by
+    the seed recipe every part of steadyeval uses (SHA-256, the same on every platform);
+    within a stratum the items with the smallest numbers are drawn (a uniformly random
+    subset of that size: every subset is equally likely).
     So the sample depends on the items' ids, not on the order the rows were read; and
     with one seed, a stratum's larger draw holds its smaller one, so a pilot's answers
     come back from the cache in the larger run (all of them without strata, or with
     ``per_stratum``).
 
-    Strata get proportional shares by largest remainder (:func:`allocate`): each count is
+    Strata get proportional shares by largest remainder (Hamilton's method): each count is
     within one of ``n`` × the stratum's share of the items, except that when ``n`` is at
     least the number of strata each stratum gets at least one item (taken from the
     others' shares). The first ``N`` rows of a file sorted by subject or difficulty are
