@@ -68,12 +68,20 @@ from ._options import (
     "--limit",
     type=click.IntRange(min=1),
     help="Evaluate only the first N items (shots still come from the whole data set, so "
-    "each item's prompt is the one the full run gives it).",
+    "each item's prompt is the one the full run gives it). The first N of a file sorted by "
+    "subject or difficulty are a biased sample; use --sample N for a random one.",
+)
+@click.option(
+    "--sample",
+    type=click.IntRange(min=1),
+    help="Evaluate N items drawn at random with the seed, stratified by subtask (or MMLU "
+    "subject) where items carry one; the same seed draws the same items. Not with --limit.",
 )
 @click.option(
     "--seed",
     type=int,
-    help="Default seed for option order, shots and sampling.  [default: 0, or the CONFIG's]",
+    help="Default seed for option order, shots, sampling and the --sample draw.  "
+    "[default: 0, or the CONFIG's]",
 )
 @click.option(
     "--executor",
@@ -104,6 +112,7 @@ def run_cmd(
     num_fewshot: int | None,
     out: Path | None,
     limit: int | None,
+    sample: int | None,
     seed: int | None,
     cache: Path | None,
     dry_run: bool,
@@ -131,7 +140,8 @@ def run_cmd(
     _ray_only(click.get_current_context(), executor)
     specs = model_specs(models, model_args)
     source = task_source(tasks, task_data, include_path, num_fewshot, data)
-    cfg = load_run_config(config, {"models": specs, "data": source, "limit": limit, "seed": seed})
+    flags = {"models": specs, "data": source, "limit": limit, "sample": sample, "seed": seed}
+    cfg = load_run_config(config, flags)
     if strict_logprobs:
         cfg = cfg.model_copy(update={"models": strict_models(cfg.models, True)})
     ray = RayExecutor(address=address, workers=workers) if executor == "ray" else None

@@ -1,6 +1,7 @@
 """Items and the loaders that read them: the generic JSONL/CSV/hub formats and named loaders
 for SQuAD 2.0, MMLU, FewGLUE/SuperGLUE, LAMA-style probes and Inspect tasks (one registry,
-one JSONL reader, errors that name the file, line and field)."""
+one JSONL reader, errors that name the file, line and field), and a seeded, stratified
+sample of them."""
 
 from ._fewglue import FEWGLUE, FewGlueTask, fewglue_task, load_fewglue_items
 from ._inspect_task import load_inspect_items
@@ -27,6 +28,7 @@ from ._probes import (
     load_vocab,
     wikidata_aliases,
 )
+from ._sample import sample_items
 from ._squad import (
     SquadArticle,
     SquadData,
@@ -84,6 +86,7 @@ __all__ = [
     "read_jsonl",
     "read_lines",
     "register_loader",
+    "sample_items",
     "shorten",
     "squad_from_rows",
     "subject_info",

@@ -316,6 +316,7 @@ class RunConfig(_Strict):
     shot_pools: dict[str, str | DataConfig] = {}
     seed: int = Field(0, ge=0, le=MAX_SEED)
     limit: int | None = Field(None, gt=0)
+    sample: int | None = Field(None, gt=0)
     columns: list[str | ColumnConfig] = []
 
     @model_validator(mode="before")
@@ -349,6 +350,16 @@ class RunConfig(_Strict):
         named = [(loc, p.path if isinstance(p, DataConfig) else p) for loc, p in paths]
         check_paths([(loc, path) for loc, path in named if path is not None])
         check_names_and_pools(self.conditions, self.shot_pools)
+        return self
+
+    @model_validator(mode="after")
+    def _limit_or_sample(self) -> RunConfig:
+        """``limit`` (the first N items) and ``sample`` (N drawn at random) both say which
+        items to evaluate: one of them, not both."""
+        if self.limit is not None and self.sample is not None:
+            raise ValueError(
+                "give limit (the first N items) or sample (N items drawn with the seed), not both"
+            )
         return self
 
     def build_conditions(self) -> list[Condition]:
@@ -465,7 +476,13 @@ def load_run_config(
     An unknown key or a wrong type raises :class:`ConfigError` naming the key, its line in
     the file and the allowed keys or values.
     """
-    flags = {"models": "--model", "data": "--data", "limit": "--limit", "seed": "--seed"}
+    flags = {
+        "models": "--model",
+        "data": "--data",
+        "limit": "--limit",
+        "sample": "--sample",
+        "seed": "--seed",
+    }
     return load_yaml_config(RunConfig, path, overrides, what="run config", flag_names=flags)
 
 

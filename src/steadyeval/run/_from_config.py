@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, overload
 
-from ..items import Item, load_items
+from ..items import Item, load_items, sample_items
 from ._config import DataConfig, RunConfig, load_run_config, validate_config
 from ._executor import Executor
 from ._run import PlanCounts, RunOptions, RunResult, run
@@ -22,14 +22,19 @@ def _load(source: str | DataConfig) -> list[Item]:
 
 
 def load_config_data(config: RunConfig) -> tuple[list[Item], dict[str, Sequence[Item]]]:
-    """The items to evaluate (the first ``limit``) and the named shot pools.
+    """The items to evaluate (the first ``limit``, or a ``sample`` drawn with the run's
+    seed by :func:`~steadyeval.items.sample_items`) and the named shot pools.
 
     The ``default`` shot pool, unless the config names one, is the whole data set, read
-    before ``limit`` is applied: a ``limit`` pilot gets exactly the prompts its items get in
-    the full run. (An item is never its own shot.)
+    before ``limit`` or ``sample`` is applied: a pilot gets exactly the prompts its items
+    get in the full run. (An item is never its own shot.)
     """
     everything = _load(config.data)
-    items = everything if config.limit is None else everything[: config.limit]
+    items = everything
+    if config.limit is not None:
+        items = everything[: config.limit]
+    elif config.sample is not None:
+        items = sample_items(everything, config.sample, seed=config.seed)
     pools: dict[str, Sequence[Item]] = {name: _load(src) for name, src in config.shot_pools.items()}
     pools.setdefault("default", everything)
     return items, pools
@@ -39,7 +44,7 @@ def resolve_run_config(
     config: str | Path | Mapping[str, Any] | RunConfig, **overrides: Any
 ) -> RunConfig:
     """A validated :class:`RunConfig` from a YAML file, a mapping or a RunConfig, with
-    ``overrides`` (any config key, e.g. ``models="hf:gpt2"``, ``limit=30``) applied on top.
+    ``overrides`` (any config key, e.g. ``models="hf:gpt2"``, ``sample=30``) applied on top.
     A single model spec may be given as a string."""
     if isinstance(overrides.get("models"), str):
         overrides["models"] = [overrides["models"]]

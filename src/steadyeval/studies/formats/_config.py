@@ -69,7 +69,11 @@ class FormatsConfig(StudyConfig):
         json_schema_extra={"aliases": ["logprob"]},
     )
     limit: int | None = Field(
-        None, gt=0, description="Keep the first N of each sample (same questions)."
+        None,
+        gt=0,
+        description="Keep the first N of each sample (same questions). Each sample is "
+        "already drawn at random with --seed, in draw order, so its first N are a random "
+        "sample too (this study needs no --sample).",
     )
     template: Literal["auto", "unifiedqa", "unifiedqa-title", "qa"] = Field(
         "auto",

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from ..._limits import MAX_SEED
 from ...items import shorten
@@ -60,7 +60,17 @@ class KnowledgeConfig(StudyConfig):
     )
     split: Literal["test", "val"] = Field("test", description="The split to evaluate.")
     limit_per_subject: int | None = Field(
-        None, gt=0, description="Evaluate only the first N questions of each subject."
+        None,
+        gt=0,
+        description="Evaluate only the first N questions of each subject (a file sorted by "
+        "difficulty or topic makes them a biased sample; --sample-per-subject N draws a "
+        "random one).",
+    )
+    sample_per_subject: int | None = Field(
+        None,
+        gt=0,
+        description="Evaluate N questions of each subject drawn at random with --seed (all "
+        "of a smaller subject). Not with --limit-per-subject.",
     )
     shots: list[int] = Field(
         [5],
@@ -95,7 +105,8 @@ class KnowledgeConfig(StudyConfig):
         0,
         ge=0,
         le=MAX_SEED,
-        description="Seed of the bootstrap (nothing in the design is random).",
+        description="Seed of the bootstrap and of --sample-per-subject (nothing else in "
+        "the design is random).",
     )
 
     _split_lists = field_validator("subjects", "shots", "templates", mode="before")(_comma)
@@ -145,6 +156,16 @@ class KnowledgeConfig(StudyConfig):
         if unknown:
             raise ValueError(f"unknown scoring {unknown[0]!r}; choose from {', '.join(_LABELS)}")
         return value
+
+    @model_validator(mode="after")
+    def _limit_or_sample(self) -> KnowledgeConfig:
+        """The first N of each subject, or N of each at random: one, not both."""
+        if self.limit_per_subject is not None and self.sample_per_subject is not None:
+            raise ValueError(
+                "give limit_per_subject (the first N questions of each subject) or "
+                "sample_per_subject (N of each drawn with the seed), not both"
+            )
+        return self
 
     def design_dict(self) -> dict[str, Any]:
         """The settings that shape the conditions (``summary.json`` → ``design.config``)."""

@@ -3,6 +3,7 @@ the study's command from it); each step imports its module when it runs."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -38,7 +39,7 @@ class KnowledgeStudy(Study[KnowledgeAnalysis]):
     def design(
         self, config: KnowledgeConfig, backends: Sequence[Backend], options: RunOptions
     ) -> StudyDesign:
-        from ...items import load_mmlu
+        from ...items import load_mmlu, sample_items
         from ._design import knowledge_design
 
         data = load_mmlu(
@@ -47,6 +48,15 @@ class KnowledgeStudy(Study[KnowledgeAnalysis]):
             split=config.split,
             limit_per_subject=config.limit_per_subject,
         )
+        if config.sample_per_subject is not None:
+            picked = sample_items(
+                data.evaluated,
+                config.sample_per_subject,
+                seed=config.seed,
+                strata="subject",
+                per_stratum=True,
+            )
+            data = dataclasses.replace(data, evaluated=tuple(picked))
         return knowledge_design(data, config, backends)
 
     def analyze(self, results: ResultsFrame, design: KnowledgeDesign) -> KnowledgeAnalysis:

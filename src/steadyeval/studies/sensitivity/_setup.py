@@ -12,12 +12,14 @@ from typing import Any
 from ..._errors import ConfigError, DataError
 from ...conditions import Template
 from ...items import (
+    Item,
     ProbeData,
     load_aliases,
     load_jsonl,
     load_probes,
     load_vocab,
     read_jsonl,
+    sample_items,
     shorten,
 )
 from .._protocol import StudyDesign
@@ -94,7 +96,7 @@ def sensitivity_design(
                 raise ConfigError(f"{flag} applies to factual probes; {root} is a generic task")
         items = load_jsonl(root / "items.jsonl")
         if probe.limit_per_relation is not None:
-            items = _limit_task(items, probe.limit_per_relation)
+            items = _limit_task(items, probe.limit_per_relation, probe.seed)
         return task_design(
             items,
             load_templates(root / "templates.jsonl"),
@@ -133,13 +135,19 @@ def _matching_aliases(
     return aliases
 
 
-def _limit_task(items: Sequence[Any], limit: int) -> list[Any]:
-    """At most ``limit`` items per relation/subject (first in file order)."""
-    seen: dict[str, int] = {}
-    out = []
+def _limit_task(items: Sequence[Item], limit: int, seed: int) -> list[Item]:
+    """At most ``limit`` items per relation (else subject): a seeded uniform sample of each,
+    as the facts of a probe get, in file order (the first N of a file sorted by difficulty
+    would be a biased sample)."""
+    groups: dict[str, list[Item]] = {}
     for item in items:
         key = str(item.metadata.get("relation", item.metadata.get("subject", "")))
-        if seen.get(key, 0) < limit:
-            seen[key] = seen.get(key, 0) + 1
-            out.append(item)
-    return out
+        groups.setdefault(key, []).append(item)
+    kept = {
+        id(item)
+        for group in groups.values()
+        for item in (
+            group if len(group) <= limit else sample_items(group, limit, seed=seed, strata=False)
+        )
+    }
+    return [item for item in items if id(item) in kept]

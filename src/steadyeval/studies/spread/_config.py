@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from ..._limits import MAX_SEED, MAX_TOKENS
 from .._protocol import StudyConfig
@@ -33,7 +33,18 @@ class SpreadConfig(StudyConfig):
         description="Items: a .jsonl or .csv file (question, options, answer, ...).",
         json_schema_extra={"metavar": "FILE", "path": True},
     )
-    limit: int | None = Field(None, gt=0, description="Use the first N items.")
+    limit: int | None = Field(
+        None,
+        gt=0,
+        description="Use the first N items (the first N of a file sorted by subject or "
+        "difficulty are a biased sample; --sample N draws a random one).",
+    )
+    sample: int | None = Field(
+        None,
+        gt=0,
+        description="Use N items drawn at random with --seed, stratified by subtask (or "
+        "MMLU subject) where items carry one. Not with --limit.",
+    )
     formats: str | None = Field(
         None,
         description="A JSON file of templates with {question}/{choices}/{topic} "
@@ -73,4 +84,15 @@ class SpreadConfig(StudyConfig):
     )
     confidence: float = Field(0.9, gt=0, lt=1, description="Level of the intervals.")
     draws: int = Field(400, ge=50, le=MAX_DRAWS, description="Posterior draws for the intervals.")
-    seed: int = Field(0, ge=0, le=MAX_SEED, description="Seed of the cell sampling and the search.")
+    seed: int = Field(
+        0, ge=0, le=MAX_SEED, description="Seed of --sample, the cell sampling and the search."
+    )
+
+    @model_validator(mode="after")
+    def _limit_or_sample(self) -> SpreadConfig:
+        """``limit`` (the first N items) and ``sample`` (N at random): one, not both."""
+        if self.limit is not None and self.sample is not None:
+            raise ValueError(
+                "give limit (the first N items) or sample (N items drawn with the seed), not both"
+            )
+        return self

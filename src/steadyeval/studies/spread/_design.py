@@ -12,7 +12,7 @@ from numpy.typing import NDArray
 
 from ..._errors import ConfigError
 from ...conditions import FORMATS, Condition, Generation
-from ...items import Item, load_items
+from ...items import Item, load_items, sample_items
 from ...stats import MAX_DRAW_VALUES
 from .._protocol import StudyDesign
 from ._config import SpreadConfig
@@ -70,7 +70,11 @@ def _check_draws(config: SpreadConfig, n_formats: int, n_items: int) -> None:
         raise ConfigError(
             f"--draws {config.draws} × ({n_formats:,} formats + {n_items:,} items) is over the "
             f"estimator's limit of {MAX_DRAW_VALUES:,} values held at once; "
-            + (f"pass --draws {most} or fewer" if most >= 50 else "use fewer formats or --limit")
+            + (
+                f"pass --draws {most} or fewer"
+                if most >= 50
+                else "use fewer formats, --limit or --sample"
+            )
         )
 
 
@@ -79,6 +83,8 @@ def spread_setup(config: SpreadConfig) -> SpreadSetup:
     items = load_items(config.data)
     if config.limit is not None:
         items = items[: config.limit]
+    elif config.sample is not None:
+        items = sample_items(items, config.sample, seed=config.seed)
     if not items:
         raise ConfigError(f"{config.data}: no items")
     mc = all(i.options for i in items)
