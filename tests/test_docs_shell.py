@@ -501,7 +501,11 @@ EXEMPT: dict[tuple[str, str], str] = {
     ): "install: vLLM, then a GPU-only run (tensor_parallel_size=2 needs two GPUs)",
 }
 for _page, _key in [
-    ("docs/cli.md", "steadyeval run [CONFIG.yaml] --model SPEC... --data PATH [--out RUN_DIR]"),
+    (
+        "docs/cli.md",
+        "steadyeval run [CONFIG.yaml] --model SPEC... (--data PATH | --task TOOL:TASK...) "
+        "[--task-data NAME=FOLDER...]",
+    ),
     ("docs/cli.md", "steadyeval study formats [CONFIG.yaml] --model SPEC... --data SQUAD.json"),
     ("docs/cli.md", "steadyeval study sensitivity --model SPEC --model SPEC... --data DIR"),
     ("docs/cli.md", "steadyeval study knowledge --model SPEC... --data MMLU_DIR|cais/mmlu"),
