@@ -242,3 +242,31 @@ def test_missing_inspect_names_the_extra(monkeypatch: pytest.MonkeyPatch, tasks_
     monkeypatch.setattr(_extras, "_installed", lambda module: module != "inspect_ai")
     with pytest.raises(_extras.MissingExtraError, match=r"pip install 'steadyeval\[inspect\]'"):
         load_inspect_items(f"{tasks_file}@quiz")
+
+
+def test_generated_answers_are_judged_by_the_tasks_own_scorer(tasks_file: Path) -> None:
+    """Scoring ``inspect`` asks the task's own scorer (here ``match(location="any",
+    numeric=True)`` and ``includes(ignore_case=False)``), through the pipeline."""
+    from steadyeval import Condition, RunOptions, expand, parse_model_spec, run
+    from steadyeval.scoring import inspect_verdict
+    from tests.scripted_backend import ScriptedBackend
+
+    items = load_inspect_items(task=[f"{tasks_file}@arith", f"{tasks_file}@capitals"])
+    cond = Condition(name="inspect", format="free", scoring="inspect", items="without-options")
+    quiz = load_inspect_items(task=f"{tasks_file}@quiz")
+    assert expand(quiz, [cond]).n_skipped == len(quiz)  # no match/includes scorer to ask
+    answers = {"2 + 2": "I think it is 4.0 really", "France": "the capital is paris"}
+    backend = ScriptedBackend(spec=parse_model_spec("scripted:inspect"), answers=answers)
+    result = run(items, [cond], [backend], options=RunOptions(progress=False))
+    rows = {r["item_id"]: r for r in result.table.to_pylist()}
+    arith = rows["arith/7"]
+    assert arith["correct"] is True  # numeric, anywhere: 4.0 == 4
+    assert arith["extractor"] == "inspect:match"
+    capitals = [r for k, r in rows.items() if k.startswith("capitals/")]
+    # includes(ignore_case=False): "paris" is not "Paris"
+    assert capitals and all(r["correct"] is False for r in capitals)
+    meta = {"inspect_scorer": "includes", "inspect_ignore_case": True}
+    assert inspect_verdict("the capital is paris", ["Paris"], meta).value == "C"
+    meta = {"inspect_scorer": "match", "inspect_location": "end", "inspect_numeric": False}
+    assert inspect_verdict("It is 12", ["12"], meta).value == "C"
+    assert inspect_verdict("12 it is", ["12"], meta).value == "I"

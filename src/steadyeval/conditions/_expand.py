@@ -172,7 +172,7 @@ def _skip_reason(item: Item, cond: Condition) -> str | None:
     n_opts = len(item.options or ()) + (1 if cond.format.escape else 0)
     if cond.format.kind == "mc" and n_opts > len(cond.format.labels):
         return "more options than labels"
-    return None
+    return get_scoring(cond.scoring).skip_reason(item, cond)
 
 
 def _displayed(item: Item, cond: Condition) -> tuple[tuple[str, ...], tuple[int, ...], int | None]:

@@ -26,6 +26,7 @@ from .._lazy import load_plugins
 from ..requests import Request, Response
 
 if TYPE_CHECKING:
+    from ..items import Item
     from ._condition import Condition
     from ._expand import Trial
 
@@ -123,6 +124,11 @@ class ScoringMode(ABC):
     def samples(self, n_requests: int) -> list[range]:
         """Which of a trial's requests make each result row (default: one row from all)."""
         return [range(n_requests)]
+
+    def skip_reason(self, item: Item, condition: Condition) -> str | None:
+        """Why the mode cannot score ``item`` (the pair is skipped and counted under this
+        reason), or None (the default: every item the condition applies to)."""
+        return None
 
     def samples_for(self, trial: Trial, n_requests: int) -> list[range]:
         """:meth:`samples` for one trial (a mode whose rows depend on the item overrides

@@ -285,6 +285,13 @@ class DataConfig(BaseModel):
 LM_EVAL_CONDITION = {"name": "lm-eval", "template": "lm-eval", "scoring": "lm-eval"}
 
 
+#: The conditions a run of Inspect tasks gets when its config names none.
+INSPECT_CONDITIONS = (
+    {"name": "mc", "format": "mc", "scoring": "option-logprob", "items": "with-options"},
+    {"name": "inspect", "format": "free", "scoring": "inspect", "items": "without-options"},
+)
+
+
 def _default_conditions() -> list[ConditionConfig]:
     """Flags alone: options as multiple choice (scored by option log-probability) when an item
     has them, free-form generation otherwise."""
@@ -322,7 +329,9 @@ class RunConfig(_Strict):
     @model_validator(mode="before")
     @classmethod
     def _lm_eval_default(cls, raw: Any) -> Any:
-        """lm-eval tasks without conditions: asked as lm-eval asks them."""
+        """Another tool's tasks without conditions: lm-eval's asked as lm-eval asks them;
+        Inspect's multiple-choice samples by option log-probability, its generated answers
+        judged by the task's own scorer."""
         if isinstance(raw, Mapping) and "conditions" not in raw:
             data = raw.get("data")
             loader = data.get("loader") if isinstance(data, Mapping) else None
@@ -330,6 +339,8 @@ class RunConfig(_Strict):
                 loader = data.loader
             if loader == "lm-eval":
                 return {**raw, "conditions": [dict(LM_EVAL_CONDITION)]}
+            if loader == "inspect":
+                return {**raw, "conditions": [dict(c) for c in INSPECT_CONDITIONS]}
         return raw
 
     @field_validator("models")

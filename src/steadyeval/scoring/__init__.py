@@ -31,6 +31,7 @@ from ._extract import (
     register_extractor,
     split_reasoning,
 )
+from ._inspect import INSPECT, inspect_verdict
 from ._lmeval import LM_EVAL, lm_eval_exact_match, lm_eval_filter
 from ._options import OptionScores, best_index, option_scores, softmax
 from ._text import (
@@ -49,6 +50,7 @@ __all__ = [
     "EXTRACTORS",
     "GENERATE",
     "INPUTS_KEY",
+    "INSPECT",
     "LETTER_LOGPROB",
     "LM_EVAL",
     "OPTION_LOGPROB",
@@ -72,6 +74,7 @@ __all__ = [
     "extract_answer",
     "extractor_names",
     "get_scoring",
+    "inspect_verdict",
     "is_refusal",
     "lm_eval_exact_match",
     "lm_eval_filter",
