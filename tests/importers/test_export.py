@@ -344,3 +344,17 @@ def test_one_condition_exports_to_one_eval_file(tmp_path: Path) -> None:
     assert [(r["item_id"], r["parsed"], r["correct"]) for r in back] == [
         (r["item_id"], r["parsed"], r["correct"]) for r in original
     ]
+
+
+def test_a_model_name_holding_a_credential_is_never_written(tmp_path: Path) -> None:
+    """steadyeval's specs refuse keys; an imported table may name a model anything."""
+    from steadyeval.results import InspectImportOptions
+
+    log = next((INSPECT_LOGS / "tasks").glob("*_science_*.eval"))
+    for model in ("openai:gpt?api_key=sk-SECRET", "openai:gpt?base_url=http://me:SECRET@h/v1"):
+        imported = import_inspect([log], InspectImportOptions(model=model))
+        run = write_imported_run(imported, tmp_path / "run")
+        for fmt in ("inspect", "eee"):
+            with pytest.raises(ValueError, match="looks like a credential") as caught:
+                export(run, tmp_path / fmt, ExportOptions(format=fmt))  # type: ignore[arg-type]
+            assert "SECRET" not in str(caught.value) and not (tmp_path / fmt).exists()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -37,6 +38,13 @@ FORMATS: tuple[ExportFormat, ...] = ("inspect", "eee")
 #: The decoding settings of a condition an export records (``config.json``'s
 #: ``conditions[].generation``); other keys of the config are never read.
 _GENERATION_KEYS = ("temperature", "top_p", "max_new_tokens", "n_samples", "seed")
+#: What a credential in a model's name looks like: a URL's ``user:password@``, or an option
+#: named like a key (steadyeval's own specs refuse both; an imported table may hold anything).
+_CREDENTIAL = re.compile(
+    r"(://[^/@\s]*:[^/@\s]*@)|([?&](api[_-]?key|apikey|key|token|access_token|authorization|"
+    r"password|secret|bearer)=[^&#]*)",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True)
@@ -184,6 +192,14 @@ def load_run(run_dir: str | os.PathLike[str]) -> RunToExport:
     created = datetime.fromtimestamp(
         int((path / "results.parquet").stat().st_mtime), tz=timezone.utc
     )
+    for model in set(table.column("model").to_pylist()):
+        if _CREDENTIAL.search(str(model)):
+            shown = _CREDENTIAL.sub("<credential>", str(model))
+            raise DataError(
+                f"{show_path(path)}: model {shown!r} holds what looks like a credential (a "
+                "URL's user:password@ or a key option); the export never writes one: re-import "
+                "the run with --model NAME, or rename the model in the results"
+            )
     rows = table.to_pylist()
     for row in rows:
         row["metadata"] = json.loads(row["metadata"]) if row.get("metadata") else {}
