@@ -107,7 +107,12 @@ def test_inspect_export_imports_back_to_the_same_rows(run_dir: Path, tmp_path: P
 
 def test_inspect_export_opens_in_inspects_own_reader(run_dir: Path, tmp_path: Path) -> None:
     pytest.importorskip("inspect_ai", reason="inspect-ai (the [inspect] extra) is not installed")
-    from inspect_ai.log import read_eval_log, read_eval_log_sample_summaries
+    from inspect_ai.log import (
+        list_eval_logs,
+        read_eval_log,
+        read_eval_log_sample,
+        read_eval_log_sample_summaries,
+    )
 
     done = export(run_dir, tmp_path)
     table = read_results(run_dir).to_pylist()
@@ -118,6 +123,9 @@ def test_inspect_export_opens_in_inspects_own_reader(run_dir: Path, tmp_path: Pa
         assert log.status == "success" and log.eval.task_args == {"condition": log.eval.task}
         assert log.samples is not None and len(log.samples) == len(rows) > 0
         assert len(read_eval_log_sample_summaries(str(path))) == len(rows)
+        last = rows[-1]  # one sample read alone, as Inspect View opens it
+        alone = read_eval_log_sample(str(path), id=last["item_id"], epoch=last["sample_index"] + 1)
+        assert alone.input == last["prompt"]
         by_key = {(r["item_id"], r["sample_index"] + 1): r for r in rows}
         for sample in log.samples:
             row = by_key[(sample.id, sample.epoch)]
@@ -139,6 +147,8 @@ def test_inspect_export_opens_in_inspects_own_reader(run_dir: Path, tmp_path: Pa
         assert log.results.scores[0].metrics["accuracy"].value == pytest.approx(accuracy)
         seen += len(log.samples)
     assert seen == len(table)
+    listed = list_eval_logs(str(tmp_path))  # Inspect's listing reads the task from the name
+    assert sorted(log.task for log in listed) == sorted([*{r["condition"] for r in table}] * 2)
 
 
 def test_the_export_is_deterministic_and_refuses_to_overwrite(

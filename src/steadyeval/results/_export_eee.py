@@ -118,7 +118,9 @@ def _model_info(model: str) -> dict[str, Any]:
     }
 
 
-def _result(run: RunToExport, group: Group, summary: Mapping[str, Any]) -> dict[str, Any]:
+def _result(
+    run: RunToExport, group: Group, summary: Mapping[str, Any], benchmark: str
+) -> dict[str, Any]:
     """One condition's accuracy as an EEE evaluation result."""
     first = group.first
     gen = run.generation.get(group.condition, {})
@@ -133,7 +135,7 @@ def _result(run: RunToExport, group: Group, summary: Mapping[str, Any]) -> dict[
         "evaluation_result_id": f"{group.condition}/accuracy",
         "evaluation_name": group.condition,
         "source_data": {
-            "dataset_name": run.name,
+            "dataset_name": benchmark,
             "source_type": "other",
             "additional_details": {"items": str(len({r["item_id"] for r in group.rows}))},
         },
@@ -276,7 +278,7 @@ def _model_files(
     stamp = str(int(run.created.timestamp()))
     evaluation_id = f"{benchmark}/{info['id']}/{stamp}"
     results = [
-        _result(run, g, summaries[(g.model, g.condition)])
+        _result(run, g, summaries[(g.model, g.condition)], benchmark)
         for g in groups
         if summaries[(g.model, g.condition)]["scored"]
     ]

@@ -155,6 +155,14 @@ def _sample(row: Mapping[str, Any], model: str) -> dict[str, Any]:
         "epoch": row["sample_index"] + 1,
         "input": prompt,
         "target": _target(row),
+        "uuid": _digest(
+            "sample",
+            row["run_id"],
+            model,
+            row["condition"],
+            row["item_id"],
+            str(row["sample_index"]),
+        ),
     }
     if row.get("options"):
         sample["choices"] = list(row["options"])
@@ -189,7 +197,7 @@ def _usage(row: Mapping[str, Any]) -> dict[str, int] | None:
 
 def _summary(sample: Mapping[str, Any]) -> dict[str, Any]:
     """A sample as ``summaries.json`` lists it (what Inspect View shows in its list)."""
-    keys = ("id", "epoch", "input", "choices", "target", "metadata", "scores", "error")
+    keys = ("id", "epoch", "input", "choices", "target", "metadata", "scores", "error", "uuid")
     out = {k: sample[k] for k in keys if k in sample}
     if "error" in out:
         out["error"] = out["error"]["message"]
