@@ -170,10 +170,9 @@ def _sample(row: Mapping[str, Any], model: str) -> dict[str, Any]:
     if output is not None and generated_text(row.get("scoring")):
         reply = {"role": "assistant", "content": output, "source": "generate", "model": model}
         messages.append(reply)
-        stop = "max_tokens" if row.get("truncated") else "stop"
-        sample["output"] = {
+        sample["output"] = {  # why generation stopped is not recorded: Inspect's "unknown"
             "model": model,
-            "choices": [{"message": reply, "stop_reason": stop}],
+            "choices": [{"message": reply, "stop_reason": "unknown"}],
             "completion": output,
         }
     usage = _usage(row)
@@ -227,10 +226,17 @@ def _digest(*parts: str) -> str:
     return hashlib.sha256("\x00".join(parts).encode("utf-8", "surrogatepass")).hexdigest()[:22]
 
 
-def _header(run: RunToExport, group: Group, samples: list[dict[str, Any]]) -> dict[str, Any]:
+def _header(
+    run: RunToExport,
+    group: Group,
+    samples: list[dict[str, Any]],
+    metrics: Mapping[str, Any],
+    scored: int,
+) -> dict[str, Any]:
+    """The log without its samples: the eval (the condition as the task), the plan, and
+    Inspect's results over the ``scored`` items that have a verdict."""
     first = group.first
     created = run.created.isoformat()
-    metrics, _ = _metrics(group)
     epochs = max(s["epoch"] for s in samples)
     gen = run.generation.get(group.condition, {})
     generate_config = {
@@ -243,7 +249,6 @@ def _header(run: RunToExport, group: Group, samples: list[dict[str, Any]]) -> di
         )
         if v in gen
     }
-    scored = sum(r.get("correct") is not None for r in group.rows)
     condition = {k: first.get(k) for k in ("condition_id", "template", "format", "scoring")}
     condition.update({k: first.get(k) for k in ("option_order", "n_shots", "chat", "verbalizer")})
     item_ids = list(dict.fromkeys(r["item_id"] for r in group.rows))
@@ -295,7 +300,7 @@ def _header(run: RunToExport, group: Group, samples: list[dict[str, Any]]) -> di
                     "reducer": "mean",
                     "params": {},
                     "scored_samples": scored,
-                    "unscored_samples": len(samples) - scored,
+                    "unscored_samples": len(item_ids) - scored,
                     "metrics": metrics,
                 }
             ]
@@ -339,8 +344,8 @@ def _write_log(path: Path, members: Sequence[tuple[str, Any]], created: datetime
 
 def _log_members(run: RunToExport, group: Group) -> list[tuple[str, Any]]:
     samples = [_sample(r, group.model) for r in group.rows]
-    header = _header(run, group, samples)
-    _, reduced = _metrics(group)
+    metrics, reduced = _metrics(group)
+    header = _header(run, group, samples, metrics, len(reduced))
     members: list[tuple[str, Any]] = [("_journal/start.json", _start(header))]
     members += [(f"samples/{s['id']}_epoch_{s['epoch']}.json", s) for s in samples]
     members += [
