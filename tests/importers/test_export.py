@@ -368,3 +368,25 @@ def test_a_model_name_holding_a_credential_is_never_written(tmp_path: Path) -> N
             with pytest.raises(ValueError, match="looks like a credential") as caught:
                 export(run, tmp_path / fmt, ExportOptions(format=fmt))  # type: ignore[arg-type]
             assert "SECRET" not in str(caught.value) and not (tmp_path / fmt).exists()
+
+
+def test_two_revisions_of_one_model_are_two_eee_evaluations(
+    tmp_path: Path, eee_schemas: dict[str, Any]
+) -> None:
+    import pyarrow as pa
+
+    from steadyeval.results import ImportedRun, InspectImportOptions
+
+    log = next((INSPECT_LOGS / "tasks").glob("*_science_*.eval"))
+    parts = [
+        import_inspect([log], InspectImportOptions(model=f"hf:org/m@{rev}"))
+        for rev in ("aaaa", "bbbb")
+    ]
+    table = pa.concat_tables([p.table for p in parts])
+    run = write_imported_run(ImportedRun(table, parts[0].summary), tmp_path / "run")
+    done = export(run, tmp_path / "eee", ExportOptions(format="eee"))
+    aggregates = [json.loads(p.read_text()) for p in done.files if p.suffix == ".json"]
+    assert len({p.parent for p in done.files}) == 1  # data/run/org/m/
+    assert len({a["evaluation_id"] for a in aggregates}) == 2
+    assert {a["model_info"]["name"] for a in aggregates} == {"hf:org/m@aaaa", "hf:org/m@bbbb"}
+    assert _check_eee(done.files, tmp_path / "eee", eee_schemas) == table.num_rows

@@ -205,7 +205,7 @@ def _record(
         record["answer_attribution"] = [
             {
                 "turn_idx": 0,
-                "source": "output.raw" if generated else f"{row.get('scoring')} (scored options)",
+                "source": "output.raw" if generated else f"the {row.get('scoring')} scores",
                 "extracted_value": row["parsed"],
                 "extraction_method": row.get("extractor") or str(row.get("scoring")),
                 "is_terminal": True,
@@ -269,14 +269,17 @@ def _model_files(
     groups: list[Group],
     benchmark: str,
     summaries: Mapping[tuple[str, str], Mapping[str, Any]],
+    shared_id: bool,
 ) -> tuple[str, dict[str, Any], str, int]:
-    """``(folder, aggregate, samples text, rows left out)`` of one model."""
+    """``(folder, aggregate, samples text, rows left out)`` of one model (``shared_id``:
+    another model of the run has the same EEE id, e.g. two revisions: the evaluation id
+    then ends in the file's UUID, so the two stay apart)."""
     info = _model_info(model)
     developer, name = info["id"].split("/", 1)
     folder = "/".join(["data", _component(benchmark), _component(developer), _component(name)])
     key = _uuid4(run.run_id, model, benchmark)
     stamp = str(int(run.created.timestamp()))
-    evaluation_id = f"{benchmark}/{info['id']}/{stamp}"
+    evaluation_id = f"{benchmark}/{info['id']}/{stamp}" + (f"/{key}" if shared_id else "")
     results = [
         _result(run, g, summaries[(g.model, g.condition)], benchmark)
         for g in groups
@@ -331,10 +334,11 @@ def write_eee(run: RunToExport, out: Path | None, options: ExportOptions) -> Exp
     benchmark = options.benchmark or run.name
     groups = list(run.groups())
     planned = []
-    for model in run.models():
-        stem, aggregate, text, left = _model_files(
-            run, model, [g for g in groups if g.model == model], benchmark, summaries
-        )
+    ids = [eee_model_id(m) for m in run.models()]
+    for model, model_id in zip(run.models(), ids, strict=True):
+        mine = [g for g in groups if g.model == model]
+        shared = ids.count(model_id) > 1
+        stem, aggregate, text, left = _model_files(run, model, mine, benchmark, summaries, shared)
         planned.append(
             (folder / f"{stem}.json", aggregate, folder / f"{stem}_samples.jsonl", text, left)
         )
