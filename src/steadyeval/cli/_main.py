@@ -34,6 +34,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "compare": ("._compare", "command", "Paired comparison of runs on their shared items."),
     "judge": ("._judge", "command", "Grade a run's generated answers with a judge model."),
     "import": ("._import", "command", "Import lm-eval or Inspect logs as a run directory."),
+    "export": (
+        "._export",
+        "command",
+        "Export a run as Inspect AI logs or Every Eval Ever records.",
+    ),
     "cache": ("._cache", "cache_group", "Show and manage the response cache."),
     "tiny-model": ("._tiny", "tiny_model_cmd", "Write a tiny random model (for trying things)."),
 }

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
         RankConsistencyFacts,
         RankConsistencySetting,
     )
+    from ._export import ExportedRun, ExportOptions, export_run
     from ._frame import ResultsFrame
     from ._import_common import ImportedRun, parse_condition_map, write_imported_run
     from ._import_inspect import (
@@ -53,6 +54,7 @@ __getattr__, __dir__ = lazy_exports(
             "RankConsistencyFacts",
             "RankConsistencySetting",
         ],
+        "._export": ["ExportOptions", "ExportedRun", "export_run"],
         "._frame": ["ResultsFrame"],
         "._import_common": ["ImportedRun", "parse_condition_map", "write_imported_run"],
         "._import_inspect": [
@@ -90,6 +92,8 @@ __all__ = [
     "AnalysisRecord",
     "Design",
     "DesignRecord",
+    "ExportOptions",
+    "ExportedRun",
     "ImportedRun",
     "InspectImportOptions",
     "LmEvalImportOptions",
@@ -100,6 +104,7 @@ __all__ = [
     "ResultsFrame",
     "StudyColumn",
     "check_run_dir",
+    "export_run",
     "find_inspect_logs",
     "find_lmeval_samples",
     "import_inspect",

@@ -120,8 +120,11 @@ def _messages_text(messages: Sequence[Any]) -> str:
     )
 
 
-def _prompt(sample: Mapping[str, Any]) -> str:
-    """What the model was sent: the conversation before its last answer, else the input."""
+def _prompt(sample: Mapping[str, Any], exported: bool) -> str:
+    """What the model was sent: the conversation before its last answer, else the input (a
+    log steadyeval exported: the input, the prompt as it was sent)."""
+    if exported and isinstance(sample.get("input"), str):
+        return str(sample["input"])
     messages = sample.get("messages")
     if isinstance(messages, list) and messages:
         last = max(
@@ -252,8 +255,9 @@ def _metadata(
     stop: str | None,
 ) -> dict[str, Any]:
     """The sample's metadata with Inspect's own facts under ``inspect``."""
-    meta_item = sample.get("metadata") if isinstance(sample.get("metadata"), Mapping) else {}
-    assert isinstance(meta_item, Mapping)
+    meta_item = dict(sample["metadata"]) if isinstance(sample.get("metadata"), Mapping) else {}
+    # a log steadyeval exported keeps its own facts there: they join Inspect's
+    ours = meta_item.pop("steadyeval", None) if log.exported else None
     if "inspect" in meta_item:
         raise DataError(
             f"{where}: sample metadata has a key 'inspect', which steadyeval "
@@ -279,15 +283,28 @@ def _metadata(
             "stop_reason": stop,
             "target": sample.get("target"),
             "error": error.get("message") if isinstance(error, Mapping) else None,
+            **({"steadyeval": ours} if ours is not None else {}),
         },
     }
 
 
-def _condition_and_scope(log: InspectLog, opts: InspectImportOptions) -> tuple[str, str]:
-    """The log's condition and item scope (by file name, else task; default the task)."""
+def _exported_facts(sample: Mapping[str, Any], log: InspectLog) -> Mapping[str, Any]:
+    """steadyeval's facts of a sample of a log it exported (``metadata.steadyeval``; the
+    item's hash is taken from there, so the same item pairs across conditions)."""
+    meta = sample.get("metadata")
+    facts = meta.get("steadyeval") if log.exported and isinstance(meta, Mapping) else None
+    if not isinstance(facts, Mapping):
+        return {}
+    return {k: v for k, v in facts.items() if k != "item_hash" or isinstance(v, str)}
+
+
+def _condition_and_scope(log: InspectLog, opts: InspectImportOptions) -> tuple[str, str | None]:
+    """The log's condition and item scope (by file name, else task; default the task, and
+    none for a log steadyeval exported: its sample ids are the item ids)."""
     cmap, smap = opts.condition_map, opts.item_scope
     condition = cmap.get(log.stem, cmap.get(log.task, log.task))
-    return condition, smap.get(log.stem, smap.get(log.task, log.task))
+    default = None if log.exported else log.task
+    return condition, smap.get(log.stem, smap.get(log.task, default))
 
 
 def _iter_rows(
@@ -297,7 +314,7 @@ def _iter_rows(
     model = opts.model or str(log.spec.get("model", "unknown"))
     for sample in log.samples:
         where = f"{log.path}, sample {shorten(repr(sample['id']), 40)} epoch {sample['epoch']}"
-        item_id = f"{scope}/{sample['id']}"
+        item_id = f"{scope}/{sample['id']}" if scope is not None else str(sample["id"])
         sample_index = sample["epoch"] - 1  # epoch >= 1, checked on reading
         keys.add(
             (model, condition, item_id, sample_index),
@@ -318,7 +335,8 @@ def _iter_rows(
             run_id=run_id,
             model=model,
             item_id=item_id,
-            item_hash=short_hash(
+            item_hash=_exported_facts(sample, log).get("item_hash")
+            or short_hash(
                 canonical({"input": sample.get("input"), "choices": choices, "target": target})
             ),
             condition=condition,
@@ -326,7 +344,7 @@ def _iter_rows(
             format="mc" if options else "free",
             scoring=GENERATE,
             sample_index=sample_index,
-            prompt=_prompt(sample),
+            prompt=_prompt(sample, log.exported),
             options=tuple(options) if options else None,
             option_source=tuple(range(len(options))) if options else None,
             output=None if errored and not output else output,

@@ -63,6 +63,13 @@ class InspectLog:
         return self.path.name.removesuffix(self.path.suffix)
 
     @property
+    def exported(self) -> bool:
+        """Whether ``steadyeval export`` wrote this log (``eval.metadata.steadyeval``): its
+        sample ids are item ids as they were and its inputs the prompts as sent."""
+        meta = self.spec.get("metadata")
+        return isinstance(meta, Mapping) and isinstance(meta.get("steadyeval"), Mapping)
+
+    @property
     def status(self) -> str:
         return str(self.header.get("status", "started"))
 
