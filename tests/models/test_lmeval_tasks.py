@@ -344,3 +344,98 @@ def test_the_task_crossed_with_other_conditions_compares(
     assert all("Question: Question:" not in r["prompt"] for r in rows)
     report = write_report(tmp_path / "run", output=tmp_path / "report.html")
     assert "lm-eval-norm" in report.read_text()
+
+
+REFUSED = {
+    "rolling": (
+        "output_type: loglikelihood_rolling\ndoc_to_text: ''\ndoc_to_target: sentence\n",
+        "loglikelihood_rolling",
+    ),
+    "f1": (
+        'output_type: multiple_choice\ndoc_to_text: q\ndoc_to_choice: "{{choices}}"\n'
+        "doc_to_target: label\nmetric_list: [{metric: f1}]\n",
+        "metric 'f1'",
+    ),
+    "own_results": (
+        'output_type: multiple_choice\ndoc_to_text: q\ndoc_to_choice: "{{choices}}"\n'
+        "doc_to_target: label\nprocess_results: !function utils.process\n",
+        "process_results",
+    ),
+    "filter": (
+        "output_type: generate_until\ndoc_to_text: q\ndoc_to_target: solution\n"
+        "filter_list: [{name: maj, filter: [{function: majority_vote}]}]\n",
+        "majority_vote",
+    ),
+    "contexts": (
+        "output_type: multiple_choice\ndoc_to_text: !function utils.contexts\n"
+        'doc_to_choice: "{{choices}}"\ndoc_to_target: " x"\n',
+        "multiple_input",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REFUSED))
+def test_tasks_steadyeval_cannot_score_as_lm_eval_does_are_refused(
+    tasks_dir: Path, tmp_path: Path, case: str
+) -> None:
+    from steadyeval import ConfigError
+    from steadyeval.items import load_items
+
+    body, message = REFUSED[case]
+    data = tasks_dir.parent / "data"
+    common = _COMMON.format(data=data)
+    (tmp_path / f"bad_{case}.yaml").write_text(f"task: bad_{case}\n{common}{body}")
+    (tmp_path / "utils.py").write_text(
+        "def process(doc, results):\n    return {'acc': 1.0}\n\ndef contexts(doc):\n    return 0\n"
+    )
+    with pytest.raises(ConfigError, match=message):
+        load_items(None, loader="lm-eval", task=f"bad_{case}", include_path=str(tmp_path))
+
+
+def test_local_split_files_replace_a_tasks_data_set(tasks_dir: Path, tmp_path: Path) -> None:
+    from steadyeval import ConfigError, DataError
+    from steadyeval.items import load_items
+
+    folder = tmp_path / "arc"
+    folder.mkdir()
+    data = tasks_dir.parent / "data"
+    (folder / "test.jsonl").write_text((data / "test.jsonl").read_text())
+    with pytest.raises(DataError, match="no file for split 'train'"):
+        load_items(
+            None,
+            loader="lm-eval",
+            task="se_arc",
+            include_path=str(tasks_dir),
+            task_data={"se_arc": str(folder)},
+        )
+    (folder / "train.jsonl").write_text((data / "dev.jsonl").read_text())
+    items = load_items(
+        None,
+        loader="lm-eval",
+        task="se_arc",
+        include_path=str(tasks_dir),
+        task_data={"se_arc": str(folder)},
+        num_fewshot=1,
+    )
+    assert len(items) == 9  # the test rows; the one shot now comes from dev's rows
+    dev = {d["question"] for d in _docs(4, 20)}
+    shot = items[0].metadata["lm_eval"]["prompt"].split("\n\n")[0]
+    assert shot.removeprefix("Question: ").split("\n")[0] in dev
+    with pytest.raises(ConfigError, match="not among the tasks"):
+        load_items(
+            None,
+            loader="lm-eval",
+            task="se_arc",
+            include_path=str(tasks_dir),
+            task_data={"se_gsm": str(folder)},
+        )
+    with pytest.raises(ConfigError, match="did you mean se_arc"):
+        load_items(None, loader="lm-eval", task="se_ark", include_path=str(tasks_dir))
+    with pytest.raises(ConfigError, match="one lm-eval task defined in YAML"):
+        load_items(
+            None,
+            loader="lm-eval",
+            task="se_group",
+            include_path=str(tasks_dir),
+            task_data={"se_group": str(folder)},
+        )

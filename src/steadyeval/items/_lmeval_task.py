@@ -250,6 +250,11 @@ def _load(manager: Any, specs: list[str | dict[str, Any]], names: list[str]) -> 
             expected="a reachable hub data set, the Hugging Face cache with HF_HUB_OFFLINE=1, "
             "or local files (task_data: {TASK: FOLDER}, --task-data TASK=FOLDER)",
         ) from None
+    except Exception as exc:  # a task's YAML or code that lm-eval itself cannot build
+        raise ConfigError(
+            f"lm-eval could not build {', '.join(names)}: {type(exc).__name__}: "
+            f"{shorten(str(exc), 300)}"
+        ) from exc
     return out
 
 
@@ -271,6 +276,11 @@ def _check_task(name: str, task_obj: Any) -> None:
         raise ConfigError(
             f"lm-eval task {name!r}: its options are contexts (multiple_input, as in "
             "winogrande); steadyeval asks one context with several options"
+        )
+    if task_obj.config.process_results is not None:
+        raise ConfigError(
+            f"lm-eval task {name!r}: its metrics come from its own process_results function "
+            "(as truthfulqa_mc2's), which steadyeval does not reproduce"
         )
     for metric in _metric_names(task_obj):
         if metric not in LMEVAL_METRICS[kind]:
