@@ -270,3 +270,11 @@ def test_generated_answers_are_judged_by_the_tasks_own_scorer(tasks_file: Path) 
     meta = {"inspect_scorer": "match", "inspect_location": "end", "inspect_numeric": False}
     assert inspect_verdict("It is 12", ["12"], meta).value == "C"
     assert inspect_verdict("12 it is", ["12"], meta).value == "I"
+
+
+def test_a_relative_path_with_a_folder_loads(
+    tasks_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tasks_file.parent.parent)
+    relative = f"{tasks_file.parent.name}/{tasks_file.name}"
+    assert [i.id for i in load_items(f"{relative}@arith", loader="inspect")] == ["7"]

@@ -439,3 +439,28 @@ def test_local_split_files_replace_a_tasks_data_set(tasks_dir: Path, tmp_path: P
             include_path=str(tasks_dir),
             task_data={"se_group": str(folder)},
         )
+
+
+def test_label_choices_leave_the_option_texts_to_other_templates(tasks_dir: Path) -> None:
+    """MMLU's shape: lm-eval scores the letters (its prompt lists the texts); steadyeval's own
+    templates get the texts, the lm-eval template keeps the letters."""
+    from steadyeval import Condition, expand
+    from steadyeval.items import load_items
+
+    items = load_items(None, loader="lm-eval", task="se_letters", include_path=str(tasks_dir))
+    first = items[0]
+    assert tuple(first.metadata["lm_eval"]["choices"]) == ("A", "B", "C")
+    assert first.options == tuple(_docs(9, 40)[0]["choices"])
+    lm = Condition(name="lm", template="lm-eval", scoring="lm-eval")
+    qa = Condition(name="qa", template="qa", format="mc", scoring="letter-logprob")
+    trials = {t.condition.name: t for t in expand([first], [lm, qa]).trials}
+    assert trials["lm"].options == ("A", "B", "C")
+    assert f"A. {first.options[0]}" in trials["qa"].prompt
+    with pytest.raises(Exception, match="option texts"):
+        load_items(
+            None,
+            loader="lm-eval",
+            task="se_letters",
+            include_path=str(tasks_dir),
+            options_field="question",
+        )

@@ -298,7 +298,9 @@ def _render_lm_eval(item: Item, cond: Condition) -> Trial:
     condition leaves them unset."""
     asked = item.metadata["lm_eval"]
     gen = cond.generation
-    options = item.options if asked["output_type"] == "multiple_choice" else None
+    options = None
+    if asked["output_type"] == "multiple_choice":  # lm-eval's own choices (e.g. MMLU's A-D)
+        options = tuple(str(c) for c in asked.get("choices", item.options or ()))
     if asked["output_type"] == "generate_until":
         gen = replace(
             gen,

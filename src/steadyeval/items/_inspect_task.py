@@ -175,9 +175,9 @@ Loaded = tuple[str, Any, list[Any], set[str]]  # name, Task, samples, task_args 
 
 def _load_file_task(spec: TaskSpec, task_args: dict[str, Any], strict: bool) -> Loaded:
     assert spec.file is not None
-    folder = spec.file.resolve().parent
-    with _in_folder(folder):
-        tasks = _file_tasks(_import_file(spec.file.resolve()))
+    path = spec.file.resolve()  # before the working directory changes to its folder
+    with _in_folder(path.parent):
+        tasks = _file_tasks(_import_file(path))
         if not tasks:
             raise ConfigError(f"{spec.text}: the file defines no Inspect @task function")
         if spec.name is None and len(tasks) > 1:

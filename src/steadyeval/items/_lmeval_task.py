@@ -53,6 +53,7 @@ def load_lmeval_items(
     num_fewshot: int | None = None,
     fewshot_seed: int = LMEVAL_FEWSHOT_SEED,
     question_field: str | None = None,
+    options_field: str | None = None,
     docs: Literal["eval", "fewshot"] = "eval",
 ) -> list[Item]:
     """Items from lm-evaluation-harness tasks (``lm-eval`` 0.4.13), through its task objects.
@@ -80,6 +81,11 @@ def load_lmeval_items(
         (default: the document's ``question`` text where it has one, else ``doc_to_text``,
         which may already hold the options and an ``Answer:`` cue). The ``lm-eval`` template
         shows lm-eval's prompt whatever this says.
+    options_field : str, optional
+        The document field that holds the option texts for steadyeval's own templates
+        (default: lm-eval's choices, unless they are only labels such as MMLU's ``A``-``D``
+        and the document has a ``choices`` or ``options`` list of as many texts). The
+        ``lm-eval`` template and scoring keep lm-eval's choices.
     docs : {"eval", "fewshot"}
         ``eval``: the documents lm-eval evaluates (its test split, else validation), each
         with lm-eval's request; ``fewshot``: the documents it draws shots from (its
@@ -116,7 +122,7 @@ def load_lmeval_items(
             _check_task(name, task_obj)
             _configure(task_obj, num_fewshot, fewshot_seed)
             prefix = f"{name}/" if len(tasks) > 1 else ""
-            src = _Source(name, task_obj, prefix, groups.get(name), question_field)
+            src = _Source(name, task_obj, prefix, groups.get(name), question_field, options_field)
             items += _task_items(src, docs)
     if not items:
         raise DataError("no documents", file=", ".join(names), expected="tasks with documents")
@@ -317,6 +323,7 @@ class _Source:
     prefix: str
     group: str | None
     question_field: str | None
+    options_field: str | None
 
     @property
     def where(self) -> str:
@@ -399,8 +406,11 @@ def _item(src: _Source, doc_id: int, doc: Any, item_id: str, asked: dict[str, An
     answers: tuple[str, ...] = ()
     target = src.task.doc_to_target(doc)
     if kind == "multiple_choice":
-        options = tuple(str(c) for c in src.task.doc_to_choice(doc))
-        gold = _gold_index(target, options, src.where, doc_id)
+        choices = tuple(str(c) for c in src.task.doc_to_choice(doc))
+        gold = _gold_index(target, choices, src.where, doc_id)
+        options = _option_texts(src, doc, choices, doc_id)
+        if asked is not None:
+            asked["choices"] = list(choices)
     elif kind == "loglikelihood":
         answers = (str(target),)
     else:
@@ -423,6 +433,36 @@ def _item(src: _Source, doc_id: int, doc: Any, item_id: str, asked: dict[str, An
         gold_options=gold,
         metadata=meta,
     )
+
+
+def _is_label(choice: str) -> bool:
+    """A choice that is a label rather than an answer: ``A``, ``b``, ``(C)``, ``1``."""
+    return len(choice.strip("() .")) <= 2
+
+
+def _option_texts(src: _Source, doc: Any, choices: tuple[str, ...], doc_id: int) -> tuple[str, ...]:
+    """The item's options for steadyeval's own templates: the named document field; by
+    default, when lm-eval's choices are only labels (MMLU's ``A``-``D``, the texts being in
+    its prompt), the document's ``choices`` or ``options`` list of as many texts; else the
+    choices themselves. The ``lm-eval`` template keeps lm-eval's choices."""
+    fields = doc if isinstance(doc, Mapping) else {}
+    names = [src.options_field] if src.options_field else ["choices", "options"]
+    for name in names:
+        value = fields.get(name)
+        texts = value if isinstance(value, list | tuple) else None
+        fits = texts is not None and len(texts) == len(choices)
+        if fits and (src.options_field or all(_is_label(c) for c in choices)):
+            assert texts is not None
+            return tuple(str(t) for t in texts)
+        if src.options_field:
+            raise DataError(
+                f"has no list of {len(choices)} option texts in {name!r}",
+                file=src.where,
+                line=doc_id + 1,
+                field=name,
+                expected=f"a list as long as the task's choices ({', '.join(choices)})",
+            )
+    return choices
 
 
 def _question(src: _Source, doc: Any, doc_id: int) -> str:
