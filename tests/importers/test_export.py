@@ -160,6 +160,27 @@ def test_the_export_is_deterministic_and_refuses_to_overwrite(
         export(run_dir, tmp_path)
     again = export(run_dir, tmp_path, ExportOptions(overwrite=True))
     assert again.files == first.files and [p.read_bytes() for p in again.files] == data
+    # a copy of the run folder (new file dates) exports the same bytes
+    import shutil
+    import time
+
+    time.sleep(1.1)  # the copy's files get a later date than the original's
+    # (the same folder name: the export names the data set after it)
+    copy = shutil.copytree(run_dir, tmp_path / "copy" / run_dir.name, copy_function=shutil.copy)
+    copied = export(copy, tmp_path / "from-copy")
+    assert [p.name for p in copied.files] == [p.name for p in first.files]
+    assert [p.read_bytes() for p in copied.files] == data
+
+
+def test_log_probability_rows_carry_no_completion() -> None:
+    from steadyeval.results._export_run import generated_text
+
+    lm_mc = {"scoring": "lm-eval", "output": "B", "option_logprobs": [-1.0, -0.5]}
+    lm_gen = {"scoring": "lm-eval", "output": "12", "option_logprobs": None}
+    cloze = {"scoring": "lm-eval", "output": "", "sequence_logprob": -3.0}
+    assert not generated_text(lm_mc) and generated_text(lm_gen) and not generated_text(cloze)
+    assert not generated_text({"scoring": "option-logprob", "output": "Paris"})
+    assert generated_text({"scoring": "a-plugin-not-loaded", "output": "x"})
 
 
 def test_nothing_of_the_machine_reaches_the_export(run_dir: Path, tmp_path: Path) -> None:

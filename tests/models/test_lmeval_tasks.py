@@ -464,3 +464,84 @@ def test_label_choices_leave_the_option_texts_to_other_templates(tasks_dir: Path
             include_path=str(tasks_dir),
             options_field="question",
         )
+
+
+def test_what_lm_eval_cannot_build_is_one_error(tasks_dir: Path, tmp_path: Path) -> None:
+    from steadyeval import ConfigError, DataError
+    from steadyeval.items import load_items
+
+    def load(**kw: Any) -> Any:
+        return load_items(None, loader="lm-eval", include_path=str(tasks_dir), **kw)
+
+    with pytest.raises(ConfigError, match="num_fewshot 20 needs more shots than its 8"):
+        load(task="se_arc", num_fewshot=20)
+    with pytest.raises(ConfigError, match="num_fewshot is a count"):
+        load(task="se_arc", num_fewshot=-1)
+    with pytest.raises(ConfigError, match="at least one task"):
+        load(task=[])
+    folder = tmp_path / "bad"
+    folder.mkdir()
+    (folder / "train.jsonl").write_text('{"question": "q"}\n')
+    (folder / "test.jsonl").write_text('{"question": "q", "choices": [\n')
+    with pytest.raises(DataError, match=r"test.jsonl, line 1"):
+        load(task="se_arc", task_data={"se_arc": str(folder)})
+    (folder / "test.jsonl").write_text("")
+    with pytest.raises(DataError, match="no rows"):
+        load(task="se_arc", task_data={"se_arc": str(folder)})
+    (folder / "test.jsonl").write_text('{"question": "q", "label": 0}\n')  # no choices
+    with pytest.raises(ConfigError, match="se_arc"):
+        load(task="se_arc", task_data={"se_arc": str(folder)})
+
+
+def test_command_line_flags_and_config_paths(
+    tasks_dir: Path, tiny_gpt2: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The lm-eval flags apply to a CONFIG's lm-eval data; a CONFIG's relative paths are
+    read from its folder; a condition that applies to no item is said to."""
+    import os
+
+    from click.testing import CliRunner
+
+    from steadyeval.cli import main
+
+    sub = tmp_path / "configs"
+    sub.mkdir()
+    rel = os.path.relpath(tasks_dir, sub)
+    (sub / "run.yaml").write_text(
+        f"data: {{loader: lm-eval, task: se_arc, include_path: {rel}}}\n"
+        f"models: ['hf:{tiny_gpt2}']\n"
+        "conditions:\n"
+        "  - {name: lm, template: lm-eval, scoring: lm-eval}\n"
+        "  - {name: gen, template: lm-eval, scoring: generate}\n"
+    )
+
+    def run(*args: str) -> Any:
+        return CliRunner().invoke(main, ["run", *args, "--dry-run"], catch_exceptions=False)
+
+    done = run(str(sub / "run.yaml"), "--num-fewshot", "1")
+    assert done.exit_code == 0, done.output
+    said = done.output + "".join(caplog.messages)
+    assert "condition 'gen' applies to none of the items" in said
+    done = run("--model", f"hf:{tiny_gpt2}", "--data", "x.jsonl", "--num-fewshot", "1")
+    assert done.exit_code == 2 and "--num-fewshot applies to lm-eval tasks" in done.output
+    done = run("--model", f"hf:{tiny_gpt2}", "--task", "lm-eval:se_arc,se_gsm")
+    assert done.exit_code == 2 and "--task lm-eval:se_arc --task lm-eval:se_gsm" in done.output
+    done = run("--model", f"hf:{tiny_gpt2}", "--task", "lm-eval:se_arc",
+               "--task-data", "se_arc=a", "--task-data", "se_arc=b")  # fmt: skip
+    assert done.exit_code == 2 and "given twice" in done.output
+    done = run("--model", f"hf:{tiny_gpt2}", "--task", "lm-eval:se_arc", "--data", "x.jsonl")
+    assert done.exit_code == 2 and "not both" in done.output
+
+
+def test_the_lm_eval_template_refuses_what_would_change_its_prompt() -> None:
+    from steadyeval import Condition, ConfigError
+
+    for kwargs, message in [
+        ({"format": "mc-nota"}, "escape option"),
+        ({"shots": {"n": 2}}, "shots must be unset"),
+        ({"option_order": "shuffled"}, "option_order must be original"),
+    ]:
+        with pytest.raises(ConfigError, match=message):
+            Condition(name="x", template="lm-eval", scoring="lm-eval", **kwargs)
+    with pytest.raises(ConfigError, match="needs template 'lm-eval'"):
+        Condition(name="x", template="qa", scoring="lm-eval")

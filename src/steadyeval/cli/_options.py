@@ -23,6 +23,7 @@ __all__ = [
     "echo_counts",
     "echo_result",
     "first_table",
+    "lm_eval_options",
     "log_options",
     "model_args_option",
     "model_specs",
@@ -326,24 +327,54 @@ def first_table(markdown: str) -> str:
 TASK_LOADERS = {"lm-eval": "lm-eval", "inspect": "inspect"}
 
 
-def task_source(
-    tasks: Sequence[str],
-    task_data: Sequence[str],
-    include_path: Sequence[Path],
-    num_fewshot: int | None,
-    data: str | None,
-) -> str | dict[str, Any] | None:
-    """``--data``, or the data config that ``--task`` and its companions describe."""
+def lm_eval_options(
+    task_data: Sequence[str], include_path: Sequence[Path], num_fewshot: int | None
+) -> dict[str, Any]:
+    """The data options ``--task-data``, ``--include-path`` and ``--num-fewshot`` give an
+    lm-eval loader (only those given)."""
     from .._errors import ConfigError
 
-    lm_only = {"--task-data": task_data, "--include-path": include_path}
+    folders: dict[str, str] = {}
+    for pair in task_data:
+        name, sep, folder = pair.partition("=")
+        if not sep or not name.strip() or not folder:
+            raise ConfigError(f"--task-data {pair!r}: expected NAME=FOLDER")
+        if name.strip() in folders:
+            raise ConfigError(f"--task-data: {name.strip()!r} is given twice")
+        folders[name.strip()] = folder
+    options: dict[str, Any] = {}
+    if folders:
+        options["task_data"] = folders
+    if include_path:
+        options["include_path"] = [str(p) for p in include_path]
     if num_fewshot is not None:
-        lm_only["--num-fewshot"] = [str(num_fewshot)]
+        options["num_fewshot"] = num_fewshot
+    return options
+
+
+_LM_FLAGS = {"task_data": "--task-data", "include_path": "--include-path",
+             "num_fewshot": "--num-fewshot"}  # fmt: skip
+
+
+def task_source(
+    tasks: Sequence[str], lm_options: Mapping[str, Any], data: str | None, config_data: Any
+) -> str | dict[str, Any] | None:
+    """``--data``, or the data config that ``--task`` and the lm-eval options describe;
+    without ``--task``, the lm-eval options apply to ``config_data`` (the CONFIG's data)
+    when it is read by the ``lm-eval`` loader."""
+    from .._errors import ConfigError
+
+    flags = [_LM_FLAGS[k] for k in lm_options]
     if not tasks:
-        given = [flag for flag, value in lm_only.items() if value]
-        if given:
-            raise ConfigError(f"{given[0]} applies to lm-eval tasks: add --task lm-eval:NAME")
-        return data
+        if not flags:
+            return data
+        loader = getattr(config_data, "loader", None)
+        if data is not None or loader != "lm-eval":
+            raise ConfigError(
+                f"{flags[0]} applies to lm-eval tasks: add --task lm-eval:NAME (or give a "
+                "CONFIG whose data has loader: lm-eval)"
+            )
+        return {**config_data.model_dump(exclude_none=True), **lm_options}
     if data is not None:
         raise ConfigError("give --data or --task, not both")
     tools = set()
@@ -355,27 +386,17 @@ def task_source(
                 f"--task {spec!r}: expected lm-eval:NAME (an lm-evaluation-harness task, group "
                 "or tag) or inspect:FILE.py@TASK (an Inspect task)"
             )
+        if "," in name and tool == "lm-eval":
+            raise ConfigError(
+                f"--task {spec!r}: one task per --task (lm-eval's comma list is "
+                + " ".join(f"--task lm-eval:{n.strip()}" for n in name.split(","))
+                + " here)"
+            )
         tools.add(tool)
         names.append(name.strip())
     if len(tools) > 1:
         raise ConfigError("--task: give tasks of one tool per run (lm-eval: or inspect:)")
     tool = tools.pop()
-    source: dict[str, Any] = {"loader": TASK_LOADERS[tool], "task": names}
-    if tool == "inspect":
-        given = [flag for flag, value in lm_only.items() if value]
-        if given:
-            raise ConfigError(f"{given[0]} applies to lm-eval tasks, not Inspect tasks")
-        return source
-    folders: dict[str, str] = {}
-    for pair in task_data:
-        name, sep, folder = pair.partition("=")
-        if not sep or not name.strip() or not folder:
-            raise ConfigError(f"--task-data {pair!r}: expected NAME=FOLDER")
-        folders[name.strip()] = folder
-    if folders:
-        source["task_data"] = folders
-    if include_path:
-        source["include_path"] = [str(p) for p in include_path]
-    if num_fewshot is not None:
-        source["num_fewshot"] = num_fewshot
-    return source
+    if tool == "inspect" and flags:
+        raise ConfigError(f"{flags[0]} applies to lm-eval tasks, not Inspect tasks")
+    return {"loader": TASK_LOADERS[tool], "task": names, **lm_options}

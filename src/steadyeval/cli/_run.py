@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 from click.core import ParameterSource
@@ -11,6 +12,7 @@ from .._errors import ConfigError
 from ._options import (
     echo_counts,
     echo_result,
+    lm_eval_options,
     model_args_option,
     model_specs,
     run_options,
@@ -139,8 +141,18 @@ def run_cmd(
 
     _ray_only(click.get_current_context(), executor)
     specs = model_specs(models, model_args)
-    source = task_source(tasks, task_data, include_path, num_fewshot, data)
-    flags = {"models": specs, "data": source, "limit": limit, "sample": sample, "seed": seed}
+    lm_options = lm_eval_options(task_data, include_path, num_fewshot)
+    flags: dict[str, Any] = {
+        "models": specs,
+        "data": data,
+        "limit": limit,
+        "sample": sample,
+        "seed": seed,
+    }
+    config_data = None
+    if lm_options and not tasks and config is not None:  # options for the CONFIG's tasks
+        config_data = load_run_config(config, flags).data
+    flags["data"] = task_source(tasks, lm_options, data, config_data)
     cfg = load_run_config(config, flags)
     if strict_logprobs:
         cfg = cfg.model_copy(update={"models": strict_models(cfg.models, True)})

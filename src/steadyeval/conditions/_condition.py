@@ -232,6 +232,11 @@ def _check_lm_eval(c: Condition) -> None:
         problems.append("it shows the task's own option order, so option_order must be original")
     if c.verbalizer is not None:
         problems.append("it shows the task's own options, so verbalizer must be unset")
+    if c.format.escape is not None:
+        problems.append(
+            f"it shows the task's own options, so format {c.format.name!r} cannot add its "
+            f"escape option {c.format.escape!r}"
+        )
     if c.fewshot_as_multiturn:
         problems.append("its shots are part of one prompt, so fewshot_as_multiturn must be off")
     if problems:

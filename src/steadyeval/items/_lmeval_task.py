@@ -21,6 +21,7 @@ from typing import Any, Literal
 from .._errors import ConfigError, DataError
 from .._extras import require
 from ._item import Item
+from ._jsonl import read_jsonl
 from ._text import shorten
 
 __all__ = [
@@ -102,6 +103,8 @@ def load_lmeval_items(
     require("lm-eval tasks", "lm_eval", extra="lm-eval")
     if docs not in ("eval", "fewshot"):
         raise ConfigError(f"lm-eval tasks: docs is 'eval' or 'fewshot', not {docs!r}")
+    if num_fewshot is not None and num_fewshot < 0:
+        raise ConfigError(f"lm-eval tasks: num_fewshot is a count, 0 or more (got {num_fewshot})")
     names = _task_names(source, task)
     with _quiet_lm_eval():
         manager = _manager(names, include_path)
@@ -152,7 +155,9 @@ def _task_names(source: str | None, task: str | list[str] | None) -> list[str]:
     if task is None:
         raw = [source]
     names = [str(n).strip() for n in raw]
-    if not names or any(not n for n in names):
+    if not names:
+        raise ConfigError("lm-eval tasks: name at least one task (task: arc_easy)")
+    if any(not n for n in names):
         raise ConfigError("lm-eval tasks: a task name is empty")
     repeated = sorted({n for n in names if names.count(n) > 1})
     if repeated:
@@ -204,6 +209,9 @@ def _spec(manager: Any, name: str, folder: str | None) -> str | dict[str, Any]:
             field=f"task_data[{name}]",
             expected="files named by split, all of one kind (.jsonl/.json, .parquet or .csv)",
         )
+    for p in files:  # a malformed JSONL line is named here, with its number
+        if p.suffix == ".jsonl" and not sum(1 for _ in read_jsonl(p)):
+            raise DataError("no rows", file=str(p), expected="one JSON document per line")
     entry = manager.task_index.get(name)
     if entry is None or entry.yaml_path is None or getattr(entry.kind, "name", "") != "TASK":
         raise ConfigError(
@@ -249,19 +257,39 @@ def _check_known(manager: Any, names: list[str]) -> None:
 def _load(manager: Any, specs: list[str | dict[str, Any]], names: list[str]) -> dict[str, Any]:
     try:
         out: dict[str, Any] = manager.load(specs)
-    except (ConnectionError, OSError, ValueError, KeyError) as exc:
+    except (ConnectionError, OSError) as exc:
         raise DataError(
             f"could not load its documents: {shorten(str(exc), 300)}",
             file=", ".join(names),
             expected="a reachable hub data set, the Hugging Face cache with HF_HUB_OFFLINE=1, "
             "or local files (task_data: {TASK: FOLDER}, --task-data TASK=FOLDER)",
         ) from None
-    except Exception as exc:  # a task's YAML or code that lm-eval itself cannot build
+    except Exception as exc:  # a task's YAML, code or data that lm-eval cannot build on
         raise ConfigError(
             f"lm-eval could not build {', '.join(names)}: {type(exc).__name__}: "
             f"{shorten(str(exc), 300)}"
         ) from exc
     return out
+
+
+def _build_requests(src: _Source) -> None:
+    """lm-eval's own requests for every evaluated document; what it cannot build (more
+    shots than its few-shot documents, a template a document's fields do not fill) is one
+    :class:`ConfigError` naming the task."""
+    try:
+        src.task.build_all_requests()
+    except Exception as exc:
+        n = src.task.get_config("num_fewshot") or 0
+        pool = len(src.task.fewshot_docs() or []) if n else 0
+        if n and n >= pool and isinstance(exc, ValueError | AssertionError):
+            raise ConfigError(
+                f"{src.where}: num_fewshot {n} needs more shots than its {pool} few-shot "
+                "documents give (lower --num-fewshot / num_fewshot)"
+            ) from None
+        raise ConfigError(
+            f"{src.where}: lm-eval could not build its requests: {type(exc).__name__}: "
+            f"{shorten(str(exc), 300)}"
+        ) from exc
 
 
 def _metric_names(task_obj: Any) -> list[str]:
@@ -336,7 +364,7 @@ def _task_items(src: _Source, docs: Literal["eval", "fewshot"]) -> list[Item]:
     if docs == "fewshot":
         pool = list(src.task.fewshot_docs() or [])
         return [_item(src, i, doc, f"{src.prefix}fewshot-{i}", None) for i, doc in enumerate(pool)]
-    src.task.build_all_requests()
+    _build_requests(src)
     by_doc: dict[int, list[Any]] = {}
     for inst in src.task.instances:
         by_doc.setdefault(int(inst.doc_id), []).append(inst)

@@ -178,7 +178,7 @@ def _record(
     """One row as an instance-level record (a row with ``correct`` set)."""
     prompt = row.get("prompt") or ""
     reference = [str(g) for g in row.get("gold") or []]
-    generated = generated_text(row.get("scoring")) and row.get("output") is not None
+    generated = generated_text(row) and row.get("output") is not None
     output: dict[str, Any] = {"raw": [row["output"]] if generated else []}
     if row.get("reasoning") is not None:
         output["reasoning_trace"] = [row["reasoning"]]

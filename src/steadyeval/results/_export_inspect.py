@@ -167,7 +167,7 @@ def _sample(row: Mapping[str, Any], model: str) -> dict[str, Any]:
     if row.get("options"):
         sample["choices"] = list(row["options"])
     output = row.get("output")
-    if output is not None and generated_text(row.get("scoring")):
+    if output is not None and generated_text(row):
         reply = {"role": "assistant", "content": output, "source": "generate", "model": model}
         messages.append(reply)
         sample["output"] = {  # why generation stopped is not recorded: Inspect's "unknown"

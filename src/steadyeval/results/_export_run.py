@@ -2,9 +2,10 @@
 
 An export reads a finished run (:func:`~steadyeval.results.check_run_dir`: a run that did
 not finish, or a folder caught mid-write, is refused) and only these parts of it: the rows of
-``results.parquet``, the time that file was written, and each condition's decoding settings
-from ``config.json``. ``provenance.json`` (host, packages) and the rest of ``config.json``
-(data paths, model options) are never read, so nothing of the machine or its secrets can
+``results.parquet``, when the run finished (``provenance.json``'s ``finished_at``, else the
+time ``results.parquet`` was written), and each condition's decoding settings from
+``config.json``. The rest of ``provenance.json`` (host, packages) and of ``config.json``
+(data paths, model options) is never read, so nothing of the machine or its secrets can
 reach an exported file.
 """
 
@@ -159,14 +160,31 @@ def _generation(run_dir: Path) -> dict[str, dict[str, Any]]:
     return out
 
 
-def generated_text(scoring: str | None) -> bool:
-    """Whether the row's output is text the model generated (a log-probability mode's
-    output is the option it scored best, not a completion). An unknown mode (a plugin not
-    loaded now) counts as generating: its output is kept."""
+def generated_text(row: Mapping[str, Any]) -> bool:
+    """Whether the row's output is text the model generated: not a row of log-probabilities
+    (a log-probability mode's output is the option it scored best, not a completion; so is
+    the ``lm-eval`` mode's on a multiple-choice task). An unknown mode (a plugin not loaded
+    now) counts as generating: its output is kept."""
+    if row.get("option_logprobs") is not None or row.get("sequence_logprob") is not None:
+        return False
     try:
-        return get_scoring(str(scoring)).extracts
+        return get_scoring(str(row.get("scoring"))).extracts
     except (KeyError, ConfigError):
         return True
+
+
+def _finished_at(path: Path) -> datetime:
+    """When the run finished: ``provenance.json``'s ``finished_at`` (UTC), which a copy of
+    the folder keeps; a run without one (an import, an earlier release) falls back to
+    ``results.parquet``'s modification time."""
+    try:
+        stamp = json.loads((path / "provenance.json").read_text(encoding="utf-8"))["finished_at"]
+        when = datetime.fromisoformat(str(stamp))
+        if when.tzinfo is not None:
+            return when.astimezone(timezone.utc).replace(microsecond=0)
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    return datetime.fromtimestamp(int((path / "results.parquet").stat().st_mtime), tz=timezone.utc)
 
 
 def load_run(run_dir: str | os.PathLike[str]) -> RunToExport:
@@ -189,9 +207,7 @@ def load_run(run_dir: str | os.PathLike[str]) -> RunToExport:
     table = read_results(path)
     if table.num_rows == 0:
         raise DataError(f"{show_path(path)}: the results table holds no rows; nothing to export")
-    created = datetime.fromtimestamp(
-        int((path / "results.parquet").stat().st_mtime), tz=timezone.utc
-    )
+    created = _finished_at(path)
     for model in set(table.column("model").to_pylist()):
         if _CREDENTIAL.search(str(model)):
             shown = _CREDENTIAL.sub("<credential>", str(model))

@@ -513,9 +513,28 @@ def _resolve_paths(raw: dict[str, Any], base: Path, keys: set[str]) -> dict[str,
     def fix(value: Any) -> Any:
         if isinstance(value, str) and (base / value).exists():
             return str(base / value)
-        if isinstance(value, dict) and isinstance(value.get("path"), str):
-            return {**value, "path": fix(value["path"])}
+        if isinstance(value, list):
+            return [fix(v) for v in value]
+        if isinstance(value, dict):
+            out = dict(value)
+            for key in ("path", "include_path"):  # a file or folder, or a list of folders
+                if key in out:
+                    out[key] = fix(out[key])
+            if isinstance(out.get("task_data"), dict):  # lm-eval: {task: folder}
+                out["task_data"] = {k: fix(v) for k, v in out["task_data"].items()}
+            if out.get("loader") == "inspect" and "task" in out:  # FILE.py@TASK
+                specs = out["task"]
+                fixed = [fix_spec(t) for t in ([specs] if isinstance(specs, str) else specs)]
+                out["task"] = fixed[0] if isinstance(specs, str) else fixed
+            return out
         return value
+
+    def fix_spec(spec: Any) -> Any:
+        """An Inspect task spec's file part, ``FILE.py`` of ``FILE.py@TASK``."""
+        if not isinstance(spec, str):
+            return spec
+        file, at, name = spec.partition("@")
+        return f"{fix(file)}{at}{name}"
 
     out = dict(raw)
     for key in keys & set(out):

@@ -7,6 +7,7 @@ import os
 import platform
 import subprocess
 import sys
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -53,4 +54,7 @@ def provenance(
         "models": fingerprints,
         "timings_s": {k: round(v, 4) for k, v in timings.items()},
         "counts": counts,
+        # when the run finished (UTC): what an export records as its time (a file's own
+        # date changes with every copy)
+        "finished_at": datetime.now(timezone.utc).replace(microsecond=0).isoformat(),
     }

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import logging
 import math
 import numbers
 import time
@@ -19,7 +20,7 @@ from .._errors import ConfigError, SteadyevalError
 from .._files import load_json_file
 from .._json import write_json, write_text_atomic
 from ..cache import ResponseCache
-from ..conditions import Condition, Trial, expand
+from ..conditions import Condition, Expansion, Trial, expand
 from ..items import Item, canonical_json
 from ..models import Backend, ModelSpec, check_backend, check_kinds, load_backend, with_slots
 from ..requests import Request, RequestKind, Response
@@ -46,6 +47,10 @@ from ._executor import Executor
 from ._folder import claim_run_dir, config_key, drop_stale_reports, locked_run_dir
 from ._plan import Plan, PlannedTrial, build_plan
 from ._provenance import provenance
+
+_log = logging.getLogger(__name__)
+#: The skip reason of a condition's own ``items`` filter.
+_BY_FILTER = "condition is for items"
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -154,6 +159,21 @@ class _Planned:
     body: list[dict[str, Any]]
 
 
+def _warn_unused(conditions: Sequence[Condition], expansion: Expansion) -> None:
+    """Say which conditions apply to none of the items, and why (else a run can hold no row
+    of a condition and say so only in its summary). A condition whose own ``items`` filter
+    left nothing (the default ``free`` on items that all have options) is no surprise."""
+    used = {t.condition.name for t in expansion.trials}
+    for cond in conditions:
+        reasons = [r for (c, r), _ in expansion.skipped.items() if c == cond.name]
+        if cond.name not in used and not all(r.startswith(_BY_FILTER) for r in reasons):
+            _log.warning(
+                "condition %r applies to none of the items (%s)",
+                cond.name,
+                "; ".join(reasons[:3]) or "no items",
+            )
+
+
 def _plan(blocks: Sequence[Block]) -> _Planned:
     models = _Models()
     units: list[tuple[str, str, Trial, Sequence[Request]]] = []
@@ -172,6 +192,7 @@ def _plan(blocks: Sequence[Block]) -> _Planned:
         expansion = expand(block.items, block.conditions, shot_pools=block.shot_pools)
         names = models.add_block(_as_list(block.models))
         skipped.update(expansion.skipped)
+        _warn_unused(block.conditions, expansion)
         asked = [(t, requests_for(t)) for t in expansion.trials]
         for name in names:
             fp = models.by_name[name].fingerprint()
