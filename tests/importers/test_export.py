@@ -98,6 +98,8 @@ def test_inspect_export_imports_back_to_the_same_rows(run_dir: Path, tmp_path: P
         assert got["output"] == (row["output"] if generated else None), key
         for column in ("parsed", "correct", "gold", "prompt", "prompt_hash", "item_hash"):
             assert got[column] == row[column], (key, column)
+        for column in ("template", "format", "scoring", "option_order", "n_shots", "chat"):
+            assert got[column] == row[column], (key, column)  # the condition's settings
         meta = json.loads(got["metadata"])
         facts = meta.pop("inspect")["steadyeval"]
         assert meta == json.loads(row["metadata"])

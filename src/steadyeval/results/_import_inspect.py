@@ -312,6 +312,7 @@ def _iter_rows(
 ) -> Iterator[ResultRow]:
     condition, scope = _condition_and_scope(log, opts)
     model = opts.model or str(log.spec.get("model", "unknown"))
+    ours = log.exported_condition
     for sample in log.samples:
         where = f"{log.path}, sample {shorten(repr(sample['id']), 40)} epoch {sample['epoch']}"
         item_id = f"{scope}/{sample['id']}" if scope is not None else str(sample["id"])
@@ -340,9 +341,13 @@ def _iter_rows(
                 canonical({"input": sample.get("input"), "choices": choices, "target": target})
             ),
             condition=condition,
-            template=log.task,
-            format="mc" if options else "free",
-            scoring=GENERATE,
+            template=_text_or(ours.get("template"), log.task),
+            format=_text_or(ours.get("format"), "mc" if options else "free"),
+            scoring=_text_or(ours.get("scoring"), GENERATE),
+            option_order=_text_or(ours.get("option_order"), None),
+            n_shots=ours.get("n_shots") if isinstance(ours.get("n_shots"), int) else None,
+            chat=ours.get("chat") if isinstance(ours.get("chat"), bool) else None,
+            verbalizer=_text_or(ours.get("verbalizer"), None),
             sample_index=sample_index,
             prompt=_prompt(sample, log.exported),
             options=tuple(options) if options else None,
@@ -359,6 +364,11 @@ def _iter_rows(
             metadata=_metadata(sample, where, log, score, stop),
             tags={"parsed_options": got.chosen} if got.chosen else {},
         )
+
+
+def _text_or(value: Any, default: str | None) -> str | None:
+    """``value`` where it is text (a fact of a log steadyeval exported), else ``default``."""
+    return value if isinstance(value, str) else default
 
 
 def _shared_items_note(rows: Sequence[ResultRow]) -> str | None:

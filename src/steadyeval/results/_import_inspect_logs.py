@@ -70,6 +70,14 @@ class InspectLog:
         return isinstance(meta, Mapping) and isinstance(meta.get("steadyeval"), Mapping)
 
     @property
+    def exported_condition(self) -> Mapping[str, Any]:
+        """The condition's settings a log steadyeval exported records (template, format,
+        scoring, option order, shots, chat, verbalizer); empty for any other log."""
+        meta = self.spec.get("metadata")
+        facts = meta.get("steadyeval") if isinstance(meta, Mapping) else None
+        return facts if self.exported and isinstance(facts, Mapping) else {}
+
+    @property
     def status(self) -> str:
         return str(self.header.get("status", "started"))
 
