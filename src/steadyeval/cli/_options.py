@@ -399,4 +399,5 @@ def task_source(
     tool = tools.pop()
     if tool == "inspect" and flags:
         raise ConfigError(f"{flags[0]} applies to lm-eval tasks, not Inspect tasks")
-    return {"loader": TASK_LOADERS[tool], "task": names, **lm_options}
+    # path None: a CONFIG's data path (merged with a flag's section) is not this data's
+    return {"path": None, "loader": TASK_LOADERS[tool], "task": names, **lm_options}
