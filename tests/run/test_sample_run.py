@@ -72,7 +72,10 @@ def test_limit_and_sample_together_are_refused(tmp_path: Path) -> None:
         se.run_config({"data": str(data), "models": ["scripted:m"], "limit": 3, "sample": 3})
     cfg = tmp_path / "run.yaml"
     cfg.write_text(f"data: {data}\nmodels: [scripted:m]\nlimit: 3\n", encoding="utf-8")
+    # a flag for one replaces the file's other, as a flag replaces the file's own key
     result = CliRunner().invoke(main, ["run", str(cfg), "--sample", "3", "--dry-run"])
+    assert result.exit_code == 0, result.output
+    result = CliRunner().invoke(main, ["run", str(cfg), "--sample", "3", "--limit", "2"])
     assert result.exit_code != 0
     assert "limit" in result.output and "sample" in result.output and "not both" in result.output
     with pytest.raises(ConfigError, match="sample"):

@@ -390,6 +390,16 @@ class RunConfig(_Strict):
 M = TypeVar("M", bound=BaseModel)
 
 
+#: Keys that are alternatives (a config may set one): a flag setting one replaces the
+#: file's other, as a flag replaces the file's value of its own key.
+_ALTERNATIVES: Mapping[str, tuple[str, ...]] = {
+    "limit": ("sample",),
+    "sample": ("limit",),
+    "limit_per_subject": ("sample_per_subject",),
+    "sample_per_subject": ("limit_per_subject",),
+}
+
+
 def load_yaml_config(
     model: type[M],
     path: str | Path | None = None,
@@ -431,6 +441,10 @@ def load_yaml_config(
         else:
             given[k] = names.get(k, k)
         raw[k] = v
+    for k in list(given):  # a flag for one of two alternatives replaces the file's other
+        for other in _ALTERNATIVES.get(k, ()):
+            if other not in given:
+                raw.pop(other, None)
     cfg = validate_config(model, raw, what=what, source=source, root=root, given=given, flags=names)
     if path is not None and "models" not in given:
         cfg = _models_beside(cfg, Path(path).parent)
