@@ -19,6 +19,7 @@ import subprocess
 import sys
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, ClassVar
@@ -339,4 +340,7 @@ def test_a_live_claim_without_progress_is_taken_over_after_the_expiry(
     # machine (of many) one request was answered twice here with a 1 s claim expiry, and no
     # retry was logged (the cause is not found yet; the exactly-once tests above, without a
     # take-over, have never shown it). A take-over under a 1 s lease is the case to look at.
+    doubled = {k: srv.record.times[k] for k, n in good.items() if n > 1}
+    if doubled:  # the evidence for the open lead, in the test summary
+        warnings.warn(f"answered twice (arrival time, fault): {doubled}", stacklevel=1)
     assert len(good) == 72 and set(good.values()) <= {1, 2}
