@@ -10,7 +10,9 @@ prompt, byte for byte; every other condition asks the same item its own way.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
+import io
 import logging
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -134,12 +136,19 @@ def load_lmeval_items(
 
 @contextmanager
 def _quiet_lm_eval() -> Iterator[None]:
-    """lm-eval notes every task's defaults at WARNING; only its errors are shown."""
+    """lm-eval notes every task's defaults at WARNING, and it and ``datasets`` draw progress
+    bars on standard error while a task loads (a batch job's log would fill with them): only
+    lm-eval's errors are shown (raised errors still reach the caller; log handlers keep their
+    own streams). At DEBUG everything is shown."""
     logger = logging.getLogger("lm_eval")
     level = logger.level
+    if logging.getLogger("steadyeval").isEnabledFor(logging.DEBUG):
+        yield
+        return
     logger.setLevel(logging.ERROR)
     try:
-        yield
+        with contextlib.redirect_stderr(io.StringIO()):
+            yield
     finally:
         logger.setLevel(level)
 
