@@ -4,6 +4,7 @@ request strings both tools score."""
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -264,3 +265,15 @@ def workload(key: str, size: str = "full") -> Workload:
         its, conds = cloze_workload(*n)
         return Workload(key, "cloze-lpaqa", "12m", its, conds)
     raise ValueError(f"unknown workload {key!r}; choose from {WORKLOADS}")
+
+
+def child_env(threads: int) -> dict[str, str]:
+    """The environment a benchmark's timed child process runs in: ``threads`` math threads,
+    offline, no tokenizer threads (each side of a comparison gets the same)."""
+    return {
+        **os.environ,
+        "OMP_NUM_THREADS": str(threads),
+        "MKL_NUM_THREADS": str(threads),
+        "HF_HUB_OFFLINE": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+    }

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -103,13 +102,7 @@ def trie_bound(model: Path, docs: dict[str, list[dict[str, Any]]]) -> int:
 
 
 def timed(cmd: list[str], out: Path, threads: int) -> dict[str, Any]:
-    env = {
-        **os.environ,
-        "OMP_NUM_THREADS": str(threads),
-        "MKL_NUM_THREADS": str(threads),
-        "HF_HUB_OFFLINE": "1",
-        "TOKENIZERS_PARALLELISM": "false",
-    }
+    env = _workload.child_env(threads)
     subprocess.run(cmd, check=True, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     report: dict[str, Any] = json.loads(out.read_text())
     return report

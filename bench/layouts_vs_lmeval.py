@@ -49,13 +49,7 @@ def child(cmd: list[str], out: Path, threads: int, dry: bool) -> dict[str, Any]:
     if dry:
         print("  would run:", shlex.join(cmd), flush=True)
         return {}
-    env = {
-        **os.environ,
-        "OMP_NUM_THREADS": str(threads),
-        "MKL_NUM_THREADS": str(threads),
-        "HF_HUB_OFFLINE": "1",
-        "TOKENIZERS_PARALLELISM": "false",
-    }
+    env = _workload.child_env(threads)
     err = out.with_suffix(".stderr")
     with err.open("wb") as stderr:
         proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=stderr)

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shlex
 import statistics
 import subprocess
@@ -45,13 +44,7 @@ SERVER_CHARS = 400
 
 
 def child(cmd: list[str], out: Path, threads: int) -> dict[str, Any]:
-    env = {
-        **os.environ,
-        "OMP_NUM_THREADS": str(threads),
-        "MKL_NUM_THREADS": str(threads),
-        "HF_HUB_OFFLINE": "1",
-        "TOKENIZERS_PARALLELISM": "false",
-    }
+    env = _workload.child_env(threads)
     err = out.with_suffix(".stderr")
     with err.open("wb") as stderr:
         proc = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=stderr)
