@@ -483,22 +483,29 @@ def _option_texts(src: _Source, doc: Any, choices: tuple[str, ...], doc_id: int)
     its prompt), the document's ``choices`` or ``options`` list of as many texts; else the
     choices themselves. The ``lm-eval`` template keeps lm-eval's choices."""
     fields = doc if isinstance(doc, Mapping) else {}
-    names = [src.options_field] if src.options_field else ["choices", "options"]
-    for name in names:
+
+    def texts(name: str) -> tuple[str, ...] | None:
         value = fields.get(name)
-        texts = value if isinstance(value, list | tuple) else None
-        fits = texts is not None and len(texts) == len(choices)
-        if fits and (src.options_field or all(_is_label(c) for c in choices)):
-            assert texts is not None
-            return tuple(str(t) for t in texts)
-        if src.options_field:
+        if not isinstance(value, list | tuple) or len(value) != len(choices):
+            return None
+        return tuple(str(t) for t in value)
+
+    if src.options_field:
+        named = texts(src.options_field)
+        if named is None:
             raise DataError(
-                f"has no list of {len(choices)} option texts in {name!r}",
+                f"has no list of {len(choices)} option texts in {src.options_field!r}",
                 file=src.where,
                 line=doc_id + 1,
-                field=name,
+                field=src.options_field,
                 expected=f"a list as long as the task's choices ({', '.join(choices)})",
             )
+        return named
+    if all(_is_label(c) for c in choices):
+        for name in ("choices", "options"):
+            found = texts(name)
+            if found is not None:
+                return found
     return choices
 
 

@@ -328,7 +328,7 @@ class RunConfig(_Strict):
 
     @model_validator(mode="before")
     @classmethod
-    def _lm_eval_default(cls, raw: Any) -> Any:
+    def _task_defaults(cls, raw: Any) -> Any:
         """Another tool's tasks without conditions: lm-eval's asked as lm-eval asks them;
         Inspect's multiple-choice samples by option log-probability, its generated answers
         judged by the task's own scorer."""

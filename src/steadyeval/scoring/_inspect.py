@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from .._extras import require
@@ -28,17 +29,27 @@ if TYPE_CHECKING:
 __all__ = ["INSPECT", "InspectScorer", "inspect_verdict"]
 
 INSPECT = "inspect"
+#: Generation as the built-in ``generate`` mode asks for it.
+_GENERATE = Generate()
 #: The Inspect scorers this mode runs, and the recorded options each takes.
 _OPTIONS = {"match": ("location", "ignore_case", "numeric"), "includes": ("ignore_case",)}
 
 
 def _scorer(metadata: Mapping[str, Any]) -> Any:
-    """The item's Inspect scorer, built by inspect_ai with its recorded options."""
+    """The item's Inspect scorer, built by inspect_ai with its recorded options (once for
+    each scorer and options, not once a row)."""
+    name = str(metadata["inspect_scorer"])
+    options = tuple(
+        (k, metadata[f"inspect_{k}"]) for k in _OPTIONS[name] if f"inspect_{k}" in metadata
+    )
+    return _built(name, options)
+
+
+@lru_cache(maxsize=64)
+def _built(name: str, options: tuple[tuple[str, Any], ...]) -> Any:
     from inspect_ai import scorer as inspect_scorers
 
-    name = str(metadata["inspect_scorer"])
-    options = {k: metadata[f"inspect_{k}"] for k in _OPTIONS[name] if f"inspect_{k}" in metadata}
-    return getattr(inspect_scorers, name)(**options)
+    return getattr(inspect_scorers, name)(**dict(options))
 
 
 def inspect_verdict(answer: str, targets: Sequence[str], metadata: Mapping[str, Any]) -> Any:
@@ -75,10 +86,10 @@ class InspectScorer(ScoringMode):
         return None
 
     def requests(self, trial: Trial) -> tuple[Request, ...]:
-        return Generate().requests(trial)
+        return _GENERATE.requests(trial)
 
     def samples(self, n_requests: int) -> list[range]:
-        return Generate().samples(n_requests)
+        return _GENERATE.samples(n_requests)
 
     def score(self, trial: Trial, responses: Sequence[Response]) -> ScoredTrial:
         (resp,) = responses

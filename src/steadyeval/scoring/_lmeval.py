@@ -81,6 +81,11 @@ def lm_eval_exact_match(prediction: str, gold: str, rules: Mapping[str, Any]) ->
     return prediction == gold
 
 
+#: The built-in modes each lm-eval output type is scored by (one instance, not one a row).
+_OPTIONS = OptionLogprob()
+_GENERATE = Generate()
+
+
 def _kind(trial: Trial) -> str:
     return str(trial.item.metadata["lm_eval"]["output_type"])
 
@@ -98,14 +103,14 @@ class LmEval(ScoringMode):
                 f"condition {condition.name!r}: scoring 'lm-eval' scores items as their "
                 f"lm-eval task does; it needs template {LM_EVAL_TEMPLATE!r}"
             )
-        Generate().check(condition)  # a bad extract is refused here as for generate
+        _GENERATE.check(condition)  # a bad extract is refused here as for generate
 
     def requests(self, trial: Trial) -> tuple[Request, ...]:
         kind = _kind(trial)
         if kind == "multiple_choice":
-            return OptionLogprob().requests(trial)
+            return _OPTIONS.requests(trial)
         if kind == "generate_until":
-            return Generate().requests(trial)
+            return _GENERATE.requests(trial)
         cond = trial.condition
         return (
             ScoreRequest(
@@ -118,13 +123,13 @@ class LmEval(ScoringMode):
 
     def samples_for(self, trial: Trial, n_requests: int) -> list[range]:
         if _kind(trial) == "generate_until":
-            return Generate().samples(n_requests)
+            return _GENERATE.samples(n_requests)
         return self.samples(n_requests)
 
     def score(self, trial: Trial, responses: Sequence[Response]) -> ScoredTrial:
         kind = _kind(trial)
         if kind == "multiple_choice":
-            return OptionLogprob().score(trial, responses)
+            return _OPTIONS.score(trial, responses)
         if kind == "generate_until":
             return self._generated(trial, responses)
         (resp,) = responses
@@ -141,7 +146,7 @@ class LmEval(ScoringMode):
         )
 
     def _generated(self, trial: Trial, responses: Sequence[Response]) -> ScoredTrial:
-        scored = Generate().score(trial, responses)
+        scored = _GENERATE.score(trial, responses)
         if trial.condition.extract != "auto":
             return scored
         (resp,) = responses
