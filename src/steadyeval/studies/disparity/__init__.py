@@ -15,6 +15,7 @@ from ..._lazy import lazy_exports
 if TYPE_CHECKING:
     from ._analysis import BASE, analyze_disparity, paired_gap
     from ._config import DisparityConfig
+    from ._evidence import OverlapCorpus, read_overlap
     from ._design import (
         COLUMNS,
         CorpusOptions,
@@ -54,6 +55,7 @@ __getattr__, __dir__ = lazy_exports(
             "disparity_design",
             "objective_of",
         ],
+        "._evidence": ["OverlapCorpus", "read_overlap"],
         "._mixture": [
             "Mixture",
             "build_mixtures",
@@ -90,6 +92,7 @@ __all__ = [
     "GammaChange",
     "Mixture",
     "ModelGap",
+    "OverlapCorpus",
     "PairedGap",
     "PretrainOptions",
     "analyze_disparity",
@@ -101,5 +104,6 @@ __all__ = [
     "overlap_sentences",
     "paired_gap",
     "read_corpus",
+    "read_overlap",
     "split_sentences",
 ]
