@@ -16,8 +16,8 @@ from click.testing import CliRunner
 
 from steadyeval import DataError
 from steadyeval.cli import main
-from steadyeval.studies.disparity import read_overlap
-from steadyeval.studies.disparity._report import overlap_text
+from steadyeval.studies import get_study
+from steadyeval.studies.disparity import DisparityAnalysis, DisparityDesign, read_overlap
 
 
 def _ev(masked: str, obj: str, sub: str = "S") -> dict[str, str]:
@@ -218,12 +218,18 @@ def test_the_design_records_the_evidence_and_its_coverage(lama: Path, tmp_path: 
     assert info["overlap_file"]["files"] == ["P36.jsonl", "P19.jsonl"]
     # 4 probed facts (France, Japan, Nowhere, Dante); evidence for France and Dante.
     assert info["overlap_facts"] == {"probed": 4, "with_evidence": 2}
-    text = overlap_text(info)
-    assert text is not None
+    text = _header(design.info)
     assert "LAMA T-REx evidence sentences (4 sentences from 3 facts in 2 file(s)" in text
     assert "2 of the 4 probed facts have evidence in it" in text
     proxy = disparity_design(data, ["g"], [bert], corpus=CorpusOptions(gammas=(0,), size=2))
-    assert "a proxy" in str(overlap_text(proxy.info.corpus))
+    assert "a proxy: the seed used LAMA's Wikipedia evidence" in _header(proxy.info)
+
+
+def _header(design: object) -> str:
+    """The disparity section of ``summary.md`` for ``design`` (no results)."""
+    assert isinstance(design, DisparityDesign)
+    empty = DisparityAnalysis(models=[], gammas=[], cells=[], gaps=[], changes=[], notes=[])
+    return get_study("disparity").markdown(empty, design)
 
 
 def test_the_cli_reads_a_trex_folder(lama: Path) -> None:
@@ -249,14 +255,20 @@ def test_a_run_records_the_source_in_summary_json_and_the_report(lama: Path) -> 
 
     bert = build_tiny_model(lama.parent / "bert", "bert", seed=0)
     out = lama.parent / "run"
-    run_study(
-        "disparity",
-        {"models": [f"hf-masked:{bert}"], "data": str(lama),
-         "general": str(lama.parent / "general.txt"), "overlap_file": str(lama / "TREx"),
-         "gammas": [100], "corpus_size": 4, "steps": 1, "batch_size": 2,
-         "include_base": False, "device": "cpu"},  # fmt: skip
-        options=RunOptions(out=out, cache=lama.parent / "cache.sqlite", progress=False),
-    )
+    config = {
+        "models": [f"hf-masked:{bert}"],
+        "data": str(lama),
+        "general": str(lama.parent / "general.txt"),
+        "overlap_file": str(lama / "TREx"),
+        "gammas": [100],
+        "corpus_size": 4,
+        "steps": 1,
+        "batch_size": 2,
+        "include_base": False,
+        "device": "cpu",
+    }
+    options = RunOptions(out=out, cache=lama.parent / "cache.sqlite", progress=False)
+    run_study("disparity", config, options=options)
     corpus = json.loads((out / "summary.json").read_text())["design"]["corpus"]
     assert corpus["overlap_source"] == "trex"
     assert corpus["overlap_file"]["path"] == str(lama / "TREx")

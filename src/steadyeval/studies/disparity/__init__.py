@@ -15,7 +15,6 @@ from ..._lazy import lazy_exports
 if TYPE_CHECKING:
     from ._analysis import BASE, analyze_disparity, paired_gap
     from ._config import DisparityConfig
-    from ._evidence import OverlapCorpus, read_overlap
     from ._design import (
         COLUMNS,
         CorpusOptions,
@@ -23,6 +22,7 @@ if TYPE_CHECKING:
         disparity_design,
         objective_of,
     )
+    from ._evidence import OverlapCorpus, read_overlap
     from ._mixture import (
         Mixture,
         build_mixtures,

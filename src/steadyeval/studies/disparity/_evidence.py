@@ -173,7 +173,7 @@ def _read_folder(folder: Path, relations: list[str] | None) -> OverlapCorpus:
         missing = [r for r, f in wanted if not f.exists()]
         wanted = [(r, f) for r, f in wanted if f.exists()]
     if not wanted:
-        asked = "" if relations is None else f" for the probed relations ({_few(relations)})"
+        asked = "" if relations is None else f" for the probed relations ({_few(missing)})"
         raise DataError(f"no .jsonl file{asked}", file=str(folder), expected=_FOLDER)
     _check_size([f for _, f in wanted])
     reader = _TrexReader()
@@ -201,7 +201,7 @@ class _TrexReader:
         """Every row of ``path``; ``relation``: the folder file's relation, which a row's
         ``predicate_id`` must match."""
         for line, row in read_jsonl(path):
-            where = {"file": str(path), "line": line}
+            where: dict[str, Any] = {"file": str(path), "line": line}
             if not isinstance(row, dict):
                 raise DataError(
                     f"a JSON {type(row).__name__}, not an object", **where, expected=_TREX

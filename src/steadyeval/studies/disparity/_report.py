@@ -7,9 +7,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..._errors import show_path
-from ...items import shorten
-
 from ...document import Block, Column, LineChart, Note, Paragraph, Point, Section, Series, Table
+from ...items import shorten
 from ._analysis import BASE
 from ._types import DisparityAnalysis, DisparityDesign
 
