@@ -526,6 +526,10 @@ for _page, _key in [
     ("docs/reports.md", "steadyeval report RUN_DIR [--format html|md|json]"),
     ("docs/reports.md", "steadyeval compare RUN_A RUN_B [RUN_C ...]"),
     ("docs/study-knowledge.md", "steadyeval study knowledge --model SPEC... --data SOURCE"),
+    (
+        "docs/study-disparity.md",
+        "steadyeval study disparity --model hf-masked:bert-base-cased --model hf-causal:gpt2 \\",
+    ),
 ]:
     EXEMPT[(_page, _key)] = _SYNOPSIS
 

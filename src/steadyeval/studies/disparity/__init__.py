@@ -22,6 +22,7 @@ if TYPE_CHECKING:
         disparity_design,
         objective_of,
     )
+    from ._evidence import OverlapCorpus, read_overlap
     from ._mixture import (
         Mixture,
         build_mixtures,
@@ -54,6 +55,7 @@ __getattr__, __dir__ = lazy_exports(
             "disparity_design",
             "objective_of",
         ],
+        "._evidence": ["OverlapCorpus", "read_overlap"],
         "._mixture": [
             "Mixture",
             "build_mixtures",
@@ -90,6 +92,7 @@ __all__ = [
     "GammaChange",
     "Mixture",
     "ModelGap",
+    "OverlapCorpus",
     "PairedGap",
     "PretrainOptions",
     "analyze_disparity",
@@ -101,5 +104,6 @@ __all__ = [
     "overlap_sentences",
     "paired_gap",
     "read_corpus",
+    "read_overlap",
     "split_sentences",
 ]

@@ -56,9 +56,14 @@ class DisparityConfig(StudyConfig):
     )
     overlap_file: str | None = Field(
         None,
-        description="Overlap sentences from a text file instead (e.g. evidence sentences), "
-        "one per line.",
-        json_schema_extra={"path": True, "metavar": "FILE"},
+        description="Overlap sentences from a file or folder instead: LAMA's T-REx evidence "
+        "(the TREx folder of P*.jsonl, or one such file) or text, one sentence per line.",
+        json_schema_extra={"path": True, "metavar": "PATH"},
+    )
+    overlap_format: Literal["auto", "trex", "text"] = Field(
+        "auto",
+        description="How --overlap-file is read: auto (a folder, a .jsonl file or a first "
+        "line that is a JSON object: T-REx; else text), trex or text.",
     )
     general_split: Literal["line", "sentence"] = Field(
         "line", description="General corpus: one sentence per line, or split lines into sentences."
@@ -120,6 +125,13 @@ class DisparityConfig(StudyConfig):
                 "overlap_file gives the overlap sentences; overlap 'probe-template' writes "
                 "them from the templates: give one"
             )
+        return value
+
+    @field_validator("overlap_format")
+    @classmethod
+    def _format_of_a_file(cls, value: str, info: ValidationInfo) -> str:
+        if value != "auto" and info.data.get("overlap_file") is None:
+            raise ValueError(f"overlap_format {value!r} says how overlap_file is read: give one")
         return value
 
     @field_validator("warmup_steps")

@@ -30,6 +30,7 @@ from ..sensitivity import (
     SensitivityWarning,
     probe_design,
 )
+from ._evidence import OverlapCorpus
 from ._mixture import Mixture, OverlapSource, build_mixtures, overlap_sentences
 from ._types import DisparityDesign
 
@@ -113,7 +114,7 @@ def disparity_design(
     corpus: CorpusOptions | None = None,
     pretraining: PretrainOptions | None = None,
     store: CheckpointStore | None = None,
-    overlap: Sequence[str] | None = None,
+    overlap: Sequence[str] | OverlapCorpus | None = None,
     include_base: bool = True,
 ) -> StudyDesign:
     """Blocks for every model × γ (and each model as given with ``include_base``).
@@ -134,16 +135,18 @@ def disparity_design(
         :class:`PretrainOptions`).
     store : CheckpointStore, optional
         Where checkpoints go (default: a temporary folder).
-    overlap : sequence of str, optional
-        Overlap sentences given as they are (e.g. evidence sentences) instead of written
-        from the templates.
+    overlap : OverlapCorpus or sequence of str, optional
+        Overlap sentences instead of those written from the templates: read from a file or
+        folder (:func:`read_overlap`: LAMA's T-REx evidence, or text), or given as they are.
+        Where they came from is recorded in ``design.corpus`` (``overlap_source``,
+        ``overlap_file``, and for T-REx how many probed facts have evidence).
     """
     if not models:
         raise ConfigError("no models: sample disparity compares at least one model across γ")
     copts = corpus or CorpusOptions()
     popts = pretraining or PretrainOptions()
     base = _probe(data, probe)
-    pool, per_relation, source = _overlap_pool(data, base, copts.overlap, overlap, copts.gammas)
+    pool, overlap_info = _overlap_pool(data, base, copts.overlap, overlap, copts.gammas)
     mixtures = build_mixtures(pool, general, gammas=copts.gammas, size=copts.size, seed=copts.seed)
     store = store or CheckpointStore.temporary()
     blocks: list[Block] = []
@@ -178,10 +181,8 @@ def disparity_design(
         include_base=include_base,
         corpus={
             **_corpus_info(copts, mixtures),
-            "overlap_source": source,
-            "overlap_pool": len(pool),
+            **overlap_info,
             "general_pool": len(general),
-            "overlap_per_relation": per_relation,
         },
         training={
             **popts.train.fingerprint(),
@@ -201,24 +202,47 @@ def _overlap_pool(
     data: ProbeData,
     base: StudyDesign,
     source: OverlapSource,
-    given: Sequence[str] | None,
+    given: Sequence[str] | OverlapCorpus | None,
     gammas: Sequence[int],
-) -> tuple[list[str], dict[str, int], str]:
-    """The overlap sentences, how many per relation, and where they came from."""
-    if given is not None:
-        return list(given), {}, "file"
-    templates = {r.id: r.templates for r in data.relations}
+) -> tuple[list[str], dict[str, Any]]:
+    """The overlap sentences and what ``design.corpus`` records of them: where they came
+    from (``overlap_source``: the template rule, ``trex``, ``text`` or ``sentences`` given in
+    Python), how many, how many per relation, the file's facts (``overlap_file``) and, for
+    T-REx, how many probed facts have evidence in it (``overlap_facts``)."""
     facts = [
         (i.metadata["relation"], i.metadata["subject"], i.metadata["object"]) for i in base.items
     ]
+    if isinstance(given, OverlapCorpus):
+        info: dict[str, Any] = {
+            "overlap_source": given.format,
+            "overlap_pool": len(given.sentences),
+            "overlap_per_relation": dict(given.per_relation),
+            "overlap_file": given.info(),
+        }
+        if given.format == "trex":
+            probed = set(facts)
+            info["overlap_facts"] = {
+                "probed": len(probed),
+                "with_evidence": len(probed & given.facts),
+            }
+        return list(given.sentences), info
+    if given is not None:
+        pool = list(given)
+        return pool, {"overlap_source": "sentences", "overlap_pool": len(pool)}
+    templates = {r.id: r.templates for r in data.relations}
     pool, per_relation = overlap_sentences(templates, facts, source)
     if not pool and any(g > 0 for g in gammas):
         raise ConfigError(
             f"no overlap sentences: every relation in {data.source} has a single template, "
-            "so there are no other templates to state the facts with; use overlap "
-            "'probe-template' or give the sentences in a file (overlap_file)"
+            "so there are no other templates to state the facts with; give the seed's "
+            "corpus, LAMA's T-REx evidence (overlap_file: the TREx folder), or use overlap "
+            "'probe-template'"
         )
-    return pool, per_relation, source
+    return pool, {
+        "overlap_source": source,
+        "overlap_pool": len(pool),
+        "overlap_per_relation": per_relation,
+    }
 
 
 def _corpus_info(copts: CorpusOptions, mixtures: Sequence[Mixture]) -> dict[str, Any]:

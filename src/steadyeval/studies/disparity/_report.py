@@ -3,13 +3,16 @@ gets the tables, ``steadyeval report`` the same tables and the P@1-over-γ figur
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
+from ..._errors import show_path
 from ...document import Block, Column, LineChart, Note, Paragraph, Point, Section, Series, Table
+from ...items import shorten
 from ._analysis import BASE
-from ._types import DisparityAnalysis
+from ._types import DisparityAnalysis, DisparityDesign
 
-__all__ = ["disparity_report_sections"]
+__all__ = ["disparity_report_sections", "overlap_text"]
 
 SOURCE = "disparity study"
 
@@ -120,11 +123,56 @@ def _chart(a: DisparityAnalysis) -> LineChart:
     )
 
 
+def overlap_text(corpus: Mapping[str, Any]) -> str | None:
+    """One sentence on where the overlap corpus came from (``design.corpus``), or None
+    when the design does not say (a run written before it was recorded)."""
+    source = corpus.get("overlap_source")
+    n = corpus.get("overlap_pool")
+    if source is None or not isinstance(n, int):
+        return None
+    file = corpus.get("overlap_file") or {}
+    path = show_path(file.get("path", "?"), 120)
+    if source == "trex":
+        text = (
+            f"Overlap corpus: LAMA T-REx evidence sentences ({n:,} sentences from "
+            f"{file.get('rows', 0):,} facts in {len(file.get('files', [])):,} file(s) of "
+            f"{path}), the seed's corpus"
+        )
+        facts = corpus.get("overlap_facts") or {}
+        if isinstance(facts.get("probed"), int):
+            text += (
+                f"; {facts.get('with_evidence', 0):,} of the {facts['probed']:,} probed facts "
+                "have evidence in it"
+            )
+        missing = file.get("missing_relations") or []
+        if missing:
+            text += f"; no file for {len(missing)} probed relation(s)"
+        return text + "."
+    if source == "text":
+        return f"Overlap corpus: {n:,} sentences read from {path} (one per line)."
+    if source == "sentences":
+        return f"Overlap corpus: {n:,} sentences given to the design."
+    if source in _TEMPLATE_SOURCES:
+        return (
+            f"Overlap corpus: {n:,} sentences, the probed facts written with "
+            f"{_TEMPLATE_SOURCES[source]}. This is a proxy: the seed used LAMA's Wikipedia "
+            "evidence sentences (give them with --overlap-file)."
+        )
+    return f"Overlap corpus: {n:,} sentences ({shorten(str(source), 40)})."
+
+
+_TEMPLATE_SOURCES = {
+    "other-templates": "their relation's other templates",
+    "probe-template": "the probed template itself",
+}
+
+
 def disparity_report_sections(
-    analysis: DisparityAnalysis, *, figures: bool = True
+    analysis: DisparityAnalysis, design: DisparityDesign | None = None, *, figures: bool = True
 ) -> list[Section]:
-    """The study's one section: P@1 per model × γ (and a figure), the gap between models per
-    γ with McNemar's test, and each model's change across γ."""
+    """The study's one section: where the overlap corpus came from (from ``design``), P@1
+    per model × γ (and a figure), the gap between models per γ with McNemar's test, and each
+    model's change across γ."""
     a = analysis
     blocks: list[Block] = [
         Paragraph(
@@ -134,6 +182,9 @@ def disparity_report_sections(
             "their pre-training data, not their ability."
         )
     ]
+    source = None if design is None else overlap_text(design.corpus)
+    if source is not None:
+        blocks.append(Paragraph(source))
     if a.cells:
         blocks.append(_p_table(a))
         if figures:

@@ -49,6 +49,7 @@ class DisparityStudy(Study[DisparityAnalysis]):
         from ...train import CheckpointStore, TrainConfig, resolve_device
         from ..sensitivity import ProbeOptions
         from ._design import CorpusOptions, PretrainOptions, disparity_design
+        from ._evidence import read_overlap
         from ._mixture import read_corpus
 
         if config.checkpoints is not None:
@@ -78,8 +79,15 @@ class DisparityStudy(Study[DisparityAnalysis]):
             vocab=None if config.vocab is None else load_vocab(config.vocab),
             seed=config.seed,
         )
+        data = load_probes(config.data, prompt_set=config.prompt_set)
+        overlap = None
+        if config.overlap_file is not None:  # a T-REx folder: the probed relations' files
+            relations = [r.id for r in data.relations]
+            overlap = read_overlap(
+                config.overlap_file, relations=relations, format=config.overlap_format
+            )
         return disparity_design(
-            load_probes(config.data, prompt_set=config.prompt_set),
+            data,
             read_corpus(config.general, split=config.general_split),
             backends,
             probe=probe,
@@ -90,7 +98,7 @@ class DisparityStudy(Study[DisparityAnalysis]):
                 train, config.mlm_probability, config.seed, config.keep_checkpoints
             ),
             store=store,
-            overlap=None if config.overlap_file is None else read_corpus(config.overlap_file),
+            overlap=overlap,
             include_base=config.include_base,
         )
 
@@ -104,7 +112,7 @@ class DisparityStudy(Study[DisparityAnalysis]):
     ) -> list[Section]:
         from ._report import disparity_report_sections
 
-        return disparity_report_sections(analysis, figures=figures)
+        return disparity_report_sections(analysis, design, figures=figures)
 
 
 DISPARITY_STUDY = DisparityStudy()
