@@ -6,6 +6,7 @@ appendix A.3), each from the results table alone.
 
 from __future__ import annotations
 
+import itertools
 import math
 import warnings
 from typing import Any
@@ -28,6 +29,9 @@ LENGTH_EDGES: tuple[int, ...] = (0, 70, 140, 280, 560, 1120)
 #: Above this many characters the seed reports a slightly positive correlation between
 #: length and the true answer's probability.
 LONG_QUESTION = 280
+#: The fewest subjects whose clustered standard error the length slope uses (with fewer
+#: clusters a clustered SE is too small; the ordinary one is used and the trend says so).
+MIN_CLUSTERS = 10
 #: The templates of UnifiedQA's input without and with the end marker.
 END_MARKER_PAIR = ("unifiedqa", "unifiedqa-eos")
 
@@ -85,7 +89,7 @@ def _true_label_probability(results: ResultsFrame, rows: NDArray[np.int64]) -> N
 def _bins(chars: NDArray[Any], correct: NDArray[Any], prob: NDArray[Any]) -> list[dict[str, Any]]:
     out = []
     edges = [*LENGTH_EDGES, math.inf]
-    for lo, hi in zip(edges[:-1], edges[1:], strict=True):
+    for lo, hi in itertools.pairwise(edges):
         inside = (chars >= lo) & (chars < hi)
         n = int(inside.sum())
         if not n:
@@ -105,23 +109,25 @@ def _bins(chars: NDArray[Any], correct: NDArray[Any], prob: NDArray[Any]) -> lis
 
 def _logistic_slope(
     chars: NDArray[Any], correct: NDArray[Any], subject: NDArray[Any]
-) -> tuple[dict[str, Any], float | None, str | None]:
-    """Logit(correct) = a + b·log2(chars): b with its 95% interval (SE clustered by
-    subject when there are two subjects or more) and its Wald p-value; None with the
-    reason when the fit is not defined."""
+) -> tuple[dict[str, Any], float | None, int | None, str | None]:
+    """Logit(correct) = a + b·log2(chars): b with its 95% interval and its Wald p-value,
+    the SE clustered by subject when there are :data:`MIN_CLUSTERS` subjects or more (the
+    number of clusters is returned; None: the ordinary SE); None with the reason when the
+    fit is not defined."""
     none = {"estimate": None, "low": None, "high": None}
     x = np.log2(np.maximum(chars, 1.0))
     if correct.size < 3:
-        return none, None, "fewer than 3 questions"
+        return none, None, None, "fewer than 3 questions"
     if np.all(correct == correct[0]):
-        return none, None, "every question is answered the same way (all right or all wrong)"
+        return none, None, None, "every question is answered the same way (all right or all wrong)"
     if np.all(x == x[0]):
-        return none, None, "every question has the same length"
+        return none, None, None, "every question has the same length"
     import statsmodels.api as sm
 
     design = sm.add_constant(x)
     groups = np.unique(subject, return_inverse=True)[1]
-    clustered = int(groups.max()) >= 1
+    n_groups = int(groups.max()) + 1
+    clustered = n_groups >= MIN_CLUSTERS
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -133,11 +139,12 @@ def _logistic_slope(
             )
         b, se, p = float(fit.params[1]), float(fit.bse[1]), float(fit.pvalues[1])
     except Exception as exc:  # statsmodels: perfect separation, singular matrix
-        return none, None, f"the logistic fit failed ({type(exc).__name__})"
+        return none, None, None, f"the logistic fit failed ({type(exc).__name__})"
     if not (math.isfinite(b) and math.isfinite(se)):
-        return none, None, "the logistic fit did not converge (separated data)"
+        return none, None, None, "the logistic fit did not converge (separated data)"
     z = 1.959963984540054
-    return {"estimate": b, "low": b - z * se, "high": b + z * se}, p, None
+    ci = {"estimate": b, "low": b - z * se, "high": b + z * se}
+    return ci, p, n_groups if clustered else None, None
 
 
 def _length(answered: pd.DataFrame, results: ResultsFrame) -> list[dict[str, Any]]:
@@ -161,7 +168,7 @@ def _length(answered: pd.DataFrame, results: ResultsFrame) -> list[dict[str, Any
         prob = np.full(rows.size, math.nan)
         if letter.any():
             prob[letter] = _true_label_probability(results, rows[letter])
-        slope, pvalue, note = _logistic_slope(chars, correct, subject)
+        slope, pvalue, clusters, note = _logistic_slope(chars, correct, subject)
         long_q = chars > LONG_QUESTION
         out.append(
             {
@@ -171,6 +178,7 @@ def _length(answered: pd.DataFrame, results: ResultsFrame) -> list[dict[str, Any
                 "bins": _bins(chars, correct, prob),
                 "slope": slope,
                 "pvalue": pvalue,
+                "n_clusters": clusters,
                 "long_questions": _pearson(chars[long_q].tolist(), prob[long_q].tolist()),
                 "note": note,
             }

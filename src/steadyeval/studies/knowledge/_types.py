@@ -331,8 +331,9 @@ class LengthBin(AnalysisRecord):
 class LengthTrend(AnalysisRecord):
     """Accuracy against question length for one condition (the seed's Figure 12): per
     length bin, a logistic regression of correctness on log2(characters) (``slope``: the
-    change in log-odds per doubling of length, 95% interval from standard errors clustered
-    by subject; ``pvalue`` its Wald test), and Pearson's r between length and the true
+    change in log-odds per doubling of length, 95% Wald interval; ``pvalue`` its Wald test;
+    ``n_clusters``: the subjects its standard error is clustered by, None for the ordinary
+    standard error, used with fewer than 10 subjects), and Pearson's r between length and the true
     answer's probability for questions over 280 characters (the seed's statement)."""
 
     model: str
@@ -341,6 +342,7 @@ class LengthTrend(AnalysisRecord):
     bins: list[LengthBin]
     slope: Estimate
     pvalue: float | None
+    n_clusters: int | None
     long_questions: Correlation
     note: str | None
 

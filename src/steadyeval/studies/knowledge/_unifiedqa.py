@@ -48,7 +48,7 @@ _ASCII_LOWER = "{" + ", ".join(f"{ord(c)}: {ord(c.lower())}" for c in string.asc
 # "'(.*)'" -> r"\1", greedy and global: with two quotes or more, the first and the last go.
 _NORMALISE = (
     f"{{%- set s = s.translate({_ASCII_LOWER}) -%}}"
-    "{%- set i = s.find(\"'\") -%}{%- set j = s.rfind(\"'\") -%}"
+    '{%- set i = s.find("\'") -%}{%- set j = s.rfind("\'") -%}'
     "{%- if i < j -%}{%- set s = s[:i] ~ s[i + 1:j] ~ s[j + 1:] -%}{%- endif -%}"
 )
 
@@ -64,5 +64,7 @@ UNIFIEDQA_ENCODING = _template("unifiedqa-encoding", _ENCODE + "{{ s }}")
 #: The study's two UnifiedQA templates: normalised without and with the end marker.
 UNIFIEDQA_TEMPLATES: dict[str, Template] = {
     "unifiedqa": _template("unifiedqa", _ENCODE + _NORMALISE + "{{ s }}"),
-    "unifiedqa-eos": _template("unifiedqa-eos", _ENCODE + _NORMALISE + "{{ s }}" + UNIFIEDQA_MARKER),
+    "unifiedqa-eos": _template(
+        "unifiedqa-eos", _ENCODE + _NORMALISE + "{{ s }}" + UNIFIEDQA_MARKER
+    ),
 }
