@@ -13,13 +13,13 @@ from scipy import optimize
 from scipy import stats as sps
 
 from steadyeval import stats
+from steadyeval.document import Paragraph, Table
 from steadyeval.results import ResultsFrame
 from steadyeval.studies.knowledge import (
     KnowledgeAnalysis,
     analyze_knowledge,
     knowledge_report_sections,
 )
-from steadyeval.document import Paragraph, Table
 from tests.results_table import table_of
 
 from .test_analysis import CONF, CORRECT, ITEMS, _table
@@ -45,7 +45,9 @@ def test_confidence_gap_per_subject_by_hand(analysis: KnowledgeAnalysis) -> None
     }
     aa = gaps[AA]
     assert (aa.n, aa.confidence, aa.accuracy) == (4, pytest.approx(0.65), 0.5)
-    boot = stats.paired_bootstrap(CONF[:4], CORRECT[("reference", 0, 0)][:4], n_resamples=2000, seed=0)
+    boot = stats.paired_bootstrap(
+        CONF[:4], CORRECT[("reference", 0, 0)][:4], n_resamples=2000, seed=0
+    )
     assert (aa.low, aa.high) == (boot.low, boot.high)
     assert aa.low <= aa.gap <= aa.high
     # every (model, condition) with confidences, every subject

@@ -18,7 +18,7 @@ from numpy.typing import NDArray
 from ... import stats
 from ...results import ResultsFrame
 from ...scoring import LETTER_LOGPROB
-from ._comparisons import _paired, _wide
+from ._comparisons import _int, _paired, _wide
 from ._per_condition import _interval, _pearson
 
 #: Resamples of each subject's gap interval (57 subjects × every condition).
@@ -208,7 +208,7 @@ def _end_marker(orig: pd.DataFrame, seed: int) -> list[dict[str, Any]]:
             {
                 "model": model,
                 "scoring": scoring,
-                "n_shots": int(k),
+                "n_shots": _int(k),
                 "n": int(mat.shape[0]),
                 "without_marker": float(mat[:, 0].mean()),
                 "with_marker": float(mat[:, 1].mean()),
