@@ -1,6 +1,7 @@
 """The knowledge study (MMLU): accuracy per subject and category, accuracy vs shots,
-calibration, option order (cyclic rotations), template sensitivity, option vs letter scoring
-and a memorisation check, all computed from the results table. The study
+calibration, option order (cyclic rotations), template sensitivity, option vs letter scoring,
+a memorisation check, confidence − accuracy per subject, accuracy vs question length and
+UnifiedQA's input with and without its end marker, all computed from the results table. The study
 (:data:`KNOWLEDGE_STUDY`) is registered as ``knowledge``; its report sections
 (:func:`knowledge_report_sections`) give ``steadyeval report`` and ``summary.md`` their tables.
 See ``docs/study-knowledge.md``."""
@@ -39,10 +40,14 @@ if TYPE_CHECKING:
         CalibrationResult,
         CategoryAccuracy,
         ConditionAccuracy,
+        ConfidenceGap,
         Correlation,
+        EndMarker,
         Estimate,
         KnowledgeAnalysis,
         KnowledgeDesign,
+        LengthBin,
+        LengthTrend,
         LetterVsOption,
         Memorisation,
         NormalisedAccuracy,
@@ -58,6 +63,12 @@ if TYPE_CHECKING:
         SubjectCorrelation,
         TemplateSpread,
         WilsonAccuracy,
+    )
+    from ._unifiedqa import (
+        UNIFIEDQA_ENCODING,
+        UNIFIEDQA_FORMAT,
+        UNIFIEDQA_MARKER,
+        UNIFIEDQA_TEMPLATES,
     )
 
 __getattr__, __dir__ = lazy_exports(
@@ -82,10 +93,14 @@ __getattr__, __dir__ = lazy_exports(
             "CalibrationResult",
             "CategoryAccuracy",
             "ConditionAccuracy",
+            "ConfidenceGap",
             "Correlation",
+            "EndMarker",
             "Estimate",
             "KnowledgeAnalysis",
             "KnowledgeDesign",
+            "LengthBin",
+            "LengthTrend",
             "LetterVsOption",
             "Memorisation",
             "NormalisedAccuracy",
@@ -102,6 +117,12 @@ __getattr__, __dir__ = lazy_exports(
             "TemplateSpread",
             "WilsonAccuracy",
         ],
+        "._unifiedqa": [
+            "UNIFIEDQA_ENCODING",
+            "UNIFIEDQA_FORMAT",
+            "UNIFIEDQA_MARKER",
+            "UNIFIEDQA_TEMPLATES",
+        ],
     },
 )
 
@@ -117,15 +138,23 @@ __all__ = [
     "SUBCATEGORIES",
     "SUBJECTS",
     "TEMPLATES",
+    "UNIFIEDQA_ENCODING",
+    "UNIFIEDQA_FORMAT",
+    "UNIFIEDQA_MARKER",
+    "UNIFIEDQA_TEMPLATES",
     "CalibrationResult",
     "CategoryAccuracy",
     "ConditionAccuracy",
+    "ConfidenceGap",
     "Correlation",
+    "EndMarker",
     "Estimate",
     "KnowledgeAnalysis",
     "KnowledgeConfig",
     "KnowledgeDesign",
     "KnowledgeStudy",
+    "LengthBin",
+    "LengthTrend",
     "LetterVsOption",
     "MMLUData",
     "Memorisation",

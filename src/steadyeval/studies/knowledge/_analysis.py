@@ -33,6 +33,7 @@ from ._comparisons import (
 from ._frame import _SETTING, analysis_frame
 from ._option_scoring import _option_scoring
 from ._per_condition import _per_condition
+from ._seed_analyses import _confidence_gaps, _end_marker, _length
 from ._types import KnowledgeAnalysis, KnowledgeDesign
 
 __all__ = ["analyze_knowledge"]
@@ -64,7 +65,10 @@ def analyze_knowledge(
         calibration error with bins of ~100 items, ECE with 10 bins, Brier, reliability
         bins, Pearson r of confidence and accuracy across subjects), ``rotations``
         (CircularEval), ``templates`` (spread, McNemar), ``option_scoring`` (accuracy under
-        each normalisation), ``letter_vs_option``, ``memorisation`` and ``notes``.
+        each normalisation), ``letter_vs_option``, ``memorisation``, ``notes``,
+        ``confidence_gaps`` (per subject: mean confidence − accuracy, paired bootstrap
+        interval), ``length`` (accuracy per question-length bin, logistic slope on
+        log2(characters)) and ``end_marker`` (UnifiedQA's input with vs without ``</s>``).
 
     Raises
     ------
@@ -108,4 +112,7 @@ def analyze_knowledge(
                 shots=[], rotations=[], templates=[], letter_vs_option=[], memorisation=[]
             )
         result["option_scoring"] = _option_scoring(answered, results)
+        result["confidence_gaps"] = _confidence_gaps(answered, seed)
+        result["length"] = _length(answered, results)
+        result["end_marker"] = [] if ambiguous else _end_marker(orig, seed)
     return KnowledgeAnalysis(**result, notes=notes)

@@ -16,7 +16,7 @@ from .._protocol import StudyConfig
 __all__ = ["MAX_SHOTS", "SCORINGS", "TEMPLATE_NAMES", "KnowledgeConfig"]
 
 #: The prompt headers' names (the templates are ``_design.TEMPLATES``).
-TEMPLATE_NAMES: tuple[str, ...] = ("reference", "single-space")
+TEMPLATE_NAMES: tuple[str, ...] = ("reference", "single-space", "unifiedqa", "unifiedqa-eos")
 
 _LABELS = {LETTER_LOGPROB: "letter", OPTION_LOGPROB: "option"}
 #: The study's scorings by their short names (condition names use these; as ``--scoring``
@@ -82,8 +82,9 @@ class KnowledgeConfig(StudyConfig):
     )
     templates: list[str] = Field(
         ["reference"],
-        description="Prompt headers: reference (two spaces after 'about', as the reference "
-        "code) and/or single-space.",
+        description="Prompt templates: reference (two spaces after 'about', as the reference "
+        "code), single-space, unifiedqa and unifiedqa-eos (UnifiedQA's input without and "
+        "with the end marker </s>).",
         json_schema_extra={"comma": True, "metavar": "NAME,..."},
     )
     scorings: list[str] = Field(

@@ -16,6 +16,7 @@ from .._protocol import StudyDesign
 from ._config import _LABELS, SCORINGS, TEMPLATE_NAMES, KnowledgeConfig
 from ._fit import SHOT_SET, fit_shots
 from ._types import KnowledgeDesign
+from ._unifiedqa import UNIFIEDQA_FORMAT, UNIFIEDQA_TEMPLATES
 
 __all__ = [
     "COLUMNS",
@@ -32,10 +33,11 @@ __all__ = [
 _INTRO = "The following are multiple choice questions (with answers) about"
 _BODY = "{{ question }}\n{{ options_block }}\nAnswer:"
 
-#: The two prompt headers. ``reference`` is byte for byte the prompt of Hendrycks et al.'s
+#: The prompt templates. ``reference`` is byte for byte the prompt of Hendrycks et al.'s
 #: ``evaluate.py`` (its ``format_subject`` puts a space before the subject and its format
 #: string another, hence two spaces after "about"); ``single-space`` is the variant most other
-#: tools use.
+#: tools use; ``unifiedqa`` and ``unifiedqa-eos`` are UnifiedQA's input without and with the
+#: end marker (the seed's appendix A.3; :mod:`._unifiedqa`).
 TEMPLATES: Mapping[str, Template] = MappingProxyType(  # keys: _config.TEMPLATE_NAMES
     {
         "reference": Template(
@@ -52,6 +54,7 @@ TEMPLATES: Mapping[str, Template] = MappingProxyType(  # keys: _config.TEMPLATE_
             answer=" {{ answer }}",
             shot_separator="\n\n",
         ),
+        **UNIFIEDQA_TEMPLATES,
     }
 )
 
@@ -70,7 +73,10 @@ _QUESTION_FORMAT = Format(name="question", kind="free")
 COLUMNS = (
     StudyColumn("subject", "string", "the MMLU subject (e.g. abstract_algebra)"),
     StudyColumn("split", "string", "the MMLU split the question comes from (test or val)"),
+    StudyColumn("question_chars", "int", "the question's length in characters (not its options)"),
 )
+#: Each template's option format: UnifiedQA's ``(a) text`` for its templates, else ``A. text``.
+_FORMATS = {name: UNIFIEDQA_FORMAT for name in UNIFIEDQA_TEMPLATES}
 MEMORISATION_CONDITION = "question-logprob"
 
 
@@ -94,7 +100,7 @@ def knowledge_conditions(config: KnowledgeConfig) -> list[Condition]:
                         Condition(
                             name=condition_name(scoring, template, k, r),
                             template=TEMPLATES[template],
-                            format=MMLU_FORMAT,
+                            format=_FORMATS.get(template, MMLU_FORMAT),
                             scoring=scoring,
                             option_order="rotated" if r else "original",
                             rotation=r,
@@ -117,7 +123,10 @@ def knowledge_conditions(config: KnowledgeConfig) -> list[Condition]:
 
 
 def _with_shot_set(item: Item, value: str, **changes: Any) -> Item:
-    return dataclasses.replace(item, metadata={**item.metadata, SHOT_SET: value}, **changes)
+    """The item with its shot set and its question's length in characters (the length
+    analysis reads the ``question_chars`` column lifted from it)."""
+    meta = {**item.metadata, SHOT_SET: value, "question_chars": len(item.question)}
+    return dataclasses.replace(item, metadata=meta, **changes)
 
 
 def knowledge_design(

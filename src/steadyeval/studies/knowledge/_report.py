@@ -27,6 +27,7 @@ from ...document import (
     Table,
     format_cell,
 )
+from ._report_seed import seed_sections
 from ._types import (
     CalibrationResult,
     CategoryAccuracy,
@@ -437,8 +438,9 @@ def knowledge_report_sections(
 ) -> list[Section]:
     """The study's report sections from :func:`analyze_knowledge`' result (as stored in
     ``summary.json``): accuracy per category, accuracy vs shots, calibration, option order,
-    template sensitivity, option scoring, letter vs option scoring and the memorisation
-    check (each only when the run has it).
+    template sensitivity, option scoring, letter vs option scoring, the memorisation
+    check, confidence vs accuracy per subject, accuracy vs question length and UnifiedQA's
+    end marker (each only when the run has it).
 
     Parameters
     ----------
@@ -471,4 +473,4 @@ def knowledge_report_sections(
     for sec in (_shots(analysis, tables, figures), _calibration(analysis, tables, figures)):
         if sec is not None:
             out.append(sec)
-    return out + _robustness(analysis, tables)
+    return out + _robustness(analysis, tables) + seed_sections(analysis, tables, figures)

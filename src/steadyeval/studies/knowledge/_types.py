@@ -17,10 +17,14 @@ __all__ = [
     "CalibrationResult",
     "CategoryAccuracy",
     "ConditionAccuracy",
+    "ConfidenceGap",
     "Correlation",
+    "EndMarker",
     "Estimate",
     "KnowledgeAnalysis",
     "KnowledgeDesign",
+    "LengthBin",
+    "LengthTrend",
     "LetterVsOption",
     "Memorisation",
     "NormalisedAccuracy",
@@ -294,6 +298,70 @@ class Memorisation(AnalysisRecord):
     per_subject: list[SubjectCorrelation]
 
 
+class ConfidenceGap(AnalysisRecord):
+    """One subject of one condition: mean confidence (the chosen option's probability) minus
+    accuracy, with a 95% paired bootstrap interval over the subject's items (the seed's
+    Figure 8 gap; positive: overconfident)."""
+
+    model: str
+    condition: str
+    subject: str
+    n: int
+    confidence: float
+    accuracy: float
+    gap: float
+    low: float | None
+    high: float | None
+
+
+class LengthBin(AnalysisRecord):
+    """Questions of one condition whose length in characters is in ``[low_chars,
+    high_chars)`` (``high_chars`` None: no upper bound): accuracy with its Wilson interval and
+    the mean probability of the true answer (None where the rows have no letter scores)."""
+
+    low_chars: int
+    high_chars: int | None
+    n: int
+    accuracy: float
+    low: float
+    high: float
+    true_label_probability: float | None
+
+
+class LengthTrend(AnalysisRecord):
+    """Accuracy against question length for one condition (the seed's Figure 12): per
+    length bin, a logistic regression of correctness on log2(characters) (``slope``: the
+    change in log-odds per doubling of length, 95% Wald interval; ``pvalue`` its Wald test;
+    ``n_clusters``: the subjects its standard error is clustered by, None for the ordinary
+    standard error, used with fewer than 10 subjects), and Pearson's r between length and the true
+    answer's probability for questions over 280 characters (the seed's statement)."""
+
+    model: str
+    condition: str
+    n: int
+    bins: list[LengthBin]
+    slope: Estimate
+    pvalue: float | None
+    n_clusters: int | None
+    long_questions: Correlation
+    note: str | None
+
+
+class EndMarker(AnalysisRecord):
+    """UnifiedQA's input with and without the end marker ``</s>`` (the seed's appendix A.3)
+    for one setting, paired by item: accuracy of each, the difference (with − without) with
+    a 95% paired bootstrap interval, and McNemar's exact test."""
+
+    model: str
+    scoring: str
+    n_shots: int
+    n: int
+    without_marker: float
+    with_marker: float
+    difference: Estimate
+    mcnemar: PairedTest
+
+
 class KnowledgeAnalysis(Analysis):
     """Every number of the knowledge study (see ``docs/study-knowledge.md``): per (model,
     condition) accuracy, per category / subcategory / subject and calibration, in the order
@@ -313,6 +381,10 @@ class KnowledgeAnalysis(Analysis):
     memorisation: list[Memorisation]
     option_scoring: list[OptionScoring]
     notes: list[str]
+    #: Added with issue 40 (a summary.json written before reads them as empty).
+    confidence_gaps: list[ConfidenceGap] = Field(default_factory=list)
+    length: list[LengthTrend] = Field(default_factory=list)
+    end_marker: list[EndMarker] = Field(default_factory=list)
 
 
 # -- the design facts (``summary.json``'s ``design``) ------------------------------------------
