@@ -158,7 +158,9 @@ def label_conditioned_mlm_loss(
 
     tok = prompts.tokenizer
     mask_id = int(tok.mask_token_id)
-    draws = [draw_conditioned(prompts, ex, alpha=probability, generator=generator) for ex in examples]
+    draws = [
+        draw_conditioned(prompts, ex, alpha=probability, generator=generator) for ex in examples
+    ]
     pad = tok.pad_token_id if tok.pad_token_id is not None else 0
     ids = _padded([d.ids for d in draws], pad)
     attention = _padded([[1] * len(d.ids) for d in draws], 0)

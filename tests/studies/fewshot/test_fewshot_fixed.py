@@ -114,7 +114,9 @@ def test_without_final_runs_the_seed_factor_says_how_to_measure_it() -> None:
 
 
 def test_the_fixed_strategy_reports_its_seeds_without_a_choice() -> None:
-    scores: dict[Key, float] = {("fixed", 2, j, "p1-3", "test"): v for j, v in enumerate([0.6, 0.9])}
+    scores: dict[Key, float] = {
+        ("fixed", 2, j, "p1-3", "test"): v for j, v in enumerate([0.6, 0.9])
+    }
     scores |= {("cv", 2, i, g, p): 0.5 for g in GRID for i in range(2) for p in ("dev", "test")}
     analysis = analyze(_table(scores), _design(["cv", "fixed"], fixed="p1-3"))
     exp = analysis.experiments["RTE/pet"]

@@ -218,7 +218,9 @@ def _by_k_fixed(
     if not seeds:
         return None
     if fixed is None:
-        raise DataError("the results have fixed-strategy rows but the design names no fixed setting")
+        raise DataError(
+            "the results have fixed-strategy rows but the design names no fixed setting"
+        )
     rows = []
     for g in grid:
         test = [acc[key] for i in seeds if (key := ("fixed", k, i, g.id, "test")) in acc]

@@ -35,9 +35,7 @@ def sample_std(values: Sequence[float | None]) -> float | None:
 
 def _factor(grid: Sequence[Any], chosen: dict[str, Any], name: str) -> FactorSensitivity | None:
     """One hyperparameter: the settings equal to ``chosen`` but in ``name``, in grid order."""
-    rows = [
-        g for g in grid if all(g.hparams.get(k) == v for k, v in chosen.items() if k != name)
-    ]
+    rows = [g for g in grid if all(g.hparams.get(k) == v for k, v in chosen.items() if k != name)]
     if len({repr(g.hparams.get(name)) for g in rows}) < 2:
         return None
     dev = [g.dev_mean for g in rows]

@@ -284,7 +284,9 @@ def fixed_values(entries: Sequence[str], known: Collection[str]) -> dict[str, st
         name, eq, value = entry.partition("=")
         name, value = name.strip(), value.strip()
         if not eq or not name or not value:
-            raise ConfigError(f"fixed: {shown(entry)}: expected NAME=VALUE (e.g. learning_rate=1e-5)")
+            raise ConfigError(
+                f"fixed: {shown(entry)}: expected NAME=VALUE (e.g. learning_rate=1e-5)"
+            )
         if name not in known:
             close = difflib.get_close_matches(name, sorted(known), n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""

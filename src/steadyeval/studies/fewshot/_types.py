@@ -14,11 +14,11 @@ from ...results import Analysis, AnalysisRecord, Design, DesignRecord
 
 __all__ = [
     "ByK",
+    "FactorSensitivity",
     "FewShotAnalysis",
     "FewShotDesign",
     "FewShotDesignExperiment",
     "FewShotExperiment",
-    "FactorSensitivity",
     "FinalRun",
     "GridPoint",
     "GridSetting",
