@@ -26,7 +26,11 @@ from steadyeval.train import (
     score_masked,
     train_adapet,
 )
-from steadyeval.train._adapet import decoupled_label_loss, label_conditioned_mlm_loss
+from steadyeval.train._adapet import (
+    decoupled_label_loss,
+    draw_conditioned,
+    label_conditioned_mlm_loss,
+)
 from steadyeval.train._pet import TextBatches, seeded_generator, slot_mlm_loss
 
 from .toy import FixedLogits, accuracy, toy
@@ -35,48 +39,109 @@ LOG = math.log
 
 
 def test_decoupled_label_loss_by_hand() -> None:
+    """The reference's reduction (rrmenon10/ADAPET src/adapet.py:178-186): one BCE per
+    (example, label), averaged over batch x labels."""
     ex = PromptExample("x [Y]", ("a", "b", "c"), 0)
     # p(a) = 0.5, p(b) = 0.2, and c has two tokens with p 0.4 and 0.1: geometric mean 0.2.
     rows = [
         [torch.tensor([LOG(0.5)]), torch.tensor([LOG(0.2)]), torch.tensor([LOG(0.4), LOG(0.1)])]
     ]
-    expected = -LOG(0.5) - LOG(1 - 0.2) - LOG(1 - 0.2)
-    assert decoupled_label_loss(rows, [ex]).item() == pytest.approx(expected, rel=1e-6)
-    # A second example with soft targets (0.25, 0.75): BCE against them; the mean of both.
+    terms = [-LOG(0.5), -LOG(1 - 0.2), -LOG(1 - 0.2)]
+    assert decoupled_label_loss(rows, [ex]).item() == pytest.approx(sum(terms) / 3, rel=1e-6)
+    # A second example with soft targets (0.25, 0.75): BCE against them; the mean of all five.
     soft = PromptExample("x [Y]", ("a", "b"), 1, soft=(0.25, 0.75))
     rows2 = [[torch.tensor([LOG(0.5)]), torch.tensor([LOG(0.3)])]]
-    expected2 = -(0.25 * LOG(0.5) + 0.75 * LOG(0.5)) - (0.75 * LOG(0.3) + 0.25 * LOG(0.7))
+    terms2 = [-(0.25 * LOG(0.5) + 0.75 * LOG(0.5)), -(0.75 * LOG(0.3) + 0.25 * LOG(0.7))]
     both = decoupled_label_loss(rows + rows2, [ex, soft]).item()
-    assert both == pytest.approx((expected + expected2) / 2, rel=1e-6)
+    assert both == pytest.approx(sum(terms + terms2) / 5, rel=1e-6)
 
 
-def test_label_conditioned_mlm_loss_by_hand(toy_bert: Path) -> None:
+def test_decoupled_label_loss_equals_the_references_bce_mean() -> None:
+    """A batch of 3 binary examples: torch's BCELoss (the reference's loss) over the
+    [bs * num_lbl] probabilities, mean-reduced, gives the same value."""
+    probs = torch.tensor([[0.7, 0.2], [0.1, 0.6], [0.45, 0.5]])
+    gold = [0, 1, 1]
+    rows = [[torch.log(p[0:1]), torch.log(p[1:2])] for p in probs]
+    examples = [PromptExample("x [Y]", ("no", "yes"), g) for g in gold]
+    onehot = torch.nn.functional.one_hot(torch.tensor(gold), 2).float()
+    reference = torch.nn.BCELoss()(probs.reshape(-1), onehot.reshape(-1))
+    assert decoupled_label_loss(rows, examples).item() == pytest.approx(reference.item(), rel=1e-6)
+
+
+def test_label_conditioned_draws_follow_the_reference(toy_bert: Path) -> None:
+    """Seeded draws: the label is uniform over the options (gold included) with target 1
+    exactly when it is gold; the number of masked tokens is max(int(u alpha L), 2) - 1 for
+    u uniform, so between 1 and alpha L and about alpha L / 2 on average, positions
+    distinct and anywhere in the filled prompt."""
     from transformers import AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(toy_bert)
     prompts = MaskedPrompts(tok, 64)
-    ex = PromptExample("the movie was good . it was [Y] .", ("no", "yes"), 1)
-    gold = prompts.fill(ex.prompt, "yes")
-    assert gold.end - gold.start == 1 == len(prompts.fill(ex.prompt, "no").ids) - len(gold.ids) + 1
-    table = torch.randn(1, len(gold.ids), len(tok), generator=torch.Generator().manual_seed(0))
-    model = FixedLogits(table)
-    # probability 1: every context token is a target, in the gold- and in the wrong-label input.
-    loss = label_conditioned_mlm_loss(
-        model, prompts, [ex], probability=1.0, generator=torch.Generator().manual_seed(0)
-    )
-    special = set(tok.all_special_ids)
-    targets = [
-        p for p, t in enumerate(gold.ids) if t not in special and not gold.start <= p < gold.end
+    long_prompt = " ".join(["the movie was good ."] * 8) + " it was [Y] ."
+    ex = PromptExample(long_prompt, ("no", "yes", "maybe"), 1)
+    gen = torch.Generator().manual_seed(0)
+    draws = [draw_conditioned(prompts, ex, alpha=0.5, generator=gen) for _ in range(3000)]
+    labels = [d.label for d in draws]
+    for o in range(3):
+        assert labels.count(o) / len(draws) == pytest.approx(1 / 3, abs=0.03)
+    assert all(d.target == (1.0 if d.label == 1 else 0.0) for d in draws)
+    counts = [len(d.masked) for d in draws]
+    assert min(counts) == 1 and all(len(d.masked) <= int(0.5 * len(d.ids)) for d in draws)
+
+    def expected(m: float) -> float:
+        """E[max(int(U m), 2) - 1] for U uniform in [0, 1): int(U m) = j with probability
+        1/m for j < floor(m) and (m - floor(m))/m for j = floor(m)."""
+        whole = math.floor(m)
+        probs = [1 / m] * whole + [(m - whole) / m]
+        return sum(p * (max(j, 2) - 1) for j, p in enumerate(probs))
+
+    mean = sum(expected(0.5 * len(d.ids)) for d in draws) / len(draws)
+    assert mean > 9  # a long prompt: the count's mean is near alpha L / 2
+    # 3000 draws, the count's sd about alpha L / sqrt(12) < 7: a standard error near 0.13.
+    assert sum(counts) / len(counts) == pytest.approx(mean, abs=0.4)
+    assert all(len(set(d.masked)) == len(d.masked) for d in draws)
+    n = len(draws[0].ids)
+    seen = {p for d in draws if len(d.ids) == n for p in d.masked}
+    assert seen == set(range(n))  # special tokens and the label slot included
+    again = torch.Generator().manual_seed(0)
+    assert draw_conditioned(prompts, ex, alpha=0.5, generator=again) == draws[0]
+
+
+def test_label_conditioned_mlm_loss_by_hand(toy_bert: Path) -> None:
+    """Fixed logits: the loss is the BCE of each masked position's original token against
+    "the drawn label is gold", averaged over the batch's masked positions
+    (rrmenon10/ADAPET src/adapet.py:218-228)."""
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(toy_bert)
+    prompts = MaskedPrompts(tok, 64)
+    examples = [
+        PromptExample("the movie was good . it was [Y] .", ("no", "yes"), 1),
+        PromptExample("the movie was bad . it was [Y] .", ("no", "yes"), 0),
+        PromptExample("the movie was sad . it was [Y] .", ("no", "yes"), 0),
     ]
-    assert len(targets) == len(gold.ids) - 3
+    width = max(len(prompts.fill(e.prompt, o).ids) for e in examples for o in e.options)
+    table = torch.randn(1, width, len(tok), generator=torch.Generator().manual_seed(0))
+    # The draws the loss makes, replayed from the same seed.
+    replay = torch.Generator().manual_seed(1)
+    draws = [draw_conditioned(prompts, e, alpha=1.0, generator=replay) for e in examples]
+    assert {d.target for d in draws} == {0.0, 1.0}  # this seed draws gold and wrong labels
+    loss = label_conditioned_mlm_loss(
+        FixedLogits(table), prompts, examples, probability=1.0,
+        generator=torch.Generator().manual_seed(1),
+    )  # fmt: skip
 
-    def prob(p: int) -> float:
-        row = [math.exp(float(x)) for x in table[0, p]]
-        return row[gold.ids[p]] / sum(row)
+    def prob(at: int, token: int) -> float:
+        row = [math.exp(float(x)) for x in table[0, at]]
+        return row[token] / sum(row)
 
-    likelihood = sum(-LOG(prob(p)) for p in targets) / len(targets)
-    unlikelihood = sum(-LOG(1 - prob(p)) for p in targets) / len(targets)
-    assert loss.item() == pytest.approx(likelihood + unlikelihood, rel=1e-5)
+    terms = [
+        -LOG(prob(p, d.ids[p])) if d.target == 1 else -LOG(1 - prob(p, d.ids[p]))
+        for d in draws
+        for p in d.masked
+    ]
+    assert len(terms) == sum(len(d.masked) for d in draws) > len(draws)
+    assert loss.item() == pytest.approx(sum(terms) / len(terms), rel=1e-5)
 
 
 def test_adapet_refuses_a_causal_lm(toy_gpt2: Path, tmp_path: Path) -> None:
@@ -101,37 +166,6 @@ def test_adapet_learns_and_the_checkpoint_scores_as_trained(
     backend = load_backend(f"hf-masked:{tmp_path / 'a'}?max_length={n}")
     got = backend.score([ScoreRequest(e.prompt, o) for e in test[:8] for o in e.options])
     assert [r.logprob for r in got] == pytest.approx([v for s in scores[:8] for v in s], abs=1e-5)
-
-
-def test_label_conditioned_mlm_loss_splices_a_longer_wrong_label(toy_bert: Path) -> None:
-    """A wrong label of several tokens shifts the right context: its targets move with it."""
-    from transformers import AutoTokenizer
-
-    tok = AutoTokenizer.from_pretrained(toy_bert)
-    prompts = MaskedPrompts(tok, 64)
-    ex = PromptExample("the movie was good . it was [Y] .", ("yes", "not so good"), 0)
-    gold, wrong = prompts.fill(ex.prompt, "yes"), prompts.fill(ex.prompt, "not so good")
-    shift = (wrong.end - wrong.start) - (gold.end - gold.start)
-    assert shift >= 2
-    table = torch.randn(1, len(wrong.ids), len(tok), generator=torch.Generator().manual_seed(1))
-    loss = label_conditioned_mlm_loss(
-        FixedLogits(table), prompts, [ex], probability=1.0, generator=torch.Generator()
-    )
-    special = set(tok.all_special_ids)
-    targets = [
-        p for p, t in enumerate(gold.ids) if t not in special and not gold.start <= p < gold.end
-    ]
-
-    def prob(at: int, token: int) -> float:
-        row = [math.exp(float(x)) for x in table[0, at]]
-        return row[token] / sum(row)
-
-    likelihood = sum(-LOG(prob(p, gold.ids[p])) for p in targets) / len(targets)
-    moved = [p if p < gold.start else p + shift for p in targets]
-    unlikelihood = sum(
-        -LOG(1 - prob(q, gold.ids[p])) for p, q in zip(targets, moved, strict=True)
-    ) / len(targets)
-    assert loss.item() == pytest.approx(likelihood + unlikelihood, rel=1e-5)
 
 
 # -- PET's semi-supervised terms on ADAPET's loss ----------------------------------------------

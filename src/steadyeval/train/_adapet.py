@@ -1,31 +1,39 @@
 """ADAPET: PET's objective made denser, without unlabelled data (unless combined).
 
 ADAPET (Tam et al., 2021, "Improving and Simplifying Pattern Exploiting Training") replaces
-PET's loss with the sum of two terms:
+PET's loss with the sum of two terms; both follow the authors' code (rrmenon10/ADAPET at
+commit e82a40e, ``src/adapet.py`` and ``src/data/tokenize.py``; lines cited below).
 
 * **Decoupled label objective** (:func:`decoupled_label_loss`). Instead of a softmax over the
   label words only, each label word's probability at the mask is read from the softmax over
   the whole vocabulary and trained with a binary cross-entropy: towards 1 for the gold
-  label's word, towards 0 for every other label's word,
-  ``L_D = -log p(y*) - sum_{y != y*} log(1 - p(y))``. An example with a ``soft`` target
-  distribution uses it as the BCE targets (``-sum_y q_y log p(y) + (1 - q_y) log(1 - p(y))``),
+  label's word, towards 0 for every other label's word. The terms are averaged over batch x
+  labels, as the reference's ``torch.mean(BCELoss(reduction="none")(...))`` over the
+  ``[bs * num_lbl]`` probabilities (``src/adapet.py:178-186``): on a binary task
+  ``L_D = (-log p(y*) - log(1 - p(y'))) / 2`` per example. An example with a ``soft`` target
+  distribution uses it as the BCE targets (``-q_y log p(y) - (1 - q_y) log(1 - p(y))``),
   which is the same for a one-hot ``q``. A multi-token label's ``p(y)`` is the geometric mean
   of its tokens' probabilities, each read at a mask over that token while the others keep
   their tokens (``exp`` of the mean of the pseudo-log-likelihood's terms), so a label's
   length does not decide its probability; a one-token label's ``p(y)`` is exactly the
-  paper's.
-* **Label-conditioned MLM** (:func:`label_conditioned_mlm_loss`). The gold label's words are
-  written into the slot, a share of the other (non-special) tokens is corrupted as BERT does
-  (``mask_probability``, 10.5% as in the paper; the shared corruption of
-  :mod:`steadyeval.train._lm_loss`, so 80% of the chosen tokens become the mask token, 10%
-  a random token, 10% stay), and the model is trained to restore them (cross-entropy). As
-  in the paper, the same corrupted context with a wrong label (one of the other options,
-  drawn at random per example) in the slot gets the unlikelihood term
-  ``-log(1 - p(x_m))`` on the same targets: the context must be predictable from the right
-  label and not from a wrong one. Examples with a single option skip the wrong-label term.
+  reference's. (The reference's multi-token path, ``src/adapet.py:146-173``, instead averages
+  a BCE per label token, leaving out tokens every label shares.)
+* **Label-conditioned MLM** (:func:`label_conditioned_mlm_loss`). Per example, one label is
+  drawn uniformly from all the options, the gold one included (``np.random.randint(num_lbl)``,
+  ``src/data/BoolQReader.py:139-140``), and written into the slot; the target is 1 when it is
+  the gold label and 0 otherwise. Then ``max(int(u * alpha * L), 2) - 1`` positions of the
+  ``L`` tokens of the filled prompt (special tokens and the label's tokens included) are
+  drawn without replacement, ``u`` uniform in [0, 1), ``alpha = mask_probability`` (the
+  paper's 10.5%), and replaced by the mask token (``src/data/tokenize.py:53-63``): at least
+  one token, on average ``alpha / 2`` of them. The loss is the binary cross-entropy of the
+  probability of each masked position's original token against the target (``-log p`` for
+  the gold label, ``-log(1 - p)`` for a wrong one), averaged over every masked position of
+  the batch (``src/adapet.py:218-228``): the context must be predictable from the right
+  label and not from a wrong one.
 
-The total is ``L_D + lm_weight * L_M`` (the paper adds them with weight 1). Checkpoint
-selection and the served checkpoint use PET's option score (the ``hf-masked`` backend's).
+The total is ``L_D + lm_weight * L_M`` (the reference adds them with weight 1,
+``src/adapet.py:213-230``). Checkpoint selection and the served checkpoint use PET's option
+score (the ``hf-masked`` backend's).
 
 Combined with a semi-supervised method (issue 19's combinations), ADAPET takes PET's
 additions through the same :class:`~steadyeval.train._pet.SemiTerms`: ``mlm_weight`` times
@@ -33,19 +41,20 @@ PET's auxiliary masked-LM loss on unlabelled texts is added to the total (``adap
 and Noisy Student's token noise corrupts the prompts the decoupled label objective scores
 (the label-conditioned MLM corrupts its inputs already and sees clean prompts). Soft
 targets (pseudo-labels) are the decoupled objective's BCE targets; the label-conditioned MLM
-conditions on their argmax (``gold``).
+takes ``gold`` (their argmax) as the gold label.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .._extras import HF_MODEL_MODULES, require
 from ._base import load_lm, require_kind
 from ._checkpoint import TrainOutcome
-from ._lm_loss import IGNORE_INDEX, corrupt_tokens, log1mexp, masked_lm_loss
+from ._lm_loss import log1mexp
 from ._loop import TrainConfig, fit, resolve_device
 from ._masked import MaskedPrompts, PromptExample
 from ._pet import (
@@ -57,20 +66,27 @@ from ._pet import (
     seeded_generator,
 )
 
-__all__ = ["decoupled_label_loss", "label_conditioned_mlm_loss", "train_adapet"]
+__all__ = [
+    "ConditionedDraw",
+    "decoupled_label_loss",
+    "draw_conditioned",
+    "label_conditioned_mlm_loss",
+    "train_adapet",
+]
 
 
 def decoupled_label_loss(
     token_logprobs: Sequence[Sequence[Any]], examples: Sequence[PromptExample]
 ) -> Any:
-    """ADAPET's decoupled label loss, averaged over examples (module docstring).
+    """ADAPET's decoupled label loss: the mean over every (example, label) pair of the batch
+    of the label's binary cross-entropy (module docstring).
 
     ``token_logprobs[e][o]`` holds option ``o``'s token log-probabilities at their masks
     (:meth:`MaskedPrompts.token_logprobs`).
     """
     import torch
 
-    losses = []
+    terms = []
     for row, ex in zip(token_logprobs, examples, strict=True):
         logp = torch.stack([t.mean() for t in row])
         if ex.soft is None:
@@ -78,8 +94,8 @@ def decoupled_label_loss(
             target[ex.gold] = 1.0
         else:
             target = torch.tensor(ex.soft, dtype=logp.dtype, device=logp.device)
-        losses.append(-(target * logp + (1 - target) * log1mexp(logp)).sum())
-    return torch.stack(losses).mean()
+        terms.append(-(target * logp + (1 - target) * log1mexp(logp)))
+    return torch.cat(terms).mean()
 
 
 def _padded(rows: Sequence[Sequence[int]], fill: int) -> Any:
@@ -92,6 +108,40 @@ def _padded(rows: Sequence[Sequence[int]], fill: int) -> Any:
     return out
 
 
+@dataclass(frozen=True)
+class ConditionedDraw:
+    """One example's draw for the label-conditioned MLM: the label written into the slot,
+    whether it is the gold one (the BCE target), the filled prompt's ids and the masked
+    positions (sorted)."""
+
+    label: int
+    target: float
+    ids: tuple[int, ...]
+    masked: tuple[int, ...]
+
+
+def draw_conditioned(
+    prompts: MaskedPrompts, example: PromptExample, *, alpha: float, generator: Any
+) -> ConditionedDraw:
+    """The reference's draw for one example (module docstring): a label uniformly from all
+    the options, then ``max(int(u * alpha * L), 2) - 1`` of the ``L`` positions of the
+    filled prompt, without replacement."""
+    import torch
+
+    label = int(torch.randint(len(example.options), (1,), generator=generator))
+    filled = prompts.fill(example.prompt, example.options[label])
+    n = len(filled.ids)
+    u = float(torch.rand((), generator=generator))
+    k = min(max(int(u * alpha * n), 2) - 1, n)
+    order = torch.randperm(n, generator=generator)[:k]
+    return ConditionedDraw(
+        label=label,
+        target=1.0 if label == example.gold else 0.0,
+        ids=tuple(filled.ids),
+        masked=tuple(sorted(int(p) for p in order)),
+    )
+
+
 def label_conditioned_mlm_loss(
     model: Any,
     prompts: MaskedPrompts,
@@ -100,46 +150,37 @@ def label_conditioned_mlm_loss(
     probability: float,
     generator: Any,
 ) -> Any:
-    """ADAPET's label-conditioned MLM loss on ``examples`` (module docstring): the MLM loss
-    with the gold label in the slot plus the unlikelihood loss with a wrong one."""
+    """ADAPET's label-conditioned MLM loss on ``examples`` (module docstring): per example a
+    label drawn uniformly and masked context (:func:`draw_conditioned`, ``alpha =
+    probability``); the BCE of each masked token's probability against "the label is gold",
+    averaged over the batch's masked positions."""
     import torch
 
     tok = prompts.tokenizer
-    special = set(tok.all_special_ids)
-    gold = [prompts.fill(ex.prompt, ex.options[ex.gold]) for ex in examples]
+    mask_id = int(tok.mask_token_id)
+    draws = [
+        draw_conditioned(prompts, ex, alpha=probability, generator=generator) for ex in examples
+    ]
     pad = tok.pad_token_id if tok.pad_token_id is not None else 0
-    ids = _padded([f.ids for f in gold], pad)
-    attention = _padded([[1] * len(f.ids) for f in gold], 0)
-    eligible = torch.zeros_like(ids, dtype=torch.bool)
-    for b, f in enumerate(gold):
-        for p, t in enumerate(f.ids):
-            eligible[b, p] = t not in special and not f.start <= p < f.end
-    inputs, labels = corrupt_tokens(
-        model, tok, ids, eligible, probability=probability, generator=generator
-    )
+    ids = _padded([d.ids for d in draws], pad)
+    attention = _padded([[1] * len(d.ids) for d in draws], 0)
+    inputs = ids.clone()
+    counted = torch.zeros_like(ids, dtype=torch.bool)
+    for b, d in enumerate(draws):
+        at = torch.tensor(d.masked, dtype=torch.long)
+        inputs[b, at] = mask_id
+        # As the reference: a position counts where masking changed the token.
+        counted[b, at] = ids[b, at] != mask_id
     device = next(model.parameters()).device
-    loss = masked_lm_loss(model, inputs.to(device), attention.to(device), labels.to(device))
-    wrong_in, wrong_lab = [], []
-    for b, (ex, f) in enumerate(zip(examples, gold, strict=True)):
-        others = [o for o in range(len(ex.options)) if o != ex.gold]
-        if not others:
-            continue
-        pick = others[int(torch.randint(len(others), (1,), generator=generator))]
-        w = prompts.fill(ex.prompt, ex.options[pick])
-        label_ids = list(w.ids[w.start : w.end])
-        row, lab = inputs[b, : len(f.ids)].tolist(), labels[b, : len(f.ids)].tolist()
-        spliced = row[: f.start] + label_ids + row[f.end :]
-        if len(spliced) > prompts.max_length:
-            continue  # a longer wrong label no longer fits: no unlikelihood term here
-        wrong_in.append(spliced)
-        wrong_lab.append(lab[: f.start] + [IGNORE_INDEX] * len(label_ids) + lab[f.end :])
-    if wrong_in:
-        w_ids, w_lab = _padded(wrong_in, pad), _padded(wrong_lab, IGNORE_INDEX)
-        w_att = _padded([[1] * len(r) for r in wrong_in], 0)
-        loss = loss + masked_lm_loss(
-            model, w_ids.to(device), w_att.to(device), w_lab.to(device), unlikelihood=True
-        )
-    return loss
+    logits = model(input_ids=inputs.to(device), attention_mask=attention.to(device)).logits
+    keep = counted.to(device)
+    if not keep.any():
+        return logits.sum() * 0.0
+    logp = torch.log_softmax(logits[keep].float(), dim=-1)
+    logp = logp.gather(1, ids.to(device)[keep].unsqueeze(1)).squeeze(1)
+    targets = torch.tensor([d.target for d in draws], device=device)
+    target = targets.unsqueeze(1).expand_as(keep)[keep]
+    return -(target * logp + (1 - target) * log1mexp(logp)).mean()
 
 
 def train_adapet(
@@ -170,11 +211,12 @@ def train_adapet(
         A local ``transformers`` masked-LM folder (a causal LM is refused with a
         :class:`~steadyeval.ConfigError`).
     train, dev, config, seed, out_dir
-        As :func:`~steadyeval.train.train_pet`; ``seed`` also fixes the corruption and the
-        choice of wrong labels.
+        As :func:`~steadyeval.train.train_pet`; ``seed`` also fixes the label-conditioned MLM's
+        labels and masks.
     mask_probability
-        Share of the context tokens corrupted for the label-conditioned MLM (the paper's
-        10.5%).
+        ``alpha`` of the label-conditioned MLM: each example masks
+        ``max(int(u * alpha * L), 2) - 1`` of its ``L`` tokens, ``u`` uniform in [0, 1)
+        (the reference's ``mask_alpha``, 10.5%).
     lm_weight
         Weight of the label-conditioned MLM term (1, the paper's sum of the two losses).
     unlabeled, mlm_weight, mlm_probability, noise

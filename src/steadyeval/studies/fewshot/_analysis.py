@@ -22,6 +22,7 @@ from ..._errors import DataError
 from ...stats import StatsInputError, spearman
 from ._compare import compare_methods
 from ._metrics import task_metric, task_scores
+from ._sensitivity import sensitivity
 from ._types import (
     ByK,
     FewShotAnalysis,
@@ -207,6 +208,47 @@ def _by_k(
     )
 
 
+def _by_k_fixed(
+    acc: Mapping[Key, float], k: int, grid: Sequence[GridPoint], fixed: str | None
+) -> ByK | None:
+    """The fixed strategy at K: its setting's test score per seed (no dev part, so no
+    choice, no oracle, no regret and no correlation); the grid's other settings are listed
+    without scores."""
+    seeds = sorted({i for (s, kk, i, _, _) in acc if s == "fixed" and kk == k})
+    if not seeds:
+        return None
+    if fixed is None:
+        raise DataError(
+            "the results have fixed-strategy rows but the design names no fixed setting"
+        )
+    rows = []
+    for g in grid:
+        test = [acc[key] for i in seeds if (key := ("fixed", k, i, g.id, "test")) in acc]
+        rows.append(
+            GridSetting(
+                id=g.id, hparams=g.hparams, dev_scores=[], test_scores=test, dev_mean=None,
+                dev_std=None, test_mean=_mean(test), test_std=_std(test),
+            )
+        )  # fmt: skip
+    chosen = next(r for r in rows if r.id == fixed)
+    return ByK(
+        k=k,
+        n_splits=len(seeds),
+        grid=rows,
+        selected=chosen.id,
+        selected_hparams=chosen.hparams,
+        dev_mean=None,
+        test_mean=chosen.test_mean,
+        test_std=chosen.test_std,
+        test_scores=chosen.test_scores,
+        oracle_test_mean=None,
+        regret=None,
+        spearman=None,
+        spearman_p=None,
+        spearman_note="fixed hyper-parameters: one setting, no dev part, nothing to correlate",
+    )
+
+
 def _nan(value: float | None) -> float:
     return math.nan if value is None else value
 
@@ -263,7 +305,9 @@ def analyze(
     out: dict[str, FewShotExperiment] = {}
     side: list[TaskStrategyRow] = []
     for e in experiments:
-        res = _experiment(scores.get(e.key, {}), e.grid, facts, task_metric(e.task).name)
+        res = _experiment(
+            scores.get(e.key, {}), e.grid, facts, task_metric(e.task).name, fixed=e.fixed
+        )
         out[e.key] = res
         side += [TaskStrategyRow(task=e.task, method=e.method, **dict(r)) for r in res.side_by_side]
     first = out[experiments[0].key]
@@ -283,21 +327,31 @@ def _experiment(
     grid: Sequence[GridPoint],
     design: FewShotDesign,
     metric: str,
+    *,
+    fixed: str | None = None,
 ) -> FewShotExperiment:
     """One experiment's criteria per strategy (see :func:`analyze`)."""
     main = design.k
     strategies: dict[str, StrategyResult] = {}
     side = []
     for strategy in design.strategies:
+        is_fixed = strategy == "fixed"
         by_k = {}
         for k in sorted(set(design.k_values) | {main}):
-            res = _by_k(acc, strategy, k, grid)
+            res = _by_k_fixed(acc, k, grid, fixed) if is_fixed else _by_k(acc, strategy, k, grid)
             if res is not None:
                 by_k[str(k)] = res
         stability, t_range, r_range = _stability(by_k)
         head = by_k.get(str(main))
-        final = _final(acc, head, design) if head is not None else None
-        strategies[strategy] = StrategyResult(by_k=by_k, stability=stability, final=final)
+        final = _final(acc, head, design) if head is not None and not is_fixed else None
+        factors = (
+            sensitivity(head, final, fixed=is_fixed, first_seed=design.seed)
+            if head is not None
+            else []
+        )
+        strategies[strategy] = StrategyResult(
+            by_k=by_k, stability=stability, final=final, sensitivity=factors
+        )
         if head is not None:
             side.append(
                 StrategyRow(

@@ -12,7 +12,14 @@ from .._protocol import StudyConfig
 
 __all__ = ["MAX_K", "STRATEGIES", "FewShotConfig", "SplitSizes"]
 
-STRATEGIES: tuple[Literal["multisplit", "cv", "mdl"], ...] = ("multisplit", "cv", "mdl")
+#: The compared strategies: three ways to split the labelled data for choosing a setting, and
+#: FewNLU's fixed hyper-parameters (no choice: one setting, trained on all labelled data).
+STRATEGIES: tuple[Literal["multisplit", "cv", "mdl", "fixed"], ...] = (
+    "multisplit",
+    "cv",
+    "mdl",
+    "fixed",
+)
 #: How split sizes round when K does not divide N (the splitters' ``sizes``).
 SplitSizes = Literal["even", "fewnlu"]
 
@@ -74,10 +81,18 @@ class FewShotConfig(StudyConfig):
         "combination such as ipet+adapet/cross-split; repeat for several.",
         json_schema_extra={"flag": "method"},
     )
-    strategies: list[Literal["multisplit", "cv", "mdl"]] = Field(
-        list(STRATEGIES),
-        description="Split strategies to compare; repeat for several.",
+    strategies: list[Literal["multisplit", "cv", "mdl", "fixed"]] = Field(
+        ["multisplit", "cv", "mdl"],
+        description="Strategies to compare: multisplit, cv, mdl (split the labelled data, "
+        "choose a setting by dev score) or fixed (FewNLU's fixed hyper-parameters: one "
+        "setting, K seeds on all labelled data, no dev); repeat for several.",
         json_schema_extra={"flag": "strategy"},
+    )
+    fixed: list[str] = Field(
+        [],
+        description="The fixed strategy's setting as NAME=VALUE (repeat), each value one of "
+        "the space's; names left out take the grid's first setting's values.",
+        json_schema_extra={"metavar": "NAME=VALUE"},
     )
     k: int = Field(4, ge=1, le=MAX_K, description="Number of splits K.")
     k_values: list[Annotated[int, Field(ge=1, le=MAX_K)]] = Field(

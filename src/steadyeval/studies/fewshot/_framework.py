@@ -28,7 +28,7 @@ from ._data import TaskData, load_task_data
 from ._methods import METHODS, Method, MethodContext, Split, Unit, get_method
 from ._metrics import task_metric
 from ._params import hparams_id
-from ._space import build_grid, load_space, method_space, named_tasks
+from ._space import build_grid, fixed_setting, fixed_values, load_space, method_space, named_tasks
 from ._tasks import FewShotTask, get_task, item_groups
 from ._types import FewShotDesign
 
@@ -79,6 +79,8 @@ def make_splitter(
         return KFold(k, seed=seed, sizes=sizes)
     if strategy == "mdl":
         return MDLSplits(k, seed=seed, sizes=sizes)
+    if strategy == "fixed":
+        raise ConfigError("the fixed strategy does not split the labelled data (no splitter)")
     raise ConfigError(f"unknown strategy {strategy!r}; choose from {', '.join(STRATEGIES)}")
 
 
@@ -137,6 +139,8 @@ class _Experiment:
     data: TaskData
     method: Method
     grid: list[dict[str, Any]]
+    #: The fixed strategy's setting (one of ``grid``; None when the run has no fixed strategy).
+    fixed: dict[str, Any] | None = None
 
     @property
     def task(self) -> FewShotTask:
@@ -177,11 +181,14 @@ def _experiments(config: FewShotConfig) -> list[_Experiment]:
     for method, space in zip(methods, spaces, strict=True):
         for key in sorted(named_tasks(space) - in_run):  # checked though this run skips them
             build_grid(method, get_task(key), space)
+    wanted = fixed_values(config.fixed, every) if "fixed" in config.strategies else None
     out = []
     for task in tasks:
         data = load_task_data(config, task, unlabelled=semi)
         for method, space in zip(methods, spaces, strict=True):
-            out.append(_Experiment(data, method, build_grid(method, task, space)))
+            grid = build_grid(method, task, space)
+            fixed = None if wanted is None else fixed_setting(grid, wanted, method.name, task.name)
+            out.append(_Experiment(data, method, grid, fixed))
     return out
 
 
@@ -247,6 +254,22 @@ def _check_size(c: _Context) -> None:
         )
 
 
+def _fixed_blocks(c: _Context, e: _Experiment, units: set[tuple[Any, ...]]) -> list[Block]:
+    """FewNLU's fixed hyper-parameters (``fix_setting``): the experiment's fixed setting
+    trained on all labelled data, no dev part (so no early stopping: the last step's
+    weights), once per seed ``seed + j`` for ``j < K`` at each K (the same seeds, so the
+    same checkpoints, at every K); scored on the test set."""
+    config = c.config
+    assert e.fixed is not None
+    out: list[Block] = []
+    for k in sorted(set(config.k_values) | {config.k}):
+        for j in range(k):
+            unit = _unit(e, e.fixed, [(e.data.labelled, ())], 0, config.seed + j)
+            units.add((e.key, hparams_id(e.fixed), "fixed", config.seed + j))
+            out += _blocks(e.method.block(unit, c.methods), unit, e, _Usage("fixed", k, j))
+    return out
+
+
 def fewshot_design(
     config: FewShotConfig, backends: Sequence[Backend], options: RunOptions
 ) -> StudyDesign:
@@ -261,6 +284,10 @@ def fewshot_design(
     n_usages = 0
     for e in c.experiments:
         for strategy in config.strategies:
+            if strategy == "fixed":
+                blocks += _fixed_blocks(c, e, units)
+                n_usages += sum(set(config.k_values) | {config.k})
+                continue
             for k in sorted(set(config.k_values) | {config.k}):
                 try:
                     splits = _splits(strategy, k, config, e.data.labelled)
@@ -299,7 +326,8 @@ def final_design(
     analysis = analyze(results, FewShotDesign.from_json(design.info, source="design"))
     blocks: list[Block] = []
     for e in c.experiments:
-        rows = analysis.experiments[e.key].side_by_side
+        # The fixed strategy's units are already trained on all labelled data: no retraining.
+        rows = [r for r in analysis.experiments[e.key].side_by_side if r.strategy != "fixed"]
         by_id = {hparams_id(h): h for h in e.grid}
         for hid in dict.fromkeys(r.selected for r in rows):
             strategy = next(r.strategy for r in rows if r.selected == hid)
@@ -328,6 +356,7 @@ def _info(
                 "task": e.task.name,
                 "method": e.method.name,
                 "grid": info_grid(e.grid),
+                "fixed": None if e.fixed is None else hparams_id(e.fixed),
                 "n_labelled": len(e.data.labelled),
                 "n_test": len(e.data.test),
                 "groups": item_groups(e.data.labelled) is not None,

@@ -83,9 +83,10 @@ class MethodContext:
         return self._trained.setdefault(model.key, model)
 
     def recipe(self, unit: Unit, method: str) -> dict[str, Any]:
-        """What decides a unit's checkpoint."""
+        """What decides a unit's checkpoint (``version`` 3: ADAPET's losses follow the
+        authors' code, issue 40; checkpoints of earlier versions are not reused)."""
         return {
-            "version": 2,
+            "version": 3,
             "task": unit.task.name,
             "method": method,
             "hparams": dict(unit.hparams),

@@ -114,11 +114,39 @@ def _grid(
     return Table(f"Every setting (K = {k}): mean dev and mean test score", columns, tuple(rows))
 
 
+def _sensitivity(exp: FewShotExperiment, k: int, labels: Mapping[str, str]) -> Table:
+    rows = tuple(
+        (
+            name,
+            labels.get(s.by_k[str(k)].selected, s.by_k[str(k)].selected),
+            f.factor,
+            len(f.values),
+            _num(f.dev_std),
+            _num(f.test_std),
+            f.note or "",
+        )
+        for name, s in exp.strategies.items()
+        if str(k) in s.by_k
+        for f in s.sensitivity
+    )
+    columns = (
+        Column("strategy"),
+        Column("chosen setting"),
+        Column("factor"),
+        Column("values", "int"),
+        Column("dev std", "pct", "sample std over the factor's values of the mean dev score"),
+        Column("test std", "pct", "the same on the test set"),
+        Column("note"),
+    )
+    return Table(f"Per-factor sensitivity (K = {k}; FewNLU's Table 4)", columns, rows)
+
+
 def _notes(analysis: FewShotAnalysis, info: FewShotDesign) -> list[Note]:
     notes = [
         Note(f"{key}: {name}, K={k}: {res.spearman_note}")
         for key, exp in analysis.experiments.items()
         for name, s in exp.strategies.items()
+        if name != "fixed"  # the intro says why the fixed strategy has no rho
         for k, res in s.by_k.items()
         if res.spearman_note
     ]
@@ -151,6 +179,7 @@ def _experiment_sections(
         "over its K test scores, with the best any setting reached (oracle); (2) Spearman's "
         "rho between mean dev and mean test score across the settings; (3) how far the chosen "
         f"setting's test score and rho move over K = {', '.join(map(str, info.k_values))}."
+        + _fixed_note(info, design, labels)
         + _unlabelled_note(design)
     )
     main: list[Any] = [intro, _side_by_side(exp.side_by_side, k, labels)]
@@ -165,6 +194,13 @@ def _experiment_sections(
     shown = {f"{design.method}-{task}-{sid}": head + label for sid, label in labels.items()}
     title = f" ({design.task}, {design.method})" if suffix else ""
     stability = _stability(exp, labels)
+    factors = Paragraph(
+        "FewNLU's Table 4: the standard deviation of the score over the values of one factor, "
+        "every other hyperparameter at the strategy's chosen setting; a hyperparameter's "
+        "value scores the mean over the K splits; split: the chosen setting's K splits; "
+        "seed (the training-sample order): the chosen setting retrained on all labelled "
+        "data with --final-seeds seeds, or the fixed strategy's K seeds."
+    )
     return [
         Section.of(
             f"fewshot-strategies{suffix}",
@@ -181,6 +217,13 @@ def _experiment_sections(
             shown,
         ),
         Section.of(
+            f"fewshot-sensitivity{suffix}",
+            f"Per-factor sensitivity{title}",
+            [factors, _sensitivity(exp, k, labels)],
+            SOURCE,
+            shown,
+        ),
+        Section.of(
             f"fewshot-grid{suffix}",
             f"Every setting{title}",
             [_grid(exp, k, design, labels)],
@@ -188,6 +231,18 @@ def _experiment_sections(
             shown,
         ),
     ]
+
+
+def _fixed_note(
+    info: FewShotDesign, design: FewShotDesignExperiment, labels: Mapping[str, str]
+) -> str:
+    if "fixed" not in info.strategies or design.fixed is None:
+        return ""
+    return (
+        f" Fixed hyper-parameters (FewNLU's fix_setting): {labels.get(design.fixed, design.fixed)}"
+        " chosen a priori, trained on all labelled data with K seeds, last step's weights (no "
+        "dev part: no dev score, oracle, regret or rho)."
+    )
 
 
 def _count(n: int | None) -> str:

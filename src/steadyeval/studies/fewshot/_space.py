@@ -7,7 +7,7 @@ from __future__ import annotations
 import difflib
 import itertools
 import math
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +27,8 @@ __all__ = [
     "MAX_SPACE_BYTES",
     "SpaceFile",
     "build_grid",
+    "fixed_setting",
+    "fixed_values",
     "load_space",
     "method_space",
     "named_tasks",
@@ -271,3 +273,58 @@ def build_grid(
         axes.append(list(dict.fromkeys(checked)))
     _check_size(method, task, axes, lines, where)
     return [dict(zip(method.params, combo, strict=True)) for combo in itertools.product(*axes)]
+
+
+# -- the fixed strategy's setting ----------------------------------------------------------------
+def fixed_values(entries: Sequence[str], known: Collection[str]) -> dict[str, str]:
+    """The fixed strategy's ``NAME=VALUE`` entries as ``{name: value text}``: each entry must
+    have an ``=``, a name some method knows (``known``) and be given once."""
+    out: dict[str, str] = {}
+    for entry in entries:
+        name, eq, value = entry.partition("=")
+        name, value = name.strip(), value.strip()
+        if not eq or not name or not value:
+            raise ConfigError(
+                f"fixed: {shown(entry)}: expected NAME=VALUE (e.g. learning_rate=1e-5)"
+            )
+        if name not in known:
+            close = difflib.get_close_matches(name, sorted(known), n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise ConfigError(f"fixed: {shown(name)} is no method's hyperparameter{hint}")
+        if name in out:
+            raise ConfigError(f"fixed: {name} is given twice ({out[name]} and {value})")
+        out[name] = value
+    return out
+
+
+def _matches(text: str, value: Any) -> bool:
+    """Whether ``text`` (from ``NAME=VALUE``) names ``value`` (a grid value): the same text,
+    or for a number the same number (``1e-5`` names ``0.00001``)."""
+    if str(value) == text:
+        return True
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    try:
+        return float(text) == float(value)
+    except ValueError:
+        return False
+
+
+def fixed_setting(
+    grid: Sequence[Mapping[str, Any]], wanted: Mapping[str, str], method: str, task: str
+) -> dict[str, Any]:
+    """The grid's first setting whose values match ``wanted`` (names ``method`` lacks are
+    skipped): FewNLU's fixed hyper-parameters chosen a priori, never by a dev score. A value
+    the grid does not hold is an error naming the grid's values."""
+    own = {k: v for k, v in wanted.items() if k in grid[0]}
+    for name, text in own.items():
+        values = list(dict.fromkeys(repr(g[name]) for g in grid))
+        if not any(_matches(text, g[name]) for g in grid):
+            raise ConfigError(
+                f"fixed: {name}={text} is not in the space of {method} on {task}; its values: "
+                f"{', '.join(values)} (the fixed setting must be one of the grid's)"
+            )
+    for g in grid:
+        if all(_matches(text, g[name]) for name, text in own.items()):
+            return dict(g)
+    raise AssertionError("a grid is a product of its axes")  # pragma: no cover

@@ -122,7 +122,7 @@ class ADAPETBase:
         {
             "mask_probability": Param(
                 "mask_probability", lambda t: [0.105], float_in(0.0, 1.0, open_low=True),
-                "label-conditioned MLM: share of input tokens masked",
+                "label-conditioned MLM: alpha (masks max(int(u alpha L), 2) - 1 of L tokens)",
             ),
             "lm_weight": Param(
                 "lm_weight", lambda t: [1.0], float_in(0.0, 1e6),

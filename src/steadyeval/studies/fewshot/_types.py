@@ -14,6 +14,7 @@ from ...results import Analysis, AnalysisRecord, Design, DesignRecord
 
 __all__ = [
     "ByK",
+    "FactorSensitivity",
     "FewShotAnalysis",
     "FewShotDesign",
     "FewShotDesignExperiment",
@@ -33,8 +34,9 @@ __all__ = [
     "UnlabelledSource",
 ]
 
-#: A split strategy (``final``, the retraining on all labelled data, is not one).
-Strategy = Literal["multisplit", "cv", "mdl"]
+#: A compared strategy: a split strategy, or FewNLU's fixed hyper-parameters (``final``, the
+#: retraining on all labelled data, is not one).
+Strategy = Literal["multisplit", "cv", "mdl", "fixed"]
 
 #: A hyperparameter setting, name -> value. The values are the method's own: scalars for the
 #: built-in methods, any JSON value a plug-in method's ``Param`` check returns.
@@ -101,13 +103,31 @@ class FinalRun(AnalysisRecord):
     test_std: float | None
 
 
+class FactorSensitivity(AnalysisRecord):
+    """FewNLU's Table 4 for one factor under one strategy at the main K: the factor's values
+    with every other hyperparameter at the chosen setting's, each value's mean dev and mean
+    test score over the K splits, and the sample std (ddof=1) of those means over the
+    values; ``seed`` (training-sample order) and ``split`` are read per run, not averaged.
+    ``note`` says why a std is None (fewer than two values, no dev part)."""
+
+    factor: str
+    values: list[JsonValue]
+    dev_scores: list[float | None]
+    test_scores: list[float | None]
+    dev_std: float | None
+    test_std: float | None
+    note: str | None = None
+
+
 class StrategyResult(AnalysisRecord):
-    """One strategy of one experiment: per K (keys: K as a string), the stability across K
-    and the final retraining (None when not run)."""
+    """One strategy of one experiment: per K (keys: K as a string), the stability across K,
+    the final retraining (None when not run) and the per-factor sensitivity at the main K
+    (FewNLU's Table 4)."""
 
     by_k: dict[str, ByK]
     stability: Stability
     final: FinalRun | None
+    sensitivity: list[FactorSensitivity] = Field(default_factory=list)
 
 
 class StrategyRow(AnalysisRecord):
@@ -253,6 +273,8 @@ class FewShotDesignExperiment(DesignRecord):
     task: str
     method: str
     grid: list[GridPoint]
+    #: The fixed strategy's setting (its id; None when the run has no fixed strategy).
+    fixed: str | None = None
     n_labelled: int | None = None
     n_test: int | None = None
     groups: bool = False
