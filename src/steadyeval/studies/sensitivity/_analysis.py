@@ -15,6 +15,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ...stats import Interval, StatsWarning, kendall_w, spread
+from ._reference import authors_mean, authors_percent, authors_std
 from ._stopwords import DEFAULT_STOP_WORDS
 from ._tensor import (
     Correctness,
@@ -74,20 +75,16 @@ def _mean(values: Sequence[float | None]) -> float | None:
 
 
 def _reference_std(cells: NDArray[np.float64], ddof: int) -> float:
-    """The authors' std across templates (c-box/causalEval ``prompt_variance.py``): each
-    template's P@1 as a percentage ``round(correct * 100 / facts, 2)`` (line 50), then
-    ``round(np.std(...), 2)`` (line 87); returned on the 0–1 scale. ``cells``: templates ×
-    facts, 0/1 (or a share of samples)."""
+    """The authors' std across templates on the 0–1 scale: ``cells`` (templates × facts,
+    0/1 or a share of samples) as their rounded percentages, then their rounded std."""
     n_facts = cells.shape[1]
-    pct = [round(float(k) * 100 / n_facts, 2) for k in cells.sum(axis=1)]
-    return round(float(np.std(pct, ddof=ddof)), 2) / 100
+    return authors_std([authors_percent(k, n_facts) for k in cells.sum(axis=1)], ddof) / 100
 
 
 def _reference_mean_std(stds: Sequence[float | None]) -> float | None:
-    """The mean of the units' authors' stds as their ``get_table_stat`` takes it
-    (``utils/utils.py`` line 280: ``round(np.mean(col), 2)`` of the percentages)."""
-    pct = [round(100 * v, 2) for v in stds if v is not None and not math.isnan(v)]
-    return round(float(np.mean(pct)), 2) / 100 if pct else None
+    """The mean of the units' stds as the authors' table writes it, on the 0–1 scale."""
+    mean = authors_mean(round(100 * v, 2) for v in stds if v is not None)
+    return None if math.isnan(mean) else mean / 100
 
 
 def _unit_row(

@@ -18,6 +18,7 @@ from numpy.typing import NDArray
 from ..._errors import DataError
 from ..._files import read_text_file
 from ._design import template_names
+from ._reference import authors_mean, authors_std
 from ._tensor import Correctness
 
 if TYPE_CHECKING:
@@ -98,17 +99,21 @@ def _columns_present(file: str | None, first: Mapping[Any, Any], need: dict[str,
             )
 
 
+def _cell_error(
+    message: str, where: str, file: str | None, line: int | None, column: str, expected: str
+) -> DataError:
+    """A bad cell: ``file, line N, field 'x': ...`` for a CSV; ``row 3 (position 3),
+    field 'x': ...`` for a DataFrame or records."""
+    if line is not None:
+        return DataError(message, file=file, line=line, field=column, expected=expected)
+    return DataError(f"{where}, field {column!r}: {message}", expected=expected)
+
+
 def _text(value: Any, where: str, file: str | None, line: int | None, column: str) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        raise DataError(
-            f"{where}: empty cell", file=file, line=line, field=column, expected="a name"
-        )
-    text = str(value).strip()
-    if not text:
-        raise DataError(
-            f"{where}: empty cell", file=file, line=line, field=column, expected="a name"
-        )
-    return text
+    text = "" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
+    if not text.strip():
+        raise _cell_error("empty cell", where, file, line, column, "a name")
+    return text.strip()
 
 
 def _number(value: Any, where: str, file: str | None, line: int | None, column: str) -> float:
@@ -117,12 +122,13 @@ def _number(value: Any, where: str, file: str | None, line: int | None, column: 
     except (TypeError, ValueError):
         x = math.nan
     if isinstance(value, bool) or not math.isfinite(x):
-        raise DataError(
-            f"{where}: score {_short(value)} is not a finite number",
-            file=file,
-            line=line,
-            field=column,
-            expected="a finite number (e.g. 25.64 for a percentage, 0.2564 for a share)",
+        raise _cell_error(
+            f"score {_short(value)} is not a finite number",
+            where,
+            file,
+            line,
+            column,
+            "a finite number (e.g. 25.64 for a percentage, 0.2564 for a share)",
         )
     return x
 
@@ -148,8 +154,8 @@ def _read_rows(
             _columns_present(file, rec, need)
         for role, column in (("model", model), ("unit", unit), ("score", score)):
             if column not in rec:
-                raise DataError(
-                    f"{where}: no {column!r} cell (the {role})", file=file, line=line, field=column
+                raise _cell_error(
+                    f"no {column!r} cell (the {role})", where, file, line, column, "a value"
                 )
         out.append(
             _Row(
@@ -248,6 +254,37 @@ class ScoreTable:
                 out[u, m] = np.mean(np.ascontiguousarray(self.scores[m, u, :k]))
         return out
 
+    def std(self, *, reference: bool = False, ddof: int = 0) -> FloatArray:
+        """Each unit's std across its prompts, shape (n_units, n_models) (NaN for a unit
+        with no more than ``ddof`` prompts).
+
+        ``reference=True`` rounds it to 2 decimals as the authors' ``prompt_variance.py``
+        does (line 87; their table's scores are percentages already rounded to 2 decimals,
+        line 50), so a published per-prompt table gives their per-relation std column.
+        """
+        n_models, n_units, _ = self.scores.shape
+        out = np.full((n_units, n_models), np.nan)
+        for u in range(n_units):
+            k = len(self.prompts[u])
+            if k <= ddof:
+                continue
+            for m in range(n_models):
+                values = self.scores[m, u, :k]
+                out[u, m] = (
+                    authors_std(values, ddof) if reference else float(np.std(values, ddof=ddof))
+                )
+        return out
+
+    def mean_std(self, *, reference: bool = False, ddof: int = 0) -> FloatArray:
+        """Each model's mean over units of :meth:`std` (Table 1's std column), shape
+        (n_models,); ``reference=True``: the mean of the rounded stds rounded to 2
+        decimals, as the authors' ``get_table_stat`` (``utils/utils.py`` line 280)."""
+        stds = self.std(reference=reference, ddof=ddof)
+        if reference:
+            return np.array([authors_mean(col) for col in stds.T])
+        out: FloatArray = np.nanmean(stds, axis=0)
+        return out
+
     def correctness(self) -> Correctness:
         """The table as a correctness tensor: each unit one pseudo-fact (``unit``) whose
         cell under template ``k`` is the unit's score under its ``k``-th prompt, one name.
@@ -288,8 +325,9 @@ def _build(file: str | None, rows: list[_Row], prompt_column: str | None) -> Sco
                 if prompt_column is not None
                 else "; if the table has one row per prompt, name its prompt column with prompt="
             )
+            prefix = "" if r.line is not None else f"{r.where}: "
             raise DataError(
-                f"{r.where}: {what} is given twice (first at {first.where}){hint}",
+                f"{prefix}{what} is given twice (first at {first.where}){hint}",
                 file=file,
                 line=r.line,
             )
