@@ -8,6 +8,7 @@ import math
 from collections.abc import Iterable, Sequence
 
 import numpy as np
+from numpy.typing import NDArray
 
 __all__ = ["authors_mean", "authors_percent", "authors_std"]
 
@@ -18,7 +19,7 @@ def authors_percent(correct: float, total: int) -> float:
     return round(float(correct) * 100 / total, 2)
 
 
-def authors_std(percentages: Sequence[float], ddof: int = 0) -> float:
+def authors_std(percentages: Sequence[float] | NDArray[np.float64], ddof: int = 0) -> float:
     """A unit's std across templates as their ``cal_precision_stat`` computes it:
     ``round(float(np.std(lst)), 2)`` of the rounded percentages (``prompt_variance.py``
     line 87; ``ddof`` 0 there)."""
