@@ -49,15 +49,14 @@ from ._power import (
     minimum_detectable_difference,
     paired_power,
 )
-from ._rankings import (
-    CorrelationResult,
-    KendallWResult,
+from ._rank_consistency import (
+    REFERENCE_DECIMALS,
+    REFERENCE_MAX_MODELS,
+    TIE_TOLERANCE,
     RankConsistencyResult,
-    kendall_tau,
-    kendall_w,
     rank_consistency,
-    spearman,
 )
+from ._rankings import CorrelationResult, KendallWResult, kendall_tau, kendall_w, spearman
 from ._samples import (
     BestOfK,
     GroupMeans,
@@ -74,6 +73,9 @@ from ._variance_plan import ProjectedSE, SamplesNeeded, projected_se, samples_ne
 
 __all__ = [
     "MAX_DRAW_VALUES",
+    "REFERENCE_DECIMALS",
+    "REFERENCE_MAX_MODELS",
+    "TIE_TOLERANCE",
     "AgreementTable",
     "BestOfK",
     "BootstrapResult",

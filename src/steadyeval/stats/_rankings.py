@@ -1,9 +1,10 @@
-"""Agreement of rankings: Spearman, Kendall τ-b, Kendall's W, rank consistency."""
+"""Agreement of rankings: Spearman, Kendall τ-b, Kendall's W (rank consistency is in
+``_rank_consistency``)."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,23 +13,13 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import stats as sps
 
 from ._errors import StatsInputError
-from ._validate import (
-    SeedLike,
-    as_float_1d,
-    as_float_2d,
-    as_positive_int,
-    check_same_length,
-    make_rng,
-    warn,
-)
+from ._validate import as_float_1d, as_float_2d, check_same_length, warn
 
 __all__ = [
     "CorrelationResult",
     "KendallWResult",
-    "RankConsistencyResult",
     "kendall_tau",
     "kendall_w",
-    "rank_consistency",
     "spearman",
 ]
 
@@ -240,159 +231,3 @@ def kendall_w(rankings: ArrayLike) -> KendallWResult:
     w = 12.0 * s / denom
     chi2 = m * (n - 1) * w
     return KendallWResult(w, chi2, n - 1, float(sps.chi2.sf(chi2, n - 1)), m, n)
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class RankConsistencyResult:
-    """Result of :func:`rank_consistency`.
-
-    Attributes
-    ----------
-    per_model : ndarray of float, shape (n_models,)
-        Share of subsets in which each model gets its modal (most frequent) rank.
-    modal_rank : ndarray of int, shape (n_models,)
-        Each model's modal rank (1 = best; the smallest rank if several are equally
-        frequent).
-    overall : float
-        Share of subsets whose full ranking equals the modal full ranking.
-    modal_ranking : ndarray of int, shape (n_models,)
-        The modal full ranking as the rank of each model (lexicographically smallest
-        among equally frequent rankings).
-    ranks : ndarray of int, shape (n_subsets, n_models)
-        The rank of every model on every subset.
-    n_subsets : int
-        Number of subsets.
-    """
-
-    per_model: NDArray[np.float64]
-    modal_rank: NDArray[np.int64]
-    overall: float
-    modal_ranking: NDArray[np.int64]
-    ranks: NDArray[np.int64]
-    n_subsets: int
-
-
-def _rank_rows(means: NDArray[np.float64]) -> NDArray[np.int64]:
-    """Rank 1 = highest mean; ties keep column order (stable sort)."""
-    order = np.argsort(-means, axis=1, kind="stable")
-    ranks = np.empty_like(order)
-    rows = np.arange(means.shape[0])[:, None]
-    ranks[rows, order] = np.arange(1, means.shape[1] + 1)
-    return ranks.astype(np.int64)
-
-
-def rank_consistency(
-    scores: ArrayLike,
-    *,
-    n_subsets: int | None = None,
-    subset_size: int | None = None,
-    seed: SeedLike | None = None,
-    subsets: Sequence[ArrayLike] | None = None,
-) -> RankConsistencyResult:
-    """How stable a model ranking is across random subsets of evaluation units.
-
-    Parameters
-    ----------
-    scores : array_like of float, shape (n_units, n_models)
-        Score of each model on each unit (e.g. P@1 per relation); higher is better.
-    n_subsets : int
-        Number of subsets ``S`` to draw (with ``subset_size`` and ``seed``).
-    subset_size : int
-        Units per subset, drawn without replacement; subsets are drawn independently.
-    seed : int or numpy.random.Generator
-        Source of randomness for drawing subsets.
-    subsets : sequence of array_like of int, optional
-        Explicit subsets (unit indices) instead of drawing them; then ``n_subsets``,
-        ``subset_size`` and ``seed`` must be left out.
-
-    Returns
-    -------
-    RankConsistencyResult
-        ``per_model``, ``modal_rank``, ``overall``, ``modal_ranking``, ``ranks``,
-        ``n_subsets``.
-
-    Raises
-    ------
-    StatsInputError
-        If ``scores`` is not a finite 2-D array with at least 2 models, if both or neither
-        of ``subsets`` and (``n_subsets``, ``subset_size``, ``seed``) are given, or if a
-        subset is empty or indexes outside ``scores``.
-
-    Notes
-    -----
-    Follows the rank-consistency evaluation of the causal-probing paper (MISSION Study 2):
-    on each subset, models are ranked by their mean score over the subset's units with a
-    *stable* sort on descending score, so exact ties go to the model in the earlier
-    column. A model's consistency is the share of subsets in which it has its most
-    frequent rank; the overall consistency is the share of subsets whose whole ranking is
-    the most frequent ranking. Units are assumed exchangeable; subsets overlap.
-
-    Examples
-    --------
-    >>> from steadyeval import stats
-    >>> scores = [[0.9, 0.5], [0.2, 0.6], [0.8, 0.7]]
-    >>> r = stats.rank_consistency(scores, subsets=[[0, 2], [1], [0, 1, 2]])
-    >>> r.per_model.tolist(), r.overall
-    ([0.6666666666666666, 0.6666666666666666], 0.6666666666666666)
-    """
-    x = as_float_2d(scores, "scores")
-    n_units, n_models = x.shape
-    if n_models < 2:
-        raise StatsInputError(
-            f"scores must be units × models with at least 2 models (columns); got {n_models}."
-        )
-    drawn = n_subsets is not None or subset_size is not None or seed is not None
-    if subsets is not None:
-        if drawn:
-            raise StatsInputError(
-                "pass either explicit subsets or n_subsets/subset_size/seed, not both."
-            )
-        index_sets = []
-        for i, sub in enumerate(subsets):
-            idx = np.asarray(sub)
-            if idx.ndim != 1 or idx.size == 0 or not np.issubdtype(idx.dtype, np.integer):
-                raise StatsInputError(
-                    f"subsets[{i}] must be a non-empty 1-D array of unit indices; got {sub!r}."
-                )
-            if bool(np.any((idx < 0) | (idx >= n_units))):
-                raise StatsInputError(
-                    f"subsets[{i}] indexes outside 0..{n_units - 1} (scores has {n_units} units)."
-                )
-            index_sets.append(idx)
-        if not index_sets:
-            raise StatsInputError("subsets is empty; pass at least one subset.")
-        means = np.stack([x[idx].mean(axis=0) for idx in index_sets])
-    else:
-        if n_subsets is None or subset_size is None or seed is None:
-            raise StatsInputError("pass n_subsets, subset_size and seed (or explicit subsets=...).")
-        s = as_positive_int(n_subsets, "n_subsets")
-        size = as_positive_int(subset_size, "subset_size")
-        if size > n_units:
-            raise StatsInputError(
-                f"subset_size ({size}) exceeds the number of units ({n_units}); subsets are "
-                "drawn without replacement."
-            )
-        rng = make_rng(seed)
-        means = np.empty((s, n_models), dtype=np.float64)
-        for i in range(s):
-            idx = rng.choice(n_units, size=size, replace=False)
-            means[i] = x[idx].mean(axis=0)
-    ranks = _rank_rows(means)
-    n_sub = ranks.shape[0]
-    per_model = np.empty(n_models, dtype=np.float64)
-    modal_rank = np.empty(n_models, dtype=np.int64)
-    for j in range(n_models):
-        counts = np.bincount(ranks[:, j], minlength=n_models + 1)
-        best = int(np.argmax(counts))
-        modal_rank[j] = best
-        per_model[j] = counts[best] / n_sub
-    uniq, counts = np.unique(ranks, axis=0, return_counts=True)
-    top = int(np.argmax(counts))
-    return RankConsistencyResult(
-        per_model=per_model,
-        modal_rank=modal_rank,
-        overall=float(counts[top] / n_sub),
-        modal_ranking=uniq[top].astype(np.int64),
-        ranks=ranks,
-        n_subsets=n_sub,
-    )

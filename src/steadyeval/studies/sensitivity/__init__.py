@@ -35,6 +35,7 @@ if TYPE_CHECKING:
         template_names,
     )
     from ._report import REGIMES, sensitivity_report_sections
+    from ._score_table import ScoreTable
     from ._setup import load_templates, sensitivity_design
     from ._study import SENSITIVITY_STUDY, SensitivityStudy
     from ._tensor import (
@@ -82,6 +83,7 @@ __getattr__, __dir__ = lazy_exports(
             "template_names",
         ],
         "._report": ["REGIMES", "sensitivity_report_sections"],
+        "._score_table": ["ScoreTable"],
         "._config": ["SensitivityConfig"],
         "._setup": ["load_templates", "sensitivity_design"],
         "._study": ["SENSITIVITY_STUDY", "SensitivityStudy"],
@@ -142,6 +144,7 @@ __all__ = [
     "Regime",
     "RegimeConsistency",
     "Relation",
+    "ScoreTable",
     "SensitivityAnalysis",
     "SensitivityConfig",
     "SensitivityDesign",

@@ -15,6 +15,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ...stats import Interval, StatsWarning, kendall_w, spread
+from ._reference import authors_mean, authors_percent, authors_std
 from ._stopwords import DEFAULT_STOP_WORDS
 from ._tensor import (
     Correctness,
@@ -73,6 +74,19 @@ def _mean(values: Sequence[float | None]) -> float | None:
     return float(np.mean(vals)) if vals else None
 
 
+def _reference_std(cells: NDArray[np.float64], ddof: int) -> float:
+    """The authors' std across templates on the 0–1 scale: ``cells`` (templates × facts,
+    0/1 or a share of samples) as their rounded percentages, then their rounded std."""
+    n_facts = cells.shape[1]
+    return authors_std([authors_percent(k, n_facts) for k in cells.sum(axis=1)], ddof) / 100
+
+
+def _reference_mean_std(stds: Sequence[float | None]) -> float | None:
+    """The mean of the units' stds as the authors' table writes it, on the 0–1 scale."""
+    mean = authors_mean(round(100 * v, 2) for v in stds if v is not None)
+    return None if math.isnan(mean) else mean / 100
+
+
 def _unit_row(
     c: Correctness, m: int, u: int, s: NDArray[np.float64], opts: Mapping[str, Any]
 ) -> UnitPreference:
@@ -90,9 +104,14 @@ def _unit_row(
         )
         max_p, avg_p, cps = _interval(sp.max_p), _interval(sp.avg_p), _interval(sp.cps)
     ddof = int(opts.get("ddof", 0))
+    std: float | None = None
+    if avail.size > ddof and opts.get("std_rounding") == "reference":
+        std = _reference_std(c.cells[u][m][avail, 0, :], ddof)
+    elif avail.size > ddof:
+        std = _f(np.std(mine, ddof=ddof))
     return UnitPreference(
         scores=[_f(v) for v in s],
-        std=_f(np.std(mine, ddof=ddof)) if avail.size > ddof else None,
+        std=std,
         best=float(mine.max()),
         worst=float(mine.min()),
         gap=float(mine.max() - mine.min()),
@@ -114,15 +133,17 @@ def _prompt_preference(
     if n_t < 2:
         notes.append("one template per unit: prompt preference is not applicable")
         return NotApplicable(reason="one template per unit")
+    reference = opts.get("std_rounding") == "reference"
     per_unit: dict[str, dict[str, UnitPreference]] = {}
     per_model: dict[str, ModelPreference] = {}
     for m, model in enumerate(c.models):
         rows = [_unit_row(c, m, u, scores[m, u], opts) for u in range(len(c.units))]
         per_unit[model] = dict(zip(c.units, rows, strict=True))
         gaps = [r.gap for r in rows]
+        stds = [r.std for r in rows]
         per_model[model] = ModelPreference(
             original=_mean([r.scores[0] for r in rows]),
-            mean_std=_mean([r.std for r in rows]),
+            mean_std=_reference_mean_std(stds) if reference else _mean(stds),
             mean_gap=_mean(gaps),
             share_gap_above=float(np.mean([g > opts["gap"] + 1e-12 for g in gaps])),
             mean_max_p=_mean([r.max_p.estimate for r in rows]),
@@ -131,7 +152,13 @@ def _prompt_preference(
             mean_best=_mean([r.best for r in rows]),
             mean_worst=_mean([r.worst for r in rows]),
         )
-    return PromptPreference(gap=opts["gap"], std_ddof=ddof, per_model=per_model, per_unit=per_unit)
+    return PromptPreference(
+        gap=opts["gap"],
+        std_ddof=ddof,
+        std_rounding="reference" if reference else "exact",
+        per_model=per_model,
+        per_unit=per_unit,
+    )
 
 
 def _pooled(c: Correctness, opts: Mapping[str, Any]) -> dict[str, PooledSpread] | None:
@@ -276,16 +303,10 @@ def _consistency(
         weights=weights,
         regimes=regimes,
     )
-    fixed = {
-        "original": template_scores(c)[:, :, 0].T,
-        "intervention": adjusted_scores(c, weights).T,
-    }
     out: dict[Regime, RegimeConsistency] = {}
     for name, r in results.items():
-        ties = None
-        if name in fixed:
-            means = np.stack([fixed[name][idx].mean(axis=0) for idx in subsets])
-            ties = float(np.mean([len(set(row.tolist())) < len(row) for row in means]))
+        # Fixed unit scores: the share of subsets on which two models tie (up to noise).
+        ties = float(r.tied.mean()) if name in ("original", "intervention") else None
         out[name] = RegimeConsistency(
             tied_subsets=ties,
             overall=float(r.overall),

@@ -93,6 +93,11 @@ class SensitivityConfig(StudyConfig):
         description="Std across templates: 0 (population std, the authors' np.std) or 1 "
         "(sample std).",
     )
+    std_rounding: Literal["exact", "reference"] = Field(
+        "exact",
+        description="Std across templates: 'exact', or 'reference' (the authors' rounding: "
+        "P@1 percentages and the std to 2 decimals, as their prompt_variance.py).",
+    )
     stop_words: str = Field(
         "default",
         description="Verbalization stability skips stop-word predictions: 'default' (the "

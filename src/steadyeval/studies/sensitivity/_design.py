@@ -163,6 +163,12 @@ class AnalysisOptions:
     ddof : {0, 1}
         Delta degrees of freedom of the std of a unit's scores across templates: 0 (the
         population std, as the authors' ``np.std``) or 1 (the sample std).
+    std_rounding : {"exact", "reference"}
+        The std across templates (Table 1): ``"exact"`` from the unrounded scores;
+        ``"reference"`` as the authors' ``prompt_variance.py`` (c-box/causalEval): each
+        template's P@1 as a percentage rounded to 2 decimals (line 50), the std of those
+        rounded to 2 decimals (line 87), and the mean over units rounded to 2 decimals
+        (``utils/utils.py`` line 280); stored divided by 100 (0–1 scale).
     stop_words : tuple of str, optional
         Verbalization stability skips predictions that are one of these words. ``None``:
         the authors' list (:data:`DEFAULT_STOP_WORDS`) for factual probes, none for generic
@@ -179,10 +185,15 @@ class AnalysisOptions:
     n_resamples: int = 1000
     ddof: int = 0
     stop_words: tuple[str, ...] | None = None
+    std_rounding: Literal["exact", "reference"] = "exact"
 
     def __post_init__(self) -> None:
         if self.ddof not in (0, 1):
             raise ConfigError(f"ddof must be 0 or 1; got {self.ddof!r}")
+        if self.std_rounding not in ("exact", "reference"):
+            raise ConfigError(
+                f"std_rounding must be 'exact' or 'reference'; got {self.std_rounding!r}"
+            )
         for name, top in (("n_subsets", MAX_SUBSETS), ("subset_size", MAX_SUBSETS)):
             _check_int(name, getattr(self, name), 1, top)
         _check_int("n_resamples", self.n_resamples, 1, 1_000_000)
@@ -197,6 +208,9 @@ class AnalysisOptions:
             raise ConfigError(f"gap must be in [0, 1] (a share, not points); got {self.gap}")
 
     def to_dict(self) -> dict[str, Any]:
+        # std_rounding is stored only when not the default, so designs written before the
+        # option read (and compare) the same.
+        rounding = {} if self.std_rounding == "exact" else {"std_rounding": self.std_rounding}
         return {
             "n_subsets": self.n_subsets,
             "subset_size": self.subset_size,
@@ -208,6 +222,7 @@ class AnalysisOptions:
             "n_resamples": self.n_resamples,
             "ddof": self.ddof,
             "stop_words": None if self.stop_words is None else list(self.stop_words),
+            **rounding,
         }
 
     def resolved(self, kind: Literal["probes", "task"]) -> dict[str, Any]:

@@ -66,6 +66,7 @@ def _overview(a: SensitivityAnalysis, figures: bool) -> Section:
     pp = a.prompt_preference if isinstance(a.prompt_preference, PromptPreference) else None
     gap = format_cell(pp.gap, "pct") if pp else "–"
     ddof = pp.std_ddof if pp else 1
+    rounded = ", authors' rounding" if pp and pp.std_rounding == "reference" else ""
     rows = []
     for model in a.models:
         p = pp.per_model[model] if pp else None
@@ -108,9 +109,9 @@ def _overview(a: SensitivityAnalysis, figures: bool) -> Section:
                 Column("adjusted (exact)", "pct", "backdoor adjustment over templates and names"),
                 Column("adjusted (sampled)", "pct"),
                 Column(
-                    f"mean std (ddof {ddof})",
+                    f"mean std (ddof {ddof}{rounded})",
                     "pct",
-                    f"std across templates (ddof {ddof}), mean over {unit}s",
+                    f"std across templates (ddof {ddof}{rounded}), mean over {unit}s",
                 ),
                 Column("mean best−worst", "pct"),
                 Column(
@@ -384,7 +385,12 @@ def _per_unit(a: SensitivityAnalysis) -> Section | None:
             Column("worst", "pct"),
             Column("worst template"),
             Column("best−worst", "pct"),
-            Column(f"std (ddof {pp.std_ddof})", "pct"),
+            Column(
+                f"std (ddof {pp.std_ddof}"
+                + (", authors' rounding" if pp.std_rounding == "reference" else "")
+                + ")",
+                "pct",
+            ),
             Column("adjusted", "pct", "exact backdoor adjustment"),
             Column("facts", "int"),
         ),

@@ -54,6 +54,7 @@ class SensitivityStudy(Study[SensitivityAnalysis]):
             k_names=config.k_names,
             weights=config.weights,
             ddof=config.ddof,
+            std_rounding=config.std_rounding,
             stop_words=None
             if config.stop_words == "default"
             else load_stop_words(config.stop_words),

@@ -372,6 +372,8 @@ def rank_consistency_regimes(
     k_names: int | None = None,
     weights: Mapping[str, Sequence[float]] | None = None,
     regimes: Sequence[Regime] = ("original", "random", "intervention"),
+    reference: bool = False,
+    decimals: int | None = None,
 ) -> dict[Regime, RankConsistencyResult]:
     """Rank consistency of the model ranking over ``subsets`` of units, per regime.
 
@@ -381,7 +383,10 @@ def rank_consistency_regimes(
     backdoor-adjusted scores; ``intervention_sampled`` — on every subset, each model's unit
     scores are the sampled adjustment (``k_templates``, ``k_names``, drawn per model).
     Ranking and consistency follow :func:`steadyeval.stats.rank_consistency` (rank 1 is the
-    best mean over the subset's units; ties go to the earlier model).
+    best mean over the subset's units; ties, up to floating noise, go to the earlier model);
+    ``reference=True`` (with ``decimals``) ranks every regime in its reference mode instead,
+    the authors' rounding and tie order — for a tensor on their percentage scale, e.g.
+    :meth:`ScoreTable.correctness` of their published tables.
     """
     if len(c.models) < 2:
         raise ConfigError("rank consistency needs at least 2 models")
@@ -393,14 +398,15 @@ def rank_consistency_regimes(
     avail = [c.names_available(u) for u in range(len(c.units))]
     kt = k_templates or len(c.templates)
     kn = k_names or c.n_names
+    mode: dict[str, Any] = {"reference": reference, "decimals": decimals}
     for regime in regimes:
         if regime == "original":
-            out[regime] = rank_consistency(base, subsets=subs)
+            out[regime] = rank_consistency(base, subsets=subs, **mode)
         elif regime == "intervention":
-            out[regime] = rank_consistency(adjusted, subsets=subs)
+            out[regime] = rank_consistency(adjusted, subsets=subs, **mode)
         elif regime == "random":
             scores, blocks = _random_regime(c, subs, rng, avail)
-            out[regime] = rank_consistency(scores, subsets=blocks)
+            out[regime] = rank_consistency(scores, subsets=blocks, **mode)
         elif regime == "intervention_sampled":
 
             def sampled_value(u: int, m: int) -> float:
@@ -408,7 +414,7 @@ def rank_consistency_regimes(
                 return _sampled_unit(c.cells[u], rng, m, kt, kn, w, weights is None, avail[u])
 
             scores, blocks = _expanded(c, subs, sampled_value)
-            out[regime] = rank_consistency(scores, subsets=blocks)
+            out[regime] = rank_consistency(scores, subsets=blocks, **mode)
         else:
             raise ConfigError(f"unknown regime {regime!r}")
     return out

@@ -107,13 +107,24 @@ class ModelPreference(AnalysisRecord):
 
 
 class PromptPreference(AnalysisRecord):
-    """Scores under every template: ``per_model[model]`` and ``per_unit[model][unit]``."""
+    """Scores under every template: ``per_model[model]`` and ``per_unit[model][unit]``.
+
+    ``std_rounding`` is ``"reference"`` when the stds follow the authors' rounding
+    (``AnalysisOptions.std_rounding``); absent from the JSON when ``"exact"``."""
 
     applicable: Literal[True] = True
     gap: float
     std_ddof: int
     per_model: dict[str, ModelPreference]
     per_unit: dict[str, dict[str, UnitPreference]]
+    std_rounding: Literal["exact", "reference"] = "exact"
+
+    @model_serializer(mode="wrap")
+    def _serialize(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if data.get("std_rounding") == "exact":
+            del data["std_rounding"]
+        return data
 
 
 class UnitRankings(AnalysisRecord):
