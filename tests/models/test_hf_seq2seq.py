@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 
-from steadyeval import ConfigError, load_backend
+from steadyeval import ConfigError, ModelSpecError, load_backend
 from steadyeval.conditions import FORMATS, TEMPLATES, Condition, Generation, expand
 from steadyeval.items import Item
 from steadyeval.models._hf_seq2seq import HFSeq2SeqBackend
@@ -92,6 +92,34 @@ def test_scores_equal_a_direct_forward_pass(
         assert r.logprob == pytest.approx(_direct(reference, source, target), abs=1e-4)
         assert r.n_tokens == len(target) and r.n_input_tokens == len(source)
         assert not r.truncated and not r.approximate
+
+
+def test_special_tokens_off_sends_the_input_as_written(
+    tiny_t5: Path, backend: HFSeq2SeqBackend, reference: tuple[Any, Any], tiny_gpt2: Path
+) -> None:
+    """``?special_tokens=false``: the encoder input is the text's own tokens (T5 adds no
+    </s>), so "x</s>" without special tokens is "x" with them (UnifiedQA's end marker)."""
+    _, tok = reference
+    bare = load_backend(f"hf-seq2seq:{tiny_t5}?batch_size=4&special_tokens=false")
+    context, answer = PAIRS[0]
+    got = bare.score([ScoreRequest(context, answer), ScoreRequest(context + "</s>", answer)])
+    source = tok(context, add_special_tokens=False)["input_ids"]
+    assert tok.eos_token_id not in source
+    target = [*tok(answer.strip(), add_special_tokens=False)["input_ids"], tok.eos_token_id]
+    assert got[0].logprob == pytest.approx(_direct(reference, source, target), abs=1e-4)
+    assert got[0].n_input_tokens == len(source)
+    (marked,) = backend.score([ScoreRequest(context, answer)])  # default: </s> added
+    assert got[1].logprob == pytest.approx(marked.logprob, abs=1e-5)
+    assert bare.count_tokens([context]) == [len(source)]
+    assert bare.fingerprint() != backend.fingerprint()  # its responses are cached apart
+    assert "special_tokens=false" in bare.identity()
+    default = load_backend(f"hf-seq2seq:{tiny_t5}?batch_size=4&special_tokens=true")
+    assert default.identity() == backend.identity()  # the default spelled out: one model
+    assert default.fingerprint() == backend.fingerprint()
+    with pytest.raises(ModelSpecError, match="special_tokens applies to encoder-decoder"):
+        load_backend(f"hf-causal:{tiny_gpt2}?special_tokens=false")
+    with pytest.raises(ModelSpecError, match="special_tokens"):
+        load_backend(f"hf-seq2seq:{tiny_t5}?special_tokens=maybe")
 
 
 def test_leading_space_is_ignored_and_eos_is_scored(backend: HFSeq2SeqBackend) -> None:

@@ -20,7 +20,7 @@ from ._backend import BackendStats, BaseBackend, Capabilities, StatsCounter
 from ._hf_identity import FolderBackend
 from ._hf_options import RUN_ONLY, HFOptions, load_config, resolve_model_dir
 from ._known import known_input_format
-from ._spec import ModelSpec
+from ._spec import ModelSpec, spec_where
 
 __all__ = ["AUTO_BATCH", "HFBackendBase", "check_generation_room", "fuse_gelu"]
 
@@ -57,6 +57,8 @@ class HFBackendBase(FolderBackend):
     run_only_options = RUN_ONLY
     #: Whether the model fills a cloze slot itself (masked LMs).
     fills_slots: bool = False
+    #: Whether the backend reads the ``special_tokens`` option (encoder-decoder models).
+    reads_special_tokens: bool = False
 
     def __init__(
         self, spec: ModelSpec, *, _resolved: tuple[HFOptions, Path, Any] | None = None
@@ -67,6 +69,11 @@ class HFBackendBase(FolderBackend):
             model_dir = resolve_model_dir(spec, options)
             _resolved = (options, model_dir, load_config(model_dir, options))
         self.options, self.model_dir, self.config = _resolved
+        if not self.options.special_tokens and not self.reads_special_tokens:
+            raise ModelSpecError(
+                f"{spec_where(spec)}: option special_tokens applies to encoder-decoder models "
+                f"(hf-seq2seq) only; {self.kind} models keep their tokenizer's special tokens"
+            )
         self._check_config()
         self._tokenizer: Any = None
         self._tokenizer_limit: int | None = None

@@ -104,6 +104,8 @@ def fingerprint_dir(
         "revision": options.revision,
         "dtype": options.dtype,
         "max_length": options.max_length,
+        # only when off: the fingerprints (cache keys) of every other run are unchanged
+        **({} if options.special_tokens else {"special_tokens": False}),
         **(content_hashes(model_dir) if hashes is None else hashes),
         "files": hashlib.sha256("\n".join(stat).encode()).hexdigest()[:16],
     }
@@ -113,7 +115,7 @@ def fingerprint_dir(
 # The Hugging Face backends that name one model the same way (``hf:`` picks one of them).
 _HF_FAMILY = frozenset({"hf", "hf-causal", "hf-seq2seq", "hf-masked", "hf-classifier"})
 # Options whose default value is the same as not giving them.
-_DEFAULTS = {"dtype": "float32"}
+_DEFAULTS = {"dtype": "float32", "special_tokens": "true"}
 
 
 def model_identity(

@@ -45,6 +45,8 @@ _ALLOWED = {
     "packing": "true | false (score shared prefixes once; default: on when the model passes a check)",
     "input_format": "an input encoding the model expects, e.g. unifiedqa (see Capabilities)",
     "fused_gelu": "true | false (GPT-2's tanh GELU as one fused kernel; default true)",
+    "special_tokens": "true | false (hf-seq2seq: the tokenizer's special tokens, e.g. T5's </s>, "
+    "added to the input; default true)",
 }
 #: Options that change how a run goes, never an output: left out of the model's identity.
 RUN_ONLY = frozenset(
@@ -70,6 +72,7 @@ class HFOptions:
     packing: bool | None = None
     input_format: str | None = None
     fused_gelu: bool = True
+    special_tokens: bool = True  # the encoder input gets the tokenizer's special tokens
 
     @classmethod
     def from_spec(cls, spec: ModelSpec) -> HFOptions:
@@ -91,6 +94,7 @@ class HFOptions:
             max_length=None if length is None else context_length(spec, "max_length", length),
             trust_remote_code=flag("trust_remote_code", "false"),
             fused_gelu=flag("fused_gelu", "true"),
+            special_tokens=flag("special_tokens", "true"),
         )
 
     def torch_device(self) -> str:

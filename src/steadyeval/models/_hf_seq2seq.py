@@ -76,6 +76,7 @@ class HFSeq2SeqBackend(BatchedGeneration, HFBackendBase):
 
     kind = "hf-seq2seq"
     auto_class = "AutoModelForSeq2SeqLM"
+    reads_special_tokens = True
 
     def _check_config(self) -> None:
         if not getattr(self.config, "is_encoder_decoder", False):
@@ -116,7 +117,8 @@ class HFSeq2SeqBackend(BatchedGeneration, HFBackendBase):
         return self._tokenizer_limit or _DEFAULT_MAX_LENGTH
 
     def count_tokens(self, texts: Sequence[str]) -> list[int] | None:
-        return [len(self.tokenizer(t)["input_ids"]) for t in texts]
+        special = self.options.special_tokens
+        return [len(self.tokenizer(t, add_special_tokens=special)["input_ids"]) for t in texts]
 
     @cached_property
     def _raw_config(self) -> dict[str, Any]:
@@ -165,15 +167,18 @@ class HFSeq2SeqBackend(BatchedGeneration, HFBackendBase):
     def _source(
         self, text: str, chat: bool, system: str | None, turns: Sequence[tuple[str, str]] = ()
     ) -> _Input:
-        """Encoder ids of ``text`` (with the tokenizer's special tokens), cut on the right."""
+        """Encoder ids of ``text`` (with the tokenizer's special tokens unless the
+        ``special_tokens`` option is off), cut on the right."""
         if chat:
             text = chat_prompt(self.tokenizer, text, system, self.spec, turns)
-        tok = self.tokenizer
-        ids: list[int] = tok(text)["input_ids"]
+        tok, special = self.tokenizer, self.options.special_tokens
+        ids: list[int] = tok(text, add_special_tokens=special)["input_ids"]
         limit = self.max_length
         if len(ids) <= limit:
             return _Input(tuple(ids), False)
-        cut: list[int] = tok(text, truncation=True, max_length=limit)["input_ids"]
+        cut: list[int] = tok(text, truncation=True, max_length=limit, add_special_tokens=special)[
+            "input_ids"
+        ]
         return _Input(tuple(cut), True)
 
     def _target(self, continuation: str) -> tuple[int, ...]:
