@@ -48,6 +48,7 @@ from ._checkpoint import TrainOutcome
 from ._lm_loss import IGNORE_INDEX, corrupt_tokens, log1mexp, masked_lm_loss
 from ._loop import TrainConfig, fit, resolve_device
 from ._masked import MaskedPrompts, PromptExample
+from ._noise import Noise
 from ._pet import (
     SemiTerms,
     check_semi_args,
@@ -155,7 +156,7 @@ def train_adapet(
     unlabeled: Sequence[str] = (),
     mlm_weight: float = 0.0,
     mlm_probability: float = 0.15,
-    noise: float = 0.0,
+    noise: float | Noise = 0.0,
 ) -> TrainOutcome:
     """Fine-tune the masked LM in ``base`` with ADAPET (Tam et al., 2021); save to ``out_dir``.
 
