@@ -49,7 +49,9 @@ class Noise:
 
     def __post_init__(self) -> None:
         if self.kind not in NOISE_KINDS:
-            raise ValueError(f"noise kind must be one of {', '.join(NOISE_KINDS)}, got {self.kind!r}")
+            raise ValueError(
+                f"noise kind must be one of {', '.join(NOISE_KINDS)}, got {self.kind!r}"
+            )
         if not 0 <= self.rate < 1:
             raise ValueError(f"noise must be in [0, 1), got {self.rate}")
 
@@ -118,6 +120,7 @@ class EmbeddingDropout:
             yield
         finally:
             handle.remove()
+
 
 _KEEP, _MASK, _DROP = 0, 1, 2
 

@@ -46,7 +46,13 @@ def _chain(
     )
     t = get_task(task)
     members = tuple((p, 0) for p in t.patterns)
-    hp = {"committee": "fewnlu", "committee_share": 1.0, "max_length": 32, "verbalizer": "yes-no", **h}
+    hp = {
+        "committee": "fewnlu",
+        "committee_share": 1.0,
+        "max_length": 32,
+        "verbalizer": "yes-no",
+        **h,
+    }
     return Chain(
         "ipet", ctx, t, hp, BASES["pet"], strategy,  # type: ignore[arg-type]
         tuple(_split(s) for s in splits), (), members, 2,
@@ -92,7 +98,7 @@ def test_draws_are_seeded_subsets_of_the_stated_size() -> None:
     assert seen == set(cands)  # every candidate can be drawn
     with pytest.raises(ConfigError, match=r"^m: PET's committee rule takes round\(2 x 0.25\) = 0"):
         draw_committee(["a", "b"], 0.25, "pet", np.random.default_rng(0), "m")
-    with pytest.raises(ConfigError, match="^m: no generation g-1 model but its own predecessor"):
+    with pytest.raises(ConfigError, match=r"^m: no generation g-1 model but its own predecessor"):
         draw_committee([], 1.0, "fewnlu", np.random.default_rng(0), "m")
 
 

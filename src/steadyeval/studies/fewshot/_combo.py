@@ -20,6 +20,7 @@ from ...run import Block
 from ...scoring import OPTION_LOGPROB
 from ...train import TrainOutcome
 from ._builtin import trained_model
+from ._committee import COMMITTEES
 from ._methods import (
     MethodContext,
     Unit,
@@ -34,7 +35,6 @@ from ._methods import (
     verbalize,
 )
 from ._params import Param, float_in, int_in, one_of, train_config
-from ._committee import COMMITTEES
 from ._semi import Chain, Strategy, distil
 from ._trainers import BASES, BaseTrainer, Extras, Job, prompt_examples, shared_params
 
