@@ -21,7 +21,7 @@ from ._cls import ClsExample, train_cls
 from ._lm_loss import causal_lm_loss, mask_tokens, masked_lm_loss, text_mlm_loss
 from ._loop import TrainConfig, fit, resolve_device
 from ._masked import MASK_SLOT, MaskedPrompts, PromptExample
-from ._noise import TokenNoise
+from ._noise import EmbeddingDropout, Noise, NoiseKind, TokenNoise
 from ._pet import effective_max_length, pet_loss, quiet_transformers, score_masked, train_pet
 from ._pretrain import OBJECTIVES, Objective, pretrain, pretrained_model, texts_digest
 from ._ptuning import ptuning_pattern, train_ptuning
@@ -35,7 +35,10 @@ __all__ = [
     "CheckpointInfo",
     "CheckpointStore",
     "ClsExample",
+    "EmbeddingDropout",
     "MaskedPrompts",
+    "Noise",
+    "NoiseKind",
     "Objective",
     "PromptExample",
     "TokenNoise",

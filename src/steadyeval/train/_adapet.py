@@ -57,6 +57,7 @@ from ._checkpoint import TrainOutcome
 from ._lm_loss import log1mexp
 from ._loop import TrainConfig, fit, resolve_device
 from ._masked import MaskedPrompts, PromptExample
+from ._noise import Noise
 from ._pet import (
     SemiTerms,
     check_semi_args,
@@ -196,7 +197,7 @@ def train_adapet(
     unlabeled: Sequence[str] = (),
     mlm_weight: float = 0.0,
     mlm_probability: float = 0.15,
-    noise: float = 0.0,
+    noise: float | Noise = 0.0,
 ) -> TrainOutcome:
     """Fine-tune the masked LM in ``base`` with ADAPET (Tam et al., 2021); save to ``out_dir``.
 

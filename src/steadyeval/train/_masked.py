@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from ..models import SLOT, FilledSlot, fill_slot
 
 if TYPE_CHECKING:
-    from ._noise import TokenNoise
+    from ._noise import InputNoise
 
 __all__ = ["MASK_SLOT", "MaskedPrompts", "PromptExample"]
 
@@ -128,12 +128,12 @@ class MaskedPrompts:
         examples: Sequence[PromptExample],
         *,
         batch_size: int = 32,
-        noise: TokenNoise | None = None,
+        noise: InputNoise | None = None,
     ) -> list[Any]:
         """One 1-D tensor of option scores per example (differentiable when grads are on).
 
-        ``noise`` corrupts the prompts' context tokens first (training only; see
-        :class:`~steadyeval.train._noise.TokenNoise`).
+        ``noise`` noises the prompts' tokens or the model's input embeddings (training
+        only; see :mod:`steadyeval.train._noise`).
         """
         import torch
 
@@ -146,7 +146,7 @@ class MaskedPrompts:
         examples: Sequence[PromptExample],
         *,
         batch_size: int = 32,
-        noise: TokenNoise | None = None,
+        noise: InputNoise | None = None,
     ) -> list[list[Any]]:
         """Per example and option, the 1-D tensor of the option's token log-probabilities,
         each read at a mask over that token (one token: PET's score; several: the terms of
@@ -170,7 +170,11 @@ class MaskedPrompts:
                     parts.append((unique.setdefault(key, len(unique)), f.ids[p]))
                 row.append(parts)
             terms.append(row)
-        logp = self._logp_at(model, list(unique), batch_size, device)
+        if noise is None:
+            logp = self._logp_at(model, list(unique), batch_size, device)
+        else:
+            with noise.active(model):
+                logp = self._logp_at(model, list(unique), batch_size, device)
         out: list[list[Any]] = []
         for row in terms:
             out.append([torch.stack([logp[u, t] for u, t in parts]) for parts in row])

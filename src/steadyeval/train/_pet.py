@@ -14,7 +14,7 @@ from ._checkpoint import TrainOutcome
 from ._lm_loss import text_mlm_loss
 from ._loop import TrainConfig, fit, resolve_device
 from ._masked import MASK_SLOT, MaskedPrompts, PromptExample
-from ._noise import TokenNoise
+from ._noise import EmbeddingDropout, InputNoise, Noise, TokenNoise, as_noise
 
 __all__ = [
     "SemiTerms",
@@ -142,7 +142,7 @@ def save_checkpoint(
 
 
 def check_semi_args(
-    unlabeled: Sequence[str], mlm_weight: float, mlm_probability: float, noise: float
+    unlabeled: Sequence[str], mlm_weight: float, mlm_probability: float, noise: float | Noise
 ) -> None:
     """Validate :class:`SemiTerms`' arguments (before any model is loaded)."""
     if not (math.isfinite(mlm_weight) and mlm_weight >= 0):
@@ -151,13 +151,12 @@ def check_semi_args(
         raise ValueError("mlm_weight > 0 needs unlabelled texts (unlabeled=...)")
     if not 0 < mlm_probability <= 1:
         raise ValueError(f"mlm_probability must be in (0, 1], got {mlm_probability}")
-    if not 0 <= noise < 1:
-        raise ValueError(f"noise must be in [0, 1), got {noise}")
+    as_noise(noise)  # a kind and a rate in [0, 1), or a ValueError that says so
 
 
 class SemiTerms:
     """The semi-supervised additions one training run of PET, ADAPET or P-tuning (masked)
-    shares: Noisy Student's token noise (:attr:`noise`, for the labelled prompts' scoring)
+    shares: Noisy Student's input noise (:attr:`noise`, for the labelled prompts' scoring)
     and PET's auxiliary masked-LM loss on unlabelled texts (:meth:`add_mlm`), each drawn
     from its own generator of ``seed`` (see :func:`train_pet` for the arguments).
     ``protected`` ids (P-tuning's prompt tokens) are never noised nor MLM targets."""
@@ -172,17 +171,22 @@ class SemiTerms:
         unlabeled: Sequence[str] = (),
         mlm_weight: float = 0.0,
         mlm_probability: float = 0.15,
-        noise: float = 0.0,
+        noise: float | Noise = 0.0,
         protected: Collection[int] = (),
     ) -> None:
         check_semi_args(unlabeled, mlm_weight, mlm_probability, noise)
         self.tokenizer, self.max_length = tokenizer, max_length
         self.mlm_weight, self.mlm_probability = mlm_weight, mlm_probability
         self.protected = frozenset(protected)
-        self.noise: TokenNoise | None = None
-        if noise > 0:
+        self.noise: InputNoise | None = None
+        spec = as_noise(noise)
+        if spec.rate > 0 and spec.kind == "tokens":
             ids = {*tokenizer.all_special_ids, *self.protected}
-            self.noise = TokenNoise(noise, tokenizer.mask_token_id, ids, seeded_generator(seed, 1))
+            self.noise = TokenNoise(
+                spec.rate, tokenizer.mask_token_id, ids, seeded_generator(seed, 1)
+            )
+        elif spec.rate > 0:
+            self.noise = EmbeddingDropout(spec.rate, seeded_generator(seed, 1))
         self._texts = (
             TextBatches(unlabeled, batch_size, seeded_generator(seed, 2)) if mlm_weight else None
         )
@@ -211,7 +215,7 @@ def train_pet(
     unlabeled: Sequence[str] = (),
     mlm_weight: float = 0.0,
     mlm_probability: float = 0.15,
-    noise: float = 0.0,
+    noise: float | Noise = 0.0,
 ) -> TrainOutcome:
     """Fine-tune the masked LM in ``base`` on ``[Y]`` prompts and save it to ``out_dir``.
 
@@ -249,10 +253,13 @@ def train_pet(
         the learning rate, so **1e-4 is the recommended value** for a pretrained model.
         0 (the default) turns it off.
     noise
-        Noisy Student's input noise for a student (Xie et al., 2020): while training only,
-        each non-special token outside the ``[Y]`` slot is masked or dropped with this
-        probability (:class:`~steadyeval.train._noise.TokenNoise`); dropout is on as
-        always in training. Dev scoring sees clean prompts. 0 (the default): no noise.
+        Noisy Student's input noise for a student (Xie et al., 2020), while training only:
+        a :class:`~steadyeval.train.Noise` -- ``Noise("embedding-dropout", 0.05)`` is
+        FewNLU's dropout of embedding dimensions, ``Noise("tokens", p)`` masks or drops
+        each non-special token outside the ``[Y]`` slot with probability ``p`` -- or a
+        bare number, a ``tokens`` rate (see :mod:`steadyeval.train._noise`). Dropout is
+        on as always in training. Dev scoring sees clean prompts. 0 (the default): no
+        noise.
 
     Returns
     -------

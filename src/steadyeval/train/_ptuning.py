@@ -33,6 +33,7 @@ from ._causal import CausalPrompts
 from ._checkpoint import TrainOutcome
 from ._loop import TrainConfig, fit, resolve_device
 from ._masked import MaskedPrompts, PromptExample
+from ._noise import Noise, as_noise
 from ._pet import (
     SemiTerms,
     check_semi_args,
@@ -211,7 +212,7 @@ def train_ptuning(
     unlabeled: Sequence[str] = (),
     mlm_weight: float = 0.0,
     mlm_probability: float = 0.15,
-    noise: float = 0.0,
+    noise: float | Noise = 0.0,
 ) -> TrainOutcome:
     """P-tuning (Liu et al., 2021) of the masked or causal LM in ``base``; saved to ``out_dir``.
 
@@ -235,9 +236,11 @@ def train_ptuning(
         score of :func:`~steadyeval.train._causal.causal_option_request`).
     unlabeled, mlm_weight, mlm_probability, noise
         As :func:`~steadyeval.train.train_pet` (the same implementation): the auxiliary
-        masked-LM loss on unlabelled texts and Noisy Student's token noise; the prompt
-        tokens are never noised nor MLM targets. Masked LMs only: with ``kind="causal"``,
-        ``mlm_weight > 0`` or ``noise > 0`` is a :class:`~steadyeval.ConfigError`.
+        masked-LM loss on unlabelled texts and Noisy Student's input noise (a
+        :class:`~steadyeval.train.Noise` or a ``tokens`` rate); the prompt tokens are
+        never token-noised nor MLM targets (FewNLU's embedding dropout covers their rows).
+        Masked LMs only: with ``kind="causal"``, ``mlm_weight > 0`` or a noise rate > 0 is
+        a :class:`~steadyeval.ConfigError`.
 
     Notes
     -----
@@ -252,7 +255,7 @@ def train_ptuning(
     if kind not in ("masked", "causal"):
         raise ValueError(f"kind must be 'masked' or 'causal', got {kind!r}")
     check_semi_args(unlabeled, mlm_weight, mlm_probability, noise)
-    if kind == "causal" and (mlm_weight > 0 or noise > 0):
+    if kind == "causal" and (mlm_weight > 0 or as_noise(noise).rate > 0):
         what = "mlm_weight > 0" if mlm_weight > 0 else "noise > 0"
         raise ConfigError(f"P-tuning with {what} needs a masked LM; kind is causal")
     train_list, dev_list = list(train), list(dev)

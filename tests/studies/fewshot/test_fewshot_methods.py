@@ -33,6 +33,7 @@ from steadyeval.studies.fewshot._metrics import (
 )
 from steadyeval.studies.fewshot._report import fewshot_report_sections
 from steadyeval.studies.fewshot._semi import ensemble_probs, grow_sizes, pick_pseudo
+from steadyeval.train import Noise
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -311,7 +312,19 @@ def _synthetic(folder: Path) -> dict[str, str]:
     return out
 
 
-def test_ipet_and_noisy_students_beat_pet_on_eight_labelled(tmp_path: Path) -> None:
+def test_ipet_and_noisy_students_beat_pet_on_eight_labelled(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from steadyeval.studies.fewshot._trainers import PETBase
+
+    noises: list[tuple[int, Any]] = []  # (training examples, noise) of every PET run
+    real = PETBase.train
+
+    def spy(self: Any, job: Any, out: Path) -> Any:
+        noises.append((len(job.train), job.extras.noise))
+        return real(self, job, out)
+
+    monkeypatch.setattr(PETBase, "train", spy)
     words = " ".join(w for ws in [*_A.values(), *_B.values()] for w in ws)
     corpus = [*DEFAULT_CORPUS, f"the movie was {words} and . it was fun . Question Answer yes no"]
     model = build_tiny_model(tmp_path / "bert", "bert", seed=0, corpus=corpus)
@@ -319,8 +332,12 @@ def test_ipet_and_noisy_students_beat_pet_on_eight_labelled(tmp_path: Path) -> N
         "pattern": ["question"], "learning_rate": [3e-3], "steps": [40], "batch_size": [8],
         "eval_every": [10], "max_length": [32],
         # Tiny random models give small logit margins, so the distillation uses T = 1.
-        "ipet": {"generations": 1, "ensemble": "own-pattern", "temperature": 1.0, "steps": 60},
-        "noisy": {"rounds": 1, "steps": 60},
+        # Two seeds: a member's committee leaves out its own predecessor (FewNLU's rule).
+        "ipet": {"generations": 1, "ensemble": "own-pattern", "ensemble_seeds": 2,
+                 "temperature": 1.0, "steps": 60},
+        # Hard pseudo-labels (FewNLU's labelling) need more steps than soft ones.
+        "noisy": {"rounds": 1, "steps": 150, "ensemble": "own-pattern", "ensemble_seeds": 2,
+                  "growth": 25.0},
     }  # fmt: skip
     config = {
         "models": [f"hf:{model}"], "task": "RTE", **_synthetic(tmp_path),
@@ -331,6 +348,18 @@ def test_ipet_and_noisy_students_beat_pet_on_eight_labelled(tmp_path: Path) -> N
     test = {r.method: r.test_mean for r in result.analysis.side_by_side}
     assert test["pet"] <= 0.6, test  # the 8 labelled items teach only good / bad
     assert test["ipet"] > test["pet"] + 0.1 and test["noisy"] > test["pet"] + 0.1, test
+    # FewNLU's noise (embedding dropout 0.05) on the students only: the generation-0 models
+    # (8 labelled examples) train clean, the one student (8 + pseudo-labelled) noised.
+    fewnlu = Noise("embedding-dropout", 0.05)
+    noised = [n for n, noise in noises if noise == fewnlu]
+    assert len(noised) == 1 and noised[0] > 100, noises
+    assert all(noise == 0.0 for n, noise in noises if n == 8) and len(noises) > 4
+    # The noise and the committee are recorded in the noisy model's checkpoint manifest.
+    manifests = (tmp_path / "run" / "checkpoints").rglob("steadyeval-checkpoint.json")
+    payloads = [json.loads(m.read_text())["payload"] for m in manifests]
+    (noisy,) = [p for p in payloads if p.get("method") == "noisy"]
+    assert noisy["noise"] == {"kind": "embedding-dropout", "rate": 0.05, "on": "students"}
+    assert noisy["committee"] == {"rule": "fewnlu", "share": 1.0}
     design = result.summary["design"]
     assert {e["key"]: e["unlabelled"] for e in design["experiments"]}["RTE/ipet"] == {
         "source": str(tmp_path / "unlabelled.jsonl"),
@@ -361,7 +390,7 @@ def test_ipet_pseudo_labels_do_not_depend_on_the_model_files_identity(
     model = build_tiny_model(tmp_path / "bert", "bert", seed=0)
     space = {"pattern": ["question"], "learning_rate": [3e-3], "steps": [5], "batch_size": [8],
              "eval_every": [5], "max_length": [32], "generations": 1, "growth": 3.0,
-             "ensemble": "own-pattern"}  # fmt: skip
+             "ensemble": "own-pattern", "ensemble_seeds": 2}  # fmt: skip
     data = _synthetic(tmp_path)
     for run_name in ("a", "b"):
         where = tmp_path / f"model-{run_name}"

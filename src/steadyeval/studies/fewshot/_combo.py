@@ -20,6 +20,7 @@ from ...run import Block
 from ...scoring import OPTION_LOGPROB
 from ...train import TrainOutcome
 from ._builtin import trained_model
+from ._committee import COMMITTEES
 from ._methods import (
     MethodContext,
     Unit,
@@ -101,7 +102,31 @@ def _size(default: int) -> Param:
     )
 
 
-#: Each semi-supervised method's own hyperparameters (defaults as the papers').
+def _labelling() -> dict[str, Param]:
+    """iPET's labelling, which Noisy Student reuses (as FewNLU does): the ensemble, the
+    growth and the committee (:mod:`._committee`)."""
+    return {
+        "growth": Param("growth", lambda t: [5.0], float_in(1.0, 1e6), "training-set growth factor per generation (d)"),
+        "ensemble": Param("ensemble", lambda t: ["all-patterns"], one_of("all-patterns", "own-pattern"), "ensemble members' patterns"),
+        "ensemble_seeds": Param("ensemble_seeds", lambda t: [1], int_in(1, 100), "seeds per pattern in the ensemble"),
+        "committee": Param("committee", lambda t: ["fewnlu"], one_of(*COMMITTEES), "who labels a model's data: FewNLU's rule (at least one, unweighted) or PET's (no floor, weighted by accuracy before training)"),
+        "committee_share": _share(1.0),
+        "unlabelled_size": _size(200),
+    }  # fmt: skip
+
+
+def _share(default: float) -> Param:
+    return Param(
+        "committee_share",
+        lambda t: [default],
+        float_in(0.0, 1.0, open_low=True),
+        "share of the candidate models drawn into a committee (FewNLU: 1.0 single-split, "
+        "0.5 cross-split; PET: 0.25)",
+    )
+
+
+#: Each semi-supervised method's own hyperparameters (defaults as the papers'; the
+#: committee's share is FewNLU's for the method's strategy, see :class:`CombinedMethod`).
 SEMI_PARAMS: Mapping[Semi, dict[str, Param]] = {
     "mlm": {
         "mlm_weight": Param("mlm_weight", lambda t: [1e-4], float_in(0.0, 1e6, open_low=True), "weight of the auxiliary MLM loss (PET: 1e-4)"),
@@ -110,16 +135,14 @@ SEMI_PARAMS: Mapping[Semi, dict[str, Param]] = {
     },
     "ipet": {
         "generations": Param("generations", lambda t: [3], int_in(1, 100), "iPET generations after the first PET ensemble"),
-        "growth": Param("growth", lambda t: [5.0], float_in(1.0, 1e6), "training-set growth factor per generation (d)"),
-        "temperature": Param("temperature", lambda t: [2.0], float_in(0.0, 1e6, open_low=True), "softmax temperature of the ensemble's labels"),
-        "ensemble": Param("ensemble", lambda t: ["all-patterns"], one_of("all-patterns", "own-pattern"), "ensemble members' patterns"),
-        "ensemble_seeds": Param("ensemble_seeds", lambda t: [1], int_in(1, 100), "seeds per pattern in the ensemble"),
-        "unlabelled_size": _size(200),
+        "temperature": Param("temperature", lambda t: [2.0], float_in(0.0, 1e6, open_low=True), "softmax temperature of the distillation's soft labels"),
+        **_labelling(),
     },
     "noisy": {
-        "rounds": Param("rounds", lambda t: [3], int_in(1, 100), "student rounds (each student teaches the next)"),
-        "noise": Param("noise", lambda t: [0.1], float_in(0.0, 0.99), "token noise of the students"),
-        "unlabelled_size": _size(200),
+        "rounds": Param("rounds", lambda t: [3], int_in(1, 100), "student rounds (each student generation teaches the next)"),
+        "noise": Param("noise", lambda t: [0.05], float_in(0.0, 0.99), "the students' noise rate (FewNLU's dropout_rate: 0.05)"),
+        "noise_kind": Param("noise_kind", lambda t: ["embedding-dropout"], one_of("embedding-dropout", "tokens"), "FewNLU's dropout of embedding dimensions, or token masking / dropping"),
+        **_labelling(),
     },
 }  # fmt: skip
 
@@ -135,9 +158,10 @@ class CombinedMethod:
         self.name = spelling.name
         semi = spelling.semi
         self.uses_unlabelled = semi is not None
-        self.params: Mapping[str, Param] = {
-            **shared_params(), **self.base.params, **(SEMI_PARAMS[semi] if semi else {}),
-        }  # fmt: skip
+        params = {**shared_params(), **self.base.params, **(SEMI_PARAMS[semi] if semi else {})}
+        if "committee_share" in params and spelling.strategy == "cross-split":
+            params["committee_share"] = _share(0.5)  # FewNLU's cross-split scripts
+        self.params: Mapping[str, Param] = params
 
     def _serving(self) -> BaseTrainer:
         """iPET ends in a PET model distilled on soft labels; the others in the base's."""
@@ -183,15 +207,19 @@ class CombinedMethod:
         pool = unit.unlabelled[: int(h["unlabelled_size"])] if semi else ()
         if semi in ("ipet", "noisy"):
             chain = self._chain(unit, ctx, pool)
+            rule, share = chain.committee
+            recipe: dict[str, Any] = {"committee": {"rule": rule, "share": share}}
             if semi == "noisy":
-                final = (chain.rounds, 0, 0)
-                return (lambda out: chain.train_into(final, out)), {"chain": chain.key(final)}
+                final = (chain.rounds, 0, 0)  # member 0 is the unit's own pattern and seed
+                noise = {"kind": h["noise_kind"], "rate": float(h["noise"]), "on": "students"}
+                recipe |= {"chain": chain.key(final), "noise": noise}
+                return (lambda out: chain.train_into(final, out)), recipe
             last = [
                 chain.key((chain.rounds, s, m))
                 for s in chain.sources(0)
                 for m in range(len(chain.members))
             ]
-            return (lambda out: distil(chain, out, Extras())), {"teachers": last}
+            return (lambda out: distil(chain, out, Extras())), {"teachers": last, **recipe}
         extras = Extras()
         if semi == "mlm":
             template = self.base.template(unit.task, h)
@@ -214,22 +242,20 @@ class CombinedMethod:
 
     def _chain(self, unit: Unit, ctx: MethodContext, pool: tuple[Any, ...]) -> Chain:
         h = unit.hparams
+        patterns = list(unit.task.patterns) if h["ensemble"] == "all-patterns" else [h["pattern"]]
+        members = [(p, unit.seed + s) for p in patterns for s in range(int(h["ensemble_seeds"]))]
         if self.spelling.semi == "ipet":
-            patterns = (
-                list(unit.task.patterns) if h["ensemble"] == "all-patterns" else [h["pattern"]]
-            )
-            members = tuple(
-                (p, unit.seed + s) for p in patterns for s in range(int(h["ensemble_seeds"]))
-            )
             rounds = int(h["generations"])
-        else:
-            members, rounds = ((h["pattern"], unit.seed),), int(h["rounds"])
+        else:  # Noisy Student's final model is a student of the unit's own pattern and seed
+            own = (h["pattern"], unit.seed)
+            members = [own, *(x for x in members if x != own)]
+            rounds = int(h["rounds"])
         if not pool:
             raise ConfigError(f"method {self.name}: {unit.task.name} has no unlabelled examples")
         return Chain(
             "ipet" if self.spelling.semi == "ipet" else "noisy", ctx, unit.task, h, self.base,
             self.spelling.strategy, ((unit.train, unit.dev), *unit.siblings), tuple(pool),
-            members, rounds,
+            tuple(members), rounds,
         )  # fmt: skip
 
 

@@ -4,10 +4,12 @@ or cross-split pseudo-labelling.
 A *chain model* is one checkpoint: a base method (PET, ADAPET, P-tuning) trained at
 generation ``g`` on split ``j`` (its train part, selected on its dev part) with one ensemble
 member's pattern and seed. Generation 0 sees the labelled train part only; generation
-``g > 0`` also sees unlabelled examples labelled by the generation ``g - 1`` models of the
-*source* splits: the same split (``single-split``) or every other split of the same strategy
-and K (``cross-split``). Each chain model is trained through the study's
-:class:`~steadyeval.train.CheckpointStore` under a key that holds its teachers' keys, so
+``g > 0`` also sees unlabelled examples labelled by a *committee* of generation ``g - 1``
+models (:mod:`._committee`: by default FewNLU's, drawn from the same split's other models
+(``single-split``) or from every split's models but the model's own predecessor
+(``cross-split``)). Noisy Student is the same chain with its students (``g > 0``) trained
+under input noise, as FewNLU runs it. Each chain model is trained through the study's
+:class:`~steadyeval.train.CheckpointStore` under a key that holds its committee's keys, so
 units share chain models and a rerun trains nothing it has; all of it happens inside the
 unit's final model's training, i.e. only when the runner needs an answer it does not have.
 """
@@ -18,13 +20,14 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import numpy as np
 
 from ...items import Item
-from ...train import PromptExample, TrainOutcome, checkpoint_key, score_masked
-from ._methods import MethodContext, Split, derive_seed
+from ...train import Noise, PromptExample, TrainOutcome, checkpoint_key, score_masked
+from ._committee import Committee, Node, committee_candidates, committee_probs, draw_committee
+from ._methods import MethodContext, Split, derive_seed, pattern_template
 from ._params import Hparams, train_config
 from ._tasks import FewShotTask
 from ._trainers import BaseTrainer, Extras, Job, prompt_examples
@@ -32,8 +35,6 @@ from ._trainers import BaseTrainer, Extras, Job, prompt_examples
 __all__ = ["Chain", "Strategy", "ensemble_probs", "grow_sizes", "pick_pseudo"]
 
 Strategy = Literal["single-split", "cross-split"]
-#: A chain model: (generation, split index, member index).
-Node = tuple[int, int, int]
 
 
 def grow_sizes(n_labelled: int, growth: float, generations: int, pool: int) -> list[int]:
@@ -99,8 +100,11 @@ class Chain:
     rounds: int
     causal: bool = False
     _keys: dict[Node, str] = field(default_factory=dict, repr=False)
+    _committees: dict[Node, list[Node]] = field(default_factory=dict, repr=False)
+    _split_ids: dict[int, str] = field(default_factory=dict, repr=False)
 
     def sources(self, j: int) -> list[int]:
+        """The splits whose last-generation models the distillation reads."""
         if self.strategy == "single-split":
             return [j]
         return [i for i in range(len(self.splits)) if i != j] or [j]
@@ -108,19 +112,50 @@ class Chain:
     def member_h(self, m: int) -> dict[str, Any]:
         return {**self.h, "pattern": self.members[m][0]}
 
+    @property
+    def committee(self) -> tuple[Committee, float]:
+        """The committee rule and share (``committee``, ``committee_share``)."""
+        return cast(Committee, self.h["committee"]), float(self.h["committee_share"])
+
+    def split_id(self, j: int) -> str:
+        """Split ``j``'s content id (its train and dev items): the same split has the same
+        id in every unit, whatever its index there."""
+        if j not in self._split_ids:
+            train, dev = self.splits[j]
+            self._split_ids[j] = _items_hash((*train, *dev))
+        return self._split_ids[j]
+
+    def _identity(self, node: Node) -> tuple[str, str, int]:
+        return (self.split_id(node[1]), *self.members[node[2]])
+
     def teachers(self, node: Node) -> list[Node]:
-        g, j, _ = node
-        if g == 0:
+        """The committee that labels ``node``'s pseudo-labelled examples (see
+        :mod:`._committee`): candidates in a unit-independent order, drawn with a seed
+        from what the node is (never from a checkpoint key, which holds the base model's
+        file identity)."""
+        if node[0] == 0:
             return []
-        return [(g - 1, s, m) for s in self.sources(j) for m in range(len(self.members))]
+        if node not in self._committees:
+            cross = self.strategy == "cross-split"
+            cands = committee_candidates(node, len(self.splits), len(self.members), cross)
+            cands.sort(key=self._identity)
+            rule, share = self.committee
+            rng = np.random.default_rng(
+                derive_seed("committee", self.task.name, node[0], *self._identity(node))
+            )
+            pattern, seed = self.members[node[2]]
+            where = f"{self.kind} ({self.task.name}, pattern {pattern}, seed {seed})"
+            self._committees[node] = draw_committee(cands, share, rule, rng, where)
+        return self._committees[node]
 
     def key(self, node: Node) -> str:
         if node not in self._keys:
             g, j, m = node
             train, dev = self.splits[j]
+            rule, share = self.committee
             self._keys[node] = checkpoint_key(
                 {
-                    "version": 1,
+                    "version": 2,
                     "kind": f"{self.kind}-chain",
                     "task": self.task.name,
                     "base": self.base.name,
@@ -130,6 +165,7 @@ class Chain:
                     "train": [i.hash for i in train],
                     "dev": [i.hash for i in dev],
                     "pool": _items_hash(self.pool) if g else None,
+                    "committee": {"rule": rule, "share": share} if g else None,
                     "teachers": [self.key(t) for t in self.teachers(node)],
                     "base_model": self.ctx.base.fingerprint(),
                 }
@@ -152,9 +188,36 @@ class Chain:
         ).path
 
     def probs(self, teachers: Sequence[Node], temperature: float) -> np.ndarray:
-        """The teachers' averaged probabilities over the pool's options."""
+        """The teachers' averaged probabilities over the pool's options (the
+        distillation's soft labels)."""
         scores = [self._pool_scores(t) for t in teachers]
         return ensemble_probs(scores, temperature)
+
+    def label_probs(self, node: Node) -> np.ndarray:
+        """The label distribution ``node``'s committee gives the pool: the softmax of its
+        members' mean scores, weighted under PET's rule by their accuracy before training."""
+        teachers = self.teachers(node)
+        scores = [self._pool_scores(t) for t in teachers]
+        if self.committee[0] == "fewnlu":
+            return committee_probs(scores)
+        return committee_probs(scores, [self._before_training(t) for t in teachers])
+
+    def _before_training(self, node: Node) -> float:
+        """PET's ``wmean`` weight of a committee member: the accuracy of the untrained base
+        model with the member's pattern (PET's template) on the member's train part."""
+        h = self.member_h(node[2])
+        train = self.splits[node[1]][0]
+        key = ("before-training", self.key((0, node[1], node[2])))
+        cache = self.ctx.cache
+        if key not in cache:
+            examples = prompt_examples(self.task, h, pattern_template(self.task, h), train)
+            scores = score_masked(
+                self.ctx.base_dir(), examples, max_length=int(self.h["max_length"]),
+                device=self.ctx.device,
+            )  # fmt: skip
+            hits = [int(np.argmax(s)) == e.gold for s, e in zip(scores, examples, strict=True)]
+            cache[key] = sum(hits) / len(hits) if hits else 0.0
+        return float(cache[key])
 
     def _pool_scores(self, node: Node) -> np.ndarray:
         key = ("pool-scores", self.key(node))
@@ -183,36 +246,35 @@ class Chain:
         train, dev = self.splits[j]
         labelled = prompt_examples(self.task, h, template, train)
         extra: list[PromptExample] = []
-        noise = 0.0
         if g > 0:
-            extra, noise = self._pseudo(node, h, template, len(train), train)
+            extra = self._pseudo(node, h, template, train)
         job = Job(
             self.ctx.base_dir(), tuple(labelled + extra), tuple(prompt_examples(self.task, h, template, dev)),
             train_config(h, self.ctx.device), self.members[m][1], h, self.causal,
-            Extras(noise=noise),
+            Extras(noise=self.noise if g > 0 else 0.0),
         )  # fmt: skip
         return self.base.train(job, out)
 
+    @property
+    def noise(self) -> Noise | float:
+        """The students' input noise: Noisy Student's (``noise_kind``, ``noise``); none for
+        iPET."""
+        if self.kind != "noisy":
+            return 0.0
+        return Noise(self.h["noise_kind"], float(self.h["noise"]))
+
     def _pseudo(
-        self, node: Node, h: Hparams, template: Any, n_train: int, train: Sequence[Item]
-    ) -> tuple[list[PromptExample], float]:
+        self, node: Node, h: Hparams, template: Any, train: Sequence[Item]
+    ) -> list[PromptExample]:
+        """iPET's pseudo-labelled examples for ``node`` (Noisy Student reuses them, as
+        FewNLU does): hard labels from its committee, chosen per label."""
         g = node[0]
-        if self.kind == "ipet":
-            probs = self.probs(self.teachers(node), float(self.h["temperature"]))
-            n = grow_sizes(n_train, float(self.h["growth"]), g, len(self.pool))[-1]
-            # Seeded from what the node is, not from its checkpoint key: the key holds the
-            # base model's file identity (path, mtimes), which must not change the draw.
-            pattern, seed = self.members[node[2]]
-            rng = np.random.default_rng(
-                derive_seed("ipet", self.task.name, g, node[1], pattern, seed)
-            )
-            idx = pick_pseudo(probs, n, label_share(train, probs.shape[1]), rng)
-            hard = [np.eye(probs.shape[1])[int(probs[i].argmax())] for i in idx]
-            return prompt_examples(self.task, h, template, [self.pool[i] for i in idx], hard), 0.0
-        probs = self.probs(self.teachers(node), 1.0)
-        # Noisy Student: every pool example with the teachers' soft labels.
-        soft = list(probs)
-        return prompt_examples(self.task, h, template, self.pool, soft), float(self.h["noise"])
+        probs = self.label_probs(node)
+        n = grow_sizes(len(train), float(self.h["growth"]), g, len(self.pool))[-1]
+        rng = np.random.default_rng(derive_seed("ipet", self.task.name, g, *self._identity(node)))
+        idx = pick_pseudo(probs, n, label_share(train, probs.shape[1]), rng)
+        hard = [np.eye(probs.shape[1])[int(probs[i].argmax())] for i in idx]
+        return prompt_examples(self.task, h, template, [self.pool[i] for i in idx], hard)
 
 
 def label_share(items: Sequence[Item], n_options: int) -> list[float]:

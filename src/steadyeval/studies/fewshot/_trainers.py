@@ -13,7 +13,7 @@ from typing import Protocol
 from ..._errors import ConfigError
 from ...conditions import Template, expand
 from ...items import Item
-from ...train import PromptExample, TrainConfig, TrainOutcome, train_pet
+from ...train import Noise, PromptExample, TrainConfig, TrainOutcome, train_pet
 from ._methods import pattern_template, slot_condition, split_pattern, task_verbalizer, verbalize
 from ._params import PATTERN, VERBALIZER, Hparams, Param, float_in, int_in, train_params
 from ._tasks import FewShotTask
@@ -29,12 +29,13 @@ def shared_params() -> dict[str, Param]:
 @dataclass(frozen=True)
 class Extras:
     """What a semi-supervised method adds to one training run: unlabelled texts for PET's
-    auxiliary MLM loss, and Noisy Student's token noise."""
+    auxiliary MLM loss, and Noisy Student's input noise (a :class:`~steadyeval.train.Noise`,
+    or a number: a ``tokens`` rate)."""
 
     unlabelled: tuple[str, ...] = ()
     mlm_weight: float = 0.0
     mlm_probability: float = 0.15
-    noise: float = 0.0
+    noise: float | Noise = 0.0
 
 
 @dataclass(frozen=True)
