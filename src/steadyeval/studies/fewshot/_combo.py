@@ -114,6 +114,7 @@ SEMI_PARAMS: Mapping[Semi, dict[str, Param]] = {
         "temperature": Param("temperature", lambda t: [2.0], float_in(0.0, 1e6, open_low=True), "softmax temperature of the ensemble's labels"),
         "ensemble": Param("ensemble", lambda t: ["all-patterns"], one_of("all-patterns", "own-pattern"), "ensemble members' patterns"),
         "ensemble_seeds": Param("ensemble_seeds", lambda t: [1], int_in(1, 100), "seeds per pattern in the ensemble"),
+        "final": Param("final", lambda t: ["pet"], one_of("pet", "classifier"), "the distilled final model: a PET model (pet) or, as the PET paper, a sequence classifier (classifier)"),
         "unlabelled_size": _size(200),
     },
     "noisy": {
@@ -140,7 +141,8 @@ class CombinedMethod:
         }  # fmt: skip
 
     def _serving(self) -> BaseTrainer:
-        """iPET ends in a PET model distilled on soft labels; the others in the base's."""
+        """iPET ends in a PET model distilled on soft labels (with ``final: pet``; a
+        classifier with ``final: classifier``); the others in the base's."""
         return BASES["pet"] if self.spelling.semi == "ipet" else self.base
 
     def condition(self, unit: Unit, causal: bool) -> Condition:
@@ -168,6 +170,10 @@ class CombinedMethod:
         )
         train, extra = self._trainer(unit, ctx, causal)
         h = unit.hparams
+        if self.spelling.semi == "ipet" and h["final"] == "classifier":
+            from ._distil import classifier_block  # loads after this module (the registry)
+
+            return classifier_block(ctx, unit, self.name, train, extra)
         caps = Capabilities(fills_slots=not causal, max_length=int(h["max_length"]))
         kinds: frozenset[RequestKind] = frozenset({"score"} if causal else {"score", "top-k"})
         backend = "hf-causal" if causal else "hf-masked"
