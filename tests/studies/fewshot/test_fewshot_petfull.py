@@ -164,7 +164,7 @@ def test_pet_full_trains_its_ensemble_and_distils_it_into_a_classifier(
         train = _train_items(config["labelled"], member["train"])
         zero = score_masked(model, pet.examples(task, h, train), max_length=32)  # type: ignore[attr-defined]
         gold = [e.gold for e in pet.examples(task, h, train)]  # type: ignore[attr-defined]
-        weights.append(np.mean([int(np.argmax(s)) == g for s, g in zip(zero, gold)]))
+        weights.append(np.mean([int(np.argmax(s)) == g for s, g in zip(zero, gold, strict=True)]))
     assert len(set(weights)) > 1, weights  # distinct weights: wmean is not the plain mean here
     merged = np.average(np.stack(scores), axis=0, weights=weights) / 2.0
     expected = np.exp(merged) / np.exp(merged).sum(axis=1, keepdims=True)

@@ -39,7 +39,7 @@ __all__ = [
 
 
 def merge_scores(
-    scores: Sequence[Sequence[Sequence[float]]],
+    scores: Sequence[np.ndarray] | Sequence[Sequence[Sequence[float]]],
     weights: Sequence[float] | None,
     temperature: float,
 ) -> np.ndarray:

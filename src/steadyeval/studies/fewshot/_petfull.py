@@ -102,7 +102,9 @@ class PETFullMethod:
         def train(out: Path) -> TrainOutcome:
             from ._distil import merge_scores, train_on_soft_labels, zero_shot_accuracy
 
-            scores = [self._pool_scores(m, key, pool, ctx) for m, key in zip(members, keys)]
+            scores = [
+                self._pool_scores(m, key, pool, ctx) for m, key in zip(members, keys, strict=True)
+            ]
             weights = (
                 [zero_shot_accuracy(ctx, unit.task, m.hparams, unit.train) for m in members]
                 if h["reduction"] == "wmean"

@@ -227,7 +227,9 @@ def _transductive(info: FewShotDesign) -> list[Section]:
         "separate unlabelled data (FewGLUE's unlabeled.jsonl)."
     )
     return [
-        Section.of("fewshot-transductive", "Transductive run", [Note(text, "warning")], SOURCE, lead=True)
+        Section.of(
+            "fewshot-transductive", "Transductive run", [Note(text, "warning")], SOURCE, lead=True
+        )
     ]
 
 
