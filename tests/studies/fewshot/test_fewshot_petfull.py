@@ -18,7 +18,7 @@ from steadyeval import ConfigError, RunOptions, load_backend
 from steadyeval.studies import run_study
 from steadyeval.studies.fewshot import FewShotConfig, fewshot_design, get_method, get_task
 from steadyeval.studies.fewshot._distil import merge_scores
-from steadyeval.train import ClsExample, TrainedModel, score_masked
+from steadyeval.train import ClsExample, TrainConfig, TrainedModel, score_masked, train_cls
 from steadyeval.train._cls import cls_loss
 
 from .test_fewshot_methods import _synthetic
@@ -67,6 +67,12 @@ def test_the_classifiers_soft_loss_is_pets_distillation_loss() -> None:
     assert float(cls_loss(logits[:1], [soft], 2.0)) == pytest.approx(float(pet), rel=1e-6)
     with pytest.raises(ValueError, match="soft label must be probabilities summing to 1"):
         ClsExample((("a", None),), 0, (0.5, 0.6))
+    three = ClsExample((("a", None),), 0, (0.2, 0.3, 0.5))
+    with pytest.raises(ValueError, match="train example 0: a soft label over 3 classes, expected 2"):
+        train_cls("unused", [three], [], TrainConfig(steps=1), n_labels=2, seed=0, out_dir="x")
+    with pytest.raises(ValueError, match="temperature must be a positive number"):
+        train_cls("unused", [soft], [], TrainConfig(steps=1), n_labels=2, seed=0, out_dir="x",
+                  temperature=0.0)  # fmt: skip
 
 
 # -- the methods ------------------------------------------------------------------------------
