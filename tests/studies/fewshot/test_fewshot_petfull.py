@@ -68,7 +68,9 @@ def test_the_classifiers_soft_loss_is_pets_distillation_loss() -> None:
     with pytest.raises(ValueError, match="soft label must be probabilities summing to 1"):
         ClsExample((("a", None),), 0, (0.5, 0.6))
     three = ClsExample((("a", None),), 0, (0.2, 0.3, 0.5))
-    with pytest.raises(ValueError, match="train example 0: a soft label over 3 classes, expected 2"):
+    with pytest.raises(
+        ValueError, match="train example 0: a soft label over 3 classes, expected 2"
+    ):
         train_cls("unused", [three], [], TrainConfig(steps=1), n_labels=2, seed=0, out_dir="x")
     with pytest.raises(ValueError, match="temperature must be a positive number"):
         train_cls("unused", [soft], [], TrainConfig(steps=1), n_labels=2, seed=0, out_dir="x",
@@ -183,3 +185,26 @@ def _train_items(labelled: str, hashes: list[str]) -> list[Any]:
 
     by_hash = {i.hash: i for i in load_task_items(get_task("RTE"), labelled)}
     return [by_hash[h] for h in hashes]
+
+
+def test_a_transductive_run_opens_its_report_with_a_warning(
+    tiny_bert: Path, tmp_path: Path
+) -> None:
+    """Issue 40, point 3: the report's first (lead) section names the experiments that used
+    the test inputs; a run on an unlabelled file has no such section."""
+    from steadyeval.studies.fewshot._report import _transductive
+
+    data = _synthetic(tmp_path)
+    base = {"models": [f"hf:{tiny_bert}"], "task": "RTE", "labelled": data["labelled"],
+            "test": data["test"], "methods": ["ipet", "pet"], "strategies": ["multisplit"],
+            "k": 1, "k_values": [1]}  # fmt: skip
+    backends = [load_backend(f"hf:{tiny_bert}")]
+    info = fewshot_design(FewShotConfig(**base, transductive=True), backends, RunOptions()).info
+    (section,) = _transductive(info)  # type: ignore[arg-type]
+    assert section.lead and section.title == "Transductive run"
+    text = section.blocks[0].text  # type: ignore[union-attr]
+    assert "RTE/ipet used the test set's inputs" in text and "RTE/pet" not in text
+    assert info.transductive  # type: ignore[union-attr]
+    given = FewShotConfig(**base, unlabelled=data["unlabelled"])
+    info = fewshot_design(given, backends, RunOptions()).info
+    assert _transductive(info) == [] and not info.transductive  # type: ignore[arg-type, union-attr]
