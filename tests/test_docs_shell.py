@@ -468,6 +468,13 @@ SUBSTITUTIONS += (
     ),
     Substitution(
         "docs/study-fewshot.md",
+        _FEWNLU_SPACE,
+        "pet-full:\n  ensemble_seeds: 3             # PET models per pattern (timoschick/pet: 3)",
+        "pet-full:\n  ensemble_seeds: 1",
+        _FEWSHOT_TIME + " (one PET model per pattern in full PET's ensemble)",
+    ),
+    Substitution(
+        "docs/study-fewshot.md",
         _PET_SPACE,
         "learning_rate: [1e-5, 2e-5]\nsteps: [250]\neval_every: [50]",
         "learning_rate: [1e-4]\nsteps: [2]\neval_every: [1]\nbatch_size: [4]",

@@ -110,7 +110,9 @@ def fewshot_space(example: tuple[bytes, str], folder: Path) -> None:
     raw, method = example
     (folder / "rte.jsonl").write_text(RTE)
     (folder / "space.yaml").write_bytes(raw)
-    check_cli([*_BASE, "--space", "space.yaml", "--method", method, "--dry-run"])
+    # iPET reads unlabelled examples: the test inputs here (rte.jsonl has no unlabeled.jsonl).
+    semi = ["--transductive"] if method == "ipet" else []
+    check_cli([*_BASE, "--space", "space.yaml", "--method", method, *semi, "--dry-run"])
 
 
 # -- FewGLUE task folders ------------------------------------------------------------------------
@@ -173,7 +175,7 @@ def fewshot_fewglue(example: tuple[str, int, Any, Any, str], folder: Path) -> No
     check_cli(
         ["study", "fewshot", "--model", "scripted:m", "--task", task, "--labelled", "FewGLUE",
          "--test-from-labelled", "2", "--k", "2", "--k-values", "2", "--strategy", "multisplit",
-         "--method", method, "--dry-run"]
+         "--method", method, *(["--transductive"] if method == "ipet" else []), "--dry-run"]
     )  # fmt: skip
 
 

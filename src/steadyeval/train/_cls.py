@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,7 +14,7 @@ from ._checkpoint import TrainOutcome
 from ._loop import TrainConfig, fit, resolve_device
 from ._pet import effective_max_length, quiet_transformers, save_checkpoint
 
-__all__ = ["ClsExample", "train_cls"]
+__all__ = ["ClsExample", "cls_loss", "train_cls"]
 
 
 @dataclass(frozen=True)
@@ -23,15 +24,26 @@ class ClsExample:
     ``inputs`` holds one text segment pair per *input*: a classification task has one pair
     and ``n_labels`` classes; a choice task (COPA) has one pair per choice and the head
     scores each pair (a multiple-choice head). ``b`` may be None for single-text inputs.
+    ``soft``, when given, is a target distribution over the classes (or choices), e.g. a PET
+    ensemble's soft label: the example is then trained by distillation (see
+    :func:`train_cls`) and ``gold`` is only its most likely class.
     """
 
     inputs: tuple[tuple[str, str | None], ...]
     gold: int
+    soft: tuple[float, ...] | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "inputs", tuple((a, b) for a, b in self.inputs))
         if not self.inputs:
             raise ValueError("a CLS example needs at least one input")
+        if self.soft is not None:
+            soft = tuple(float(p) for p in self.soft)
+            if not soft or any(not 0.0 <= p <= 1.0 for p in soft) or abs(sum(soft) - 1) > 1e-6:
+                raise ValueError(
+                    f"a CLS example's soft label must be probabilities summing to 1; got {soft[:8]}"
+                )
+            object.__setattr__(self, "soft", soft)
 
 
 def _load(base: str | Path, n_labels: int | None, seed: int) -> tuple[Any, Any]:
@@ -90,6 +102,10 @@ def _check(examples: Sequence[ClsExample], n_labels: int | None, where: str) -> 
             top = n_labels
         if not 0 <= ex.gold < top:
             raise ValueError(f"{where} example {i}: gold {ex.gold} outside 0..{top - 1}")
+        if ex.soft is not None and len(ex.soft) != top:
+            raise ValueError(
+                f"{where} example {i}: a soft label over {len(ex.soft)} classes, expected {top}"
+            )
 
 
 def train_cls(
@@ -101,6 +117,7 @@ def train_cls(
     n_labels: int | None,
     seed: int,
     out_dir: str | Path,
+    temperature: float = 1.0,
 ) -> TrainOutcome:
     """Fine-tune ``base`` with a new classification head and save it to ``out_dir``.
 
@@ -109,10 +126,17 @@ def train_cls(
     (``AutoModelForMultipleChoice``). Cross-entropy loss; best-dev (accuracy) weights kept
     as in :func:`steadyeval.train.train_pet`. The head is initialised from ``seed``. The
     saved checkpoint is an ``hf-classifier`` model (``hf-classifier:FOLDER?max_length=N``).
+
+    An example with a ``soft`` label is trained by knowledge distillation as PET trains its
+    final classifier: ``temperature**2 * KL(soft || softmax(logits / temperature))``
+    (``distillation_loss`` in timoschick/pet ``pet/utils.py``), averaged over the batch with
+    the other examples' cross-entropy. ``temperature`` changes nothing for hard examples.
     """
     require("fine-tuning runs", *HF_MODEL_MODULES)
     import torch
 
+    if isinstance(temperature, bool) or not 0 < float(temperature) < math.inf:
+        raise ValueError(f"temperature must be a positive number; got {temperature!r}")
     train_list, dev_list = list(train), list(dev)
     _check(train_list, n_labels, "train")
     _check(dev_list, n_labels, "dev")
@@ -124,8 +148,10 @@ def train_cls(
     def loss_fn(indices: list[int]) -> Any:
         batch = [train_list[i] for i in indices]
         logits = enc.logits(model, batch)
-        gold = torch.tensor([ex.gold for ex in batch], device=logits.device)
-        return torch.nn.functional.cross_entropy(logits.float(), gold)
+        if all(ex.soft is None for ex in batch):
+            gold = torch.tensor([ex.gold for ex in batch], device=logits.device)
+            return torch.nn.functional.cross_entropy(logits.float(), gold)
+        return cls_loss(logits.float(), batch, float(temperature))
 
     def evaluate() -> float:
         preds = _predict(model, enc, dev_list)
@@ -139,6 +165,25 @@ def train_cls(
         model, loss_fn, len(train_list), evaluate if dev_list else None, config, seed=seed
     )
     return save_checkpoint(model, tokenizer, out_dir, outcome, max_length)
+
+
+def cls_loss(logits: Any, examples: Sequence[ClsExample], temperature: float) -> Any:
+    """The batch's mean loss: cross-entropy for a hard example; for a soft one PET's
+    distillation loss, ``T**2 * KL(soft || softmax(logits / T))`` (timoschick/pet
+    ``pet/utils.py`` ``distillation_loss``: its ``kl_div(..., reduction='sum') * T**2 /
+    batch`` is this, averaged)."""
+    import torch
+
+    losses = []
+    for z, ex in zip(logits, examples, strict=True):
+        if ex.soft is None:
+            losses.append(-torch.log_softmax(z, dim=-1)[ex.gold])
+            continue
+        target = torch.tensor(ex.soft, dtype=z.dtype, device=z.device)
+        logp = torch.log_softmax(z / temperature, dim=-1)
+        kl = torch.nn.functional.kl_div(logp, target, reduction="sum")
+        losses.append(kl * temperature**2)
+    return torch.stack(losses).mean()
 
 
 def _predict(model: Any, enc: _Encoder, examples: Sequence[ClsExample]) -> list[list[float]]:

@@ -342,6 +342,30 @@ def test_unlabelled_examples_no_method_reads_are_an_error(rte: Path) -> None:
     assert "is read only by the semi-supervised methods" in message and "icl" in message
 
 
+@pytest.mark.parametrize("method", ["ipet", "noisy/cross-split", "pet+mlm", "pet-full"])
+def test_a_method_without_unlabelled_examples_is_refused_unless_transductive(
+    rte: Path, tiny_bert: Path, method: str
+) -> None:
+    """Issue 40, point 3: no unlabeled.jsonl next to the labelled file and no --unlabelled:
+    refused with where FewGLUE's come from, unless --transductive (then the test inputs)."""
+    message = _error(_study(rte, "--method", method))
+    assert message.count("\n") == 1, message  # one line
+    assert f"RTE: no unlabelled examples for the methods that read them (no {rte.parent}" in message
+    assert "https://github.com/timoschick/fewglue: FewGLUE/RTE/unlabeled.jsonl" in message
+    assert "--unlabelled FILE|DIR" in message and "--transductive" in message
+    bert = f"hf:{tiny_bert}"
+    result = CliRunner().invoke(main, _study(rte, "--method", method, "--transductive", model=bert))
+    assert result.exit_code == 0, result.output
+
+
+def test_transductive_is_refused_where_it_would_change_nothing(rte: Path) -> None:
+    message = _error(_study(rte, "--method", "ipet", "--transductive", "--unlabelled", str(rte)))
+    assert "give unlabelled or transductive, not both" in message
+    message = _error(_study(rte, "--method", "pet", "--transductive"))
+    assert "transductive: only the methods that read unlabelled examples" in message
+    assert "none of pet does" in message
+
+
 def test_a_device_this_machine_lacks_is_refused_by_the_dry_run(tiny_bert: Path, rte: Path) -> None:
     from steadyeval.train import resolve_device
 

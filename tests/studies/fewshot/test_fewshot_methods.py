@@ -436,7 +436,7 @@ def test_tasks_times_methods_design_records_unlabelled_sources(
     config = FewShotConfig(
         models=[f"hf:{tiny_bert}"], tasks=["RTE", "COPA"], methods=["pet", "ipet/cross-split"],
         labelled=str(shared_data / "fewglue" / "FewGLUE"), test_from_labelled=16,
-        strategies=["multisplit"], k=2, k_values=[2],
+        strategies=["multisplit"], k=2, k_values=[2], transductive=True,
         space={"learning_rate": [1e-3], "steps": [2], "ipet": {"generations": 1}},
     )  # fmt: skip
     design = fewshot_design(config, [load_backend(f"hf:{tiny_bert}")], RunOptions())
@@ -463,6 +463,7 @@ def test_tasks_times_methods_design_records_unlabelled_sources(
     # RTE's teachers: its 3 patterns' models on the other split; COPA's: its 2 patterns'.
     assert sorted(len(r["teachers"]) for r in recipes) == [2] * 4 + [3] * 4
     assert len({tuple(r["teachers"]) for r in recipes}) == 2 * 2  # per task, per split
+    assert info.transductive
     with pytest.raises(ConfigError, match=r"^method ipet needs a masked LM; .* is causal"):
         gpt = config.model_copy(update={"models": [f"hf:{tiny_gpt2}"], "methods": ["ipet"]})
         fewshot_design(gpt, [load_backend(f"hf:{tiny_gpt2}")], RunOptions())

@@ -49,7 +49,15 @@ from ._params import (
 )
 from ._tasks import FewShotTask
 
-__all__ = ["CLSMethod", "ICLMethod", "PETMethod", "trained_model"]
+__all__ = [
+    "CLSMethod",
+    "ICLMethod",
+    "PETMethod",
+    "classifier_condition",
+    "classifier_items",
+    "n_labels",
+    "trained_model",
+]
 
 
 def trained_model(
@@ -157,9 +165,10 @@ class PETMethod:
             )
         return [PromptExample(t.prompt, t.options or (), t.gold_displayed[0]) for t in trials]
 
-    def block(self, unit: Unit, ctx: MethodContext) -> Block:
+    def trainer(self, unit: Unit, ctx: MethodContext) -> Callable[[Path], TrainOutcome]:
+        """The unit's training function (also what full PET trains its ensemble with, so
+        that its members are this method's checkpoints)."""
         task, h = unit.task, unit.hparams
-        require_trainable(ctx, self.name, masked=True)
 
         def train(folder: Path) -> TrainOutcome:
             return train_pet(
@@ -171,9 +180,14 @@ class PETMethod:
                 out_dir=folder,
             )
 
+        return train
+
+    def block(self, unit: Unit, ctx: MethodContext) -> Block:
+        task, h = unit.task, unit.hparams
+        require_trainable(ctx, self.name, masked=True)
         caps = Capabilities(fills_slots=True, max_length=int(h["max_length"]))
         model = trained_model(
-            ctx, unit, self.name, "hf-masked", train,
+            ctx, unit, self.name, "hf-masked", self.trainer(unit, ctx),
             kinds=frozenset({"score", "top-k"}), capabilities=caps,
         )  # fmt: skip
         items = verbalize(scored_items(unit), task_verbalizer(task, h["verbalizer"]))
@@ -189,6 +203,32 @@ CLASSIFIER_TEMPLATE = Template(
     ),
     answer="",
 )
+
+
+def classifier_condition(name: str) -> Condition:
+    """A classifier checkpoint's condition: the items' text pairs scored by the head."""
+    return Condition(
+        name=name,
+        template=CLASSIFIER_TEMPLATE,
+        format=Format(name="classifier", kind="mc"),
+        scoring=CLASSIFIER_HEAD,
+    )
+
+
+def classifier_items(unit: Unit) -> list[Item]:
+    """The unit's scored items with their text pairs for a classification head
+    (``metadata["classifier_inputs"]``)."""
+    return [
+        dataclasses.replace(
+            i, metadata={**i.metadata, INPUTS_KEY: [list(p) for p in unit.task.cls_inputs(i)]}
+        )
+        for i in scored_items(unit)
+    ]
+
+
+def n_labels(task: FewShotTask) -> int | None:
+    """The classification head's classes (None: a multiple-choice head, for COPA)."""
+    return None if task.kind == "choice" else len(task.labels)
 
 
 class CLSMethod:
@@ -209,16 +249,10 @@ class CLSMethod:
         return [ClsExample(task.cls_inputs(i), i.gold_options[0]) for i in items]
 
     def condition(self, task: FewShotTask, h: Hparams) -> Condition:
-        return Condition(
-            name=condition_name(self.name, task.key, h),
-            template=CLASSIFIER_TEMPLATE,
-            format=Format(name="classifier", kind="mc"),
-            scoring=CLASSIFIER_HEAD,
-        )
+        return classifier_condition(condition_name(self.name, task.key, h))
 
     def block(self, unit: Unit, ctx: MethodContext) -> Block:
         task = unit.task
-        n_labels = None if task.kind == "choice" else len(task.labels)
 
         def train(folder: Path) -> TrainOutcome:
             return train_cls(
@@ -226,7 +260,7 @@ class CLSMethod:
                 self.examples(task, unit.train),
                 self.examples(task, unit.dev),
                 train_config(unit.hparams, ctx.device),
-                n_labels=n_labels,
+                n_labels=n_labels(task),
                 seed=unit.seed,
                 out_dir=folder,
             )
@@ -234,13 +268,7 @@ class CLSMethod:
         model = trained_model(
             ctx, unit, self.name, "hf-classifier", train, kinds=frozenset({"classify"})
         )
-        items = [
-            dataclasses.replace(
-                i, metadata={**i.metadata, INPUTS_KEY: [list(p) for p in task.cls_inputs(i)]}
-            )
-            for i in scored_items(unit)
-        ]
-        return Block(items, [self.condition(task, unit.hparams)], [model])
+        return Block(classifier_items(unit), [self.condition(task, unit.hparams)], [model])
 
 
 for _method in (ICLMethod(), PETMethod(), CLSMethod()):

@@ -136,6 +136,7 @@ SEMI_PARAMS: Mapping[Semi, dict[str, Param]] = {
     "ipet": {
         "generations": Param("generations", lambda t: [3], int_in(1, 100), "iPET generations after the first PET ensemble"),
         "temperature": Param("temperature", lambda t: [2.0], float_in(0.0, 1e6, open_low=True), "softmax temperature of the distillation's soft labels"),
+        "final": Param("final", lambda t: ["pet"], one_of("pet", "classifier"), "the distilled final model: a PET model (pet) or, as the PET paper, a sequence classifier (classifier)"),
         **_labelling(),
     },
     "noisy": {
@@ -164,7 +165,8 @@ class CombinedMethod:
         self.params: Mapping[str, Param] = params
 
     def _serving(self) -> BaseTrainer:
-        """iPET ends in a PET model distilled on soft labels; the others in the base's."""
+        """iPET ends in a PET model distilled on soft labels (with ``final: pet``; a
+        classifier with ``final: classifier``); the others in the base's."""
         return BASES["pet"] if self.spelling.semi == "ipet" else self.base
 
     def condition(self, unit: Unit, causal: bool) -> Condition:
@@ -192,6 +194,10 @@ class CombinedMethod:
         )
         train, extra = self._trainer(unit, ctx, causal)
         h = unit.hparams
+        if self.spelling.semi == "ipet" and h["final"] == "classifier":
+            from ._distil import classifier_block  # loads after this module (the registry)
+
+            return classifier_block(ctx, unit, self.name, train, extra)
         caps = Capabilities(fills_slots=not causal, max_length=int(h["max_length"]))
         kinds: frozenset[RequestKind] = frozenset({"score"} if causal else {"score", "top-k"})
         backend = "hf-causal" if causal else "hf-masked"

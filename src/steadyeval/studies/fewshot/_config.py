@@ -63,10 +63,16 @@ class FewShotConfig(StudyConfig):
     )
     unlabelled: str | None = Field(
         None,
-        description="Unlabelled examples for the semi-supervised methods: a JSONL file or a "
-        "folder holding TASK/unlabeled.jsonl [default: the unlabeled.jsonl next to the "
-        "labelled file; where there is none, the test set's inputs without their labels].",
+        description="Unlabelled examples for the methods that read them (pet+mlm, ipet, noisy, "
+        "pet-full): a JSONL file or a folder holding TASK/unlabeled.jsonl [default: the "
+        "unlabeled.jsonl next to the labelled file].",
         json_schema_extra={"metavar": "FILE|DIR", "path": True},
+    )
+    transductive: bool = Field(
+        False,
+        description="Where a task has no unlabeled.jsonl, use its test set's inputs (without "
+        "their labels) as the unlabelled examples: transductive, and named in the report "
+        "[default: off; such a task is refused].",
     )
     test_from_labelled: int | None = Field(
         None,
@@ -77,8 +83,8 @@ class FewShotConfig(StudyConfig):
     methods: list[str] = Field(
         ["icl"],
         min_length=1,
-        description="A method: icl, pet, cls, adapet, ptuning, pet+mlm, ipet, noisy or a "
-        "combination such as ipet+adapet/cross-split; repeat for several.",
+        description="A method: icl, pet, cls, pet-full, adapet, ptuning, pet+mlm, ipet, noisy "
+        "or a combination such as ipet+adapet/cross-split; repeat for several.",
         json_schema_extra={"flag": "method"},
     )
     strategies: list[Literal["multisplit", "cv", "mdl", "fixed"]] = Field(
@@ -189,4 +195,9 @@ class FewShotConfig(StudyConfig):
             )
         if (self.test is None) == (self.test_from_labelled is None):
             raise ValueError("give exactly one of test (a file) and test_from_labelled (N)")
+        if self.transductive and self.unlabelled is not None:
+            raise ValueError(
+                "give unlabelled or transductive, not both: with unlabelled every task's "
+                "unlabelled examples come from there, so transductive would change nothing"
+            )
         return self

@@ -1,5 +1,5 @@
 """Where each task's data comes from: its labelled file, its test set and its unlabelled
-examples (FewGLUE's ``unlabeled.jsonl``, or a documented fallback)."""
+examples (FewGLUE's ``unlabeled.jsonl``, or with ``transductive`` the test set's inputs)."""
 
 from __future__ import annotations
 
@@ -23,8 +23,8 @@ __all__ = ["TaskData", "load_task_data", "load_unlabelled_items"]
 
 #: How FewGLUE (and SuperGLUE) name a task's files inside a task folder.
 TRAIN_FILE, TEST_FILE, UNLABELLED_FILE = "train.jsonl", "val.jsonl", "unlabeled.jsonl"
-#: The fallback source of unlabelled examples (recorded in the design).
-FALLBACK = "test-inputs"
+#: The source of unlabelled examples under ``transductive`` (recorded in the design).
+TRANSDUCTIVE = "test-inputs"
 
 
 @dataclass(frozen=True)
@@ -91,12 +91,29 @@ def load_unlabelled_items(task: FewShotTask, path: str | Path) -> list[Item]:
     return items
 
 
+#: Where FewGLUE's unlabelled sets come from (named when a task has none).
+FEWGLUE_REPO = "https://github.com/timoschick/fewglue"
+
+
+def no_unlabelled(task: FewShotTask, looked: Path) -> ConfigError:
+    """The one-line refusal of a task without unlabelled examples (and without
+    ``transductive``)."""
+    return ConfigError(
+        f"{task.name}: no unlabelled examples for the methods that read them (no {looked}); "
+        f"FewGLUE ships one for every task ({FEWGLUE_REPO}: FewGLUE/{task.name}/"
+        f"{UNLABELLED_FILE}): pass it with --unlabelled FILE|DIR (config key unlabelled), or "
+        "use the test set's inputs without their labels with --transductive (transductive: "
+        "true)"
+    )
+
+
 def _unlabelled(
     config: FewShotConfig, task: FewShotTask, test: Sequence[Item], several: bool
 ) -> tuple[list[Item], str]:
     """The task's unlabelled examples and where they came from. A file or folder given as
     ``unlabelled`` must hold them (an error otherwise, never a silent fallback); without
-    it, the ``unlabeled.jsonl`` next to the labelled file, else the test set's inputs."""
+    it, the ``unlabeled.jsonl`` next to the labelled file, else (only with
+    ``transductive``) the test set's inputs; else an error that says where FewGLUE's are."""
     if config.unlabelled is not None:
         path = Path(config.unlabelled)
         if os.path.isdir(path):
@@ -111,9 +128,11 @@ def _unlabelled(
     path = folder / UNLABELLED_FILE
     if os.path.lexists(path):  # there: it must be a readable regular file
         return load_unlabelled_items(task, path), str(path)
+    if not config.transductive:
+        raise no_unlabelled(task, path)
     return [
         dataclasses.replace(i, metadata={**i.metadata, "unlabelled": True}) for i in test
-    ], FALLBACK
+    ], TRANSDUCTIVE
 
 
 def load_task_data(config: FewShotConfig, task: FewShotTask, *, unlabelled: bool) -> TaskData:

@@ -173,8 +173,14 @@ def _experiments(config: FewShotConfig) -> list[_Experiment]:
     if config.unlabelled is not None and not semi:
         raise ConfigError(
             f"unlabelled: {shorten(config.unlabelled, 80)} is read only by the semi-supervised "
-            f"methods (pet+mlm, ipet, noisy and their combinations); none of "
+            f"methods (pet+mlm, ipet, noisy, pet-full and their combinations); none of "
             f"{', '.join(m.name for m in methods)} reads it: drop it or add such a method"
+        )
+    if config.transductive and not semi:
+        raise ConfigError(
+            "transductive: only the methods that read unlabelled examples (pet+mlm, ipet, "
+            f"noisy, pet-full and their combinations) use the test inputs; none of "
+            f"{', '.join(m.name for m in methods)} does: drop it or add such a method"
         )
     spaces = [method_space(config.space, method, every) for method in methods]
     in_run = {task.key for task in tasks}
@@ -385,5 +391,6 @@ def _info(
         split_sizes=config.split_sizes,
         seed=config.seed,
         final_seeds=config.final_seeds,
+        transductive=config.transductive,
         units={"distinct": n_units, "usages": n_usages},
     )

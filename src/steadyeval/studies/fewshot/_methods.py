@@ -265,6 +265,6 @@ def icl_condition(task: FewShotTask, h: Hparams, seed: int) -> Condition:
     )
 
 
-# The built-in methods (ICL, PET, CLS) register themselves when their module loads; loading it
-# here means every way into the registry sees them.
-from . import _builtin, _combo  # noqa: E402, F401
+# The built-in methods (ICL, PET, CLS, full PET, the combinations) register themselves when
+# their module loads; loading it here means every way into the registry sees them.
+from . import _builtin, _combo, _petfull  # noqa: E402, F401

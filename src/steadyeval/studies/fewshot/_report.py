@@ -249,14 +249,43 @@ def _count(n: int | None) -> str:
     return "" if n is None else str(n)
 
 
+#: The unlabelled source of a transductive experiment (``_data.TRANSDUCTIVE``).
+TEST_INPUTS = "test-inputs"
+
+
 def _unlabelled_note(design: FewShotDesignExperiment) -> str:
     u = design.unlabelled
     if not u:
         return ""
     where = (
-        "the test set's inputs without labels (fallback)" if u.source == "test-inputs" else u.source
+        "the test set's inputs without labels (--transductive)"
+        if u.source == TEST_INPUTS
+        else u.source
     )
     return f" Unlabelled examples: {u.available} from {where}."
+
+
+def _transductive(info: FewShotDesign) -> list[Section]:
+    """The report's first section when an experiment took its unlabelled examples from the
+    test set's inputs (``--transductive``): it changes what the numbers mean."""
+    used = [
+        d.key
+        for d in info.experiment_list
+        if d.unlabelled is not None and d.unlabelled.source == TEST_INPUTS
+    ]
+    if not used:
+        return []
+    text = (
+        f"Transductive run (--transductive): {', '.join(used)} used the test set's inputs "
+        "(without their labels) as unlabelled examples, so their models saw the test inputs "
+        "before being scored on them; their scores are not comparable with those of a run on "
+        "separate unlabelled data (FewGLUE's unlabeled.jsonl)."
+    )
+    return [
+        Section.of(
+            "fewshot-transductive", "Transductive run", [Note(text, "warning")], SOURCE, lead=True
+        )
+    ]
 
 
 def _slug(text: str) -> str:
@@ -272,7 +301,8 @@ def fewshot_report_sections(
     info = FewShotDesign.from_json(design, source="design")
     designs = info.experiment_list
     several = len(designs) > 1
-    sections = [methods_section(analysis.methods, SOURCE)] if several else []
+    sections = _transductive(info)
+    sections += [methods_section(analysis.methods, SOURCE)] if several else []
     for d in designs:
         exp = analysis.experiments[d.key]
         suffix = f"-{_slug(d.key)}" if several else ""

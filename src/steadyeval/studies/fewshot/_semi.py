@@ -287,13 +287,17 @@ def label_share(items: Sequence[Item], n_options: int) -> list[float]:
 
 
 def distil(chain: Chain, out: Path, extras: Extras) -> TrainOutcome:
-    """iPET's last step: one model of the unit's own setting trained on the labelled train
-    part and the whole pool soft-labelled by the last generation's ensemble (averaged
-    probabilities, temperature ``h["temperature"]``; PET's distillation)."""
+    """iPET's last step. With ``final: pet``: one PET model of the unit's own setting trained
+    on the labelled train part and the whole pool soft-labelled by the last generation's
+    ensemble (averaged probabilities, temperature ``h["temperature"]``). With ``final:
+    classifier``: PET's own last step, a sequence classifier distilled from the last
+    generation (:func:`distil_classifier`)."""
     from ._trainers import BASES
 
     last = chain.rounds
     teachers = [(last, s, m) for s in chain.sources(0) for m in range(len(chain.members))]
+    if chain.h.get("final", "pet") == "classifier":
+        return distil_classifier(chain, teachers, out)
     probs = chain.probs(teachers, float(chain.h["temperature"]))
     pet = BASES["pet"]
     h = chain.h
@@ -306,3 +310,23 @@ def distil(chain: Chain, out: Path, extras: Extras) -> TrainOutcome:
         train_config(h, chain.ctx.device), chain.members[0][1], h, False, extras,
     )  # fmt: skip
     return pet.train(job, out)
+
+
+def distil_classifier(chain: Chain, teachers: Sequence[Node], out: Path) -> TrainOutcome:
+    """iPET's final classifier as timoschick/pet's ``train_ipet`` trains it (``pet/modeling.py``
+    lines 197-213, commit 21d32de): the last generation's models' pool scores merged by
+    PET's weighted mean (each weighted by its pattern's accuracy, before training, on the
+    train part it was trained on), soft labels at ``h["temperature"]``, a classifier trained
+    on the soft-labelled pool alone (:mod:`._distil`)."""
+    from ._distil import merge_scores, train_on_soft_labels, zero_shot_accuracy
+
+    scores = [chain._pool_scores(t) for t in teachers]
+    weights = [
+        zero_shot_accuracy(chain.ctx, chain.task, chain.member_h(m), chain.splits[s][0])
+        for _, s, m in teachers
+    ]
+    soft = merge_scores(scores, weights, float(chain.h["temperature"]))
+    dev = chain.splits[0][1]
+    return train_on_soft_labels(
+        chain.ctx, chain.task, chain.h, chain.pool, soft, dev, chain.members[0][1], out
+    )

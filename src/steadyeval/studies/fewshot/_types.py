@@ -285,7 +285,8 @@ class FewShotDesignExperiment(DesignRecord):
 class FewShotDesign(Design):
     """What a few-shot run was: its tasks, methods and experiments (task × method), the base
     model, the strategies, the main K and the Ks run (and those skipped), Multi-Splits'
-    ratio, how split sizes round, the seed, the final runs' seeds and the units trained.
+    ratio, how split sizes round, the seed, the final runs' seeds, whether the run was
+    transductive and the units trained.
     The first experiment's facts are also at the top (``task``, ``method``, ``grid``, ...), as
     one-task one-method runs always had; a design written before several experiments has no
     ``experiments`` (:attr:`experiment_list` reads it as one)."""
@@ -308,6 +309,8 @@ class FewShotDesign(Design):
     split_sizes: str | None = None
     seed: int = 0
     final_seeds: int = 0
+    #: ``--transductive``: a task without unlabelled examples used its test set's inputs.
+    transductive: bool = False
     units: dict[str, Any] | None = None
 
     @property
