@@ -133,7 +133,7 @@ def test_pet_full_trains_its_ensemble_and_distils_it_into_a_classifier(
         "learning_rate": [3e-3], "steps": [4], "batch_size": [8], "eval_every": [2],
         "max_length": [32], "pattern": ["question"], "unlabelled_size": 16,
         "pet-full": {"ensemble_seeds": 1},
-        "ipet": {"generations": 1, "ensemble": "own-pattern", "final": "classifier"},
+        "ipet": {"generations": 1, "ensemble": "own-pattern", "ensemble_seeds": 2, "final": "classifier"},
     }  # fmt: skip
     config = {
         "models": [f"hf:{model}"], "task": "RTE", **_synthetic(tmp_path),
@@ -156,9 +156,11 @@ def test_pet_full_trains_its_ensemble_and_distils_it_into_a_classifier(
     manifest = json.loads((folder / "steadyeval-checkpoint.json").read_text())
     teachers = manifest["payload"]["teachers"]
     assert len(teachers) == 3  # RTE's three patterns, one seed each
-    # 7 checkpoints: pet's (also a pet-full member), 2 more members, pet-full's classifier,
-    # iPET's generations 0 and 1 and its classifier.
-    assert len([p for p in (out / "checkpoints").iterdir() if p.is_dir()]) == 7
+    # 9 checkpoints: pet's (also a pet-full member), 2 more members, pet-full's classifier,
+    # iPET's generations 0 and 1 (two seeds each: a committee needs a model besides the own
+    # predecessor) and its classifier.
+    n_checkpoints = len([p for p in (out / "checkpoints").iterdir() if p.is_dir()])
+    assert n_checkpoints == 9, n_checkpoints
     pool, soft = next((p, s) for p, s in seen if len(p) == 16 and s.shape == (16, 2))
     task, pet = get_task("RTE"), get_method("pet")
     scores, weights = [], []
