@@ -16,9 +16,9 @@ from steadyeval.items import Item
 from steadyeval.studies.fewshot import get_method, get_task
 from steadyeval.studies.fewshot._committee import (
     committee_candidates,
-    committee_probs,
     committee_size,
     draw_committee,
+    merge_scores,
 )
 from steadyeval.studies.fewshot._methods import MethodContext
 from steadyeval.studies.fewshot._semi import Chain
@@ -102,17 +102,17 @@ def test_draws_are_seeded_subsets_of_the_stated_size() -> None:
         draw_committee([], 1.0, "fewnlu", np.random.default_rng(0), "m")
 
 
-def test_committee_probs_mean_and_pets_weighted_mean() -> None:
+def test_committee_labels_are_the_mean_and_pets_weighted_mean() -> None:
     a, b = np.array([[2.0, 0.0]]), np.array([[0.0, 0.0]])
     # Unweighted (FewNLU): softmax of the mean score [1, 0].
     s = 1 / (1 + math.exp(-1.0))
-    assert committee_probs([a, b])[0] == pytest.approx([s, 1 - s])
+    assert merge_scores([a, b], None, 1.0)[0] == pytest.approx([s, 1 - s])
     # PET's wmean with weights 0.75 and 0.25: softmax of [1.5, 0]; weights need not sum to 1.
     w = 1 / (1 + math.exp(-1.5))
-    assert committee_probs([a, b], [0.75, 0.25])[0] == pytest.approx([w, 1 - w])
-    assert committee_probs([a, b], [3.0, 1.0])[0] == pytest.approx([w, 1 - w])
-    with pytest.raises(ConfigError, match="weights sum to 0"):
-        committee_probs([a, b], [0.0, 0.0])
+    assert merge_scores([a, b], [0.75, 0.25], 1.0)[0] == pytest.approx([w, 1 - w])
+    assert merge_scores([a, b], [3.0, 1.0], 1.0)[0] == pytest.approx([w, 1 - w])
+    with pytest.raises(ConfigError, match=r"not all 0.*use committee: fewnlu"):
+        merge_scores([a, b], [0.0, 0.0], 1.0, fix="committee: fewnlu")
 
 
 # -- the rules in a chain ----------------------------------------------------------------------
@@ -171,12 +171,12 @@ def test_pets_rule_weights_members_by_their_accuracy_before_training(
     )
     scores = {1: np.array([[2.0, 0.0]]), 2: np.array([[0.0, 0.0]])}
     weight = {1: 0.75, 2: 0.25}
-    monkeypatch.setattr(chain, "_pool_scores", lambda node: scores[node[2]])
+    monkeypatch.setattr(chain, "pool_scores", lambda node: scores[node[2]])
     monkeypatch.setattr(chain, "_before_training", lambda node: weight[node[2]])
     w = 1 / (1 + math.exp(-1.5))
     assert chain.label_probs((1, 0, 0))[0] == pytest.approx([w, 1 - w])
     fewnlu = _chain(tmp_path, tiny_bert, "RTE", ["s0"], "single-split")
-    monkeypatch.setattr(fewnlu, "_pool_scores", lambda node: scores[node[2]])
+    monkeypatch.setattr(fewnlu, "pool_scores", lambda node: scores[node[2]])
     s = 1 / (1 + math.exp(-1.0))
     assert fewnlu.label_probs((1, 0, 0))[0] == pytest.approx([s, 1 - s])
     # The weight itself: the untrained base's accuracy with the member's pattern, in [0, 1].

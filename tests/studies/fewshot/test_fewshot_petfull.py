@@ -17,7 +17,7 @@ import torch
 from steadyeval import ConfigError, RunOptions, load_backend
 from steadyeval.studies import run_study
 from steadyeval.studies.fewshot import FewShotConfig, fewshot_design, get_method, get_task
-from steadyeval.studies.fewshot._distil import merge_scores
+from steadyeval.studies.fewshot._committee import merge_scores
 from steadyeval.train import ClsExample, TrainConfig, TrainedModel, score_masked, train_cls
 from steadyeval.train._cls import cls_loss
 

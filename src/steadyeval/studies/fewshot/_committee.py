@@ -36,9 +36,9 @@ __all__ = [
     "Committee",
     "Node",
     "committee_candidates",
-    "committee_probs",
     "committee_size",
     "draw_committee",
+    "merge_scores",
 ]
 
 Committee = Literal["fewnlu", "pet"]
@@ -93,23 +93,49 @@ def draw_committee(
     return [candidates[int(i)] for i in sorted(picked)]
 
 
-def committee_probs(
-    scores: Sequence[np.ndarray], weights: Sequence[float] | None = None
+def merge_scores(
+    scores: Sequence[np.ndarray] | Sequence[Sequence[Sequence[float]]],
+    weights: Sequence[float] | None,
+    temperature: float,
+    *,
+    fix: str = "reduction: mean",
 ) -> np.ndarray:
-    """The committee's label distribution: ``softmax`` over options of the mean (weighted by
-    ``weights`` when given) of the members' option scores (rows: examples)."""
-    stacked = np.asarray([np.asarray(s, dtype=float) for s in scores])
+    """The ensemble's soft labels: ``softmax(merged / temperature)`` per example, where
+    ``merged`` is the members' scores (members × examples × options) averaged with
+    ``weights`` (None: unweighted). iPET's committees (temperature 1) and PET's final
+    distillation (``pet-full``, iPET's ``final: classifier``) both merge this way; ``fix`` is
+    the setting an all-zero weighting error suggests.
+
+    As timoschick/pet does it: ``merge_logits_lists`` (``pet/modeling.py``, lines 579-600)
+    averages the members' *logits* (``np.average(..., weights=...)``), and
+    ``distillation_loss`` (``pet/utils.py``, line 341) takes ``softmax(targets / T)`` of the
+    result: the scores are averaged before the softmax, not the members' probabilities.
+    A member's score per option may be shifted by a constant per example (a log-probability
+    instead of a logit) without changing the result.
+
+    Raises
+    ------
+    ConfigError
+        Weights that sum to 0 (every member wrong on every train example before training:
+        PET's ``np.average`` fails there too), or members of different shapes.
+    """
+    arr = np.asarray([np.asarray(s, dtype=float) for s in scores])
+    if arr.ndim != 3 or not arr.size:
+        raise ConfigError(
+            f"merge_scores: expected members x examples x options scores; got shape {arr.shape}"
+        )
     if weights is None:
-        mean = stacked.mean(axis=0)
+        merged = arr.mean(axis=0)
     else:
         w = np.asarray(weights, dtype=float)
-        if w.sum() <= 0:
+        if w.shape != (arr.shape[0],) or not np.all(w >= 0) or not w.sum() > 0:
             raise ConfigError(
-                "PET's weighted committee: every member scores 0 on its training set before "
-                "training, so the weights sum to 0 (PET's wmean fails there); use committee: "
-                "fewnlu"
+                f"PET's weighted mean (reduction wmean) needs one weight >= 0 per model, "
+                f"not all 0; got {w.tolist()} (every model scored 0 on the train part before "
+                f"training): use {fix}"
             )
-        mean = np.tensordot(w / w.sum(), stacked, axes=1)
-    z = np.exp(mean - mean.max(axis=1, keepdims=True))
+        merged = np.average(arr, axis=0, weights=w)
+    z = merged / float(temperature)
+    z = np.exp(z - z.max(axis=1, keepdims=True))
     probs: np.ndarray = z / z.sum(axis=1, keepdims=True)
     return probs

@@ -12,6 +12,7 @@ response cache trains nothing. New methods (ADAPET, P-tuning, iPET, Noisy Studen
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -166,6 +167,11 @@ def condition_name(method: str, task: str, h: Hparams) -> str:
     """A setting's condition name, ``METHOD-TASK-ID`` (``pet-rte-0123456789``): unique across
     the tasks and methods of a run, so each condition has one template."""
     return f"{method}-{task.lower()}-{hparams_id(h)}"
+
+
+def items_hash(items: Sequence[Item]) -> str:
+    """The content hash of an ordered list of items (a split's or a pool's part of a recipe)."""
+    return hashlib.sha256("".join(i.hash for i in items).encode()).hexdigest()
 
 
 def derive_seed(*parts: object) -> int:

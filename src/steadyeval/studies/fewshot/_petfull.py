@@ -22,7 +22,8 @@ from ..._errors import ConfigError
 from ...items import Item
 from ...run import Block
 from ...train import TrainOutcome, checkpoint_key, score_masked
-from ._methods import MethodContext, Unit, register_method, require_trainable
+from ._committee import merge_scores
+from ._methods import MethodContext, Unit, items_hash, register_method, require_trainable
 from ._params import VERBALIZER, Param, float_in, int_in, one_of, train_params
 
 if TYPE_CHECKING:
@@ -89,7 +90,7 @@ class PETFullMethod:
         ]
 
     def block(self, unit: Unit, ctx: MethodContext) -> Block:
-        from ._distil import classifier_block, pool_hash
+        from ._distil import classifier_block
 
         require_trainable(ctx, self.name, masked=True)
         h = unit.hparams
@@ -100,7 +101,8 @@ class PETFullMethod:
         keys = [checkpoint_key(ctx.recipe(m, "pet")) for m in members]
 
         def train(out: Path) -> TrainOutcome:
-            from ._distil import merge_scores, train_on_soft_labels, zero_shot_accuracy
+            from ._distil import train_on_soft_labels
+            from ._trainers import zero_shot_accuracy
 
             scores = [
                 self._pool_scores(m, key, pool, ctx) for m, key in zip(members, keys, strict=True)
@@ -113,16 +115,15 @@ class PETFullMethod:
             soft = merge_scores(scores, weights, float(h["temperature"]))
             return train_on_soft_labels(ctx, unit.task, h, pool, soft, unit.dev, unit.seed, out)
 
-        recipe = {"teachers": keys, "pool": pool_hash(pool)}
+        recipe = {"teachers": keys, "pool": items_hash(pool)}
         return classifier_block(ctx, unit, self.name, train, recipe)
 
     def _pool_scores(
         self, member: Unit, key: str, pool: Sequence[Item], ctx: MethodContext
     ) -> np.ndarray:
         """The member's option scores on the pool (its checkpoint trained, or found, first)."""
-        from ._distil import pool_hash
 
-        cached = ("pool-scores", key, pool_hash(pool))
+        cached = ("pool-scores", key, items_hash(pool))
         if cached not in ctx.cache:
             pet = _pet()
             path = ctx.store.get_or_train(

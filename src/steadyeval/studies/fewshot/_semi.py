@@ -16,7 +16,6 @@ unit's final model's training, i.e. only when the runner needs an answer it does
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,11 +25,11 @@ import numpy as np
 
 from ...items import Item
 from ...train import Noise, PromptExample, TrainOutcome, checkpoint_key, score_masked
-from ._committee import Committee, Node, committee_candidates, committee_probs, draw_committee
-from ._methods import MethodContext, Split, derive_seed, pattern_template
+from ._committee import Committee, Node, committee_candidates, draw_committee, merge_scores
+from ._methods import MethodContext, Split, derive_seed, items_hash
 from ._params import Hparams, train_config
 from ._tasks import FewShotTask
-from ._trainers import BaseTrainer, Extras, Job, prompt_examples
+from ._trainers import BaseTrainer, Extras, Job, prompt_examples, zero_shot_accuracy
 
 __all__ = ["Chain", "Strategy", "ensemble_probs", "grow_sizes", "pick_pseudo"]
 
@@ -73,10 +72,6 @@ def pick_pseudo(
         w = probs[cand, lab]
         picked += rng.choice(cand, size=want, replace=False, p=w / w.sum()).tolist()
     return sorted(int(i) for i in picked)
-
-
-def _items_hash(items: Sequence[Item]) -> str:
-    return hashlib.sha256("".join(i.hash for i in items).encode()).hexdigest()
 
 
 @dataclass
@@ -122,7 +117,7 @@ class Chain:
         id in every unit, whatever its index there."""
         if j not in self._split_ids:
             train, dev = self.splits[j]
-            self._split_ids[j] = _items_hash((*train, *dev))
+            self._split_ids[j] = items_hash((*train, *dev))
         return self._split_ids[j]
 
     def _identity(self, node: Node) -> tuple[str, str, int]:
@@ -164,7 +159,7 @@ class Chain:
                     "generation": g,
                     "train": [i.hash for i in train],
                     "dev": [i.hash for i in dev],
-                    "pool": _items_hash(self.pool) if g else None,
+                    "pool": items_hash(self.pool) if g else None,
                     "committee": {"rule": rule, "share": share} if g else None,
                     "teachers": [self.key(t) for t in self.teachers(node)],
                     "base_model": self.ctx.base.fingerprint(),
@@ -190,36 +185,25 @@ class Chain:
     def probs(self, teachers: Sequence[Node], temperature: float) -> np.ndarray:
         """The teachers' averaged probabilities over the pool's options (the
         distillation's soft labels)."""
-        scores = [self._pool_scores(t) for t in teachers]
+        scores = [self.pool_scores(t) for t in teachers]
         return ensemble_probs(scores, temperature)
 
     def label_probs(self, node: Node) -> np.ndarray:
         """The label distribution ``node``'s committee gives the pool: the softmax of its
         members' mean scores, weighted under PET's rule by their accuracy before training."""
         teachers = self.teachers(node)
-        scores = [self._pool_scores(t) for t in teachers]
+        scores = [self.pool_scores(t) for t in teachers]
         if self.committee[0] == "fewnlu":
-            return committee_probs(scores)
-        return committee_probs(scores, [self._before_training(t) for t in teachers])
+            return merge_scores(scores, None, 1.0)
+        weights = [self._before_training(t) for t in teachers]
+        return merge_scores(scores, weights, 1.0, fix="committee: fewnlu")
 
     def _before_training(self, node: Node) -> float:
         """PET's ``wmean`` weight of a committee member: the accuracy of the untrained base
         model with the member's pattern (PET's template) on the member's train part."""
-        h = self.member_h(node[2])
-        train = self.splits[node[1]][0]
-        key = ("before-training", self.key((0, node[1], node[2])))
-        cache = self.ctx.cache
-        if key not in cache:
-            examples = prompt_examples(self.task, h, pattern_template(self.task, h), train)
-            scores = score_masked(
-                self.ctx.base_dir(), examples, max_length=int(self.h["max_length"]),
-                device=self.ctx.device,
-            )  # fmt: skip
-            hits = [int(np.argmax(s)) == e.gold for s, e in zip(scores, examples, strict=True)]
-            cache[key] = sum(hits) / len(hits) if hits else 0.0
-        return float(cache[key])
+        return zero_shot_accuracy(self.ctx, self.task, self.member_h(node[2]), self.splits[node[1]][0])
 
-    def _pool_scores(self, node: Node) -> np.ndarray:
+    def pool_scores(self, node: Node) -> np.ndarray:
         key = ("pool-scores", self.key(node))
         cache = self.ctx.cache
         if key not in cache:
@@ -318,13 +302,10 @@ def distil_classifier(chain: Chain, teachers: Sequence[Node], out: Path) -> Trai
     PET's weighted mean (each weighted by its pattern's accuracy, before training, on the
     train part it was trained on), soft labels at ``h["temperature"]``, a classifier trained
     on the soft-labelled pool alone (:mod:`._distil`)."""
-    from ._distil import merge_scores, train_on_soft_labels, zero_shot_accuracy
+    from ._distil import train_on_soft_labels
 
-    scores = [chain._pool_scores(t) for t in teachers]
-    weights = [
-        zero_shot_accuracy(chain.ctx, chain.task, chain.member_h(m), chain.splits[s][0])
-        for _, s, m in teachers
-    ]
+    scores = [chain.pool_scores(t) for t in teachers]
+    weights = [chain._before_training(t) for t in teachers]
     soft = merge_scores(scores, weights, float(chain.h["temperature"]))
     dev = chain.splits[0][1]
     return train_on_soft_labels(

@@ -10,15 +10,32 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Protocol
 
+import numpy as np
+
 from ..._errors import ConfigError
 from ...conditions import Template, expand
 from ...items import Item
-from ...train import Noise, PromptExample, TrainConfig, TrainOutcome, train_pet
-from ._methods import pattern_template, slot_condition, split_pattern, task_verbalizer, verbalize
+from ...train import Noise, PromptExample, TrainConfig, TrainOutcome, score_masked, train_pet
+from ._methods import (
+    MethodContext,
+    pattern_template,
+    slot_condition,
+    split_pattern,
+    task_verbalizer,
+    verbalize,
+)
 from ._params import PATTERN, VERBALIZER, Hparams, Param, float_in, int_in, train_params
 from ._tasks import FewShotTask
 
-__all__ = ["BASES", "BaseTrainer", "Extras", "Job", "prompt_examples", "shared_params"]
+__all__ = [
+    "BASES",
+    "BaseTrainer",
+    "Extras",
+    "Job",
+    "prompt_examples",
+    "shared_params",
+    "zero_shot_accuracy",
+]
 
 
 def shared_params() -> dict[str, Param]:
@@ -189,3 +206,24 @@ class PTuningBase:
 BASES: Mapping[str, BaseTrainer] = MappingProxyType(
     {b.name: b for b in (PETBase(), ADAPETBase(), PTuningBase())}
 )
+
+
+def zero_shot_accuracy(
+    ctx: MethodContext, task: FewShotTask, h: Hparams, items: Sequence[Item]
+) -> float:
+    """The untrained base model's accuracy on ``items`` with the pattern and verbalizer of
+    ``h``: PET's weight of a model in ``wmean`` (``train_set_before_training``, computed
+    before the model trains, ``pet/modeling.py`` lines 433-434, read back in
+    ``merge_logits``, lines 557-562). Cached per run."""
+    key = (
+        "zero-shot-accuracy", ctx.base.fingerprint(), task.name, h["pattern"], h["verbalizer"],
+        int(h["max_length"]), tuple(i.hash for i in items),
+    )  # fmt: skip
+    if key not in ctx.cache:
+        examples = prompt_examples(task, h, pattern_template(task, h), items)
+        scores = score_masked(
+            ctx.base_dir(), examples, max_length=int(h["max_length"]), device=ctx.device
+        )
+        hits = [int(np.argmax(s)) == ex.gold for s, ex in zip(scores, examples, strict=True)]
+        ctx.cache[key] = sum(hits) / len(hits) if hits else 0.0
+    return float(ctx.cache[key])
