@@ -162,6 +162,24 @@ def test_csv_errors_name_file_and_line(tmp_path: Path) -> None:
         ScoreTable.read(42)  # type: ignore[arg-type]
 
 
+def test_csv_with_a_byte_order_mark(tmp_path: Path) -> None:
+    """Excel's "CSV UTF-8" starts with a byte order mark: the first column keeps its name."""
+    path = tmp_path / "excel.csv"
+    path.write_bytes("model,relation,score\nA,r,1.5\nB,r,2.5\n".encode("utf-8-sig"))
+    table = ScoreTable.read(path)
+    assert table.models == ("A", "B") and table.original().tolist() == [[1.5, 2.5]]
+
+
+def test_a_numpy_bool_is_not_a_score() -> None:
+    """``np.True_`` is refused as Python's ``True`` is (it is not a score of 1)."""
+    rows = [
+        {"model": "A", "relation": "r", "score": np.True_},
+        {"model": "B", "relation": "r", "score": 1},
+    ]
+    with pytest.raises(DataError, match=r"rows\[0\], field 'score'.*not a finite number"):
+        ScoreTable.read(rows)
+
+
 # -- the study's std with the authors' rounding ----------------------------------------------
 
 

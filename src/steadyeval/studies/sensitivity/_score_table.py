@@ -51,7 +51,8 @@ def _records(source: Any) -> tuple[str | None, Iterator[tuple[str, int | None, M
     """``(file, rows)``: each row as ``(where, line, mapping)``."""
     if isinstance(source, str | os.PathLike):
         path = os.fspath(source)
-        text = read_text_file(path, "a score table (CSV)")
+        # a byte order mark (Excel's "CSV UTF-8") would stick to the first column's name
+        text = read_text_file(path, "a score table (CSV)").removeprefix("\ufeff")
         reader = csv.DictReader(io.StringIO(text, newline=""))
 
         def from_csv() -> Iterator[tuple[str, int | None, Mapping[Any, Any]]]:
@@ -121,7 +122,7 @@ def _number(value: Any, where: str, file: str | None, line: int | None, column: 
         x = float(value.strip() if isinstance(value, str) else value)
     except (TypeError, ValueError):
         x = math.nan
-    if isinstance(value, bool) or not math.isfinite(x):
+    if isinstance(value, bool | np.bool_) or not math.isfinite(x):
         raise _cell_error(
             f"score {_short(value)} is not a finite number",
             where,
