@@ -170,6 +170,19 @@ def test_csv_with_a_byte_order_mark(tmp_path: Path) -> None:
     assert table.models == ("A", "B") and table.original().tolist() == [[1.5, 2.5]]
 
 
+def test_a_column_named_twice_is_refused(tmp_path: Path) -> None:
+    """Two 'score' columns: the CSV reader (and ``DataFrame.to_dict``) would keep the last."""
+    path = tmp_path / "two.csv"
+    path.write_text("model,relation,score,score\nA,r,1,9\nB,r,2,8\n", encoding="utf-8")
+    with pytest.raises(
+        DataError, match=r"two\.csv, line 1, field 'score': the column 'score' appears twice"
+    ):
+        ScoreTable.read(path)
+    frame = pd.DataFrame([["A", "r", 1, 9]], columns=["model", "relation", "score", "score"])
+    with pytest.raises(DataError, match="the column 'score' appears twice"):
+        ScoreTable.read(frame)
+
+
 def test_a_numpy_bool_is_not_a_score() -> None:
     """``np.True_`` is refused as Python's ``True`` is (it is not a score of 1)."""
     rows = [

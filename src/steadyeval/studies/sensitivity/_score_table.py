@@ -8,7 +8,7 @@ import csv
 import io
 import math
 import os
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -57,6 +57,7 @@ def _records(source: Any) -> tuple[str | None, Iterator[tuple[str, int | None, M
 
         def from_csv() -> Iterator[tuple[str, int | None, Mapping[Any, Any]]]:
             try:
+                _unique_columns(reader.fieldnames or [], path, 1)
                 for rec in reader:
                     if None in rec:
                         raise DataError(
@@ -74,6 +75,7 @@ def _records(source: Any) -> tuple[str | None, Iterator[tuple[str, int | None, M
         return path, from_csv()
     if hasattr(source, "to_dict") and hasattr(source, "columns"):  # a pandas DataFrame
         frame: pd.DataFrame = source
+        _unique_columns(list(frame.columns), None, None)
         records = frame.to_dict(orient="records")
         labels = list(frame.index)
         return None, ((f"row {labels[i]!r} (position {i})", None, r) for i, r in enumerate(records))
@@ -83,6 +85,21 @@ def _records(source: Any) -> tuple[str | None, Iterator[tuple[str, int | None, M
         f"a score table must be a CSV path, a pandas DataFrame or an iterable of row "
         f"mappings; got {type(source).__name__}"
     )
+
+
+def _unique_columns(columns: Sequence[Any], file: str | None, line: int | None) -> None:
+    """No column name twice (a CSV reader or ``to_dict`` would keep the last one's cells)."""
+    seen: set[str] = set()
+    for name in map(str, columns):
+        if name in seen:
+            raise DataError(
+                f"the column {name!r} appears twice in the table's header",
+                file=file,
+                line=line,
+                field=name,
+                expected="distinct column names",
+            )
+        seen.add(name)
 
 
 def _columns_present(file: str | None, first: Mapping[Any, Any], need: dict[str, str]) -> None:
