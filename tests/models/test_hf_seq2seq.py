@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 
-from steadyeval import ConfigError, ModelSpecError, load_backend
+from steadyeval import ConfigError, DataError, ModelSpecError, load_backend
 from steadyeval.conditions import FORMATS, TEMPLATES, Condition, Generation, expand
 from steadyeval.items import Item
 from steadyeval.models._hf_seq2seq import HFSeq2SeqBackend
@@ -120,6 +120,29 @@ def test_special_tokens_off_sends_the_input_as_written(
         load_backend(f"hf-causal:{tiny_gpt2}?special_tokens=false")
     with pytest.raises(ModelSpecError, match="special_tokens"):
         load_backend(f"hf-seq2seq:{tiny_t5}?special_tokens=maybe")
+
+
+def test_special_tokens_any_case_is_one_identity_and_empty_input_refused(
+    tiny_t5: Path, backend: HFSeq2SeqBackend
+) -> None:
+    """``special_tokens`` is read as true/false in any case; each spelling of one value is
+    one model (one ``model`` column). Without special tokens an empty prompt has no encoder
+    token at all: a clear error, not a failure inside the model."""
+    for spelled in ("TRUE", "True"):
+        same = load_backend(f"hf-seq2seq:{tiny_t5}?special_tokens={spelled}")
+        assert same.identity() == backend.identity()
+    off = {
+        load_backend(f"hf-seq2seq:{tiny_t5}?special_tokens={v}").identity()
+        for v in ("false", "False", "FALSE")
+    }
+    assert len(off) == 1 and next(iter(off)).endswith("?special_tokens=false")
+    bare = load_backend(f"hf-seq2seq:{tiny_t5}?special_tokens=false")
+    with pytest.raises(DataError, match="the prompt '' has no tokens and special_tokens=false"):
+        bare.score([ScoreRequest("", " paris")])
+    with pytest.raises(DataError, match="has no tokens"):
+        bare.generate([GenerateRequest("   ", max_new_tokens=2)])
+    (ok,) = backend.score([ScoreRequest("", " paris")])  # default: the input is </s>
+    assert ok.n_input_tokens == 1
 
 
 def test_leading_space_is_ignored_and_eos_is_scored(backend: HFSeq2SeqBackend) -> None:

@@ -123,6 +123,8 @@ def test_the_format_is_detected(tmp_path: Path) -> None:
     assert read_overlap(sniffed).format == "trex"
     as_text = read_overlap(sniffed, format="text")  # the user says otherwise: its lines
     assert as_text.format == "text" and as_text.sentences[0].startswith('{"uuid"')
+    with pytest.raises(DataError, match=r"unknown overlap format 'xml' \(expected auto, trex or"):
+        read_overlap(sniffed, format="xml")  # type: ignore[arg-type]
 
 
 BAD: list[tuple[object, str]] = [

@@ -116,6 +116,8 @@ def fingerprint_dir(
 _HF_FAMILY = frozenset({"hf", "hf-causal", "hf-seq2seq", "hf-masked", "hf-classifier"})
 # Options whose default value is the same as not giving them.
 _DEFAULTS = {"dtype": "float32", "special_tokens": "true"}
+# Options read as true/false in any case (``flag_option``): one spelling in the identity.
+_FLAGS = frozenset({"special_tokens"})
 
 
 def model_identity(
@@ -134,7 +136,11 @@ def model_identity(
     spec = ModelSpec(
         "hf" if spec.backend in _HF_FAMILY else spec.backend,
         spec.name,
-        {k: v for k, v in spec.options.items() if _DEFAULTS.get(k) != v},
+        {
+            k: v
+            for k, v in ((k, v.lower() if k in _FLAGS else v) for k, v in spec.options.items())
+            if _DEFAULTS.get(k) != v
+        },
     )
     if locate(spec.name).kind == "path":
         digest = hashlib.sha256(

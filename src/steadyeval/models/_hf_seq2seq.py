@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from .._errors import ConfigError
+from .._errors import ConfigError, DataError
+from ..items._text import shorten
 from ..requests import (
     GenerateRequest,
     GenerateResponse,
@@ -173,6 +174,12 @@ class HFSeq2SeqBackend(BatchedGeneration, HFBackendBase):
             text = chat_prompt(self.tokenizer, text, system, self.spec, turns)
         tok, special = self.tokenizer, self.options.special_tokens
         ids: list[int] = tok(text, add_special_tokens=special)["input_ids"]
+        if not ids:  # only without special tokens: T5 always adds </s>
+            raise DataError(
+                f"{self.spec}: the prompt {shorten(text, 60)!r} has no tokens and "
+                "special_tokens=false adds none; an encoder-decoder model needs at least one "
+                "input token (give the prompt some text, or leave special_tokens on)"
+            )
         limit = self.max_length
         if len(ids) <= limit:
             return _Input(tuple(ids), False)

@@ -162,6 +162,37 @@ def test_csv_errors_name_file_and_line(tmp_path: Path) -> None:
         ScoreTable.read(42)  # type: ignore[arg-type]
 
 
+def test_csv_with_a_byte_order_mark(tmp_path: Path) -> None:
+    """Excel's "CSV UTF-8" starts with a byte order mark: the first column keeps its name."""
+    path = tmp_path / "excel.csv"
+    path.write_bytes("model,relation,score\nA,r,1.5\nB,r,2.5\n".encode("utf-8-sig"))
+    table = ScoreTable.read(path)
+    assert table.models == ("A", "B") and table.original().tolist() == [[1.5, 2.5]]
+
+
+def test_a_column_named_twice_is_refused(tmp_path: Path) -> None:
+    """Two 'score' columns: the CSV reader (and ``DataFrame.to_dict``) would keep the last."""
+    path = tmp_path / "two.csv"
+    path.write_text("model,relation,score,score\nA,r,1,9\nB,r,2,8\n", encoding="utf-8")
+    with pytest.raises(
+        DataError, match=r"two\.csv, line 1, field 'score': the column 'score' appears twice"
+    ):
+        ScoreTable.read(path)
+    frame = pd.DataFrame([["A", "r", 1, 9]], columns=["model", "relation", "score", "score"])
+    with pytest.raises(DataError, match="the column 'score' appears twice"):
+        ScoreTable.read(frame)
+
+
+def test_a_numpy_bool_is_not_a_score() -> None:
+    """``np.True_`` is refused as Python's ``True`` is (it is not a score of 1)."""
+    rows = [
+        {"model": "A", "relation": "r", "score": np.True_},
+        {"model": "B", "relation": "r", "score": 1},
+    ]
+    with pytest.raises(DataError, match=r"rows\[0\], field 'score'.*not a finite number"):
+        ScoreTable.read(rows)
+
+
 # -- the study's std with the authors' rounding ----------------------------------------------
 
 

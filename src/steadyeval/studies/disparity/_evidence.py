@@ -120,6 +120,12 @@ def read_overlap(
         :data:`~steadyeval.studies.disparity.MAX_CORPUS_BYTES` in all
         (``STEADYEVAL_MAX_CORPUS_MB`` raises it), or no sentence at all.
     """
+    if format not in ("auto", "trex", "text"):
+        raise DataError(
+            f"unknown overlap format {shorten(repr(format), 40)}",
+            file=os.fspath(path),
+            expected="auto, trex or text",
+        )
     p = Path(path)
     if p.is_dir():
         if format == "text":

@@ -8,7 +8,7 @@ import csv
 import io
 import math
 import os
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -51,11 +51,13 @@ def _records(source: Any) -> tuple[str | None, Iterator[tuple[str, int | None, M
     """``(file, rows)``: each row as ``(where, line, mapping)``."""
     if isinstance(source, str | os.PathLike):
         path = os.fspath(source)
-        text = read_text_file(path, "a score table (CSV)")
+        # a byte order mark (Excel's "CSV UTF-8") would stick to the first column's name
+        text = read_text_file(path, "a score table (CSV)").removeprefix("\ufeff")
         reader = csv.DictReader(io.StringIO(text, newline=""))
 
         def from_csv() -> Iterator[tuple[str, int | None, Mapping[Any, Any]]]:
             try:
+                _unique_columns(reader.fieldnames or [], path, 1)
                 for rec in reader:
                     if None in rec:
                         raise DataError(
@@ -73,6 +75,7 @@ def _records(source: Any) -> tuple[str | None, Iterator[tuple[str, int | None, M
         return path, from_csv()
     if hasattr(source, "to_dict") and hasattr(source, "columns"):  # a pandas DataFrame
         frame: pd.DataFrame = source
+        _unique_columns(list(frame.columns), None, None)
         records = frame.to_dict(orient="records")
         labels = list(frame.index)
         return None, ((f"row {labels[i]!r} (position {i})", None, r) for i, r in enumerate(records))
@@ -82,6 +85,21 @@ def _records(source: Any) -> tuple[str | None, Iterator[tuple[str, int | None, M
         f"a score table must be a CSV path, a pandas DataFrame or an iterable of row "
         f"mappings; got {type(source).__name__}"
     )
+
+
+def _unique_columns(columns: Sequence[Any], file: str | None, line: int | None) -> None:
+    """No column name twice (a CSV reader or ``to_dict`` would keep the last one's cells)."""
+    seen: set[str] = set()
+    for name in map(str, columns):
+        if name in seen:
+            raise DataError(
+                f"the column {name!r} appears twice in the table's header",
+                file=file,
+                line=line,
+                field=name,
+                expected="distinct column names",
+            )
+        seen.add(name)
 
 
 def _columns_present(file: str | None, first: Mapping[Any, Any], need: dict[str, str]) -> None:
@@ -121,7 +139,7 @@ def _number(value: Any, where: str, file: str | None, line: int | None, column: 
         x = float(value.strip() if isinstance(value, str) else value)
     except (TypeError, ValueError):
         x = math.nan
-    if isinstance(value, bool) or not math.isfinite(x):
+    if isinstance(value, bool | np.bool_) or not math.isfinite(x):
         raise _cell_error(
             f"score {_short(value)} is not a finite number",
             where,
