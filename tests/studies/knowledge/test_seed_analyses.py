@@ -204,3 +204,16 @@ def test_end_marker_pairs_items() -> None:
     )
     (sec,) = [s for s in knowledge_report_sections(analysis) if s.id == "knowledge-end-marker"]
     assert sec.title == "UnifiedQA end marker"
+    # A model not given ?special_tokens=false is named: its tokenizer may add one </s> more.
+    text = str(sec)
+    assert "for m that is one </s> against two" in text
+    bare = analysis.model_copy(
+        update={
+            "end_marker": [
+                e.model_copy(update={"model": "hf:t5?special_tokens=false"})
+                for e in analysis.end_marker
+            ]
+        }
+    )
+    (sec,) = [s for s in knowledge_report_sections(bare) if s.id == "knowledge-end-marker"]
+    assert "one </s> against two" not in str(sec)

@@ -201,7 +201,9 @@ class Chain:
     def _before_training(self, node: Node) -> float:
         """PET's ``wmean`` weight of a committee member: the accuracy of the untrained base
         model with the member's pattern (PET's template) on the member's train part."""
-        return zero_shot_accuracy(self.ctx, self.task, self.member_h(node[2]), self.splits[node[1]][0])
+        return zero_shot_accuracy(
+            self.ctx, self.task, self.member_h(node[2]), self.splits[node[1]][0]
+        )
 
     def pool_scores(self, node: Node) -> np.ndarray:
         key = ("pool-scores", self.key(node))

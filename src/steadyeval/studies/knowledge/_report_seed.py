@@ -192,6 +192,16 @@ def _end_marker(pairs: Sequence[EndMarker], tables: _Tables) -> Section:
         ),
         tables("", columns, rows),
     ]
+    added = sorted({e.model for e in pairs if "special_tokens=false" not in e.model})
+    if added:  # a tokenizer that appends </s> itself (T5) adds one to both conditions
+        blocks.append(
+            Paragraph(
+                "The columns count the </s> the prompt's text holds. A model whose tokenizer "
+                "appends </s> itself (T5, UnifiedQA) reads one more in both: for "
+                f"{', '.join(added)} that is one </s> against two, not the seed's none against "
+                "one, unless the model is given as hf-seq2seq:NAME?special_tokens=false."
+            )
+        )
     return Section.of("knowledge-end-marker", "UnifiedQA end marker", blocks, source=SOURCE)
 
 
