@@ -213,3 +213,18 @@ def test_cli_strategy_fixed(tiny_gpt2: Path, tmp_path: Path) -> None:
     bad_args = [a if a != "pattern=based-on" else "pattern=nope" for a in args]
     bad = CliRunner().invoke(main, bad_args)
     assert bad.exit_code != 0 and "pattern=nope is not in the space" in bad.output
+
+
+def test_fixed_without_the_fixed_strategy_is_refused(tmp_path: Path) -> None:
+    """--fixed NAME=VALUE with no --strategy fixed was silently ignored (review of issue 40)."""
+    from pydantic import ValidationError
+
+    from steadyeval.studies.fewshot import FewShotConfig
+
+    base = {"models": ["hf:x"], "task": "RTE", "labelled": "rte.jsonl", "test_from_labelled": 4}
+    with pytest.raises(ValidationError, match=r"fixed: learning_rate=1e-4 is the fixed strategy"):
+        FewShotConfig(**base, method="pet", fixed=["learning_rate=1e-4"])
+    with pytest.raises(ValidationError, match=r"do not include fixed: add --strategy fixed"):
+        FewShotConfig(**base, method="pet", strategies=["cv"], fixed=["pattern=question"])
+    ok = FewShotConfig(**base, strategies=["cv", "fixed"], fixed=["pattern=question"])
+    assert ok.fixed == ["pattern=question"]

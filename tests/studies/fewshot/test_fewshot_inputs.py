@@ -364,6 +364,12 @@ def test_transductive_is_refused_where_it_would_change_nothing(rte: Path) -> Non
     message = _error(_study(rte, "--method", "pet", "--transductive"))
     assert "transductive: only the methods that read unlabelled examples" in message
     assert "none of pet does" in message
+    # Every task has its unlabeled.jsonl: the test inputs would not be used, yet the run
+    # was recorded as transductive (design.transductive) (review of issue 40).
+    (rte.parent / "unlabeled.jsonl").write_text(rte.read_text())
+    message = _error(_study(rte, "--method", "ipet", "--transductive"))
+    assert "transductive: every task of the run has unlabelled examples (RTE: " in message
+    assert "unlabeled.jsonl), so the test inputs would not be used" in message
 
 
 def test_a_device_this_machine_lacks_is_refused_by_the_dry_run(tiny_bert: Path, rte: Path) -> None:

@@ -200,4 +200,10 @@ class FewShotConfig(StudyConfig):
                 "give unlabelled or transductive, not both: with unlabelled every task's "
                 "unlabelled examples come from there, so transductive would change nothing"
             )
+        if self.fixed and "fixed" not in self.strategies:
+            raise ValueError(
+                f"fixed: {', '.join(self.fixed)} is the fixed strategy's setting, but the run's "
+                f"strategies ({', '.join(self.strategies)}) do not include fixed: add "
+                "--strategy fixed (strategies: [..., fixed]) or drop --fixed"
+            )
         return self

@@ -24,7 +24,7 @@ from .._protocol import StudyDesign
 from ._analysis import analyze
 from ._combo import known_params
 from ._config import STRATEGIES, FewShotConfig, SplitSizes
-from ._data import TaskData, load_task_data
+from ._data import TRANSDUCTIVE, TaskData, load_task_data
 from ._methods import METHODS, Method, MethodContext, Split, Unit, get_method
 from ._metrics import task_metric
 from ._params import hparams_id
@@ -189,8 +189,15 @@ def _experiments(config: FewShotConfig) -> list[_Experiment]:
             build_grid(method, get_task(key), space)
     wanted = fixed_values(config.fixed, every) if "fixed" in config.strategies else None
     out = []
-    for task in tasks:
-        data = load_task_data(config, task, unlabelled=semi)
+    loaded = [load_task_data(config, task, unlabelled=semi) for task in tasks]
+    if config.transductive and all(d.unlabelled_source != TRANSDUCTIVE for d in loaded):
+        found = "; ".join(f"{d.task.name}: {shorten(d.unlabelled_source, 80)}" for d in loaded)
+        raise ConfigError(
+            f"transductive: every task of the run has unlabelled examples ({found}), so the "
+            "test inputs would not be used (a non-transductive run recorded as transductive): "
+            "drop it"
+        )
+    for task, data in zip(tasks, loaded, strict=True):
         for method, space in zip(methods, spaces, strict=True):
             grid = build_grid(method, task, space)
             fixed = None if wanted is None else fixed_setting(grid, wanted, method.name, task.name)
