@@ -242,13 +242,17 @@ class Study(ABC, Generic[A]):
                 ) from None
         return kind.from_json(data, source=source)
 
-    def markdown(self, analysis: A, design: Any) -> str:
+    def markdown(self, analysis: A, design: Any, *, lead: bool | None = None) -> str:
         """The study's part of ``summary.md``: its sections without figures (``design``: a
-        :attr:`design_type`, or ``summary.json``'s ``"design"``)."""
+        :attr:`design_type`, or ``summary.json``'s ``"design"``); ``lead``: only its lead
+        sections (True), only the others (False), or all (None)."""
         from ..document import sections_markdown
 
         facts = self.read_design(design)
-        return sections_markdown(self.sections(analysis, facts, figures=False))
+        sections = self.sections(analysis, facts, figures=False)
+        if lead is not None:
+            sections = [s for s in sections if s.lead == lead]
+        return sections_markdown(sections) if sections else ""
 
     def load_config(
         self,

@@ -58,7 +58,12 @@ def _write(
     run_dir: Path, study: Study[Any], summary: dict[str, Any], analysis: Analysis, design: Design
 ) -> None:
     base = {k: v for k, v in summary.items() if k not in {"analysis", "design", "study"}}
-    text = summary_markdown(base) + "\n" + study.markdown(analysis, design)
+    # The study's lead sections (e.g. a warning that changes what the numbers mean) come right
+    # after the title, before the per-condition table, as in the HTML report.
+    title, _, rest = summary_markdown(base).partition("\n")
+    lead = study.markdown(analysis, design, lead=True)
+    head = f"{title}\n\n{lead.strip()}\n" if lead else title
+    text = f"{head}\n{rest}\n" + study.markdown(analysis, design, lead=False)
     with writing_run(run_dir, str(summary["run_id"])):
         write_json(run_dir / "summary.json", summary)
         write_text_atomic(run_dir / "summary.md", text)
