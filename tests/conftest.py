@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -61,3 +62,15 @@ def tiny_bert(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from steadyeval.models._tiny import build_tiny_model
 
     return build_tiny_model(tmp_path_factory.mktemp("models") / "bert", "bert", seed=0)
+
+
+@pytest.fixture(scope="module")
+def one_thread() -> Iterator[None]:
+    """One torch thread for a module's tests: tiny models train much faster without thread
+    contention on a shared machine; the count is restored after the module."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

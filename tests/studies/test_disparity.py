@@ -4,7 +4,7 @@ continued pre-training it relies on."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -82,18 +82,7 @@ def _facts() -> list[dict[str, str]]:
 
 
 @pytest.fixture(scope="module")
-def single_thread() -> Iterator[None]:
-    """One torch thread: tiny models run faster without contention on a shared machine."""
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
-@pytest.fixture(scope="module")
-def world(tmp_path_factory: pytest.TempPathFactory, single_thread: None) -> dict[str, Path]:
+def world(tmp_path_factory: pytest.TempPathFactory, one_thread: None) -> dict[str, Path]:
     """40 facts in 2 relations, a general corpus, and tiny models whose tokenizers know
     the probe's words."""
     root = tmp_path_factory.mktemp("disparity")

@@ -6,7 +6,6 @@ import json
 import math
 import random
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +13,6 @@ import numpy as np
 import pyarrow as pa
 import pytest
 import scipy.stats
-import torch
 from click.testing import CliRunner
 
 from steadyeval import ConfigError, DataError, PlanCounts, RunOptions, load_backend, read_results
@@ -41,12 +39,7 @@ from steadyeval.studies.fewshot._framework import _splits
 FEWGLUE = ("BoolQ", "CB", "COPA", "MultiRC", "RTE", "WiC", "WSC")
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _one_thread() -> Iterator[None]:
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tiny models: one torch thread
 
 
 @pytest.fixture(scope="module")

@@ -6,14 +6,12 @@ from __future__ import annotations
 import json
 import math
 import random
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pytest
-import torch
 
 from steadyeval import ConfigError, RunOptions
 from steadyeval.models._tiny import DEFAULT_CORPUS, build_tiny_model
@@ -35,13 +33,7 @@ from steadyeval.studies.fewshot._report import fewshot_report_sections
 from steadyeval.studies.fewshot._semi import ensemble_probs, grow_sizes, pick_pseudo
 from steadyeval.train import Noise
 
-
-@pytest.fixture(scope="module", autouse=True)
-def _one_thread() -> Iterator[None]:
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tiny models: one torch thread
 
 
 # -- spellings ---------------------------------------------------------------------------------
