@@ -192,7 +192,7 @@ def test_end_marker_pairs_items() -> None:
             )
     analysis = analyze_knowledge(table_of(rows), {"seed": 4})
     (e,) = analysis.end_marker
-    assert (e.n, e.without_marker, e.with_marker) == (8, 4 / 8, 6 / 8)
+    assert (e.n, e.without_marker, e.with_marker, e.n_truncated) == (8, 4 / 8, 6 / 8, 0)
     # discordant: right only without → item 6; right only with → items 2, 3, 7
     assert (e.mcnemar.only_first, e.mcnemar.only_second) == (1, 3)
     assert e.mcnemar.pvalue == pytest.approx(sps.binomtest(1, 4).pvalue)
@@ -217,3 +217,32 @@ def test_end_marker_pairs_items() -> None:
     )
     (sec,) = [s for s in knowledge_report_sections(bare) if s.id == "knowledge-end-marker"]
     assert "one </s> against two" not in str(sec)
+
+
+def test_end_marker_leaves_out_items_cut_under_either_template() -> None:
+    """A right cut removes the typed </s>: such an item's two inputs may be the same, so it is
+    left out of the pairing and counted."""
+    rows = []
+    for template, series in (("unifiedqa", WITHOUT), ("unifiedqa-eos", WITH)):
+        for i, ok in enumerate(series):
+            subject, n = ITEMS[i]
+            rows.append(
+                {
+                    "model": "m", "item_id": f"{subject}/test/{n}",
+                    "condition": f"option-{template}-0shot", "template": template,
+                    "scoring": "option-logprob", "option_order": "original", "n_shots": 0,
+                    "n_shots_used": 0, "subject": subject, "metadata": "{}",
+                    "correct": bool(ok), "confidence": 0.5, "option_source": [0, 1, 2, 3],
+                    "gold_options": [0], "parsed_option": 0 if ok else 1,
+                    "option_logprobs": [-1.0, -2.0, -3.0, -4.0],
+                    "option_logprobs_per_token": [-1.0, -2.0, -3.0, -4.0],
+                    "option_logprobs_per_char": [-1.0, -2.0, -3.0, -4.0],
+                    # items 2 and 3 cut with the marker only (its </s> is what the cut removes)
+                    "truncated": template == "unifiedqa-eos" and i in (2, 3),
+                }
+            )  # fmt: skip
+    (e,) = analyze_knowledge(table_of(rows), {"seed": 4}).end_marker
+    kept = [i for i in range(8) if i not in (2, 3)]
+    assert (e.n, e.n_truncated) == (6, 2)
+    assert e.without_marker == pytest.approx(np.mean([WITHOUT[i] for i in kept]))
+    assert e.with_marker == pytest.approx(np.mean([WITH[i] for i in kept]))

@@ -188,14 +188,18 @@ def _length(answered: pd.DataFrame, results: ResultsFrame) -> list[dict[str, Any
 
 def _end_marker(orig: pd.DataFrame, seed: int) -> list[dict[str, Any]]:
     """UnifiedQA's input with and without ``</s>``, paired by item, per model × scoring ×
-    shots that ran both."""
+    shots that ran both. An item whose prompt was cut under either template is left out
+    (counted in ``n_truncated``): a right cut removes the typed ``</s>``, so its two inputs
+    may be the same."""
     pair = orig[orig["template"].isin(END_MARKER_PAIR)]
     out: list[dict[str, Any]] = []
     for (model, scoring, k), g in pair.groupby(["model", "scoring", "n_shots"], observed=True):
         if set(g["template"].unique()) != set(END_MARKER_PAIR):
             continue
-        (wide,) = _wide(g, "template", list(END_MARKER_PAIR), ["correct"])
-        mat = wide[~np.isnan(wide).any(axis=1)]  # items asked both ways
+        wide, cut = _wide(g, "template", list(END_MARKER_PAIR), ["correct", "truncated"])
+        both = ~np.isnan(wide).any(axis=1)  # items asked both ways
+        whole = ~(np.nan_to_num(cut) > 0).any(axis=1)
+        mat = wide[both & whole]
         if not mat.shape[0]:
             continue
         diff: dict[str, Any] = {"estimate": float(mat[:, 1].mean() - mat[:, 0].mean())}
@@ -210,6 +214,7 @@ def _end_marker(orig: pd.DataFrame, seed: int) -> list[dict[str, Any]]:
                 "scoring": scoring,
                 "n_shots": _int(k),
                 "n": int(mat.shape[0]),
+                "n_truncated": int((both & ~whole).sum()),
                 "without_marker": float(mat[:, 0].mean()),
                 "with_marker": float(mat[:, 1].mean()),
                 "difference": diff,

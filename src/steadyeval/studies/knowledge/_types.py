@@ -350,12 +350,15 @@ class LengthTrend(AnalysisRecord):
 class EndMarker(AnalysisRecord):
     """UnifiedQA's input with and without the end marker ``</s>`` (the seed's appendix A.3)
     for one setting, paired by item: accuracy of each, the difference (with − without) with
-    a 95% paired bootstrap interval, and McNemar's exact test."""
+    a 95% paired bootstrap interval, and McNemar's exact test; items whose prompt was cut
+    under either template are left out (``n_truncated``)."""
 
     model: str
     scoring: str
     n_shots: int
     n: int
+    #: Items asked both ways but left out: the prompt was cut under one of the templates.
+    n_truncated: int = 0
     without_marker: float
     with_marker: float
     difference: Estimate
