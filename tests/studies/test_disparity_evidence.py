@@ -192,7 +192,9 @@ def lama(tmp_path: Path) -> Path:
     return root
 
 
-def test_the_design_records_the_evidence_and_its_coverage(lama: Path, tmp_path: Path) -> None:
+def test_the_design_records_the_evidence_and_its_coverage(
+    lama: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     from steadyeval.items import load_probes
     from steadyeval.models import build_tiny_model, load_backend
     from steadyeval.studies.disparity import CorpusOptions, disparity_design
@@ -220,6 +222,8 @@ def test_the_design_records_the_evidence_and_its_coverage(lama: Path, tmp_path: 
     assert info["overlap_file"]["files"] == ["P36.jsonl", "P19.jsonl"]
     # 4 probed facts (France, Japan, Nowhere, Dante); evidence for France and Dante.
     assert info["overlap_facts"] == {"probed": 4, "with_evidence": 2}
+    # said before any training (a dry run builds the design too)
+    assert any("2 of 4 probed facts have evidence" in m for m in caplog.messages)
     text = _header(design.info)
     assert "LAMA T-REx evidence sentences (4 sentences from 3 facts in 2 file(s)" in text
     assert "2 of the 4 probed facts have evidence in it" in text

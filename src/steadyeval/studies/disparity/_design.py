@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import logging
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -46,6 +47,8 @@ COLUMNS = (
 )
 #: Backends whose models can be pre-trained further here (transformers LMs).
 _TRAINABLE = frozenset({"hf", "hf-masked", "hf-causal"})
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -221,10 +224,17 @@ def _overlap_pool(
         }
         if given.format == "trex":
             probed = set(facts)
-            info["overlap_facts"] = {
-                "probed": len(probed),
-                "with_evidence": len(probed & given.facts),
-            }
+            covered = len(probed & given.facts)
+            info["overlap_facts"] = {"probed": len(probed), "with_evidence": covered}
+            if covered < len(probed):  # told before training (a dry run shows it too)
+                missing = given.missing_relations
+                log.warning(
+                    "%s: %d of %d probed facts have evidence in the overlap file%s",
+                    given.path, covered, len(probed),
+                    f"; no file for {len(missing)} probed relation(s): "
+                    f"{', '.join(missing[:8])}{' …' if len(missing) > 8 else ''}"
+                    if missing else "",
+                )  # fmt: skip
         return list(given.sentences), info
     if given is not None:
         pool = list(given)
