@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from steadyeval.conditions import Condition, Template, expand
 from steadyeval.items import Item, load_mmlu
@@ -75,6 +76,17 @@ def test_the_study_asks_unifiedqa_with_its_option_format() -> None:
     ]
     assert conds["option-unifiedqa-eos-0shot"].format == UNIFIEDQA_FORMAT
     assert conds["option-reference-0shot"].format.option_style == "{label}. {text}"
+    # Letter scoring skips UnifiedQA's templates (it answers with the option's text, and its
+    # input has no "Answer:"); with only those templates it is an error.
+    both = config.model_copy(update={"scorings": ["letter-logprob", "option-logprob"]})
+    names = [c.name for c in knowledge_conditions(both)]
+    assert "letter-reference-0shot" in names
+    assert not any(n.startswith("letter-unifiedqa") for n in names)
+    with pytest.raises(ValidationError, match="add --scoring option-logprob"):
+        KnowledgeConfig(
+            models=["scripted:x"], data="unused", templates=["unifiedqa", "unifiedqa-eos"],
+            scorings=["letter-logprob"],
+        )  # fmt: skip
 
 
 def _tsv_lines(shared: Path) -> list[str]:

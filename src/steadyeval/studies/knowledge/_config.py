@@ -13,10 +13,13 @@ from ...items import shorten
 from ...scoring import LETTER_LOGPROB, OPTION_LOGPROB, renamed_scoring
 from .._protocol import StudyConfig
 
-__all__ = ["MAX_SHOTS", "SCORINGS", "TEMPLATE_NAMES", "KnowledgeConfig"]
+__all__ = ["MAX_SHOTS", "OPTION_ONLY_TEMPLATES", "SCORINGS", "TEMPLATE_NAMES", "KnowledgeConfig"]
 
 #: The prompt headers' names (the templates are ``_design.TEMPLATES``).
 TEMPLATE_NAMES: tuple[str, ...] = ("reference", "single-space", "unifiedqa", "unifiedqa-eos")
+#: Templates scored by option text only: UnifiedQA answers with an option's text, and its input
+#: has no "Answer:" for a letter to follow.
+OPTION_ONLY_TEMPLATES: tuple[str, ...] = ("unifiedqa", "unifiedqa-eos")
 
 _LABELS = {LETTER_LOGPROB: "letter", OPTION_LOGPROB: "option"}
 #: The study's scorings by their short names (condition names use these; as ``--scoring``
@@ -157,6 +160,20 @@ class KnowledgeConfig(StudyConfig):
         if unknown:
             raise ValueError(f"unknown scoring {unknown[0]!r}; choose from {', '.join(_LABELS)}")
         return value
+
+    @model_validator(mode="after")
+    def _option_only_templates(self) -> KnowledgeConfig:
+        """UnifiedQA's templates are scored by option text; letter scoring skips them, so a
+        run whose every template is one needs option scoring."""
+        if OPTION_LOGPROB not in self.scorings and all(
+            t in OPTION_ONLY_TEMPLATES for t in self.templates
+        ):
+            raise ValueError(
+                "templates unifiedqa and unifiedqa-eos are scored by option text (UnifiedQA "
+                "answers with the option's text, and its input has no 'Answer:' for a letter): "
+                "add --scoring option-logprob"
+            )
+        return self
 
     @model_validator(mode="after")
     def _limit_or_sample(self) -> KnowledgeConfig:

@@ -13,7 +13,7 @@ from ...models import Backend
 from ...results import StudyColumn
 from ...scoring import OPTION_LOGPROB, PROMPT_LOGPROB
 from .._protocol import StudyDesign
-from ._config import _LABELS, SCORINGS, TEMPLATE_NAMES, KnowledgeConfig
+from ._config import _LABELS, OPTION_ONLY_TEMPLATES, SCORINGS, TEMPLATE_NAMES, KnowledgeConfig
 from ._fit import SHOT_SET, fit_shots
 from ._types import KnowledgeDesign
 from ._unifiedqa import UNIFIEDQA_FORMAT, UNIFIEDQA_TEMPLATES
@@ -94,6 +94,8 @@ def knowledge_conditions(config: KnowledgeConfig) -> list[Condition]:
     rotations = range(len(LETTERS)) if config.rotations else range(1)
     for scoring in config.scorings:
         for template in config.templates:
+            if scoring != OPTION_LOGPROB and template in OPTION_ONLY_TEMPLATES:
+                continue  # UnifiedQA answers with the option's text
             for k in config.shots:
                 for r in rotations:
                     out.append(
