@@ -10,7 +10,6 @@ from functools import cached_property
 from typing import Any
 
 from .._errors import ConfigError, DataError
-from ..items._text import shorten
 from ..requests import (
     GenerateRequest,
     GenerateResponse,
@@ -25,6 +24,7 @@ from ._chat import chat_prompt, check_chat_template
 from ._generated_text import cut_at_stop, generated_text
 from ._hf_batching import BatchedGeneration, run_with_backoff, stop_on_text
 from ._hf_common import HFBackendBase, check_generation_room
+from ._spec import echo
 
 __all__ = ["HFSeq2SeqBackend"]
 
@@ -176,7 +176,7 @@ class HFSeq2SeqBackend(BatchedGeneration, HFBackendBase):
         ids: list[int] = tok(text, add_special_tokens=special)["input_ids"]
         if not ids:  # only without special tokens: T5 always adds </s>
             raise DataError(
-                f"{self.spec}: the prompt {shorten(text, 60)!r} has no tokens and "
+                f"{self.spec}: the prompt '{echo(text, 60)}' has no tokens and "
                 "special_tokens=false adds none; an encoder-decoder model needs at least one "
                 "input token (give the prompt some text, or leave special_tokens on)"
             )
