@@ -136,22 +136,37 @@ def test_the_fixed_strategy_reports_its_seeds_without_a_choice() -> None:
 
 def test_fixed_setting_values_are_checked(tmp_path: Path) -> None:
     from steadyeval.studies.fewshot._framework import fewshot_design
-    from steadyeval.studies.fewshot._space import fixed_setting, fixed_values
+    from steadyeval.studies.fewshot._space import fixed_for, fixed_setting, fixed_values
 
     grid = [{"pattern": p, "learning_rate": lr} for p in ("a", "b") for lr in (1e-5, 1e-4)]
     known = {"pattern", "learning_rate", "steps"}
+    tasks = {"RTE", "CB"}
+
+    def values(*entries: str, task: str = "RTE") -> dict[str, str]:
+        return fixed_for(fixed_values(entries, known, tasks), task)
+
     assert fixed_setting(grid, {}, "pet", "RTE") == grid[0]  # default: the grid's first
-    wanted = fixed_values(["learning_rate=0.0001", "pattern = b"], known)
+    wanted = values("learning_rate=0.0001", "pattern = b")
     assert fixed_setting(grid, wanted, "pet", "RTE") == {"pattern": "b", "learning_rate": 1e-4}
-    assert fixed_setting(grid, fixed_values(["learning_rate=1e-4"], known), "pet", "RTE") == grid[1]
+    assert fixed_setting(grid, values("learning_rate=1e-4"), "pet", "RTE") == grid[1]
     # a name this method lacks (another method of the run has it) is skipped for it
     assert fixed_setting(grid, {"steps": "3"}, "pet", "RTE") == grid[0]
-    with pytest.raises(ConfigError, match=r"fixed: 'lr'.*expected NAME=VALUE"):
-        fixed_values(["lr"], known)
+    # TASK:NAME=VALUE is that task's (pattern names differ between tasks), and wins there
+    scoped = ("pattern=a", "cb:pattern=b", "RTE:learning_rate=1e-4")
+    assert values(*scoped, task="RTE") == {"pattern": "a", "learning_rate": "1e-4"}
+    assert values(*scoped, task="CB") == {"pattern": "b"}
+    with pytest.raises(ConfigError, match=r"'RTEE' is not a task of the run.*did you mean 'RTE'"):
+        values("RTEE:pattern=a")
+    with pytest.raises(ConfigError, match=r"expected \[TASK:\]NAME=VALUE"):
+        values(":pattern=a")
+    with pytest.raises(ConfigError, match="pattern is given twice for CB"):
+        values("CB:pattern=a", "cb:pattern=b")
+    with pytest.raises(ConfigError, match=r"fixed: 'lr'.*expected \[TASK:\]NAME=VALUE"):
+        values("lr")
     with pytest.raises(ConfigError, match=r"'learning_rat' is no method's hyperparameter; did you"):
-        fixed_values(["learning_rat=1"], known)
+        values("learning_rat=1")
     with pytest.raises(ConfigError, match="pattern is given twice"):
-        fixed_values(["pattern=a", "pattern=b"], known)
+        values("pattern=a", "pattern=b")
     with pytest.raises(
         ConfigError, match=r"fixed: learning_rate=0.1 is not in the space of pet on RTE; its values"
     ):

@@ -97,8 +97,9 @@ class FewShotConfig(StudyConfig):
     fixed: list[str] = Field(
         [],
         description="The fixed strategy's setting as NAME=VALUE (repeat), each value one of "
-        "the space's; names left out take the grid's first setting's values.",
-        json_schema_extra={"metavar": "NAME=VALUE"},
+        "the space's; TASK:NAME=VALUE for one task only (pattern names differ between tasks); "
+        "names left out take the grid's first setting's values.",
+        json_schema_extra={"metavar": "[TASK:]NAME=VALUE"},
     )
     k: int = Field(4, ge=1, le=MAX_K, description="Number of splits K.")
     k_values: list[Annotated[int, Field(ge=1, le=MAX_K)]] = Field(

@@ -28,7 +28,15 @@ from ._data import TRANSDUCTIVE, TaskData, load_task_data
 from ._methods import METHODS, Method, MethodContext, Split, Unit, get_method
 from ._metrics import task_metric
 from ._params import hparams_id
-from ._space import build_grid, fixed_setting, fixed_values, load_space, method_space, named_tasks
+from ._space import (
+    build_grid,
+    fixed_for,
+    fixed_setting,
+    fixed_values,
+    load_space,
+    method_space,
+    named_tasks,
+)
 from ._tasks import FewShotTask, get_task, item_groups
 from ._types import FewShotDesign
 
@@ -187,7 +195,11 @@ def _experiments(config: FewShotConfig) -> list[_Experiment]:
     for method, space in zip(methods, spaces, strict=True):
         for key in sorted(named_tasks(space) - in_run):  # checked though this run skips them
             build_grid(method, get_task(key), space)
-    wanted = fixed_values(config.fixed, every) if "fixed" in config.strategies else None
+    wanted = (
+        fixed_values(config.fixed, every, {t.name for t in tasks})
+        if "fixed" in config.strategies
+        else None
+    )
     out = []
     loaded = [load_task_data(config, task, unlabelled=semi) for task in tasks]
     if config.transductive and all(d.unlabelled_source != TRANSDUCTIVE for d in loaded):
@@ -200,7 +212,11 @@ def _experiments(config: FewShotConfig) -> list[_Experiment]:
     for task, data in zip(tasks, loaded, strict=True):
         for method, space in zip(methods, spaces, strict=True):
             grid = build_grid(method, task, space)
-            fixed = None if wanted is None else fixed_setting(grid, wanted, method.name, task.name)
+            fixed = (
+                None
+                if wanted is None
+                else fixed_setting(grid, fixed_for(wanted, task.name), method.name, task.name)
+            )
             out.append(_Experiment(data, method, grid, fixed))
     return out
 

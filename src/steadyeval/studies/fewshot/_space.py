@@ -27,6 +27,7 @@ __all__ = [
     "MAX_SPACE_BYTES",
     "SpaceFile",
     "build_grid",
+    "fixed_for",
     "fixed_setting",
     "fixed_values",
     "load_space",
@@ -276,25 +277,47 @@ def build_grid(
 
 
 # -- the fixed strategy's setting ----------------------------------------------------------------
-def fixed_values(entries: Sequence[str], known: Collection[str]) -> dict[str, str]:
-    """The fixed strategy's ``NAME=VALUE`` entries as ``{name: value text}``: each entry must
-    have an ``=``, a name some method knows (``known``) and be given once."""
-    out: dict[str, str] = {}
+def fixed_values(
+    entries: Sequence[str], known: Collection[str], tasks: Collection[str]
+) -> dict[str | None, dict[str, str]]:
+    """The fixed strategy's ``[TASK:]NAME=VALUE`` entries as ``{task: {name: value text}}``,
+    ``None`` for the entries without a task (every task's): each entry must have an ``=``, a
+    name some method knows (``known``), a task of the run (``tasks``) if it names one, and
+    be given once per task."""
+    out: dict[str | None, dict[str, str]] = {}
     for entry in entries:
-        name, eq, value = entry.partition("=")
-        name, value = name.strip(), value.strip()
-        if not eq or not name or not value:
+        key, eq, value = entry.partition("=")
+        task, colon, name = key.partition(":") if ":" in key else ("", "", key)
+        task, name, value = task.strip(), name.strip(), value.strip()
+        if not eq or not name or not value or (colon and not task):
             raise ConfigError(
-                f"fixed: {shown(entry)}: expected NAME=VALUE (e.g. learning_rate=1e-5)"
+                f"fixed: {shown(entry)}: expected [TASK:]NAME=VALUE (e.g. learning_rate=1e-5 "
+                "or RTE:pattern=question)"
+            )
+        by_case = {t.lower(): t for t in tasks}  # RTE, rte: one task
+        task = by_case.get(task.lower(), task)
+        if colon and task not in tasks:
+            close = difflib.get_close_matches(task, sorted(tasks), n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise ConfigError(
+                f"fixed: {shown(entry)}: {shown(task)} is not a task of the run "
+                f"({', '.join(sorted(tasks))}){hint}"
             )
         if name not in known:
             close = difflib.get_close_matches(name, sorted(known), n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
             raise ConfigError(f"fixed: {shown(name)} is no method's hyperparameter{hint}")
-        if name in out:
-            raise ConfigError(f"fixed: {name} is given twice ({out[name]} and {value})")
-        out[name] = value
+        scoped = out.setdefault(task or None, {})
+        if name in scoped:
+            where = f" for {task}" if task else ""
+            raise ConfigError(f"fixed: {name} is given twice{where} ({scoped[name]} and {value})")
+        scoped[name] = value
     return out
+
+
+def fixed_for(wanted: Mapping[str | None, Mapping[str, str]], task: str) -> dict[str, str]:
+    """The fixed entries of ``task``: every task's, then its own (which win)."""
+    return {**wanted.get(None, {}), **wanted.get(task, {})}
 
 
 def _matches(text: str, value: Any) -> bool:
