@@ -209,6 +209,11 @@ def test_fixed_strategy_runs_end_to_end_beside_multisplit(tiny_bert: Path, tmp_p
     assert [f["factor"] for f in factors] == ["learning_rate", "pattern", "split", "seed"]
     md = (out / "summary.md").read_text()
     assert "Per-factor sensitivity" in md and "| fixed |" in md and "fix_setting" in md
+    # the factor's values are shown, the strategy once (on its first row)
+    table = md[md.index("### Per-factor sensitivity (K") :].split("\n## ", 1)[0]
+    assert "| learning_rate | 0.0001, 0.001 |" in table
+    assert "| question, based-on |" in table or "| based-on, question |" in table
+    assert table.count("| multisplit |") == 1
     assert read_analysis(out) == result.analysis == reanalyze(out)
 
 

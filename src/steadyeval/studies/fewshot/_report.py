@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ...document import Bar, BarChart, Column, Note, Paragraph, Section, Table
+from ...items import shorten
 from ._report_methods import methods_section
 from ._types import (
     FewShotAnalysis,
@@ -115,30 +116,33 @@ def _grid(
 
 
 def _sensitivity(exp: FewShotExperiment, k: int, labels: Mapping[str, str]) -> Table:
-    rows = tuple(
-        (
-            name,
-            labels.get(s.by_k[str(k)].selected, s.by_k[str(k)].selected),
-            f.factor,
-            len(f.values),
-            _num(f.dev_std),
-            _num(f.test_std),
-            f.note or "",
-        )
-        for name, s in exp.strategies.items()
-        if str(k) in s.by_k
-        for f in s.sensitivity
-    )
+    rows = []
+    for name, s in exp.strategies.items():
+        if str(k) not in s.by_k:
+            continue
+        chosen = s.by_k[str(k)].selected
+        for i, f in enumerate(s.sensitivity):
+            rows.append(
+                (
+                    name if i == 0 else "",  # a strategy's name and setting once, on its first row
+                    labels.get(chosen, chosen) if i == 0 else "",
+                    f.factor,
+                    shorten(", ".join(str(v) for v in f.values), 60),
+                    _num(f.dev_std),
+                    _num(f.test_std),
+                    f.note or "",
+                )
+            )
     columns = (
         Column("strategy"),
         Column("chosen setting"),
         Column("factor"),
-        Column("values", "int"),
+        Column("values", help="the factor's values, the others at the chosen setting's"),
         Column("dev std", "pct", "sample std over the factor's values of the mean dev score"),
         Column("test std", "pct", "the same on the test set"),
         Column("note"),
     )
-    return Table(f"Per-factor sensitivity (K = {k}; FewNLU's Table 4)", columns, rows)
+    return Table(f"Per-factor sensitivity (K = {k}; FewNLU's Table 4)", columns, tuple(rows))
 
 
 def _notes(analysis: FewShotAnalysis, info: FewShotDesign) -> list[Note]:
