@@ -215,6 +215,10 @@ def test_fixed_strategy_runs_end_to_end_beside_multisplit(tiny_bert: Path, tmp_p
     assert "| question, based-on |" in table or "| based-on, question |" in table
     assert table.count("| multisplit |") == 1
     assert read_analysis(out) == result.analysis == reanalyze(out)
+    # one strategy order in summary.md and the report rebuilt from summary.json (sorted keys)
+    for analysis in (result.analysis, read_analysis(out)):
+        (experiment,) = analysis.experiments.values()  # type: ignore[attr-defined]
+        assert list(experiment.strategies) == ["multisplit", "fixed"]
 
 
 def test_cli_strategy_fixed(tiny_gpt2: Path, tmp_path: Path) -> None:

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, JsonValue
+from pydantic import Field, JsonValue, field_validator
 
 from ...results import Analysis, AnalysisRecord, Design, DesignRecord
+from ._config import STRATEGIES
 
 __all__ = [
     "ByK",
@@ -158,12 +159,21 @@ class TaskStrategyRow(StrategyRow):
 
 
 class FewShotExperiment(AnalysisRecord):
-    """One experiment (task × method): its criteria per strategy (keys: strategies in the
-    design's order), the side-by-side rows and the task's metric."""
+    """One experiment (task × method): its criteria per strategy (keys: strategies in
+    :data:`STRATEGIES`' order, however summary.json stored them), the side-by-side rows and
+    the task's metric."""
 
     strategies: dict[str, StrategyResult]
     side_by_side: list[StrategyRow]
     metric: str
+
+    @field_validator("strategies")
+    @classmethod
+    def _in_order(cls, value: dict[str, StrategyResult]) -> dict[str, StrategyResult]:
+        """One order for summary.md and the report rebuilt from summary.json (whose keys
+        are sorted): multisplit, cv, mdl, fixed."""
+        rank: dict[str, int] = {name: i for i, name in enumerate(STRATEGIES)}
+        return dict(sorted(value.items(), key=lambda kv: rank.get(kv[0], len(rank))))
 
 
 class MethodCell(AnalysisRecord):
