@@ -317,7 +317,7 @@ def _consistency(
     tied = out["original"].tied_subsets
     if tied:
         notes.append(
-            f"models tie exactly on {_pct_text(tied)} of the subsets "
+            f"models tie (to floating-point noise) on {_pct_text(tied)} of the subsets "
             "under the original templates; a tie ranks the earlier model first, which makes "
             "rankings look more consistent than they are"
         )
