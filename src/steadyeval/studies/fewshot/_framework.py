@@ -203,7 +203,7 @@ def _experiments(config: FewShotConfig) -> list[_Experiment]:
     out = []
     loaded = [load_task_data(config, task, unlabelled=semi) for task in tasks]
     if config.transductive and all(d.unlabelled_source != TRANSDUCTIVE for d in loaded):
-        found = "; ".join(f"{d.task.name}: {shorten(d.unlabelled_source, 80)}" for d in loaded)
+        found = "; ".join(f"{d.task.name}: {d.unlabelled_source}" for d in loaded)
         raise ConfigError(
             f"transductive: every task of the run has unlabelled examples ({found}), so the "
             "test inputs would not be used (a non-transductive run recorded as transductive): "
