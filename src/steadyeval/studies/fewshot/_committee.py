@@ -135,7 +135,7 @@ def merge_scores(
                 f"training): use {fix}"
             )
         merged = np.average(arr, axis=0, weights=w)
-    z = merged / float(temperature)
-    z = np.exp(z - z.max(axis=1, keepdims=True))
-    probs: np.ndarray = z / z.sum(axis=1, keepdims=True)
+    from scipy.special import softmax
+
+    probs: np.ndarray = softmax(merged / float(temperature), axis=1)
     return probs

@@ -47,11 +47,9 @@ def grow_sizes(n_labelled: int, growth: float, generations: int, pool: int) -> l
 def ensemble_probs(scores: Sequence[np.ndarray], temperature: float) -> np.ndarray:
     """The ensemble's averaged probabilities: the mean over members of
     ``softmax(scores / temperature)`` (rows: examples, columns: options)."""
-    probs = []
-    for s in scores:
-        z = np.asarray(s, dtype=float) / temperature
-        z = np.exp(z - z.max(axis=1, keepdims=True))
-        probs.append(z / z.sum(axis=1, keepdims=True))
+    from scipy.special import softmax
+
+    probs = [softmax(np.asarray(s, dtype=float) / temperature, axis=1) for s in scores]
     mean: np.ndarray = np.mean(probs, axis=0)
     return mean
 

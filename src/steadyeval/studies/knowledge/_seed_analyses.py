@@ -17,7 +17,7 @@ from numpy.typing import NDArray
 
 from ... import stats
 from ...results import ResultsFrame
-from ...scoring import LETTER_LOGPROB
+from ...scoring import LETTER_LOGPROB, softmax
 from ._comparisons import _int, _paired, _wide
 from ._per_condition import _interval, _pearson
 
@@ -78,11 +78,9 @@ def _true_label_probability(results: ResultsFrame, rows: NDArray[np.int64]) -> N
         shown = list(src) if src else list(range(len(lps)))
         if gold[0] not in shown or len(shown) != len(lps):
             continue
-        x = np.asarray(lps, dtype=float)
-        if not np.isfinite(x).all():
+        if not np.isfinite(lps).all():
             continue
-        p = np.exp(x - x.max())
-        out[i] = float(p[shown.index(gold[0])] / p.sum())
+        out[i] = softmax(lps)[shown.index(gold[0])]
     return out
 
 

@@ -17,6 +17,7 @@ from numpy.typing import NDArray
 
 from ..._errors import DataError
 from ..._files import read_text_file
+from ...items import shorten
 from ._design import template_names
 from ._reference import authors_mean, authors_std
 from ._tensor import Correctness
@@ -33,8 +34,7 @@ _ECHO = 80
 
 
 def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= _ECHO else text[: _ECHO - 3] + "..."
+    return shorten(repr(value), _ECHO)
 
 
 @dataclass(frozen=True)
