@@ -45,6 +45,7 @@ def test_a_lead_section_comes_before_the_per_condition_table(tmp_path: Path) -> 
     order = [md.index(t) for t in ("Transductive run", "| model | condition", "Strategies")]
     assert order == sorted(order), md
     assert md.count("Transductive run") == 1
+    assert "\n\n\n" not in md, md  # one blank line between the lead and the run's facts
 
 
 def test_without_a_lead_section_the_layout_is_unchanged(tmp_path: Path) -> None:
