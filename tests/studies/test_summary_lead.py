@@ -42,7 +42,10 @@ def test_a_lead_section_comes_before_the_per_condition_table(tmp_path: Path) -> 
     body = Section.of("b", "Strategies", [Paragraph("the comparison")], "x")
     md = _summary_md(tmp_path, [body, warning])
     assert md.startswith("# steadyeval run `r1`\n\n")
-    order = [md.index(t) for t in ("Transductive run", "| model | condition", "Strategies")]
+    order = [
+        md.index(t)
+        for t in ("Transductive run", "## Run\n\n- rows", "| model | condition", "Strategies")
+    ]
     assert order == sorted(order), md
     assert md.count("Transductive run") == 1
     assert "\n\n\n" not in md, md  # one blank line between the lead and the run's facts

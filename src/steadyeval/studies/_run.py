@@ -62,7 +62,8 @@ def _write(
     # after the title, before the per-condition table, as in the HTML report.
     title, _, rest = summary_markdown(base).partition("\n")
     lead = study.markdown(analysis, design, lead=True)
-    head = f"{title}\n\n{lead.strip()}" if lead else title
+    # (then a heading of their own for the run's facts, which would sit under the last one)
+    head = f"{title}\n\n{lead.strip()}\n\n## Run" if lead else title
     text = f"{head}\n{rest}\n" + study.markdown(analysis, design, lead=False)
     with writing_run(run_dir, str(summary["run_id"])):
         write_json(run_dir / "summary.json", summary)
