@@ -206,28 +206,35 @@ def family_matrices(family: str, n: int) -> list[Mat]:
 
 
 def families_table(per_family: dict[str, Runs]) -> bool:
-    """One line per family and budget: steadyeval's W1, the best PromptEval's, their ratio and
-    the 90% intervals' coverage; then issue 41's verdict on the ``report`` families: ratio
-    <= 1.0 on every one at every budget (<= 0.8 on at least half of them) and coverage
-    within 85-95%. Returns whether it holds (families run: ``report`` ones only count)."""
+    """One line per family and budget: steadyeval's W1, the best PromptEval's (the variant of
+    lowest W1 on that family and budget: an oracle choice, since a user cannot tell which
+    variant suits their matrix), their ratio, the 90% intervals' coverage, and the ratio to
+    the one PromptEval variant of lowest mean W1 over every family and budget run (a choice
+    that does not look at each family's truth); then issue 41's verdict on the ``report``
+    families: ratio to the best <= 1.0 on every one at every budget (<= 0.8 on at least half
+    of them) and coverage within 85-95%. Returns whether it holds (``report`` ones only)."""
+    cells = [(fam, b, runs) for fam, results in per_family.items() for b, runs in results.items()]
+    means = [{m: v for m, v in mean_w1(runs).items() if m.startswith("PE-")} for *_, runs in cells]
+    common = set.intersection(*(set(m) for m in means))
+    fixed = min(common, key=lambda m: float(np.mean([w[m] for w in means])))
     print(
         f"{'family':15} {'role':7} {'budget':>6} {'ours W1':>8} {'best PE':>8} "
-        f"{'(which)':22} {'ratio':>6} {'cover90':>8}"
+        f"{'(which)':26} {'ratio':>6} {'cover90':>8} {'vs one PE':>9}"
     )
     ok, ratios = True, {}
-    for fam, results in per_family.items():
-        for b, runs in results.items():
-            best, best_w1 = best_prompteval(runs)
-            ours = mean_w1(runs)["steadyeval"]
-            cov = float(np.mean([c for r in runs for c in r["steadyeval"]["covered"]]))
-            ratio = ours / best_w1
-            print(
-                f"{fam:15} {role(fam):7} {b:>6} {ours:8.4f} {best_w1:8.4f} {best:22} "
-                f"{ratio:6.3f} {cov:8.3f}"
-            )
-            if role(fam) == "report":
-                ratios.setdefault(fam, []).append(ratio)
-                ok &= ratio <= 1.0 and 0.85 <= cov <= 0.95
+    for (fam, b, runs), pe in zip(cells, means, strict=True):
+        best, best_w1 = best_prompteval(runs)
+        ours = mean_w1(runs)["steadyeval"]
+        cov = float(np.mean([c for r in runs for c in r["steadyeval"]["covered"]]))
+        ratio = ours / best_w1
+        print(
+            f"{fam:15} {role(fam):7} {b:>6} {ours:8.4f} {best_w1:8.4f} {best:26} "
+            f"{ratio:6.3f} {cov:8.3f} {ours / pe[fixed]:9.3f}"
+        )
+        if role(fam) == "report":
+            ratios.setdefault(fam, []).append(ratio)
+            ok &= ratio <= 1.0 and 0.85 <= cov <= 0.95
+    print(f"one PE: {fixed}, the PromptEval variant of lowest mean W1 over these families")
     if ratios:
         n_strong = sum(max(r) <= 0.8 for r in ratios.values())
         ok &= 2 * n_strong >= len(ratios)

@@ -234,9 +234,27 @@ def test_cli_strategy_fixed(tiny_gpt2: Path, tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     summary = json.loads((out / "summary.json").read_text())
     assert [r["strategy"] for r in summary["analysis"]["side_by_side"]] == ["cv", "fixed"]
+    # the section's heading, not again as its table's title
+    assert (out / "summary.md").read_text().count("Stability as K changes") == 1
     bad_args = [a if a != "pattern=based-on" else "pattern=nope" for a in args]
     bad = CliRunner().invoke(main, bad_args)
     assert bad.exit_code != 0 and "pattern=nope is not in the space" in bad.output
+    # icl has no learning rate: the fixed entry would be ignored without a word
+    lr_args = [a if a != "pattern=based-on" else "learning_rate=1e-5" for a in args]
+    lr = CliRunner().invoke(main, lr_args)
+    assert lr.exit_code != 0, lr.output
+    assert "learning_rate is no hyperparameter of this run's methods" in lr.output
+
+
+def test_a_fixed_name_no_method_of_the_run_has_is_refused() -> None:
+    from steadyeval.studies.fewshot._framework import _check_fixed_used
+
+    grids = [("RTE", {"pattern": "a", "steps": 3}), ("CB", {"pattern": "b"})]
+    _check_fixed_used({None: {"pattern": "a"}, "RTE": {"steps": "3"}}, grids)  # all used
+    with pytest.raises(ConfigError, match=r"fixed: learning_rate is no hyperparameter.*pattern"):
+        _check_fixed_used({None: {"learning_rate": "1e-5", "pattern": "a"}}, grids)
+    with pytest.raises(ConfigError, match=r"fixed: steps is no hyperparameter.* on CB"):
+        _check_fixed_used({"CB": {"steps": "3"}}, grids)  # RTE's method has it, CB's not
 
 
 def test_fixed_without_the_fixed_strategy_is_refused(tmp_path: Path) -> None:

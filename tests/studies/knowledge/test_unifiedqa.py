@@ -82,7 +82,7 @@ def test_the_study_asks_unifiedqa_with_its_option_format() -> None:
     names = [c.name for c in knowledge_conditions(both)]
     assert "letter-reference-0shot" in names
     assert not any(n.startswith("letter-unifiedqa") for n in names)
-    with pytest.raises(ValidationError, match="add --scoring option-logprob"):
+    with pytest.raises(ValidationError, match="add option-logprob to the scorings"):
         KnowledgeConfig(
             models=["scripted:x"], data="unused", templates=["unifiedqa", "unifiedqa-eos"],
             scorings=["letter-logprob"],

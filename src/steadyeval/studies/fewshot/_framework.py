@@ -218,7 +218,27 @@ def _experiments(config: FewShotConfig) -> list[_Experiment]:
                 else fixed_setting(grid, fixed_for(wanted, task.name), method.name, task.name)
             )
             out.append(_Experiment(data, method, grid, fixed))
+    if wanted is not None:
+        _check_fixed_used(wanted, [(e.data.task.name, e.grid[0]) for e in out])
     return out
+
+
+def _check_fixed_used(
+    wanted: Mapping[str | None, Mapping[str, str]], grids: Sequence[tuple[str, Mapping[str, Any]]]
+) -> None:
+    """Every fixed name is a hyperparameter of some method of the run on a task it is given
+    for (``grids``: each experiment's task and a setting of its grid); else it would be
+    ignored without a word."""
+    for task, names in wanted.items():
+        have = {n for t, g in grids if task is None or t == task for n in g}
+        unused = sorted(set(names) - have)
+        if unused:
+            where = f" on {task}" if task else ""
+            raise ConfigError(
+                f"fixed: {', '.join(unused)} is no hyperparameter of this run's methods{where} "
+                f"(theirs: {', '.join(sorted(have))}), so it would be ignored: drop it or add "
+                "a method that has it"
+            )
 
 
 def _context(config: FewShotConfig, backends: Sequence[Backend], options: RunOptions) -> _Context:

@@ -89,7 +89,7 @@ def _stability(exp: FewShotExperiment, labels: Mapping[str, str]) -> Table:
         Column("test std", "pct"),
         Column("rho(dev, test)", "float"),
     )
-    return Table("Stability as K changes", columns, rows)
+    return Table("Chosen setting and its test score at each K", columns, rows)
 
 
 def _grid(

@@ -171,7 +171,8 @@ class KnowledgeConfig(StudyConfig):
             raise ValueError(
                 "templates unifiedqa and unifiedqa-eos are scored by option text (UnifiedQA "
                 "answers with the option's text, and its input has no 'Answer:' for a letter): "
-                "add --scoring option-logprob"
+                "add option-logprob to the scorings (--scoring option-logprob on the command line, "
+                "scorings: [option-logprob] in a config file)"
             )
         return self
 
