@@ -19,9 +19,9 @@ are drawn too (:meth:`_Chain._column_scales`): items that every format gets righ
 are common (BBH), and a normal prior pulls them toward the middle.
 The items' and the broken component's variances have inverse-gamma full conditionals (the
 hyperpriors of :mod:`._irt`, worth about ten units at one logit²); the formats' variance has
-a weak exponential prior on its s.d. (``_FORMAT_SD``: the data, not the prior, should say how
-much formats differ) and is drawn on a grid; the broken share has a Beta prior with most of
-its mass near 0 (``_BROKEN_SHARE``: no broken formats unless the cells show some)
+a weak exponential prior on its s.d. (``_FORMAT_SD_PER_CELL``: the data, not the prior,
+should say how much formats differ; the more cells per format, the weaker it is) and is drawn
+on a grid; the broken share has a Beta prior with most of its mass near 0 (``_BROKEN_SHARE``: no broken formats unless the cells show some)
 and the broken component's centre a normal one, truncated to stay :func:`._irt_mixture.gap`
 bulk s.d. below the bulk. (The truncated prior's normalising constant depends on the bulk
 s.d.; the bulk s.d.'s draw and the rows' scale move leave it out, a slight change of the
@@ -139,47 +139,60 @@ def _log_inv_gamma_of(var: NDArray[np.float64] | float) -> NDArray[np.float64]:
 
 
 #: Prior of the formats' total variance V (bulk + covariate part): an exponential prior on
-#: its s.d. √V with mean ``_FORMAT_SD`` logits, a penalised-complexity prior (Simpson et al.,
-#: 2017) that shrinks toward "formats do not differ" and lets the data, where they can,
-#: move it: its density is highest at 0, so a narrow spread can be estimated as narrow. The
-#: inverse gamma used before (worth ten formats at one logit²) held the s.d. near one logit
-#: whatever the data said: on the ``narrow`` family of bench/spread_families.py (format
-#: s.d. 0.1-0.35 logit) the estimated distribution came out 2-2.4× as wide as the truth.
-#: Chosen on the ``choose`` families (bench, narrow, guess; 6 matrices each, 200 and 400
-#: cells) among the exponential at 0.5 and 1 logit and a half-Cauchy at 0.5 (worst W1 /
-#: best PromptEval over those families and budgets 1.14, 1.62 and 1.27), with
-#: ``_BROKEN_SHARE``. A hyperprior over its mean (uniform over 0.125, 0.25, 0.5, 1 and 2
-#: logits, sampled in the chain) was tried on the bench and narrow families (8 matrices × 2
-#: seeds): 1.51 and 1.15, 1.28 and 0.81 at 200 and 400 cells, against 1.51 and 1.14, 1.25
-#: and 0.83 with the mean fixed: no gain, so not kept.
-_FORMAT_SD = 0.5
+#: its s.d. √V, a penalised-complexity prior (Simpson et al., 2017) that shrinks toward
+#: "formats do not differ" and lets the data, where they can, move it: its density is highest
+#: at 0, so a narrow spread can be estimated as narrow. Its mean is ``_FORMAT_SD_PER_CELL``
+#: logits × the cells per format (:func:`format_sd_mean`): at about one cell per format the
+#: cells cannot tell a narrow spread from a wide one (bench/spread_priors.py --identify: the
+#: covariance of two cells of one format, the only direct evidence, is noise there), so the
+#: prior is the estimate's regulariser; with more cells per format the data can say how far
+#: formats differ, and a prior held at one mean kept shrinking wide spreads (the bench family
+#: at 400 cells, about two cells per format: W1 1.30× the best PromptEval's with the mean
+#: fixed at 0.5 logit, 1.13× with this schedule). Chosen on the ``choose`` families of
+#: bench/spread_families.py only (bench, narrow, guess; matrices 20-43, one seed, 200 and 400
+#: cells; `python bench/spread_priors.py base cpf0.75 cpf1 cpsq0.5 cpsq0.6 --matrices
+#: 20-43`): worst W1 / best PromptEval over those families and budgets 1.36 with the mean
+#: fixed at 0.5 logit, 1.30, 1.25, 1.29 and 1.27 with the schedules (mean 0.75 or 1 × the
+#: cells per format, 0.5 or 0.6 × its square). The schedules differ by less than the noise
+#: between matrix sets (two disjoint sets of 12 ranked the fixed 0.5 and 1.0 logit means in
+#: opposite orders); all beat the fixed mean at 400 cells on the bench family. The inverse
+#: gamma used before them (worth ten formats at one logit²) held the s.d. near one logit
+#: whatever the data said: on the ``narrow`` family (format s.d. 0.1-0.35 logit) the
+#: estimated distribution came out 2-2.4× as wide as the truth.
+_FORMAT_SD_PER_CELL = 1.0
 #: Beta prior of the broken formats' share: most of its mass near 0 (mean 4%), so "no
 #: broken formats" is the default and a broken component needs rows whose cells show it
 #: (a model comparison between "bulk only" and "bulk + broken" folded into one prior). The
 #: schedule used before (Beta(1, 9) rising to Beta(2, 8) with the cells per format) kept
 #: about 10-20% of formats in the broken component whether or not there were any. On the
-#: choose families, with ``_FORMAT_SD``: Beta(0.2, 5) worst ratio 1.14, Beta(0.5, 5) 1.50,
-#: the schedule 1.56.
+#: choose families, with the format s.d.'s prior mean then fixed at 0.5 logit: Beta(0.2, 5)
+#: worst ratio 1.14, Beta(0.5, 5) 1.50, the schedule 1.56.
 _BROKEN_SHARE = (0.2, 5.0)
 
 
-def _log_format_var(var: NDArray[np.float64] | float) -> NDArray[np.float64]:
+def format_sd_mean(cells_per_format: float) -> float:
+    """Mean (logits) of the exponential prior on the formats' total s.d. at
+    ``cells_per_format`` observed cells per format (see ``_FORMAT_SD_PER_CELL``)."""
+    return _FORMAT_SD_PER_CELL * cells_per_format
+
+
+def _log_format_var(var: NDArray[np.float64] | float, mean: float) -> NDArray[np.float64]:
     """log density (up to a constant) of the formats' variance V under the exponential prior
-    on √V (``_FORMAT_SD``): −√V / ``_FORMAT_SD`` − log √V (the last term from dV = 2√V d√V)."""
+    with mean ``mean`` on √V: −√V / mean − log √V (the last term from dV = 2√V d√V)."""
     sd = np.sqrt(var)
-    return np.asarray(-sd / _FORMAT_SD - np.log(sd))
+    return np.asarray(-sd / mean - np.log(sd))
 
 
 def _log_split(
-    u: NDArray[np.float64] | float, v: NDArray[np.float64] | float
+    u: NDArray[np.float64] | float, v: NDArray[np.float64] | float, mean: float
 ) -> NDArray[np.float64]:
     """log prior density (up to a constant) of the bulk's variance u and the covariate part's
-    v: V = u + v under the formats' prior (:func:`_log_format_var`), φ = v / V Beta(``_SHARE``),
-    Jacobian 1 / V."""
+    v: V = u + v under the formats' prior (:func:`_log_format_var` with ``mean``), φ = v / V
+    Beta(``_SHARE``), Jacobian 1 / V."""
     total = np.asarray(u) + v
     phi = v / total
     return np.asarray(
-        _log_format_var(total)
+        _log_format_var(total, mean)
         - np.log(total)  # the Jacobian
         + (_SHARE[0] - 1) * np.log(phi)
         + (_SHARE[1] - 1) * np.log1p(-phi)
@@ -238,6 +251,7 @@ class _Chain:
         self.design = np.column_stack([np.ones(len(self.y)), self.x[self.rows]])
         per_row = len(cells.y) / self.n
         self.low_prior, self.gap = _BROKEN_SHARE, gap(per_row)
+        self.sd_mean = format_sd_mean(per_row)
 
     def start(self, fit: IrtFit) -> _State:
         n, m = fit.cells.n_rows, fit.cells.n_cols
@@ -323,7 +337,7 @@ class _Chain:
 
     def _covariate_variance(self, s: _State, rng: np.random.Generator) -> None:
         """The covariate part's variance given the bulk's (the split prior)."""
-        prior = _log_split(s.scale[0] ** 2, _VAR)
+        prior = _log_split(s.scale[0] ** 2, _VAR, self.sd_mean)
         squares = float(s.gamma @ s.gamma)
         s.var_cov = _split_draw(len(s.gamma), squares, self.dim, prior, rng) / self.dim
 
@@ -381,10 +395,16 @@ class _Chain:
         gain += _log_inv_gamma(c * c * low * low) - _log_inv_gamma(low * low)
         if self.on:  # the bulk's and the covariates' variances under the split prior
             v = s.var_cov * self.dim
-            gain += float(_log_split(c * c * bulk * bulk, c * c * v) - _log_split(bulk * bulk, v))
+            gain += float(
+                _log_split(c * c * bulk * bulk, c * c * v, self.sd_mean)
+                - _log_split(bulk * bulk, v, self.sd_mean)
+            )
             gain += 2 * np.log(c)
         else:
-            gain += float(_log_format_var(c * c * bulk * bulk) - _log_format_var(bulk * bulk))
+            gain += float(
+                _log_format_var(c * c * bulk * bulk, self.sd_mean)
+                - _log_format_var(bulk * bulk, self.sd_mean)
+            )
         gain += (-((c * s.centre_low - m0) ** 2) + (s.centre_low - m0) ** 2) / (2 * sd0**2)
         gain += 5 * np.log(c)
         if not _accept(gain, rng):
@@ -424,10 +444,10 @@ class _Chain:
         s.weight_low = float(rng.beta(a + k, b + len(t) - k))
         squares = float(t[~broken] @ t[~broken])
         if self.on:
-            prior = _log_split(_VAR, s.var_cov * self.dim)
+            prior = _log_split(_VAR, s.var_cov * self.dim, self.sd_mean)
             bulk = float(np.sqrt(_split_draw(len(t) - k, squares, 1.0, prior, rng)))
         else:
-            prior = _log_format_var(_VAR)
+            prior = _log_format_var(_VAR, self.sd_mean)
             bulk = float(np.sqrt(_split_draw(len(t) - k, squares, 1.0, prior, rng)))
         m0, sd0 = _LOW_CENTRE
         prec = 1 / sd0**2 + k / low**2
