@@ -104,6 +104,25 @@ def apply(variant: str) -> None:
             raise SystemExit(f"unknown variant part {part!r} (see --help)")
 
 
+def check_variants(variants: list[str]) -> None:
+    """Refuse an unknown or malformed variant here, before any work: applied in a worker, its
+    error killed the worker and the pool waited for it forever."""
+    for variant in variants:
+        try:
+            apply(variant)
+        except ValueError as exc:
+            raise SystemExit(f"variant {variant!r}: {exc} (see --help)") from None
+    apply("base")
+
+
+def matrices(text: str) -> range:
+    """``--matrices FIRST-LAST`` as the range of matrix numbers (FIRST <= LAST)."""
+    first, dash, last = text.partition("-")
+    if not (dash and first.isdigit() and last.isdigit() and int(first) <= int(last)):
+        raise SystemExit(f"--matrices {text!r}: expected FIRST-LAST, e.g. 20-31 (FIRST <= LAST)")
+    return range(int(first), int(last) + 1)
+
+
 def _prompteval(key: Key) -> tuple[Key, dict[str, float]]:
     fam, k, seed, budget = key
     m = family_matrix(fam, k)
@@ -193,18 +212,15 @@ def main() -> None:
     reported = [f for f in fams if f not in FAMILIES or role(f) != "choose"]
     if reported:
         raise SystemExit(f"only choose families are used to choose settings; not {reported}")
-    first, last = map(int, args.matrices.split("-"))
+    numbers = matrices(args.matrices)
+    check_variants(args.variants)
     if args.identify:
         for fam in fams:
-            for k in range(first, last + 1):
+            for k in numbers:
                 print(identify(fam, k, args.budgets[0]), flush=True)
         return
     keys = [
-        (f, k, s, b)
-        for f in fams
-        for b in args.budgets
-        for k in range(first, last + 1)
-        for s in range(args.seeds)
+        (f, k, s, b) for f in fams for b in args.budgets for k in numbers for s in range(args.seeds)
     ]
     cache = pickle.loads(args.cache.read_bytes()) if args.cache.exists() else {}
     with Pool(args.jobs) as pool:

@@ -257,6 +257,20 @@ def test_a_fixed_name_no_method_of_the_run_has_is_refused() -> None:
         _check_fixed_used({"CB": {"steps": "3"}}, grids)  # RTE's method has it, CB's not
 
 
+def test_a_plain_fixed_entry_every_task_overrides_is_refused() -> None:
+    from steadyeval.studies.fewshot._framework import _check_fixed_used
+
+    grids = [("RTE", {"pattern": "a"}), ("CB", {"pattern": "b"})]
+    _check_fixed_used({None: {"pattern": "a"}, "RTE": {"pattern": "b"}}, grids)  # CB reads it
+    # never read (and its value never checked against the grid)
+    with pytest.raises(ConfigError, match=r"fixed: pattern=nope is given for every task"):
+        _check_fixed_used({None: {"pattern": "nope"}, "RTE": {"pattern": "a"}}, grids[:1])
+    with pytest.raises(ConfigError, match=r"pattern=nope is given for every task.*CB, RTE"):
+        _check_fixed_used(
+            {None: {"pattern": "nope"}, "RTE": {"pattern": "a"}, "CB": {"pattern": "b"}}, grids
+        )
+
+
 def test_fixed_without_the_fixed_strategy_is_refused(tmp_path: Path) -> None:
     """--fixed NAME=VALUE with no --strategy fixed was silently ignored (review of issue 40)."""
     from pydantic import ValidationError

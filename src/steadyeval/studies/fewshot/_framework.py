@@ -229,6 +229,15 @@ def _check_fixed_used(
     """Every fixed name is a hyperparameter of some method of the run on a task it is given
     for (``grids``: each experiment's task and a setting of its grid); else it would be
     ignored without a word."""
+    plain = wanted.get(None, {})
+    tasks = {t for t, _ in grids}
+    shadowed = sorted(n for n in plain if tasks and all(n in wanted.get(t, {}) for t in tasks))
+    if shadowed:  # a task's own entry wins on every task: the plain one is never read
+        raise ConfigError(
+            f"fixed: {', '.join(f'{n}={plain[n]}' for n in shadowed)} is given for every task "
+            f"of the run by a TASK:NAME=VALUE entry too ({', '.join(sorted(tasks))}), so it "
+            "would be ignored: drop it"
+        )
     for task, names in wanted.items():
         have = {n for t, g in grids if task is None or t == task for n in g}
         unused = sorted(set(names) - have)
