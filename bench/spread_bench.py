@@ -205,14 +205,15 @@ def family_matrices(family: str, n: int) -> list[Mat]:
     return [(m.y, m.covariates) for m in (family_matrix(family, k) for k in range(n))]
 
 
-def families_table(per_family: dict[str, Runs]) -> bool:
+def families_table(per_family: dict[str, Runs]) -> bool | None:
     """One line per family and budget: steadyeval's W1, the best PromptEval's (the variant of
     lowest W1 on that family and budget: an oracle choice, since a user cannot tell which
     variant suits their matrix), their ratio, the 90% intervals' coverage, and the ratio to
-    the one PromptEval variant of lowest mean W1 over every family and budget run (a choice
-    that does not look at each family's truth); then issue 41's verdict on the ``report``
-    families: ratio to the best <= 1.0 on every one at every budget (<= 0.8 on at least half
-    of them) and coverage within 85-95%. Returns whether it holds (``report`` ones only)."""
+    the one PromptEval variant of lowest mean W1 over every family and budget run (one variant
+    for all families, as a user would run it, though picked with the truth of all of them);
+    then issue 41's verdict on the ``report`` families: ratio to the best <= 1.0 on every one
+    at every budget (<= 0.8 on at least half of them) and coverage within 85-95%. Returns
+    whether it holds; None when no ``report`` family was run (no verdict)."""
     cells = [(fam, b, runs) for fam, results in per_family.items() for b, runs in results.items()]
     means = [{m: v for m, v in mean_w1(runs).items() if m.startswith("PE-")} for *_, runs in cells]
     common = set.intersection(*(set(m) for m in means))
@@ -234,12 +235,12 @@ def families_table(per_family: dict[str, Runs]) -> bool:
         if role(fam) == "report":
             ratios.setdefault(fam, []).append(ratio)
             ok &= ratio <= 1.0 and 0.85 <= cov <= 0.95
-    print(f"one PE: {fixed}, the PromptEval variant of lowest mean W1 over these families")
-    if ratios:
-        n_strong = sum(max(r) <= 0.8 for r in ratios.values())
-        ok &= 2 * n_strong >= len(ratios)
-        print(f"report families: {len(ratios)}; ratio <= 0.8 at every budget on {n_strong}")
-    return ok
+    print(f"one PE: {fixed}, the one PromptEval variant of lowest mean W1 over all of them")
+    if not ratios:
+        return None
+    n_strong = sum(max(r) <= 0.8 for r in ratios.values())
+    print(f"report families: {len(ratios)}; ratio <= 0.8 at every budget on {n_strong}")
+    return ok and 2 * n_strong >= len(ratios)
 
 
 def real_matrices(folder: Path) -> list[Mat]:
@@ -339,6 +340,9 @@ def run_families(args: argparse.Namespace, methods: tuple[str, ...]) -> bool:
         )
         table(per_family[fam], {}, verdict=False)
     ok = families_table(per_family)
+    if ok is None:
+        print("no report family was run: no verdict on issue 41's targets")
+        return True
     print("all targets met" if ok else "NOT all targets met")
     return ok
 

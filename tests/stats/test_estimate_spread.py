@@ -201,6 +201,34 @@ def test_one_cell_per_format_is_prior_driven() -> None:
     assert "at least 2-3 cells per format" in d.message
 
 
+def test_repeats_of_one_cell_are_not_more_cells_per_format() -> None:
+    """One distinct cell per format, each asked 50 times (review of issue 41): the prior and
+    the fit check see one cell per format, as without the repeats: a repeat says nothing
+    about how far formats differ (the prior's mean grows with the cells per format)."""
+    from steadyeval.stats._irt import fit_irt
+    from steadyeval.stats._irt_gibbs import _Chain, format_sd_mean
+
+    rows, cols, y = _cells(2, (30, 30), 1)
+    many = [np.repeat(a, 50) for a in (rows, cols, y)]
+    d = stats.estimate_spread(*many, (30, 30), draws=30).diagnostic
+    assert d.cells_per_format == 1 and d.share_two_cells == 0 and d.prior_driven
+    assert "none of the 30 formats has two or more observed cells" in d.message
+    chain = _Chain(fit_irt(IrtCells.of(*many, 30, 30)))
+    assert chain.sd_mean == format_sd_mean(1.0)
+
+
+def test_too_few_draws_check_nothing() -> None:
+    """One to a few draws give p-values of 0 or 1 by chance: they are left empty, never a
+    misfit (review of issue 41: draws=2 on additive cells was flagged)."""
+    rows, cols, y = _cells(1, (20, 30), 6)
+    for draws in (1, 2, 3, 19):
+        d = stats.estimate_spread(rows, cols, y, (20, 30), draws=draws).diagnostic
+        assert np.isnan([d.ppc_format_p, d.ppc_item_p, d.ppc_interaction_p]).all()
+        assert not d.misfit
+    d = stats.estimate_spread(rows, cols, y, (20, 30), draws=20).diagnostic
+    assert np.isfinite(d.ppc_format_p)
+
+
 def test_the_advice_counts_the_cells_already_observed() -> None:
     """A width flagged at 6 cells per format (formats that barely differ: the s.d.'s
     interval reaches near 0) does not ask for 2-3 cells per format."""

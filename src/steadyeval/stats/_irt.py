@@ -84,6 +84,12 @@ class IrtCells:
         cell; a cell observed twice appears twice)."""
         return self.rows.astype(np.int64) * self.n_cols + self.cols
 
+    def distinct_per_row(self) -> NDArray[np.int64]:
+        """Distinct observed cells of each row: a cell observed twice counts once (a repeat
+        says nothing about how far rows differ beyond the cell's own noise)."""
+        rows = np.unique(self.flat_index()) // self.n_cols
+        return np.asarray(np.bincount(rows, minlength=self.n_rows))
+
 
 #: The most cells (n_rows × n_cols, observed or not) :class:`IrtCells` accepts: the
 #: posterior holds the whole matrix (about 9 bytes a cell) and completes it draw by draw.

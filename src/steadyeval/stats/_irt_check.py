@@ -34,6 +34,9 @@ _PRIOR_DRIVEN_RATIO = 3.0
 _MIN_SHARE_TWO_CELLS = 0.5
 #: A posterior predictive p-value below this, or above 1 − this, sets ``misfit``.
 _PPC_ALPHA = 0.05
+#: Fewer posterior draws than this leave the p-values empty (NaN, never a misfit): over one
+#: to a few draws a p-value is 0 or 1 by chance.
+_MIN_PPC_DRAWS = 20
 #: The most pairs of cells (two formats' cells of one item) the format × item check
 #: multiplies per draw; beyond it the check runs on a random subset of the items.
 _MAX_PAIRS = 500_000
@@ -55,9 +58,9 @@ class SpreadDiagnostic:
         ``format_sd_high / format_sd_low``: how well that width is known (NaN with one
         format).
     cells_per_format : float
-        Observed cells / formats.
+        Distinct observed cells / formats (a cell observed twice counts once).
     share_two_cells : float
-        Share of the formats with two or more observed cells.
+        Share of the formats with two or more distinct observed cells.
     prior_driven : bool
         The width is not set by the data: ``width_ratio`` is over ``_PRIOR_DRIVEN_RATIO``
         (3), or fewer than ``_MIN_SHARE_TWO_CELLS`` (half) of the formats have two cells.
@@ -66,7 +69,8 @@ class SpreadDiagnostic:
         Posterior predictive p-values (see :func:`diagnose`): do the formats' totals, the
         items' totals and the formats' agreement on which items are hard look like data
         the fitted model makes? NaN where nothing can be checked (no format, or no item,
-        with two cells; no two formats sharing two items).
+        with two cells; no two formats sharing two items) and with fewer than 20 posterior
+        draws (``_MIN_PPC_DRAWS``).
     misfit : bool
         A p-value is below ``_PPC_ALPHA`` (0.05) or above 0.95. Never when every cell is
         observed: no cell is predicted, so the distribution is the data's own.
@@ -181,7 +185,9 @@ def _predictive(
     rng: np.random.Generator,
 ) -> tuple[float, float, float]:
     """The three posterior predictive p-values (formats, items, format × item), NaN where
-    nothing can be checked."""
+    nothing can be checked or there are fewer than ``_MIN_PPC_DRAWS`` draws."""
+    if len(mu) < _MIN_PPC_DRAWS:
+        return float("nan"), float("nan"), float("nan")
     rows, cols, y = cells.rows, cells.cols, cells.y
     checks = {
         "formats": bool(np.any(np.bincount(rows) >= 2)),
@@ -308,10 +314,10 @@ def diagnose(
     alpha = (1 - SD_LEVEL) / 2
     low, high = (float(v) for v in np.quantile(sd, [alpha, 1 - alpha]))
     ratio = high / low if low > 0 else (float("inf") if high > 0 else float("nan"))
-    per_format = np.bincount(cells.rows, minlength=n_formats)
+    per_format = cells.distinct_per_row()
     share = float(np.mean(per_format >= 2))
     # every cell observed: nothing is predicted, the distribution is the data's own
-    unseen = len(np.unique(cells.flat_index())) < n_formats * cells.n_cols
+    unseen = int(per_format.sum()) < n_formats * cells.n_cols
     p_format, p_item, p_inter = _predictive(cells, mu, theta, beta, rng)
     ps = np.array([p_format, p_item, p_inter])
     ps = ps[np.isfinite(ps)]
@@ -320,7 +326,7 @@ def diagnose(
         format_sd_low=low,
         format_sd_high=high,
         width_ratio=ratio,
-        cells_per_format=len(cells.y) / n_formats,
+        cells_per_format=float(per_format.sum()) / n_formats,
         share_two_cells=share,
         prior_driven=bool(
             unseen

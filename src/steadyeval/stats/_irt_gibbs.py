@@ -142,7 +142,7 @@ def _log_inv_gamma_of(var: NDArray[np.float64] | float) -> NDArray[np.float64]:
 #: its s.d. √V, a penalised-complexity prior (Simpson et al., 2017) that shrinks toward
 #: "formats do not differ" and lets the data, where they can, move it: its density is highest
 #: at 0, so a narrow spread can be estimated as narrow. Its mean is ``_FORMAT_SD_PER_CELL``
-#: logits × the cells per format (:func:`format_sd_mean`): at about one cell per format the
+#: logits × the distinct observed cells per format (:func:`format_sd_mean`): at about one cell per format the
 #: cells cannot tell a narrow spread from a wide one (bench/spread_priors.py --identify: the
 #: covariance of two cells of one format, the only direct evidence, is noise there), so the
 #: prior is the estimate's regulariser; with more cells per format the data can say how far
@@ -249,7 +249,8 @@ class _Chain:
             self.x, self.x_mean = np.zeros((self.n, 0)), np.zeros(0)
         #: the block (μ, γ)'s design at the cells: a column of ones and the covariates
         self.design = np.column_stack([np.ones(len(self.y)), self.x[self.rows]])
-        per_row = len(cells.y) / self.n
+        # distinct cells per format: a repeated cell says nothing about how far formats differ
+        per_row = float(cells.distinct_per_row().sum()) / self.n
         self.low_prior, self.gap = _BROKEN_SHARE, gap(per_row)
         self.sd_mean = format_sd_mean(per_row)
 

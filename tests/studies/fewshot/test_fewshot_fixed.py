@@ -165,6 +165,8 @@ def test_fixed_setting_values_are_checked(tmp_path: Path) -> None:
         values("lr")
     with pytest.raises(ConfigError, match=r"'learning_rat' is no method's hyperparameter; did you"):
         values("learning_rat=1")
+    with pytest.raises(ConfigError, match=r"'PATTERN' is no method's.*did you mean 'pattern'"):
+        values("PATTERN=a")
     with pytest.raises(ConfigError, match="pattern is given twice"):
         values("pattern=a", "pattern=b")
     with pytest.raises(

@@ -87,6 +87,11 @@ def test_the_study_asks_unifiedqa_with_its_option_format() -> None:
             models=["scripted:x"], data="unused", templates=["unifiedqa", "unifiedqa-eos"],
             scorings=["letter-logprob"],
         )  # fmt: skip
+    with pytest.raises(ValidationError, match="template unifiedqa is scored by option text"):
+        KnowledgeConfig(
+            models=["scripted:x"], data="unused", templates=["unifiedqa"],
+            scorings=["letter-logprob"],
+        )  # fmt: skip
 
 
 def _tsv_lines(shared: Path) -> list[str]:

@@ -304,7 +304,8 @@ def fixed_values(
                 f"({', '.join(sorted(tasks))}){hint}"
             )
         if name not in known:
-            close = difflib.get_close_matches(name, sorted(known), n=1)
+            same = [k for k in sorted(known) if k.lower() == name.lower()]  # PATTERN
+            close = same or difflib.get_close_matches(name, sorted(known), n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
             raise ConfigError(f"fixed: {shown(name)} is no method's hyperparameter{hint}")
         scoped = out.setdefault(task or None, {})

@@ -168,8 +168,14 @@ class KnowledgeConfig(StudyConfig):
         if OPTION_LOGPROB not in self.scorings and all(
             t in OPTION_ONLY_TEMPLATES for t in self.templates
         ):
+            given = list(dict.fromkeys(self.templates))
+            which = (
+                f"templates {' and '.join(given)} are"
+                if len(given) > 1
+                else f"template {given[0]} is"
+            )
             raise ValueError(
-                "templates unifiedqa and unifiedqa-eos are scored by option text (UnifiedQA "
+                f"{which} scored by option text only (UnifiedQA "
                 "answers with the option's text, and its input has no 'Answer:' for a letter): "
                 "add option-logprob to the scorings (--scoring option-logprob on the command line, "
                 "scorings: [option-logprob] in a config file)"
