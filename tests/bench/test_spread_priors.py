@@ -2,24 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 import sys
-from pathlib import Path
-from types import ModuleType
 
 import pytest
 
+from ._script import load_bench_script
 
-def _load() -> ModuleType:
-    path = Path(__file__).resolve().parents[2] / "bench" / "spread_priors.py"
-    spec = importlib.util.spec_from_file_location("spread_priors", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-sp = _load()
+sp = load_bench_script("spread_priors")
 
 
 @pytest.mark.parametrize("text", ["5", "a-b", "9-3", "-5", "1-2-3", ""])

@@ -2,26 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-from types import ModuleType
-
 import numpy as np
 import pytest
 from sklearn.decomposition import PCA
 from sklearn.linear_model import LogisticRegression
 
+from ._script import load_bench_script
 
-def _load() -> ModuleType:
-    path = Path(__file__).resolve().parents[2] / "bench" / "spread_prompteval.py"
-    spec = importlib.util.spec_from_file_location("spread_prompteval", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-pe = _load()
+pe = load_bench_script("spread_prompteval")
 
 # A 6 formats × 5 items matrix, 13 observed cells, two one-hot grammar features (3 and 2
 # levels). The expected values are the per-format accuracies that PromptEval's own code
