@@ -20,6 +20,9 @@ and kept in a cache file (``--cache``) that later variants reuse. Variants, join
 - ``shA_B``: Beta(A, B) on the covariates' share of the format variance;
 - ``bsA_B``: Beta(A, B) on the broken formats' share.
 
+``--design pairs`` gives every method the same cells drawn another way: two cells on each of
+budget / 2 formats (the others none), so that the formats' spread is seen in pairs.
+
 ``--identify`` prints, per matrix at the first budget, the two things the cells say about
 how much formats differ: the covariance of two cells of one format on different items (an
 unbiased estimate of the per-format accuracy variance, printed as a signed s.d.) next to the
@@ -192,6 +195,26 @@ def identify(family: str, k: int, budget: int) -> str:
     )
 
 
+def pair_cells(
+    n_f: int, n_i: int, budget: int, seed: int = 0
+) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
+    """``--design pairs``: the budget as two cells on each of budget // 2 formats drawn at
+    random (the others get none; an odd cell is left unspent), items in balanced random
+    order (each item about equally often), a format's two items distinct. With fewer than
+    budget / 2 formats every format already gets two cells: the study's stratified cells.
+    Same signature as ``stratified_cells``."""
+    if budget // 2 > n_f:
+        return stratified_cells(n_f, n_i, budget, seed=seed)
+    rng = np.random.default_rng(seed)
+    formats = rng.choice(n_f, budget // 2, replace=False)
+    rows = np.repeat(formats, 2)
+    laps = len(rows) // n_i + 2
+    cols = np.concatenate([rng.permutation(n_i) for _ in range(laps)])[: len(rows)]
+    same = np.flatnonzero(cols[0::2] == cols[1::2]) * 2 + 1
+    cols[same] = (cols[same] + 1) % n_i
+    return rows.astype(np.intp), cols.astype(np.intp)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("variants", nargs="*", default=["base"])
@@ -203,7 +226,17 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--cache", type=Path, default=Path("/tmp/steadyeval-spread-priors.pkl"))
     ap.add_argument("--identify", action="store_true")
+    ap.add_argument(
+        "--design",
+        choices=("stratified", "pairs"),
+        default="stratified",
+        help="the cells every method sees: the study's stratified sampler (one or two cells "
+        "per format at 200 cells), or two cells on each of budget/2 formats (pair_cells)",
+    )
     args = ap.parse_args()
+    if args.design == "pairs":  # before the pool: its workers fork with it
+        spread_bench.stratified_cells = pair_cells
+        args.cache = args.cache.with_name(f"{args.cache.stem}-pairs{args.cache.suffix}")
     fams = (
         [f for f in FAMILIES if role(f) == "choose"]
         if args.families == "choose"

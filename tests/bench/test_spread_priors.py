@@ -32,3 +32,14 @@ def test_a_bad_variant_is_refused_before_the_pool(
     with pytest.raises(SystemExit, match=match):
         sp.main()
     assert sp._DEFAULTS["_FORMAT_SD_PER_CELL"] == sp._irt_gibbs._FORMAT_SD_PER_CELL
+
+
+def test_pair_cells_are_two_distinct_items_on_half_the_budget_of_formats() -> None:
+    import numpy as np
+
+    rows, cols = sp.pair_cells(181, 100, 200, seed=3)
+    assert len(rows) == 200 and len(np.unique(rows)) == 100
+    assert (rows[0::2] == rows[1::2]).all() and (cols[0::2] != cols[1::2]).all()
+    assert set(np.bincount(cols, minlength=100)) == {2}  # items balanced
+    few = sp.pair_cells(150, 100, 400, seed=0)  # under budget / 2 formats: stratified
+    assert len(few[0]) == 400 and np.bincount(few[0]).min() >= 2
