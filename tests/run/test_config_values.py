@@ -202,10 +202,29 @@ def test_spread_draws_times_cells_are_checked_before_the_run(items: Path, tmp_pa
     rows = [{"id": f"q{i}", "question": "q", "options": ["a", "b"], "answer": 0} for i in range(50)]
     (tmp_path / "many.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     argv = ["study", "spread", "--model", "scripted:m", "--data", "many.jsonl"]
-    flags = ["--n-formats", "27000", "--budget", "27000", "--draws", "99000"]
+    flags = ["--n-formats", "5000", "--budget", "5000", "--draws", "20000"]
     out = _error([*argv, *flags, "--dry-run"])
     assert "over the estimator's limit of 50,000,000 values held at once" in out
-    assert "pass --draws 1848 or fewer" in out
+    assert "pass --draws 9900 or fewer" in out
+    # formats + items over the fit's limit: before any cell is asked, with what to do
+    out = _error([*argv, "--n-formats", "6000", "--dry-run"])
+    assert "6,000 formats + 50 items is over the estimator's limit of 6,000" in out
+    assert "use fewer formats" in out
+
+
+def test_spread_formats_plus_items_are_checked_before_the_run(items: Path, tmp_path: Path) -> None:
+    """The fit factorises a dense (formats + items)² matrix: all of MMLU's 14,042 items would
+    take about half an hour and several GB (review of issue 41); refused up front, with the
+    sample size that fits."""
+    row = {"question": "q", "options": ["a", "b"], "answer": 0}
+    lines = (json.dumps({"id": f"q{i}", **row}) + "\n" for i in range(6000))
+    (tmp_path / "big.jsonl").write_text("".join(lines))
+    argv = ["study", "spread", "--model", "scripted:m", "--data", "big.jsonl", "--dry-run"]
+    out = _error(argv)
+    assert "100 formats + 6,000 items is over the estimator's limit of 6,000" in out
+    assert "--sample 5,900 or fewer" in out
+    search = CliRunner().invoke(main, [*argv, "--method", "search", "--budget", "40"])
+    assert search.exit_code == 0, search.output  # the search fits no model
 
 
 @pytest.mark.parametrize(

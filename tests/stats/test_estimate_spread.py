@@ -81,6 +81,7 @@ ROWS, COLS, Y = [0, 0, 1, 2], [0, 1, 1, 2], [1, 0, 1, 1]
         ((ROWS, COLS, Y, {40: 1, 3: 1}), {}, "shape must be a pair .* in that order"),
         ((ROWS, COLS, Y, (True, 3)), {}, "shape must be a pair of positive integers"),
         ((ROWS, COLS, Y, (100_000, 100_000)), {}, "over the estimator's limit"),
+        ((ROWS, COLS, Y, (100, 5_901)), {}, "formats \\+ items is over the estimator's limit"),
         ((ROWS, COLS, Y, (3, 3)), {"confidence": 1.0}, "confidence must lie in"),
         ((ROWS, COLS, Y, (3, 3)), {"confidence": 0}, "confidence must lie in"),
         ((ROWS, COLS, Y, (3, 3)), {"draws": 0}, "draws must be an integer >= 1"),
@@ -88,7 +89,7 @@ ROWS, COLS, Y = [0, 0, 1, 2], [0, 1, 1, 2], [1, 0, 1, 1]
         ((ROWS, COLS, Y, (3, 3)), {"seed": -1}, "seed must be a non-negative int"),
         ((ROWS, COLS, Y, (3, 3)), {"seed": None}, "seed must be a non-negative int"),
         ((ROWS, COLS, Y, (3, 3), [[1.0], [0.0]]), {}, r"covariates must have shape \(n_rows=3"),
-        ((ROWS, COLS, Y, (10, 4_000_000)), {"draws": 20}, "draws × .* is over the limit"),
+        ((ROWS, COLS, Y, (10, 5_000)), {"draws": 10_000}, "draws × .* is over the limit"),
     ],
 )
 def test_bad_input_is_an_error_naming_the_argument(

@@ -15,7 +15,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ._errors import StatsInputError
-from ._irt import MAX_CELLS, IrtCells, fit_irt
+from ._irt import MAX_CELLS, MAX_EFFECTS, IrtCells, fit_irt
 from ._irt_check import SpreadDiagnostic
 from ._irt_posterior import MAX_DRAW_VALUES, IrtDistribution, irt_distribution
 from ._validate import SeedLike, as_positive_int, check_confidence, check_seed
@@ -116,6 +116,12 @@ def _shape(shape: Any) -> tuple[int, int]:
             f"{MAX_CELLS:,} cells (it holds the whole matrix in memory); use fewer formats "
             "or items"
         )
+    if int(n_formats) + int(n_items) > MAX_EFFECTS:
+        raise StatsInputError(
+            f"shape {int(n_formats):,} × {int(n_items):,}: formats + items is over the "
+            f"estimator's limit of {MAX_EFFECTS:,} (its fit factorises a dense matrix of that "
+            "size squared); use fewer formats or a sample of the items"
+        )
     return int(n_formats), int(n_items)
 
 
@@ -189,7 +195,8 @@ def estimate_spread(
     StatsInputError
         If ``rows``, ``cols`` and ``correct`` are not 1-D, differ in length or are empty, an
         index is out of range or not an integer, ``correct`` holds anything but 0 and 1,
-        ``shape`` is not two positive integers, ``draws`` is not a positive integer,
+        ``shape`` is not two positive integers (or its formats + items are over
+        ``MAX_EFFECTS``, 6,000), ``draws`` is not a positive integer,
         ``confidence`` is not in (0, 1), or the covariates are not finite numbers of shape
         (n_formats, k).
 

@@ -22,6 +22,7 @@ from ._irt_posterior import QUANTILES, IrtDistribution, irt_distribution, widen
 from ._validate import as_count, as_positive_int
 
 __all__ = [
+    "MAX_EFFECTS",
     "QUANTILES",
     "IrtCells",
     "IrtDistribution",
@@ -54,7 +55,8 @@ class IrtCells:
     def of(
         cls, rows: ArrayLike, cols: ArrayLike, y: ArrayLike, n_rows: int, n_cols: int
     ) -> IrtCells:
-        """Validate the cells: a shape of at most ``MAX_CELLS`` cells, equal lengths,
+        """Validate the cells: a shape of at most ``MAX_CELLS`` cells and ``MAX_EFFECTS``
+        rows + columns, equal lengths,
         integer indices in range, y in {0, 1}, not empty."""
         n_rows = as_positive_int(n_rows, "n_rows")
         n_cols = as_positive_int(n_cols, "n_cols")
@@ -63,6 +65,13 @@ class IrtCells:
                 f"n_rows × n_cols = {n_rows:,} × {n_cols:,} cells is over the estimator's "
                 f"limit of {MAX_CELLS:,} (it holds the whole matrix in memory); use fewer "
                 "rows or columns"
+            )
+        if n_rows + n_cols > MAX_EFFECTS:
+            raise StatsInputError(
+                f"n_rows + n_cols = {n_rows:,} + {n_cols:,} effects is over the estimator's "
+                f"limit of {MAX_EFFECTS:,} (its fit factorises a dense matrix of that size "
+                "squared: time grows with its cube, memory with its square); use fewer rows "
+                "or columns (sample the items)"
             )
         r, c = _indices(rows, "rows", n_rows), _indices(cols, "cols", n_cols)
         try:
@@ -94,6 +103,12 @@ class IrtCells:
 #: The most cells (n_rows × n_cols, observed or not) :class:`IrtCells` accepts: the
 #: posterior holds the whole matrix (about 9 bytes a cell) and completes it draw by draw.
 MAX_CELLS = 50_000_000
+#: The most rows + columns (formats + items) :class:`IrtCells` accepts: :func:`fit_irt`'s
+#: Laplace fit factorises and inverts the dense (rows + columns)² negative Hessian at every
+#: iteration. 150 formats × 2,000 items (400 cells) took 5.6 s on one core, 500 items 0.4 s
+#: (cubic); 14,000 items (all of MMLU) would take about half an hour and several GB, and
+#: 2,000 × 25,000 ran out of 12 GB (review of issue 41).
+MAX_EFFECTS = 6_000
 
 
 def _indices(values: ArrayLike, name: str, size: int) -> NDArray[np.intp]:

@@ -13,7 +13,7 @@ from numpy.typing import NDArray
 from ..._errors import ConfigError
 from ...conditions import FORMATS, Condition, Generation
 from ...items import Item, load_items, sample_items
-from ...stats import MAX_DRAW_VALUES
+from ...stats import MAX_DRAW_VALUES, MAX_EFFECTS
 from .._protocol import StudyDesign
 from ._config import SpreadConfig
 from ._formats_file import load_format_file
@@ -62,9 +62,22 @@ def _conditions(config: SpreadConfig, formats: Sequence[_AnyFormat], mc: bool) -
 
 
 def _check_draws(config: SpreadConfig, n_formats: int, n_items: int) -> None:
-    """The estimate's draws × (formats + items) within the estimator's limit, checked before
-    the formats are built (and so in the dry run too)."""
+    """The estimate's formats + items and draws × (formats + items) within the estimator's
+    limits, checked before the formats are built (and so in the dry run too)."""
     per_draw = n_formats + n_items
+    if config.method == "estimate" and per_draw > MAX_EFFECTS:
+        room = MAX_EFFECTS - n_formats
+        raise ConfigError(
+            f"{n_formats:,} formats + {n_items:,} items is over the estimator's limit of "
+            f"{MAX_EFFECTS:,} (its fit factorises a dense matrix of that size squared: time "
+            "grows with its cube); "
+            + (
+                f"estimate on a sample of the items: --sample {room:,} or fewer (--limit N "
+                "takes the first N, a biased sample of a sorted file)"
+                if room >= 2
+                else "use fewer formats"
+            )
+        )
     if config.method == "estimate" and config.draws * per_draw > MAX_DRAW_VALUES:
         most = MAX_DRAW_VALUES // per_draw
         raise ConfigError(
