@@ -322,7 +322,10 @@ SUBSTITUTIONS: tuple[Substitution, ...] = (
 _DISPARITY = "steadyeval tiny-model tiny-bert --arch bert"
 _SENSITIVITY = "steadyeval tiny-model tiny-gpt2 --arch gpt2"
 _KNOWLEDGE = "steadyeval study knowledge --model hf:./tiny-gpt2 --data mmlu/hendrycks_format \\"
-_SPREAD = "steadyeval study spread --model hf:Qwen/Qwen2.5-0.5B --data mmlu.jsonl --out runs/spread"
+_SPREAD = (
+    "steadyeval study spread --model hf:Qwen/Qwen2.5-0.5B --data mmlu.jsonl --sample 2000 "
+    "--out runs/spread"
+)
 _FORMATS = (
     'steadyeval study formats --model "hf-seq2seq:allenai/unifiedqa-t5-large?max_length=512" \\'
 )
@@ -361,10 +364,10 @@ SUBSTITUTIONS += (
     Substitution(
         "docs/study-spread.md",
         _SPREAD,
-        "--data mmlu.jsonl --out runs/spread",
-        "--data mmlu.jsonl --limit 50 --draws 100 --out runs/spread",
-        _TIME + " (100 questions; 50 give the default budget of 100 cells, one per format; "
-        "100 posterior draws, not 400)",
+        "--data mmlu.jsonl --sample 2000 --out runs/spread",
+        "--data mmlu.jsonl --sample 50 --draws 100 --out runs/spread",
+        _TIME + " (100 questions; a sample of 50 gives the default budget of 100 cells, one "
+        "per format; 100 posterior draws, not 400)",
     ),
     Substitution(
         "docs/study-spread.md",
