@@ -15,7 +15,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ._errors import StatsInputError
-from ._irt import MAX_CELLS, MAX_EFFECTS, IrtCells, fit_irt
+from ._irt import MAX_EFFECTS, IrtCells, fit_irt
 from ._irt_check import SpreadDiagnostic
 from ._irt_posterior import MAX_DRAW_VALUES, IrtDistribution, irt_distribution
 from ._validate import SeedLike, as_positive_int, check_confidence, check_seed
@@ -110,12 +110,6 @@ def _shape(shape: Any) -> tuple[int, int]:
     for value in (n_formats, n_items):
         if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
             raise StatsInputError(f"{expected}; got {shape!r}"[:200])
-    if int(n_formats) * int(n_items) > MAX_CELLS:
-        raise StatsInputError(
-            f"shape {int(n_formats):,} × {int(n_items):,} is over the estimator's limit of "
-            f"{MAX_CELLS:,} cells (it holds the whole matrix in memory); use fewer formats "
-            "or items"
-        )
     if int(n_formats) + int(n_items) > MAX_EFFECTS:
         raise StatsInputError(
             f"shape {int(n_formats):,} × {int(n_items):,}: formats + items is over the "

@@ -55,17 +55,10 @@ class IrtCells:
     def of(
         cls, rows: ArrayLike, cols: ArrayLike, y: ArrayLike, n_rows: int, n_cols: int
     ) -> IrtCells:
-        """Validate the cells: a shape of at most ``MAX_CELLS`` cells and ``MAX_EFFECTS``
-        rows + columns, equal lengths,
-        integer indices in range, y in {0, 1}, not empty."""
+        """Validate the cells: a shape of at most ``MAX_EFFECTS`` rows + columns, equal
+        lengths, integer indices in range, y in {0, 1}, not empty."""
         n_rows = as_positive_int(n_rows, "n_rows")
         n_cols = as_positive_int(n_cols, "n_cols")
-        if n_rows * n_cols > MAX_CELLS:
-            raise StatsInputError(
-                f"n_rows × n_cols = {n_rows:,} × {n_cols:,} cells is over the estimator's "
-                f"limit of {MAX_CELLS:,} (it holds the whole matrix in memory); use fewer "
-                "rows or columns"
-            )
         if n_rows + n_cols > MAX_EFFECTS:
             raise StatsInputError(
                 f"n_rows + n_cols = {n_rows:,} + {n_cols:,} effects is over the estimator's "
@@ -100,12 +93,9 @@ class IrtCells:
         return np.asarray(np.bincount(rows, minlength=self.n_rows))
 
 
-#: The most cells (n_rows × n_cols, observed or not) :class:`IrtCells` accepts: the
-#: posterior holds the whole matrix (about 9 bytes a cell) and completes it draw by draw.
-MAX_CELLS = 50_000_000
 #: The most rows + columns (formats + items) :class:`IrtCells` accepts: :func:`fit_irt`'s
 #: Laplace fit factorises and inverts the dense (rows + columns)² negative Hessian at every
-#: iteration. 150 formats × 2,000 items (400 cells) took 5.6 s on one core, 500 items 0.4 s
+#: iteration (the posterior's whole matrix, about 9 bytes a cell, is then at most 9M cells). 150 formats × 2,000 items (400 cells) took 5.6 s on one core, 500 items 0.4 s
 #: (cubic); 14,000 items (all of MMLU) would take about half an hour and several GB, and
 #: 2,000 × 25,000 ran out of 12 GB (review of issue 41).
 MAX_EFFECTS = 6_000

@@ -21,8 +21,9 @@ The items' and the broken component's variances have inverse-gamma full conditio
 hyperpriors of :mod:`._irt`, worth about ten units at one logit²); the formats' variance has
 a weak exponential prior on its s.d. (``_FORMAT_SD_PER_CELL``: the data, not the prior,
 should say how much formats differ; the more cells per format, the weaker it is) and is drawn
-on a grid; the broken share has a Beta prior with most of its mass near 0 (``_BROKEN_SHARE``: no broken formats unless the cells show some)
-and the broken component's centre a normal one, truncated to stay :func:`._irt_mixture.gap`
+on a grid; the broken share has a Beta prior with most of its mass near 0
+(``_BROKEN_SHARE``: no broken formats unless the cells show some) and the broken component's
+centre a normal one, truncated to stay :func:`._irt_mixture.gap`
 bulk s.d. below the bulk. (The truncated prior's normalising constant depends on the bulk
 s.d.; the bulk s.d.'s draw and the rows' scale move leave it out, a slight change of the
 prior that is not corrected for.)
@@ -142,8 +143,8 @@ def _log_inv_gamma_of(var: NDArray[np.float64] | float) -> NDArray[np.float64]:
 #: its s.d. √V, a penalised-complexity prior (Simpson et al., 2017) that shrinks toward
 #: "formats do not differ" and lets the data, where they can, move it: its density is highest
 #: at 0, so a narrow spread can be estimated as narrow. Its mean is ``_FORMAT_SD_PER_CELL``
-#: logits × the distinct observed cells per format (:func:`format_sd_mean`): at about one cell per format the
-#: cells cannot tell a narrow spread from a wide one (bench/spread_priors.py --identify: the
+#: logits × the distinct observed cells per format (:func:`format_sd_mean`): at about one
+#: cell per format the cells cannot tell a narrow spread from a wide one (bench/spread_priors.py --identify: the
 #: covariance of two cells of one format, the only direct evidence, is noise there), so the
 #: prior is the estimate's regulariser; with more cells per format the data can say how far
 #: formats differ, and a prior held at one mean kept shrinking wide spreads (the bench family
@@ -336,9 +337,18 @@ class _Chain:
             s.mu, s.gamma = float(new[0]), new[1:]
             eta[:] = eta_new
 
+    def _format_prior(
+        self, u: NDArray[np.float64] | float, v: NDArray[np.float64] | float
+    ) -> NDArray[np.float64]:
+        """log prior density of the bulk's variance ``u`` (and, with covariates, their part's
+        ``v``): the split prior with covariates, the formats' prior on ``u`` alone without."""
+        if self.on:
+            return _log_split(u, v, self.sd_mean)
+        return _log_format_var(u, self.sd_mean)
+
     def _covariate_variance(self, s: _State, rng: np.random.Generator) -> None:
         """The covariate part's variance given the bulk's (the split prior)."""
-        prior = _log_split(s.scale[0] ** 2, _VAR, self.sd_mean)
+        prior = self._format_prior(s.scale[0] ** 2, _VAR)
         squares = float(s.gamma @ s.gamma)
         s.var_cov = _split_draw(len(s.gamma), squares, self.dim, prior, rng) / self.dim
 
@@ -394,18 +404,12 @@ class _Chain:
         m0, sd0 = _LOW_CENTRE
         bulk, low = s.scale
         gain += _log_inv_gamma(c * c * low * low) - _log_inv_gamma(low * low)
-        if self.on:  # the bulk's and the covariates' variances under the split prior
-            v = s.var_cov * self.dim
-            gain += float(
-                _log_split(c * c * bulk * bulk, c * c * v, self.sd_mean)
-                - _log_split(bulk * bulk, v, self.sd_mean)
-            )
-            gain += 2 * np.log(c)
-        else:
-            gain += float(
-                _log_format_var(c * c * bulk * bulk, self.sd_mean)
-                - _log_format_var(bulk * bulk, self.sd_mean)
-            )
+        v = s.var_cov * self.dim  # the covariates' variance (with them) scales too
+        gain += float(
+            self._format_prior(c * c * bulk * bulk, c * c * v) - self._format_prior(bulk * bulk, v)
+        )
+        if self.on:
+            gain += 2 * np.log(c)  # the Jacobian of v
         gain += (-((c * s.centre_low - m0) ** 2) + (s.centre_low - m0) ** 2) / (2 * sd0**2)
         gain += 5 * np.log(c)
         if not _accept(gain, rng):
@@ -444,12 +448,8 @@ class _Chain:
         a, b = self.low_prior
         s.weight_low = float(rng.beta(a + k, b + len(t) - k))
         squares = float(t[~broken] @ t[~broken])
-        if self.on:
-            prior = _log_split(_VAR, s.var_cov * self.dim, self.sd_mean)
-            bulk = float(np.sqrt(_split_draw(len(t) - k, squares, 1.0, prior, rng)))
-        else:
-            prior = _log_format_var(_VAR, self.sd_mean)
-            bulk = float(np.sqrt(_split_draw(len(t) - k, squares, 1.0, prior, rng)))
+        prior = self._format_prior(_VAR, s.var_cov * self.dim)
+        bulk = float(np.sqrt(_split_draw(len(t) - k, squares, 1.0, prior, rng)))
         m0, sd0 = _LOW_CENTRE
         prec = 1 / sd0**2 + k / low**2
         mean = (m0 / sd0**2 + float(t[broken].sum()) / low**2) / prec

@@ -155,20 +155,18 @@ def test_fixed_setting_values_are_checked(tmp_path: Path) -> None:
     scoped = ("pattern=a", "cb:pattern=b", "RTE:learning_rate=1e-4")
     assert values(*scoped, task="RTE") == {"pattern": "a", "learning_rate": "1e-4"}
     assert values(*scoped, task="CB") == {"pattern": "b"}
-    with pytest.raises(ConfigError, match=r"'RTEE' is not a task of the run.*did you mean 'RTE'"):
-        values("RTEE:pattern=a")
-    with pytest.raises(ConfigError, match=r"expected \[TASK:\]NAME=VALUE"):
-        values(":pattern=a")
-    with pytest.raises(ConfigError, match="pattern is given twice for CB"):
-        values("CB:pattern=a", "cb:pattern=b")
-    with pytest.raises(ConfigError, match=r"fixed: 'lr'.*expected \[TASK:\]NAME=VALUE"):
-        values("lr")
-    with pytest.raises(ConfigError, match=r"'learning_rat' is no method's hyperparameter; did you"):
-        values("learning_rat=1")
-    with pytest.raises(ConfigError, match=r"'PATTERN' is no method's.*did you mean 'pattern'"):
-        values("PATTERN=a")
-    with pytest.raises(ConfigError, match="pattern is given twice"):
-        values("pattern=a", "pattern=b")
+    refused = [
+        (("RTEE:pattern=a",), r"'RTEE' is not a task of the run.*did you mean 'RTE'"),
+        ((":pattern=a",), r"expected \[TASK:\]NAME=VALUE"),
+        (("CB:pattern=a", "cb:pattern=b"), "pattern is given twice for CB"),
+        (("lr",), r"fixed: 'lr'.*expected \[TASK:\]NAME=VALUE"),
+        (("learning_rat=1",), r"'learning_rat' is no method's hyperparameter; did you"),
+        (("PATTERN=a",), r"'PATTERN' is no method's.*did you mean 'pattern'"),
+        (("pattern=a", "pattern=b"), "pattern is given twice"),
+    ]
+    for entries, match in refused:
+        with pytest.raises(ConfigError, match=match):
+            values(*entries)
     with pytest.raises(
         ConfigError, match=r"fixed: learning_rate=0.1 is not in the space of pet on RTE; its values"
     ):

@@ -18,6 +18,7 @@ from ...items import Item
 from ...train import Noise, PromptExample, TrainConfig, TrainOutcome, score_masked, train_pet
 from ._methods import (
     MethodContext,
+    items_hash,
     pattern_template,
     slot_condition,
     split_pattern,
@@ -217,7 +218,7 @@ def zero_shot_accuracy(
     ``merge_logits``, lines 557-562). Cached per run."""
     key = (
         "zero-shot-accuracy", ctx.base.fingerprint(), task.name, h["pattern"], h["verbalizer"],
-        int(h["max_length"]), tuple(i.hash for i in items),
+        int(h["max_length"]), items_hash(items),
     )  # fmt: skip
     if key not in ctx.cache:
         examples = prompt_examples(task, h, pattern_template(task, h), items)
