@@ -62,19 +62,21 @@ def _conditions(config: SpreadConfig, formats: Sequence[_AnyFormat], mc: bool) -
 
 
 def _check_draws(config: SpreadConfig, n_formats: int, n_items: int) -> None:
-    """The estimate's formats + items and draws × (formats + items) within the estimator's
-    limits, checked before the formats are built (and so in the dry run too)."""
+    """Formats + items (both methods: the search's analysis estimates too) and the estimate's
+    draws × (formats + items) within the estimator's limits, checked before the formats are
+    built (and so in the dry run too)."""
     per_draw = n_formats + n_items
-    if config.method == "estimate" and per_draw > MAX_EFFECTS:
+    if per_draw > MAX_EFFECTS:  # the search's analysis estimates the distribution too
         room = MAX_EFFECTS - n_formats
         raise ConfigError(
             f"{n_formats:,} formats + {n_items:,} items is over the estimator's limit of "
             f"{MAX_EFFECTS:,} (its fit factorises a dense matrix of that size squared: time "
             "grows with its cube); "
             + (
-                f"estimate on a sample of the items: --sample {room:,} or fewer (--limit N "
-                "takes the first N, a biased sample of a sorted file)"
-                if room >= 2
+                f"estimate on a sample of the items: --sample {room} or fewer (sample: {room} "
+                "in a config file; --limit N takes the first N, a biased sample of a sorted "
+                "file)"
+                if room >= n_formats  # else too few items for a cell per format
                 else "use fewer formats"
             )
         )

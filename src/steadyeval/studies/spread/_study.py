@@ -45,7 +45,8 @@ class SpreadStudy(Study[SpreadAnalysis]):
     analysis_type = SpreadAnalysis
     design_type = SpreadDesign
     example = """
-        steadyeval study spread --model hf:Qwen/Qwen2.5-0.5B --data mmlu.jsonl --out runs/spread
+        steadyeval study spread --model hf:Qwen/Qwen2.5-0.5B --data mmlu.jsonl --sample 2000 \\
+            --out runs/spread
         steadyeval study spread --model hf:./tiny-gpt2 --data items.jsonl \\
             --formats ../shared/data/prompteval/templates.json --budget 400 --out runs/pe
         steadyeval study spread --model hf:./tiny-gpt2 --data items.jsonl --method search
