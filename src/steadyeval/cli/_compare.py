@@ -13,7 +13,7 @@ import click
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from ..compare import Comparison, ConditionDifference
+    from ..compare import Comparison, ConditionDifference, OverFormats
 
 
 def _pct(x: float) -> str:
@@ -121,6 +121,29 @@ def print_comparison(console: Console, comp: Comparison) -> None:
     help="Coverage of the intervals (between 0 and 1).",
 )
 @click.option(
+    "--over",
+    type=click.Choice(["conditions", "formats"]),
+    default="conditions",
+    show_default=True,
+    help="conditions: paired tests per condition; formats: runs of the spread study "
+    "compared over their population of formats (a crossed model of model, format and item).",
+)
+@click.option(
+    "--rank",
+    is_flag=True,
+    help="With --over formats: the probability of each ranking of the models.",
+)
+@click.option(
+    "--draws",
+    type=click.IntRange(1),
+    help="With --over formats: posterior draws (default: the first run's).",
+)
+@click.option(
+    "--seed",
+    type=int,
+    help="With --over formats: seed of the draws (default: the first run's).",
+)
+@click.option(
     "--json",
     "json_path",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -132,6 +155,10 @@ def command(
     outcome: str,
     cluster: str | None,
     confidence: float,
+    over: str,
+    rank: bool,
+    draws: int | None,
+    seed: int | None,
     json_path: Path | None,
 ) -> None:
     """Paired comparison of RUN_A RUN_B [...] on the items and conditions they share.
@@ -142,16 +169,35 @@ def command(
     with its paired SE and interval, McNemar's exact test and Holm's adjustment across
     conditions. Warns when items (item_hash) or prompts (prompt_hash) differ.
 
+    With --over formats, RUN_A RUN_B [...] are runs of the spread study on one
+    population of formats: the comparison holds for the formats not tried (how
+    much B beats A over all formats, on what share of them, where the ranking
+    flips; with --rank, the probability of each ranking).
+
     \b
-    Example:
+    Examples:
       steadyeval compare runs/gpt2 runs/pythia --cluster paragraph --json cmp.json
+      steadyeval compare runs/spread-a runs/spread-b --over formats
+      steadyeval compare runs/spread-a runs/spread-b runs/spread-c --over formats --rank
     """
     from rich.console import Console
 
-    from ..compare import compare_runs
     from ._options import check_writable
 
     check_writable(json_path, "--json", folder=False)
+    console = Console() if sys.stdout.isatty() else Console(width=160)
+    if over == "formats":
+        result = _over_formats(runs, models, outcome, cluster, confidence, draws, seed)
+        from ._compare_formats import print_over_formats
+
+        print_over_formats(console, result, rank=rank)
+        _write_json(json_path, result.to_dict())
+        return
+    for flag, value in (("--rank", rank), ("--draws", draws), ("--seed", seed)):
+        if value:
+            raise click.UsageError(f"{flag} goes with --over formats")
+    from ..compare import compare_runs
+
     comp = compare_runs(
         list(runs),
         models=list(models) or None,
@@ -160,10 +206,38 @@ def command(
         confidence=confidence,
     )
     # a pipe or file gets wide tables; a terminal gets its own width
-    print_comparison(Console() if sys.stdout.isatty() else Console(width=160), comp)
-    if json_path is not None:
-        from .._json import write_text_atomic
+    print_comparison(console, comp)
+    _write_json(json_path, comp.to_dict())
 
-        json_path.parent.mkdir(parents=True, exist_ok=True)
-        write_text_atomic(json_path, json.dumps(comp.to_dict(), indent=2) + "\n")
-        click.echo(f"wrote {json_path}")
+
+def _over_formats(
+    runs: tuple[Path, ...],
+    models: tuple[str, ...],
+    outcome: str,
+    cluster: str | None,
+    confidence: float,
+    draws: int | None,
+    seed: int | None,
+) -> OverFormats:
+    if outcome != "correct":
+        raise click.UsageError("--over formats compares accuracy (--outcome correct)")
+    if cluster:
+        raise click.UsageError(
+            "--cluster does not go with --over formats (items and formats are random "
+            "effects of its model)"
+        )
+    from ..compare import compare_over_formats
+
+    return compare_over_formats(
+        list(runs), models=list(models) or None, confidence=confidence, draws=draws, seed=seed
+    )
+
+
+def _write_json(json_path: Path | None, data: object) -> None:
+    if json_path is None:
+        return
+    from .._json import write_text_atomic
+
+    json_path.parent.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(json_path, json.dumps(data, indent=2) + "\n")
+    click.echo(f"wrote {json_path}")

@@ -19,6 +19,7 @@ from ._calibration import (
     reliability_bins,
     rms_calibration_error,
 )
+from ._compare_formats import FormatComparison, PairOverFormats, compare_formats
 from ._errors import StatsInputError, StatsWarning, quietly
 from ._estimate_spread import PosteriorEstimate, SpreadEstimate, estimate_spread
 from ._intervals import (
@@ -84,6 +85,7 @@ __all__ = [
     "CalibrationError",
     "CochranQResult",
     "CorrelationResult",
+    "FormatComparison",
     "GroupMeans",
     "Interval",
     "IrtCells",
@@ -98,6 +100,7 @@ __all__ = [
     "MinimumDetectableDifference",
     "MultiSplits",
     "MultipleTestResult",
+    "PairOverFormats",
     "PairedDifference",
     "PosteriorEstimate",
     "PowerResult",
@@ -122,6 +125,7 @@ __all__ = [
     "clustered_se",
     "cochran_q",
     "cohen_kappa",
+    "compare_formats",
     "estimate_spread",
     "expected_calibration_error",
     "fit_irt",

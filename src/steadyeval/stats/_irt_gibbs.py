@@ -216,7 +216,7 @@ def _split_draw(
 
 @dataclass
 class _State:
-    mu: float
+    mu: NDArray[np.float64]  # the intercept of every model (one without a model axis)
     theta: NDArray[np.float64]  # the rows' own effects (without the covariates' part)
     beta: NDArray[np.float64]
     gamma: NDArray[np.float64]
@@ -227,6 +227,9 @@ class _State:
     weight_low: float
     centre_low: float
     scale: tuple[float, float]  # s.d. of the bulk and of the broken component
+    #: each cell's part of the linear predictor from effects beyond the two-way model
+    #: (:mod:`._irt_crossed`'s model × format and model × item interactions; 0 here)
+    inter: NDArray[np.float64]
 
 
 class _Chain:
@@ -248,7 +251,9 @@ class _Chain:
         self.on = self.dim > 0
         if not self.on:
             self.x, self.x_mean = np.zeros((self.n, 0)), np.zeros(0)
-        #: the block (μ, γ)'s design at the cells: a column of ones and the covariates
+        #: each cell's model (one here; :mod:`._irt_crossed` has several) and the block (μ,
+        #: γ)'s design at the cells: a column of ones per model and the covariates
+        self.model, self.k = np.zeros(len(self.y), dtype=np.intp), 1
         self.design = np.column_stack([np.ones(len(self.y)), self.x[self.rows]])
         # distinct cells per format: a repeated cell says nothing about how far formats differ
         per_row = float(cells.distinct_per_row().sum()) / self.n
@@ -259,8 +264,9 @@ class _Chain:
         n, m = fit.cells.n_rows, fit.cells.n_cols
         w = fit.mean
         gamma = w[1 + n + m :].copy() if self.on else np.zeros(0)
+        mu = float(w[0] + self.x_mean @ gamma)  # the same predictor, covariates centred
         return _State(
-            mu=float(w[0] + self.x_mean @ gamma),  # the same predictor, covariates centred
+            mu=np.full(self.k, mu),
             theta=w[1 : 1 + n].copy(),
             beta=w[1 + n : 1 + n + m].copy(),
             gamma=gamma,
@@ -271,24 +277,27 @@ class _Chain:
             weight_low=self.low_prior[0] / sum(self.low_prior),
             centre_low=-3.0 * fit.tau_row,
             scale=(fit.tau_row, fit.tau_row),
+            inter=np.zeros(len(self.y)),
         )
 
     def sweep(self, s: _State, rng: np.random.Generator) -> None:
         """One pass over every block, in place."""
         part = self.x @ s.gamma
+        base = s.mu[self.model] + s.inter  # each cell's intercept (and interactions)
         s.theta = _draw(
-            self.row_units.loglik(s.mu + s.beta[self.cols] + part[self.rows], self.y)
+            self.row_units.loglik(base + s.beta[self.cols] + part[self.rows], self.y)
             + self._row_prior(s)[None, :],
             rng,
         )
         row_eff = s.theta + part
         s.beta = _draw(
-            self.col_units.loglik(s.mu + row_eff[self.rows], self.y)
+            self.col_units.loglik(base + row_eff[self.rows], self.y)
             - 0.5 * GRID[None, :] ** 2 / (s.var_col * s.lam[:, None]),
             rng,
         )
-        eta = s.mu + row_eff[self.rows] + s.beta[self.cols]
+        eta = base + row_eff[self.rows] + s.beta[self.cols]
         self._block(s, eta, rng)
+        eta = self._interactions(s, eta, rng)
         if self.on:
             self._covariate_variance(s, rng)
         self._column_scales(s, rng)
@@ -296,6 +305,13 @@ class _Chain:
         for _ in range(_RESCALE_TRIES):
             eta = self._rescale_columns(s, eta, rng)
             eta = self._rescale_rows(s, eta, rng)
+
+    def _interactions(
+        self, s: _State, eta: NDArray[np.float64], rng: np.random.Generator
+    ) -> NDArray[np.float64]:
+        """Effects beyond the two-way model (none here; :mod:`._irt_crossed`): draws them
+        and returns the cells' linear predictor after."""
+        return eta
 
     def _gain(self, old: NDArray[np.float64], new: NDArray[np.float64]) -> float:
         """Log-likelihood ratio of the cells with linear predictors new / old."""
@@ -325,8 +341,8 @@ class _Chain:
         the likelihood is flat along that direction and one-at-a-time moves creep; the
         joint Gaussian proposal follows the posterior's correlations (it accepted 85-95% of
         moves on generated matrices at 200-1,600 cells)."""
-        w = np.concatenate([[s.mu], s.gamma])
-        precision = np.concatenate([[0.0], np.full(len(s.gamma), 1.0 / s.var_cov)])
+        w = np.concatenate([s.mu, s.gamma])
+        precision = np.concatenate([np.zeros(self.k), np.full(len(s.gamma), 1.0 / s.var_cov)])
         log_post, centre, chol = self._newton(w, eta, precision)
         new = centre + np.linalg.solve(chol.T, rng.standard_normal(len(w)))
         eta_new = eta + self.design @ (new - w)
@@ -334,7 +350,7 @@ class _Chain:
         gain = log_post_new - log_post
         gain += _log_gauss(w, centre_new, chol_new) - _log_gauss(new, centre, chol)
         if _accept(gain, rng):
-            s.mu, s.gamma = float(new[0]), new[1:]
+            s.mu, s.gamma = new[: self.k], new[self.k :]
             eta[:] = eta_new
 
     def _format_prior(
@@ -476,5 +492,5 @@ def gibbs_draws(
     for d in range(n_draws):
         for _ in range(THIN):
             chain.sweep(state, rng)
-        mu[d], theta[d], beta[d] = state.mu, state.theta + chain.x @ state.gamma, state.beta
+        mu[d], theta[d], beta[d] = state.mu[0], state.theta + chain.x @ state.gamma, state.beta
     return mu, theta, beta

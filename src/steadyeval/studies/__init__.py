@@ -17,11 +17,11 @@ from ._protocol import (
 )
 
 if TYPE_CHECKING:
-    from ._run import read_analysis, reanalyze, run_design, run_study
+    from ._run import read_analysis, read_design, reanalyze, run_design, run_study
 
 # The runner loads on first use: building a study's CLI command needs only the registry.
 __getattr__, __dir__ = lazy_exports(
-    __name__, {"._run": ["read_analysis", "reanalyze", "run_design", "run_study"]}
+    __name__, {"._run": ["read_analysis", "read_design", "reanalyze", "run_design", "run_study"]}
 )
 
 __all__ = [
@@ -32,6 +32,7 @@ __all__ = [
     "find_study",
     "get_study",
     "read_analysis",
+    "read_design",
     "reanalyze",
     "register_study",
     "run_design",

@@ -244,13 +244,11 @@ def read_analysis(run_dir: str | Path) -> Analysis:
     return analysis
 
 
-def reanalyze(run_dir: str | Path) -> Analysis:
-    """Recompute a study run's analysis from its ``results.parquet`` (no model is called),
-    rewrite ``summary.json`` and ``summary.md``, and return it (the study's own type)."""
+def read_design(run_dir: str | Path) -> tuple[str, Any]:
+    """A study run's study name and design facts (``summary.json`` → ``design``, read back
+    as the study's own type, e.g. :class:`~steadyeval.studies.spread.SpreadDesign`)."""
     run_dir = Path(run_dir)
-    # summary.json and summary.md are written again: an edited or damaged one is repaired
-    summary, study = _study_run(run_dir, rewritten=("summary.json", "summary.md"))
-    frame = ResultsFrame.read(run_dir / "results.parquet")
+    summary, study = _study_run(run_dir)
     try:
         design = study.read_design(summary.get("design"), source=str(run_dir / "summary.json"))
     except DataError as exc:
@@ -258,6 +256,17 @@ def reanalyze(run_dir: str | Path) -> Analysis:
             f"{run_dir}: summary.json's design is not what study {summary['study']!r} writes "
             f"({str(exc).removeprefix(str(run_dir / 'summary.json') + ': ')})"
         ) from None
+    return study.name, design
+
+
+def reanalyze(run_dir: str | Path) -> Analysis:
+    """Recompute a study run's analysis from its ``results.parquet`` (no model is called),
+    rewrite ``summary.json`` and ``summary.md``, and return it (the study's own type)."""
+    run_dir = Path(run_dir)
+    # summary.json and summary.md are written again: an edited or damaged one is repaired
+    summary, study = _study_run(run_dir, rewritten=("summary.json", "summary.md"))
+    frame = ResultsFrame.read(run_dir / "results.parquet")
+    design = read_design(run_dir)[1]
     try:
         analysis: Analysis = study.analyze(frame, design)
     except SteadyevalError as exc:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from ..._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from ._analysis import analyze_spread
+    from ._analysis import analyze_spread, model_cells
     from ._config import SpreadConfig
     from ._design import SpreadSetup, spread_design, spread_setup
     from ._formats_file import FileFormat, load_format_file
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 __getattr__, __dir__ = lazy_exports(
     __name__,
     {
-        "._analysis": ["analyze_spread"],
+        "._analysis": ["analyze_spread", "model_cells"],
         "._config": ["SpreadConfig"],
         "._design": ["SpreadSetup", "spread_design", "spread_setup"],
         "._formats_file": ["FileFormat", "load_format_file"],
@@ -79,6 +79,7 @@ __all__ = [
     "analyze_spread",
     "generate_formats",
     "load_format_file",
+    "model_cells",
     "spread_design",
     "spread_report_sections",
     "spread_setup",
