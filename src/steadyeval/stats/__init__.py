@@ -67,6 +67,14 @@ from ._samples import (
     mean_over_samples,
     pass_at_k,
 )
+from ._sequential import (
+    Allocation,
+    ConfidenceSequence,
+    SignDecision,
+    confidence_sequence,
+    importance_allocation,
+    sequential_sign,
+)
 from ._splitters import KFold, MDLSplits, MultiSplits
 from ._spread import SpreadResult, spread
 from ._variance import VarianceComponent, VarianceComponents, variance_components
@@ -79,11 +87,13 @@ __all__ = [
     "REFERENCE_MAX_MODELS",
     "TIE_TOLERANCE",
     "AgreementTable",
+    "Allocation",
     "BestOfK",
     "BootstrapResult",
     "BrierScore",
     "CalibrationError",
     "CochranQResult",
+    "ConfidenceSequence",
     "CorrelationResult",
     "FormatComparison",
     "GroupMeans",
@@ -109,6 +119,7 @@ __all__ = [
     "RaterAgreement",
     "ReliabilityBins",
     "SamplesNeeded",
+    "SignDecision",
     "SpreadDiagnostic",
     "SpreadEstimate",
     "SpreadResult",
@@ -126,10 +137,12 @@ __all__ = [
     "cochran_q",
     "cohen_kappa",
     "compare_formats",
+    "confidence_sequence",
     "estimate_spread",
     "expected_calibration_error",
     "fit_irt",
     "holm",
+    "importance_allocation",
     "irt_distribution",
     "kendall_tau",
     "kendall_w",
@@ -148,6 +161,7 @@ __all__ = [
     "reliability_bins",
     "rms_calibration_error",
     "samples_needed",
+    "sequential_sign",
     "spearman",
     "spread",
     "variance_components",
