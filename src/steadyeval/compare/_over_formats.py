@@ -95,10 +95,21 @@ def _spread_run(path: Path) -> tuple[Any, ResultsFrame]:
     from ..studies import read_design
 
     name, design = read_design(path)
-    if name != "spread":
+    if name == "decide":  # the same formats, items and covariates
+        from ..studies.spread import SpreadDesign
+
+        design = SpreadDesign(
+            method="estimate",
+            seed=design.seed,
+            draws=design.draws,
+            formats=design.formats,
+            items=design.items,
+            covariates=design.covariates,
+        )
+    elif name != "spread":
         raise DataError(
             f"{path}: a run of study {name!r}; --over formats compares runs of the spread "
-            "study (steadyeval study spread), whose formats are a sample of a population"
+            "or decide study, whose formats are a sample of a population"
         )
     return design, ResultsFrame.read(path / "results.parquet")
 

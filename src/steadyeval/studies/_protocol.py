@@ -282,6 +282,7 @@ _BUILTIN: dict[str, str] = {
     "knowledge": "steadyeval.studies.knowledge._study:KNOWLEDGE_STUDY",
     "fewshot": "steadyeval.studies.fewshot._study:FEWSHOT_STUDY",
     "spread": "steadyeval.studies.spread._study:SPREAD_STUDY",
+    "decide": "steadyeval.studies.spread._decide:DECIDE_STUDY",
     "disparity": "steadyeval.studies.disparity._study:DISPARITY_STUDY",
 }
 _REGISTRY: dict[str, Study[Any] | str] = dict(_BUILTIN)

@@ -1,0 +1,210 @@
+"""The decide study: which of two models is more accurate over a population of prompt
+formats, at the fewest cells an anytime-valid test allows. Cells (format, item) are drawn
+batch by batch and answered by both models until the test decides or the budget is spent;
+the analysis adds the comparison over formats (the crossed model). ``docs/study-decide.md``."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import warnings
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..._errors import ConfigError
+from .._protocol import Study, StudyDesign
+from ._decide_config import DecideConfig
+from ._decide_types import DecideAnalysis, DecideDesign
+
+if TYPE_CHECKING:
+    from ...document import Section
+    from ...models import Backend
+    from ...results import ResultsFrame
+    from ...run import RunOptions
+    from ._design import SpreadSetup
+
+__all__ = ["DECIDE_STUDY", "DecideStudy"]
+
+
+def _setup(config: DecideConfig) -> tuple[SpreadSetup, int]:
+    from ._design import spread_setup
+    from ._study import _as_config_error
+
+    with _as_config_error():
+        setup = spread_setup(config.spread_config())
+    budget = config.budget if config.budget is not None else 2 * len(setup.items)
+    return setup, budget
+
+
+def _identities(backends: Sequence[Backend]) -> list[str]:
+    """The two models as the results table's ``model`` column names them."""
+    names = [b.identity() for b in backends]
+    if len(set(names)) < len(names):
+        raise ConfigError(
+            f"decide study: both models are {names[0]!r}; compare two different models"
+        )
+    return names
+
+
+def _info(
+    config: DecideConfig, models: list[str], setup: SpreadSetup, budget: int, sequence: Any
+) -> DecideDesign:
+    return DecideDesign(
+        models=models,
+        budget=budget,
+        batch=config.batch,
+        allocation=config.allocation,
+        confidence=config.confidence,
+        seed=config.seed,
+        draws=config.draws,
+        formats=[{"name": f.name, "choices": f.describe()} for f in setup.formats],
+        items=[i.id for i in setup.items],
+        covariates=setup.covariates,
+        sequence=[[float(v) for v in cell] for cell in sequence],
+    )
+
+
+def _blocks(setup: SpreadSetup, cells: Sequence[tuple[int, int]]) -> list[Any]:
+    """Blocks of the distinct cells not yet run (each answered by both models)."""
+    from ._design import cell_blocks
+
+    if not cells:
+        return []
+    rows, cols = (np.array(v, dtype=np.intp) for v in zip(*cells, strict=True))
+    return cell_blocks(setup, rows, cols, "decide")
+
+
+def _answers(results: ResultsFrame, setup: SpreadSetup, models: Sequence[str]) -> dict[Any, float]:
+    """(model, format, item) → 1.0 / 0.0 of every cell in ``results`` (unscored: wrong)."""
+    index = {c.name: k for k, c in enumerate(setup.conditions)}
+    items = {i.id: k for k, i in enumerate(setup.items)}
+    correct = results.bools("correct")
+    out: dict[Any, float] = {}
+    rows = zip(
+        results.values("model"), results.values("condition"), results.values("item_id"), strict=True
+    )
+    for row, (model, cond, item) in enumerate(rows):
+        if cond in index and item in items:
+            out.setdefault((str(model), index[cond], items[item]), float(correct[row] == 1))
+    return out
+
+
+class DecideStudy(Study[DecideAnalysis]):
+    """Is A more accurate than B over the formats a user might have used? Draws (format,
+    item) cells batch by batch, both models answer each, and stops when an anytime-valid
+    test decides; then compares the two over the population of formats
+    (``docs/study-decide.md``)."""
+
+    name = "decide"
+    question = "which of two models is better over all formats, at the fewest cells?"
+    config = DecideConfig
+    analysis_type = DecideAnalysis
+    design_type = DecideDesign
+    example = """
+        steadyeval study decide --model hf:Qwen/Qwen2.5-0.5B --model hf:Qwen/Qwen2.5-1.5B \\
+            --data mmlu.jsonl --sample 2000 --budget 4000 --out runs/decide
+    """
+
+    def design(
+        self, config: DecideConfig, backends: Sequence[Backend], options: RunOptions
+    ) -> StudyDesign:
+        from ...results import StudyColumn
+        from ._decide_cells import first_cells
+
+        setup, budget = _setup(config)
+        first = first_cells(
+            len(setup.formats),
+            len(setup.items),
+            budget=budget,
+            batch=config.batch,
+            adaptive=config.allocation == "adaptive",
+            seed=config.seed,
+        )
+        cells = list(dict.fromkeys((f, i) for f, i, _, _ in first))
+        column = StudyColumn("spread_phase", "string", "how the cell was chosen")
+        return StudyDesign(
+            tuple(_blocks(setup, cells)),
+            _info(config, _identities(backends), setup, budget, first),
+            (column,),
+        )
+
+    def follow_up(
+        self,
+        config: DecideConfig,
+        design: StudyDesign,
+        results: ResultsFrame,
+        backends: Sequence[Backend],
+        options: RunOptions,
+    ) -> StudyDesign | None:
+        """The batches after the first, each run through the runner and the response cache
+        (so the final pass, and a rerun, read them back without calling the models)."""
+        from ...results import ResultsFrame
+        from ...run import RunOptions, run_blocks
+        from ._decide_cells import draw_sequence
+
+        setup, budget = _setup(config)
+        models = _identities(backends)
+        known = _answers(results, setup, models)
+        step_options = RunOptions(cache=options.cache, progress=False, executor=options.executor)
+        new: list[tuple[int, int]] = []
+
+        def answer(cells: list[tuple[int, int]]) -> list[tuple[float, float]]:
+            todo = [c for c in dict.fromkeys(cells) if (models[0], *c) not in known]
+            if todo:
+                blocks = [
+                    dataclasses.replace(b, models=list(backends)) for b in _blocks(setup, todo)
+                ]
+                table = run_blocks(blocks, options=step_options, columns=design.columns).table
+                known.update(_answers(ResultsFrame(table, design.columns), setup, models))
+                new.extend(todo)
+            missing = [c for c in cells if any((m, *c) not in known for m in models)]
+            if missing:
+                raise ConfigError(f"decide study: no answer for cell {missing[0]} of a model")
+            return [(known[(models[0], *c)], known[(models[1], *c)]) for c in cells]
+
+        sequence = draw_sequence(
+            len(setup.formats),
+            len(setup.items),
+            budget=budget,
+            batch=config.batch,
+            adaptive=config.allocation == "adaptive",
+            confidence=config.confidence,
+            seed=config.seed,
+            answer=answer,
+        )
+        info = _info(config, models, setup, budget, sequence)
+        return StudyDesign(tuple(_blocks(setup, new)), info.to_json(), design.columns)
+
+    def analyze(self, results: ResultsFrame, design: DecideDesign) -> DecideAnalysis:
+        from ._decide_analysis import analyze_decide
+        from ._study import _as_config_error
+
+        with _as_config_error():
+            return analyze_decide(results, design)
+
+    def sections(
+        self, analysis: DecideAnalysis, design: DecideDesign, *, figures: bool = True
+    ) -> list[Section]:
+        from ._decide_report import decide_report_sections
+
+        return decide_report_sections(analysis, design, figures=figures)
+
+
+def fixed_cells(values: np.ndarray, confidence: float) -> int | None:
+    """Cells a fixed-size test at ``confidence`` needs for its interval, centred on the
+    observed mean of ``values``, to exclude 0: (z s / mean)², s their s.d. (None when the
+    mean is 0)."""
+    from scipy.stats import norm
+
+    mean, sd = float(values.mean()), float(values.std(ddof=1)) if len(values) > 1 else math.nan
+    if mean == 0 or not math.isfinite(sd):
+        return None
+    z = float(norm.ppf(1 - (1 - confidence) / 2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return max(1, math.ceil((z * sd / abs(mean)) ** 2))
+
+
+DECIDE_STUDY = DecideStudy()

@@ -1,0 +1,103 @@
+"""The decide study (issue 44): cells drawn batch by batch until the anytime-valid test
+decides; the analysis replays the sequence from the table and adds the comparison over
+formats. The sequential loop on synthetic answers; the study end to end on the scripted test
+backend (its answers depend on the prompt alone, so two scripted models always agree)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from steadyeval.cli import main
+from steadyeval.run import RunOptions
+from steadyeval.studies import StudyResult, reanalyze, run_study
+from steadyeval.studies.spread._decide_cells import draw_sequence, first_cells
+from tests.scripted_backend import register
+
+
+def _answers(rule: Any) -> Any:
+    return lambda cells: [rule(f, i) for f, i in cells]
+
+
+@pytest.mark.parametrize("adaptive", [False, True])
+def test_a_clear_difference_stops_early(adaptive: bool) -> None:
+    # A right on every item, B right on a third of them
+    seq = draw_sequence(
+        30, 60, budget=2000, batch=10, adaptive=adaptive, confidence=0.95, seed=0,
+        answer=_answers(lambda f, i: (1.0, float(i % 3 == 0))),
+    )  # fmt: skip
+    assert 20 <= len(seq) < 200
+    again = draw_sequence(
+        30, 60, budget=2000, batch=10, adaptive=adaptive, confidence=0.95, seed=0,
+        answer=_answers(lambda f, i: (1.0, float(i % 3 == 0))),
+    )  # fmt: skip
+    assert seq == again  # deterministic given the seed and the answers
+    assert seq[:10] == first_cells(30, 60, budget=2000, batch=10, adaptive=adaptive, seed=0)
+    if adaptive:
+        assert all(0 < w <= bound for _, _, w, bound in seq)
+
+
+def test_no_difference_spends_the_budget() -> None:
+    seq = draw_sequence(
+        30, 60, budget=300, batch=25, adaptive=False, confidence=0.95, seed=1,
+        answer=_answers(lambda f, i: (float(i % 2), float(i % 2))),
+    )  # fmt: skip
+    assert len(seq) == 300
+
+
+@pytest.fixture
+def items_file(tmp_path: Path) -> Path:
+    path = tmp_path / "items.jsonl"
+    rows = [
+        {"id": f"q{i}", "question": f"What is {i} + {i}?",
+         "options": [str(2 * i), str(2 * i + 1), str(2 * i + 2)], "answer": 0}
+        for i in range(12)
+    ]  # fmt: skip
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def _decide(tmp_path: Path, items: Path, **kw: Any) -> StudyResult:
+    register()
+    config = {
+        "models": ["scripted:a", "scripted:b"], "data": str(items), "n_formats": 10,
+        "budget": 60, "batch": 20, "draws": 60, **kw,
+    }  # fmt: skip
+    result = run_study("decide", config, options=RunOptions(out=tmp_path / "run", progress=False))
+    assert isinstance(result, StudyResult)
+    return result
+
+
+def test_study_end_to_end_rerun_and_reanalyze(tmp_path: Path, items_file: Path) -> None:
+    result = _decide(tmp_path, items_file)
+    seq = result.analysis.sequential
+    assert seq.decision == "undecided" and seq.cells == 60 and seq.budget == 60
+    assert seq.difference.estimate == 0.0 and seq.difference.low < 0 < seq.difference.high
+    design = result.summary["design"]
+    assert len(design["sequence"]) == 60 and design["models"] == ["scripted:a", "scripted:b"]
+    # every distinct cell answered by both models, once
+    assert result.table.num_rows == 2 * seq.distinct_cells
+    over = result.analysis.over_formats
+    assert len(over.formats) == 10 and over.difference.low <= 0 <= over.difference.high
+    summary = (tmp_path / "run" / "summary.md").read_text()
+    assert "Decision: undecided at 95%" in summary and "is better than B on" in summary
+    again = reanalyze(tmp_path / "run")
+    assert again.sequential == seq
+    second = _decide(tmp_path, items_file)  # resumes from the run folder and the cache
+    assert second.summary["design"]["sequence"] == design["sequence"]
+
+
+def test_refusals(tmp_path: Path, items_file: Path) -> None:
+    register()
+    runner = CliRunner()
+    base = ["study", "decide", "--data", str(items_file), "--out", str(tmp_path / "r")]
+    out = runner.invoke(main, [*base, "--model", "scripted:a"])
+    assert out.exit_code != 0 and "compares two models" in out.output
+    out = runner.invoke(
+        main, [*base, "--model", "scripted:a", "--model", "scripted:b", "--batch", "0"]
+    )
+    assert out.exit_code != 0 and "batch" in out.output
