@@ -29,11 +29,20 @@ __all__ = ["DECIDE_STUDY", "DecideStudy"]
 
 
 def _setup(config: DecideConfig) -> tuple[SpreadSetup, int]:
+    from ...stats import MAX_DRAW_VALUES
     from ._design import spread_setup
     from ._study import _as_config_error
 
     with _as_config_error():
         setup = spread_setup(config.spread_config())
+    values = config.draws * 2 * (len(setup.formats) + len(setup.items))
+    if values > MAX_DRAW_VALUES:  # the comparison over formats, after every model call
+        most = MAX_DRAW_VALUES // (2 * (len(setup.formats) + len(setup.items)))
+        raise ConfigError(
+            f"--draws {config.draws} × 2 models × ({len(setup.formats):,} formats + "
+            f"{len(setup.items):,} items) is over the comparison's limit of "
+            f"{MAX_DRAW_VALUES:,} values held at once; pass --draws {most} or fewer"
+        )
     budget = config.budget if config.budget is not None else 2 * len(setup.items)
     return setup, budget
 

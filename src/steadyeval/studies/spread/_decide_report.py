@@ -69,6 +69,8 @@ def _plot(o: OverFormatsResult, confidence: float) -> LineChart:
     points = tuple(Point((k + 0.5) / n, f.estimate, f.low, f.high) for k, f in enumerate(ranked))
     low = min(min(f.low for f in ranked), 0.0)
     high = max(max(f.high for f in ranked), 0.0)
+    pad = 0.05 * (high - low) or 0.01  # whiskers at the ends stay inside the frame
+    low, high = max(low - pad, -1.0), min(high + pad, 1.0)
     return LineChart(
         f"A − B per format, sorted ({confidence:.0%} intervals)",
         (Series("A − B", points),),
@@ -132,4 +134,5 @@ def decide_report_sections(
         *([_plot(o, facts.confidence)] if figures else []),
         _table(o),
     ]
-    return [Section.of("decide", "Which model is better over the formats", blocks, source=SOURCE)]
+    title = "Which model is better over the formats"
+    return [Section.of("decide", title, blocks, source=SOURCE, lead=True)]
