@@ -38,7 +38,7 @@ import numpy as np
 from steadyeval import stats
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from decide_bench import FAMILIES, make_pair  # noqa: E402
+from decide_bench import FAMILIES, make_pair
 
 LEVEL = 0.9
 
