@@ -32,7 +32,7 @@ def _setup(config: DecideConfig) -> tuple[SpreadSetup, int]:
     from ._design import spread_setup
     from ._study import _as_config_error
 
-    with _as_config_error():
+    with _as_config_error("decide study"):
         setup = spread_setup(config.spread_config())
     budget = config.budget if config.budget is not None else 2 * len(setup.items)
     return setup, budget
@@ -181,7 +181,7 @@ class DecideStudy(Study[DecideAnalysis]):
         from ._decide_analysis import analyze_decide
         from ._study import _as_config_error
 
-        with _as_config_error():
+        with _as_config_error("decide study"):
             return analyze_decide(results, design)
 
     def sections(
