@@ -125,8 +125,8 @@ def print_comparison(console: Console, comp: Comparison) -> None:
     type=click.Choice(["conditions", "formats"]),
     default="conditions",
     show_default=True,
-    help="conditions: paired tests per condition; formats: runs of the spread study "
-    "compared over their population of formats (a crossed model of model, format and item).",
+    help="conditions: paired tests per condition; formats: runs of the spread (or "
+    "decide) study compared over their population of formats (a crossed model of model, format and item).",
 )
 @click.option(
     "--rank",
@@ -169,8 +169,8 @@ def command(
     with its paired SE and interval, McNemar's exact test and Holm's adjustment across
     conditions. Warns when items (item_hash) or prompts (prompt_hash) differ.
 
-    With --over formats, RUN_A RUN_B [...] are runs of the spread study on one
-    population of formats: the comparison holds for the formats not tried (how
+    With --over formats, RUN_A RUN_B [...] are runs of the spread or decide study on
+    one population of formats (one run with two models will do): the comparison holds for the formats not tried (how
     much B beats A over all formats, on what share of them, where the ranking
     flips; with --rank, the probability of each ranking).
 

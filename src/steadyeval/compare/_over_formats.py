@@ -126,6 +126,11 @@ def _same_formats(first: Any, design: Any, where: str, origin: str) -> None:
                 "compared over formats must share one population of formats (the same "
                 "grammar and --n-formats/--grammar-seed, or the same --formats file)"
             )
+    if len(a) == len(b):  # the same formats, not the same covariates
+        raise DataError(
+            f"{where}: the same formats as {origin} but other format covariates (one run "
+            "with --no-covariates?): runs compared over formats must use the same covariates"
+        )
     raise DataError(
         f"{where}: {len(b)} formats, {origin} {len(a)}: runs compared over formats must share "
         "one population of formats"
@@ -171,7 +176,7 @@ def compare_over_formats(
     not sample is unobserved for its arms.
     """
     if not runs:
-        raise ConfigError("no runs given; pass spread-study run folders")
+        raise ConfigError("no runs given; pass spread- or decide-study run folders")
     firsts: list[Any] = []
     arms: list[tuple[str, str, Any, ResultsFrame]] = []
     for run in runs:
@@ -189,7 +194,7 @@ def compare_over_formats(
         kept = f" (--model kept {len(arms)})" if models else ""
         raise ConfigError(
             f"found {len(arms)} (run, model) arm(s){kept}; a comparison over formats needs "
-            "two: two spread runs, or one spread run with two models"
+            "two: two spread runs, or one spread or decide run with two models"
         )
     items = list(dict.fromkeys(i for d in firsts for i in d.items))
     index = {i: k for k, i in enumerate(items)}

@@ -249,14 +249,19 @@ def read_design(run_dir: str | Path) -> tuple[str, Any]:
     as the study's own type, e.g. :class:`~steadyeval.studies.spread.SpreadDesign`)."""
     run_dir = Path(run_dir)
     summary, study = _study_run(run_dir)
+    return study.name, _summary_design(run_dir, summary, study)
+
+
+def _summary_design(run_dir: Path, summary: dict[str, Any], study: Study[Any]) -> Any:
+    """``summary``'s design facts read back as ``study``'s own type (a DataError naming
+    the run folder when they are not what the study writes)."""
     try:
-        design = study.read_design(summary.get("design"), source=str(run_dir / "summary.json"))
+        return study.read_design(summary.get("design"), source=str(run_dir / "summary.json"))
     except DataError as exc:
         raise DataError(
             f"{run_dir}: summary.json's design is not what study {summary['study']!r} writes "
             f"({str(exc).removeprefix(str(run_dir / 'summary.json') + ': ')})"
         ) from None
-    return study.name, design
 
 
 def reanalyze(run_dir: str | Path) -> Analysis:
@@ -266,7 +271,9 @@ def reanalyze(run_dir: str | Path) -> Analysis:
     # summary.json and summary.md are written again: an edited or damaged one is repaired
     summary, study = _study_run(run_dir, rewritten=("summary.json", "summary.md"))
     frame = ResultsFrame.read(run_dir / "results.parquet")
-    design = read_design(run_dir)[1]
+    # not read_design: it checks summary.json against its recorded hash, which an edited
+    # or damaged summary.json (the one this command repairs) fails
+    design = _summary_design(run_dir, summary, study)
     try:
         analysis: Analysis = study.analyze(frame, design)
     except SteadyevalError as exc:

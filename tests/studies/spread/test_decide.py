@@ -101,3 +101,32 @@ def test_refusals(tmp_path: Path, items_file: Path) -> None:
         main, [*base, "--model", "scripted:a", "--model", "scripted:b", "--batch", "0"]
     )
     assert out.exit_code != 0 and "batch" in out.output
+
+
+@pytest.mark.parametrize(
+    ("cell", "message"),
+    [
+        (None, None),  # only re-serialised: reanalyze repairs it (it checked its hash, review 44)
+        ([999, 0, 1.0, 1.0], "format index 999"),
+        ([-1, 0, 1.0, 1.0], "format index -1"),
+        ([0, 0, -5.0, 1.0], "weight -5"),
+        ([0, 0], "is not [format, item, weight, weight bound]"),
+    ],
+)
+def test_reanalyze_an_edited_summary(
+    tmp_path: Path, items_file: Path, cell: Any, message: str | None
+) -> None:
+    from steadyeval import DataError
+
+    result = _decide(tmp_path, items_file, budget=20)
+    path = tmp_path / "run" / "summary.json"
+    summary = json.loads(path.read_text())
+    if cell is not None:
+        summary["design"]["sequence"][0] = cell
+    path.write_text(json.dumps(summary))
+    if message is None:
+        assert reanalyze(tmp_path / "run").sequential == result.analysis.sequential
+        return
+    with pytest.raises(DataError, match=r"summary\.json") as info:
+        reanalyze(tmp_path / "run")
+    assert message in str(info.value) and "sequence[0]" in str(info.value)

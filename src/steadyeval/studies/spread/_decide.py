@@ -33,7 +33,7 @@ def _setup(config: DecideConfig) -> tuple[SpreadSetup, int]:
     from ._design import spread_setup
     from ._study import _as_config_error
 
-    with _as_config_error():
+    with _as_config_error("decide study"):
         setup = spread_setup(config.spread_config())
     values = config.draws * 2 * (len(setup.formats) + len(setup.items))
     if values > MAX_DRAW_VALUES:  # the comparison over formats, after every model call
@@ -190,7 +190,7 @@ class DecideStudy(Study[DecideAnalysis]):
         from ._decide_analysis import analyze_decide
         from ._study import _as_config_error
 
-        with _as_config_error():
+        with _as_config_error("decide study"):
             return analyze_decide(results, design)
 
     def sections(

@@ -44,8 +44,13 @@ def over_formats_sentence(o: OverFormatsResult, a: str, b: str, confidence: floa
 def _decision(s: SequentialResult, a: str, b: str) -> str:
     level = f"{s.confidence:.0%}"
     d = s.difference
+    spent = (
+        f"the whole budget of {s.cells:,} cells"
+        if s.cells >= s.budget
+        else f"{s.cells:,} of the budget's {s.budget:,} cells"
+    )
     verdict = (
-        f"undecided at {level} after the whole budget of {s.cells:,} cells"
+        f"undecided at {level} after {spent}"
         if s.decision == "undecided"
         else f"{a if s.decision == 'A' else b} is better (at {level}, anytime-valid) after "
         f"{s.cells:,} of the budget's {s.budget:,} cells ({s.cells / s.budget:.0%})"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from ...results import Analysis, AnalysisRecord, Design
 from ._types import SpreadDesignFormat, SpreadEstimate
@@ -26,17 +26,42 @@ class DecideDesign(Design):
     importance weight p/q of the draw and the bound on it fixed before the draw; 1 and 1
     with uniform allocation)."""
 
-    models: list[str]
+    models: list[str] = Field(min_length=2, max_length=2)
     budget: int
     batch: int
     allocation: Literal["uniform", "adaptive"]
-    confidence: float
+    confidence: float = Field(gt=0, lt=1)
     seed: int
     draws: int
     formats: list[SpreadDesignFormat]
     items: list[str]
     covariates: list[list[float]] | None = None
     sequence: list[list[float]] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _check_sequence(self) -> DecideDesign:
+        """Every drawn cell names a format and an item of the design, with a weight >= 0
+        and a positive bound (a hand-edited summary.json is refused here, by field)."""
+        if not self.sequence:
+            raise ValueError("sequence: no cell drawn (a run draws at least one)")
+        for k, cell in enumerate(self.sequence):
+            if len(cell) != 4:
+                raise ValueError(
+                    f"sequence[{k}]: {cell!r} is not [format, item, weight, weight bound]"
+                )
+            f, i, w, bound = cell
+            for what, v, n in (("format", f, len(self.formats)), ("item", i, len(self.items))):
+                if v != int(v) or not 0 <= v < n:
+                    raise ValueError(
+                        f"sequence[{k}]: {what} index {v:g} is not one of the design's {n} "
+                        f"{what}s (0 to {n - 1})"
+                    )
+            if not (bound > 0 and 0 <= w <= bound):
+                raise ValueError(
+                    f"sequence[{k}]: weight {w:g} and bound {bound:g} are not 0 <= weight "
+                    "<= bound, bound > 0"
+                )
+        return self
 
 
 class SequentialResult(AnalysisRecord):

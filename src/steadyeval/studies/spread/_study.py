@@ -23,7 +23,7 @@ __all__ = ["SPREAD_STUDY", "SpreadStudy"]
 
 
 @contextmanager
-def _as_config_error() -> Iterator[None]:
+def _as_config_error(study: str = "spread study") -> Iterator[None]:
     """The statistics' input errors the study's own checks did not catch first (their
     messages say what was wrong) as one ``error:`` line, never a traceback."""
     from ...stats import StatsInputError
@@ -31,7 +31,7 @@ def _as_config_error() -> Iterator[None]:
     try:
         yield
     except StatsInputError as exc:
-        raise ConfigError(f"spread study: {exc}") from None
+        raise ConfigError(f"{study}: {exc}") from None
 
 
 class SpreadStudy(Study[SpreadAnalysis]):
