@@ -84,3 +84,18 @@ def test_refusals(tmp_path: Path, items_file: Path) -> None:
         assert out.exit_code != 0 and message in out.output, (args, out.output)
     out = runner.invoke(main, ["compare", str(a), str(a), "--rank"])
     assert out.exit_code != 0 and "--rank goes with --over formats" in out.output
+
+
+def test_runs_on_different_items_are_compared_on_the_shared_ones(
+    tmp_path: Path, items_file: Path
+) -> None:
+    a = _spread(tmp_path, items_file, "a", ["scripted:a"], sample=8, seed=1)
+    b = _spread(tmp_path, items_file, "b", ["scripted:b"], sample=8, seed=2)
+    result = compare_over_formats([a, b], draws=60)
+    assert result.n_items < 8 and any("different items" in n for n in result.notes)
+    with pytest.raises(Exception, match="the same run as"):
+        compare_over_formats([a, tmp_path / "a" / "."], draws=60)
+    out = CliRunner().invoke(
+        main, ["compare", str(a), str(b), "--over", "formats", "--model", "nope"]
+    )
+    assert out.exit_code != 0 and "'scripted:a'" in out.output

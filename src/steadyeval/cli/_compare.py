@@ -135,7 +135,7 @@ def print_comparison(console: Console, comp: Comparison) -> None:
 )
 @click.option(
     "--draws",
-    type=click.IntRange(1),
+    type=click.IntRange(50),
     help="With --over formats: posterior draws (default: the first run's).",
 )
 @click.option(

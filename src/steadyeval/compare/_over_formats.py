@@ -5,6 +5,7 @@ formats``)."""
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -172,38 +173,58 @@ def compare_over_formats(
     -----
     One crossed model (:func:`steadyeval.stats.compare_formats`) is fitted to every arm's
     cells: the formats' and the items' effects are shared, so cells two arms both answered
-    are paired through them. The items are the union of the runs' items; an item a run did
-    not sample is unobserved for its arms.
+    are paired through them. The items are those every run has (runs that sampled different
+    items are compared on the ones they share, with a note); the same run given twice is an
+    error. What the cells cannot tell (e.g. every cell correct) is said in ``notes``.
     """
     if not runs:
         raise ConfigError("no runs given; pass spread- or decide-study run folders")
     firsts: list[Any] = []
     arms: list[tuple[str, str, Any, ResultsFrame]] = []
+    seen: dict[Path, str] = {}
+    available: list[str] = []
     for run in runs:
         path = Path(run)
+        if path.resolve() in seen:
+            raise ConfigError(
+                f"{path}: the same run as {seen[path.resolve()]}; a run compared with itself "
+                "has nothing to compare (one run with two models compares those)"
+            )
+        seen[path.resolve()] = str(path)
         design, frame = _spread_run(path)
         if firsts:
             _same_formats(firsts[0], design, str(path), f"{runs[0]}")
         firsts.append(design)
         names = frame.codes("model", order="sorted", nulls=False)[1]
         for model in names:
+            available.append(str(model))
             if models and model not in set(models):
                 continue
             arms.append((str(path), str(model), design, frame))
     if len(arms) < 2:
-        kept = f" (--model kept {len(arms)})" if models else ""
+        kept = (
+            f" (--model kept {len(arms)} of {', '.join(repr(m) for m in available)})"
+            if models
+            else ""
+        )
         raise ConfigError(
             f"found {len(arms)} (run, model) arm(s){kept}; a comparison over formats needs "
             "two: two spread runs, or one spread or decide run with two models"
         )
-    items = list(dict.fromkeys(i for d in firsts for i in d.items))
+    shared = set(firsts[0].items).intersection(*(d.items for d in firsts[1:]))
+    items = [i for i in firsts[0].items if i in shared]
+    if not items:
+        raise DataError(
+            f"{runs[0]} and the other runs share no item: a comparison over formats needs the "
+            "same items (the same --data and --sample/--limit/--seed)"
+        )
     index = {i: k for k, i in enumerate(items)}
     notes = []
-    if any(list(d.items) != list(firsts[0].items) for d in firsts[1:]):
+    union = {i for d in firsts for i in d.items}
+    if len(union) > len(items):
         notes.append(
-            "the runs sampled different items: the comparison is over the union of their "
-            f"{len(items)} items, and an arm's accuracy on items its run did not sample "
-            "comes from the model alone"
+            f"the runs sampled different items: the comparison is over the {len(items)} items "
+            f"every run has (of {len(union)}); cells of the others are left out"
         )
     return _fit(arms, items, index, firsts[0], confidence, draws, seed, notes)
 
@@ -225,22 +246,29 @@ def _fit(
         rows, cols, y, _ = model_cells(frame, design, model)
         if len(y) == 0:
             raise DataError(f"{run}: model {model!r} has no scored cells")
-        cols = np.array([index[design.items[c]] for c in cols], dtype=np.intp)
+        mapped = np.array([index.get(design.items[c], -1) for c in cols], dtype=np.intp)
+        keep = mapped >= 0
+        if not keep.any():
+            raise DataError(f"{run}: model {model!r} has no scored cell on the shared items")
+        rows, cols, y = rows[keep], mapped[keep], y[keep]
         cells.append((np.full(len(y), k), rows, cols, y))
     m, r, c, y = (np.concatenate(v) for v in zip(*cells, strict=True))
     n_formats = len(first.formats)
     x = np.asarray(first.covariates) if first.covariates else None
-    result = stats.compare_formats(
-        m,
-        r,
-        c,
-        y,
-        (len(arms), n_formats, len(items)),
-        x,
-        seed=first.seed if seed is None else seed,
-        draws=first.draws if draws is None else draws,
-        confidence=confidence,
-    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", stats.StatsWarning)
+        result = stats.compare_formats(
+            m,
+            r,
+            c,
+            y,
+            (len(arms), n_formats, len(items)),
+            x,
+            seed=first.seed if seed is None else seed,
+            draws=first.draws if draws is None else draws,
+            confidence=confidence,
+        )
+    notes += list(dict.fromkeys(str(w.message) for w in caught))
     labels = [chr(ord("A") + k) if k < 26 else f"arm{k + 1}" for k in range(len(arms))]
     out_arms = tuple(
         FormatsArm(labels[k], run, model, len(cells[k][3]), *map(float, result.accuracy[k]))

@@ -41,8 +41,9 @@ class PairOverFormats:
         The share of formats on which a is more accurate than b (a tie counts half): the
         probability that a beats b on a format drawn at random from the population.
     flip_share : PosteriorEstimate
-        The share of formats on which the ranking is the reverse of the one the expected
-        difference gives (in each draw, ties count half).
+        The share of formats on which the other model wins than the one the expected
+        difference favours (in each draw; a format where the two tie is no flip, and a draw
+        whose expected difference is exactly 0 counts the smaller side).
     prob_positive : float
         Posterior probability that the expected difference is above 0.
     per_format : ndarray, shape (n_formats, 3)
@@ -105,8 +106,10 @@ class FormatComparison:
         diff = self.draws[:, a, :] - self.draws[:, b, :]  # (draws, formats)
         mean = diff.mean(axis=1)
         wins = (diff > 0).mean(axis=1) + 0.5 * (diff == 0).mean(axis=1)
-        sign = np.sign(mean)[:, None]
-        flips = np.where(sign == 0, 0.5, (np.sign(diff) == -sign) + 0.5 * (diff == 0))
+        # formats whose winner is the other model than the expected difference's (a tie on
+        # a format is no flip); with no expected winner, the smaller side
+        up, down = (diff > 0).mean(axis=1), (diff < 0).mean(axis=1)
+        flips = np.where(mean > 0, down, np.where(mean < 0, up, np.minimum(up, down)))
         alpha = (1 - self.confidence) / 2
         per_format = np.column_stack(
             [
@@ -120,7 +123,7 @@ class FormatComparison:
             b=int(b),
             difference=self._interval(mean),
             p_better=self._interval(wins),
-            flip_share=self._interval(flips.mean(axis=1)),
+            flip_share=self._interval(flips),
             prob_positive=float((mean > 0).mean() + 0.5 * (mean == 0).mean()),
             per_format=per_format,
         )

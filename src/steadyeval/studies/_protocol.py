@@ -75,11 +75,14 @@ class StudyDesign:
     """What a study asks: blocks of items × conditions × models for the runner, the facts
     its analysis needs besides the table (``info``: the study's
     :class:`~steadyeval.results.Design`, or a mapping of its fields; written to
-    ``summary.json`` as ``design``) and its own typed columns."""
+    ``summary.json`` as ``design``) and its own typed columns. ``sent``: requests a
+    follow-up already sent while it chose its cells (a search's steps), counted in the
+    summary's ``plan.model_calls``."""
 
     blocks: Sequence[Block]
     info: Design | Mapping[str, Any] = field(default_factory=dict)
     columns: Sequence[StudyColumn] = ()
+    sent: int = 0
 
     @classmethod
     def of(

@@ -148,7 +148,7 @@ def _run_study(
         info=_merged(study, design.info, more.info),
         columns=design.columns,
     )
-    sent = int(result.summary["plan"]["model_calls"])
+    sent = int(result.summary["plan"]["model_calls"]) + more.sent
     return run_design(study, design, backends, options=opts, config=resolved, sent_before=sent)
 
 

@@ -74,6 +74,8 @@ def _decide(tmp_path: Path, items: Path, **kw: Any) -> StudyResult:
 
 def test_study_end_to_end_rerun_and_reanalyze(tmp_path: Path, items_file: Path) -> None:
     result = _decide(tmp_path, items_file)
+    plan = result.summary["plan"]
+    assert plan["model_calls"] == plan["unique"] > 0  # the batches' calls are counted
     seq = result.analysis.sequential
     assert seq.decision == "undecided" and seq.cells == 60 and seq.budget == 60
     assert seq.difference.estimate == 0.0 and seq.difference.low < 0 < seq.difference.high
@@ -130,3 +132,10 @@ def test_reanalyze_an_edited_summary(
     with pytest.raises(DataError, match=r"summary\.json") as info:
         reanalyze(tmp_path / "run")
     assert message in str(info.value) and "sequence[0]" in str(info.value)
+
+
+def test_one_cell_says_what_it_cannot_tell(tmp_path: Path, items_file: Path) -> None:
+    result = _decide(tmp_path, items_file, budget=1)
+    assert result.analysis.sequential.cells == 1
+    assert result.analysis.notes  # e.g. every observed cell correct, or one format observed
+    assert result.analysis.notes[0] in (tmp_path / "run" / "summary.md").read_text()

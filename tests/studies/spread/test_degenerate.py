@@ -164,9 +164,9 @@ def test_the_floored_proposal_keeps_the_block_move_exact(monkeypatch: pytest.Mon
     rng = np.random.default_rng(0)
     mus = np.empty(20_000)
     for k in range(len(mus)):
-        eta = state.mu + state.theta[chain.rows] + state.beta[chain.cols]
+        eta = state.mu[0] + state.theta[chain.rows] + state.beta[chain.cols]
         chain._block(state, eta, rng)
-        mus[k] = state.mu
+        mus[k] = state.mu[0]
     grid = np.linspace(-15, 15, 6001)
     sign = 2 * np.asarray(y) - 1
     log_post = log_expit(sign[None, :] * (grid[:, None] + offset[None, :])).sum(axis=1)

@@ -113,7 +113,7 @@ def _chain_of(seed: int, covariates: bool) -> tuple[_Chain, _State]:
 
 def _eta(chain: _Chain, s: _State) -> np.ndarray:
     row = s.theta + chain.x @ s.gamma
-    return np.asarray(s.mu + row[chain.rows] + s.beta[chain.cols])
+    return np.asarray(s.mu[0] + row[chain.rows] + s.beta[chain.cols])
 
 
 @pytest.mark.parametrize("covariates", [False, True])
@@ -128,10 +128,10 @@ def test_the_intercept_and_covariates_block_move_draws_its_exact_conditional(
     draws = []
     for _ in range(3000):
         chain._block(s, _eta(chain, s), rng)
-        draws.append(np.concatenate([[s.mu], s.gamma]))
+        draws.append(np.concatenate([s.mu, s.gamma]))
     w = np.asarray(draws)[500:]
     s.gamma = w[:, 1:].mean(axis=0)
-    rest = _eta(chain, s) - s.mu
+    rest = _eta(chain, s) - s.mu[0]
     grid = np.linspace(-6, 6, 4001)
     log_post = np.array([np.sum(log_expit(chain.sign * (rest + g))) for g in grid])
     dens = np.exp(log_post - log_post.max())

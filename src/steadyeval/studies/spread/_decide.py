@@ -6,9 +6,10 @@ the analysis adds the comparison over formats (the crossed model). ``docs/study-
 from __future__ import annotations
 
 import dataclasses
+import logging
 import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -27,6 +28,8 @@ if TYPE_CHECKING:
 
 __all__ = ["DECIDE_STUDY", "DecideStudy"]
 
+log = logging.getLogger(__name__)
+
 
 def _setup(config: DecideConfig) -> tuple[SpreadSetup, int]:
     from ...stats import MAX_DRAW_VALUES
@@ -35,6 +38,11 @@ def _setup(config: DecideConfig) -> tuple[SpreadSetup, int]:
 
     with _as_config_error("decide study"):
         setup = spread_setup(config.spread_config())
+    if len(setup.formats) < 2:
+        raise ConfigError(
+            f"decide study: {config.formats}: one format; a comparison over formats needs two "
+            "or more"
+        )
     values = config.draws * 2 * (len(setup.formats) + len(setup.items))
     if values > MAX_DRAW_VALUES:  # the comparison over formats, after every model call
         most = MAX_DRAW_VALUES // (2 * (len(setup.formats) + len(setup.items)))
@@ -158,6 +166,7 @@ class DecideStudy(Study[DecideAnalysis]):
         known = _answers(results, setup, models)
         step_options = RunOptions(cache=options.cache, progress=False, executor=options.executor)
         new: list[tuple[int, int]] = []
+        sent = [0]
 
         def answer(cells: list[tuple[int, int]]) -> list[tuple[float, float]]:
             todo = [c for c in dict.fromkeys(cells) if (models[0], *c) not in known]
@@ -165,8 +174,9 @@ class DecideStudy(Study[DecideAnalysis]):
                 blocks = [
                     dataclasses.replace(b, models=list(backends)) for b in _blocks(setup, todo)
                 ]
-                table = run_blocks(blocks, options=step_options, columns=design.columns).table
-                known.update(_answers(ResultsFrame(table, design.columns), setup, models))
+                ran = run_blocks(blocks, options=step_options, columns=design.columns)
+                sent[0] += int(ran.summary["plan"]["model_calls"])
+                known.update(_answers(ResultsFrame(ran.table, design.columns), setup, models))
                 new.extend(todo)
             missing = [c for c in cells if any((m, *c) not in known for m in models)]
             if missing:
@@ -182,9 +192,10 @@ class DecideStudy(Study[DecideAnalysis]):
             confidence=config.confidence,
             seed=config.seed,
             answer=answer,
+            progress=_progress(budget, config.confidence),
         )
         info = _info(config, models, setup, budget, sequence)
-        return StudyDesign(tuple(_blocks(setup, new)), info.to_json(), design.columns)
+        return StudyDesign(tuple(_blocks(setup, new)), info.to_json(), design.columns, sent=sent[0])
 
     def analyze(self, results: ResultsFrame, design: DecideDesign) -> DecideAnalysis:
         from ._decide_analysis import analyze_decide
@@ -199,6 +210,18 @@ class DecideStudy(Study[DecideAnalysis]):
         from ._decide_report import decide_report_sections
 
         return decide_report_sections(analysis, design, figures=figures)
+
+
+def _progress(budget: int, confidence: float) -> Callable[[int, int], None]:
+    """A log line after each batch: cells drawn of the budget, and the decision so far."""
+
+    def report(drawn: int, decision: int) -> None:
+        state = {1: "A is better", -1: "B is better"}.get(decision, "undecided")
+        log.info(
+            "decide: %d of %d cells drawn; %s at %.0f%%", drawn, budget, state, 100 * confidence
+        )
+
+    return report
 
 
 def fixed_cells(values: np.ndarray, confidence: float) -> int | None:

@@ -49,13 +49,13 @@ def _sequential(
     d = np.array([answers[0][c] - answers[1][c] for c in cells])
     w, bound = seq[:, 2], seq[:, 3]
     decision = stats.sequential_sign(d, w, weight_bound=bound, confidence=design.confidence)
-    n = len(d) if decision.stop is None else decision.stop + 1
-    x = d[:n] * w[:n]
-    cs = stats.confidence_sequence(x, -bound[:n], bound[:n], design.confidence)
+    x = d * w
+    cs = stats.confidence_sequence(x, -bound, bound, design.confidence)
     return SequentialResult(
         decision={1: "A", -1: "B"}.get(decision.decision, "undecided"),  # type: ignore[arg-type]
-        cells=n,
-        distinct_cells=len(set(cells[:n])),
+        cells=len(d),
+        decided_at=None if decision.stop is None else decision.stop + 1,
+        distinct_cells=len(set(cells)),
         budget=design.budget,
         difference=SpreadEstimate(
             estimate=float(x.mean()), low=float(cs.low[-1]), high=float(cs.high[-1])
@@ -66,13 +66,14 @@ def _sequential(
 
 
 def _over_formats(
-    design: DecideDesign, cells: list[tuple[np.ndarray, np.ndarray, np.ndarray]]
+    design: DecideDesign, cells: list[tuple[np.ndarray, np.ndarray, np.ndarray]], notes: list[str]
 ) -> OverFormatsResult:
+    """The crossed model's comparison; what the cells cannot tell goes to ``notes``."""
     models = np.concatenate([np.full(len(c[2]), k) for k, c in enumerate(cells)])
     rows, cols, y = (np.concatenate([c[j] for c in cells]) for j in range(3))
     x = np.asarray(design.covariates) if design.covariates else None
-    with warnings.catch_warnings():  # the estimate is shown with its intervals
-        warnings.simplefilter("ignore", stats.StatsWarning)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", stats.StatsWarning)
         result = stats.compare_formats(
             models,
             rows,
@@ -84,6 +85,7 @@ def _over_formats(
             draws=design.draws,
             confidence=design.confidence,
         )
+    notes += list(dict.fromkeys(str(w.message) for w in caught))
     pair = result.pair(0, 1)
     n_items = len(design.items)
     a = dict(zip((cells[0][0] * n_items + cells[0][1]).tolist(), cells[0][2].tolist(), strict=True))
@@ -137,9 +139,12 @@ def analyze_decide(results: ResultsFrame, design: DecideDesign | Any) -> DecideA
         answers.append(
             dict(zip(zip(rows.tolist(), cols.tolist(), strict=True), y.tolist(), strict=True))
         )
+    notes: list[str] = []
+    over = _over_formats(facts, cells, notes)
     return DecideAnalysis(
         model_a=facts.models[0],
         model_b=facts.models[1],
         sequential=_sequential(facts, answers),
-        over_formats=_over_formats(facts, cells),
+        over_formats=over,
+        notes=notes,
     )

@@ -66,10 +66,11 @@ def draw_sequence(
     confidence: float,
     seed: int,
     answer: Answer,
+    progress: Callable[[int, int], None] | None = None,
 ) -> list[CellDraw]:
     """Draw cells batch by batch, ask ``answer`` for both models' answers, and stop when the
     anytime-valid test (:func:`steadyeval.stats.sequential_sign`) decides or ``budget``
-    cells are drawn. Deterministic given the seed and the answers, so a rerun from the
+    cells are drawn (``progress(drawn, decision)`` after each batch). Deterministic given the seed and the answers, so a rerun from the
     response cache draws the same cells."""
     rng = np.random.default_rng(seed)
     disagree, seen = np.zeros(n_items), np.zeros(n_items)
@@ -90,6 +91,8 @@ def draw_sequence(
         decision = stats.sequential_sign(
             np.array(diffs), w, weight_bound=bound, confidence=confidence
         )
+        if progress is not None:
+            progress(len(drawn), decision.decision)
         if decision.decision != 0:
             break
     return drawn

@@ -11,7 +11,10 @@ from ..._limits import MAX_SEED, MAX_TOKENS
 from .._protocol import StudyConfig
 from ._config import GRAMMAR_SIZE, MAX_DRAWS, SpreadConfig
 
-__all__ = ["DecideConfig"]
+__all__ = ["MAX_BUDGET", "DecideConfig"]
+
+#: The most cells a run may draw (``summary.json`` lists every one, ~40 bytes each).
+MAX_BUDGET = 200_000
 
 
 class DecideConfig(StudyConfig):
@@ -43,6 +46,7 @@ class DecideConfig(StudyConfig):
     budget: int | None = Field(
         None,
         gt=0,
+        le=MAX_BUDGET,
         description="Most (format, item) cells to draw, each answered by both models; "
         "default: twice the number of items.",
     )

@@ -7,7 +7,17 @@ import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ...document import Block, Column, LineChart, Paragraph, Point, Section, Series, Table
+from ...document import (
+    Block,
+    Column,
+    LineChart,
+    Note,
+    Paragraph,
+    Point,
+    Section,
+    Series,
+    Table,
+)
 from ._decide_types import DecideDesign
 
 if TYPE_CHECKING:
@@ -53,7 +63,8 @@ def _decision(s: SequentialResult, a: str, b: str) -> str:
         f"undecided at {level} after {spent}"
         if s.decision == "undecided"
         else f"{a if s.decision == 'A' else b} is better (at {level}, anytime-valid) after "
-        f"{s.cells:,} of the budget's {s.budget:,} cells ({s.cells / s.budget:.0%})"
+        f"{s.cells:,} of the budget's {s.budget:,} cells ({s.cells / s.budget:.0%}; the test "
+        f"crossed its threshold at cell {s.decided_at:,}, in the last batch)"
     )
     fixed = (
         f"; a fixed design, knowing the difference, would need about {s.fixed_cells:,} cells "
@@ -123,6 +134,7 @@ def decide_report_sections(
         Paragraph(f"A = {a}; B = {b}; {len(facts.formats)} formats × {len(facts.items)} items."),
         Paragraph(_decision(analysis.sequential, "A", "B")),
         Paragraph(over_formats_sentence(o, "A", "B", facts.confidence)),
+        *(Note(note, "warning") for note in analysis.notes),
         Table(
             "Mean accuracy over the formats",
             (

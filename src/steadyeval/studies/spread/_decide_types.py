@@ -66,13 +66,17 @@ class DecideDesign(Design):
 
 class SequentialResult(AnalysisRecord):
     """The anytime-valid test: the decision (``"A"``, ``"B"`` or ``"undecided"``), the cells
-    drawn when it was reached (all drawn when undecided) and the model calls they cost, the
-    anytime-valid interval of A − B there, and the fixed design's cost of the same
-    confidence: the budget, and ``fixed_cells``, the cells a fixed-size test at the same
-    level needs on a difference of the size observed (None when none was observed)."""
+    drawn (the cost: the test looks after each batch, so a decision reached inside a batch
+    is paid for the whole batch), ``decided_at`` (the cell at which the test crossed its
+    threshold; None when undecided), the distinct cells among those drawn (each answered by
+    both models), the anytime-valid interval of A − B after them, and the fixed design's
+    cost of the same confidence: the budget, and ``fixed_cells``, the cells a fixed-size
+    test at the same level needs on a difference of the size observed (None when none was
+    observed)."""
 
     decision: Literal["A", "B", "undecided"]
     cells: int
+    decided_at: int | None = None
     distinct_cells: int
     budget: int
     difference: SpreadEstimate
@@ -111,3 +115,5 @@ class DecideAnalysis(Analysis):
     model_b: str
     sequential: SequentialResult
     over_formats: OverFormatsResult
+    #: what the cells cannot tell (e.g. every cell correct): the report shows them as warnings
+    notes: list[str] = Field(default_factory=list)

@@ -71,6 +71,7 @@ def search_follow_up(
     # cells of the first pass (the default format's first batch, for every model)
     done = set(zip(results.values("condition"), results.values("item_id"), strict=True))
     blocks = []
+    sent = [0]  # requests the steps send (the final pass reads them from the cache)
     for backend in backends:
 
         def evaluate(rows: np.ndarray, cols: np.ndarray, backend: Backend = backend) -> list[float]:
@@ -78,10 +79,9 @@ def search_follow_up(
                 dataclasses.replace(b, models=[backend])
                 for b in cell_blocks(setup, rows, cols, "search")
             ]
-            res = ResultsFrame(
-                run_blocks(step, options=step_options, columns=design.columns).table,
-                design.columns,
-            )
+            ran = run_blocks(step, options=step_options, columns=design.columns)
+            sent[0] += int(ran.summary["plan"]["model_calls"])
+            res = ResultsFrame(ran.table, design.columns)
             cells = zip(res.values("condition"), res.values("item_id"), strict=True)
             correct = dict(zip(cells, (res.bools("correct") == 1).tolist(), strict=True))
             return [
@@ -101,4 +101,4 @@ def search_follow_up(
         )
         for b in cell_blocks(setup, result.rows[keep], result.cols[keep], "search"):
             blocks.append(dataclasses.replace(b, models=[backend]))
-    return StudyDesign(tuple(blocks), {}, design.columns)
+    return StudyDesign(tuple(blocks), {}, design.columns, sent=sent[0])
