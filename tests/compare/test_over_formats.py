@@ -99,3 +99,14 @@ def test_runs_on_different_items_are_compared_on_the_shared_ones(
         main, ["compare", str(a), str(b), "--over", "formats", "--model", "nope"]
     )
     assert out.exit_code != 0 and "'scripted:a'" in out.output
+
+
+def test_items_with_the_same_ids_but_other_content_are_noted(
+    tmp_path: Path, items_file: Path
+) -> None:
+    a = _spread(tmp_path, items_file, "a", ["scripted:a"])
+    changed = tmp_path / "changed.jsonl"
+    changed.write_text(items_file.read_text().replace("What is", "Compute"))
+    b = _spread(tmp_path, changed, "b", ["scripted:b"])
+    result = compare_over_formats([a, b], draws=60)
+    assert any("items differ: 12 of 12" in n for n in result.notes)

@@ -138,6 +138,35 @@ def _same_formats(first: Any, design: Any, where: str, origin: str) -> None:
     )
 
 
+def _item_hashes(frame: ResultsFrame) -> dict[str, str]:
+    """Each item id's ``item_hash`` (its first non-null one) in a run's table."""
+    if not frame.has("item_hash"):
+        return {}
+    out: dict[str, str] = {}
+    for item, h in zip(frame.values("item_id"), frame.values("item_hash"), strict=True):
+        if h is not None:
+            out.setdefault(str(item), str(h))
+    return out
+
+
+def _content_note(arms: list[tuple[str, str, Any, ResultsFrame]], shared: set[str]) -> str | None:
+    """A note when shared item ids have different content (``item_hash``) in two runs."""
+    first_run, _, _, first = arms[0]
+    base = _item_hashes(first)
+    for run, _, _, frame in arms[1:]:
+        if run == first_run:
+            continue
+        other = _item_hashes(frame)
+        differ = sorted(i for i in shared if i in base and i in other and base[i] != other[i])
+        if differ:
+            return (
+                f"items differ: {len(differ)} of {len(shared)} shared item ids have different "
+                f"content (item_hash) in {first_run} and {run}, e.g. {differ[0]!r}: the runs "
+                "did not ask the same questions"
+            )
+    return None
+
+
 def compare_over_formats(
     runs: Sequence[str | Path],
     *,
@@ -219,7 +248,7 @@ def compare_over_formats(
             "same items (the same --data and --sample/--limit/--seed)"
         )
     index = {i: k for k, i in enumerate(items)}
-    notes = []
+    notes = [n for n in (_content_note(arms, shared),) if n]
     union = {i for d in firsts for i in d.items}
     if len(union) > len(items):
         notes.append(
