@@ -521,7 +521,7 @@ for _page, _key in [
     ("docs/cli.md", "steadyeval study knowledge --model SPEC... --data MMLU_DIR|cais/mmlu"),
     ("docs/cli.md", "steadyeval study fewshot --model SPEC --task TASK [--task TASK ...]"),
     ("docs/cli.md", "steadyeval study spread [CONFIG.yaml] --model SPEC... --data ITEMS"),
-    ("docs/cli.md", "steadyeval study decide [CONFIG.yaml] --model A --model B --data ITEMS"),
+    ("docs/cli.md", "steadyeval study decide [CONFIG.yaml] --model A --model B [--model C"),
     ("docs/cli.md", "steadyeval study disparity --model SPEC --model SPEC... --data DIR"),
     ("docs/cli.md", "steadyeval report RUN_DIR [--format html|md|json] [--output PATH|-]"),
     ("docs/cli.md", "steadyeval reanalyze RUN_DIR"),

@@ -76,19 +76,21 @@ def test_study_end_to_end_rerun_and_reanalyze(tmp_path: Path, items_file: Path) 
     result = _decide(tmp_path, items_file)
     plan = result.summary["plan"]
     assert plan["model_calls"] == plan["unique"] > 0  # the batches' calls are counted
-    seq = result.analysis.sequential
+    seq = result.analysis
     assert seq.decision == "undecided" and seq.cells == 60 and seq.budget == 60
-    assert seq.difference.estimate == 0.0 and seq.difference.low < 0 < seq.difference.high
+    (pair,) = seq.pairs
+    assert pair.winner is None and pair.decided_at is None and pair.level == 0.95
+    assert pair.difference.estimate == 0.0 and pair.difference.low < 0 < pair.difference.high
     design = result.summary["design"]
     assert len(design["sequence"]) == 60 and design["models"] == ["scripted:a", "scripted:b"]
     # every distinct cell answered by both models, once
     assert result.table.num_rows == 2 * seq.distinct_cells
-    over = result.analysis.over_formats
+    (over,) = result.analysis.over_formats
     assert len(over.formats) == 10 and over.difference.low <= 0 <= over.difference.high
     summary = (tmp_path / "run" / "summary.md").read_text()
     assert "Decision: undecided at 95%" in summary and "is better than B on" in summary
     again = reanalyze(tmp_path / "run")
-    assert again.sequential == seq
+    assert again == seq
     second = _decide(tmp_path, items_file)  # resumes from the run folder and the cache
     assert second.summary["design"]["sequence"] == design["sequence"]
 
@@ -98,7 +100,7 @@ def test_refusals(tmp_path: Path, items_file: Path) -> None:
     runner = CliRunner()
     base = ["study", "decide", "--data", str(items_file), "--out", str(tmp_path / "r")]
     out = runner.invoke(main, [*base, "--model", "scripted:a"])
-    assert out.exit_code != 0 and "compares two models" in out.output
+    assert out.exit_code != 0 and "compares 2 to 6 models" in out.output
     out = runner.invoke(
         main, [*base, "--model", "scripted:a", "--model", "scripted:b", "--batch", "0"]
     )
@@ -127,7 +129,7 @@ def test_reanalyze_an_edited_summary(
         summary["design"]["sequence"][0] = cell
     path.write_text(json.dumps(summary))
     if message is None:
-        assert reanalyze(tmp_path / "run").sequential == result.analysis.sequential
+        assert reanalyze(tmp_path / "run") == result.analysis
         return
     with pytest.raises(DataError, match=r"summary\.json") as info:
         reanalyze(tmp_path / "run")
@@ -136,6 +138,34 @@ def test_reanalyze_an_edited_summary(
 
 def test_one_cell_says_what_it_cannot_tell(tmp_path: Path, items_file: Path) -> None:
     result = _decide(tmp_path, items_file, budget=1)
-    assert result.analysis.sequential.cells == 1
+    assert result.analysis.cells == 1
     assert result.analysis.notes  # e.g. every observed cell correct, or one format observed
     assert result.analysis.notes[0] in (tmp_path / "run" / "summary.md").read_text()
+
+
+def test_three_models_every_pair_tested_at_a_shared_level(tmp_path: Path, items_file: Path) -> None:
+    result = _decide(
+        tmp_path, items_file, models=["scripted:a", "scripted:b", "scripted:c"], budget=40
+    )
+    analysis = result.analysis
+    assert [(p.a, p.b) for p in analysis.pairs] == [("A", "B"), ("A", "C"), ("B", "C")]
+    assert all(p.level == pytest.approx(1 - 0.05 / 3) for p in analysis.pairs)
+    assert len(analysis.over_formats) == 3 and len(analysis.accuracy) == 3
+    assert sum(r.probability for r in analysis.rankings) <= 1.0 + 1e-9
+    assert result.table.num_rows == 3 * analysis.distinct_cells
+    assert "Rankings by mean accuracy" in (tmp_path / "run" / "summary.md").read_text()
+
+
+def test_three_clear_models_are_ranked() -> None:
+    from steadyeval.studies.spread._decide_cells import decide_pairs
+
+    rule = lambda f, i: (1.0, float(i % 2 == 0), float(i % 5 == 0))  # noqa: E731
+    seq = draw_sequence(
+        30, 60, budget=3000, batch=20, adaptive=False, confidence=0.95, seed=0,
+        answer=_answers(rule),
+    )  # fmt: skip
+    import numpy as np
+
+    y = np.array([rule(f, i) for f, i, _, _ in seq])
+    ones = np.ones(len(seq))
+    assert all(d.decision == 1 for d in decide_pairs(y, ones, ones, 0.95))

@@ -1,6 +1,7 @@
-"""The decide study: which of two models is more accurate over a population of prompt
-formats, at the fewest cells an anytime-valid test allows. Cells (format, item) are drawn
-batch by batch and answered by both models until the test decides or the budget is spent;
+"""The decide study: which of two (or a few) models is more accurate over a population of
+prompt formats, at the fewest cells anytime-valid tests allow. Cells (format, item) are
+drawn batch by batch and answered by every model until every pair's test decides or the
+budget is spent;
 the analysis adds the comparison over formats (the crossed model). ``docs/study-decide.md``."""
 
 from __future__ import annotations
@@ -43,11 +44,12 @@ def _setup(config: DecideConfig) -> tuple[SpreadSetup, int]:
             f"decide study: {config.formats}: one format; a comparison over formats needs two "
             "or more"
         )
-    values = config.draws * 2 * (len(setup.formats) + len(setup.items))
+    k = len(config.models)
+    values = config.draws * k * (len(setup.formats) + len(setup.items))
     if values > MAX_DRAW_VALUES:  # the comparison over formats, after every model call
-        most = MAX_DRAW_VALUES // (2 * (len(setup.formats) + len(setup.items)))
+        most = MAX_DRAW_VALUES // (k * (len(setup.formats) + len(setup.items)))
         raise ConfigError(
-            f"--draws {config.draws} × 2 models × ({len(setup.formats):,} formats + "
+            f"--draws {config.draws} × {k} models × ({len(setup.formats):,} formats + "
             f"{len(setup.items):,} items) is over the comparison's limit of "
             f"{MAX_DRAW_VALUES:,} values held at once; pass --draws {most} or fewer"
         )
@@ -56,11 +58,12 @@ def _setup(config: DecideConfig) -> tuple[SpreadSetup, int]:
 
 
 def _identities(backends: Sequence[Backend]) -> list[str]:
-    """The two models as the results table's ``model`` column names them."""
+    """The models as the results table's ``model`` column names them."""
     names = [b.identity() for b in backends]
     if len(set(names)) < len(names):
         raise ConfigError(
-            f"decide study: both models are {names[0]!r}; compare two different models"
+            f"decide study: two of the models are the same model "
+            f"{next(n for n in names if names.count(n) > 1)!r}; compare different models"
         )
     return names
 
@@ -84,7 +87,7 @@ def _info(
 
 
 def _blocks(setup: SpreadSetup, cells: Sequence[tuple[int, int]]) -> list[Any]:
-    """Blocks of the distinct cells not yet run (each answered by both models)."""
+    """Blocks of the distinct cells not yet run (each answered by every model)."""
     from ._design import cell_blocks
 
     if not cells:
@@ -110,12 +113,12 @@ def _answers(results: ResultsFrame, setup: SpreadSetup, models: Sequence[str]) -
 
 class DecideStudy(Study[DecideAnalysis]):
     """Is A more accurate than B over the formats a user might have used? Draws (format,
-    item) cells batch by batch, both models answer each, and stops when an anytime-valid
-    test decides; then compares the two over the population of formats
-    (``docs/study-decide.md``)."""
+    item) cells batch by batch, every model answers each, and stops when the anytime-valid
+    tests decide (every pair's, with more than two models); then compares the models over
+    the population of formats (``docs/study-decide.md``)."""
 
     name = "decide"
-    question = "which of two models is better over all formats, at the fewest cells?"
+    question = "which model is better over all formats, at the fewest cells?"
     config = DecideConfig
     analysis_type = DecideAnalysis
     design_type = DecideDesign
@@ -168,7 +171,7 @@ class DecideStudy(Study[DecideAnalysis]):
         new: list[tuple[int, int]] = []
         sent = [0]
 
-        def answer(cells: list[tuple[int, int]]) -> list[tuple[float, float]]:
+        def answer(cells: list[tuple[int, int]]) -> list[tuple[float, ...]]:
             todo = [c for c in dict.fromkeys(cells) if (models[0], *c) not in known]
             if todo:
                 blocks = [
@@ -181,7 +184,7 @@ class DecideStudy(Study[DecideAnalysis]):
             missing = [c for c in cells if any((m, *c) not in known for m in models)]
             if missing:
                 raise ConfigError(f"decide study: no answer for cell {missing[0]} of a model")
-            return [(known[(models[0], *c)], known[(models[1], *c)]) for c in cells]
+            return [tuple(known[(m, *c)] for m in models) for c in cells]
 
         sequence = draw_sequence(
             len(setup.formats),
@@ -212,14 +215,14 @@ class DecideStudy(Study[DecideAnalysis]):
         return decide_report_sections(analysis, design, figures=figures)
 
 
-def _progress(budget: int, confidence: float) -> Callable[[int, int], None]:
-    """A log line after each batch: cells drawn of the budget, and the decision so far."""
+def _progress(budget: int, confidence: float) -> Callable[[int, int, int], None]:
+    """A log line after each batch: cells drawn of the budget, and the pairs decided."""
 
-    def report(drawn: int, decision: int) -> None:
-        state = {1: "A is better", -1: "B is better"}.get(decision, "undecided")
+    def report(drawn: int, decided: int, pairs: int) -> None:
         log.info(
-            "decide: %d of %d cells drawn; %s at %.0f%%", drawn, budget, state, 100 * confidence
-        )
+            "decide: %d of %d cells drawn; %d of %d pair(s) decided at %.0f%%",
+            drawn, budget, decided, pairs, 100 * confidence,
+        )  # fmt: skip
 
     return report
 

@@ -1,5 +1,5 @@
 """The decide study's analysis, from the results table and the design facts alone: the
-sequence of paired differences replayed through the anytime-valid test, and the crossed
+sequence of cells replayed through every pair's anytime-valid test, and the crossed
 model's comparison over formats."""
 
 from __future__ import annotations
@@ -12,91 +12,107 @@ import numpy as np
 from ... import stats
 from ..._errors import ConfigError
 from ._analysis import model_cells
+from ._decide_cells import decide_pairs, pair_level, pairs_of
 from ._decide_types import (
     DecideAnalysis,
     DecideDesign,
     FormatDifference,
-    OverFormatsResult,
-    SequentialResult,
+    ModelAccuracy,
+    PairDecision,
+    PairOverFormats,
+    RankingProbability,
 )
 from ._types import SpreadDesign, SpreadEstimate
 
 if TYPE_CHECKING:
     from ...results import ResultsFrame
 
-__all__ = ["analyze_decide"]
+__all__ = ["analyze_decide", "label"]
+
+#: Rankings listed in the analysis (the most probable first).
+SHOWN_RANKINGS = 10
+Cells = tuple[np.ndarray, np.ndarray, np.ndarray]
+
+
+def label(k: int) -> str:
+    """The label of the ``k``-th model: A, B, C, ..."""
+    return chr(ord("A") + k)
 
 
 def _estimate(value: Any) -> SpreadEstimate:
     return SpreadEstimate(estimate=float(value[0]), low=float(value[1]), high=float(value[2]))
 
 
-def _sequential(
-    design: DecideDesign, answers: list[dict[tuple[int, int], float]]
-) -> SequentialResult:
+def _answers(design: DecideDesign, answers: list[dict[tuple[int, int], float]]) -> np.ndarray:
+    """(cells drawn, models) of 0/1, in the order the run drew them."""
+    cells = [(int(f), int(i)) for f, i, _, _ in design.sequence]
+    for c in cells:
+        if any(c not in a for a in answers):
+            raise ConfigError(
+                f"the results table has no answer of every model for format "
+                f"{design.formats[c[0]].name!r}, item {design.items[c[1]]!r} (a cell of the "
+                "design's sequence); the run is incomplete: run the study again"
+            )
+    return np.array([[a[c] for a in answers] for c in cells])
+
+
+def _pairs(design: DecideDesign, y: np.ndarray) -> list[PairDecision]:
     from ._decide import fixed_cells
 
-    seq = np.asarray(design.sequence, dtype=float).reshape(-1, 4)
-    cells = [(int(f), int(i)) for f, i in seq[:, :2]]
-    missing = [c for c in cells if c not in answers[0] or c not in answers[1]]
-    if missing:
-        f, i = missing[0]
-        raise ConfigError(
-            f"the results table has no answer of both models for format "
-            f"{design.formats[f].name!r}, item {design.items[i]!r} (a cell of the design's "
-            "sequence); the run is incomplete: run the study again"
-        )
-    d = np.array([answers[0][c] - answers[1][c] for c in cells])
+    seq = np.asarray(design.sequence, dtype=float)
     w, bound = seq[:, 2], seq[:, 3]
-    decision = stats.sequential_sign(d, w, weight_bound=bound, confidence=design.confidence)
-    x = d * w
-    cs = stats.confidence_sequence(x, -bound, bound, design.confidence)
-    return SequentialResult(
-        decision={1: "A", -1: "B"}.get(decision.decision, "undecided"),  # type: ignore[arg-type]
-        cells=len(d),
-        decided_at=None if decision.stop is None else decision.stop + 1,
-        distinct_cells=len(set(cells)),
-        budget=design.budget,
-        difference=SpreadEstimate(
-            estimate=float(x.mean()), low=float(cs.low[-1]), high=float(cs.high[-1])
-        ),
-        fixed_cells=fixed_cells(x, design.confidence),
-        confidence=design.confidence,
-    )
-
-
-def _over_formats(
-    design: DecideDesign, cells: list[tuple[np.ndarray, np.ndarray, np.ndarray]], notes: list[str]
-) -> OverFormatsResult:
-    """The crossed model's comparison; what the cells cannot tell goes to ``notes``."""
-    models = np.concatenate([np.full(len(c[2]), k) for k, c in enumerate(cells)])
-    rows, cols, y = (np.concatenate([c[j] for c in cells]) for j in range(3))
-    x = np.asarray(design.covariates) if design.covariates else None
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", stats.StatsWarning)
-        result = stats.compare_formats(
-            models,
-            rows,
-            cols,
-            y,
-            (2, len(design.formats), len(design.items)),
-            x,
-            seed=design.seed,
-            draws=design.draws,
-            confidence=design.confidence,
-        )
-    notes += list(dict.fromkeys(str(w.message) for w in caught))
-    pair = result.pair(0, 1)
-    n_items = len(design.items)
-    a = dict(zip((cells[0][0] * n_items + cells[0][1]).tolist(), cells[0][2].tolist(), strict=True))
-    shared, total = np.zeros(len(design.formats)), np.zeros(len(design.formats))
-    for key, value in zip(
-        (cells[1][0] * n_items + cells[1][1]).tolist(), cells[1][2].tolist(), strict=True
+    level = pair_level(design.confidence, y.shape[1])
+    out = []
+    for (a, b), decision in zip(
+        pairs_of(y.shape[1]), decide_pairs(y, w, bound, design.confidence), strict=True
     ):
-        if key in a:
+        x = (y[:, a] - y[:, b]) * w
+        cs = stats.confidence_sequence(x, -bound, bound, level)
+        winner = {1: label(a), -1: label(b)}.get(decision.decision)
+        out.append(
+            PairDecision(
+                a=label(a),
+                b=label(b),
+                winner=winner,
+                decided_at=None if decision.stop is None else decision.stop + 1,
+                difference=SpreadEstimate(
+                    estimate=float(x.mean()), low=float(cs.low[-1]), high=float(cs.high[-1])
+                ),
+                level=level,
+                fixed_cells=fixed_cells(x, level),
+            )
+        )
+    return out
+
+
+def _decision(pairs: list[PairDecision], k: int) -> str:
+    """The ranking the pairs decided: ``"B > A"``, ``"A > B > C"`` when every pair is
+    decided and they chain, else the decided pairs (``"A > B, A > C"``), or "undecided"."""
+    won = [(p.winner, p.b if p.winner == p.a else p.a) for p in pairs if p.winner]
+    if not won:
+        return "undecided"
+    if len(won) == len(pairs):
+        wins = {label(m): sum(w == label(m) for w, _ in won) for m in range(k)}
+        order = sorted(wins, key=lambda m: -wins[m])
+        if sorted(wins.values()) == list(range(k)):  # a total order
+            return " > ".join(order)
+    return ", ".join(f"{w} > {loser}" for w, loser in won)
+
+
+def _format_differences(
+    design: DecideDesign, pair: Any, cells_a: Cells, cells_b: Cells
+) -> list[FormatDifference]:
+    n_items = len(design.items)
+    first = dict(
+        zip((cells_a[0] * n_items + cells_a[1]).tolist(), cells_a[2].tolist(), strict=True)
+    )
+    shared, total = np.zeros(len(design.formats)), np.zeros(len(design.formats))
+    keys = (cells_b[0] * n_items + cells_b[1]).tolist()
+    for key, value in zip(keys, cells_b[2].tolist(), strict=True):
+        if key in first:
             shared[key // n_items] += 1
-            total[key // n_items] += a[key] - value
-    formats = [
+            total[key // n_items] += first[key] - value
+    return [
         FormatDifference(
             format=f.name,
             estimate=float(pair.per_format[k, 0]),
@@ -107,20 +123,60 @@ def _over_formats(
         )
         for k, f in enumerate(design.formats)
     ]
-    return OverFormatsResult(
-        accuracy_a=_estimate(result.accuracy[0]),
-        accuracy_b=_estimate(result.accuracy[1]),
-        difference=_estimate(pair.difference),
-        p_better=_estimate(pair.p_better),
-        flip_share=_estimate(pair.flip_share),
-        prob_positive=pair.prob_positive,
-        formats=formats,
-    )
+
+
+def _over_formats(
+    design: DecideDesign, cells: list[Cells], notes: list[str]
+) -> tuple[list[ModelAccuracy], list[PairOverFormats], list[RankingProbability]]:
+    """The crossed model's comparison; what the cells cannot tell goes to ``notes``."""
+    k = len(cells)
+    models = np.concatenate([np.full(len(c[2]), m) for m, c in enumerate(cells)])
+    rows, cols, y = (np.concatenate([c[j] for c in cells]) for j in range(3))
+    x = np.asarray(design.covariates) if design.covariates else None
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", stats.StatsWarning)
+        result = stats.compare_formats(
+            models,
+            rows,
+            cols,
+            y,
+            (k, len(design.formats), len(design.items)),
+            x,
+            seed=design.seed,
+            draws=design.draws,
+            confidence=design.confidence,
+        )
+    notes += list(dict.fromkeys(str(w.message) for w in caught))
+    accuracy = [
+        ModelAccuracy(
+            label=label(m), model=design.models[m], **_estimate(result.accuracy[m]).model_dump()
+        )
+        for m in range(k)
+    ]
+    pairs = []
+    for a, b in pairs_of(k):
+        pair = result.pair(a, b)
+        pairs.append(
+            PairOverFormats(
+                a=label(a),
+                b=label(b),
+                difference=_estimate(pair.difference),
+                p_better=_estimate(pair.p_better),
+                flip_share=_estimate(pair.flip_share),
+                prob_positive=pair.prob_positive,
+                formats=_format_differences(design, pair, cells[a], cells[b]),
+            )
+        )
+    rankings = [
+        RankingProbability(ranking=" > ".join(label(m) for m in order), probability=p)
+        for order, p in result.rankings()[:SHOWN_RANKINGS]
+    ]
+    return accuracy, pairs, rankings
 
 
 def analyze_decide(results: ResultsFrame, design: DecideDesign | Any) -> DecideAnalysis:
-    """The decision replayed from the table (the same cells in the same order as the run
-    drew them) and the comparison of the two models over the formats."""
+    """Every pair's test replayed from the table (the cells in the order the run drew
+    them) and the comparison of the models over the formats."""
     facts = DecideDesign.from_json(design, source="design")
     spread = SpreadDesign(
         method="estimate",
@@ -130,7 +186,8 @@ def analyze_decide(results: ResultsFrame, design: DecideDesign | Any) -> DecideA
         items=facts.items,
         covariates=facts.covariates,
     )
-    cells, answers = [], []
+    cells: list[Cells] = []
+    answers = []
     for model in facts.models:
         rows, cols, y, _ = model_cells(results, spread, model)
         if len(y) == 0:
@@ -139,12 +196,20 @@ def analyze_decide(results: ResultsFrame, design: DecideDesign | Any) -> DecideA
         answers.append(
             dict(zip(zip(rows.tolist(), cols.tolist(), strict=True), y.tolist(), strict=True))
         )
+    drawn = _answers(facts, answers)
+    pairs = _pairs(facts, drawn)
     notes: list[str] = []
-    over = _over_formats(facts, cells, notes)
+    accuracy, over, rankings = _over_formats(facts, cells, notes)
     return DecideAnalysis(
-        model_a=facts.models[0],
-        model_b=facts.models[1],
-        sequential=_sequential(facts, answers),
+        models=facts.models,
+        decision=_decision(pairs, len(facts.models)),
+        cells=len(drawn),
+        distinct_cells=len({(int(f), int(i)) for f, i, _, _ in facts.sequence}),
+        budget=facts.budget,
+        confidence=facts.confidence,
+        pairs=pairs,
+        accuracy=accuracy,
         over_formats=over,
+        rankings=rankings,
         notes=notes,
     )

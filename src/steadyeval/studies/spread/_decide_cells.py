@@ -1,6 +1,6 @@
 """The decide study's cells: drawn batch by batch (uniform, or importance-weighted toward
-the items where the two models disagree), and the sequence of paired differences read back
-from a results table."""
+the items where the models disagree), and the pairwise anytime-valid tests that decide when
+to stop."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from numpy.typing import NDArray
 
 from ... import stats
 
-__all__ = ["CellDraw", "draw_sequence", "first_cells"]
+__all__ = ["CellDraw", "decide_pairs", "draw_sequence", "first_cells", "pair_level", "pairs_of"]
 
 #: Share of each draw's probability spread uniformly over the items with adaptive
 #: allocation: it bounds every importance weight by 1 / _FLOOR.
@@ -19,8 +19,36 @@ _FLOOR = 0.2
 
 #: One drawn cell: format, item, importance weight p/q, the bound on the weight.
 CellDraw = tuple[int, int, float, float]
-#: Answers a batch of (format, item) cells for both models: per cell, A's and B's 0/1.
-Answer = Callable[[list[tuple[int, int]]], list[tuple[float, float]]]
+#: Answers a batch of (format, item) cells for every model: per cell, each model's 0/1.
+Answer = Callable[[list[tuple[int, int]]], list[tuple[float, ...]]]
+
+
+def pairs_of(k: int) -> list[tuple[int, int]]:
+    """Every pair of ``k`` models, first index smaller."""
+    return [(a, b) for a in range(k) for b in range(a + 1, k)]
+
+
+def pair_level(confidence: float, k: int) -> float:
+    """Each pair's level so that all pairs' decisions hold at once at ``confidence``
+    (Bonferroni: the pairs' tests are each anytime-valid, so their union bound is too)."""
+    return 1 - (1 - confidence) / len(pairs_of(k))
+
+
+def decide_pairs(
+    answers: NDArray[np.float64],
+    weights: NDArray[np.float64],
+    bounds: NDArray[np.float64],
+    confidence: float,
+) -> list[stats.SignDecision]:
+    """Each pair's anytime-valid test on the cells so far: ``answers`` (cells, models) of
+    0/1, the draws' importance weights and their bounds."""
+    level = pair_level(confidence, answers.shape[1])
+    return [
+        stats.sequential_sign(
+            answers[:, a] - answers[:, b], weights, weight_bound=bounds, confidence=level
+        )
+        for a, b in pairs_of(answers.shape[1])
+    ]
 
 
 def _batch(
@@ -66,33 +94,35 @@ def draw_sequence(
     confidence: float,
     seed: int,
     answer: Answer,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Callable[[int, int, int], None] | None = None,
 ) -> list[CellDraw]:
-    """Draw cells batch by batch, ask ``answer`` for both models' answers, and stop when the
-    anytime-valid test (:func:`steadyeval.stats.sequential_sign`) decides or ``budget``
-    cells are drawn (``progress(drawn, decision)`` after each batch). Deterministic given the seed and the answers, so a rerun from the
+    """Draw cells batch by batch, ask ``answer`` for every model's answers, and stop when
+    every pair's anytime-valid test (:func:`decide_pairs`) has decided or ``budget`` cells
+    are drawn (``progress(drawn, pairs decided, pairs)`` after each batch). Deterministic given the seed and the answers, so a rerun from the
     response cache draws the same cells."""
     rng = np.random.default_rng(seed)
     disagree, seen = np.zeros(n_items), np.zeros(n_items)
     drawn: list[CellDraw] = []
-    diffs: list[float] = []
+    answers: list[tuple[float, ...]] = []
     while len(drawn) < budget:
         cells = _batch(
             rng, min(batch, budget - len(drawn)), n_formats, n_items, adaptive, disagree, seen
         )
-        answers = answer([(f, i) for f, i, _, _ in cells])
-        for (_, i, _, _), (a, b) in zip(cells, answers, strict=True):
-            diffs.append(a - b)
+        got = answer([(f, i) for f, i, _, _ in cells])
+        for (_, i, _, _), row in zip(cells, got, strict=True):
             seen[i] += 1
-            disagree[i] += a != b
+            disagree[i] += len(set(row)) > 1
         drawn += cells
-        w = np.array([c[2] for c in drawn])
-        bound = np.array([c[3] for c in drawn])
-        decision = stats.sequential_sign(
-            np.array(diffs), w, weight_bound=bound, confidence=confidence
+        answers += got
+        decisions = decide_pairs(
+            np.array(answers),
+            np.array([c[2] for c in drawn]),
+            np.array([c[3] for c in drawn]),
+            confidence,
         )
+        decided = sum(d.decision != 0 for d in decisions)
         if progress is not None:
-            progress(len(drawn), decision.decision)
-        if decision.decision != 0:
+            progress(len(drawn), decided, len(decisions))
+        if decided == len(decisions):
             break
     return drawn

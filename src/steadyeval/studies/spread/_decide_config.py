@@ -1,4 +1,4 @@
-"""The decide study's configuration: two models, one population of formats, a budget of
+"""The decide study's configuration: two to six models, one population of formats, a budget of
 cells and the level at which to stop."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from pydantic import Field, model_validator
 from ..._limits import MAX_SEED, MAX_TOKENS
 from .._protocol import StudyConfig
 from ._config import GRAMMAR_SIZE, MAX_DRAWS, SpreadConfig
+from ._decide_types import MAX_MODELS
 
 __all__ = ["MAX_BUDGET", "DecideConfig"]
 
@@ -18,9 +19,10 @@ MAX_BUDGET = 200_000
 
 
 class DecideConfig(StudyConfig):
-    """Everything that defines a run of the decide study: which of two models is more
-    accurate over a population of prompt formats, evaluated cell batch by cell batch until
-    an anytime-valid test decides at ``confidence`` or ``budget`` cells are spent."""
+    """Everything that defines a run of the decide study: which of two (up to six) models
+    is more accurate over a population of prompt formats, evaluated cell batch by cell batch
+    until the anytime-valid tests decide at ``confidence`` (every pair's, all at once) or
+    ``budget`` cells are spent."""
 
     data: str = Field(
         description="Items: a .jsonl or .csv file (question, options, answer, ...).",
@@ -47,7 +49,7 @@ class DecideConfig(StudyConfig):
         None,
         gt=0,
         le=MAX_BUDGET,
-        description="Most (format, item) cells to draw, each answered by both models; "
+        description="Most (format, item) cells to draw, each answered by every model; "
         "default: twice the number of items.",
     )
     batch: int = Field(20, gt=0, description="Cells drawn between two looks at the test.")
@@ -81,10 +83,10 @@ class DecideConfig(StudyConfig):
             raise ValueError(
                 "give limit (the first N items) or sample (N items drawn with the seed), not both"
             )
-        if len(self.models) != 2:
+        if not 2 <= len(self.models) <= MAX_MODELS:
             raise ValueError(
-                f"the decide study compares two models (--model A --model B); got "
-                f"{len(self.models)}"
+                f"the decide study compares 2 to {MAX_MODELS} models (--model A --model B "
+                f"...); got {len(self.models)}"
             )
         return self
 

@@ -1,5 +1,6 @@
 """The decide study's report sections: the decision and what it cost, then the comparison
-over formats (a sentence a paper can quote, the per-format differences and their plot)."""
+over formats (a sentence a paper can quote per pair, the per-format differences and their
+plot, the probability of each ranking)."""
 
 from __future__ import annotations
 
@@ -21,12 +22,12 @@ from ...document import (
 from ._decide_types import DecideDesign
 
 if TYPE_CHECKING:
-    from ._decide_types import DecideAnalysis, OverFormatsResult, SequentialResult
+    from ._decide_types import DecideAnalysis, PairDecision, PairOverFormats
 
 __all__ = ["decide_report_sections", "over_formats_sentence"]
 
 SOURCE = "decide study"
-#: Formats listed in the per-format table (those with the most cells both models answered).
+#: Formats listed per pair (those with the most cells both models answered).
 SHOWN = 20
 
 
@@ -38,48 +39,70 @@ def _pct(x: float) -> str:
     return f"{100 * x:.0f}%"
 
 
-def over_formats_sentence(o: OverFormatsResult, a: str, b: str, confidence: float) -> str:
+def over_formats_sentence(o: PairOverFormats, confidence: float) -> str:
     """ "A is better than B on 83% of formats [71%, 92%]; expected difference +4.1 points
     [+2.0, +6.3]; ..." with the levels named."""
     p, d, f = o.p_better, o.difference, o.flip_share
     return (
-        f"{a} is better than {b} on {_pct(p.estimate)} of formats [{_pct(p.low)}, "
+        f"{o.a} is better than {o.b} on {_pct(p.estimate)} of formats [{_pct(p.low)}, "
         f"{_pct(p.high)}]; expected difference {_pp(d.estimate)} points [{_pp(d.low)}, "
-        f"{_pp(d.high)}] ({confidence:.0%} posterior intervals; P({a} − {b} > 0) = "
-        f"{o.prob_positive:.2f}); the ranking flips on {_pct(f.estimate)} [{_pct(f.low)}, "
+        f"{_pp(d.high)}] ({confidence:.0%} posterior intervals; P({o.a} − {o.b} > 0) = "
+        f"{o.prob_positive:.2f}); the other model wins on {_pct(f.estimate)} [{_pct(f.low)}, "
         f"{_pct(f.high)}] of formats."
     )
 
 
-def _decision(s: SequentialResult, a: str, b: str) -> str:
-    level = f"{s.confidence:.0%}"
-    d = s.difference
+def _decision(a: DecideAnalysis) -> str:
+    level = f"{a.confidence:.0%}"
     spent = (
-        f"the whole budget of {s.cells:,} cells"
-        if s.cells >= s.budget
-        else f"{s.cells:,} of the budget's {s.budget:,} cells"
+        f"the whole budget of {a.cells:,} cells"
+        if a.cells >= a.budget
+        else f"{a.cells:,} of the budget's {a.budget:,} cells ({a.cells / a.budget:.0%})"
     )
-    verdict = (
-        f"undecided at {level} after {spent}"
-        if s.decision == "undecided"
-        else f"{a if s.decision == 'A' else b} is better (at {level}, anytime-valid) after "
-        f"{s.cells:,} of the budget's {s.budget:,} cells ({s.cells / s.budget:.0%}; the test "
-        f"crossed its threshold at cell {s.decided_at:,}, in the last batch)"
+    head = (
+        f"Decision: undecided at {level} after {spent}"
+        if a.decision == "undecided"
+        else f"Decision: {a.decision} (at {level}, anytime-valid) after {spent}"
     )
-    fixed = (
-        f"; a fixed design, knowing the difference, would need about {s.fixed_cells:,} cells "
-        f"for a {level} interval excluding 0"
-        if s.fixed_cells is not None
-        else ""
+    pairs = (
+        ""
+        if len(a.pairs) == 1
+        else f"; {len(a.pairs)} pairs, each tested at {a.pairs[0].level:.2%}"
     )
     return (
-        f"Decision: {verdict}; {s.distinct_cells:,} distinct cells, each answered by both "
-        f"models. A − B = {_pp(d.estimate)} points, anytime-valid {level} interval "
-        f"[{_pp(d.low)}, {_pp(d.high)}]{fixed}."
+        f"{head}; {a.distinct_cells:,} distinct cells, each answered by every model{pairs}. "
+        "The tests look after every batch and stay valid however often they look; the cost "
+        "counts the last batch whole."
     )
 
 
-def _plot(o: OverFormatsResult, confidence: float) -> LineChart:
+def _pair_table(pairs: list[PairDecision]) -> Table:
+    return Table(
+        "Each pair's anytime-valid test",
+        (
+            Column("pair"),
+            Column("decision"),
+            Column("decided at cell", "int"),
+            Column("difference (anytime-valid interval)", "diff_ci"),
+            Column("fixed design, cells", "int"),
+        ),
+        tuple(
+            (
+                f"{p.a} − {p.b}",
+                f"{p.winner} better" if p.winner else "undecided",
+                p.decided_at,
+                (p.difference.estimate, p.difference.low, p.difference.high),
+                p.fixed_cells,
+            )
+            for p in pairs
+        ),
+        note="fixed design: the cells at which a fixed-size interval at the pair's level, "
+        "centred on the observed difference, excludes 0, (z s / d)² (it knows the difference "
+        "in advance: an optimistic figure for the fixed design).",
+    )
+
+
+def _plot(o: PairOverFormats, confidence: float) -> LineChart:
     ranked = sorted(o.formats, key=lambda f: f.estimate)
     n = len(ranked)
     points = tuple(Point((k + 0.5) / n, f.estimate, f.low, f.high) for k, f in enumerate(ranked))
@@ -88,8 +111,8 @@ def _plot(o: OverFormatsResult, confidence: float) -> LineChart:
     pad = 0.05 * (high - low) or 0.01  # whiskers at the ends stay inside the frame
     low, high = max(low - pad, -1.0), min(high + pad, 1.0)
     return LineChart(
-        f"A − B per format, sorted ({confidence:.0%} intervals)",
-        (Series("A − B", points),),
+        f"{o.a} − {o.b} per format, sorted ({confidence:.0%} intervals)",
+        (Series(f"{o.a} − {o.b}", points),),
         x_label="share of formats",
         y_label="accuracy difference",
         x_range=(0.0, 1.0),
@@ -98,13 +121,13 @@ def _plot(o: OverFormatsResult, confidence: float) -> LineChart:
     )
 
 
-def _table(o: OverFormatsResult) -> Table:
+def _format_table(o: PairOverFormats) -> Table:
     shown = sorted(o.formats, key=lambda f: (-f.cells, f.estimate))[:SHOWN]
     return Table(
-        "A − B on the formats with the most cells",
+        f"{o.a} − {o.b} on the formats with the most cells",
         (
             Column("format"),
-            Column("A − B (interval)", "diff_ci"),
+            Column(f"{o.a} − {o.b} (interval)", "diff_ci"),
             Column("cells both answered", "int"),
             Column("observed there", "diff_ci"),
         ),
@@ -125,15 +148,16 @@ def _table(o: OverFormatsResult) -> Table:
 def decide_report_sections(
     analysis: DecideAnalysis, design: DecideDesign | Mapping[str, Any], *, figures: bool = True
 ) -> list[Section]:
-    """The decision (what it cost against the fixed design), then the comparison over the
-    formats with its plot and the per-format table."""
+    """The decision (each pair's test and what it cost against a fixed design), then the
+    comparison over the formats: per pair a sentence, a plot and a per-format table, each
+    model's mean accuracy and the probability of each ranking."""
     facts = DecideDesign.from_json(design, source="design")
-    a, b = analysis.model_a, analysis.model_b
-    o = analysis.over_formats
+    names = "; ".join(f"{m.label} = {m.model}" for m in analysis.accuracy)
     blocks: list[Block] = [
-        Paragraph(f"A = {a}; B = {b}; {len(facts.formats)} formats × {len(facts.items)} items."),
-        Paragraph(_decision(analysis.sequential, "A", "B")),
-        Paragraph(over_formats_sentence(o, "A", "B", facts.confidence)),
+        Paragraph(f"{names}; {len(facts.formats)} formats × {len(facts.items)} items."),
+        Paragraph(_decision(analysis)),
+        _pair_table(analysis.pairs),
+        *(Paragraph(over_formats_sentence(o, facts.confidence)) for o in analysis.over_formats),
         *(Note(note, "warning") for note in analysis.notes),
         Table(
             "Mean accuracy over the formats",
@@ -143,13 +167,18 @@ def decide_report_sections(
                 Column("low", "pct"),
                 Column("high", "pct"),
             ),
-            tuple(
-                (name, e.estimate, e.low, e.high)
-                for name, e in (("A", o.accuracy_a), ("B", o.accuracy_b))
-            ),
+            tuple((m.label, m.estimate, m.low, m.high) for m in analysis.accuracy),
         ),
-        *([_plot(o, facts.confidence)] if figures else []),
-        _table(o),
     ]
+    if len(analysis.accuracy) > 2:
+        blocks.append(
+            Table(
+                "Rankings by mean accuracy over the formats (best first)",
+                (Column("ranking"), Column("probability", "float")),
+                tuple((r.ranking, r.probability) for r in analysis.rankings),
+            )
+        )
+    for o in analysis.over_formats:
+        blocks += [*([_plot(o, facts.confidence)] if figures else []), _format_table(o)]
     title = "Which model is better over the formats"
     return [Section.of("decide", title, blocks, source=SOURCE, lead=True)]

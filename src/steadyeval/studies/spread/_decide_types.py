@@ -1,5 +1,6 @@
 """The decide study's design facts and analysis as types (``summary.json``'s ``design`` and
-``analysis``). Differences are A − B as shares in [-1, 1]."""
+``analysis``). Models are labelled A, B, C, ... in the order given; a pair's difference is
+first − second, a share in [-1, 1]."""
 
 from __future__ import annotations
 
@@ -11,22 +12,28 @@ from ...results import Analysis, AnalysisRecord, Design
 from ._types import SpreadDesignFormat, SpreadEstimate
 
 __all__ = [
+    "MAX_MODELS",
     "DecideAnalysis",
     "DecideDesign",
     "FormatDifference",
-    "OverFormatsResult",
-    "SequentialResult",
+    "ModelAccuracy",
+    "PairDecision",
+    "PairOverFormats",
+    "RankingProbability",
 ]
+
+#: The most models one decide run compares (every pair is tested: 15 pairs at 6).
+MAX_MODELS = 6
 
 
 class DecideDesign(Design):
-    """What a decide run was: the two models (A first), the formats and items, the budget,
+    """What a decide run was: the models (A, B, ... in order), the formats and items, the budget,
     the batch, the allocation, the level, the seed, the posterior draws, the covariates and
     ``sequence``: every cell drawn, in order, as [format, item, weight, weight bound] (the
     importance weight p/q of the draw and the bound on it fixed before the draw; 1 and 1
     with uniform allocation)."""
 
-    models: list[str] = Field(min_length=2, max_length=2)
+    models: list[str] = Field(min_length=2, max_length=MAX_MODELS)
     budget: int
     batch: int
     allocation: Literal["uniform", "adaptive"]
@@ -64,43 +71,42 @@ class DecideDesign(Design):
         return self
 
 
-class SequentialResult(AnalysisRecord):
-    """The anytime-valid test: the decision (``"A"``, ``"B"`` or ``"undecided"``), the cells
-    drawn (the cost: the test looks after each batch, so a decision reached inside a batch
-    is paid for the whole batch), ``decided_at`` (the cell at which the test crossed its
-    threshold; None when undecided), the distinct cells among those drawn (each answered by
-    both models), the anytime-valid interval of A − B after them, and the fixed design's
-    cost of the same confidence: the budget, and ``fixed_cells``, the cells a fixed-size
-    test at the same level needs on a difference of the size observed (None when none was
-    observed)."""
+class PairDecision(AnalysisRecord):
+    """One pair's anytime-valid test (``a`` − ``b``, labels): ``winner`` (the better model's
+    label; None while undecided), ``decided_at`` (the cell at which its test crossed its
+    threshold; None when undecided), the anytime-valid interval of the difference after
+    every cell drawn, at the pair's own level (``level``: the run's confidence shared out
+    over the pairs, so that every decision of the run holds at once), and ``fixed_cells``:
+    the cells a fixed-size test at that level needs for its interval, centred on the
+    observed difference, to exclude 0 (None when none was observed)."""
 
-    decision: Literal["A", "B", "undecided"]
-    cells: int
-    decided_at: int | None = None
-    distinct_cells: int
-    budget: int
+    a: str
+    b: str
+    winner: str | None
+    decided_at: int | None
     difference: SpreadEstimate
+    level: float
     fixed_cells: int | None
-    confidence: float
 
 
 class FormatDifference(SpreadEstimate):
-    """One format's A − B: the crossed model's estimate with its interval, the cells both
-    models answered on it and their observed mean difference (None with none)."""
+    """One format's difference: the crossed model's estimate with its interval, the cells
+    both models answered on it and their observed mean difference (None with none)."""
 
     format: str
     cells: int
     observed: float | None
 
 
-class OverFormatsResult(AnalysisRecord):
-    """The comparison over the population of formats (``steadyeval.stats.compare_formats``):
-    each model's mean accuracy over the formats, A − B's expected difference, the share of
-    formats on which A is better, the share on which the ranking flips, P(A − B > 0), and
-    each format's difference."""
+class PairOverFormats(AnalysisRecord):
+    """One pair over the population of formats (``steadyeval.stats.compare_formats``):
+    ``a`` − ``b``'s expected difference over the formats, the share of formats on which
+    ``a`` is better (the probability that it is on a format drawn at random), the share on
+    which the other model wins than the expected difference favours, P(a − b > 0), and each
+    format's difference."""
 
-    accuracy_a: SpreadEstimate
-    accuracy_b: SpreadEstimate
+    a: str
+    b: str
     difference: SpreadEstimate
     p_better: SpreadEstimate
     flip_share: SpreadEstimate
@@ -108,12 +114,40 @@ class OverFormatsResult(AnalysisRecord):
     formats: list[FormatDifference]
 
 
-class DecideAnalysis(Analysis):
-    """The decision and what it cost (``sequential``) and the comparison over formats."""
+class ModelAccuracy(SpreadEstimate):
+    """A model's mean accuracy over the formats (the crossed model's), with its label."""
 
-    model_a: str
-    model_b: str
-    sequential: SequentialResult
-    over_formats: OverFormatsResult
+    label: str
+    model: str
+
+
+class RankingProbability(AnalysisRecord):
+    """A ranking of the models by mean accuracy over the formats (labels, best first, e.g.
+    ``"B > A > C"``) and its posterior probability."""
+
+    ranking: str
+    probability: float
+
+
+class DecideAnalysis(Analysis):
+    """The decision and what it cost, and the comparison over formats.
+
+    ``decision``: the ranking the tests decided (``"A > B"``; with more models the pairs
+    decided, e.g. ``"A > B, A > C"``), or ``"undecided"``; ``cells`` drawn (the cost: the
+    tests look after each batch, so the last batch is paid for whole) of ``budget``, and
+    the ``distinct_cells`` among them (each answered by every model); ``pairs``: each
+    pair's test; ``accuracy``, ``over_formats`` and ``rankings``: the crossed model's
+    comparison; ``notes``: what the cells cannot tell."""
+
+    models: list[str]
+    decision: str
+    cells: int
+    distinct_cells: int
+    budget: int
+    confidence: float
+    pairs: list[PairDecision]
+    accuracy: list[ModelAccuracy]
+    over_formats: list[PairOverFormats]
+    rankings: list[RankingProbability]
     #: what the cells cannot tell (e.g. every cell correct): the report shows them as warnings
     notes: list[str] = Field(default_factory=list)
