@@ -16,7 +16,7 @@ def test_one_pair_reports_every_measure() -> None:
     assert row["family"] == "mild" and row["budget"] == 80 and row["null"] is False
     for key in ("difference", "p_better"):
         assert isinstance(row[f"{key}_cover"], bool) and row[f"{key}_width"] >= 0
-    assert 0 <= row["brier"] <= 1
+    assert isinstance(row["decisive"], bool) and not (row["wrong"] and not row["decisive"])
 
 
 def test_quick_run_prints_the_table(

@@ -199,6 +199,14 @@ def headline_section(analysis: SpreadAnalysis, design: SpreadDesign) -> Section:
         Note(f"{rec.model}: {note}", "warning") for rec in analysis.models for note in rec.notes
     ]
     blocks: list[Block] = [intro, table, fit_check(analysis), *notes]
+    if len(analysis.models) > 1:
+        blocks.append(
+            Paragraph(
+                "Which model is better over all the formats (the share of formats on which "
+                "each wins, the expected difference with its interval): `steadyeval compare "
+                "RUN_DIR --over formats` (docs/study-decide.md)."
+            )
+        )
     return Section.of("spread-headline", "Accuracy across formats", blocks, SOURCE, lead=True)
 
 
