@@ -1,8 +1,8 @@
 """The decide study: which of two (or a few) models is more accurate over a population of
 prompt formats, at the fewest cells anytime-valid tests allow. Cells (format, item) are
 drawn batch by batch and answered by every model until every pair's test decides or the
-budget is spent;
-the analysis adds the comparison over formats (the crossed model). ``docs/study-decide.md``."""
+budget is spent; the analysis adds the comparison over formats (the crossed model).
+``docs/study-decide.md``."""
 
 from __future__ import annotations
 
@@ -96,7 +96,7 @@ def _blocks(setup: SpreadSetup, cells: Sequence[tuple[int, int]]) -> list[Any]:
     return cell_blocks(setup, rows, cols, "decide")
 
 
-def _answers(results: ResultsFrame, setup: SpreadSetup, models: Sequence[str]) -> dict[Any, float]:
+def _answers(results: ResultsFrame, setup: SpreadSetup) -> dict[Any, float]:
     """(model, format, item) → 1.0 / 0.0 of every cell in ``results`` (unscored: wrong)."""
     index = {c.name: k for k, c in enumerate(setup.conditions)}
     items = {i.id: k for k, i in enumerate(setup.items)}
@@ -166,7 +166,7 @@ class DecideStudy(Study[DecideAnalysis]):
 
         setup, budget = _setup(config)
         models = _identities(backends)
-        known = _answers(results, setup, models)
+        known = _answers(results, setup)
         step_options = RunOptions(cache=options.cache, progress=False, executor=options.executor)
         new: list[tuple[int, int]] = []
         sent = [0]
@@ -179,7 +179,7 @@ class DecideStudy(Study[DecideAnalysis]):
                 ]
                 ran = run_blocks(blocks, options=step_options, columns=design.columns)
                 sent[0] += int(ran.summary["plan"]["model_calls"])
-                known.update(_answers(ResultsFrame(ran.table, design.columns), setup, models))
+                known.update(_answers(ResultsFrame(ran.table, design.columns), setup))
                 new.extend(todo)
             missing = [c for c in cells if any((m, *c) not in known for m in models)]
             if missing:
