@@ -205,7 +205,10 @@ def study_command(study: Study[Any]) -> click.Command:
             echo_counts(result)
             return
         analysis = study.markdown(result.analysis, result.summary["design"])
-        echo_result(result.summary, result.run_dir, headline=first_table(analysis))
+        # a study whose analysis opens with a "Decision: ..." line (decide) prints it first
+        decision = next((x for x in analysis.splitlines() if x.startswith("Decision: ")), "")
+        headline = "\n\n".join(v for v in (decision, first_table(analysis)) if v)
+        echo_result(result.summary, result.run_dir, headline=headline)
         if result.run_dir is not None:
             click.echo(f"the whole analysis: {result.run_dir}/summary.md")
 

@@ -169,3 +169,34 @@ def test_three_clear_models_are_ranked() -> None:
     y = np.array([rule(f, i) for f, i, _, _ in seq])
     ones = np.ones(len(seq))
     assert all(d.decision == 1 for d in decide_pairs(y, ones, ones, 0.95))
+
+
+def test_reanalyze_refuses_a_truncated_sequence(tmp_path: Path, items_file: Path) -> None:
+    # the table holds cells the sequence no longer lists: not the run's sequence (review 44b)
+    from steadyeval import SteadyevalError
+
+    _decide(tmp_path, items_file, budget=40)
+    path = tmp_path / "run" / "summary.json"
+    summary = json.loads(path.read_text())
+    summary["design"]["sequence"] = summary["design"]["sequence"][:20]
+    path.write_text(json.dumps(summary))
+    with pytest.raises(SteadyevalError, match="sequence does not list"):
+        reanalyze(tmp_path / "run")
+
+
+def test_a_level_is_never_rounded_to_100_and_the_terminal_prints_the_decision(
+    tmp_path: Path, items_file: Path
+) -> None:
+    register()
+    models = ["--model", "scripted:a", "--model", "scripted:b", "--model", "scripted:c"]
+    args = [
+        "study", "decide", *models, "--data", str(items_file), "--n-formats", "10",
+        "--budget", "20", "--draws", "50", "--confidence", "0.999",
+        "--out", str(tmp_path / "run"), "--cache", str(tmp_path / "c.sqlite"),
+    ]  # fmt: skip
+    out = CliRunner().invoke(main, args)
+    assert out.exit_code == 0, out.output
+    assert "Decision: undecided at 99.9% after" in out.output
+    assert "each tested at 99.967%" in out.output
+    summary = (tmp_path / "run" / "summary.md").read_text()
+    assert "100%" not in summary and "(99.9% posterior intervals" in summary

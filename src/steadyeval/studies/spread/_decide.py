@@ -218,10 +218,12 @@ class DecideStudy(Study[DecideAnalysis]):
 def _progress(budget: int, confidence: float) -> Callable[[int, int, int], None]:
     """A log line after each batch: cells drawn of the budget, and the pairs decided."""
 
+    from ._decide_report import level_text
+
     def report(drawn: int, decided: int, pairs: int) -> None:
         log.info(
-            "decide: %d of %d cells drawn; %d of %d pair(s) decided at %.0f%%",
-            drawn, budget, decided, pairs, 100 * confidence,
+            "decide: %d of %d cells drawn; %d of %d pair(s) decided at %s",
+            drawn, budget, decided, pairs, level_text(confidence),
         )  # fmt: skip
 
     return report

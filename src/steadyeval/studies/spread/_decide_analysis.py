@@ -56,6 +56,22 @@ def _answers(design: DecideDesign, answers: list[dict[tuple[int, int], float]]) 
     return np.array([[a[c] for a in answers] for c in cells])
 
 
+def _no_cell_left_out(design: DecideDesign, answers: list[dict[tuple[int, int], float]]) -> None:
+    """Every cell of the table is in the sequence: a run answers only the cells it drew, so a
+    sequence that lacks one (a truncated or hand-edited summary.json) is not the run's."""
+    listed = {(int(f), int(i)) for f, i, _, _ in design.sequence}
+    for model, a in zip(design.models, answers, strict=True):
+        extra = sorted(set(a) - listed)
+        if extra:
+            f, i = extra[0]
+            raise ConfigError(
+                f"the results table holds {len(extra):,} cell(s) of model {model!r} that the "
+                f"design's sequence does not list (format {design.formats[f].name!r}, item "
+                f"{design.items[i]!r}, ...): the sequence is not the run's (summary.json "
+                "truncated or edited); run the study again"
+            )
+
+
 def _pairs(design: DecideDesign, y: np.ndarray) -> list[PairDecision]:
     from ._decide import fixed_cells
 
@@ -196,6 +212,7 @@ def analyze_decide(results: ResultsFrame, design: DecideDesign | Any) -> DecideA
         answers.append(
             dict(zip(zip(rows.tolist(), cols.tolist(), strict=True), y.tolist(), strict=True))
         )
+    _no_cell_left_out(facts, answers)
     drawn = _answers(facts, answers)
     pairs = _pairs(facts, drawn)
     notes: list[str] = []

@@ -24,7 +24,7 @@ from ._decide_types import DecideDesign
 if TYPE_CHECKING:
     from ._decide_types import DecideAnalysis, PairDecision, PairOverFormats
 
-__all__ = ["decide_report_sections", "over_formats_sentence"]
+__all__ = ["decide_report_sections", "level_text", "over_formats_sentence"]
 
 SOURCE = "decide study"
 #: Formats listed per pair (those with the most cells both models answered).
@@ -39,6 +39,11 @@ def _pct(x: float) -> str:
     return f"{100 * x:.0f}%"
 
 
+def level_text(confidence: float) -> str:
+    """A level as the user gave it: 95%, 99.9% (never 0.999 rounded up to "100%")."""
+    return f"{100 * confidence:g}%"
+
+
 def over_formats_sentence(o: PairOverFormats, confidence: float) -> str:
     """ "A is better than B on 83% of formats [71%, 92%]; expected difference +4.1 points
     [+2.0, +6.3]; ..." with the levels named."""
@@ -46,14 +51,21 @@ def over_formats_sentence(o: PairOverFormats, confidence: float) -> str:
     return (
         f"{o.a} is better than {o.b} on {_pct(p.estimate)} of formats [{_pct(p.low)}, "
         f"{_pct(p.high)}]; expected difference {_pp(d.estimate)} points [{_pp(d.low)}, "
-        f"{_pp(d.high)}] ({confidence:.0%} posterior intervals; P({o.a} − {o.b} > 0) = "
+        f"{_pp(d.high)}] ({level_text(confidence)} posterior intervals; P({o.a} − {o.b} > 0) = "
         f"{o.prob_positive:.2f}); the other model wins on {_pct(f.estimate)} [{_pct(f.low)}, "
         f"{_pct(f.high)}] of formats."
     )
 
 
+def _pair_level(level: float) -> str:
+    """A pair's level with the digits its 1 − level needs (98.33%, 99.9933%, never 100%)."""
+    rest = 100 * (1 - level)
+    digits = max(2, 1 - math.floor(math.log10(rest))) if rest > 0 else 2
+    return f"{100 * level:.{digits}f}%"
+
+
 def _decision(a: DecideAnalysis) -> str:
-    level = f"{a.confidence:.0%}"
+    level = level_text(a.confidence)
     spent = (
         f"the whole budget of {a.cells:,} cells"
         if a.cells >= a.budget
@@ -67,7 +79,7 @@ def _decision(a: DecideAnalysis) -> str:
     pairs = (
         ""
         if len(a.pairs) == 1
-        else f"; {len(a.pairs)} pairs, each tested at {a.pairs[0].level:.2%}"
+        else f"; {len(a.pairs)} pairs, each tested at {_pair_level(a.pairs[0].level)}"
     )
     return (
         f"{head}; {a.distinct_cells:,} distinct cells, each answered by every model{pairs}. "
@@ -111,7 +123,7 @@ def _plot(o: PairOverFormats, confidence: float) -> LineChart:
     pad = 0.05 * (high - low) or 0.01  # whiskers at the ends stay inside the frame
     low, high = max(low - pad, -1.0), min(high + pad, 1.0)
     return LineChart(
-        f"{o.a} − {o.b} per format, sorted ({confidence:.0%} intervals)",
+        f"{o.a} − {o.b} per format, sorted ({level_text(confidence)} intervals)",
         (Series(f"{o.a} − {o.b}", points),),
         x_label="share of formats",
         y_label="accuracy difference",
