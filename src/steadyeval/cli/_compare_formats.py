@@ -27,9 +27,9 @@ def pair_sentence(pair: FormatsPair, conf: str) -> str:
     share, diff, flips = pair.p_better, pair.difference, pair.flip_share
     return (
         f"{pair.b} is better than {pair.a} on {_pct(share[0])} of formats "
-        f"[{_pct(share[1])}, {_pct(share[2])}]; expected difference "
+        f"[{_pct(share[1])}, {_pct(share[2])}] (a tie counts half); expected difference "
         f"{_pp(diff[0])} points [{_pp(diff[1])}, {_pp(diff[2])}] ({conf} intervals); "
-        f"P({pair.b} − {pair.a} > 0) = {pair.prob_positive:.2f}; the ranking flips on "
+        f"P({pair.b} − {pair.a} > 0) = {pair.prob_positive:.2f}; the other model wins on "
         f"{_pct(flips[0])} [{_pct(flips[1])}, {_pct(flips[2])}] of formats"
     )
 

@@ -5,6 +5,7 @@ formats``)."""
 from __future__ import annotations
 
 import math
+import re
 import warnings
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -249,6 +250,12 @@ def compare_over_formats(
         )
     index = {i: k for k, i in enumerate(items)}
     notes = [n for n in (_content_note(arms, shared),) if n]
+    names = [model for _, model, _, _ in arms]
+    for model in dict.fromkeys(n for n in names if names.count(n) > 1):
+        notes.append(
+            f"model {model!r} is in {names.count(model)} arms (the same model in several "
+            "runs): its arms differ only by the cells their runs drew"
+        )
     union = {i for d in firsts for i in d.items}
     if len(union) > len(items):
         notes.append(
@@ -297,8 +304,14 @@ def _fit(
             draws=first.draws if draws is None else draws,
             confidence=confidence,
         )
-    notes += list(dict.fromkeys(str(w.message) for w in caught))
+    # the statistics number the models; the report names them by label
     labels = [chr(ord("A") + k) if k < 26 else f"arm{k + 1}" for k in range(len(arms))]
+    notes += list(
+        dict.fromkeys(
+            re.sub(r"^model (\d+):", lambda m: f"{labels[int(m.group(1))]}:", str(w.message))
+            for w in caught
+        )
+    )
     out_arms = tuple(
         FormatsArm(labels[k], run, model, len(cells[k][3]), *map(float, result.accuracy[k]))
         for k, (run, model, _, _) in enumerate(arms)

@@ -253,8 +253,8 @@ def compare_formats(
     Warns
     -----
     StatsWarning
-        When the cells cannot inform the estimate (every cell correct or wrong; one format
-        or one item observed of several).
+        When the cells cannot inform the estimate (every cell correct or wrong, overall or of
+        one model; one format or one item observed of several).
 
     Notes
     -----
@@ -314,7 +314,16 @@ def compare_formats(
     cells = IrtCells.of(r, c, y, n_formats, n_items)
     mod = _models(mod, k)
     for message in degenerate_cells(cells):
-        warn(message)
+        warn(message.replace(" rows ", " formats ").replace(" cols ", " items "))
+    for m in range(k):
+        own = y[mod == m]
+        if len(own) and np.all(own == own[0]):
+            word, side = ("correct", "above") if own[0] else ("wrong", "below")
+            warn(
+                f"model {m}: every one of its {len(own)} observed cells is {word}: nothing "
+                f"bounds its accuracy from {side}, so its estimates sit at the end of the "
+                "scale and their intervals understate the uncertainty; observe more cells"
+            )
     rng = make_rng(seed)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -200,3 +200,51 @@ def test_a_level_is_never_rounded_to_100_and_the_terminal_prints_the_decision(
     assert "each tested at 99.967%" in out.output
     summary = (tmp_path / "run" / "summary.md").read_text()
     assert "100%" not in summary and "(99.9% posterior intervals" in summary
+
+
+def test_a_ranking_follows_from_the_decided_pairs() -> None:
+    from steadyeval.studies.spread._decide_cells import closure, implied_order
+
+    assert implied_order(3, [(0, 1), (1, 2)]) == [0, 1, 2]  # A > B, B > C: A > C follows
+    assert implied_order(3, [(1, 0), (2, 0)]) is None  # B vs C still open
+    assert implied_order(2, [(1, 0)]) == [1, 0]
+    assert implied_order(3, [(0, 1), (1, 2), (2, 0)]) is None  # a cycle
+    assert closure(3, [(0, 1), (1, 2), (2, 0)]).diagonal().all()
+
+
+def test_the_decision_uses_transitivity_and_notes_a_cycle() -> None:
+    from steadyeval.studies.spread._decide_analysis import _decision
+    from steadyeval.studies.spread._decide_types import PairDecision
+    from steadyeval.studies.spread._types import SpreadEstimate
+
+    def pair(a: str, b: str, winner: str | None) -> PairDecision:
+        zero = SpreadEstimate(estimate=0.0, low=0.0, high=0.0)
+        return PairDecision(
+            a=a, b=b, winner=winner, decided_at=1 if winner else None, difference=zero,
+            level=0.98, fixed_cells=None,
+        )  # fmt: skip
+
+    notes: list[str] = []
+    assert (
+        _decision([pair("A", "B", "A"), pair("A", "C", None), pair("B", "C", "B")], 3, notes)
+        == "A > B > C"
+    )
+    assert (
+        _decision([pair("A", "B", "B"), pair("A", "C", None), pair("B", "C", None)], 3, notes)
+        == "B > A"
+    )
+    assert not notes
+    cycle = [pair("A", "B", "A"), pair("A", "C", "C"), pair("B", "C", "B")]
+    assert _decision(cycle, 3, notes) == "A > B, C > A, B > C" and "cycle" in notes[0]
+
+
+def test_a_model_whose_cells_are_all_wrong_is_noted() -> None:
+    import numpy as np
+
+    from steadyeval import stats
+
+    models, rows, cols = np.array([0, 0, 0, 1, 1, 1]), np.array([0, 1, 2] * 2), np.zeros(6, int)
+    with pytest.warns(
+        stats.StatsWarning, match="model 0: every one of its 3 observed cells is wrong"
+    ):
+        stats.compare_formats(models, rows, cols, [0, 0, 0, 1, 0, 1], (2, 3, 2), draws=50)

@@ -4,6 +4,7 @@ model's comparison over formats."""
 
 from __future__ import annotations
 
+import re
 import warnings
 from typing import TYPE_CHECKING, Any
 
@@ -12,7 +13,7 @@ import numpy as np
 from ... import stats
 from ..._errors import ConfigError
 from ._analysis import model_cells
-from ._decide_cells import decide_pairs, pair_level, pairs_of
+from ._decide_cells import closure, decide_pairs, implied_order, pair_level, pairs_of
 from ._decide_types import (
     DecideAnalysis,
     DecideDesign,
@@ -77,19 +78,30 @@ def _pairs(design: DecideDesign, y: np.ndarray) -> list[PairDecision]:
 
     seq = np.asarray(design.sequence, dtype=float)
     w, bound = seq[:, 2], seq[:, 3]
-    level = pair_level(design.confidence, y.shape[1])
+    k = y.shape[1]
+    level = pair_level(design.confidence, k)
+    decisions = decide_pairs(y, w, bound, design.confidence)
+    won = [
+        (a, b) if d.decision > 0 else (b, a)
+        for (a, b), d in zip(pairs_of(k), decisions, strict=True)
+        if d.decision != 0
+    ]
+    order = implied_order(k, won)
+    rank = {m: r for r, m in enumerate(order)} if order is not None else {}
     out = []
-    for (a, b), decision in zip(
-        pairs_of(y.shape[1]), decide_pairs(y, w, bound, design.confidence), strict=True
-    ):
+    for (a, b), decision in zip(pairs_of(k), decisions, strict=True):
         x = (y[:, a] - y[:, b]) * w
         cs = stats.confidence_sequence(x, -bound, bound, level)
         winner = {1: label(a), -1: label(b)}.get(decision.decision)
+        implied = winner is None and bool(rank)
+        if implied:  # the decided pairs imply it (A > B and B > C: A > C)
+            winner = label(a) if rank[a] < rank[b] else label(b)
         out.append(
             PairDecision(
                 a=label(a),
                 b=label(b),
                 winner=winner,
+                implied=implied,
                 decided_at=None if decision.stop is None else decision.stop + 1,
                 difference=SpreadEstimate(
                     estimate=float(x.mean()), low=float(cs.low[-1]), high=float(cs.high[-1])
@@ -101,18 +113,28 @@ def _pairs(design: DecideDesign, y: np.ndarray) -> list[PairDecision]:
     return out
 
 
-def _decision(pairs: list[PairDecision], k: int) -> str:
-    """The ranking the pairs decided: ``"B > A"``, ``"A > B > C"`` when every pair is
-    decided and they chain, else the decided pairs (``"A > B, A > C"``), or "undecided"."""
-    won = [(p.winner, p.b if p.winner == p.a else p.a) for p in pairs if p.winner]
+def _decision(pairs: list[PairDecision], k: int, notes: list[str]) -> str:
+    """The ranking the pairs decided (``"B > A"``, ``"A > B > C"``: every pair decided or
+    implied by the decided ones), else the pairs decided (``"A > B, A > C"``), or
+    "undecided"; a cycle among the decided pairs (an error of the tests) gets a note."""
+    index = {label(m): m for m in range(k)}
+    won = [
+        (index[p.winner], index[p.b if p.winner == p.a else p.a])
+        for p in pairs
+        if p.winner and not p.implied
+    ]
     if not won:
         return "undecided"
-    if len(won) == len(pairs):
-        wins = {label(m): sum(w == label(m) for w, _ in won) for m in range(k)}
-        order = sorted(wins, key=lambda m: -wins[m])
-        if sorted(wins.values()) == list(range(k)):  # a total order
-            return " > ".join(order)
-    return ", ".join(f"{w} > {loser}" for w, loser in won)
+    order = implied_order(k, won)
+    if order is not None:
+        return " > ".join(label(m) for m in order)
+    listed = ", ".join(f"{label(w)} > {label(loser)}" for w, loser in won)
+    if np.any(np.diag(closure(k, won))):
+        notes.append(
+            f"the decided pairs ({listed}) form a cycle: one of the tests is wrong (each "
+            "errs with probability at most its level's complement); draw more cells"
+        )
+    return listed
 
 
 def _format_differences(
@@ -162,7 +184,13 @@ def _over_formats(
             draws=design.draws,
             confidence=design.confidence,
         )
-    notes += list(dict.fromkeys(str(w.message) for w in caught))
+    # the statistics number the models; the report names them by label
+    notes += list(
+        dict.fromkeys(
+            re.sub(r"^model (\d+):", lambda m: f"{label(int(m.group(1)))}:", str(w.message))
+            for w in caught
+        )
+    )
     accuracy = [
         ModelAccuracy(
             label=label(m), model=design.models[m], **_estimate(result.accuracy[m]).model_dump()
@@ -216,10 +244,11 @@ def analyze_decide(results: ResultsFrame, design: DecideDesign | Any) -> DecideA
     drawn = _answers(facts, answers)
     pairs = _pairs(facts, drawn)
     notes: list[str] = []
+    decision = _decision(pairs, len(facts.models), notes)
     accuracy, over, rankings = _over_formats(facts, cells, notes)
     return DecideAnalysis(
         models=facts.models,
-        decision=_decision(pairs, len(facts.models)),
+        decision=decision,
         cells=len(drawn),
         distinct_cells=len({(int(f), int(i)) for f, i, _, _ in facts.sequence}),
         budget=facts.budget,

@@ -11,7 +11,16 @@ from numpy.typing import NDArray
 
 from ... import stats
 
-__all__ = ["CellDraw", "decide_pairs", "draw_sequence", "first_cells", "pair_level", "pairs_of"]
+__all__ = [
+    "CellDraw",
+    "closure",
+    "decide_pairs",
+    "draw_sequence",
+    "first_cells",
+    "implied_order",
+    "pair_level",
+    "pairs_of",
+]
 
 #: Share of each draw's probability spread uniformly over the items with adaptive
 #: allocation: it bounds every importance weight by 1 / _FLOOR.
@@ -32,6 +41,28 @@ def pair_level(confidence: float, k: int) -> float:
     """Each pair's level so that all pairs' decisions hold at once at ``confidence``
     (Bonferroni: the pairs' tests are each anytime-valid, so their union bound is too)."""
     return 1 - (1 - confidence) / len(pairs_of(k))
+
+
+def closure(k: int, decided: list[tuple[int, int]]) -> NDArray[np.bool_]:
+    """``better[i, j]``: model i beats j by the decided (winner, loser) pairs or through
+    them (Warshall's transitive closure); a True diagonal entry is a cycle."""
+    better = np.zeros((k, k), dtype=bool)
+    for winner, loser in decided:
+        better[winner, loser] = True
+    for m in range(k):
+        better |= better[:, m][:, None] & better[m, :][None, :]
+    return better
+
+
+def implied_order(k: int, decided: list[tuple[int, int]]) -> list[int] | None:
+    """The ranking of ``k`` models (best first) that the decided (winner, loser) pairs imply
+    through transitivity, or None while some pair is neither decided nor implied (or the
+    decisions form a cycle, which only an error of the tests can give). The decisions hold
+    jointly, so what they imply holds at the same confidence."""
+    better = closure(k, decided)
+    if np.any(np.diag(better)) or not all(better[a, b] or better[b, a] for a, b in pairs_of(k)):
+        return None
+    return sorted(range(k), key=lambda m: -int(better[m].sum()))
 
 
 def decide_pairs(
@@ -97,8 +128,9 @@ def draw_sequence(
     progress: Callable[[int, int, int], None] | None = None,
 ) -> list[CellDraw]:
     """Draw cells batch by batch, ask ``answer`` for every model's answers, and stop when
-    every pair's anytime-valid test (:func:`decide_pairs`) has decided or ``budget`` cells
-    are drawn (``progress(drawn, pairs decided, pairs)`` after each batch). Deterministic given the seed and the answers, so a rerun from the
+    the pairs' anytime-valid tests (:func:`decide_pairs`) have decided a ranking (every pair
+    decided, or implied by the decided ones: :func:`implied_order`) or ``budget`` cells are
+    drawn (``progress(drawn, pairs decided, pairs)`` after each batch). Deterministic given the seed and the answers, so a rerun from the
     response cache draws the same cells."""
     rng = np.random.default_rng(seed)
     disagree, seen = np.zeros(n_items), np.zeros(n_items)
@@ -120,9 +152,13 @@ def draw_sequence(
             np.array([c[3] for c in drawn]),
             confidence,
         )
-        decided = sum(d.decision != 0 for d in decisions)
+        won = [
+            (a, b) if d.decision > 0 else (b, a)
+            for (a, b), d in zip(pairs_of(len(answers[0])), decisions, strict=True)
+            if d.decision != 0
+        ]
         if progress is not None:
-            progress(len(drawn), decided, len(decisions))
-        if decided == len(decisions):
+            progress(len(drawn), len(won), len(decisions))
+        if implied_order(len(answers[0]), won) is not None:  # every pair decided or implied
             break
     return drawn

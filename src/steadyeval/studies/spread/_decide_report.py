@@ -50,7 +50,7 @@ def over_formats_sentence(o: PairOverFormats, confidence: float) -> str:
     p, d, f = o.p_better, o.difference, o.flip_share
     return (
         f"{o.a} is better than {o.b} on {_pct(p.estimate)} of formats [{_pct(p.low)}, "
-        f"{_pct(p.high)}]; expected difference {_pp(d.estimate)} points [{_pp(d.low)}, "
+        f"{_pct(p.high)}] (a tie counts half); expected difference {_pp(d.estimate)} points [{_pp(d.low)}, "
         f"{_pp(d.high)}] ({level_text(confidence)} posterior intervals; P({o.a} − {o.b} > 0) = "
         f"{o.prob_positive:.2f}); the other model wins on {_pct(f.estimate)} [{_pct(f.low)}, "
         f"{_pct(f.high)}] of formats."
@@ -96,21 +96,30 @@ def _pair_table(pairs: list[PairDecision]) -> Table:
             Column("decision"),
             Column("decided at cell", "int"),
             Column("difference (anytime-valid interval)", "diff_ci"),
-            Column("fixed design, cells", "int"),
+            Column("fixed design, cells"),
         ),
         tuple(
             (
                 f"{p.a} − {p.b}",
-                f"{p.winner} better" if p.winner else "undecided",
+                (
+                    f"{p.winner} better (implied by the others)"
+                    if p.implied
+                    else f"{p.winner} better"
+                    if p.winner
+                    else "undecided"
+                ),
                 p.decided_at,
                 (p.difference.estimate, p.difference.low, p.difference.high),
-                p.fixed_cells,
+                "–" if p.fixed_cells is None else f"{p.fixed_cells:,}",
             )
             for p in pairs
         ),
-        note="fixed design: the cells at which a fixed-size interval at the pair's level, "
-        "centred on the observed difference, excludes 0, (z s / d)² (it knows the difference "
-        "in advance: an optimistic figure for the fixed design).",
+        note="decision: the pair's sign test (a mixture of two bets), which can decide while "
+        "the interval, a separate confidence sequence at the same level, still reaches 0; "
+        "both are anytime-valid. implied: the decided pairs give it (A > B and B > C: "
+        "A > C), at the same confidence. fixed design: the cells at which a fixed-size "
+        "interval at the pair's level, centred on the observed difference, excludes 0, "
+        "(z s / d)² (it knows the difference in advance: an optimistic figure).",
     )
 
 
@@ -170,6 +179,12 @@ def decide_report_sections(
         Paragraph(_decision(analysis)),
         _pair_table(analysis.pairs),
         *(Paragraph(over_formats_sentence(o, facts.confidence)) for o in analysis.over_formats),
+        Paragraph(
+            "These are the crossed model's posterior statements about this run's formats and "
+            "items (observed cells count as observed), not a stopping rule: they are sharper "
+            "than the tests above, which pay for looking after every batch; decide by the "
+            "tests."
+        ),
         *(Note(note, "warning") for note in analysis.notes),
         Table(
             "Mean accuracy over the formats",

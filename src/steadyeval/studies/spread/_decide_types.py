@@ -73,7 +73,8 @@ class DecideDesign(Design):
 
 class PairDecision(AnalysisRecord):
     """One pair's anytime-valid test (``a`` − ``b``, labels): ``winner`` (the better model's
-    label; None while undecided), ``decided_at`` (the cell at which its test crossed its
+    label; None while undecided; ``implied`` when the other pairs' decisions give it),
+    ``decided_at`` (the cell at which its test crossed its
     threshold; None when undecided), the anytime-valid interval of the difference after
     every cell drawn, at the pair's own level (``level``: the run's confidence shared out
     over the pairs, so that every decision of the run holds at once), and ``fixed_cells``:
@@ -83,6 +84,8 @@ class PairDecision(AnalysisRecord):
     a: str
     b: str
     winner: str | None
+    #: the winner follows from other pairs' decisions (A > B and B > C: A > C), not its own
+    implied: bool = False
     decided_at: int | None
     difference: SpreadEstimate
     level: float
