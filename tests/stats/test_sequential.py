@@ -251,3 +251,38 @@ def test_allocation_weights_keep_the_mean(counts: list[tuple[int, int]], floor: 
     f = np.arange(len(counts), dtype=float)
     assert float(np.sum(a.probabilities * a.weights * f)) == pytest.approx(f.mean())
     assert a.weight_bound <= 1 / floor * (1 + 1e-9)
+
+
+def test_sign_interval_leaves_zero_exactly_when_the_test_decides() -> None:
+    for seed in range(60):
+        rng = np.random.default_rng(seed)
+        d = (rng.random(300) < 0.58).astype(int) - (rng.random(300) < 0.5)
+        cs, test = stats.sign_interval(d), stats.sequential_sign(d)
+        assert cs.excludes(0.0) == test.stop
+        assert np.all(np.diff(cs.low) >= 0) and np.all(np.diff(cs.high) <= 0)
+        assert np.all(cs.low <= cs.high)
+
+
+def test_sign_interval_with_weights_and_its_checks() -> None:
+    rng = np.random.default_rng(3)
+    d = (rng.random(200) < 0.7).astype(int) - (rng.random(200) < 0.4)
+    w = rng.uniform(0.5, 2.0, 200)
+    cs = stats.sign_interval(d, w, weight_bound=2.0)
+    test = stats.sequential_sign(d, w, weight_bound=2.0)
+    assert cs.excludes(0.0) == test.stop and test.decision == 1
+    with pytest.raises(stats.StatsInputError, match="odd integer"):
+        stats.sign_interval(d, grid=100)
+    with pytest.raises(stats.StatsInputError, match="below 1"):
+        stats.sign_interval(d, w * 0.2, weight_bound=0.5)
+    with pytest.raises(stats.StatsInputError, match="outside"):
+        stats.sign_interval([2, 0])
+
+
+def test_sign_interval_covers_the_mean_under_monitoring() -> None:
+    misses = 0
+    for seed in range(200):
+        rng = np.random.default_rng(5000 + seed)
+        d = (rng.random(500) < 0.55).astype(int) - (rng.random(500) < 0.5)
+        cs = stats.sign_interval(d, confidence=0.9)
+        misses += bool(np.any((cs.low > 0.05) | (cs.high < 0.05)))
+    assert misses / 200 <= 0.1 + 3 * np.sqrt(0.09 / 200)

@@ -74,6 +74,7 @@ from ._sequential import (
     confidence_sequence,
     importance_allocation,
     sequential_sign,
+    sign_interval,
 )
 from ._splitters import KFold, MDLSplits, MultiSplits
 from ._spread import SpreadResult, spread
@@ -162,6 +163,7 @@ __all__ = [
     "rms_calibration_error",
     "samples_needed",
     "sequential_sign",
+    "sign_interval",
     "spearman",
     "spread",
     "variance_components",

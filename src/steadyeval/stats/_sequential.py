@@ -353,6 +353,109 @@ def sequential_sign(
     >>> r.decision, r.stop is not None and r.stop < 3000
     (1, True)
     """
+    x, bound = _weighted(differences, weights, weight_bound)
+    conf = check_confidence(confidence)
+    log_up, log_down = _sign_wealth(x, bound)
+    evidence = np.logaddexp(log_up, log_down) - math.log(2.0)
+    crossed = np.flatnonzero(evidence >= math.log(1.0 / (1.0 - conf)))
+    if crossed.size == 0:
+        return SignDecision(0, None, log_up, log_down, conf)
+    t = int(crossed[0])
+    return SignDecision(1 if log_up[t] > log_down[t] else -1, t, log_up, log_down, conf)
+
+
+def sign_interval(
+    differences: ArrayLike,
+    weights: ArrayLike | None = None,
+    *,
+    weight_bound: ArrayLike | float | None = None,
+    confidence: float = 0.95,
+    grid: int = 2001,
+) -> ConfidenceSequence:
+    """The anytime-valid confidence sequence that :func:`sequential_sign`'s test inverts:
+    0 leaves it exactly when the test decides.
+
+    Parameters
+    ----------
+    differences, weights, weight_bound, confidence
+        As :func:`sequential_sign`.
+    grid : int
+        Candidate means, evenly spaced over [-1, 1] with 0 among them (an odd number).
+
+    Returns
+    -------
+    ConfidenceSequence
+        After each observation, the running intersection of the candidate means ``m`` the
+        test does not reject; ``estimate`` the running mean of ``d w``.
+
+    Notes
+    -----
+    The bets are :func:`sequential_sign`'s, computed once from the observations; for a
+    candidate mean ``m`` the wealths are ``prod(1 + l+_t (x_t - m))`` and ``prod(1 - l-_t
+    (x_t - m))``, test supermartingales under "mean <= m" and "mean >= m" (the bets are at
+    most ``1/2 / B_t``, so every factor stays positive for ``|m| <= 1 <= B_t``). Their
+    average is convex in ``m`` (each is a product of positive linear functions), so the
+    candidates it does not reject form an interval; the reported bounds are just inside the
+    grid points it rejects next to it (conservative by at most one grid step), and at ``m = 0``
+    the average is the test's own, so the interval excludes 0 from the observation at which
+    the test decides on. The mean difference of a population lies in [-1, 1]; every weight
+    bound is at least 1 for an importance-weighted draw (some weight is at least 1).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from steadyeval import stats
+    >>> rng = np.random.default_rng(1)
+    >>> d = (rng.random(3000) < 0.62).astype(int) - (rng.random(3000) < 0.55)
+    >>> cs, test = stats.sign_interval(d), stats.sequential_sign(d)
+    >>> cs.excludes(0.0) == test.stop
+    True
+    """
+    x, bound = _weighted(differences, weights, weight_bound)
+    conf = check_confidence(confidence)
+    if (
+        isinstance(grid, bool)
+        or not isinstance(grid, numbers.Integral)
+        or grid < 3
+        or grid % 2 == 0
+    ):
+        raise StatsInputError(
+            f"grid must be an odd integer >= 3 (0 among the points); got {grid!r}"
+        )
+    if np.any(bound < 1.0):
+        t = _first_bad(bound < 1.0)
+        raise StatsInputError(
+            f"weight_bound[{t}] = {float(bound[t])} is below 1; the bound of an importance "
+            "allocation is at least 1 (some weight p/q is)"
+        )
+    m = np.linspace(-1.0, 1.0, int(grid))
+    lam_up, lam_down = _sign_bets(x, bound)
+    threshold = math.log(1.0 / (1.0 - conf))
+    n = x.shape[0]
+    low, high = np.empty(n), np.empty(n)
+    log_up, log_down = np.zeros(len(m)), np.zeros(len(m))
+    lo, hi = -1.0, 1.0
+    for t in range(n):  # O(n × grid); each step's set is an interval (see Notes)
+        with np.errstate(divide="ignore"):  # a side that lost everything: log 0
+            log_up += np.log1p(lam_up[t] * (x[t] - m))
+            log_down += np.log1p(-lam_down[t] * (x[t] - m))
+        kept = np.logaddexp(log_up, log_down) - math.log(2.0) < threshold
+        if kept.any():  # (else every candidate is rejected, an error of the test: keep it)
+            first, last = int(np.argmax(kept)), len(m) - 1 - int(np.argmax(kept[::-1]))
+            # the set lies strictly inside the rejected grid points next to it
+            if first > 0:
+                lo = max(lo, float(np.nextafter(m[first - 1], np.inf)))
+            if last < len(m) - 1:
+                hi = min(hi, float(np.nextafter(m[last + 1], -np.inf)))
+        low[t], high[t] = lo, max(hi, lo)
+    estimate = np.cumsum(x) / np.arange(1, n + 1)
+    return ConfidenceSequence(low=low, high=high, estimate=estimate, confidence=conf)
+
+
+def _weighted(
+    differences: ArrayLike, weights: ArrayLike | None, weight_bound: ArrayLike | float | None
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """The weighted differences ``d w`` and each one's bound, checked (see sequential_sign)."""
     d = as_float_1d(differences, "differences")
     n = d.shape[0]
     if np.any(np.abs(d) > 1.0):
@@ -392,21 +495,22 @@ def sequential_sign(
                 f"weights[{t}] = {float(w[t])} exceeds its bound {float(bound[t])}; pass the "
                 "bound of the allocation the observation was drawn from."
             )
-    conf = check_confidence(confidence)
-    x = d * w
-    log_up, log_down = _sign_wealth(x, bound)
-    evidence = np.logaddexp(log_up, log_down) - math.log(2.0)
-    crossed = np.flatnonzero(evidence >= math.log(1.0 / (1.0 - conf)))
-    if crossed.size == 0:
-        return SignDecision(0, None, log_up, log_down, conf)
-    t = int(crossed[0])
-    return SignDecision(1 if log_up[t] > log_down[t] else -1, t, log_up, log_down, conf)
+    return d * w, bound
 
 
 def _sign_wealth(
     x: NDArray[np.float64], bound: NDArray[np.float64]
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Log wealths of the aGRAPA bets for and against a positive mean (see sequential_sign)."""
+    lam_up, lam_down = _sign_bets(x, bound)
+    return np.cumsum(np.log1p(lam_up * x)), np.cumsum(np.log1p(-lam_down * x))
+
+
+def _sign_bets(
+    x: NDArray[np.float64], bound: NDArray[np.float64]
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """The aGRAPA bets (both >= 0) for and against a positive mean, each from the
+    observations before it (see sequential_sign)."""
     n = x.shape[0]
     count = np.arange(1, n + 1, dtype=np.float64)  # earlier observations + 1 pseudo
     s1 = np.concatenate(([0.0], np.cumsum(x)[:-1]))
@@ -415,9 +519,7 @@ def _sign_wealth(
     v = (0.25 * bound**2 + s2) / count
     lam = mu / (v + mu * mu)
     cap = _TRUNCATION / bound
-    lam_up = np.clip(lam, 0.0, cap)
-    lam_down = np.clip(-lam, 0.0, cap)
-    return np.cumsum(np.log1p(lam_up * x)), np.cumsum(np.log1p(-lam_down * x))
+    return np.clip(lam, 0.0, cap), np.clip(-lam, 0.0, cap)
 
 
 def importance_allocation(

@@ -248,3 +248,18 @@ def test_a_model_whose_cells_are_all_wrong_is_noted() -> None:
         stats.StatsWarning, match="model 0: every one of its 3 observed cells is wrong"
     ):
         stats.compare_formats(models, rows, cols, [0, 0, 0, 1, 0, 1], (2, 3, 2), draws=50)
+
+
+def test_a_decided_pair_reports_the_bound_its_own_test_gives() -> None:
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from steadyeval.studies.spread._decide_analysis import _pairs
+
+    rng = np.random.default_rng(0)
+    y = np.column_stack([rng.random(400) < 0.8, rng.random(400) < 0.5]).astype(float)
+    design = SimpleNamespace(sequence=[[0, 0, 1.0, 1.0]] * 400, confidence=0.95)
+    (pair,) = _pairs(design, y)  # type: ignore[arg-type]
+    assert pair.winner == "A" and pair.margin is not None and pair.margin > 0
+    assert pair.margin <= pair.difference.estimate

@@ -92,6 +92,9 @@ def _pairs(design: DecideDesign, y: np.ndarray) -> list[PairDecision]:
     for (a, b), decision in zip(pairs_of(k), decisions, strict=True):
         x = (y[:, a] - y[:, b]) * w
         cs = stats.confidence_sequence(x, -bound, bound, level)
+        # the test's own bound: the side of 0 it decided, by how much at least
+        own = stats.sign_interval(y[:, a] - y[:, b], w, weight_bound=bound, confidence=level)
+        margin = {1: own.low[-1], -1: -own.high[-1]}.get(decision.decision)
         winner = {1: label(a), -1: label(b)}.get(decision.decision)
         implied = winner is None and bool(rank)
         if implied:  # the decided pairs imply it (A > B and B > C: A > C)
@@ -106,6 +109,7 @@ def _pairs(design: DecideDesign, y: np.ndarray) -> list[PairDecision]:
                 difference=SpreadEstimate(
                     estimate=float(x.mean()), low=float(cs.low[-1]), high=float(cs.high[-1])
                 ),
+                margin=None if margin is None else max(float(margin), 0.0),
                 level=level,
                 fixed_cells=fixed_cells(x, level),
             )

@@ -95,6 +95,7 @@ def _pair_table(pairs: list[PairDecision]) -> Table:
             Column("pair"),
             Column("decision"),
             Column("decided at cell", "int"),
+            Column("winner better by more than"),
             Column("difference (anytime-valid interval)", "diff_ci"),
             Column("fixed design, cells"),
         ),
@@ -109,14 +110,17 @@ def _pair_table(pairs: list[PairDecision]) -> Table:
                     else "undecided"
                 ),
                 p.decided_at,
+                "–" if p.margin is None else f"{100 * p.margin:.1f} pp",
                 (p.difference.estimate, p.difference.low, p.difference.high),
                 "–" if p.fixed_cells is None else f"{p.fixed_cells:,}",
             )
             for p in pairs
         ),
-        note="decision: the pair's sign test (a mixture of two bets), which can decide while "
-        "the interval, a separate confidence sequence at the same level, still reaches 0; "
-        "both are anytime-valid. implied: the decided pairs give it (A > B and B > C: "
+        note="decision: the pair's sign test (a mixture of two bets); 'better by more than': "
+        "the bound that test gives, at the pair's level (it leaves 0 when the test decides). "
+        "The interval is a separate two-sided confidence sequence at the same level, sized "
+        "for the difference: it can still reach 0 when the test has decided. Both are "
+        "anytime-valid. implied: the decided pairs give it (A > B and B > C: "
         "A > C), at the same confidence. fixed design: the cells at which a fixed-size "
         "interval at the pair's level, centred on the observed difference, excludes 0, "
         "(z s / d)² (it knows the difference in advance: an optimistic figure).",

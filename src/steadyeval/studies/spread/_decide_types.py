@@ -87,6 +87,9 @@ class PairDecision(AnalysisRecord):
     #: the winner follows from other pairs' decisions (A > B and B > C: A > C), not its own
     implied: bool = False
     decided_at: int | None
+    #: by its own test, the winner is better by more than this (a share; None unless the
+    #: pair's own test decided): the bound that test inverts, consistent with its decision
+    margin: float | None = None
     difference: SpreadEstimate
     level: float
     fixed_cells: int | None
