@@ -203,6 +203,9 @@ def study_command(study: Study[Any]) -> click.Command:
         result = run_study(study, cfg, options=options, dry_run=dry_run)
         if isinstance(result, PlanCounts):
             echo_counts(result)
+            note = study.plan_note(cfg)
+            if note:
+                click.echo(note)
             return
         analysis = study.markdown(result.analysis, result.summary["design"])
         # a study whose analysis opens with a "Decision: ..." line (decide) prints it first

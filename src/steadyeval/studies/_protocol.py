@@ -177,6 +177,11 @@ class Study(ABC, Generic[A]):
         """Checks that call models before the run (never in a dry run); default: none."""
         return design
 
+    def plan_note(self, config: Any) -> str | None:
+        """A line shown under a dry run's counts (what the counts leave out, e.g. the batches
+        a follow-up adds); default: none."""
+        return None
+
     def follow_up(
         self,
         config: Any,

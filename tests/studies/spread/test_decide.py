@@ -263,3 +263,14 @@ def test_a_decided_pair_reports_the_bound_its_own_test_gives() -> None:
     (pair,) = _pairs(design, y)  # type: ignore[arg-type]
     assert pair.winner == "A" and pair.margin is not None and pair.margin > 0
     assert pair.margin <= pair.difference.estimate
+
+
+def test_a_dry_run_says_what_its_counts_leave_out(tmp_path: Path, items_file: Path) -> None:
+    register()
+    out = CliRunner().invoke(
+        main,
+        ["study", "decide", "--model", "scripted:a", "--model", "scripted:b", "--data",
+         str(items_file), "--budget", "300", "--dry-run"],
+    )  # fmt: skip
+    assert out.exit_code == 0, out.output
+    assert "first batch's (20 cells)" in out.output and "at most 300 cells × 2 models" in out.output

@@ -150,6 +150,16 @@ class DecideStudy(Study[DecideAnalysis]):
             (column,),
         )
 
+    def plan_note(self, config: DecideConfig) -> str | None:
+        """The counts are the first batch's: the later ones depend on the answers."""
+        _, budget = _setup(config)
+        k = len(config.models)
+        return (
+            f"dry run: the counts are the first batch's ({min(config.batch, budget):,} cells); "
+            f"the batches after it depend on the answers: at most {budget:,} cells × {k} "
+            "models"
+        )
+
     def follow_up(
         self,
         config: DecideConfig,
