@@ -5,7 +5,6 @@ formats``)."""
 from __future__ import annotations
 
 import math
-import re
 import warnings
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -98,16 +97,7 @@ def _spread_run(path: Path) -> tuple[Any, ResultsFrame]:
 
     name, design = read_design(path)
     if name == "decide":  # the same formats, items and covariates
-        from ..studies.spread import SpreadDesign
-
-        design = SpreadDesign(
-            method="estimate",
-            seed=design.seed,
-            draws=design.draws,
-            formats=design.formats,
-            items=design.items,
-            covariates=design.covariates,
-        )
+        design = design.spread_design()
     elif name != "spread":
         raise DataError(
             f"{path}: a run of study {name!r}; --over formats compares runs of the spread "
@@ -291,6 +281,7 @@ def _fit(
     m, r, c, y = (np.concatenate(v) for v in zip(*cells, strict=True))
     n_formats = len(first.formats)
     x = np.asarray(first.covariates) if first.covariates else None
+    labels = [chr(ord("A") + k) if k < 26 else f"arm{k + 1}" for k in range(len(arms))]
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", stats.StatsWarning)
         result = stats.compare_formats(
@@ -303,23 +294,15 @@ def _fit(
             seed=first.seed if seed is None else seed,
             draws=first.draws if draws is None else draws,
             confidence=confidence,
+            labels=labels,
         )
-    # the statistics number the models; the report names them by label
-    labels = [chr(ord("A") + k) if k < 26 else f"arm{k + 1}" for k in range(len(arms))]
-    notes += list(
-        dict.fromkeys(
-            re.sub(r"^model (\d+):", lambda m: f"{labels[int(m.group(1))]}:", str(w.message))
-            for w in caught
-        )
-    )
+    notes += list(dict.fromkeys(str(w.message) for w in caught))
     out_arms = tuple(
         FormatsArm(labels[k], run, model, len(cells[k][3]), *map(float, result.accuracy[k]))
         for k, (run, model, _, _) in enumerate(arms)
     )
     names = [f.name for f in first.formats]
-    pairs = tuple(
-        _pair(result, cells[0], cells[k], 0, k, labels, names) for k in range(1, len(arms))
-    )
+    pairs = tuple(_pair(result, 0, k, labels, names) for k in range(1, len(arms)))
     rankings = tuple((tuple(labels[i] for i in order), p) for order, p in result.rankings())
     sd_f, sd_i = result.interaction_sd
     return OverFormats(
@@ -335,36 +318,17 @@ def _fit(
 
 
 def _pair(
-    result: stats.FormatComparison,
-    cells_a: tuple[Any, ...],
-    cells_b: tuple[Any, ...],
-    a: int,
-    b: int,
-    labels: list[str],
-    names: list[str],
+    result: stats.FormatComparison, a: int, b: int, labels: list[str], names: list[str]
 ) -> FormatsPair:
     pair = result.pair(b, a)  # B − A
-    n_items = result.shape[2]
-    _, ra, ca, ya = cells_a
-    _, rb, cb, yb = cells_b
-    keys_a = dict(zip((ra * n_items + ca).tolist(), ya.tolist(), strict=True))
-    shared = np.zeros(len(names))
-    total = np.zeros(len(names))
-    for key, value in zip((rb * n_items + cb).tolist(), yb.tolist(), strict=True):
-        if key in keys_a:
-            f = key // n_items
-            shared[f] += 1
-            total[f] += value - keys_a[key]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        observed = np.where(shared > 0, total / np.maximum(shared, 1), np.nan)
     formats = tuple(
         FormatDifference(
             names[f],
             float(pair.per_format[f, 0]),
             float(pair.per_format[f, 1]),
             float(pair.per_format[f, 2]),
-            int(shared[f]),
-            float(observed[f]),
+            int(pair.shared[f]),
+            float(pair.observed[f]),
         )
         for f in range(len(names))
     )

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numbers
 import warnings
 from collections import Counter
-from collections.abc import Mapping, Set
+from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,6 +48,10 @@ class PairOverFormats:
         Posterior probability that the expected difference is above 0.
     per_format : ndarray, shape (n_formats, 3)
         Each format's difference a − b: estimate, low, high.
+    shared : ndarray of int, shape (n_formats,)
+        Per format, the observed cells both models answered (the same format and item).
+    observed : ndarray, shape (n_formats,)
+        Per format, the mean of a − b on those cells (NaN where there are none).
     """
 
     a: int
@@ -57,6 +61,8 @@ class PairOverFormats:
     flip_share: PosteriorEstimate
     prob_positive: float
     per_format: NDArray[np.float64]
+    shared: NDArray[np.int64]
+    observed: NDArray[np.float64]
 
 
 @dataclass(frozen=True, eq=False)
@@ -77,6 +83,8 @@ class FormatComparison:
         ``(n_models, n_formats, n_items)``.
     confidence : float
         Level of the intervals.
+    cells : tuple of ndarray
+        The observed cells: model, format, item and correct of each.
     """
 
     draws: NDArray[np.float64]
@@ -84,14 +92,26 @@ class FormatComparison:
     interaction_sd: tuple[PosteriorEstimate, PosteriorEstimate]
     shape: tuple[int, int, int]
     confidence: float
+    cells: tuple[NDArray[np.intp], NDArray[np.intp], NDArray[np.intp], NDArray[np.float64]]
 
     def _interval(self, values: NDArray[np.float64]) -> PosteriorEstimate:
-        alpha = (1 - self.confidence) / 2
-        return PosteriorEstimate(
-            float(values.mean()),
-            float(np.quantile(values, alpha)),
-            float(np.quantile(values, 1 - alpha)),
-        )
+        return _posterior_interval(values, self.confidence)
+
+    def _observed(self, a: int, b: int) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+        """Per format, the cells a and b both answered and the mean of a − b on them."""
+        models, rows, cols, y = self.cells
+        n_formats, n_items = self.shape[1:]
+        key = rows.astype(np.int64) * n_items + cols
+        of_a = dict(zip(key[models == a].tolist(), y[models == a].tolist(), strict=True))
+        shared = np.zeros(n_formats, dtype=np.int64)
+        total = np.zeros(n_formats)
+        for k, value in zip(key[models == b].tolist(), y[models == b].tolist(), strict=True):
+            if k in of_a:
+                shared[k // n_items] += 1
+                total[k // n_items] += of_a[k] - value
+        observed = np.full(n_formats, np.nan)
+        np.divide(total, shared, out=observed, where=shared > 0)
+        return shared, observed
 
     def pair(self, a: int, b: int) -> PairOverFormats:
         """Model ``a`` against model ``b`` (indices in [0, n_models), different)."""
@@ -118,6 +138,7 @@ class FormatComparison:
                 np.quantile(diff, 1 - alpha, axis=0),
             ]
         )
+        shared, observed = self._observed(a, b)
         return PairOverFormats(
             a=int(a),
             b=int(b),
@@ -126,6 +147,8 @@ class FormatComparison:
             flip_share=self._interval(flips),
             prob_positive=float((mean > 0).mean() + 0.5 * (mean == 0).mean()),
             per_format=per_format,
+            shared=shared,
+            observed=observed,
         )
 
     def rankings(self) -> list[tuple[tuple[int, ...], float]]:
@@ -213,6 +236,7 @@ def compare_formats(
     seed: SeedLike = 0,
     draws: int = 400,
     confidence: float = 0.9,
+    labels: Sequence[str] | None = None,
 ) -> FormatComparison:
     """Compare models over a population of prompt formats from sparse (model, format,
     item) cells.
@@ -235,6 +259,8 @@ def compare_formats(
         Posterior draws.
     confidence : float
         Level of the equal-tailed intervals.
+    labels : sequence of str, optional
+        The models' names in warnings (default "model 0", "model 1", ...).
 
     Returns
     -------
@@ -313,6 +339,9 @@ def compare_formats(
         )
     cells = IrtCells.of(r, c, y, n_formats, n_items)
     mod = _models(mod, k)
+    names = [f"model {m}" for m in range(k)] if labels is None else [str(v) for v in labels]
+    if len(names) != k:
+        raise StatsInputError(f"labels must name the {k} models of shape[0]; got {len(names)}")
     for message in degenerate_cells(cells):
         warn(message.replace(" rows ", " formats ").replace(" cols ", " items "))
     for m in range(k):
@@ -320,7 +349,7 @@ def compare_formats(
         if len(own) and np.all(own == own[0]):
             word, side = ("correct", "above") if own[0] else ("wrong", "below")
             warn(
-                f"model {m}: every one of its {len(own)} observed cells is {word}: nothing "
+                f"{names[m]}: every one of its {len(own)} observed cells is {word}: nothing "
                 f"bounds its accuracy from {side}, so its estimates sit at the end of the "
                 "scale and their intervals understate the uncertainty; observe more cells"
             )
@@ -342,15 +371,24 @@ def compare_formats(
         ]
     )
 
-    def interval(v: NDArray[np.float64]) -> PosteriorEstimate:
-        return PosteriorEstimate(
-            float(v.mean()), float(np.quantile(v, alpha)), float(np.quantile(v, 1 - alpha))
-        )
-
     return FormatComparison(
         draws=acc,
         accuracy=accuracy,
-        interaction_sd=(interval(post.sd_format), interval(post.sd_item)),
+        interaction_sd=(
+            _posterior_interval(post.sd_format, confidence),
+            _posterior_interval(post.sd_item, confidence),
+        ),
         shape=(k, n_formats, n_items),
         confidence=confidence,
+        cells=(mod, cells.rows, cells.cols, cells.y),
+    )
+
+
+def _posterior_interval(values: NDArray[np.float64], confidence: float) -> PosteriorEstimate:
+    """The posterior mean of ``values`` (draws) and its equal-tailed interval."""
+    alpha = (1 - confidence) / 2
+    return PosteriorEstimate(
+        float(values.mean()),
+        float(np.quantile(values, alpha)),
+        float(np.quantile(values, 1 - alpha)),
     )

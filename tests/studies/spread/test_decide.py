@@ -214,28 +214,17 @@ def test_a_ranking_follows_from_the_decided_pairs() -> None:
 
 def test_the_decision_uses_transitivity_and_notes_a_cycle() -> None:
     from steadyeval.studies.spread._decide_analysis import _decision
-    from steadyeval.studies.spread._decide_types import PairDecision
-    from steadyeval.studies.spread._types import SpreadEstimate
+    from steadyeval.studies.spread._decide_cells import implied_order
 
-    def pair(a: str, b: str, winner: str | None) -> PairDecision:
-        zero = SpreadEstimate(estimate=0.0, low=0.0, high=0.0)
-        return PairDecision(
-            a=a, b=b, winner=winner, decided_at=1 if winner else None, difference=zero,
-            level=0.98, fixed_cells=None,
-        )  # fmt: skip
+    def decide(won: list[tuple[int, int]], notes: list[str]) -> str:
+        return _decision(won, implied_order(3, won), 3, notes)
 
     notes: list[str] = []
-    assert (
-        _decision([pair("A", "B", "A"), pair("A", "C", None), pair("B", "C", "B")], 3, notes)
-        == "A > B > C"
-    )
-    assert (
-        _decision([pair("A", "B", "B"), pair("A", "C", None), pair("B", "C", None)], 3, notes)
-        == "B > A"
-    )
+    assert decide([(0, 1), (1, 2)], notes) == "A > B > C"  # A > C implied
+    assert decide([(1, 0)], notes) == "B > A"
     assert not notes
-    cycle = [pair("A", "B", "A"), pair("A", "C", "C"), pair("B", "C", "B")]
-    assert _decision(cycle, 3, notes) == "A > B, C > A, B > C" and "cycle" in notes[0]
+    assert decide([(0, 1), (2, 0), (1, 2)], notes) == "A > B, C > A, B > C"
+    assert "cycle" in notes[0]
 
 
 def test_a_model_whose_cells_are_all_wrong_is_noted() -> None:
@@ -256,11 +245,14 @@ def test_a_decided_pair_reports_the_bound_its_own_test_gives() -> None:
     import numpy as np
 
     from steadyeval.studies.spread._decide_analysis import _pairs
+    from steadyeval.studies.spread._decide_cells import decide_pairs
 
     rng = np.random.default_rng(0)
     y = np.column_stack([rng.random(400) < 0.8, rng.random(400) < 0.5]).astype(float)
     design = SimpleNamespace(sequence=[[0, 0, 1.0, 1.0]] * 400, confidence=0.95)
-    (pair,) = _pairs(design, y)  # type: ignore[arg-type]
+    ones = np.ones(400)
+    decisions = decide_pairs(y, ones, ones, 0.95)
+    (pair,) = _pairs(design, y, decisions, [0, 1])  # type: ignore[arg-type]
     assert pair.winner == "A" and pair.margin is not None and pair.margin > 0
     assert pair.margin <= pair.difference.estimate
 

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import math
-import warnings
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +24,7 @@ if TYPE_CHECKING:
     from ...results import ResultsFrame
     from ...run import RunOptions
     from ._design import SpreadSetup
+    from ._types import SpreadDesign
 
 __all__ = ["DECIDE_STUDY", "DecideStudy"]
 
@@ -96,18 +95,16 @@ def _blocks(setup: SpreadSetup, cells: Sequence[tuple[int, int]]) -> list[Any]:
     return cell_blocks(setup, rows, cols, "decide")
 
 
-def _answers(results: ResultsFrame, setup: SpreadSetup) -> dict[Any, float]:
-    """(model, format, item) → 1.0 / 0.0 of every cell in ``results`` (unscored: wrong)."""
-    index = {c.name: k for k, c in enumerate(setup.conditions)}
-    items = {i.id: k for k, i in enumerate(setup.items)}
-    correct = results.bools("correct")
+def _answers(results: ResultsFrame, facts: SpreadDesign, models: Sequence[str]) -> dict[Any, float]:
+    """(model, format, item) → 1.0 / 0.0 of every cell of ``models`` in ``results``
+    (:func:`._analysis.model_cells`: a cell's first row; unscored counts as wrong)."""
+    from ._analysis import model_cells
+
     out: dict[Any, float] = {}
-    rows = zip(
-        results.values("model"), results.values("condition"), results.values("item_id"), strict=True
-    )
-    for row, (model, cond, item) in enumerate(rows):
-        if cond in index and item in items:
-            out.setdefault((str(model), index[cond], items[item]), float(correct[row] == 1))
+    for model in models:
+        rows, cols, y, _ = model_cells(results, facts, model)
+        for f, i, v in zip(rows.tolist(), cols.tolist(), y.tolist(), strict=True):
+            out[(model, f, i)] = v
     return out
 
 
@@ -173,10 +170,12 @@ class DecideStudy(Study[DecideAnalysis]):
         from ...results import ResultsFrame
         from ...run import RunOptions, run_blocks
         from ._decide_cells import draw_sequence
+        from ._design import _info as spread_facts
 
         setup, budget = _setup(config)
         models = _identities(backends)
-        known = _answers(results, setup)
+        facts = spread_facts(config.spread_config(), setup)  # what model_cells reads
+        known = _answers(results, facts, models)
         step_options = RunOptions(cache=options.cache, progress=False, executor=options.executor)
         new: list[tuple[int, int]] = []
         sent = [0]
@@ -189,7 +188,7 @@ class DecideStudy(Study[DecideAnalysis]):
                 ]
                 ran = run_blocks(blocks, options=step_options, columns=design.columns)
                 sent[0] += int(ran.summary["plan"]["model_calls"])
-                known.update(_answers(ResultsFrame(ran.table, design.columns), setup))
+                known.update(_answers(ResultsFrame(ran.table, design.columns), facts, models))
                 new.extend(todo)
             missing = [c for c in cells if any((m, *c) not in known for m in models)]
             if missing:
@@ -237,21 +236,6 @@ def _progress(budget: int, confidence: float) -> Callable[[int, int, int], None]
         )  # fmt: skip
 
     return report
-
-
-def fixed_cells(values: np.ndarray, confidence: float) -> int | None:
-    """Cells a fixed-size test at ``confidence`` needs for its interval, centred on the
-    observed mean of ``values``, to exclude 0: (z s / mean)², s their s.d. (None when the
-    mean is 0)."""
-    from scipy.stats import norm
-
-    mean, sd = float(values.mean()), float(values.std(ddof=1)) if len(values) > 1 else math.nan
-    if mean == 0 or not math.isfinite(sd):
-        return None
-    z = float(norm.ppf(1 - (1 - confidence) / 2))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return max(1, math.ceil((z * sd / abs(mean)) ** 2))
 
 
 DECIDE_STUDY = DecideStudy()

@@ -4,7 +4,7 @@ model's comparison over formats."""
 
 from __future__ import annotations
 
-import re
+import math
 import warnings
 from typing import TYPE_CHECKING, Any
 
@@ -13,7 +13,14 @@ import numpy as np
 from ... import stats
 from ..._errors import ConfigError
 from ._analysis import model_cells
-from ._decide_cells import closure, decide_pairs, implied_order, pair_level, pairs_of
+from ._decide_cells import (
+    closure,
+    decide_pairs,
+    implied_order,
+    pair_level,
+    pairs_of,
+    winners,
+)
 from ._decide_types import (
     DecideAnalysis,
     DecideDesign,
@@ -23,7 +30,7 @@ from ._decide_types import (
     PairOverFormats,
     RankingProbability,
 )
-from ._types import SpreadDesign, SpreadEstimate
+from ._types import SpreadEstimate
 
 if TYPE_CHECKING:
     from ...results import ResultsFrame
@@ -73,23 +80,33 @@ def _no_cell_left_out(design: DecideDesign, answers: list[dict[tuple[int, int], 
             )
 
 
-def _pairs(design: DecideDesign, y: np.ndarray) -> list[PairDecision]:
-    from ._decide import fixed_cells
+def fixed_cells(values: np.ndarray, confidence: float) -> int | None:
+    """Cells a fixed-size test at ``confidence`` needs for its interval, centred on the
+    observed mean of ``values``, to exclude 0: (z s / mean)², s their s.d. (None when the
+    mean is 0)."""
+    from scipy.stats import norm
 
+    mean, sd = float(values.mean()), float(values.std(ddof=1)) if len(values) > 1 else math.nan
+    if mean == 0 or not math.isfinite(sd):
+        return None
+    z = float(norm.ppf(1 - (1 - confidence) / 2))
+    return max(1, math.ceil((z * sd / abs(mean)) ** 2))
+
+
+def _pairs(
+    design: DecideDesign,
+    y: np.ndarray,
+    decisions: list[stats.SignDecision],
+    order: list[int] | None,
+) -> list[PairDecision]:
+    """Each pair's test as the report shows it; ``order``: the ranking the decided pairs
+    imply (None: none yet), which settles the pairs their own tests left open."""
     seq = np.asarray(design.sequence, dtype=float)
     w, bound = seq[:, 2], seq[:, 3]
-    k = y.shape[1]
-    level = pair_level(design.confidence, k)
-    decisions = decide_pairs(y, w, bound, design.confidence)
-    won = [
-        (a, b) if d.decision > 0 else (b, a)
-        for (a, b), d in zip(pairs_of(k), decisions, strict=True)
-        if d.decision != 0
-    ]
-    order = implied_order(k, won)
+    level = pair_level(design.confidence, y.shape[1])
     rank = {m: r for r, m in enumerate(order)} if order is not None else {}
     out = []
-    for (a, b), decision in zip(pairs_of(k), decisions, strict=True):
+    for (a, b), decision in zip(pairs_of(y.shape[1]), decisions, strict=True):
         x = (y[:, a] - y[:, b]) * w
         cs = stats.confidence_sequence(x, -bound, bound, level)
         # the test's own bound: the side of 0 it decided, by how much at least
@@ -117,19 +134,12 @@ def _pairs(design: DecideDesign, y: np.ndarray) -> list[PairDecision]:
     return out
 
 
-def _decision(pairs: list[PairDecision], k: int, notes: list[str]) -> str:
+def _decision(won: list[tuple[int, int]], order: list[int] | None, k: int, notes: list[str]) -> str:
     """The ranking the pairs decided (``"B > A"``, ``"A > B > C"``: every pair decided or
     implied by the decided ones), else the pairs decided (``"A > B, A > C"``), or
     "undecided"; a cycle among the decided pairs (an error of the tests) gets a note."""
-    index = {label(m): m for m in range(k)}
-    won = [
-        (index[p.winner], index[p.b if p.winner == p.a else p.a])
-        for p in pairs
-        if p.winner and not p.implied
-    ]
     if not won:
         return "undecided"
-    order = implied_order(k, won)
     if order is not None:
         return " > ".join(label(m) for m in order)
     listed = ", ".join(f"{label(w)} > {label(loser)}" for w, loser in won)
@@ -142,26 +152,16 @@ def _decision(pairs: list[PairDecision], k: int, notes: list[str]) -> str:
 
 
 def _format_differences(
-    design: DecideDesign, pair: Any, cells_a: Cells, cells_b: Cells
+    design: DecideDesign, pair: stats.PairOverFormats
 ) -> list[FormatDifference]:
-    n_items = len(design.items)
-    first = dict(
-        zip((cells_a[0] * n_items + cells_a[1]).tolist(), cells_a[2].tolist(), strict=True)
-    )
-    shared, total = np.zeros(len(design.formats)), np.zeros(len(design.formats))
-    keys = (cells_b[0] * n_items + cells_b[1]).tolist()
-    for key, value in zip(keys, cells_b[2].tolist(), strict=True):
-        if key in first:
-            shared[key // n_items] += 1
-            total[key // n_items] += first[key] - value
     return [
         FormatDifference(
             format=f.name,
             estimate=float(pair.per_format[k, 0]),
             low=float(pair.per_format[k, 1]),
             high=float(pair.per_format[k, 2]),
-            cells=int(shared[k]),
-            observed=float(total[k] / shared[k]) if shared[k] else None,
+            cells=int(pair.shared[k]),
+            observed=float(pair.observed[k]) if pair.shared[k] else None,
         )
         for k, f in enumerate(design.formats)
     ]
@@ -187,14 +187,9 @@ def _over_formats(
             seed=design.seed,
             draws=design.draws,
             confidence=design.confidence,
+            labels=[label(m) for m in range(k)],
         )
-    # the statistics number the models; the report names them by label
-    notes += list(
-        dict.fromkeys(
-            re.sub(r"^model (\d+):", lambda m: f"{label(int(m.group(1)))}:", str(w.message))
-            for w in caught
-        )
-    )
+    notes += list(dict.fromkeys(str(w.message) for w in caught))
     accuracy = [
         ModelAccuracy(
             label=label(m), model=design.models[m], **_estimate(result.accuracy[m]).model_dump()
@@ -212,7 +207,7 @@ def _over_formats(
                 p_better=_estimate(pair.p_better),
                 flip_share=_estimate(pair.flip_share),
                 prob_positive=pair.prob_positive,
-                formats=_format_differences(design, pair, cells[a], cells[b]),
+                formats=_format_differences(design, pair),
             )
         )
     rankings = [
@@ -226,14 +221,7 @@ def analyze_decide(results: ResultsFrame, design: DecideDesign | Any) -> DecideA
     """Every pair's test replayed from the table (the cells in the order the run drew
     them) and the comparison of the models over the formats."""
     facts = DecideDesign.from_json(design, source="design")
-    spread = SpreadDesign(
-        method="estimate",
-        seed=facts.seed,
-        draws=facts.draws,
-        formats=facts.formats,
-        items=facts.items,
-        covariates=facts.covariates,
-    )
+    spread = facts.spread_design()
     cells: list[Cells] = []
     answers = []
     for model in facts.models:
@@ -246,9 +234,14 @@ def analyze_decide(results: ResultsFrame, design: DecideDesign | Any) -> DecideA
         )
     _no_cell_left_out(facts, answers)
     drawn = _answers(facts, answers)
-    pairs = _pairs(facts, drawn)
+    k = len(facts.models)
+    seq = np.asarray(facts.sequence, dtype=float)
+    decisions = decide_pairs(drawn, seq[:, 2], seq[:, 3], facts.confidence)
+    won = winners(k, decisions)
+    order = implied_order(k, won)
+    pairs = _pairs(facts, drawn, decisions, order)
     notes: list[str] = []
-    decision = _decision(pairs, len(facts.models), notes)
+    decision = _decision(won, order, k, notes)
     accuracy, over, rankings = _over_formats(facts, cells, notes)
     return DecideAnalysis(
         models=facts.models,

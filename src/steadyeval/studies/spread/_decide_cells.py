@@ -20,6 +20,7 @@ __all__ = [
     "implied_order",
     "pair_level",
     "pairs_of",
+    "winners",
 ]
 
 #: Share of each draw's probability spread uniformly over the items with adaptive
@@ -79,6 +80,15 @@ def decide_pairs(
             answers[:, a] - answers[:, b], weights, weight_bound=bounds, confidence=level
         )
         for a, b in pairs_of(answers.shape[1])
+    ]
+
+
+def winners(k: int, decisions: list[stats.SignDecision]) -> list[tuple[int, int]]:
+    """The (winner, loser) of every pair of ``k`` models whose test has decided."""
+    return [
+        (a, b) if d.decision > 0 else (b, a)
+        for (a, b), d in zip(pairs_of(k), decisions, strict=True)
+        if d.decision != 0
     ]
 
 
@@ -152,11 +162,7 @@ def draw_sequence(
             np.array([c[3] for c in drawn]),
             confidence,
         )
-        won = [
-            (a, b) if d.decision > 0 else (b, a)
-            for (a, b), d in zip(pairs_of(len(answers[0])), decisions, strict=True)
-            if d.decision != 0
-        ]
+        won = winners(len(answers[0]), decisions)
         if progress is not None:
             progress(len(drawn), len(won), len(decisions))
         if implied_order(len(answers[0]), won) is not None:  # every pair decided or implied

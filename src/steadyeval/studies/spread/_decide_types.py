@@ -9,7 +9,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from ...results import Analysis, AnalysisRecord, Design
-from ._types import SpreadDesignFormat, SpreadEstimate
+from ._types import SpreadDesign, SpreadDesignFormat, SpreadEstimate
 
 __all__ = [
     "MAX_MODELS",
@@ -44,6 +44,18 @@ class DecideDesign(Design):
     items: list[str]
     covariates: list[list[float]] | None = None
     sequence: list[list[float]] = Field(default_factory=list)
+
+    def spread_design(self) -> SpreadDesign:
+        """The same formats, items and covariates as a spread design (what
+        :func:`._analysis.model_cells` reads)."""
+        return SpreadDesign(
+            method="estimate",
+            seed=self.seed,
+            draws=self.draws,
+            formats=self.formats,
+            items=self.items,
+            covariates=self.covariates,
+        )
 
     @model_validator(mode="after")
     def _check_sequence(self) -> DecideDesign:
