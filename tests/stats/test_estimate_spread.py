@@ -90,6 +90,11 @@ ROWS, COLS, Y = [0, 0, 1, 2], [0, 1, 1, 2], [1, 0, 1, 1]
         ((ROWS, COLS, Y, (3, 3)), {"seed": None}, "seed must be a non-negative int"),
         ((ROWS, COLS, Y, (3, 3), [[1.0], [0.0]]), {}, r"covariates must have shape \(n_rows=3"),
         ((ROWS, COLS, Y, (10, 5_000)), {"draws": 10_000}, "draws × .* is over the limit"),
+        (
+            (ROWS, COLS, Y, (3, 3), np.eye(3, 5_995)),
+            {},
+            r"3 \+ 3 \+ 5,995 effects is over the estimator's limit .* fewer covariate columns",
+        ),
     ],
 )
 def test_bad_input_is_an_error_naming_the_argument(
@@ -230,17 +235,33 @@ def test_too_few_draws_check_nothing() -> None:
     assert np.isfinite(d.ppc_format_p)
 
 
-def test_the_advice_counts_the_cells_already_observed() -> None:
-    """A width flagged at 6 cells per format (formats that barely differ: the s.d.'s
-    interval reaches near 0) does not ask for 2-3 cells per format."""
+def test_formats_that_barely_differ_are_not_called_prior_driven() -> None:
+    """At 6 cells per format with no format effects the s.d.'s interval reaches near 0, so
+    its ratio is large; but the data, not the prior, set it (the interval holds little of
+    the prior's mass): not flagged. The flag once fired here whatever the cells."""
     rng = np.random.default_rng(0)
     rows = np.repeat(np.arange(20), 6)
     cols = np.concatenate([rng.choice(30, 6, replace=False) for _ in range(20)])
     y = (rng.random(len(rows)) < 0.6).astype(float)
     d = stats.estimate_spread(rows, cols, y, (20, 30), draws=60).diagnostic
-    assert d.prior_driven and d.width_ratio > 3
+    assert d.width_ratio > 3 and d.prior_mass < 0.25
+    assert not d.prior_driven and d.message == ""
+
+
+def test_the_advice_counts_the_cells_already_observed() -> None:
+    """Four formats of 3 cells that differ by about one logit: the s.d.'s interval spans
+    a factor over 3 and holds half the prior's mass. Flagged, and the advice does not ask
+    for the 2-3 cells per format already there."""
+    rng = np.random.default_rng(0)
+    theta, beta = rng.normal(0, 1.0, 4), rng.normal(0, 1.0, 12)
+    rows = np.repeat(np.arange(4), 3)
+    cols = np.concatenate([rng.choice(12, 3, replace=False) for _ in range(4)])
+    y = (rng.random(len(rows)) < 1 / (1 + np.exp(-(theta[rows] + beta[cols])))).astype(float)
+    d = stats.estimate_spread(rows, cols, y, (4, 12), draws=100).diagnostic
+    assert d.prior_driven and d.width_ratio > 3 and d.prior_mass >= 0.25
     assert "2-3 cells" not in d.message
-    assert "observe more cells per format (6.0 now)" in d.message
+    assert "of the prior's mass" in d.message
+    assert "observe more cells per format (3.0 now)" in d.message
 
 
 def test_formats_that_reverse_the_items_order_are_a_misfit() -> None:

@@ -293,7 +293,7 @@ def fit_irt(
     >>> fit.theta.shape, fit.beta.shape
     ((3,), (4,))
     """
-    x = _covariates(covariates, cells.n_rows)
+    x = _covariates(covariates, cells.n_rows, cells.n_cols)
     problem = _Problem(cells, x)
     try:
         w, scales, it = _fit(problem, as_count(max_iter, "max_iter"), float(tol))
@@ -308,8 +308,11 @@ def fit_irt(
     return IrtFit(cells, x, np.asarray(w, dtype=np.float64), chol, scales.row, scales.col, it)
 
 
-def _covariates(covariates: ArrayLike | None, n_rows: int) -> NDArray[np.float64] | None:
-    """The covariates as a finite (n_rows, k) array of moderate values, or an error."""
+def _covariates(
+    covariates: ArrayLike | None, n_rows: int, n_cols: int
+) -> NDArray[np.float64] | None:
+    """The covariates as a finite (n_rows, k) array of moderate values, or an error; each
+    column is one more effect of the fit, so rows + columns + k is held to ``MAX_EFFECTS``."""
     if covariates is None:
         return None
     try:
@@ -318,6 +321,13 @@ def _covariates(covariates: ArrayLike | None, n_rows: int) -> NDArray[np.float64
         raise StatsInputError("covariates must be an array of numbers") from None
     if x.ndim != 2 or x.shape[0] != n_rows:
         raise StatsInputError(f"covariates must have shape (n_rows={n_rows}, k); got {x.shape}")
+    if n_rows + n_cols + x.shape[1] > MAX_EFFECTS:
+        raise StatsInputError(
+            f"n_rows + n_cols + covariate columns = {n_rows:,} + {n_cols:,} + {x.shape[1]:,} "
+            f"effects is over the estimator's limit of {MAX_EFFECTS:,} (each covariate "
+            "column is one more effect of the dense fit); use fewer covariate columns (e.g. "
+            "their leading principal components) or fewer rows or columns"
+        )
     if not np.all(np.isfinite(x)) or (x.size and float(np.max(np.abs(x))) > _MAX_COVARIATE):
         raise StatsInputError(
             f"covariates must be finite and at most {_MAX_COVARIATE:g} in absolute value "

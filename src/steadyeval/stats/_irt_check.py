@@ -32,6 +32,14 @@ _PRIOR_DRIVEN_RATIO = 3.0
 #: ``prior_driven`` when fewer than this share of the formats have two or more observed
 #: cells (stratified cells: below 1.5 cells per format).
 _MIN_SHARE_TWO_CELLS = 0.5
+#: The ratio alone does not say the width is the prior's: where formats barely differ the
+#: interval's low end nears 0 and the ratio is large however many cells say so (20 formats
+#: of 25 cells, no format effects: [0.07, 0.43] logits, a factor 6). So the ratio flags
+#: only when the interval also holds at least this share of the prior's own mass (the
+#: sampler's exponential prior on the formats' s.d.): the data have then not narrowed the
+#: prior much. Zero format effects at 10-25 cells per format: 0.01-0.05 (not flagged); at
+#: 2 cells per format: about 0.45 (flagged).
+_PRIOR_MASS = 0.25
 #: A posterior predictive p-value below this, or above 1 − this, sets ``misfit``.
 _PPC_ALPHA = 0.05
 #: Fewer posterior draws than this leave the p-values empty (NaN, never a misfit): over one
@@ -61,10 +69,16 @@ class SpreadDiagnostic:
         Distinct observed cells / formats (a cell observed twice counts once).
     share_two_cells : float
         Share of the formats with two or more distinct observed cells.
+    prior_mass : float
+        The share of the prior's mass on the formats' s.d. that lies in its 90% interval
+        (how little the data narrowed the prior; NaN where the prior is not the Gibbs
+        sampler's, e.g. the Laplace sampler's empirical Bayes).
     prior_driven : bool
-        The width is not set by the data: ``width_ratio`` is over ``_PRIOR_DRIVEN_RATIO``
-        (3), or fewer than ``_MIN_SHARE_TWO_CELLS`` (half) of the formats have two cells.
-        Never with one format (no width), nor when every cell is observed.
+        The width is not set by the data: fewer than ``_MIN_SHARE_TWO_CELLS`` (half) of the
+        formats have two cells, or ``width_ratio`` is over ``_PRIOR_DRIVEN_RATIO`` (3) and
+        ``prior_mass`` at least ``_PRIOR_MASS`` (a quarter; the ratio alone where
+        ``prior_mass`` is NaN). Never with one format (no width), nor when every cell is
+        observed.
     ppc_format_p, ppc_item_p, ppc_interaction_p : float
         Posterior predictive p-values (see :func:`diagnose`): do the formats' totals, the
         items' totals and the formats' agreement on which items are hard look like data
@@ -84,6 +98,7 @@ class SpreadDiagnostic:
     width_ratio: float
     cells_per_format: float
     share_two_cells: float
+    prior_mass: float
     prior_driven: bool
     ppc_format_p: float
     ppc_item_p: float
@@ -228,10 +243,15 @@ def _message(d: SpreadDiagnostic, n_formats: int) -> str:
             "mostly from the prior"
         )
     if d.prior_driven and d.width_ratio > _PRIOR_DRIVEN_RATIO:
+        held = (
+            f" and holds {d.prior_mass:.0%} of the prior's mass"
+            if np.isfinite(d.prior_mass)
+            else ""
+        )
         parts.append(
             f"the formats' s.d. is poorly determined: its 90% interval "
             f"[{d.format_sd_low:.2f}, {d.format_sd_high:.2f}] logits spans a factor "
-            f"{d.width_ratio:.1f} (over {_PRIOR_DRIVEN_RATIO:g})"
+            f"{d.width_ratio:.1f} (over {_PRIOR_DRIVEN_RATIO:g}){held}"
         )
     if parts:
         more = (
@@ -271,6 +291,7 @@ def diagnose(
     theta: NDArray[np.float64],
     beta: NDArray[np.float64],
     rng: np.random.Generator,
+    prior_sd_mean: float | None = None,
 ) -> SpreadDiagnostic:
     """The fit check of :class:`SpreadDiagnostic` from posterior draws of the intercept
     (d,), the format effects with their covariate part (d, formats) and the item effects
@@ -282,7 +303,9 @@ def diagnose(
     far formats differ; its 90% interval and the share of formats with two or more cells
     say whether the data set it. With zero or one cell per format, how much formats differ
     is not identified by the data beyond the covariates: one cell cannot tell a format's
-    effect from an item's or from chance, so the width is the prior's.
+    effect from an item's or from chance, so the width is the prior's. ``prior_sd_mean``
+    (the mean of the Gibbs sampler's exponential prior on that s.d.; None for another
+    prior) lets a wide interval be told from one the prior set: see ``prior_mass``.
 
     **Posterior predictive checks.** For each draw, with p = σ(μ + θ_format + β_item) at
     the observed cells and residuals e = y − p, three discrepancies are computed on the
@@ -314,6 +337,13 @@ def diagnose(
     alpha = (1 - SD_LEVEL) / 2
     low, high = (float(v) for v in np.quantile(sd, [alpha, 1 - alpha]))
     ratio = high / low if low > 0 else (float("inf") if high > 0 else float("nan"))
+    # the exponential prior's mass in [low, high]
+    mass = (
+        float(np.exp(-low / prior_sd_mean) - np.exp(-high / prior_sd_mean))
+        if prior_sd_mean
+        else float("nan")
+    )
+    wide = ratio > _PRIOR_DRIVEN_RATIO and not mass < _PRIOR_MASS  # (NaN mass: the ratio)
     per_format = cells.distinct_per_row()
     share = float(np.mean(per_format >= 2))
     # every cell observed: nothing is predicted, the distribution is the data's own
@@ -328,11 +358,8 @@ def diagnose(
         width_ratio=ratio,
         cells_per_format=float(per_format.sum()) / n_formats,
         share_two_cells=share,
-        prior_driven=bool(
-            unseen
-            and n_formats > 1
-            and (share < _MIN_SHARE_TWO_CELLS or ratio > _PRIOR_DRIVEN_RATIO)
-        ),
+        prior_mass=mass,
+        prior_driven=bool(unseen and n_formats > 1 and (share < _MIN_SHARE_TWO_CELLS or wide)),
         ppc_format_p=p_format,
         ppc_item_p=p_item,
         ppc_interaction_p=p_inter,

@@ -14,7 +14,7 @@ from scipy.special import expit
 
 from ._errors import StatsInputError
 from ._irt_check import SpreadDiagnostic, diagnose
-from ._irt_gibbs import gibbs_draws
+from ._irt_gibbs import format_sd_mean, gibbs_draws
 from ._irt_mixture import draw_with_mixture
 from ._validate import SeedLike, as_positive_int, check_confidence, make_rng, warn
 
@@ -165,11 +165,19 @@ def degenerate_cells(cells: IrtCells) -> list[str]:
     out = []
     if np.all(cells.y == cells.y[0]):
         word, side = ("correct", "above") if cells.y[0] else ("wrong", "below")
-        out.append(
-            f"every observed cell ({len(cells.y)}) is {word}: nothing bounds the accuracy "
-            f"from {side}, so the estimates sit at the end of the scale and their intervals "
-            "understate the uncertainty; observe more cells (or check the scoring)"
-        )
+        if int(cells.distinct_per_row().sum()) == cells.n_rows * cells.n_cols:
+            out.append(  # nothing is estimated: the accuracies are the data's own
+                f"every cell of the {cells.n_rows} × {cells.n_cols} matrix is observed and "
+                f"{word}: every row's accuracy is {cells.y[0]:.0%}, with no uncertainty "
+                "left to estimate (check the scoring if that is unexpected)"
+            )
+        else:
+            out.append(
+                f"every observed cell ({len(cells.y)}) is {word}: nothing bounds the "
+                f"accuracy from {side}, so the estimates sit at the end of the scale and "
+                "their intervals understate the uncertainty; observe more cells (or check "
+                "the scoring)"
+            )
     for name, index, size in (
         ("rows", cells.rows, cells.n_rows),
         ("cols", cells.cols, cells.n_cols),
@@ -307,7 +315,8 @@ def irt_distribution(
     if calibrate and sampler == "laplace":
         q_low, q_high = widen(q_low, np.median(q, axis=0), q_high, len(cells.y) / n)
     # after every other draw, so that the check leaves the estimates as they were
-    diagnostic = diagnose(cells, mu, theta, beta, rng)
+    prior = format_sd_mean(cells.distinct_per_row().sum() / n) if sampler == "gibbs" else None
+    diagnostic = diagnose(cells, mu, theta, beta, rng, prior)
     return IrtDistribution(
         accuracy=acc.mean(axis=0),
         accuracy_low=np.quantile(acc, alpha, axis=0),

@@ -75,7 +75,8 @@ def test_degenerate_grids_give_a_result(grid: str, covariates: str) -> None:
     messages = [str(w.message) for w in caught if w.category is stats.StatsWarning]
     assert all(w.category is stats.StatsWarning for w in caught), [str(w.message) for w in caught]
     same = len(set(y)) == 1
-    assert any("every observed cell" in t for t in messages) == same
+    alike = ("every observed cell", "every cell of the")  # (the second: all of them observed)
+    assert any(t.startswith(alike) for t in messages) == same
     assert any("only one of the" in t and " rows " in t for t in messages) == (
         n > 1 and len(set(rows)) == 1
     )
@@ -234,3 +235,21 @@ def test_the_chunk_size_never_changes_a_result(monkeypatch: pytest.MonkeyPatch) 
 def test_bad_estimator_input_is_a_stats_input_error(call: Any, match: str) -> None:
     with pytest.raises(stats.StatsInputError, match=match):
         call()
+
+
+@pytest.mark.parametrize("value", [0.0, 1.0])
+def test_every_cell_observed_and_alike_is_exact_not_uncertain(value: float) -> None:
+    """Every cell of the matrix observed and all correct (or all wrong): the accuracies are
+    the data's own, so the warning says so instead of asking for more cells."""
+    rows, cols = np.divmod(np.arange(12), 4)
+    with pytest.warns(stats.StatsWarning) as caught:
+        dist = stats.irt_distribution(
+            stats.fit_irt(stats.IrtCells.of(rows, cols, np.full(12, value), 3, 4)),
+            n_draws=20,
+            seed=0,
+        )
+    assert np.all(dist.accuracy == value) and np.all(dist.quantile_high == value)
+    text = " ".join(str(w.message) for w in caught)
+    word = "correct" if value else "wrong"
+    assert f"every cell of the 3 × 4 matrix is observed and {word}" in text
+    assert f"every row's accuracy is {value:.0%}" in text and "observe more" not in text
