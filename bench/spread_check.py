@@ -4,14 +4,15 @@
     python bench/spread_check.py --part toy      # the additive / reversed matrices only
 
 ``steadyeval.stats.estimate_spread(...).diagnostic`` (``SpreadDiagnostic``) flags
-``prior_driven`` (the format s.d.'s 90% interval spans more than a factor 3, or fewer than
-half the formats have two cells) and ``misfit`` (a posterior predictive p-value below 0.05
+``prior_driven`` (fewer than half the formats have two cells, or the format s.d.'s 90%
+interval spans more than a factor 3 and holds a quarter or more of the prior's mass) and ``misfit`` (a posterior predictive p-value below 0.05
 or above 0.95). This script prints, per setting, how many of its runs each flag hit, the
-range of the width ratio and of the format × item check's p-value:
+range of the width ratio, of the prior's mass in the s.d.'s interval and of the p-values:
 
 - ``toy``: 30 formats × 40 items, θ ~ N(0, 1), β ~ N(0, 1.5²), each format's cells drawn
   without repeats (2, 4, 8 cells per format), seeds 0-19: from the additive model
-  (``add``: every flag is a false alarm), with the last half of the formats taking −β
+  (``add``: a misfit flag is a false alarm), with no format effects at all (``zero``:
+  θ = 0, formats identical; the width is known to be small), with the last half of the formats taking −β
   (``rev``: they find the easy items hard; an interaction the model cannot hold) or the
   last third (``rev3``).
 - ``dense``: the same on 20 formats × 20 items, β ~ N(0, 2.5²), 12 cells per format (the
@@ -45,7 +46,7 @@ from steadyeval.stats import SpreadDiagnostic, estimate_spread  # noqa: E402
 from steadyeval.studies.spread._irt_design import stratified_cells  # noqa: E402
 
 DRAWS = 150
-TOY = [(kind, per) for kind in ("add", "rev", "rev3") for per in (2, 4, 8)]
+TOY = [(kind, per) for kind in ("add", "zero", "rev", "rev3") for per in (2, 4, 8)]
 DENSE = [("add", 12), ("rev", 12)]
 BUDGETS = (200, 400, 800, 1600)
 
@@ -56,7 +57,8 @@ def toy(
     rng = np.random.default_rng(seed)
     n_f, n_i = shape
     theta, beta = rng.normal(0, 1.0, n_f), rng.normal(0, item_sd, n_i)
-    share = {"add": 0.0, "rev": 0.5, "rev3": 1 / 3}[kind]
+    theta *= kind != "zero"
+    share = {"add": 0.0, "zero": 0.0, "rev": 0.5, "rev3": 1 / 3}[kind]
     sign = np.where(np.arange(n_f) < round((1 - share) * n_f), 1.0, -1.0)
     truth = rng.random((n_f, n_i)) < expit(0.3 + theta[:, None] + sign[:, None] * beta)
     rows = np.repeat(np.arange(n_f), per)
@@ -75,7 +77,7 @@ def bench(gseed: int, size: int, budget: int) -> tuple[str, tuple[float, ...]]:
 
 
 def _row(d: SpreadDiagnostic) -> tuple[float, ...]:
-    flags = (float(d.prior_driven), float(d.misfit), d.width_ratio)
+    flags = (float(d.prior_driven), float(d.misfit), d.width_ratio, d.prior_mass)
     return (*flags, d.ppc_format_p, d.ppc_item_p, d.ppc_interaction_p)
 
 
@@ -98,7 +100,7 @@ def main() -> None:
         jobs += [(bench, 7000 + k, int(sizes[k]), b) for b in BUDGETS for k in range(20)]
     with Pool(args.jobs) as pool:
         results = pool.map(_call, jobs)
-    print(f"{'setting':<22} {'runs':>4} {'prior':>5} {'misfit':>6} {'ratio':>11} "
+    print(f"{'setting':<22} {'runs':>4} {'prior':>5} {'misfit':>6} {'ratio':>11} {'mass':>11} "
           f"{'p formats':>11} {'p items':>11} {'p fmt×item':>11}")  # fmt: skip
     for name in dict.fromkeys(name for name, _ in results):
         a = np.array([row for n, row in results if n == name])
@@ -108,7 +110,7 @@ def main() -> None:
             return f"{v.min():.2f}-{v.max():.2f}" if len(v) else "–"
 
         print(f"{name:<22} {len(a):>4} {int(a[:, 0].sum()):>5} {int(a[:, 1].sum()):>6} "
-              f"{span(2):>11} {span(3):>11} {span(4):>11} {span(5):>11}")  # fmt: skip
+              f"{span(2):>11} {span(3):>11} {span(4):>11} {span(5):>11} {span(6):>11}")  # fmt: skip
 
 
 if __name__ == "__main__":

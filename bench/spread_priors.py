@@ -22,6 +22,9 @@ and kept in a cache file (``--cache``) that later variants reuse. Variants, join
 
 ``--design pairs`` gives every method the same cells drawn another way: two cells on each of
 budget / 2 formats (the others none), so that the formats' spread is seen in pairs.
+``--groups K`` gives steadyeval alone K cells on each of budget / K formats (``group_cells``)
+and compares it with PromptEval on the stratified cells it samples itself (each method
+with its own design; the stratified cache is reused).
 
 ``--identify`` prints, per matrix at the first budget, the two things the cells say about
 how much formats differ: the covariance of two cells of one format on different items (an
@@ -133,12 +136,25 @@ def _prompteval(key: Key) -> tuple[Key, dict[str, float]]:
     return key, {name: r["w1"] for name, r in res.items()}
 
 
+#: ``--groups K``: steadyeval's cells are K per format (0: the design every method shares).
+GROUPS = 0
+
+
 def _ours(variant: str, key: Key, draws: int) -> tuple[Key, dict]:
     fam, k, seed, budget = key
     m = family_matrix(fam, k)
     apply(variant)
     spread_bench.DRAWS = draws
-    return key, spread_bench.run_one(m.y, m.covariates, budget, seed, ("steadyeval",))["steadyeval"]
+    shared = spread_bench.stratified_cells
+    if GROUPS:
+        spread_bench.stratified_cells = lambda n_f, n_i, b, seed=0: group_cells(
+            n_f, n_i, b, GROUPS, seed
+        )
+    try:
+        res = spread_bench.run_one(m.y, m.covariates, budget, seed, ("steadyeval",))
+    finally:
+        spread_bench.stratified_cells = shared
+    return key, res["steadyeval"]
 
 
 def run_variant(variant: str, keys: list[Key], cache: dict, pool: Pool, draws: int) -> float:
@@ -215,6 +231,28 @@ def pair_cells(
     return rows.astype(np.intp), cols.astype(np.intp)
 
 
+def group_cells(
+    n_f: int, n_i: int, budget: int, k: int, seed: int = 0
+) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
+    """``--groups K``: K cells on each of budget // K formats drawn at random (the others
+    none), items in balanced random order, distinct within a format: budget // K × K
+    cells, so a budget K does not divide loses its remainder (198 of 200 at K = 3). With
+    fewer formats than budget // K, fewer items than K, a budget under 2 K, or K = 1: the
+    study's stratified cells."""
+    if k < 2 or k > n_i or budget < 2 * k or budget // k > n_f:
+        return stratified_cells(n_f, n_i, budget, seed=seed)
+    rng = np.random.default_rng(seed)
+    formats = rng.choice(n_f, budget // k, replace=False)
+    laps = len(formats) * k // n_i + 2
+    cols = np.concatenate([rng.permutation(n_i) for _ in range(laps)])[: len(formats) * k]
+    groups = cols.reshape(-1, k)
+    for g in groups:  # a repeated item moves to the next one not in its group
+        for j in range(1, k):
+            while g[j] in g[:j]:
+                g[j] = (g[j] + 1) % n_i
+    return np.repeat(formats, k).astype(np.intp), groups.ravel().astype(np.intp)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("variants", nargs="*", default=["base"])
@@ -233,7 +271,12 @@ def main() -> None:
         help="the cells every method sees: the study's stratified sampler (one or two cells "
         "per format at 200 cells), or two cells on each of budget/2 formats (pair_cells)",
     )
+    ap.add_argument("--groups", type=int, default=0, help="steadyeval on K cells per format")
     args = ap.parse_args()
+    global GROUPS
+    GROUPS = args.groups  # before the pool: its workers fork with it
+    if args.groups and (args.design != "stratified" or args.groups < 2 or args.groups > 50):
+        raise SystemExit("--groups K: K from 2 to 50, with the stratified design for PromptEval")
     if args.design == "pairs":  # before the pool: its workers fork with it
         spread_bench.stratified_cells = pair_cells
         args.cache = args.cache.with_name(f"{args.cache.stem}-pairs{args.cache.suffix}")

@@ -208,7 +208,7 @@ def test_spread_draws_times_cells_are_checked_before_the_run(items: Path, tmp_pa
     assert "pass --draws 9900 or fewer" in out
     # formats + items over the fit's limit: before any cell is asked, with what to do
     out = _error([*argv, "--n-formats", "6000", "--dry-run"])
-    assert "6,000 formats + 50 items is over the estimator's limit of 6,000" in out
+    assert "6,000 formats + 50 items + 24 covariate columns (the grammar's choices) is over" in out
     assert "use fewer formats" in out
 
 
@@ -221,10 +221,28 @@ def test_spread_formats_plus_items_are_checked_before_the_run(items: Path, tmp_p
     (tmp_path / "big.jsonl").write_text("".join(lines))
     argv = ["study", "spread", "--model", "scripted:m", "--data", "big.jsonl", "--dry-run"]
     out = _error(argv)
-    assert "100 formats + 6,000 items is over the estimator's limit of 6,000" in out
-    assert "--sample 5900 or fewer" in out  # as it can be pasted
+    assert "100 formats + 6,000 items + 24 covariate columns" in out
+    assert "--sample 5876 or fewer" in out  # as it can be pasted, room left for the covariates
     # the search's analysis estimates too (review: it failed after asking the model)
     assert "is over the estimator's limit" in _error([*argv, "--method", "search"])
+    # without the covariates, only formats + items count
+    out = _error([*argv, "--no-covariates"])
+    assert "100 formats + 6,000 items is over the estimator's limit of 6,000" in out
+    assert "--sample 5900 or fewer" in out
+
+
+def test_spread_covariate_columns_count_before_the_run(items: Path, tmp_path: Path) -> None:
+    """5,950 items + 50 formats is under 6,000, but the fit adds the grammar's 24 covariate
+    columns: refused before any cell reaches the model (review: the run sent every request,
+    then the fit refused), and the suggested sample fits (5,926 items + 50 + 24 = 6,000)."""
+    row = {"question": "q", "options": ["a", "b"], "answer": 0}
+    lines = (json.dumps({"id": f"q{i}", **row}) + "\n" for i in range(5950))
+    (tmp_path / "big.jsonl").write_text("".join(lines))
+    argv = ["study", "spread", "--model", "scripted:m", "--data", "big.jsonl", "--n-formats", "50"]
+    out = _error([*argv, "--budget", "60", "--out", str(tmp_path / "run")])
+    assert "50 formats + 5,950 items + 24 covariate columns" in out
+    assert "--sample 5926 or fewer" in out
+    assert not (tmp_path / "run" / "results.parquet").exists()
 
 
 @pytest.mark.parametrize(

@@ -192,13 +192,14 @@ def estimate_spread(
         ``shape`` is not two positive integers (or its formats + items are over
         ``MAX_EFFECTS``, 6,000), ``draws`` is not a positive integer,
         ``confidence`` is not in (0, 1), or the covariates are not finite numbers of shape
-        (n_formats, k).
+        (n_formats, k) (formats + items + k over ``MAX_EFFECTS`` too).
 
     Warns
     -----
     StatsWarning
         When the cells cannot inform the estimate (every cell correct or wrong; one format
-        or one item observed of several), as :func:`irt_distribution`.
+        or one item observed of several; cells observed several times, always with the
+        same answer), as :func:`irt_distribution`.
 
     Notes
     -----

@@ -323,8 +323,9 @@ def _covariates(
         raise StatsInputError(f"covariates must have shape (n_rows={n_rows}, k); got {x.shape}")
     if n_rows + n_cols + x.shape[1] > MAX_EFFECTS:
         raise StatsInputError(
-            f"n_rows + n_cols + covariate columns = {n_rows:,} + {n_cols:,} + {x.shape[1]:,} "
-            f"effects is over the estimator's limit of {MAX_EFFECTS:,} (each covariate "
+            f"rows (formats) + columns (items) + covariate columns = {n_rows:,} + "
+            f"{n_cols:,} + {x.shape[1]:,} effects is over the estimator's limit of "
+            f"{MAX_EFFECTS:,} (each covariate "
             "column is one more effect of the dense fit); use fewer covariate columns (e.g. "
             "their leading principal components) or fewer rows or columns"
         )

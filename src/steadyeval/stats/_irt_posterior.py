@@ -157,27 +157,52 @@ def _accuracies(
     return acc
 
 
+def _copies(cells: IrtCells) -> list[str]:
+    """A note when cells observed more than once always repeat their answer: copies of one
+    answer (greedy decoding, a results file read twice) are not independent evidence, and
+    the model counts each as a trial (formats then look far more different than they are)."""
+    key = cells.rows.astype(np.int64) * cells.n_cols + cells.cols
+    _, first, index, counts = np.unique(
+        key, return_index=True, return_inverse=True, return_counts=True
+    )
+    repeated = counts > 1
+    if not repeated.any() or np.any(cells.y != cells.y[first][index]):
+        return []  # no repeats, or repeats that vary (independent draws, e.g. sampling)
+    return [
+        f"{int(repeated.sum())} cells are observed more than once ({int(counts.max())} times "
+        "at most), each always with the same answer: the model counts every copy as "
+        "independent evidence, so if they are copies of one answer (greedy decoding, the "
+        "same results read twice) pass each cell once"
+    ]
+
+
 def degenerate_cells(cells: IrtCells) -> list[str]:
     """What the observed cells cannot tell (one message each; empty for ordinary cells):
     every cell correct, or every cell wrong (the intercept's prior is flat, so the level is
     bounded by the data on one side only), and one observed row or column of several (the
     others' spread is the prior's alone)."""
     out = []
+    distinct = int(cells.distinct_per_row().sum())
     if np.all(cells.y == cells.y[0]):
         word, side = ("correct", "above") if cells.y[0] else ("wrong", "below")
-        if int(cells.distinct_per_row().sum()) == cells.n_rows * cells.n_cols:
+        if distinct == cells.n_rows * cells.n_cols:
             out.append(  # nothing is estimated: the accuracies are the data's own
                 f"every cell of the {cells.n_rows} × {cells.n_cols} matrix is observed and "
                 f"{word}: every row's accuracy is {cells.y[0]:.0%}, with no uncertainty "
                 "left to estimate (check the scoring if that is unexpected)"
             )
         else:
+            seen = (
+                f"{distinct}" if distinct == len(cells.y) else f"{distinct}, {len(cells.y)} answers"
+            )
             out.append(
-                f"every observed cell ({len(cells.y)}) is {word}: nothing bounds the "
+                f"every observed cell ({seen}) is {word}: nothing bounds the "
                 f"accuracy from {side}, so the estimates sit at the end of the scale and "
                 "their intervals understate the uncertainty; observe more cells (or check "
                 "the scoring)"
             )
+    if distinct < len(cells.y):
+        out += _copies(cells)
     for name, index, size in (
         ("rows", cells.rows, cells.n_rows),
         ("cols", cells.cols, cells.n_cols),

@@ -17,7 +17,7 @@ from ...stats import MAX_DRAW_VALUES, MAX_EFFECTS
 from .._protocol import StudyDesign
 from ._config import SpreadConfig
 from ._formats_file import load_format_file
-from ._grammar import generate_formats
+from ._grammar import DIMENSIONS, generate_formats
 from ._irt_design import stratified_cells
 from ._types import SpreadDesign
 
@@ -61,17 +61,20 @@ def _conditions(config: SpreadConfig, formats: Sequence[_AnyFormat], mc: bool) -
     return out
 
 
-def _check_draws(config: SpreadConfig, n_formats: int, n_items: int) -> None:
-    """Formats + items (both methods: the search's analysis estimates too) and the estimate's
-    draws × (formats + items) within the estimator's limits, checked before the formats are
-    built (and so in the dry run too)."""
+def _check_draws(config: SpreadConfig, n_formats: int, n_items: int, n_covariates: int) -> None:
+    """Formats + items + covariate columns (both methods: the search's analysis estimates
+    too) and the estimate's draws × (formats + items) within the estimator's limits, checked
+    before the formats are built (and so in the dry run too)."""
     per_draw = n_formats + n_items
-    if per_draw > MAX_EFFECTS:  # the search's analysis estimates the distribution too
-        room = MAX_EFFECTS - n_formats
+    if per_draw + n_covariates > MAX_EFFECTS:  # the search's analysis estimates it too
+        room = MAX_EFFECTS - n_formats - n_covariates
+        with_covariates = (
+            f" + {n_covariates} covariate columns (the grammar's choices)" if n_covariates else ""
+        )
         raise ConfigError(
-            f"{n_formats:,} formats + {n_items:,} items is over the estimator's limit of "
-            f"{MAX_EFFECTS:,} (its fit factorises a dense matrix of that size squared: time "
-            "grows with its cube); "
+            f"{n_formats:,} formats + {n_items:,} items{with_covariates} is over the "
+            f"estimator's limit of {MAX_EFFECTS:,} (its fit factorises a dense matrix of that "
+            "size squared: time grows with its cube); "
             + (
                 f"estimate on a sample of the items: --sample {room} or fewer (sample: {room} "
                 "in a config file; --limit N takes the first N, a biased sample of a sorted "
@@ -113,9 +116,10 @@ def spread_setup(config: SpreadConfig) -> SpreadSetup:
     covariates = None
     if config.formats is not None:
         formats: list[Any] = list(load_format_file(config.formats))
-        _check_draws(config, len(formats), len(items))
+        _check_draws(config, len(formats), len(items), 0)
     else:
-        _check_draws(config, config.n_formats, len(items))
+        columns = sum(len(options) - 1 for options in DIMENSIONS.values())
+        _check_draws(config, config.n_formats, len(items), columns if config.covariates else 0)
         grammar = generate_formats(config.n_formats, config.grammar_seed)
         formats = list(grammar)
         if config.covariates:

@@ -259,7 +259,9 @@ def fit_check(analysis: SpreadAnalysis) -> Block:
         tuple(rows),
         note="prior-driven: the distribution's width comes from the prior, not the cells "
         "(fewer than half the formats with two cells, or a format s.d. known only within a "
-        "factor over 3); misfit: a posterior predictive p-value below 0.05 or above 0.95 "
+        "factor over 3 whose interval still holds a quarter of the prior's mass; a wide "
+        "interval the data set is uncertainty, shown in the quantiles' intervals, not a "
+        "flag); misfit: a posterior predictive p-value below 0.05 or above 0.95 "
         "(the additive model does not hold; intervals may be too narrow). A dash: nothing "
         "to check. See docs/study-spread.md.",
     )
