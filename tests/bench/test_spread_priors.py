@@ -43,3 +43,22 @@ def test_pair_cells_are_two_distinct_items_on_half_the_budget_of_formats() -> No
     assert set(np.bincount(cols, minlength=100)) == {2}  # items balanced
     few = sp.pair_cells(150, 100, 400, seed=0)  # under budget / 2 formats: stratified
     assert len(few[0]) == 400 and np.bincount(few[0]).min() >= 2
+
+
+def test_group_cells_put_k_distinct_items_on_each_chosen_format() -> None:
+    rows, cols = sp.group_cells(150, 100, 200, 4, seed=0)
+    assert len(rows) == 200 and len(set(rows.tolist())) == 50
+    for f in set(rows.tolist()):
+        assert len(set(cols[rows == f].tolist())) == 4
+    rows, cols = sp.group_cells(150, 100, 200, 3, seed=0)
+    assert len(rows) == 198  # the remainder is not spent (documented)
+    # more cells per format than items, or too few formats for the groups: stratified
+    rows, cols = sp.group_cells(150, 3, 200, 4, seed=0)
+    assert len(set(rows.tolist())) == 150
+
+
+@pytest.mark.parametrize("k", ["1", "-3", "51"])
+def test_a_bad_group_size_is_refused(k: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "argv", ["spread_priors.py", "base", "--groups", k])
+    with pytest.raises(SystemExit, match="K from 2 to 50"):
+        sp.main()

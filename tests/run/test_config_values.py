@@ -202,46 +202,46 @@ def test_spread_draws_times_cells_are_checked_before_the_run(items: Path, tmp_pa
     rows = [{"id": f"q{i}", "question": "q", "options": ["a", "b"], "answer": 0} for i in range(50)]
     (tmp_path / "many.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     argv = ["study", "spread", "--model", "scripted:m", "--data", "many.jsonl"]
-    flags = ["--n-formats", "5000", "--budget", "5000", "--draws", "20000"]
+    flags = ["--n-formats", "1000", "--budget", "1000", "--draws", "50000"]
     out = _error([*argv, *flags, "--dry-run"])
     assert "over the estimator's limit of 50,000,000 values held at once" in out
-    assert "pass --draws 9900 or fewer" in out
+    assert "pass --draws 47619 or fewer" in out
     # formats + items over the fit's limit: before any cell is asked, with what to do
     out = _error([*argv, "--n-formats", "6000", "--dry-run"])
-    assert "6,000 formats + 50 items + 24 covariate columns (the grammar's choices) is over" in out
-    assert "use fewer formats" in out
+    assert "6,000 formats + 24 covariate columns (the grammar's choices) is over" in out
+    assert "limit of 6,000" in out and "use fewer formats" in out
 
 
 def test_spread_formats_plus_items_are_checked_before_the_run(items: Path, tmp_path: Path) -> None:
-    """The fit factorises a dense (formats + items)² matrix: all of MMLU's 14,042 items would
-    take about half an hour and several GB (review of issue 41); refused up front, with the
-    sample size that fits."""
+    """Formats + items + the grammar's covariate columns over MAX_EFFECTS (20,000): the
+    sampler's time and the completed matrices grow with it; refused up front, with the
+    sample size that fits (all of MMLU, 14,042 items, fits since the fit's Schur complement)."""
     row = {"question": "q", "options": ["a", "b"], "answer": 0}
-    lines = (json.dumps({"id": f"q{i}", **row}) + "\n" for i in range(6000))
+    lines = (json.dumps({"id": f"q{i}", **row}) + "\n" for i in range(20_000))
     (tmp_path / "big.jsonl").write_text("".join(lines))
     argv = ["study", "spread", "--model", "scripted:m", "--data", "big.jsonl", "--dry-run"]
     out = _error(argv)
-    assert "100 formats + 6,000 items + 24 covariate columns" in out
-    assert "--sample 5876 or fewer" in out  # as it can be pasted, room left for the covariates
+    assert "100 formats + 20,000 items + 24 covariate columns" in out
+    assert "--sample 19876 or fewer" in out  # as it can be pasted, room left for the covariates
     # the search's analysis estimates too (review: it failed after asking the model)
     assert "is over the estimator's limit" in _error([*argv, "--method", "search"])
     # without the covariates, only formats + items count
     out = _error([*argv, "--no-covariates"])
-    assert "100 formats + 6,000 items is over the estimator's limit of 6,000" in out
-    assert "--sample 5900 or fewer" in out
+    assert "100 formats + 20,000 items is over the estimator's limit of 20,000" in out
+    assert "--sample 19900 or fewer" in out
 
 
 def test_spread_covariate_columns_count_before_the_run(items: Path, tmp_path: Path) -> None:
-    """5,950 items + 50 formats is under 6,000, but the fit adds the grammar's 24 covariate
+    """19,950 items + 50 formats is under 20,000, but the fit adds the grammar's 24 covariate
     columns: refused before any cell reaches the model (review: the run sent every request,
-    then the fit refused), and the suggested sample fits (5,926 items + 50 + 24 = 6,000)."""
+    then the fit refused), and the suggested sample fits (19,926 items + 50 + 24 = 20,000)."""
     row = {"question": "q", "options": ["a", "b"], "answer": 0}
-    lines = (json.dumps({"id": f"q{i}", **row}) + "\n" for i in range(5950))
+    lines = (json.dumps({"id": f"q{i}", **row}) + "\n" for i in range(19_950))
     (tmp_path / "big.jsonl").write_text("".join(lines))
     argv = ["study", "spread", "--model", "scripted:m", "--data", "big.jsonl", "--n-formats", "50"]
     out = _error([*argv, "--budget", "60", "--out", str(tmp_path / "run")])
-    assert "50 formats + 5,950 items + 24 covariate columns" in out
-    assert "--sample 5926 or fewer" in out
+    assert "50 formats + 19,950 items + 24 covariate columns" in out
+    assert "--sample 19926 or fewer" in out
     assert not (tmp_path / "run" / "results.parquet").exists()
 
 

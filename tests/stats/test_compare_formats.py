@@ -86,7 +86,7 @@ def test_same_seed_same_draws() -> None:
         ({"correct": "two"}, "only 0 and 1"),
         ({"draws": 0}, "draws"),
         ({"confidence": 1.5}, "confidence"),
-        ({"shape": (2, 40, 6000)}, "limit"),
+        ({"shape": (2, 40, 19_961)}, "40 formats \\+ 19,961 items is over the estimator.s limit"),
     ],
 )
 def test_bad_input_says_what_to_do(change: dict, match: str) -> None:

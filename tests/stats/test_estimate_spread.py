@@ -81,7 +81,12 @@ ROWS, COLS, Y = [0, 0, 1, 2], [0, 1, 1, 2], [1, 0, 1, 1]
         ((ROWS, COLS, Y, {40: 1, 3: 1}), {}, "shape must be a pair .* in that order"),
         ((ROWS, COLS, Y, (True, 3)), {}, "shape must be a pair of positive integers"),
         ((ROWS, COLS, Y, (100_000, 100_000)), {}, "over the estimator's limit"),
-        ((ROWS, COLS, Y, (100, 5_901)), {}, "formats \\+ items is over the estimator's limit"),
+        (
+            (ROWS, COLS, Y, (100, 19_901)),
+            {},
+            "100 formats \\+ 19,901 items is over the estimator's",
+        ),
+        ((ROWS, COLS, Y, (6_001, 10)), {}, "6,001 formats is over the estimator's limit of 6,000"),
         ((ROWS, COLS, Y, (3, 3)), {"confidence": 1.0}, "confidence must lie in"),
         ((ROWS, COLS, Y, (3, 3)), {"confidence": 0}, "confidence must lie in"),
         ((ROWS, COLS, Y, (3, 3)), {"draws": 0}, "draws must be an integer >= 1"),
@@ -91,9 +96,9 @@ ROWS, COLS, Y = [0, 0, 1, 2], [0, 1, 1, 2], [1, 0, 1, 1]
         ((ROWS, COLS, Y, (3, 3), [[1.0], [0.0]]), {}, r"covariates must have shape \(n_rows=3"),
         ((ROWS, COLS, Y, (10, 5_000)), {"draws": 10_000}, "draws × .* is over the limit"),
         (
-            (ROWS, COLS, Y, (3, 3), np.eye(3, 5_995)),
+            (ROWS, COLS, Y, (3, 3), np.eye(3, 5_998)),
             {},
-            r"covariate columns = 3 \+ 3 \+ 5,995 effects is over the estimator's limit .* "
+            r"3 rows \+ 5,998 covariate columns is over the estimator's limit of 6,000 .* "
             "fewer covariate columns",
         ),
     ],

@@ -32,7 +32,15 @@ from ._intervals import (
     paired_difference,
     wilson_interval,
 )
-from ._irt import MAX_EFFECTS, IrtCells, IrtDistribution, IrtFit, fit_irt, irt_distribution
+from ._irt import (
+    MAX_EFFECTS,
+    MAX_ROW_EFFECTS,
+    IrtCells,
+    IrtDistribution,
+    IrtFit,
+    fit_irt,
+    irt_distribution,
+)
 from ._irt_check import SpreadDiagnostic
 from ._irt_posterior import MAX_DRAW_VALUES
 from ._multiple import MultipleTestResult, benjamini_hochberg, holm
@@ -84,6 +92,7 @@ from ._variance_plan import ProjectedSE, SamplesNeeded, projected_se, samples_ne
 __all__ = [
     "MAX_DRAW_VALUES",
     "MAX_EFFECTS",
+    "MAX_ROW_EFFECTS",
     "REFERENCE_DECIMALS",
     "REFERENCE_MAX_MODELS",
     "TIE_TOLERANCE",

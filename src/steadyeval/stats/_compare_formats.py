@@ -18,7 +18,7 @@ from scipy.special import expit
 
 from ._errors import StatsInputError
 from ._estimate_spread import PosteriorEstimate, _correct, _index
-from ._irt import MAX_EFFECTS, IrtCells, _indices, fit_irt
+from ._irt import IrtCells, _indices, check_size, fit_irt
 from ._irt_crossed import crossed_draws
 from ._irt_posterior import MAX_DRAW_VALUES, degenerate_cells
 from ._validate import SeedLike, as_positive_int, check_confidence, check_seed, make_rng, warn
@@ -173,11 +173,7 @@ def _shape3(shape: Any) -> tuple[int, int, int]:
     for value in (k, n, m):
         if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
             raise StatsInputError(f"{expected}; got {shape!r}"[:200])
-    if int(n) + int(m) > MAX_EFFECTS:
-        raise StatsInputError(
-            f"shape: {int(n):,} formats + {int(m):,} items is over the estimator's limit of "
-            f"{MAX_EFFECTS:,}; use fewer formats or a sample of the items"
-        )
+    check_size(int(n), int(m), rows="formats", cols="items")
     return int(k), int(n), int(m)
 
 

@@ -15,7 +15,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ._errors import StatsInputError
-from ._irt import MAX_EFFECTS, IrtCells, fit_irt
+from ._irt import IrtCells, check_size, fit_irt
 from ._irt_check import SpreadDiagnostic
 from ._irt_posterior import MAX_DRAW_VALUES, IrtDistribution, irt_distribution
 from ._validate import SeedLike, as_positive_int, check_confidence, check_seed
@@ -110,12 +110,7 @@ def _shape(shape: Any) -> tuple[int, int]:
     for value in (n_formats, n_items):
         if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
             raise StatsInputError(f"{expected}; got {shape!r}"[:200])
-    if int(n_formats) + int(n_items) > MAX_EFFECTS:
-        raise StatsInputError(
-            f"shape {int(n_formats):,} × {int(n_items):,}: formats + items is over the "
-            f"estimator's limit of {MAX_EFFECTS:,} (its fit factorises a dense matrix of that "
-            "size squared); use fewer formats or a sample of the items"
-        )
+    check_size(int(n_formats), int(n_items), rows="formats", cols="items")
     return int(n_formats), int(n_items)
 
 
@@ -189,10 +184,11 @@ def estimate_spread(
     StatsInputError
         If ``rows``, ``cols`` and ``correct`` are not 1-D, differ in length or are empty, an
         index is out of range or not an integer, ``correct`` holds anything but 0 and 1,
-        ``shape`` is not two positive integers (or its formats + items are over
-        ``MAX_EFFECTS``, 6,000), ``draws`` is not a positive integer,
-        ``confidence`` is not in (0, 1), or the covariates are not finite numbers of shape
-        (n_formats, k) (formats + items + k over ``MAX_EFFECTS`` too).
+        ``shape`` is not two positive integers (or is over the estimator's limits: formats
+        + covariate columns over ``MAX_ROW_EFFECTS``, 6,000, or formats + items +
+        covariate columns over ``MAX_EFFECTS``, 20,000), ``draws`` is not a positive
+        integer, ``confidence`` is not in (0, 1), or the covariates are not finite numbers
+        of shape (n_formats, k).
 
     Warns
     -----

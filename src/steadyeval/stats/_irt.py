@@ -12,21 +12,24 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sparse
 from numpy.typing import ArrayLike, NDArray
-from scipy.linalg import cho_factor, cho_solve, solve_triangular
 from scipy.special import expit
 
 from ._errors import StatsInputError
+from ._irt_factor import LaplaceFactor
 from ._irt_mixture import grid_loglik, grid_scale
 from ._irt_posterior import QUANTILES, IrtDistribution, irt_distribution, widen
 from ._validate import as_count, as_positive_int
 
 __all__ = [
     "MAX_EFFECTS",
+    "MAX_ROW_EFFECTS",
     "QUANTILES",
     "IrtCells",
     "IrtDistribution",
     "IrtFit",
+    "check_size",
     "fit_irt",
     "irt_distribution",
     "widen",
@@ -55,17 +58,12 @@ class IrtCells:
     def of(
         cls, rows: ArrayLike, cols: ArrayLike, y: ArrayLike, n_rows: int, n_cols: int
     ) -> IrtCells:
-        """Validate the cells: a shape of at most ``MAX_EFFECTS`` rows + columns, equal
-        lengths, integer indices in range, y in {0, 1}, not empty."""
+        """Validate the cells: a shape within ``MAX_ROW_EFFECTS`` rows and ``MAX_EFFECTS``
+        rows + columns (:func:`check_size`), equal lengths, integer indices in range, y in
+        {0, 1}, not empty."""
         n_rows = as_positive_int(n_rows, "n_rows")
         n_cols = as_positive_int(n_cols, "n_cols")
-        if n_rows + n_cols > MAX_EFFECTS:
-            raise StatsInputError(
-                f"n_rows + n_cols = {n_rows:,} + {n_cols:,} effects is over the estimator's "
-                f"limit of {MAX_EFFECTS:,} (its fit factorises a dense matrix of that size "
-                "squared: time grows with its cube, memory with its square); use fewer rows "
-                "or columns (sample the items)"
-            )
+        check_size(n_rows, n_cols)
         r, c = _indices(rows, "rows", n_rows), _indices(cols, "cols", n_cols)
         try:
             v = np.asarray(y, dtype=np.float64).ravel()
@@ -93,12 +91,43 @@ class IrtCells:
         return np.asarray(np.bincount(rows, minlength=self.n_rows))
 
 
-#: The most rows + columns (formats + items) :class:`IrtCells` accepts: :func:`fit_irt`'s
-#: Laplace fit factorises and inverts the dense (rows + columns)² negative Hessian at every
-#: iteration (the posterior's whole matrix, about 9 bytes a cell, is then at most 9M cells). 150 formats × 2,000 items (400 cells) took 5.6 s on one core, 500 items 0.4 s
-#: (cubic); 14,000 items (all of MMLU) would take about half an hour and several GB, and
-#: 2,000 × 25,000 ran out of 12 GB (review of issue 41).
-MAX_EFFECTS = 6_000
+#: The most rows + columns + covariate columns (formats + items + grammar choices) the
+#: estimator takes. The fit factorises only the row side densely (:mod:`._irt_factor`), so
+#: columns are cheap there; what grows with them is the Gibbs sampler's sweeps and the
+#: completed matrices the distribution is drawn from. All of MMLU (14,042 items, 100
+#: formats with the grammar's 24 covariate columns, 28,084 cells, 400 draws) took 380 s
+#: and 1.8 GB on one core (`estimate_spread`; the fit itself 10 s).
+MAX_EFFECTS = 20_000
+#: The most rows + covariate columns (formats + grammar choices): the block of the
+#: Laplace precision :func:`fit_irt` factorises densely at every Newton step (cubic in it;
+#: the earlier dense fit's limit on rows + columns, so every shape it took still fits).
+MAX_ROW_EFFECTS = 6_000
+
+
+def check_size(
+    n_rows: int, n_cols: int, n_covariates: int = 0, *, rows: str = "rows", cols: str = "columns"
+) -> None:
+    """A :class:`StatsInputError` when the shape is over ``MAX_ROW_EFFECTS`` (rows +
+    covariate columns) or ``MAX_EFFECTS`` (all three); ``rows`` and ``cols`` name the
+    axes in the message (e.g. "formats", "items")."""
+    covs = f" + {n_covariates:,} covariate columns" if n_covariates else ""
+    if n_rows + n_covariates > MAX_ROW_EFFECTS:
+        raise StatsInputError(
+            f"{n_rows:,} {rows}{covs} is over the estimator's limit of {MAX_ROW_EFFECTS:,} "
+            f"(its fit factorises a dense matrix of {rows} + covariate columns squared at "
+            f"every step); use fewer {rows}"
+            + (
+                " or fewer covariate columns (e.g. their leading principal components)"
+                if covs
+                else ""
+            )
+        )
+    if n_rows + n_cols + n_covariates > MAX_EFFECTS:
+        raise StatsInputError(
+            f"{n_rows:,} {rows} + {n_cols:,} {cols}{covs} is over the estimator's limit of "
+            f"{MAX_EFFECTS:,} (the sampler's time and the completed matrices grow with it); "
+            f"use fewer {cols} (a sample) or fewer {rows}"
+        )
 
 
 def _indices(values: ArrayLike, name: str, size: int) -> NDArray[np.intp]:
@@ -119,13 +148,13 @@ def _indices(values: ArrayLike, name: str, size: int) -> NDArray[np.intp]:
 @dataclass(frozen=True, eq=False)
 class IrtFit:
     """A fitted model. ``mean`` is the posterior mode of (μ, θ, β, γ) stacked;
-    ``cov_chol`` the Cholesky factor (lower) of the Laplace precision; ``tau_row`` and
-    ``tau_col`` the estimated prior scales of θ and β."""
+    ``precision`` the Laplace precision (the negative Hessian there), factorised by
+    blocks; ``tau_row`` and ``tau_col`` the estimated prior scales of θ and β."""
 
     cells: IrtCells
     covariates: NDArray[np.float64] | None
     mean: NDArray[np.float64]
-    prec_chol: NDArray[np.float64]
+    precision: LaplaceFactor
     tau_row: float
     tau_col: float
     iterations: int
@@ -163,9 +192,7 @@ class IrtFit:
 
     def draw_parameters(self, n_draws: int, rng: np.random.Generator) -> NDArray[np.float64]:
         """Laplace-posterior draws of (μ, θ, β, γ) stacked, shape (n_draws, parameters)."""
-        z = rng.standard_normal((len(self.mean), n_draws))
-        dev = solve_triangular(self.prec_chol.T, z, lower=False).T  # N(0, H^-1)
-        return np.asarray(self.mean + dev)
+        return np.asarray(self.mean + self.precision.draw(n_draws, rng))
 
 
 class _Problem:
@@ -195,24 +222,31 @@ class _Problem:
         g = np.concatenate([[r.sum()], by_row, by_col, self.x.T @ by_row])
         return np.asarray(g + prec * w)
 
-    def hessian(self, w: NDArray[np.float64], prec: NDArray[np.float64]) -> NDArray[np.float64]:
+    def factor(self, w: NDArray[np.float64], prec: NDArray[np.float64]) -> LaplaceFactor:
+        """The negative Hessian at ``w``, factorised by blocks (:class:`LaplaceFactor`):
+        the row side (μ, θ, γ) dense, the columns' block diagonal, the cross block sparse
+        (a row meets a column only at an observed cell)."""
         p = expit(self.eta(w))
         wt = p * (1 - p)
-        n, m, x = self.n, self.m, self.x
+        n, m, k, x = self.n, self.m, self.k, self.x
         sr = np.bincount(self.cells.rows, wt, minlength=n)
         sc = np.bincount(self.cells.cols, wt, minlength=m)
-        rc = np.zeros((n, m))
-        np.add.at(rc, (self.cells.rows, self.cells.cols), wt)
-        t, b, g = slice(1, 1 + n), slice(1 + n, 1 + n + m), slice(1 + n + m, self.size)
-        h = np.zeros((self.size, self.size))
-        h[0, 0] = wt.sum()
-        h[0, t], h[0, b], h[0, g] = sr, sc, x.T @ sr
-        h[t, b], h[t, g] = rc, sr[:, None] * x
-        h[b, g] = rc.T @ x
-        h[g, g] = x.T @ (sr[:, None] * x)
-        h[1:, 0], h[b, t], h[g, t], h[g, b] = h[0, 1:], rc.T, h[t, g].T, h[b, g].T
-        h[np.diag_indices_from(h)] += prec + np.concatenate([[0.0], sr, sc, np.zeros(self.k)])
-        return h
+        rc = sparse.csr_matrix((wt, (self.cells.rows, self.cells.cols)), shape=(n, m))
+        # the row side, stacked as (μ, θ, γ)
+        block = np.zeros((1 + n + k, 1 + n + k))
+        t, g = slice(1, 1 + n), slice(1 + n, 1 + n + k)
+        block[0, 0] = wt.sum()
+        block[0, t], block[0, g] = sr, x.T @ sr
+        block[t, g] = sr[:, None] * x
+        block[g, g] = x.T @ (sr[:, None] * x)
+        block[t, 0], block[g, 0], block[g, t] = block[0, t], block[0, g], block[t, g].T
+        dense = np.concatenate([np.arange(1 + n), np.arange(1 + n + m, self.size)])
+        block[np.diag_indices_from(block)] += prec[dense] + np.concatenate([[0.0], sr, np.zeros(k)])
+        cross = sparse.vstack(
+            [sparse.csr_matrix(sc[None, :]), rc, sparse.csr_matrix(x.T @ rc)], format="csr"
+        )
+        diagonal = np.arange(1 + n, 1 + n + m)
+        return LaplaceFactor.of(block, cross, sc + prec[diagonal], dense, diagonal)
 
 
 def _map(
@@ -224,11 +258,7 @@ def _map(
     f = problem.objective(w, prec)
     for _ in range(100):
         g = problem.gradient(w, prec)
-        step = cho_solve(
-            cho_factor(problem.hessian(w, prec), lower=True, check_finite=False),
-            g,
-            check_finite=False,
-        )
+        step = problem.factor(w, prec).solve(g)
         t = 1.0
         while True:
             trial = w - t * step
@@ -299,20 +329,20 @@ def fit_irt(
         w, scales, it = _fit(problem, as_count(max_iter, "max_iter"), float(tol))
         prec = scales.precisions(problem)
         w = _map(problem, prec, w)
-        chol = np.asarray(np.linalg.cholesky(problem.hessian(w, prec)), dtype=np.float64)
+        factor = problem.factor(w, prec)
     except np.linalg.LinAlgError:  # the penalised Hessian is positive definite, but in floats
         raise StatsInputError(
             "the fit's Hessian is not positive definite in floating point (covariates of "
             "very different scales?); scale the covariates"
         ) from None
-    return IrtFit(cells, x, np.asarray(w, dtype=np.float64), chol, scales.row, scales.col, it)
+    return IrtFit(cells, x, np.asarray(w, dtype=np.float64), factor, scales.row, scales.col, it)
 
 
 def _covariates(
     covariates: ArrayLike | None, n_rows: int, n_cols: int
 ) -> NDArray[np.float64] | None:
     """The covariates as a finite (n_rows, k) array of moderate values, or an error; each
-    column is one more effect of the fit, so rows + columns + k is held to ``MAX_EFFECTS``."""
+    column is one more effect of the fit's dense block (:func:`check_size`)."""
     if covariates is None:
         return None
     try:
@@ -321,14 +351,7 @@ def _covariates(
         raise StatsInputError("covariates must be an array of numbers") from None
     if x.ndim != 2 or x.shape[0] != n_rows:
         raise StatsInputError(f"covariates must have shape (n_rows={n_rows}, k); got {x.shape}")
-    if n_rows + n_cols + x.shape[1] > MAX_EFFECTS:
-        raise StatsInputError(
-            f"rows (formats) + columns (items) + covariate columns = {n_rows:,} + "
-            f"{n_cols:,} + {x.shape[1]:,} effects is over the estimator's limit of "
-            f"{MAX_EFFECTS:,} (each covariate "
-            "column is one more effect of the dense fit); use fewer covariate columns (e.g. "
-            "their leading principal components) or fewer rows or columns"
-        )
+    check_size(n_rows, n_cols, x.shape[1])
     if not np.all(np.isfinite(x)) or (x.size and float(np.max(np.abs(x))) > _MAX_COVARIATE):
         raise StatsInputError(
             f"covariates must be finite and at most {_MAX_COVARIATE:g} in absolute value "
@@ -348,8 +371,7 @@ def _fit(problem: _Problem, max_iter: int, tol: float) -> tuple[NDArray[np.float
     while it < max_iter:
         it += 1
         w = _map(problem, scales.precisions(problem), w)
-        h = problem.hessian(w, scales.precisions(problem))
-        var = np.diag(cho_solve(cho_factor(h, lower=True, check_finite=False), np.eye(len(w))))
+        var = problem.factor(w, scales.precisions(problem)).diag_inverse()
         new = scales.update(problem, w, var)
         done = all(
             abs(u - v) <= tol * v

@@ -33,7 +33,14 @@ def test_gradient_and_hessian_match_finite_differences() -> None:
     hess = np.array(
         [approx_fprime(w, lambda v, k=k: problem.gradient(v, prec)[k], 1e-6) for k in range(len(w))]
     )
-    np.testing.assert_allclose(problem.hessian(w, prec), hess, atol=1e-4)
+    # the block factorisation (Schur complement on the columns) against the dense Hessian
+    factor = problem.factor(w, prec)
+    g = rng.normal(size=len(w))
+    np.testing.assert_allclose(factor.solve(g), np.linalg.solve(hess, g), rtol=1e-3, atol=1e-4)
+    inverse = np.linalg.inv(hess)
+    np.testing.assert_allclose(factor.diag_inverse(), np.diag(inverse), rtol=1e-3, atol=1e-5)
+    draws = factor.draw(40_000, np.random.default_rng(1))
+    np.testing.assert_allclose(np.cov(draws.T), inverse, atol=0.05)
 
 
 def test_full_matrix_recovers_row_accuracies() -> None:

@@ -13,7 +13,7 @@ from numpy.typing import NDArray
 from ..._errors import ConfigError
 from ...conditions import FORMATS, Condition, Generation
 from ...items import Item, load_items, sample_items
-from ...stats import MAX_DRAW_VALUES, MAX_EFFECTS
+from ...stats import MAX_DRAW_VALUES, MAX_EFFECTS, MAX_ROW_EFFECTS
 from .._protocol import StudyDesign
 from ._config import SpreadConfig
 from ._formats_file import load_format_file
@@ -62,26 +62,25 @@ def _conditions(config: SpreadConfig, formats: Sequence[_AnyFormat], mc: bool) -
 
 
 def _check_draws(config: SpreadConfig, n_formats: int, n_items: int, n_covariates: int) -> None:
-    """Formats + items + covariate columns (both methods: the search's analysis estimates
-    too) and the estimate's draws × (formats + items) within the estimator's limits, checked
-    before the formats are built (and so in the dry run too)."""
+    """Formats + covariate columns, formats + items + covariate columns (both methods: the
+    search's analysis estimates too) and the estimate's draws × (formats + items) within the
+    estimator's limits, checked before the formats are built (and so in the dry run too)."""
     per_draw = n_formats + n_items
+    covs = f" + {n_covariates} covariate columns (the grammar's choices)" if n_covariates else ""
+    if n_formats + n_covariates > MAX_ROW_EFFECTS:
+        raise ConfigError(
+            f"{n_formats:,} formats{covs} is over the estimator's limit of "
+            f"{MAX_ROW_EFFECTS:,} (its fit factorises a dense matrix of that size squared at "
+            "every step); use fewer formats"
+        )
     if per_draw + n_covariates > MAX_EFFECTS:  # the search's analysis estimates it too
         room = MAX_EFFECTS - n_formats - n_covariates
-        with_covariates = (
-            f" + {n_covariates} covariate columns (the grammar's choices)" if n_covariates else ""
-        )
         raise ConfigError(
-            f"{n_formats:,} formats + {n_items:,} items{with_covariates} is over the "
-            f"estimator's limit of {MAX_EFFECTS:,} (its fit factorises a dense matrix of that "
-            "size squared: time grows with its cube); "
-            + (
-                f"estimate on a sample of the items: --sample {room} or fewer (sample: {room} "
-                "in a config file; --limit N takes the first N, a biased sample of a sorted "
-                "file)"
-                if room >= n_formats  # else too few items for a cell per format
-                else "use fewer formats"
-            )
+            f"{n_formats:,} formats + {n_items:,} items{covs} is over the estimator's limit "
+            f"of {MAX_EFFECTS:,} (the sampler's time and the completed matrices grow with "
+            f"it); estimate on a sample of the items: --sample {room} or fewer (sample: "
+            f"{room} in a config file; --limit N takes the first N, a biased sample of a "
+            "sorted file)"
         )
     if config.method == "estimate" and config.draws * per_draw > MAX_DRAW_VALUES:
         most = MAX_DRAW_VALUES // per_draw
