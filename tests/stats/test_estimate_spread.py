@@ -98,7 +98,7 @@ ROWS, COLS, Y = [0, 0, 1, 2], [0, 1, 1, 2], [1, 0, 1, 1]
         (
             (ROWS, COLS, Y, (3, 3), np.eye(3, 5_998)),
             {},
-            r"3 rows \+ 5,998 covariate columns is over the estimator's limit of 6,000 .* "
+            r"3 rows \(formats\) \+ 5,998 covariate columns is over the estimator's limit of 6,000 .* "
             "fewer covariate columns",
         ),
     ],

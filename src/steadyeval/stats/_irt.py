@@ -105,7 +105,12 @@ MAX_ROW_EFFECTS = 6_000
 
 
 def check_size(
-    n_rows: int, n_cols: int, n_covariates: int = 0, *, rows: str = "rows", cols: str = "columns"
+    n_rows: int,
+    n_cols: int,
+    n_covariates: int = 0,
+    *,
+    rows: str = "rows (formats)",
+    cols: str = "columns (items)",
 ) -> None:
     """A :class:`StatsInputError` when the shape is over ``MAX_ROW_EFFECTS`` (rows +
     covariate columns) or ``MAX_EFFECTS`` (all three); ``rows`` and ``cols`` name the

@@ -196,11 +196,11 @@ def test_the_chunk_size_never_changes_a_result(monkeypatch: pytest.MonkeyPatch) 
         (lambda: stats.IrtCells.of([0], [0], [1], 10**5, 10**5), "over the estimator's limit"),
         (
             lambda: stats.IrtCells.of([0], [0], [1], 100, 19_901),
-            r"100 rows \+ 19,901 columns is over the estimator's limit of 20,000",
+            r"100 rows \(formats\) \+ 19,901 columns \(items\) is over the estimator's limit of 20,000",
         ),
         (
             lambda: stats.IrtCells.of([0], [0], [1], 6_001, 2),
-            "6,001 rows is over the estimator's limit of 6,000",
+            r"6,001 rows \(formats\) is over the estimator's limit of 6,000",
         ),
         (lambda: stats.IrtCells.of([0], [0], [np.nan], 2, 2), "only 0 and 1"),
         (
