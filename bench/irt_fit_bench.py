@@ -1,6 +1,6 @@
 """How the spread estimator's fit scales with the items (issue 41: all of MMLU).
 
-    python bench/irt_fit_bench.py            # ~1 min on one core
+    python bench/irt_fit_bench.py            # ~15-30 s on one core
     python bench/irt_fit_bench.py --full     # also the whole estimate at MMLU's size (~7 min)
 
 ``stats.fit_irt`` factorises the Laplace precision by blocks (a Schur complement on the

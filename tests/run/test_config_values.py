@@ -209,7 +209,7 @@ def test_spread_draws_times_cells_are_checked_before_the_run(items: Path, tmp_pa
     # formats + items over the fit's limit: before any cell is asked, with what to do
     out = _error([*argv, "--n-formats", "6000", "--dry-run"])
     assert "6,000 formats + 24 covariate columns (the grammar's choices) is over" in out
-    assert "limit of 6,000" in out and "use fewer formats" in out
+    assert "limit of 6,000" in out and "--n-formats 5976 or fewer (or --no-covariates)" in out
 
 
 def test_spread_formats_plus_items_are_checked_before_the_run(items: Path, tmp_path: Path) -> None:
@@ -229,6 +229,25 @@ def test_spread_formats_plus_items_are_checked_before_the_run(items: Path, tmp_p
     out = _error([*argv, "--no-covariates"])
     assert "100 formats + 20,000 items is over the estimator's limit of 20,000" in out
     assert "--sample 19900 or fewer" in out
+
+
+def test_the_completed_matrix_is_checked_before_the_run(items: Path, tmp_path: Path) -> None:
+    """1,000 formats × 10,000 items is within formats + items, but every posterior draw
+    completes a 10M-cell matrix (review: a 6,000 × 14,000 estimate took 15-25 min, and the
+    decide study's comparison holds models × formats × items): refused up front, with the
+    sample that fits, for one model (spread) and for every model at once (decide)."""
+    row = {"question": "q", "options": ["a", "b"], "answer": 0}
+    lines = (json.dumps({"id": f"q{i}", **row}) + "\n" for i in range(10_000))
+    (tmp_path / "big.jsonl").write_text("".join(lines))
+    spread = ["study", "spread", "--model", "scripted:m", "--data", "big.jsonl", "--dry-run"]
+    out = _error([*spread, "--n-formats", "1000", "--budget", "2000"])
+    assert "1,000 formats × 10,000 items is over the estimator's limit of 9,000,000 cells" in out
+    assert "--sample 9000 or fewer" in out
+    models = ["--model", "scripted:a", "--model", "scripted:b"]
+    decide = ["study", "decide", *models, "--data", "big.jsonl", "--dry-run"]
+    out = _error([*decide, "--n-formats", "500", "--budget", "2000"])
+    assert "2 models × 500 formats × 10,000 items is over" in out
+    assert "--sample 9000 or fewer" in out
 
 
 def test_spread_covariate_columns_count_before_the_run(items: Path, tmp_path: Path) -> None:

@@ -87,6 +87,7 @@ def test_same_seed_same_draws() -> None:
         ({"draws": 0}, "draws"),
         ({"confidence": 1.5}, "confidence"),
         ({"shape": (2, 40, 19_961)}, "40 formats \\+ 19,961 items is over the estimator.s limit"),
+        ({"shape": (3, 1_000, 3_001)}, "3 models × 1,000 formats × 3,001 items = 9,003,000 cells"),
     ],
 )
 def test_bad_input_says_what_to_do(change: dict, match: str) -> None:

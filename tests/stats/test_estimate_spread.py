@@ -87,6 +87,7 @@ ROWS, COLS, Y = [0, 0, 1, 2], [0, 1, 1, 2], [1, 0, 1, 1]
             "100 formats \\+ 19,901 items is over the estimator's",
         ),
         ((ROWS, COLS, Y, (6_001, 10)), {}, "6,001 formats is over the estimator's limit of 6,000"),
+        ((ROWS, COLS, Y, (3_001, 3_001)), {}, "3,001 items = 9,006,001 cells is over .* 9,000,000"),
         ((ROWS, COLS, Y, (3, 3)), {"confidence": 1.0}, "confidence must lie in"),
         ((ROWS, COLS, Y, (3, 3)), {"confidence": 0}, "confidence must lie in"),
         ((ROWS, COLS, Y, (3, 3)), {"draws": 0}, "draws must be an integer >= 1"),

@@ -34,6 +34,7 @@ from ._intervals import (
 )
 from ._irt import (
     MAX_EFFECTS,
+    MAX_GRID,
     MAX_ROW_EFFECTS,
     IrtCells,
     IrtDistribution,
@@ -92,6 +93,7 @@ from ._variance_plan import ProjectedSE, SamplesNeeded, projected_se, samples_ne
 __all__ = [
     "MAX_DRAW_VALUES",
     "MAX_EFFECTS",
+    "MAX_GRID",
     "MAX_ROW_EFFECTS",
     "REFERENCE_DECIMALS",
     "REFERENCE_MAX_MODELS",

@@ -173,7 +173,7 @@ def _shape3(shape: Any) -> tuple[int, int, int]:
     for value in (k, n, m):
         if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
             raise StatsInputError(f"{expected}; got {shape!r}"[:200])
-    check_size(int(n), int(m), rows="formats", cols="items")
+    check_size(int(n), int(m), models=int(k), rows="formats", cols="items")
     return int(k), int(n), int(m)
 
 

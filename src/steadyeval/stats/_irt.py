@@ -24,6 +24,7 @@ from ._validate import as_count, as_positive_int
 
 __all__ = [
     "MAX_EFFECTS",
+    "MAX_GRID",
     "MAX_ROW_EFFECTS",
     "QUANTILES",
     "IrtCells",
@@ -92,16 +93,21 @@ class IrtCells:
 
 
 #: The most rows + columns + covariate columns (formats + items + grammar choices) the
-#: estimator takes. The fit factorises only the row side densely (:mod:`._irt_factor`), so
-#: columns are cheap there; what grows with them is the Gibbs sampler's sweeps and the
-#: completed matrices the distribution is drawn from. All of MMLU (14,042 items, 100
-#: formats with the grammar's 24 covariate columns, 28,084 cells, 400 draws) took 380 s
-#: and 1.8 GB on one core (`estimate_spread`; the fit itself 10 s).
+#: estimator takes: the Gibbs sampler draws every effect on a grid each sweep. The fit
+#: factorises only the row side densely (:mod:`._irt_factor`), so columns are cheap there.
 MAX_EFFECTS = 20_000
 #: The most rows + covariate columns (formats + grammar choices): the block of the
 #: Laplace precision :func:`fit_irt` factorises densely at every Newton step (cubic in it;
 #: the earlier dense fit's limit on rows + columns, so every shape it took still fits).
 MAX_ROW_EFFECTS = 6_000
+#: The most cells of one completed matrix (rows × columns, × models for
+#: :func:`compare_formats`): every posterior draw completes it, so the analysis's time (and
+#: the comparison's memory, a few arrays of this size) grows with it. The earlier limit of
+#: 6,000 rows + columns allowed 3,000 × 3,000. All of MMLU (14,042 items × 100 formats,
+#: 1.4M cells, 24 covariate columns, 28,084 observed cells, 400 draws) took 380 s and
+#: 1.8 GB on one core with `estimate_spread` (the fit itself 10 s); 3,000 × 14,000 (a
+#: reviewer's shape, now refused) about 0.7 s per draw for the completion alone.
+MAX_GRID = 9_000_000
 
 
 def check_size(
@@ -109,18 +115,21 @@ def check_size(
     n_cols: int,
     n_covariates: int = 0,
     *,
+    models: int = 1,
     rows: str = "rows (formats)",
     cols: str = "columns (items)",
 ) -> None:
     """A :class:`StatsInputError` when the shape is over ``MAX_ROW_EFFECTS`` (rows +
-    covariate columns) or ``MAX_EFFECTS`` (all three); ``rows`` and ``cols`` name the
-    axes in the message (e.g. "formats", "items")."""
+    covariate columns), ``MAX_EFFECTS`` (rows + columns + covariate columns) or
+    ``MAX_GRID`` (models × rows × columns); ``rows`` and ``cols`` name the axes in the
+    message (e.g. "formats", "items")."""
     covs = f" + {n_covariates:,} covariate columns" if n_covariates else ""
     if n_rows + n_covariates > MAX_ROW_EFFECTS:
+        dense = f"{rows} + covariate columns" if covs else rows
         raise StatsInputError(
             f"{n_rows:,} {rows}{covs} is over the estimator's limit of {MAX_ROW_EFFECTS:,} "
-            f"(its fit factorises a dense matrix of {rows} + covariate columns squared at "
-            f"every step); use fewer {rows}"
+            f"(its fit factorises a dense matrix of {dense} squared at every step); use at "
+            f"most {MAX_ROW_EFFECTS - n_covariates:,} {rows}"
             + (
                 " or fewer covariate columns (e.g. their leading principal components)"
                 if covs
@@ -130,8 +139,16 @@ def check_size(
     if n_rows + n_cols + n_covariates > MAX_EFFECTS:
         raise StatsInputError(
             f"{n_rows:,} {rows} + {n_cols:,} {cols}{covs} is over the estimator's limit of "
-            f"{MAX_EFFECTS:,} (the sampler's time and the completed matrices grow with it); "
-            f"use fewer {cols} (a sample) or fewer {rows}"
+            f"{MAX_EFFECTS:,} (the sampler draws every effect each sweep); use fewer {cols} "
+            f"(a sample) or fewer {rows}"
+        )
+    if models * n_rows * n_cols > MAX_GRID:
+        per = f"{models} models × " if models > 1 else ""
+        raise StatsInputError(
+            f"{per}{n_rows:,} {rows} × {n_cols:,} {cols} = {models * n_rows * n_cols:,} "
+            f"cells is over the estimator's limit of {MAX_GRID:,} (every posterior draw "
+            "completes that matrix); use fewer "
+            f"{cols} (at most {MAX_GRID // (models * n_rows):,} with these {rows}) or fewer {rows}"
         )
 
 

@@ -37,7 +37,7 @@ def _setup(config: DecideConfig) -> tuple[SpreadSetup, int]:
     from ._study import _as_config_error
 
     with _as_config_error("decide study"):
-        setup = spread_setup(config.spread_config())
+        setup = spread_setup(config.spread_config(), models=len(config.models))
     if len(setup.formats) < 2:
         raise ConfigError(
             f"decide study: {config.formats}: one format; a comparison over formats needs two "

@@ -13,7 +13,7 @@ from numpy.typing import NDArray
 from ..._errors import ConfigError
 from ...conditions import FORMATS, Condition, Generation
 from ...items import Item, load_items, sample_items
-from ...stats import MAX_DRAW_VALUES, MAX_EFFECTS, MAX_ROW_EFFECTS
+from ...stats import MAX_DRAW_VALUES, MAX_EFFECTS, MAX_GRID, MAX_ROW_EFFECTS
 from .._protocol import StudyDesign
 from ._config import SpreadConfig
 from ._formats_file import load_format_file
@@ -61,25 +61,37 @@ def _conditions(config: SpreadConfig, formats: Sequence[_AnyFormat], mc: bool) -
     return out
 
 
-def _check_draws(config: SpreadConfig, n_formats: int, n_items: int, n_covariates: int) -> None:
-    """Formats + covariate columns, formats + items + covariate columns (both methods: the
-    search's analysis estimates too) and the estimate's draws × (formats + items) within the
-    estimator's limits, checked before the formats are built (and so in the dry run too)."""
+def _check_draws(
+    config: SpreadConfig, n_formats: int, n_items: int, n_covariates: int, models: int = 1
+) -> None:
+    """The estimator's limits (``steadyeval.stats.check_size``: formats + covariate
+    columns, formats + items + covariate columns, models × formats × items; both methods:
+    the search's analysis estimates too) and the estimate's draws × (formats + items),
+    checked before the formats are built (and so in the dry run too), with what fits."""
     per_draw = n_formats + n_items
     covs = f" + {n_covariates} covariate columns (the grammar's choices)" if n_covariates else ""
     if n_formats + n_covariates > MAX_ROW_EFFECTS:
         raise ConfigError(
             f"{n_formats:,} formats{covs} is over the estimator's limit of "
             f"{MAX_ROW_EFFECTS:,} (its fit factorises a dense matrix of that size squared at "
-            "every step); use fewer formats"
+            f"every step); pass --n-formats {MAX_ROW_EFFECTS - n_covariates} or fewer"
+            + (" (or --no-covariates)" if n_covariates else "")
         )
-    if per_draw + n_covariates > MAX_EFFECTS:  # the search's analysis estimates it too
-        room = MAX_EFFECTS - n_formats - n_covariates
+    # the most items that fit both the effects' and the completed matrix's limits
+    most = min(MAX_EFFECTS - n_formats - n_covariates, MAX_GRID // (models * n_formats))
+    if n_items > most:
+        over = (
+            f"{n_formats:,} formats + {n_items:,} items{covs} is over the estimator's limit of "
+            f"{MAX_EFFECTS:,} (the sampler draws every effect each sweep)"
+            if per_draw + n_covariates > MAX_EFFECTS
+            else f"{models} models × "
+            * (models > 1)
+            + f"{n_formats:,} formats × {n_items:,} items is over the estimator's limit of "
+            f"{MAX_GRID:,} cells (every posterior draw completes that matrix)"
+        )
         raise ConfigError(
-            f"{n_formats:,} formats + {n_items:,} items{covs} is over the estimator's limit "
-            f"of {MAX_EFFECTS:,} (the sampler's time and the completed matrices grow with "
-            f"it); estimate on a sample of the items: --sample {room} or fewer (sample: "
-            f"{room} in a config file; --limit N takes the first N, a biased sample of a "
+            f"{over}; estimate on a sample of the items: --sample {most} or fewer (sample: "
+            f"{most} in a config file; --limit N takes the first N, a biased sample of a "
             "sorted file)"
         )
     if config.method == "estimate" and config.draws * per_draw > MAX_DRAW_VALUES:
@@ -95,8 +107,10 @@ def _check_draws(config: SpreadConfig, n_formats: int, n_items: int, n_covariate
         )
 
 
-def spread_setup(config: SpreadConfig) -> SpreadSetup:
-    """Load the items and build the formats (generated, or read from ``config.formats``)."""
+def spread_setup(config: SpreadConfig, models: int = 1) -> SpreadSetup:
+    """Load the items and build the formats (generated, or read from ``config.formats``);
+    ``models``: how many models one fit holds (the decide study's comparison: all of
+    them), for the estimator's limit on the completed matrix."""
     items = load_items(config.data)
     if config.limit is not None:
         items = items[: config.limit]
@@ -115,10 +129,12 @@ def spread_setup(config: SpreadConfig) -> SpreadSetup:
     covariates = None
     if config.formats is not None:
         formats: list[Any] = list(load_format_file(config.formats))
-        _check_draws(config, len(formats), len(items), 0)
+        _check_draws(config, len(formats), len(items), 0, models)
     else:
         columns = sum(len(options) - 1 for options in DIMENSIONS.values())
-        _check_draws(config, config.n_formats, len(items), columns if config.covariates else 0)
+        _check_draws(
+            config, config.n_formats, len(items), columns if config.covariates else 0, models
+        )
         grammar = generate_formats(config.n_formats, config.grammar_seed)
         formats = list(grammar)
         if config.covariates:
