@@ -80,15 +80,17 @@ def _check_draws(
     # the most items that fit both the effects' and the completed matrix's limits
     most = min(MAX_EFFECTS - n_formats - n_covariates, MAX_GRID // (models * n_formats))
     if n_items > most:
-        over = (
-            f"{n_formats:,} formats + {n_items:,} items{covs} is over the estimator's limit of "
-            f"{MAX_EFFECTS:,} (the sampler draws every effect each sweep)"
-            if per_draw + n_covariates > MAX_EFFECTS
-            else f"{models} models × "
-            * (models > 1)
-            + f"{n_formats:,} formats × {n_items:,} items is over the estimator's limit of "
-            f"{MAX_GRID:,} cells (every posterior draw completes that matrix)"
-        )
+        if per_draw + n_covariates > MAX_EFFECTS:
+            over = (
+                f"{n_formats:,} formats + {n_items:,} items{covs} is over the estimator's "
+                f"limit of {MAX_EFFECTS:,} (the sampler draws every effect each sweep)"
+            )
+        else:
+            per = f"{models} models × " if models > 1 else ""
+            over = (
+                f"{per}{n_formats:,} formats × {n_items:,} items is over the estimator's limit "
+                f"of {MAX_GRID:,} cells (every posterior draw completes that matrix)"
+            )
         raise ConfigError(
             f"{over}; estimate on a sample of the items: --sample {most} or fewer (sample: "
             f"{most} in a config file; --limit N takes the first N, a biased sample of a "
