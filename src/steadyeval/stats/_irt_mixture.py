@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.special import log_expit, logsumexp
+from scipy.special import logsumexp
 
 if TYPE_CHECKING:
     from ._irt import IrtFit
@@ -89,6 +89,15 @@ class RowMixture:
         return draw_grid(self.log_post, n_draws, rng)
 
 
+def _log_sigmoid(z: NDArray[np.float64]) -> NDArray[np.float64]:
+    """log σ(z) = min(z, 0) − log(1 + e^(−|z|)), stable for any z. The grid
+    log-likelihoods are most of an estimate's time; this form runs about three times as
+    fast as ``scipy.special.log_expit`` on their arrays and agrees with it to 2.3e-16
+    (relative): the same posterior draws, bit for bit, on the checked matrices, and an
+    estimate at 100 formats × 3,000 items 45.1 s → 41.7 s."""
+    return np.minimum(z, 0.0) - np.log1p(np.exp(-np.abs(z)))
+
+
 @dataclass(frozen=True)
 class Units:
     """Cells grouped by the unit (a row or a column) they belong to, sorted once, so that
@@ -110,7 +119,7 @@ class Units:
         """log P(cells of unit u | its effect t) on ``GRID``, shape (..., size, len(GRID)):
         cell k has logit ``offset[..., k] + t`` (leading axes: e.g. posterior draws)."""
         sign = (2 * y[self.order] - 1)[:, None]
-        per_cell = log_expit(sign * (offset[..., self.order, None] + GRID))
+        per_cell = _log_sigmoid(sign * (offset[..., self.order, None] + GRID))
         out = np.zeros((*offset.shape[:-1], self.size, len(GRID)))
         out[..., self.present, :] = np.add.reduceat(per_cell, self.starts, axis=-2)
         return out
