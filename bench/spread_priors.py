@@ -219,16 +219,7 @@ def pair_cells(
     order (each item about equally often), a format's two items distinct. With fewer than
     budget / 2 formats every format already gets two cells: the study's stratified cells.
     Same signature as ``stratified_cells``."""
-    if budget // 2 > n_f:
-        return stratified_cells(n_f, n_i, budget, seed=seed)
-    rng = np.random.default_rng(seed)
-    formats = rng.choice(n_f, budget // 2, replace=False)
-    rows = np.repeat(formats, 2)
-    laps = len(rows) // n_i + 2
-    cols = np.concatenate([rng.permutation(n_i) for _ in range(laps)])[: len(rows)]
-    same = np.flatnonzero(cols[0::2] == cols[1::2]) * 2 + 1
-    cols[same] = (cols[same] + 1) % n_i
-    return rows.astype(np.intp), cols.astype(np.intp)
+    return group_cells(n_f, n_i, budget, 2, seed)
 
 
 def group_cells(

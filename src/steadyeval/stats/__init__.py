@@ -41,6 +41,7 @@ from ._irt import (
     IrtFit,
     fit_irt,
     irt_distribution,
+    max_columns,
 )
 from ._irt_check import SpreadDiagnostic
 from ._irt_posterior import MAX_DRAW_VALUES
@@ -160,6 +161,7 @@ __all__ = [
     "kendall_w",
     "krippendorff_alpha",
     "majority_vote",
+    "max_columns",
     "mcnemar",
     "mean_over_samples",
     "minimum_detectable_difference",

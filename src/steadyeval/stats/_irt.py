@@ -33,6 +33,7 @@ __all__ = [
     "check_size",
     "fit_irt",
     "irt_distribution",
+    "max_columns",
     "widen",
 ]
 
@@ -110,6 +111,38 @@ MAX_ROW_EFFECTS = 6_000
 MAX_GRID = 9_000_000
 
 
+def max_columns(n_rows: int, n_covariates: int = 0, models: int = 1) -> int:
+    """The most columns (items) ``MAX_EFFECTS`` and ``MAX_GRID`` allow with ``n_rows``
+    rows, ``n_covariates`` covariate columns and ``models`` models.
+
+    Parameters
+    ----------
+    n_rows : int
+        Rows (formats), at least 1.
+    n_covariates : int
+        Covariate columns of the rows.
+    models : int
+        Models fitted together (:func:`compare_formats`); 1 for :func:`estimate_spread`.
+
+    Returns
+    -------
+    int
+        The size of item sample that fits (negative when the rows alone are over).
+
+    Notes
+    -----
+    It bounds only the columns: the rows and covariate columns have their own limit,
+    ``MAX_ROW_EFFECTS``, which :func:`check_size` checks first.
+
+    Examples
+    --------
+    >>> from steadyeval import stats
+    >>> stats.max_columns(100, 24)
+    19876
+    """
+    return min(MAX_EFFECTS - n_rows - n_covariates, MAX_GRID // (models * n_rows))
+
+
 def check_size(
     n_rows: int,
     n_cols: int,
@@ -148,7 +181,8 @@ def check_size(
             f"{per}{n_rows:,} {rows} × {n_cols:,} {cols} = {models * n_rows * n_cols:,} "
             f"cells is over the estimator's limit of {MAX_GRID:,} (every posterior draw "
             "completes that matrix); use fewer "
-            f"{cols} (at most {MAX_GRID // (models * n_rows):,} with these {rows}) or fewer {rows}"
+            f"{cols} (at most {max_columns(n_rows, 0, models):,} with these {rows}) or fewer "
+            f"{rows}"
         )
 
 

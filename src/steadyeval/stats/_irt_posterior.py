@@ -161,9 +161,8 @@ def _copies(cells: IrtCells) -> list[str]:
     """A note when cells observed more than once always repeat their answer: copies of one
     answer (greedy decoding, a results file read twice) are not independent evidence, and
     the model counts each as a trial (formats then look far more different than they are)."""
-    key = cells.rows.astype(np.int64) * cells.n_cols + cells.cols
     _, first, index, counts = np.unique(
-        key, return_index=True, return_inverse=True, return_counts=True
+        cells.flat_index(), return_index=True, return_inverse=True, return_counts=True
     )
     repeated = counts > 1
     if not repeated.any() or np.any(cells.y != cells.y[first][index]):

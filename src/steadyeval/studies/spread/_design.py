@@ -13,11 +13,11 @@ from numpy.typing import NDArray
 from ..._errors import ConfigError
 from ...conditions import FORMATS, Condition, Generation
 from ...items import Item, load_items, sample_items
-from ...stats import MAX_DRAW_VALUES, MAX_EFFECTS, MAX_GRID, MAX_ROW_EFFECTS
+from ...stats import MAX_DRAW_VALUES, MAX_EFFECTS, MAX_GRID, MAX_ROW_EFFECTS, max_columns
 from .._protocol import StudyDesign
 from ._config import SpreadConfig
 from ._formats_file import load_format_file
-from ._grammar import DIMENSIONS, generate_formats
+from ._grammar import COVARIATE_COLUMNS, generate_formats
 from ._irt_design import stratified_cells
 from ._types import SpreadDesign
 
@@ -77,8 +77,7 @@ def _check_draws(
             f"every step); pass --n-formats {MAX_ROW_EFFECTS - n_covariates} or fewer"
             + (" (or --no-covariates)" if n_covariates else "")
         )
-    # the most items that fit both the effects' and the completed matrix's limits
-    most = min(MAX_EFFECTS - n_formats - n_covariates, MAX_GRID // (models * n_formats))
+    most = max_columns(n_formats, n_covariates, models)
     if n_items > most:
         if per_draw + n_covariates > MAX_EFFECTS:
             over = (
@@ -133,10 +132,8 @@ def spread_setup(config: SpreadConfig, models: int = 1) -> SpreadSetup:
         formats: list[Any] = list(load_format_file(config.formats))
         _check_draws(config, len(formats), len(items), 0, models)
     else:
-        columns = sum(len(options) - 1 for options in DIMENSIONS.values())
-        _check_draws(
-            config, config.n_formats, len(items), columns if config.covariates else 0, models
-        )
+        columns = COVARIATE_COLUMNS if config.covariates else 0
+        _check_draws(config, config.n_formats, len(items), columns, models)
         grammar = generate_formats(config.n_formats, config.grammar_seed)
         formats = list(grammar)
         if config.covariates:

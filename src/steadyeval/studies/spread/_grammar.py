@@ -18,7 +18,7 @@ import numpy as np
 
 from ...conditions import Condition, Format, Template
 
-__all__ = ["DIMENSIONS", "GrammarFormat", "generate_formats", "roman"]
+__all__ = ["COVARIATE_COLUMNS", "DIMENSIONS", "GrammarFormat", "generate_formats", "roman"]
 
 
 def roman(n: int) -> str:
@@ -52,6 +52,9 @@ DIMENSIONS: Mapping[str, tuple[str, ...]] = {
     "wrapper": ("{label}. ", "({label}) ", "[{label}] ", "{label}) ", "{label}: "),
     "joiner": ("\n", " ", "; ", ", "),
 }
+#: Columns of :meth:`GrammarFormat.covariates`: one per choice of each dimension but its
+#: first (the default's).
+COVARIATE_COLUMNS = sum(len(options) - 1 for options in DIMENSIONS.values())
 
 _CASE = {"title": str.title, "upper": str.upper, "lower": str.lower}
 
