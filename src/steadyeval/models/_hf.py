@@ -58,7 +58,7 @@ log = logging.getLogger(__name__)
 def load_hf(spec: ModelSpec) -> Backend:
     """``hf:``: read the config and choose the causal, seq2seq or masked backend."""
     options = HFOptions.from_spec(spec)
-    model_dir = resolve_model_dir(spec, options)
+    model_dir = resolve_model_dir(spec, options, weights=False)  # weights on first use
     config = load_config(model_dir, options)
     archs = " ".join(getattr(config, "architectures", None) or [])
     if getattr(config, "is_encoder_decoder", False):

@@ -18,7 +18,7 @@ from .._log import duration
 from ..requests import GenerateRequest, Request
 from ._backend import BackendStats, BaseBackend, Capabilities, StatsCounter
 from ._hf_identity import FolderBackend
-from ._hf_options import RUN_ONLY, HFOptions, load_config, resolve_model_dir
+from ._hf_options import RUN_ONLY, HFOptions, fetch_weights, load_config, resolve_model_dir
 from ._known import known_input_format
 from ._spec import ModelSpec, spec_where
 
@@ -49,7 +49,9 @@ class HFBackendBase(FolderBackend):
 
     Subclasses set ``kind`` (the fingerprint's backend name) and ``auto_class`` (the
     ``transformers`` Auto class that loads their weights), and may check the config in
-    ``_check_config``. Construction reads only the config; weights load on first use.
+    ``_check_config``. Construction reads only the config (a hub model's small files);
+    weights are fetched and loaded on first use (the model, or the fingerprint that hashes
+    them).
     """
 
     kind: str = ""
@@ -66,7 +68,7 @@ class HFBackendBase(FolderBackend):
         self.spec = spec
         if _resolved is None:
             options = HFOptions.from_spec(spec)
-            model_dir = resolve_model_dir(spec, options)
+            model_dir = resolve_model_dir(spec, options, weights=False)
             _resolved = (options, model_dir, load_config(model_dir, options))
         self.options, self.model_dir, self.config = _resolved
         if not self.options.special_tokens and not self.reads_special_tokens:
@@ -82,6 +84,13 @@ class HFBackendBase(FolderBackend):
         self._fingerprint: str | None = None
         self._identity: str | None = None
         self._counter = StatsCounter()  # out-of-memory halvings
+        self._weights_fetched = False
+
+    def _fetch_weights(self) -> None:
+        """A hub snapshot's weights, downloaded once (construction fetched its small files)."""
+        if not self._weights_fetched:
+            fetch_weights(self.spec, self.options, self.model_dir)
+            self._weights_fetched = True
 
     def _check_config(self) -> None:
         """Raise if the config is not a model this backend can run."""
@@ -137,6 +146,7 @@ class HFBackendBase(FolderBackend):
             import transformers
             from transformers.utils import logging as hf_logging
 
+            self._fetch_weights()
             log.info("loading model %s…", self.spec)
             start = time.perf_counter()
             hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]

@@ -172,9 +172,13 @@ class FolderBackend(BaseBackend):
         """The options whose revision, dtype and context length enter the fingerprint."""
         raise NotImplementedError
 
+    def _fetch_weights(self) -> None:
+        """Make sure the folder holds the weights (a backend that fetches them late)."""
+
     @cached_property
     def _content_hashes(self) -> dict[str, str]:
         """The folder's content hashes, read once for the fingerprint and the identity."""
+        self._fetch_weights()
         return content_hashes(self.model_dir)
 
     def fingerprint(self) -> str:
@@ -190,7 +194,12 @@ class FolderBackend(BaseBackend):
 
     def identity(self) -> str:
         if self._identity is None:
+            # a hub model is named by its commit: its weights need not be here yet
+            local = locate(self.spec.name).kind == "path"
             self._identity = model_identity(
-                self.spec, self.model_dir, self.run_only_options, self._content_hashes
+                self.spec,
+                self.model_dir,
+                self.run_only_options,
+                self._content_hashes if local else None,
             )
         return self._identity

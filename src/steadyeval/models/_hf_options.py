@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,7 @@ __all__ = [
     "HF_BACKENDS",
     "RUN_ONLY",
     "HFOptions",
+    "fetch_weights",
     "load_config",
     "model_folder",
     "positive_int",
@@ -137,16 +138,22 @@ def _offline() -> bool:
     return os.environ.get("HF_HUB_OFFLINE", "").strip().upper() in ("1", "ON", "YES", "TRUE")
 
 
-_PATTERNS = ["*.json", "*.safetensors", "*.model", "*.txt", "*.tiktoken", "*.py", "*.jinja"]
+#: A hub model's small files: its config, tokenizer, chat template and code.
+_LIGHT = ["*.json", "*.model", "*.txt", "*.tiktoken", "*.py", "*.jinja"]
+#: ... and its weights (safetensors only: pickled ``.bin`` files can run code).
+_WEIGHTS = ["*.safetensors"]
 
 
-def resolve_model_dir(spec: ModelSpec, options: HFOptions) -> Path:
+def resolve_model_dir(spec: ModelSpec, options: HFOptions, *, weights: bool = True) -> Path:
     """A local directory holding the model's files: the path itself, or the hub snapshot.
 
     Whether the name is a local folder or a hub id is :func:`steadyeval._hub.locate`'s
     rule (what exists on disk and the hub id grammar, never a suffix). Hub models are
     resolved through ``huggingface_hub.snapshot_download`` (which reuses the local cache);
-    when the hub cannot be reached the error says so and suggests a local path.
+    when the hub cannot be reached the error says so and suggests a local path. With
+    ``weights=False`` a hub snapshot gets only its small files (config, tokenizer): the
+    backends fetch the weights on first use (:func:`fetch_weights`), so that a run which
+    fails on its data or config has not downloaded gigabytes first.
     """
     where = locate(spec.name)
     if where.kind == "path":
@@ -163,11 +170,32 @@ def resolve_model_dir(spec: ModelSpec, options: HFOptions) -> Path:
         raise ModelSpecError(
             f"{spec_where(spec)}: no folder of that name here, and not a hub id: {where.why}"
         )
-    return _hub_snapshot(spec, options)
+    return _hub_snapshot(spec, options, _LIGHT + _WEIGHTS if weights else _LIGHT)
 
 
-def _hub_snapshot(spec: ModelSpec, options: HFOptions) -> Path:
-    """The local snapshot of hub model ``spec.name`` (downloaded unless offline)."""
+def fetch_weights(spec: ModelSpec, options: HFOptions, model_dir: Path) -> None:
+    """Complete a hub snapshot that :func:`resolve_model_dir` fetched without its weights,
+    at the same commit (a local folder, or a snapshot already complete, is left as is)."""
+    if locate(spec.name).kind == "path" or model_dir.parent.name != "snapshots":
+        return
+    _hub_snapshot(spec, replace(options, revision=model_dir.name), _LIGHT + _WEIGHTS)
+    if not any(model_dir.glob("*.safetensors")):
+        where = "the local hub cache" if _offline() else "the hub"
+        raise ModelSpecError(
+            f"{spec_where(spec)}: hub model {spec.name} at commit {model_dir.name[:12]} has "
+            f"no .safetensors weights in {where} ({echo(str(model_dir), 120)}); steadyeval "
+            "loads safetensors only (pickled .bin weights can run code). "
+            + (
+                "Unset HF_HUB_OFFLINE to download them, or pass a local model folder"
+                if _offline()
+                else "Convert the weights to safetensors and pass the local folder"
+            )
+        )
+
+
+def _hub_snapshot(spec: ModelSpec, options: HFOptions, patterns: list[str]) -> Path:
+    """The local snapshot of hub model ``spec.name`` (downloaded unless offline), holding
+    the files that match ``patterns``."""
     from huggingface_hub import constants, snapshot_download
 
     offline = _offline()
@@ -177,7 +205,7 @@ def _hub_snapshot(spec: ModelSpec, options: HFOptions) -> Path:
                 spec.name,
                 revision=options.revision,
                 local_files_only=offline,
-                allow_patterns=_PATTERNS,
+                allow_patterns=patterns,
             )
         )
     except Exception as exc:  # huggingface_hub raises many types; all mean "not reachable"

@@ -1,0 +1,114 @@
+"""A hub model's weights are downloaded on first use, not when the backend opens: a run that
+fails on its data or config, or a dry run of a study whose design reads the data, has not
+fetched gigabytes first. ``huggingface_hub.snapshot_download`` is replaced by a stand-in
+hub that serves a tiny model's files into a local snapshot folder, copying only the files
+the call's ``allow_patterns`` match, and records each call."""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from steadyeval import DataError, ModelSpecError
+from steadyeval.models import load_backend
+from steadyeval.requests import ScoreRequest
+from steadyeval.studies import run_study
+
+COMMIT = "0123456789abcdef0123456789abcdef01234567"
+
+
+class StandInHub:
+    """``snapshot_download`` over one repository whose files are those of ``source``."""
+
+    def __init__(self, source: Path, root: Path) -> None:
+        self.source, self.root = source, root
+        self.calls: list[tuple[str, str | None, list[str]]] = []
+
+    def __call__(
+        self,
+        repo_id: str,
+        *,
+        revision: str | None = None,
+        local_files_only: bool = False,
+        allow_patterns: list[str] | None = None,
+        **_: Any,
+    ) -> str:
+        patterns = list(allow_patterns or ["*"])
+        self.calls.append((repo_id, revision, patterns))
+        assert revision in (None, COMMIT), revision  # a branch, or the commit it resolved to
+        snapshot = self.root / f"models--{repo_id.replace('/', '--')}" / "snapshots" / COMMIT
+        snapshot.mkdir(parents=True, exist_ok=True)
+        for f in self.source.iterdir():
+            if any(fnmatch.fnmatch(f.name, p) for p in patterns):
+                shutil.copy2(f, snapshot / f.name)
+        return str(snapshot)
+
+    def weights_fetched(self) -> bool:
+        return any("*.safetensors" in p for _, _, p in self.calls)
+
+
+@pytest.fixture
+def hub(tmp_path: Path, tiny_gpt2: Path, monkeypatch: pytest.MonkeyPatch) -> StandInHub:
+    import huggingface_hub
+
+    stand_in = StandInHub(tiny_gpt2, tmp_path / "hub")
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", stand_in)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)  # no folder named like the hub id
+    return stand_in
+
+
+def test_opening_a_hub_model_fetches_no_weights(hub: StandInHub, tiny_gpt2: Path) -> None:
+    b = load_backend("hf:owner/Name-0.5B")
+    assert not hub.weights_fetched()
+    assert not list(b.model_dir.glob("*.safetensors"))  # type: ignore[attr-defined]
+    assert b.tokenizer is not None and b.capabilities.max_length > 0
+    assert b.identity() == f"hf:owner/Name-0.5B@{COMMIT[:12]}"  # named by commit: no weights
+    assert not hub.weights_fetched()
+
+    request = [ScoreRequest("The sky is", " blue")]
+    scored = b.score(request)
+    # the second call is pinned to the commit the first resolved, and brings the weights
+    assert hub.calls[-1][1] == COMMIT and "*.safetensors" in hub.calls[-1][2]
+    assert len(hub.calls) == 2
+    local = load_backend(f"hf:{tiny_gpt2}")
+    assert scored[0].logprob == pytest.approx(local.score(request)[0].logprob, abs=1e-6)
+    b.score(request)
+    assert len(hub.calls) == 2  # fetched once
+
+
+def test_the_fingerprint_fetches_the_weights_it_hashes(hub: StandInHub) -> None:
+    late = load_backend("hf:owner/Name-0.5B").fingerprint()
+    assert hub.weights_fetched()
+    assert load_backend("hf:owner/Name-0.5B").fingerprint() == late  # as if there from the start
+
+
+def test_a_bad_data_row_fails_before_any_weights(hub: StandInHub, tmp_path: Path) -> None:
+    data = tmp_path / "items.jsonl"
+    good = {"id": "q0", "question": "1 + 1?", "options": ["2", "3"], "answer": 0}
+    data.write_text(json.dumps(good) + "\n" + '{"id": "q1", "question": 5}\n')
+    config = {"models": ["hf:owner/Name-0.5B"], "data": str(data), "n_formats": 4, "budget": 4}
+    with pytest.raises(DataError, match=r"items\.jsonl.*line 2"):
+        run_study("spread", config, dry_run=True)
+    assert hub.calls and not hub.weights_fetched()
+
+
+def test_a_snapshot_without_weights_is_a_clear_error(
+    hub: StandInHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Offline with only the small files cached (or a repository of pickled .bin weights):
+    the error says which model and why, not transformers' missing-file message."""
+    b = load_backend("hf:owner/Name-0.5B")
+    bare = tmp_path / "bare"
+    shutil.copytree(hub.source, bare, ignore=shutil.ignore_patterns("*.safetensors"))
+    hub.source = bare
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(ModelSpecError, match=r"owner/Name-0\.5B.*no \.safetensors.*HF_HUB_OFFLINE"):
+        b.score([ScoreRequest("The sky is", " blue")])
