@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from steadyeval import DataError, ModelSpecError
-from steadyeval.models import load_backend
+from steadyeval.models import load_backend, parse_model_spec
 from steadyeval.requests import ScoreRequest
 from steadyeval.studies import run_study
 
@@ -112,3 +112,13 @@ def test_a_snapshot_without_weights_is_a_clear_error(
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(ModelSpecError, match=r"owner/Name-0\.5B.*no \.safetensors.*HF_HUB_OFFLINE"):
         b.score([ScoreRequest("The sky is", " blue")])
+
+
+def test_vllm_fetches_the_weights_when_its_engine_starts(hub: StandInHub) -> None:
+    from steadyeval.models._vllm import VLLMBackend
+    from tests.models import vllm_standin
+
+    b = VLLMBackend(parse_model_spec("vllm:owner/Name-0.5B"), engine_module=vllm_standin)
+    assert b.count_tokens(["The sky is blue"]) and not hub.weights_fetched()
+    b.score([ScoreRequest("The sky is", " blue")])
+    assert hub.weights_fetched() and hub.calls[-1][1] == COMMIT

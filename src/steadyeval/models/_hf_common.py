@@ -18,7 +18,7 @@ from .._log import duration
 from ..requests import GenerateRequest, Request
 from ._backend import BackendStats, BaseBackend, Capabilities, StatsCounter
 from ._hf_identity import FolderBackend
-from ._hf_options import RUN_ONLY, HFOptions, fetch_weights, load_config, resolve_model_dir
+from ._hf_options import RUN_ONLY, HFOptions, load_config, resolve_model_dir
 from ._known import known_input_format
 from ._spec import ModelSpec, spec_where
 
@@ -84,13 +84,6 @@ class HFBackendBase(FolderBackend):
         self._fingerprint: str | None = None
         self._identity: str | None = None
         self._counter = StatsCounter()  # out-of-memory halvings
-        self._weights_fetched = False
-
-    def _fetch_weights(self) -> None:
-        """A hub snapshot's weights, downloaded once (construction fetched its small files)."""
-        if not self._weights_fetched:
-            fetch_weights(self.spec, self.options, self.model_dir)
-            self._weights_fetched = True
 
     def _check_config(self) -> None:
         """Raise if the config is not a model this backend can run."""

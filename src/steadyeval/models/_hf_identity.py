@@ -16,7 +16,7 @@ from pathlib import Path
 
 from .._hub import locate
 from ._backend import BaseBackend, spec_identity
-from ._hf_options import HFOptions
+from ._hf_options import HFOptions, fetch_weights
 from ._spec import ModelSpec
 
 __all__ = ["content_hashes", "fingerprint_dir", "model_identity"]
@@ -167,13 +167,18 @@ class FolderBackend(BaseBackend):
     model_dir: Path
     _fingerprint: str | None = None
     _identity: str | None = None
+    _weights_fetched: bool = False
 
     def _fingerprint_options(self) -> HFOptions:
         """The options whose revision, dtype and context length enter the fingerprint."""
         raise NotImplementedError
 
     def _fetch_weights(self) -> None:
-        """Make sure the folder holds the weights (a backend that fetches them late)."""
+        """A hub snapshot's weights, downloaded once, at the commit of its small files (the
+        backends open a hub model with those only: :func:`resolve_model_dir`)."""
+        if not self._weights_fetched:
+            fetch_weights(self.spec, self._fingerprint_options(), self.model_dir)
+            self._weights_fetched = True
 
     @cached_property
     def _content_hashes(self) -> dict[str, str]:

@@ -193,7 +193,7 @@ class VLLMBackend(FolderBackend):
             max_length=self.options.max_model_len,
             trust_remote_code=self.options.trust_remote_code,
         )
-        self.model_dir = resolve_model_dir(spec, self._hf)
+        self.model_dir = resolve_model_dir(spec, self._hf, weights=False)  # weights: engine
         load_config(self.model_dir, self._hf)  # a transformers model folder, else an error
         if self.options.data_parallel_size > 1 and not isinstance(engine_module, str):
             raise ConfigError(
@@ -240,6 +240,7 @@ class VLLMBackend(FolderBackend):
     @property
     def engine(self) -> VLLMEngine | ReplicaPool:
         if self._engine is None:
+            self._fetch_weights()
             kwargs = self.options.engine_kwargs(self.model_dir)
             where = str(self.spec)
             log.info("loading model %s…", where)
