@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import logging
 import sys
+import time
 from collections.abc import Callable
 from typing import Literal, TextIO
 
-__all__ = ["LEVELS", "LOGGER", "LogLevel", "configure", "duration", "quiet"]
+__all__ = ["LEVELS", "LOGGER", "LogLevel", "ProgressLog", "configure", "duration", "quiet"]
 
 #: The logger every module of the package logs under.
 LOGGER = "steadyeval"
@@ -96,3 +97,30 @@ def duration(seconds: float) -> str:
     if hours:
         return f"{hours}h{minutes:02d}m"
     return f"{minutes}m{secs:02d}s"
+
+
+class ProgressLog:
+    """A ``progress(done, total)`` callback for long work that reports steps, not requests
+    (a sampler's sweeps): one INFO line on ``logger`` at most every ``interval`` seconds of
+    ``clock``, ``WHAT: DONE/TOTAL steps (P%) · ETA T``; none for work done sooner."""
+
+    def __init__(
+        self,
+        logger: logging.Logger,
+        what: str,
+        *,
+        interval: float = 30.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.logger, self.what, self.interval, self._clock = logger, what, interval, clock
+        self._start = self._last = clock()
+
+    def __call__(self, done: int, total: int) -> None:
+        now = self._clock()
+        if done <= 0 or done >= total or now - self._last < self.interval:
+            return
+        self._last = now
+        eta = duration((now - self._start) * (total - done) / done)
+        self.logger.info(
+            "%s: %d/%d steps (%d%%) · ETA %s", self.what, done, total, 100 * done // total, eta
+        )

@@ -279,3 +279,22 @@ def test_retries_of_a_backend_read_through_slots_reach_the_summary(tmp_path: Pat
         result = run(ITEMS, [MC], [model], options=RunOptions(cache=tmp_path / "c.sqlite"))
     (counts,) = result.summary["retries"].values()
     assert counts["retries"] == 2 and counts["backoff_waits"] == 2  # both options of q1
+
+
+def test_steps_log_at_most_every_interval_with_an_eta(caplog: pytest.LogCaptureFixture) -> None:
+    """Long work counted in steps (the spread estimate's sweeps): a line only once
+    ``interval`` seconds have passed since the last, none at the end or for quick work."""
+    from steadyeval._log import ProgressLog
+
+    caplog.set_level(logging.INFO, logger="steadyeval")
+    clock = FakeClock()
+    step = ProgressLog(logging.getLogger("steadyeval.x"), "spread of m", clock=clock)
+    for done in range(1, 101):
+        clock.now += 1.0  # one second a step: a line each 30
+        step(done, 100)
+    got = [r.getMessage() for r in caplog.records]
+    assert got == [
+        "spread of m: 30/100 steps (30%) · ETA 1m10s",
+        "spread of m: 60/100 steps (60%) · ETA 40.0 s",
+        "spread of m: 90/100 steps (90%) · ETA 10.0 s",
+    ]

@@ -94,6 +94,7 @@ ROWS, COLS, Y = [0, 0, 1, 2], [0, 1, 1, 2], [1, 0, 1, 1]
         ((ROWS, COLS, Y, (3, 3)), {"draws": 2.5}, "draws must be an integer >= 1"),
         ((ROWS, COLS, Y, (3, 3)), {"seed": -1}, "seed must be a non-negative int"),
         ((ROWS, COLS, Y, (3, 3)), {"seed": None}, "seed must be a non-negative int"),
+        ((ROWS, COLS, Y, (3, 3)), {"progress": 5}, "progress must be None or a callable.*int"),
         ((ROWS, COLS, Y, (3, 3), [[1.0], [0.0]]), {}, r"covariates must have shape \(n_rows=3"),
         ((ROWS, COLS, Y, (10, 5_000)), {"draws": 10_000}, "draws × .* is over the limit"),
         (
@@ -181,6 +182,20 @@ def test_same_seed_same_estimate_and_warnings_point_at_the_caller() -> None:
         stats.estimate_spread(rows, cols, np.ones_like(y), (6, 8), draws=20)
     (w,) = [w for w in caught if w.category is stats.StatsWarning]
     assert "is correct" in str(w.message) and w.filename == __file__
+
+
+def test_progress_is_told_every_sweep_and_changes_nothing() -> None:
+    from steadyeval.stats._irt_gibbs import BURN_IN, THIN
+
+    rows, cols, y = _cells(3, (6, 8), 3)
+    told: list[tuple[int, int]] = []
+    a = stats.estimate_spread(rows, cols, y, (6, 8), seed=4, draws=30)
+    b = stats.estimate_spread(
+        rows, cols, y, (6, 8), seed=4, draws=30, progress=lambda *a: told.append(a)
+    )
+    np.testing.assert_array_equal(a.draws, b.draws)
+    total = BURN_IN + THIN * 30
+    assert told == [(k, total) for k in range(1, total + 1)]
 
 
 # -- the fit check -------------------------------------------------------------------------

@@ -18,7 +18,14 @@ from ._errors import StatsInputError
 from ._irt import IrtCells, check_size, fit_irt
 from ._irt_check import SpreadDiagnostic
 from ._irt_posterior import MAX_DRAW_VALUES, IrtDistribution, irt_distribution
-from ._validate import SeedLike, as_positive_int, check_confidence, check_seed
+from ._validate import (
+    Progress,
+    SeedLike,
+    as_positive_int,
+    check_confidence,
+    check_progress,
+    check_seed,
+)
 
 __all__ = ["PosteriorEstimate", "SpreadEstimate", "estimate_spread"]
 
@@ -151,6 +158,7 @@ def estimate_spread(
     seed: SeedLike = 0,
     draws: int = 400,
     confidence: float = 0.9,
+    progress: Progress | None = None,
 ) -> SpreadEstimate:
     """The distribution of accuracy over all formats from a sparse sample of cells.
 
@@ -172,6 +180,9 @@ def estimate_spread(
         Posterior draws.
     confidence : float
         Level of the equal-tailed intervals.
+    progress : callable, optional
+        Called as ``progress(done, total)`` after each step of the sampler (as
+        :func:`irt_distribution`): an estimate at MMLU's size takes minutes.
 
     Returns
     -------
@@ -247,6 +258,7 @@ def estimate_spread(
     draws = as_positive_int(draws, "draws")
     confidence = check_confidence(confidence)
     check_seed(seed)
+    progress = check_progress(progress)
     if draws * (n_formats + n_items) > MAX_DRAW_VALUES:
         raise StatsInputError(
             f"draws × (n_formats + n_items) = {draws:,} × {n_formats + n_items:,} is over the "
@@ -256,7 +268,11 @@ def estimate_spread(
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         dist = irt_distribution(
-            fit_irt(cells, covariates), confidence=confidence, n_draws=draws, seed=seed
+            fit_irt(cells, covariates),
+            confidence=confidence,
+            n_draws=draws,
+            seed=seed,
+            progress=progress,
         )
     for w in caught:  # shown at the caller's line, under the caller's filters
         warnings.warn(w.message, w.category, stacklevel=2)

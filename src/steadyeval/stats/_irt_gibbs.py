@@ -51,6 +51,7 @@ from scipy.stats import t as student_t
 from scipy.stats import truncnorm
 
 from ._irt_mixture import _VAR_A, _VAR_B, GRID, Units, draw_grid, gap
+from ._validate import Progress
 
 if TYPE_CHECKING:
     from ._irt import IrtFit
@@ -478,19 +479,24 @@ class _Chain:
 
 
 def gibbs_draws(
-    fit: IrtFit, n_draws: int, rng: np.random.Generator
+    fit: IrtFit, n_draws: int, rng: np.random.Generator, progress: Progress | None = None
 ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
     """Posterior draws of the intercept (d,), the row effects with their covariate part
     (d, rows) and the column effects (d, cols), by ``BURN_IN`` + ``THIN`` × ``n_draws``
-    Gibbs sweeps started at the fit's mode."""
+    Gibbs sweeps started at the fit's mode; ``progress(done, total)`` after each sweep."""
     chain = _Chain(fit)
     state = chain.start(fit)
     n, m = fit.cells.n_rows, fit.cells.n_cols
     mu, theta, beta = np.empty(n_draws), np.empty((n_draws, n)), np.empty((n_draws, m))
-    for _ in range(BURN_IN):
+    total = BURN_IN + THIN * n_draws
+    for done in range(1, BURN_IN + 1):
         chain.sweep(state, rng)
+        if progress is not None:
+            progress(done, total)
     for d in range(n_draws):
-        for _ in range(THIN):
+        for k in range(THIN):
             chain.sweep(state, rng)
+            if progress is not None:
+                progress(BURN_IN + THIN * d + k + 1, total)
         mu[d], theta[d], beta[d] = state.mu[0], state.theta + chain.x @ state.gamma, state.beta
     return mu, theta, beta

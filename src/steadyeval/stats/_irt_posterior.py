@@ -16,7 +16,15 @@ from ._errors import StatsInputError
 from ._irt_check import SpreadDiagnostic, diagnose
 from ._irt_gibbs import format_sd_mean, gibbs_draws
 from ._irt_mixture import draw_with_mixture
-from ._validate import SeedLike, as_positive_int, check_confidence, make_rng, warn
+from ._validate import (
+    Progress,
+    SeedLike,
+    as_positive_int,
+    check_confidence,
+    check_progress,
+    make_rng,
+    warn,
+)
 
 if TYPE_CHECKING:
     from ._irt import IrtCells, IrtFit
@@ -234,6 +242,7 @@ def irt_distribution(
     row_prior: str = "mixture",
     calibrate: bool = True,
     seed: SeedLike = 0,
+    progress: Progress | None = None,
 ) -> IrtDistribution:
     """Per-row accuracy distribution over all columns, its quantiles and their intervals.
 
@@ -252,6 +261,10 @@ def irt_distribution(
     calibrate : bool
         Widen the Laplace sampler's quantile intervals (:func:`widen`).
     seed : int or numpy.random.Generator
+    progress : callable, optional
+        Called as ``progress(done, total)`` after each of the Gibbs sampler's sweeps
+        (``total``: its burn-in and thinned sweeps; about a second each at MMLU's size),
+        e.g. to show how far a long estimate has come. Not called with ``sampler="laplace"``.
 
     Returns
     -------
@@ -324,8 +337,9 @@ def irt_distribution(
         raise StatsInputError(f"row_prior must be 'mixture' or 'fit'; got {row_prior!r}")
     for message in degenerate_cells(cells):
         warn(message)
+    progress = check_progress(progress)
     if sampler == "gibbs":
-        mu, theta, beta = gibbs_draws(fit, n_draws, rng)
+        mu, theta, beta = gibbs_draws(fit, n_draws, rng, progress)
     elif row_prior == "mixture":
         mu, theta, beta = draw_with_mixture(fit, n_draws, rng)
     else:

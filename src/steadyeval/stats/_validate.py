@@ -5,7 +5,8 @@ from __future__ import annotations
 import math
 import numbers
 import warnings
-from typing import Any
+from collections.abc import Callable
+from typing import Any, cast
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -13,6 +14,8 @@ from numpy.typing import ArrayLike, NDArray
 from ._errors import StatsInputError, StatsWarning
 
 SeedLike = int | np.random.Generator
+#: Told ``(steps done, steps in all)`` as a long computation goes (a sampler's sweeps).
+Progress = Callable[[int, int], None]
 
 
 def warn(message: str, stacklevel: int = 3) -> None:
@@ -142,6 +145,16 @@ def check_seed(seed: Any, name: str = "seed") -> None:
     if isinstance(seed, np.random.Generator):
         return
     make_rng(seed, name)
+
+
+def check_progress(progress: Any) -> Progress | None:
+    """``progress``: None or a callable taking (done, total)."""
+    if progress is not None and not callable(progress):
+        raise StatsInputError(
+            f"progress must be None or a callable taking (done, total); got "
+            f"{type(progress).__name__}"
+        )
+    return cast("Progress | None", progress)
 
 
 def check_same_length(a: NDArray[Any], b: NDArray[Any], name_a: str, name_b: str) -> None:

@@ -5,6 +5,7 @@ table."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -241,3 +242,20 @@ def test_report_leads_with_the_estimated_distribution(tmp_path: Path, items_file
     assert line[-1] == (", ".join(flags) or "ok")
     notes = [b for b in lead.blocks if type(b).__name__ == "Note"]
     assert any(d.message in n.text and n.level == "warning" for n in notes) == bool(flags)
+
+
+def test_the_estimate_says_when_it_starts_and_ends(
+    tmp_path: Path, items_file: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The analysis can take minutes (all of MMLU: about 6): it logs at INFO what it
+    estimates and how long it took (and every 30 s between, see ProgressLog)."""
+    import logging
+
+    caplog.set_level(logging.INFO, logger="steadyeval")
+    _run(tmp_path, items_file)
+    got = [r.getMessage() for r in caplog.records if "spread of" in r.getMessage()]
+    assert len(got) == 2, got
+    assert re.fullmatch(
+        r"spread of \S+: estimating 15 formats × 12 items from 40 cells \(100 draws\)…", got[0]
+    )
+    assert re.fullmatch(r"spread of \S+: estimated in [\d.]+ s", got[1])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import time
 import warnings
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -9,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..._errors import ConfigError
+from ..._log import ProgressLog, duration
 from ...stats import StatsWarning, estimate_spread
 from ._irt_search import search_summary
 from ._types import (
@@ -31,6 +34,8 @@ if TYPE_CHECKING:
     from ...stats import SpreadDiagnostic
 
 __all__ = ["analyze_spread", "model_cells"]
+
+log = logging.getLogger(__name__)
 
 #: the columns the spread study reads
 COLUMNS = ("model", "condition", "item_id", "correct", "prompt")
@@ -101,6 +106,12 @@ def _model_analysis(results: ResultsFrame, design: SpreadDesign, model: str) -> 
     if len(y) == 0:
         raise ConfigError(f"model {model!r} has no scored cells in the results table")
     x = design.covariates
+    what = f"spread of {model}"
+    log.info(
+        "%s: estimating %d formats × %d items from %d cells (%d draws)…",
+        what, n_f, n_i, len(y), design.draws,
+    )  # fmt: skip
+    start = time.monotonic()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", StatsWarning)
         estimate = estimate_spread(
@@ -112,7 +123,9 @@ def _model_analysis(results: ResultsFrame, design: SpreadDesign, model: str) -> 
             seed=design.seed,
             draws=design.draws,
             confidence=design.confidence,
+            progress=ProgressLog(log, what),
         )
+    log.info("%s: estimated in %s", what, duration(time.monotonic() - start))
     dist = estimate.distribution
     # what the cells cannot tell (all correct, one format observed, ...) and when not to
     # trust the estimate (the fit check): shown with the result
