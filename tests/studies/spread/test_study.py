@@ -237,6 +237,9 @@ def test_report_leads_with_the_estimated_distribution(tmp_path: Path, items_file
     d = rec.diagnostic
     assert d is not None and line[0] == rec.model and line[2] == d.cells_per_format
     assert line[4:7] == (d.ppc_format_p, d.ppc_item_p, d.ppc_interaction_p)
+    assert d.prior_mass is not None and 0 < d.prior_mass < 1  # 15 formats: a prior to compare
+    older = {k: v for k, v in d.model_dump().items() if k != "prior_mass"}
+    assert type(d).model_validate(older).prior_mass is None  # written before the field: reads
     assert f"[{d.format_sd_low:.2f}, {d.format_sd_high:.2f}]" in line[1]
     flags = [name for name, on in (("prior-driven", d.prior_driven), ("misfit", d.misfit)) if on]
     assert line[-1] == (", ".join(flags) or "ok")

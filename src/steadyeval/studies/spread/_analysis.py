@@ -179,6 +179,7 @@ def _diagnostic(d: SpreadDiagnostic) -> FitDiagnostic:
         cells_per_format=d.cells_per_format,
         share_two_cells=d.share_two_cells,
         prior_driven=d.prior_driven,
+        prior_mass=_finite(d.prior_mass),
         ppc_format_p=_finite(d.ppc_format_p),
         ppc_item_p=_finite(d.ppc_item_p),
         ppc_interaction_p=_finite(d.ppc_interaction_p),

@@ -76,7 +76,9 @@ class SearchResult(AnalysisRecord):
 class FitDiagnostic(AnalysisRecord):
     """When not to trust the model's estimate (``steadyeval.stats.SpreadDiagnostic``): the
     formats' s.d. in logits with its 90% interval (always 90%) and their ratio, the cells
-    per format and the share of formats with two or more, whether the width comes from the
+    per format and the share of formats with two or more, the share of the prior's mass on
+    that s.d. inside its interval (``prior_mass``: None where there is no prior to compare,
+    and in analyses written before it), whether the width comes from the
     prior (``prior_driven``), the posterior predictive p-values (formats' totals, items'
     totals, format × item; None where nothing could be checked), whether one rejects the
     additive model (``misfit``) and what to do (``message``, "" when nothing is flagged)."""
@@ -88,6 +90,7 @@ class FitDiagnostic(AnalysisRecord):
     cells_per_format: float
     share_two_cells: float
     prior_driven: bool
+    prior_mass: float | None = None
     ppc_format_p: float | None
     ppc_item_p: float | None
     ppc_interaction_p: float | None
