@@ -112,6 +112,29 @@ def test_bad_input_is_an_error_naming_the_argument(
         stats.estimate_spread(*args, **kwargs)  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize(
+    ("args", "match"),
+    [
+        (([0, 5], [0, 1], [1.0, 0.0], 2, 2), r"rows must be in \[0, 2\)"),
+        (([0, 1], [0, 1], [1.0, 2.0], 2, 2), "y must hold only 0 and 1"),
+        (([0, 1], [0], [1.0, 0.0], 2, 2), "equal lengths; got 2, 1, 2"),
+        (([], [], [], 2, 2), "no observed cells"),
+        (([0], [0], [1.0], 0, 2), "n_rows must be an integer >= 1"),
+        (([0], [0], [1.0], 7_000, 2), "over the estimator's limit"),
+    ],
+)
+def test_cells_built_directly_are_checked_as_of_checks_them(
+    args: tuple[object, ...], match: str
+) -> None:
+    """``IrtCells(...)`` used to take anything (only ``IrtCells.of`` checked): a fit then
+    failed deep inside, or ran on indices out of range."""
+    for build in (IrtCells, IrtCells.of):
+        with pytest.raises(stats.StatsInputError, match=match):
+            build(*[np.asarray(a) if isinstance(a, list) else a for a in args])  # type: ignore[arg-type]
+    cells = IrtCells(np.array([0, 1]), np.array([1, 0]), np.array([1, 0]), 2, 2)
+    assert cells.y.dtype == np.float64 and cells.rows.dtype == np.intp
+
+
 @pytest.mark.parametrize("q", [-0.1, 100.5, float("nan"), "50", None, True])
 def test_quantile_outside_0_100_is_an_error(q: object) -> None:
     with pytest.raises(stats.StatsInputError, match=r"q must be a percentile in \[0, 100\]"):

@@ -10,6 +10,7 @@ accuracies over all columns, its quantiles and their intervals, from posterior d
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sparse
@@ -48,7 +49,10 @@ _MAX_COVARIATE = 1e6
 
 @dataclass(frozen=True, eq=False)
 class IrtCells:
-    """Observed cells of a rows × columns 0/1 matrix (validated by :meth:`of`)."""
+    """Observed cells of a rows × columns 0/1 matrix, validated when built (directly or by
+    :meth:`of`, which takes any array-likes): a shape within the estimator's limits
+    (:func:`check_size`), equal lengths, integer indices in range, y in {0, 1}, not
+    empty."""
 
     rows: NDArray[np.intp]
     cols: NDArray[np.intp]
@@ -56,30 +60,20 @@ class IrtCells:
     n_rows: int
     n_cols: int
 
+    def __post_init__(self) -> None:
+        for name, value in zip(
+            ("rows", "cols", "y", "n_rows", "n_cols"),
+            _checked(self.rows, self.cols, self.y, self.n_rows, self.n_cols),
+            strict=True,
+        ):
+            object.__setattr__(self, name, value)
+
     @classmethod
     def of(
         cls, rows: ArrayLike, cols: ArrayLike, y: ArrayLike, n_rows: int, n_cols: int
     ) -> IrtCells:
-        """Validate the cells: a shape within ``MAX_ROW_EFFECTS`` rows and ``MAX_EFFECTS``
-        rows + columns (:func:`check_size`), equal lengths, integer indices in range, y in
-        {0, 1}, not empty."""
-        n_rows = as_positive_int(n_rows, "n_rows")
-        n_cols = as_positive_int(n_cols, "n_cols")
-        check_size(n_rows, n_cols)
-        r, c = _indices(rows, "rows", n_rows), _indices(cols, "cols", n_cols)
-        try:
-            v = np.asarray(y, dtype=np.float64).ravel()
-        except (TypeError, ValueError, OverflowError):
-            raise StatsInputError("y must hold only 0 and 1 (correct = 1)") from None
-        if not (len(r) == len(c) == len(v)):
-            raise StatsInputError(
-                f"rows, cols and y must have equal lengths; got {len(r)}, {len(c)}, {len(v)}"
-            )
-        if len(r) == 0:
-            raise StatsInputError("no observed cells; observe at least one cell")
-        if not np.all((v == 0) | (v == 1)):
-            raise StatsInputError("y must hold only 0 and 1 (correct = 1)")
-        return cls(r, c, v, n_rows, n_cols)
+        """The cells, from any array-likes (validated as the class says)."""
+        return cls(*_checked(rows, cols, y, n_rows, n_cols))
 
     def flat_index(self) -> NDArray[np.int64]:
         """Each cell's position in the row-major n_rows × n_cols matrix (one per observed
@@ -184,6 +178,29 @@ def check_size(
             f"{cols} (at most {max_columns(n_rows, 0, models):,} with these {rows}) or fewer "
             f"{rows}"
         )
+
+
+def _checked(
+    rows: ArrayLike, cols: ArrayLike, y: ArrayLike, n_rows: Any, n_cols: Any
+) -> tuple[NDArray[np.intp], NDArray[np.intp], NDArray[np.float64], int, int]:
+    """:class:`IrtCells`' fields, validated (see there)."""
+    n_rows = as_positive_int(n_rows, "n_rows")
+    n_cols = as_positive_int(n_cols, "n_cols")
+    check_size(n_rows, n_cols)
+    r, c = _indices(rows, "rows", n_rows), _indices(cols, "cols", n_cols)
+    try:
+        v = np.asarray(y, dtype=np.float64).ravel()
+    except (TypeError, ValueError, OverflowError):
+        raise StatsInputError("y must hold only 0 and 1 (correct = 1)") from None
+    if not (len(r) == len(c) == len(v)):
+        raise StatsInputError(
+            f"rows, cols and y must have equal lengths; got {len(r)}, {len(c)}, {len(v)}"
+        )
+    if len(r) == 0:
+        raise StatsInputError("no observed cells; observe at least one cell")
+    if not np.all((v == 0) | (v == 1)):
+        raise StatsInputError("y must hold only 0 and 1 (correct = 1)")
+    return r, c, v, n_rows, n_cols
 
 
 def _indices(values: ArrayLike, name: str, size: int) -> NDArray[np.intp]:
