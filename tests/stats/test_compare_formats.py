@@ -66,11 +66,18 @@ def test_three_models_rank_probabilities_sum_to_one() -> None:
     assert cmp.accuracy.shape == (3, 3)
 
 
-def test_same_seed_same_draws() -> None:
+def test_same_seed_same_draws_whether_or_not_progress_is_told() -> None:
+    from steadyeval.stats._irt_gibbs import BURN_IN, THIN
+
     models, r, c, y, shape, _ = _pair(4, 0.5, n_cells=100)
+    told: list[tuple[int, int]] = []
     one = stats.compare_formats(models, r, c, y, shape, draws=60, seed=7)
-    two = stats.compare_formats(models, r, c, y, shape, draws=60, seed=7)
+    two = stats.compare_formats(
+        models, r, c, y, shape, draws=60, seed=7, progress=lambda *a: told.append(a)
+    )
     assert np.array_equal(one.draws, two.draws)
+    total = BURN_IN + THIN * 60
+    assert told == [(k, total) for k in range(1, total + 1)]
 
 
 @pytest.mark.parametrize(
@@ -86,6 +93,7 @@ def test_same_seed_same_draws() -> None:
         ({"correct": "two"}, "only 0 and 1"),
         ({"draws": 0}, "draws"),
         ({"confidence": 1.5}, "confidence"),
+        ({"progress": "yes"}, "progress must be None or a callable"),
         ({"shape": (2, 40, 19_961)}, "40 formats \\+ 19,961 items is over the estimator.s limit"),
         ({"shape": (3, 1_000, 3_001)}, "3 models × 1,000 formats × 3,001 items = 9,003,000 cells"),
     ],
@@ -100,7 +108,7 @@ def test_bad_input_says_what_to_do(change: dict, match: str) -> None:
         kw["models"] = models + 0.5
     if change.get("correct") == "two":
         kw["correct"] = np.where(y, 2, 0)
-    extra = {k: kw.pop(k) for k in ("draws", "confidence") if k in kw}
+    extra = {k: kw.pop(k) for k in ("draws", "confidence", "progress") if k in kw}
     with pytest.raises(stats.StatsInputError, match=match):
         stats.compare_formats(**kw, **extra)
 

@@ -21,7 +21,16 @@ from ._estimate_spread import PosteriorEstimate, _correct, _index
 from ._irt import IrtCells, _indices, check_size, fit_irt
 from ._irt_crossed import crossed_draws
 from ._irt_posterior import MAX_DRAW_VALUES, degenerate_cells
-from ._validate import SeedLike, as_positive_int, check_confidence, check_seed, make_rng, warn
+from ._validate import (
+    Progress,
+    SeedLike,
+    as_positive_int,
+    check_confidence,
+    check_progress,
+    check_seed,
+    make_rng,
+    warn,
+)
 
 __all__ = ["FormatComparison", "PairOverFormats", "compare_formats"]
 
@@ -233,6 +242,7 @@ def compare_formats(
     draws: int = 400,
     confidence: float = 0.9,
     labels: Sequence[str] | None = None,
+    progress: Progress | None = None,
 ) -> FormatComparison:
     """Compare models over a population of prompt formats from sparse (model, format,
     item) cells.
@@ -257,6 +267,9 @@ def compare_formats(
         Level of the equal-tailed intervals.
     labels : sequence of str, optional
         The models' names in warnings (default "model 0", "model 1", ...).
+    progress : callable, optional
+        Called as ``progress(done, total)`` after each of the sampler's sweeps (as
+        :func:`estimate_spread`).
 
     Returns
     -------
@@ -327,6 +340,7 @@ def compare_formats(
     draws = as_positive_int(draws, "draws")
     confidence = check_confidence(confidence)
     check_seed(seed)
+    progress = check_progress(progress)
     if draws * k * (n_formats + n_items) > MAX_DRAW_VALUES:
         raise StatsInputError(
             f"draws × n_models × (n_formats + n_items) = {draws:,} × {k} × "
@@ -355,7 +369,7 @@ def compare_formats(
         fit = fit_irt(cells, covariates)
     for w in caught:
         warnings.warn(w.message, w.category, stacklevel=2)
-    post = crossed_draws(fit, mod, k, draws, rng)
+    post = crossed_draws(fit, mod, k, draws, rng, progress)
     acc = _accuracies(post, mod, cells, k, rng)
     alpha = (1 - confidence) / 2
     means = acc.mean(axis=2)

@@ -27,8 +27,6 @@ from ._irt_gibbs import (
     _RESCALE_STEP,
     _RESCALE_TRIES,
     _VAR,
-    BURN_IN,
-    THIN,
     _accept,
     _Chain,
     _draw,
@@ -36,8 +34,10 @@ from ._irt_gibbs import (
     _split_draw,
     _State,
     format_sd_mean,
+    kept_sweeps,
 )
 from ._irt_mixture import GRID, Units
+from ._validate import Progress
 
 if TYPE_CHECKING:
     from ._irt import IrtFit
@@ -158,11 +158,17 @@ class _CrossedChain(_Chain):
 
 
 def crossed_draws(
-    fit: IrtFit, model: NDArray[np.intp], k: int, n_draws: int, rng: np.random.Generator
+    fit: IrtFit,
+    model: NDArray[np.intp],
+    k: int,
+    n_draws: int,
+    rng: np.random.Generator,
+    progress: Progress | None = None,
 ) -> CrossedDraws:
     """Posterior draws of the crossed model, by ``BURN_IN`` + ``THIN`` × ``n_draws`` sweeps
     started at ``fit``'s mode (the two-way model fitted to every model's cells pooled):
-    ``model`` is each of ``fit.cells``' cells' model, in [0, ``k``)."""
+    ``model`` is each of ``fit.cells``' cells' model, in [0, ``k``); ``progress(done,
+    total)`` after each sweep."""
     chain = _CrossedChain(fit, model, k)
     state = chain.start(fit)
     n, m = fit.cells.n_rows, fit.cells.n_cols
@@ -175,11 +181,7 @@ def crossed_draws(
         sd_format=np.empty(n_draws),
         sd_item=np.empty(n_draws),
     )
-    for _ in range(BURN_IN):
-        chain.sweep(state, rng)
-    for d in range(n_draws):
-        for _ in range(THIN):
-            chain.sweep(state, rng)
+    for d in kept_sweeps(lambda: chain.sweep(state, rng), n_draws, progress):
         out.mu[d], out.beta[d] = state.mu, state.beta
         out.theta[d] = state.theta + chain.x @ state.gamma
         out.delta[d], out.alpha[d] = state.delta, state.alpha

@@ -41,6 +41,7 @@ from their full conditionals on a grid of log variances.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -488,15 +489,23 @@ def gibbs_draws(
     state = chain.start(fit)
     n, m = fit.cells.n_rows, fit.cells.n_cols
     mu, theta, beta = np.empty(n_draws), np.empty((n_draws, n)), np.empty((n_draws, m))
-    total = BURN_IN + THIN * n_draws
-    for done in range(1, BURN_IN + 1):
-        chain.sweep(state, rng)
-        if progress is not None:
-            progress(done, total)
-    for d in range(n_draws):
-        for k in range(THIN):
-            chain.sweep(state, rng)
-            if progress is not None:
-                progress(BURN_IN + THIN * d + k + 1, total)
+    for d in kept_sweeps(lambda: chain.sweep(state, rng), n_draws, progress):
         mu[d], theta[d], beta[d] = state.mu[0], state.theta + chain.x @ state.gamma, state.beta
     return mu, theta, beta
+
+
+def kept_sweeps(
+    sweep: Callable[[], None], n_draws: int, progress: Progress | None = None
+) -> Iterator[int]:
+    """Run a chain: ``BURN_IN`` sweeps, then ``THIN`` before each of ``n_draws`` draws,
+    yielding the draw's index once its sweeps are done (the caller keeps the state then);
+    ``progress(done, total)`` after every sweep."""
+    total, done = BURN_IN + THIN * n_draws, 0
+    for d in range(-1, n_draws):
+        for _ in range(BURN_IN if d < 0 else THIN):
+            sweep()
+            done += 1
+            if progress is not None:
+                progress(done, total)
+        if d >= 0:
+            yield d

@@ -95,6 +95,21 @@ def test_study_end_to_end_rerun_and_reanalyze(tmp_path: Path, items_file: Path) 
     assert second.summary["design"]["sequence"] == design["sequence"]
 
 
+def test_the_comparison_says_when_it_starts_and_ends(
+    tmp_path: Path, items_file: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    import logging
+
+    caplog.set_level(logging.INFO, logger="steadyeval")
+    _decide(tmp_path, items_file)
+    got = [r.getMessage() for r in caplog.records if "comparison of" in r.getMessage()]
+    assert got and len(got) % 2 == 0  # a start and an end line per comparison
+    for start, end in zip(got[::2], got[1::2], strict=True):
+        assert start.startswith("comparison of 2 models over formats: 10 formats × ")
+        assert start.endswith(" cells (60 draws)…")
+        assert end.startswith("comparison of 2 models over formats: done in ")
+
+
 def test_refusals(tmp_path: Path, items_file: Path) -> None:
     register()
     runner = CliRunner()

@@ -4,7 +4,9 @@ model's comparison over formats."""
 
 from __future__ import annotations
 
+import logging
 import math
+import time
 import warnings
 from typing import TYPE_CHECKING, Any
 
@@ -12,6 +14,7 @@ import numpy as np
 
 from ... import stats
 from ..._errors import ConfigError
+from ..._log import ProgressLog, duration
 from ._analysis import model_cells
 from ._decide_cells import (
     closure,
@@ -36,6 +39,8 @@ if TYPE_CHECKING:
     from ...results import ResultsFrame
 
 __all__ = ["analyze_decide", "label"]
+
+log = logging.getLogger(__name__)
 
 #: Rankings listed in the analysis (the most probable first).
 SHOWN_RANKINGS = 10
@@ -175,6 +180,12 @@ def _over_formats(
     models = np.concatenate([np.full(len(c[2]), m) for m, c in enumerate(cells)])
     rows, cols, y = (np.concatenate([c[j] for c in cells]) for j in range(3))
     x = np.asarray(design.covariates) if design.covariates else None
+    what = f"comparison of {k} models over formats"
+    log.info(
+        "%s: %d formats × %d items from %d cells (%d draws)…",
+        what, len(design.formats), len(design.items), len(y), design.draws,
+    )  # fmt: skip
+    start = time.monotonic()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", stats.StatsWarning)
         result = stats.compare_formats(
@@ -188,7 +199,9 @@ def _over_formats(
             draws=design.draws,
             confidence=design.confidence,
             labels=[label(m) for m in range(k)],
+            progress=ProgressLog(log, what),
         )
+    log.info("%s: done in %s", what, duration(time.monotonic() - start))
     notes += list(dict.fromkeys(str(w.message) for w in caught))
     accuracy = [
         ModelAccuracy(
