@@ -20,7 +20,7 @@ from ..results import (
     summary_markdown,
     writing_run,
 )
-from ..run import PlanCounts, RunOptions, locked_run_dir, run_blocks, validate_config
+from ..run import PlanCounts, RunOptions, RunResult, locked_run_dir, run_blocks, validate_config
 from ._protocol import Study, StudyConfig, StudyDesign, StudyResult, get_study
 
 __all__ = ["read_analysis", "reanalyze", "run_design", "run_study"]
@@ -137,18 +137,19 @@ def _run_study(
         return run_blocks(design.blocks, options=opts, dry_run=True, columns=design.columns)
     design = study.before_run(cfg, design, backends, opts)
     resolved = {"study": study.name, **cfg.model_dump(mode="json")}
-    result = run_design(study, design, backends, options=opts, config=resolved)
-    first = ResultsFrame(result.table, design.columns)
-    more = study.follow_up(cfg, design, first, backends, opts)
+    # the first pass is analysed only when it is the whole run: with a follow-up, the final
+    # analysis covers it (an estimate at MMLU's size takes minutes)
+    first = run_blocks(design.blocks, options=opts, config=resolved, columns=design.columns)
+    more = study.follow_up(cfg, design, ResultsFrame(first.table, design.columns), backends, opts)
     if more is None:
-        return result
+        return _analysed(study, design, first, 0)
     more = _with_models(more, backends)
     design = StudyDesign(
         blocks=(*design.blocks, *more.blocks),
         info=_merged(study, design.info, more.info),
         columns=design.columns,
     )
-    sent = int(result.summary["plan"]["model_calls"]) + more.sent
+    sent = int(first.summary["plan"]["model_calls"]) + more.sent
     return run_design(study, design, backends, options=opts, config=resolved, sent_before=sent)
 
 
@@ -193,6 +194,14 @@ def _run_design(
     design = _with_models(design, models)
     resolved = json_safe(dict(config or {"study": study.name, "models": list(map(str, models))}))
     result = run_blocks(design.blocks, options=options, config=resolved, columns=design.columns)
+    return _analysed(study, design, result, sent_before)
+
+
+def _analysed(
+    study: Study[Any], design: StudyDesign, result: RunResult, sent_before: int
+) -> StudyResult:
+    """The study's analysis of a run's table, added to its summary and written to its
+    folder (``sent_before``: requests sent before this run's blocks, counted in its plan)."""
     facts = study.read_design(design.info, source=f"the {study.name} study's design")
     frame = ResultsFrame(result.table, design.columns)
     analysis = study.analyze(frame, facts)

@@ -92,13 +92,27 @@ def test_estimate_runs_only_the_sampled_cells(tmp_path: Path, items_file: Path) 
     assert reanalyze(tmp_path / "run") == result.analysis
 
 
-def test_adaptive_spends_the_same_budget(tmp_path: Path, items_file: Path) -> None:
+def test_adaptive_spends_the_same_budget_and_analyses_once(
+    tmp_path: Path, items_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from steadyeval.studies.spread import SpreadStudy
+
+    analysed: list[int] = []
+    analyze = SpreadStudy.analyze
+
+    def counted(self: SpreadStudy, results: Any, design: Any) -> Any:
+        analysed.append(results.table.num_rows)
+        return analyze(self, results, design)
+
+    monkeypatch.setattr(SpreadStudy, "analyze", counted)
     result = _run(tmp_path, items_file, sampler="adaptive")
     table = pq.read_table(tmp_path / "run" / "results.parquet")
     assert table.num_rows == 40
     phases = table.column("spread_phase").to_pylist()
     assert phases.count("stratified") == 20 and phases.count("adaptive") == 20
     assert result.analysis.models[0].cells == 40
+    # the first (stratified) pass is not estimated on its own: the final analysis covers it
+    assert analysed == [40]
 
 
 def test_search_finds_best_and_worst_within_budget(tmp_path: Path, items_file: Path) -> None:
