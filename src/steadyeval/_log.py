@@ -17,10 +17,21 @@ from __future__ import annotations
 import logging
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Literal, TextIO
 
-__all__ = ["LEVELS", "LOGGER", "LogLevel", "ProgressLog", "configure", "duration", "quiet"]
+__all__ = [
+    "LEVELS",
+    "LOGGER",
+    "LogLevel",
+    "ProgressLog",
+    "configure",
+    "duration",
+    "no_progress",
+    "quiet",
+]
 
 #: The logger every module of the package logs under.
 LOGGER = "steadyeval"
@@ -99,28 +110,49 @@ def duration(seconds: float) -> str:
     return f"{minutes}m{secs:02d}s"
 
 
+#: Set within :func:`no_progress`: :class:`ProgressLog` stays silent.
+_SILENT: ContextVar[bool] = ContextVar("steadyeval_no_progress", default=False)
+
+
+@contextmanager
+def no_progress(silent: bool = True) -> Iterator[None]:
+    """Within it, :class:`ProgressLog` logs nothing (a run's ``progress=False``, the command
+    line's ``--no-progress``, holds for its analysis too)."""
+    token = _SILENT.set(silent)
+    try:
+        yield
+    finally:
+        _SILENT.reset(token)
+
+
 class ProgressLog:
-    """A ``progress(done, total)`` callback for long work that reports steps, not requests
-    (a sampler's sweeps): one INFO line on ``logger`` at most every ``interval`` seconds of
-    ``clock``, ``WHAT: DONE/TOTAL steps (P%) · ETA T``; none for work done sooner."""
+    """A ``progress(done, total)`` callback for long work counted in ``unit`` (a sampler's
+    sweeps), not requests: one INFO line on ``logger`` at most every ``interval`` seconds
+    of ``clock``, ``WHAT: DONE/TOTAL UNIT (P%) · ETA T``; none for work done sooner, and
+    none within :func:`no_progress`."""
 
     def __init__(
         self,
         logger: logging.Logger,
         what: str,
         *,
+        unit: str = "steps",
         interval: float = 30.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.logger, self.what, self.interval, self._clock = logger, what, interval, clock
+        self.logger, self.what, self.unit = logger, what, unit
+        self.interval, self._clock = interval, clock
         self._start = self._last = clock()
 
     def __call__(self, done: int, total: int) -> None:
+        if _SILENT.get():
+            return
         now = self._clock()
         if done <= 0 or done >= total or now - self._last < self.interval:
             return
         self._last = now
         eta = duration((now - self._start) * (total - done) / done)
         self.logger.info(
-            "%s: %d/%d steps (%d%%) · ETA %s", self.what, done, total, 100 * done // total, eta
-        )
+            "%s: %d/%d %s (%d%%) · ETA %s",
+            self.what, done, total, self.unit, 100 * done // total, eta,
+        )  # fmt: skip

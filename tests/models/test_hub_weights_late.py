@@ -28,6 +28,7 @@ class StandInHub:
     def __init__(self, source: Path, root: Path) -> None:
         self.source, self.root = source, root
         self.calls: list[tuple[str, str | None, list[str]]] = []
+        self.fail_weights = 0  # how many weights downloads fail (a dropped connection)
 
     def __call__(
         self,
@@ -40,6 +41,9 @@ class StandInHub:
     ) -> str:
         patterns = list(allow_patterns or ["*"])
         self.calls.append((repo_id, revision, patterns))
+        if "*.safetensors" in patterns and self.fail_weights:
+            self.fail_weights -= 1
+            raise ConnectionError("connection reset by peer")
         assert revision in (None, COMMIT), revision  # a branch, or the commit it resolved to
         snapshot = self.root / f"models--{repo_id.replace('/', '--')}" / "snapshots" / COMMIT
         snapshot.mkdir(parents=True, exist_ok=True)
@@ -110,7 +114,9 @@ def test_a_snapshot_without_weights_is_a_clear_error(
     shutil.copytree(hub.source, bare, ignore=shutil.ignore_patterns("*.safetensors"))
     hub.source = bare
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    with pytest.raises(ModelSpecError, match=r"owner/Name-0\.5B.*no \.safetensors.*HF_HUB_OFFLINE"):
+    with pytest.raises(
+        ModelSpecError, match=r"owner/Name-0\.5B.*lacks its \.safetensors weights.*HF_HUB_OFFLINE"
+    ):
         b.score([ScoreRequest("The sky is", " blue")])
 
 
@@ -122,3 +128,69 @@ def test_vllm_fetches_the_weights_when_its_engine_starts(hub: StandInHub) -> Non
     assert b.count_tokens(["The sky is blue"]) and not hub.weights_fetched()
     b.score([ScoreRequest("The sky is", " blue")])
     assert hub.weights_fetched() and hub.calls[-1][1] == COMMIT
+
+
+def test_a_snapshot_already_complete_asks_the_hub_nothing_more(hub: StandInHub) -> None:
+    """Weights in the cache from an earlier run: no second hub call (offline nodes that
+    forgot HF_HUB_OFFLINE waited on retries for each model)."""
+    b = load_backend("hf:owner/Name-0.5B")
+    for f in hub.source.glob("*.safetensors"):
+        shutil.copy2(f, b.model_dir / f.name)  # type: ignore[attr-defined]
+    b.fingerprint()
+    b.score([ScoreRequest("The sky is", " blue")])
+    assert len(hub.calls) == 1 and not hub.weights_fetched()
+
+
+def test_a_failed_download_names_the_model_and_is_not_taken_for_no_packing(
+    hub: StandInHub, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The first model access sits inside packed scoring's check, which reads any error as
+    "this architecture cannot pack": a dropped download must not switch packing off."""
+    import logging
+
+    caplog.set_level(logging.INFO, logger="steadyeval")
+    hub.fail_weights = 1
+    b = load_backend("hf:owner/Name-0.5B")
+    with pytest.raises(
+        ModelSpecError,
+        match=r"owner/Name-0\.5B \(commit 0123456789ab\) was "
+        r"opened, but its weights could not be downloaded \(ConnectionError",
+    ):
+        b.score([ScoreRequest("The sky is", " blue")])
+    assert not [r for r in caplog.records if "unavailable" in r.getMessage()]
+    b.score([ScoreRequest("The sky is", " blue")])  # the hub is back
+    assert b._packing is not False  # type: ignore[attr-defined]
+    said = [r.getMessage() for r in caplog.records]
+    assert any(m.startswith("downloading the weights of hf:owner/Name-0.5B") for m in said)
+    assert any(m.startswith("downloaded the weights of hf:owner/Name-0.5B in ") for m in said)
+
+
+def test_missing_shards_are_named(hub: StandInHub, tmp_path: Path) -> None:
+    """A sharded snapshot with a shard absent (offline, a partial cache): an error naming
+    the model and the shard, not a FileNotFoundError from the loader."""
+    b = load_backend("hf:owner/Name-0.5B")
+    index = {
+        "metadata": {},
+        "weight_map": {
+            "a": "model-00001-of-00002.safetensors",
+            "b": "model-00002-of-00002.safetensors",
+        },
+    }
+    (b.model_dir / "model.safetensors.index.json").write_text(json.dumps(index))  # type: ignore[attr-defined]
+    (b.model_dir / "model-00001-of-00002.safetensors").write_bytes(b"x")  # type: ignore[attr-defined]
+    with pytest.raises(
+        ModelSpecError,
+        match=r"lacks 1 of its 2 weight shards "
+        r"\(model-00002-of-00002\.safetensors\)",
+    ):
+        b.fingerprint()
+
+
+def test_a_folder_made_later_does_not_turn_a_hub_model_local(hub: StandInHub) -> None:
+    """Local or hub is decided when the model is opened: a folder named like the hub id
+    created afterwards must not skip the weights (a cache key over no weights)."""
+    b = load_backend("hf:owner/Name-0.5B")
+    Path("owner/Name-0.5B").mkdir(parents=True)
+    assert b.identity() == f"hf:owner/Name-0.5B@{COMMIT[:12]}"
+    b.fingerprint()
+    assert hub.weights_fetched()

@@ -284,7 +284,7 @@ def test_retries_of_a_backend_read_through_slots_reach_the_summary(tmp_path: Pat
 def test_steps_log_at_most_every_interval_with_an_eta(caplog: pytest.LogCaptureFixture) -> None:
     """Long work counted in steps (the spread estimate's sweeps): a line only once
     ``interval`` seconds have passed since the last, none at the end or for quick work."""
-    from steadyeval._log import ProgressLog
+    from steadyeval._log import ProgressLog, no_progress
 
     caplog.set_level(logging.INFO, logger="steadyeval")
     clock = FakeClock()
@@ -298,3 +298,11 @@ def test_steps_log_at_most_every_interval_with_an_eta(caplog: pytest.LogCaptureF
         "spread of m: 60/100 steps (60%) · ETA 40.0 s",
         "spread of m: 90/100 steps (90%) · ETA 10.0 s",
     ]
+    caplog.clear()
+    sweeps = ProgressLog(logging.getLogger("steadyeval.x"), "m", unit="sweeps", clock=clock)
+    clock.now += 60
+    with no_progress():  # a run's progress=False (--no-progress) holds for its analysis
+        sweeps(50, 100)
+    assert not caplog.records
+    sweeps(50, 100)
+    assert [r.getMessage() for r in caplog.records] == ["m: 50/100 sweeps (50%) · ETA 1m00s"]

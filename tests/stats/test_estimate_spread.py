@@ -94,7 +94,9 @@ ROWS, COLS, Y = [0, 0, 1, 2], [0, 1, 1, 2], [1, 0, 1, 1]
         ((ROWS, COLS, Y, (3, 3)), {"draws": 2.5}, "draws must be an integer >= 1"),
         ((ROWS, COLS, Y, (3, 3)), {"seed": -1}, "seed must be a non-negative int"),
         ((ROWS, COLS, Y, (3, 3)), {"seed": None}, "seed must be a non-negative int"),
-        ((ROWS, COLS, Y, (3, 3)), {"progress": 5}, "progress must be None or a callable.*int"),
+        ((ROWS, COLS, Y, (3, 3)), {"progress": 5}, "progress must be None or a callable.*int 5"),
+        ((ROWS, COLS, Y, (3, 3)), {"progress": lambda: None}, "callable taking \\(done, total\\)"),
+        ((ROWS, COLS, Y, (3, 3)), {"progress": lambda d: d}, "callable taking \\(done, total\\)"),
         ((ROWS, COLS, Y, (3, 3), [[1.0], [0.0]]), {}, r"covariates must have shape \(n_rows=3"),
         ((ROWS, COLS, Y, (10, 5_000)), {"draws": 10_000}, "draws × .* is over the limit"),
         (
@@ -121,6 +123,8 @@ def test_bad_input_is_an_error_naming_the_argument(
         (([], [], [], 2, 2), "no observed cells"),
         (([0], [0], [1.0], 0, 2), "n_rows must be an integer >= 1"),
         (([0], [0], [1.0], 7_000, 2), "over the estimator's limit"),
+        (([[0], [1]], [0, 1], [1.0, 0.0], 2, 2), r"rows must be a 1-D array.*\(2, 1\)"),
+        (([0, 1], [0, 1], [[1.0, 0.0]], 2, 2), r"y must be a 1-D array.*\(1, 2\)"),
     ],
 )
 def test_cells_built_directly_are_checked_as_of_checks_them(
@@ -131,8 +135,13 @@ def test_cells_built_directly_are_checked_as_of_checks_them(
     for build in (IrtCells, IrtCells.of):
         with pytest.raises(stats.StatsInputError, match=match):
             build(*[np.asarray(a) if isinstance(a, list) else a for a in args])  # type: ignore[arg-type]
-    cells = IrtCells(np.array([0, 1]), np.array([1, 0]), np.array([1, 0]), 2, 2)
+    rows = np.array([0, 1], dtype=np.intp)
+    cells = IrtCells(rows, np.array([1, 0]), np.array([1, 0]), 2, 2)
     assert cells.y.dtype == np.float64 and cells.rows.dtype == np.intp
+    rows[0] = 1  # the caller's array changes; the checked cells do not
+    assert cells.rows[0] == 0
+    with pytest.raises(ValueError, match="read-only"):
+        cells.rows[0] = 99
 
 
 @pytest.mark.parametrize("q", [-0.1, 100.5, float("nan"), "50", None, True])
@@ -219,6 +228,21 @@ def test_progress_is_told_every_sweep_and_changes_nothing() -> None:
     np.testing.assert_array_equal(a.draws, b.draws)
     total = BURN_IN + THIN * 30
     assert told == [(k, total) for k in range(1, total + 1)]
+
+
+def test_a_progress_callback_that_stops_the_estimate_keeps_its_warnings() -> None:
+    """Ctrl-C (or any error) from the callback propagates, and what the cells cannot tell
+    is still said."""
+
+    def stop(done: int, total: int) -> None:
+        if done == 5:
+            raise KeyboardInterrupt
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(KeyboardInterrupt):
+            stats.estimate_spread([0, 1, 0, 1], [0, 0, 1, 1], [1, 1, 1, 1], (2, 2), progress=stop)
+    assert any("every cell" in str(w.message) for w in caught)
 
 
 # -- the fit check -------------------------------------------------------------------------

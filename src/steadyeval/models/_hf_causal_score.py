@@ -283,6 +283,9 @@ class CausalScoring(HFBackendBase):
         short = _Prepared(fed, probe.targets[-len(fed) :], False)
         probes = [short, *(_Prepared(f, short.targets, False) for f in _branches(fed))]
         shared = len(fed) - len(short.targets)
+        # loaded (a hub model's weights downloaded) before the check, which takes any error
+        # as "this architecture cannot pack"
+        self.model  # noqa: B018
         before = self.tokens_forwarded
         try:
             ok = bool(self.options.packing) or self._agrees(

@@ -71,6 +71,7 @@ class HFBackendBase(FolderBackend):
             model_dir = resolve_model_dir(spec, options, weights=False)
             _resolved = (options, model_dir, load_config(model_dir, options))
         self.options, self.model_dir, self.config = _resolved
+        self._opened()
         if not self.options.special_tokens and not self.reads_special_tokens:
             raise ModelSpecError(
                 f"{spec_where(spec)}: option special_tokens applies to encoder-decoder models "

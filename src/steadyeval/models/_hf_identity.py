@@ -125,14 +125,15 @@ def model_identity(
     model_dir: Path,
     run_only: Iterable[str],
     hashes: Mapping[str, str] | None = None,
+    local: bool | None = None,
 ) -> str:
     """The ``model`` column of an HF-style model: ``BACKEND:HUB_NAME@COMMIT`` for a hub model
     (the snapshot's commit, else the requested revision), ``BACKEND:FOLDER#CONTENT`` for a
     local folder (its name and the first 12 hex digits of its content hashes; no path), plus
     the options that change outputs (e.g. ``dtype``, ``max_length``) when they differ from
     their default. Every Hugging Face backend is ``hf`` (``hf:X`` and ``hf-causal:X`` are
-    one model); vLLM stays ``vllm``. Local or hub is decided as when the folder was
-    resolved (:func:`steadyeval._hub.locate`)."""
+    one model); vLLM stays ``vllm``. Local or hub: ``local``, as decided when the folder
+    was resolved (default: :func:`steadyeval._hub.locate` now)."""
     spec = ModelSpec(
         "hf" if spec.backend in _HF_FAMILY else spec.backend,
         spec.name,
@@ -142,7 +143,9 @@ def model_identity(
             if _DEFAULTS.get(k) != v
         },
     )
-    if locate(spec.name).kind == "path":
+    if local is None:
+        local = locate(spec.name).kind == "path"
+    if local:
         digest = hashlib.sha256(
             json.dumps(
                 dict(content_hashes(model_dir) if hashes is None else hashes), sort_keys=True
@@ -167,17 +170,25 @@ class FolderBackend(BaseBackend):
     model_dir: Path
     _fingerprint: str | None = None
     _identity: str | None = None
+    #: Whether the model is a local folder (else a hub snapshot), decided when it is opened.
+    _local: bool = True
     _weights_fetched: bool = False
 
     def _fingerprint_options(self) -> HFOptions:
         """The options whose revision, dtype and context length enter the fingerprint."""
         raise NotImplementedError
 
+    def _opened(self) -> None:
+        """Note whether the folder just resolved is local or a hub snapshot (whatever the
+        working directory holds later)."""
+        self._local = locate(self.spec.name).kind == "path"
+
     def _fetch_weights(self) -> None:
         """A hub snapshot's weights, downloaded once, at the commit of its small files (the
         backends open a hub model with those only: :func:`resolve_model_dir`)."""
         if not self._weights_fetched:
-            fetch_weights(self.spec, self._fingerprint_options(), self.model_dir)
+            if not self._local:
+                fetch_weights(self.spec, self.model_dir)
             self._weights_fetched = True
 
     @cached_property
@@ -200,11 +211,11 @@ class FolderBackend(BaseBackend):
     def identity(self) -> str:
         if self._identity is None:
             # a hub model is named by its commit: its weights need not be here yet
-            local = locate(self.spec.name).kind == "path"
             self._identity = model_identity(
                 self.spec,
                 self.model_dir,
                 self.run_only_options,
-                self._content_hashes if local else None,
+                self._content_hashes if self._local else None,
+                local=self._local,
             )
         return self._identity

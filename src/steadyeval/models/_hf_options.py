@@ -7,14 +7,18 @@ folder of a model (:func:`resolve_model_dir`: the path itself or the hub snapsho
 
 from __future__ import annotations
 
+import json
+import logging
 import os
 import re
-from dataclasses import dataclass, replace
+import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .._errors import ModelSpecError
 from .._hub import locate
+from .._log import duration
 from ._spec import ModelSpec, echo, spec_where
 from ._spec_values import (
     check_known,
@@ -35,6 +39,8 @@ __all__ = [
     "positive_int",
     "resolve_model_dir",
 ]
+
+log = logging.getLogger(__name__)
 
 _ALLOWED = {
     "dtype": "float32 | float16 | bfloat16 | auto",
@@ -173,43 +179,87 @@ def resolve_model_dir(spec: ModelSpec, options: HFOptions, *, weights: bool = Tr
     return _hub_snapshot(spec, options, _LIGHT + _WEIGHTS if weights else _LIGHT)
 
 
-def fetch_weights(spec: ModelSpec, options: HFOptions, model_dir: Path) -> None:
-    """Complete a hub snapshot that :func:`resolve_model_dir` fetched without its weights,
-    at the same commit (a local folder, or a snapshot already complete, is left as is)."""
-    if locate(spec.name).kind == "path" or model_dir.parent.name != "snapshots":
+def fetch_weights(spec: ModelSpec, model_dir: Path) -> None:
+    """Complete the hub snapshot ``model_dir`` (of hub model ``spec``) that
+    :func:`resolve_model_dir` opened without its weights, at its commit: nothing to do (no
+    hub call) when its weights are all there, else a download, logged at INFO. Raises
+    :class:`ModelSpecError` naming the model when they cannot be had."""
+    if _weights_missing(model_dir) is None:
         return
-    _hub_snapshot(spec, replace(options, revision=model_dir.name), _LIGHT + _WEIGHTS)
-    if not any(model_dir.glob("*.safetensors")):
-        where = "the local hub cache" if _offline() else "the hub"
+    commit = model_dir.name
+    log.info("downloading the weights of %s (commit %s)…", spec, commit[:12])
+    start = time.perf_counter()
+    try:
+        _download(spec.name, commit, _LIGHT + _WEIGHTS)
+    except Exception as exc:  # huggingface_hub raises many types; all mean "not reachable"
         raise ModelSpecError(
-            f"{spec_where(spec)}: hub model {spec.name} at commit {model_dir.name[:12]} has "
-            f"no .safetensors weights in {where} ({echo(str(model_dir), 120)}); steadyeval "
-            "loads safetensors only (pickled .bin weights can run code). "
-            + (
-                "Unset HF_HUB_OFFLINE to download them, or pass a local model folder"
-                if _offline()
-                else "Convert the weights to safetensors and pass the local folder"
+            f"{spec_where(spec)}: hub model {spec.name} (commit {commit[:12]}) was opened, but "
+            f"its weights could not be downloaded ({type(exc).__name__}: "
+            f"{echo(str(exc), 200)}); run again when the hub is reachable, or pass a local "
+            "model folder"
+        ) from None
+    missing = _weights_missing(model_dir)
+    if missing is not None:
+        if any(model_dir.glob("*.bin")):
+            advice = (
+                "it holds pickled .bin weights, which steadyeval does not load (they can run "
+                "code): convert them to safetensors and pass the local folder"
             )
+        elif _offline():
+            advice = (
+                "they are not in the local hub cache and HF_HUB_OFFLINE is set: unset it to "
+                "download them, or pass a local model folder"
+            )
+        else:
+            advice = (
+                "the hub may be unreachable (huggingface_hub then falls back to the local "
+                "cache), or the repository has no .safetensors weights (pickled .bin weights "
+                "are not loaded: they can run code); pass a local model folder"
+            )
+        raise ModelSpecError(
+            f"{spec_where(spec)}: hub model {spec.name} at commit {commit[:12]} lacks "
+            f"{missing} in {echo(str(model_dir), 120)}; {advice}"
         )
+    log.info("downloaded the weights of %s in %s", spec, duration(time.perf_counter() - start))
+
+
+def _weights_missing(model_dir: Path) -> str | None:
+    """What a snapshot lacks of its safetensors weights (None: nothing): the shards its
+    ``model.safetensors.index.json`` lists, or any weights file at all."""
+    index = model_dir / "model.safetensors.index.json"
+    if index.is_file():
+        try:
+            shards = sorted(set(json.loads(index.read_text())["weight_map"].values()))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return f"a readable weights index ({index.name})"
+        absent = [f for f in shards if not (model_dir / str(f)).is_file()]
+        if absent:
+            return f"{len(absent)} of its {len(shards)} weight shards ({echo(str(absent[0]), 80)})"
+        return None
+    return None if any(model_dir.glob("*.safetensors")) else "its .safetensors weights"
+
+
+def _download(name: str, revision: str | None, patterns: list[str]) -> Path:
+    """``huggingface_hub.snapshot_download`` of the files matching ``patterns`` (from the
+    local cache alone when ``HF_HUB_OFFLINE`` is set)."""
+    from huggingface_hub import snapshot_download
+
+    return Path(
+        snapshot_download(
+            name, revision=revision, local_files_only=_offline(), allow_patterns=patterns
+        )
+    )
 
 
 def _hub_snapshot(spec: ModelSpec, options: HFOptions, patterns: list[str]) -> Path:
     """The local snapshot of hub model ``spec.name`` (downloaded unless offline), holding
     the files that match ``patterns``."""
-    from huggingface_hub import constants, snapshot_download
+    from huggingface_hub import constants
 
-    offline = _offline()
     try:
-        return Path(
-            snapshot_download(
-                spec.name,
-                revision=options.revision,
-                local_files_only=offline,
-                allow_patterns=patterns,
-            )
-        )
+        return _download(spec.name, options.revision, patterns)
     except Exception as exc:  # huggingface_hub raises many types; all mean "not reachable"
-        if offline:
+        if _offline():
             hint = (
                 f"it is not in the local hub cache ({echo(str(constants.HF_HUB_CACHE), 120)}) "
                 "and the hub is not reachable from here (HF_HUB_OFFLINE is set)"

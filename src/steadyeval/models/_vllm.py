@@ -194,6 +194,7 @@ class VLLMBackend(FolderBackend):
             trust_remote_code=self.options.trust_remote_code,
         )
         self.model_dir = resolve_model_dir(spec, self._hf, weights=False)  # weights: engine
+        self._opened()
         load_config(self.model_dir, self._hf)  # a transformers model folder, else an error
         if self.options.data_parallel_size > 1 and not isinstance(engine_module, str):
             raise ConfigError(

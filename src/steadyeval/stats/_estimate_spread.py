@@ -265,17 +265,20 @@ def estimate_spread(
             f"limit of {MAX_DRAW_VALUES:,} values held at once; ask for fewer draws"
         )
     cells = IrtCells.of(r, c, y, n_formats, n_items)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        dist = irt_distribution(
-            fit_irt(cells, covariates),
-            confidence=confidence,
-            n_draws=draws,
-            seed=seed,
-            progress=progress,
-        )
-    for w in caught:  # shown at the caller's line, under the caller's filters
-        warnings.warn(w.message, w.category, stacklevel=2)
+    caught: list[warnings.WarningMessage] = []
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            dist = irt_distribution(
+                fit_irt(cells, covariates),
+                confidence=confidence,
+                n_draws=draws,
+                seed=seed,
+                progress=progress,
+            )
+    finally:  # also when stopped (a progress callback that raises, Ctrl-C)
+        for w in caught:  # shown at the caller's line, under the caller's filters
+            warnings.warn(w.message, w.category, stacklevel=2)
     return SpreadEstimate(
         draws=dist.accuracy_draws,
         accuracy=dist.accuracy,

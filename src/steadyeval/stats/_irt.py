@@ -51,8 +51,8 @@ _MAX_COVARIATE = 1e6
 class IrtCells:
     """Observed cells of a rows × columns 0/1 matrix, validated when built (directly or by
     :meth:`of`, which takes any array-likes): a shape within the estimator's limits
-    (:func:`check_size`), equal lengths, integer indices in range, y in {0, 1}, not
-    empty."""
+    (:func:`check_size`), 1-D inputs of equal lengths, integer indices in range, y in
+    {0, 1}, not empty. The arrays are read-only copies: checked cells stay as checked."""
 
     rows: NDArray[np.intp]
     cols: NDArray[np.intp]
@@ -189,9 +189,10 @@ def _checked(
     check_size(n_rows, n_cols)
     r, c = _indices(rows, "rows", n_rows), _indices(cols, "cols", n_cols)
     try:
-        v = np.asarray(y, dtype=np.float64).ravel()
+        v = np.array(y, dtype=np.float64)  # a copy: the cells cannot change once checked
     except (TypeError, ValueError, OverflowError):
         raise StatsInputError("y must hold only 0 and 1 (correct = 1)") from None
+    v = _one_d(v, "y")
     if not (len(r) == len(c) == len(v)):
         raise StatsInputError(
             f"rows, cols and y must have equal lengths; got {len(r)}, {len(c)}, {len(v)}"
@@ -200,22 +201,34 @@ def _checked(
         raise StatsInputError("no observed cells; observe at least one cell")
     if not np.all((v == 0) | (v == 1)):
         raise StatsInputError("y must hold only 0 and 1 (correct = 1)")
+    for a in (r, c, v):
+        a.setflags(write=False)
     return r, c, v, n_rows, n_cols
+
+
+def _one_d(a: NDArray[Any], name: str) -> NDArray[Any]:
+    """``a`` as one entry per observed cell (a scalar: one cell); 2-D and up refused."""
+    if a.ndim > 1:
+        raise StatsInputError(
+            f"{name} must be a 1-D array, one entry per observed cell; got shape {a.shape}"
+        )
+    return a.ravel()
 
 
 def _indices(values: ArrayLike, name: str, size: int) -> NDArray[np.intp]:
     """``values`` as integer indices in [0, ``size``), or :class:`StatsInputError`."""
     try:
-        a = np.asarray(values).ravel()
+        a = np.asarray(values)
     except (TypeError, ValueError, OverflowError):
         a = np.asarray([None])
+    a = _one_d(a, name)
     if a.dtype.kind == "f" and np.all(np.isfinite(a)) and np.all(a == np.floor(a)):
         a = a.astype(np.float64)
     elif a.dtype.kind not in "iu" and a.size:
         raise StatsInputError(f"{name} must hold integer indices; got dtype {a.dtype}")
     if a.size and (a.min() < 0 or a.max() >= size):
         raise StatsInputError(f"cell indices out of range: {name} must be in [0, {size})")
-    return np.asarray(a, dtype=np.intp)
+    return np.array(a, dtype=np.intp)  # a copy: the cells cannot change once checked
 
 
 @dataclass(frozen=True, eq=False)

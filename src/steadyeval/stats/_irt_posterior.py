@@ -323,6 +323,7 @@ def irt_distribution(
     confidence = check_confidence(confidence)
     levels = _levels(levels)
     n_draws = as_positive_int(n_draws, "n_draws")
+    progress = check_progress(progress)
     rng = make_rng(seed)
     cells = fit.cells
     n, m = cells.n_rows, cells.n_cols
@@ -337,7 +338,6 @@ def irt_distribution(
         raise StatsInputError(f"row_prior must be 'mixture' or 'fit'; got {row_prior!r}")
     for message in degenerate_cells(cells):
         warn(message)
-    progress = check_progress(progress)
     if sampler == "gibbs":
         mu, theta, beta = gibbs_draws(fit, n_draws, rng, progress)
     elif row_prior == "mixture":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import math
 import numbers
 import warnings
@@ -148,13 +149,29 @@ def check_seed(seed: Any, name: str = "seed") -> None:
 
 
 def check_progress(progress: Any) -> Progress | None:
-    """``progress``: None or a callable taking (done, total)."""
-    if progress is not None and not callable(progress):
+    """``progress``: None or a callable taking (done, total) (checked before any work, so a
+    wrong one fails at once, not after a fit of minutes)."""
+    if progress is None:
+        return None
+    wrong = not callable(progress)
+    if not wrong:
+        try:
+            inspect.signature(progress).bind(0, 0)
+        except TypeError:
+            wrong = True
+        except ValueError:  # no signature to read (some builtins): trust it
+            pass
+    if wrong:
         raise StatsInputError(
-            f"progress must be None or a callable taking (done, total); got "
-            f"{type(progress).__name__}"
+            f"progress must be None or a callable taking (done, total); got {echo_type(progress)}"
         )
-    return cast("Progress | None", progress)
+    return cast("Progress", progress)
+
+
+def echo_type(value: Any) -> str:
+    """A value's type, and the value itself when it is short (for error messages)."""
+    text = repr(value)
+    return type(value).__name__ + (f" {text}" if len(text) <= 40 else "")
 
 
 def check_same_length(a: NDArray[Any], b: NDArray[Any], name_a: str, name_b: str) -> None:

@@ -9,6 +9,7 @@ from typing import Any, Literal, overload
 
 from .._errors import ConfigError, DataError, SteadyevalError
 from .._json import json_safe, write_json, write_text_atomic
+from .._log import no_progress
 from ..models import Backend, load_backend
 from ..results import (
     Analysis,
@@ -142,7 +143,7 @@ def _run_study(
     first = run_blocks(design.blocks, options=opts, config=resolved, columns=design.columns)
     more = study.follow_up(cfg, design, ResultsFrame(first.table, design.columns), backends, opts)
     if more is None:
-        return _analysed(study, design, first, 0)
+        return _analysed(study, design, first, opts, 0)
     more = _with_models(more, backends)
     design = StudyDesign(
         blocks=(*design.blocks, *more.blocks),
@@ -194,17 +195,22 @@ def _run_design(
     design = _with_models(design, models)
     resolved = json_safe(dict(config or {"study": study.name, "models": list(map(str, models))}))
     result = run_blocks(design.blocks, options=options, config=resolved, columns=design.columns)
-    return _analysed(study, design, result, sent_before)
+    return _analysed(study, design, result, options, sent_before)
 
 
 def _analysed(
-    study: Study[Any], design: StudyDesign, result: RunResult, sent_before: int
+    study: Study[Any],
+    design: StudyDesign,
+    result: RunResult,
+    options: RunOptions,
+    sent_before: int,
 ) -> StudyResult:
     """The study's analysis of a run's table, added to its summary and written to its
     folder (``sent_before``: requests sent before this run's blocks, counted in its plan)."""
     facts = study.read_design(design.info, source=f"the {study.name} study's design")
     frame = ResultsFrame(result.table, design.columns)
-    analysis = study.analyze(frame, facts)
+    with no_progress(options.progress is False):
+        analysis = study.analyze(frame, facts)
     summary = {
         **result.summary,
         "study": study.name,

@@ -123,7 +123,7 @@ def _model_analysis(results: ResultsFrame, design: SpreadDesign, model: str) -> 
             seed=design.seed,
             draws=design.draws,
             confidence=design.confidence,
-            progress=ProgressLog(log, what),
+            progress=ProgressLog(log, what, unit="sampler sweeps"),
         )
     log.info("%s: estimated in %s", what, duration(time.monotonic() - start))
     dist = estimate.distribution

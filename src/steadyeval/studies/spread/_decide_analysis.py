@@ -199,7 +199,7 @@ def _over_formats(
             draws=design.draws,
             confidence=design.confidence,
             labels=[label(m) for m in range(k)],
-            progress=ProgressLog(log, what),
+            progress=ProgressLog(log, what, unit="sampler sweeps"),
         )
     log.info("%s: done in %s", what, duration(time.monotonic() - start))
     notes += list(dict.fromkeys(str(w.message) for w in caught))
