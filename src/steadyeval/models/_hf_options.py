@@ -187,7 +187,8 @@ def fetch_weights(spec: ModelSpec, model_dir: Path) -> None:
     if _weights_missing(model_dir) is None:
         return
     commit = model_dir.name
-    log.info("downloading the weights of %s (commit %s)…", spec, commit[:12])
+    if not _offline():
+        log.info("downloading the weights of %s (commit %s)…", spec, commit[:12])
     start = time.perf_counter()
     try:
         _download(spec.name, commit, _LIGHT + _WEIGHTS)
@@ -220,7 +221,9 @@ def fetch_weights(spec: ModelSpec, model_dir: Path) -> None:
             f"{spec_where(spec)}: hub model {spec.name} at commit {commit[:12]} lacks "
             f"{missing} in {echo(str(model_dir), 120)}; {advice}"
         )
-    log.info("downloaded the weights of %s in %s", spec, duration(time.perf_counter() - start))
+    if not _offline():
+        took = duration(time.perf_counter() - start)
+        log.info("downloaded the weights of %s in %s", spec, took)
 
 
 def _weights_missing(model_dir: Path) -> str | None:
