@@ -117,12 +117,14 @@ _SILENT: ContextVar[bool] = ContextVar("steadyeval_no_progress", default=False)
 @contextmanager
 def no_progress(silent: bool = True) -> Iterator[None]:
     """Within it, :class:`ProgressLog` logs nothing (a run's ``progress=False``, the command
-    line's ``--no-progress``, holds for its analysis too)."""
-    token = _SILENT.set(silent)
+    line's ``--no-progress``, holds for its analysis too). ``silent=False`` leaves the
+    setting as it is (an outer ``no_progress`` still holds)."""
+    token = _SILENT.set(True) if silent else None
     try:
         yield
     finally:
-        _SILENT.reset(token)
+        if token is not None:
+            _SILENT.reset(token)
 
 
 class ProgressLog:
@@ -142,16 +144,21 @@ class ProgressLog:
     ) -> None:
         self.logger, self.what, self.unit = logger, what, unit
         self.interval, self._clock = interval, clock
-        self._start = self._last = clock()
+        self._first: tuple[float, int] | None = None  # when the first step was told
+        self._last = 0.0
 
     def __call__(self, done: int, total: int) -> None:
         if _SILENT.get():
             return
         now = self._clock()
-        if done <= 0 or done >= total or now - self._last < self.interval:
+        if self._first is None:  # the pace from here: what ran before (a fit) is not a step
+            self._first, self._last = (now, done), now
+            return
+        if done >= total or now - self._last < self.interval or done <= self._first[1]:
             return
         self._last = now
-        eta = duration((now - self._start) * (total - done) / done)
+        start, done_then = self._first
+        eta = duration((now - start) * (total - done) / (done - done_then))
         self.logger.info(
             "%s: %d/%d %s (%d%%) · ETA %s",
             self.what, done, total, self.unit, 100 * done // total, eta,

@@ -194,3 +194,22 @@ def test_a_folder_made_later_does_not_turn_a_hub_model_local(hub: StandInHub) ->
     assert b.identity() == f"hf:owner/Name-0.5B@{COMMIT[:12]}"
     b.fingerprint()
     assert hub.weights_fetched()
+
+
+@pytest.mark.parametrize("broken", ["empty index", "dangling link"])
+def test_weights_that_are_not_there_are_not_taken_as_there(
+    hub: StandInHub, tmp_path: Path, broken: str
+) -> None:
+    """An index listing no shards, or a cache link whose blob was deleted to free space:
+    offline, an error naming the model (the fingerprint hashed no weights before)."""
+    b = load_backend("hf:owner/Name-0.5B")
+    if broken == "empty index":
+        index = {"metadata": {}, "weight_map": {}}
+        (b.model_dir / "model.safetensors.index.json").write_text(json.dumps(index))  # type: ignore[attr-defined]
+        what = "lists none"
+    else:
+        (b.model_dir / "model.safetensors").symlink_to(tmp_path / "deleted-blob")  # type: ignore[attr-defined]
+        what = "lacks its .safetensors weights"
+    hub.source = tmp_path  # the hub has nothing more to give
+    with pytest.raises(ModelSpecError, match=rf"owner/Name-0\.5B.*{what}"):
+        b.fingerprint()

@@ -289,20 +289,24 @@ def test_steps_log_at_most_every_interval_with_an_eta(caplog: pytest.LogCaptureF
     caplog.set_level(logging.INFO, logger="steadyeval")
     clock = FakeClock()
     step = ProgressLog(logging.getLogger("steadyeval.x"), "spread of m", clock=clock)
+    clock.now += 500  # a fit before the first step: not counted in the pace
     for done in range(1, 101):
         clock.now += 1.0  # one second a step: a line each 30
         step(done, 100)
     got = [r.getMessage() for r in caplog.records]
     assert got == [
-        "spread of m: 30/100 steps (30%) · ETA 1m10s",
-        "spread of m: 60/100 steps (60%) · ETA 40.0 s",
-        "spread of m: 90/100 steps (90%) · ETA 10.0 s",
+        "spread of m: 31/100 steps (31%) · ETA 1m09s",
+        "spread of m: 61/100 steps (61%) · ETA 39.0 s",
+        "spread of m: 91/100 steps (91%) · ETA 9.0 s",
     ]
     caplog.clear()
     sweeps = ProgressLog(logging.getLogger("steadyeval.x"), "m", unit="sweeps", clock=clock)
-    clock.now += 60
+    sweeps(1, 100)
+    clock.now += 49
     with no_progress():  # a run's progress=False (--no-progress) holds for its analysis
         sweeps(50, 100)
+        with no_progress(False):  # an inner "not silenced" leaves the outer one
+            sweeps(50, 100)
     assert not caplog.records
     sweeps(50, 100)
-    assert [r.getMessage() for r in caplog.records] == ["m: 50/100 sweeps (50%) · ETA 1m00s"]
+    assert [r.getMessage() for r in caplog.records] == ["m: 50/100 sweeps (50%) · ETA 50.0 s"]

@@ -93,7 +93,7 @@ def test_same_seed_same_draws_whether_or_not_progress_is_told() -> None:
         ({"correct": "two"}, "only 0 and 1"),
         ({"draws": 0}, "draws"),
         ({"confidence": 1.5}, "confidence"),
-        ({"progress": "yes"}, "progress must be None or a callable"),
+        ({"progress": "yes"}, "progress must be None or a callable; got str 'yes'"),
         ({"shape": (2, 40, 19_961)}, "40 formats \\+ 19,961 items is over the estimator.s limit"),
         ({"shape": (3, 1_000, 3_001)}, "3 models × 1,000 formats × 3,001 items = 9,003,000 cells"),
     ],

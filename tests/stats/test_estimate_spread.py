@@ -95,8 +95,8 @@ ROWS, COLS, Y = [0, 0, 1, 2], [0, 1, 1, 2], [1, 0, 1, 1]
         ((ROWS, COLS, Y, (3, 3)), {"seed": -1}, "seed must be a non-negative int"),
         ((ROWS, COLS, Y, (3, 3)), {"seed": None}, "seed must be a non-negative int"),
         ((ROWS, COLS, Y, (3, 3)), {"progress": 5}, "progress must be None or a callable.*int 5"),
-        ((ROWS, COLS, Y, (3, 3)), {"progress": lambda: None}, "callable taking \\(done, total\\)"),
-        ((ROWS, COLS, Y, (3, 3)), {"progress": lambda d: d}, "callable taking \\(done, total\\)"),
+        ((ROWS, COLS, Y, (3, 3)), {"progress": lambda: None}, "two arguments, \\(done, total\\)"),
+        ((ROWS, COLS, Y, (3, 3)), {"progress": lambda d: d}, "<lambda> cannot be called so"),
         ((ROWS, COLS, Y, (3, 3), [[1.0], [0.0]]), {}, r"covariates must have shape \(n_rows=3"),
         ((ROWS, COLS, Y, (10, 5_000)), {"draws": 10_000}, "draws × .* is over the limit"),
         (
@@ -142,6 +142,8 @@ def test_cells_built_directly_are_checked_as_of_checks_them(
     assert cells.rows[0] == 0
     with pytest.raises(ValueError, match="read-only"):
         cells.rows[0] = 99
+    with pytest.raises(ValueError):
+        cells.rows.setflags(write=True)
 
 
 @pytest.mark.parametrize("q", [-0.1, 100.5, float("nan"), "50", None, True])

@@ -235,11 +235,15 @@ def _weights_missing(model_dir: Path) -> str | None:
             shards = sorted(set(json.loads(index.read_text())["weight_map"].values()))
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return f"a readable weights index ({index.name})"
+        if not shards:
+            return f"weights: its {index.name} lists none"
         absent = [f for f in shards if not (model_dir / str(f)).is_file()]
         if absent:
             return f"{len(absent)} of its {len(shards)} weight shards ({echo(str(absent[0]), 80)})"
         return None
-    return None if any(model_dir.glob("*.safetensors")) else "its .safetensors weights"
+    # is_file: a cache's link to a deleted blob is no weights
+    found = any(p.is_file() for p in model_dir.glob("*.safetensors"))
+    return None if found else "its .safetensors weights"
 
 
 def _download(name: str, revision: str | None, patterns: list[str]) -> Path:

@@ -52,7 +52,8 @@ class IrtCells:
     """Observed cells of a rows × columns 0/1 matrix, validated when built (directly or by
     :meth:`of`, which takes any array-likes): a shape within the estimator's limits
     (:func:`check_size`), 1-D inputs of equal lengths, integer indices in range, y in
-    {0, 1}, not empty. The arrays are read-only copies: checked cells stay as checked."""
+    {0, 1}, not empty. The arrays are read-only copies (a caller's later change to its
+    own arrays does not reach them; a pickled copy is not checked again when loaded)."""
 
     rows: NDArray[np.intp]
     cols: NDArray[np.intp]
@@ -201,9 +202,14 @@ def _checked(
         raise StatsInputError("no observed cells; observe at least one cell")
     if not np.all((v == 0) | (v == 1)):
         raise StatsInputError("y must hold only 0 and 1 (correct = 1)")
-    for a in (r, c, v):
-        a.setflags(write=False)
-    return r, c, v, n_rows, n_cols
+    return _frozen(r), _frozen(c), _frozen(v), n_rows, n_cols
+
+
+def _frozen(a: NDArray[Any]) -> NDArray[Any]:
+    """A read-only view of ``a`` (a copy the caller does not hold), which cannot be made
+    writable again (its base is read-only)."""
+    a.setflags(write=False)
+    return a.view()
 
 
 def _one_d(a: NDArray[Any], name: str) -> NDArray[Any]:

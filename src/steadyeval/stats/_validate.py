@@ -153,25 +153,20 @@ def check_progress(progress: Any) -> Progress | None:
     wrong one fails at once, not after a fit of minutes)."""
     if progress is None:
         return None
-    wrong = not callable(progress)
-    if not wrong:
-        try:
-            inspect.signature(progress).bind(0, 0)
-        except TypeError:
-            wrong = True
-        except ValueError:  # no signature to read (some builtins): trust it
-            pass
-    if wrong:
+    if not callable(progress):
+        text = repr(progress)
+        shown = type(progress).__name__ + (f" {text}" if len(text) <= 40 else "")
+        raise StatsInputError(f"progress must be None or a callable; got {shown}")
+    try:
+        inspect.signature(progress).bind(0, 0)
+    except TypeError:
+        name = getattr(progress, "__qualname__", type(progress).__name__)
         raise StatsInputError(
-            f"progress must be None or a callable taking (done, total); got {echo_type(progress)}"
-        )
+            f"progress must take two arguments, (done, total); {name} cannot be called so"
+        ) from None
+    except ValueError:  # no signature to read (some builtins): trust it
+        pass
     return cast("Progress", progress)
-
-
-def echo_type(value: Any) -> str:
-    """A value's type, and the value itself when it is short (for error messages)."""
-    text = repr(value)
-    return type(value).__name__ + (f" {text}" if len(text) <= 40 else "")
 
 
 def check_same_length(a: NDArray[Any], b: NDArray[Any], name_a: str, name_b: str) -> None:

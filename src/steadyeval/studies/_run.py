@@ -141,7 +141,10 @@ def _run_study(
     # the first pass is analysed only when it is the whole run: with a follow-up, the final
     # analysis covers it (an estimate at MMLU's size takes minutes)
     first = run_blocks(design.blocks, options=opts, config=resolved, columns=design.columns)
-    more = study.follow_up(cfg, design, ResultsFrame(first.table, design.columns), backends, opts)
+    with no_progress(opts.progress is False):
+        more = study.follow_up(
+            cfg, design, ResultsFrame(first.table, design.columns), backends, opts
+        )
     if more is None:
         return _analysed(study, design, first, opts, 0)
     more = _with_models(more, backends)

@@ -109,6 +109,8 @@ def test_the_comparison_says_when_it_starts_and_ends(
     assert start.startswith("comparison of 2 models over formats: 10 formats × ")
     assert start.endswith(" cells (60 draws)…")
     assert end.startswith("comparison of 2 models over formats: done in ")
+    # the run's progress=False (--no-progress): no per-batch progress lines either
+    assert not [r for r in caplog.records if "cells drawn" in r.getMessage()]
 
 
 def test_refusals(tmp_path: Path, items_file: Path) -> None:

@@ -93,8 +93,14 @@ def test_estimate_runs_only_the_sampled_cells(tmp_path: Path, items_file: Path) 
 
 
 def test_adaptive_spends_the_same_budget_and_analyses_once(
-    tmp_path: Path, items_file: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
+    items_file: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
+    import logging
+
+    caplog.set_level(logging.INFO, logger="steadyeval")
     from steadyeval.studies.spread import SpreadStudy
 
     analysed: list[int] = []
@@ -113,6 +119,12 @@ def test_adaptive_spends_the_same_budget_and_analyses_once(
     assert result.analysis.models[0].cells == 40
     # the first (stratified) pass is not estimated on its own: the final analysis covers it
     assert analysed == [40]
+    # the adaptive step's own estimate (which chooses the cells) says what it does
+    said = [r.getMessage() for r in caplog.records if "adaptive cells" in r.getMessage()]
+    assert re.fullmatch(
+        r"spread of \S+: adaptive cells: estimating from the first 20 cells \(200 draws\)…", said[0]
+    )
+    assert said[1].startswith(said[0].split(": estimating")[0] + ": estimated in ")
 
 
 def test_search_finds_best_and_worst_within_budget(tmp_path: Path, items_file: Path) -> None:

@@ -204,7 +204,7 @@ class DecideStudy(Study[DecideAnalysis]):
             confidence=config.confidence,
             seed=config.seed,
             answer=answer,
-            progress=_progress(budget, config.confidence),
+            progress=None if options.progress is False else _progress(budget, config.confidence),
         )
         info = _info(config, models, setup, budget, sequence)
         return StudyDesign(tuple(_blocks(setup, new)), info.to_json(), design.columns, sent=sent[0])

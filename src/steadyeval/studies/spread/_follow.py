@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
+import time
 import warnings
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..._log import ProgressLog, duration
 from ...stats import IrtCells, StatsWarning, fit_irt, irt_distribution
 from .._protocol import StudyDesign
 from ._analysis import model_cells
@@ -24,6 +27,8 @@ if TYPE_CHECKING:
     from ...run import RunOptions
 
 __all__ = ["adaptive_follow_up", "search_follow_up"]
+
+log = logging.getLogger(__name__)
 
 
 def adaptive_follow_up(
@@ -42,9 +47,18 @@ def adaptive_follow_up(
             continue
         cells = IrtCells.of(rows, cols, y, n_f, n_i)
         x = np.asarray(info.covariates) if info.covariates else None
+        what = f"spread of {model}: adaptive cells"
+        log.info("%s: estimating from the first %d cells (200 draws)…", what, len(y))
+        start = time.monotonic()
         with warnings.catch_warnings():  # the final analysis notes what the cells cannot tell
             warnings.simplefilter("ignore", StatsWarning)
-            dist = irt_distribution(fit_irt(cells, x), n_draws=200, seed=config.seed)
+            dist = irt_distribution(
+                fit_irt(cells, x),
+                n_draws=200,
+                seed=config.seed,
+                progress=ProgressLog(log, what, unit="sampler sweeps"),
+            )
+        log.info("%s: estimated in %s", what, duration(time.monotonic() - start))
         taken = np.zeros((n_f, n_i), dtype=bool)
         taken[rows, cols] = True
         r, c = adaptive_cells(dist, taken, min(left, int((~taken).sum())), seed=config.seed)
