@@ -186,8 +186,8 @@ def fetch_weights(spec: ModelSpec, model_dir: Path) -> None:
     :class:`ModelSpecError` naming the model when they cannot be had."""
     if _weights_missing(model_dir) is None:
         return
-    commit = model_dir.name
-    if not _offline():
+    commit, offline = model_dir.name, _offline()
+    if not offline:
         log.info("downloading the weights of %s (commit %s)…", spec, commit[:12])
     start = time.perf_counter()
     try:
@@ -206,7 +206,7 @@ def fetch_weights(spec: ModelSpec, model_dir: Path) -> None:
                 "it holds pickled .bin weights, which steadyeval does not load (they can run "
                 "code): convert them to safetensors and pass the local folder"
             )
-        elif _offline():
+        elif offline:
             advice = (
                 "they are not in the local hub cache and HF_HUB_OFFLINE is set: unset it to "
                 "download them, or pass a local model folder"
@@ -221,7 +221,7 @@ def fetch_weights(spec: ModelSpec, model_dir: Path) -> None:
             f"{spec_where(spec)}: hub model {spec.name} at commit {commit[:12]} lacks "
             f"{missing} in {echo(str(model_dir), 120)}; {advice}"
         )
-    if not _offline():
+    if not offline:
         took = duration(time.perf_counter() - start)
         log.info("downloaded the weights of %s in %s", spec, took)
 
