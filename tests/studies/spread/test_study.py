@@ -157,7 +157,18 @@ def test_cli_help_and_dry_run(tmp_path: Path, items_file: Path) -> None:
                                str(items_file), "--n-formats", "12", "--budget", "30",
                                "--dry-run"])  # fmt: skip
     assert dry.exit_code == 0, dry.output
-    assert "30" in dry.output
+    assert "30" in dry.output and "first pass" not in dry.output  # the whole run's counts
+    # with a follow-up the counts are the first pass's, and the note says what may follow
+    for extra, after in ((["--sampler", "adaptive"], "the adaptive pass depends"),
+                         (["--method", "search", "--batch", "5"], "the search's steps depend")):  # fmt: skip
+        dry = runner.invoke(main, ["study", "spread", "--model", "scripted:x", "--data",
+                                   str(items_file), "--n-formats", "12", "--budget", "30",
+                                   "--dry-run", *extra])  # fmt: skip
+        assert dry.exit_code == 0, dry.output
+        assert (
+            f"dry run: the counts are the first pass's; {after} on its answers: at most 30 "
+            "cells × 1 model in all"
+        ) in dry.output
 
 
 def test_prompteval_templates_load(items_file: Path) -> None:

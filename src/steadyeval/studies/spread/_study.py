@@ -60,6 +60,25 @@ class SpreadStudy(Study[SpreadAnalysis]):
         with _as_config_error():
             return spread_design(config)[0]
 
+    def plan_note(self, config: SpreadConfig) -> str | None:
+        """An adaptive sampler or a search: the counts are the first pass's."""
+        if config.method == "estimate" and config.sampler == "stratified":
+            return None
+        from ._design import budget_of, spread_setup
+
+        with _as_config_error():
+            budget = budget_of(config, spread_setup(config))
+        k = len(config.models)
+        after = (
+            "the adaptive pass depends"
+            if config.method == "estimate"
+            else "the search's steps depend"
+        )
+        return (
+            f"dry run: the counts are the first pass's; {after} on its answers: at most "
+            f"{budget:,} cells × {k} model{'' if k == 1 else 's'} in all"
+        )
+
     def follow_up(
         self,
         config: SpreadConfig,
