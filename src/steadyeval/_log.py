@@ -31,6 +31,7 @@ __all__ = [
     "duration",
     "no_progress",
     "quiet",
+    "timed_steps",
 ]
 
 #: The logger every module of the package logs under.
@@ -163,3 +164,15 @@ class ProgressLog:
             "%s: %d/%d %s (%d%%) · ETA %s",
             self.what, done, total, self.unit, 100 * done // total, eta,
         )  # fmt: skip
+
+
+@contextmanager
+def timed_steps(
+    logger: logging.Logger, what: str, doing: str, *, done: str = "done", unit: str = "steps"
+) -> Iterator[ProgressLog]:
+    """Long work counted in ``unit``: ``WHAT: DOING…`` at INFO, a :class:`ProgressLog` to
+    tell the steps to, then ``WHAT: DONE in T`` when the work returns."""
+    logger.info("%s: %s…", what, doing)
+    start = time.monotonic()
+    yield ProgressLog(logger, what, unit=unit)
+    logger.info("%s: %s in %s", what, done, duration(time.monotonic() - start))

@@ -73,8 +73,9 @@ class IrtCells:
     def of(
         cls, rows: ArrayLike, cols: ArrayLike, y: ArrayLike, n_rows: int, n_cols: int
     ) -> IrtCells:
-        """The cells, from any array-likes (validated as the class says)."""
-        return cls(*_checked(rows, cols, y, n_rows, n_cols))
+        """The cells, from any array-likes (validated once, as the class says)."""
+        given: tuple[Any, ...] = (rows, cols, y, n_rows, n_cols)
+        return cls(*given)
 
     def flat_index(self) -> NDArray[np.int64]:
         """Each cell's position in the row-major n_rows × n_cols matrix (one per observed

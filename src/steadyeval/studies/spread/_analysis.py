@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import time
 import warnings
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -11,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..._errors import ConfigError
-from ..._log import ProgressLog, duration
+from ..._log import timed_steps
 from ...stats import StatsWarning, estimate_spread
 from ._irt_search import search_summary
 from ._types import (
@@ -33,9 +32,11 @@ if TYPE_CHECKING:
     from ...results import ResultsFrame
     from ...stats import SpreadDiagnostic
 
-__all__ = ["analyze_spread", "model_cells"]
+__all__ = ["SWEEPS", "analyze_spread", "model_cells"]
 
 log = logging.getLogger(__name__)
+#: What the estimator's progress counts (its Gibbs sweeps: 300 + 2 per draw).
+SWEEPS = "sampler sweeps"
 
 #: the columns the spread study reads
 COLUMNS = ("model", "condition", "item_id", "correct", "prompt")
@@ -106,13 +107,11 @@ def _model_analysis(results: ResultsFrame, design: SpreadDesign, model: str) -> 
     if len(y) == 0:
         raise ConfigError(f"model {model!r} has no scored cells in the results table")
     x = design.covariates
-    what = f"spread of {model}"
-    log.info(
-        "%s: estimating %d formats × %d items from %d cells (%d draws)…",
-        what, n_f, n_i, len(y), design.draws,
-    )  # fmt: skip
-    start = time.monotonic()
-    with warnings.catch_warnings(record=True) as caught:
+    doing = f"estimating {n_f} formats × {n_i} items from {len(y)} cells ({design.draws} draws)"
+    with (
+        timed_steps(log, f"spread of {model}", doing, done="estimated", unit=SWEEPS) as steps,
+        warnings.catch_warnings(record=True) as caught,
+    ):
         warnings.simplefilter("always", StatsWarning)
         estimate = estimate_spread(
             rows,
@@ -123,9 +122,8 @@ def _model_analysis(results: ResultsFrame, design: SpreadDesign, model: str) -> 
             seed=design.seed,
             draws=design.draws,
             confidence=design.confidence,
-            progress=ProgressLog(log, what, unit="sampler sweeps"),
+            progress=steps,
         )
-    log.info("%s: estimated in %s", what, duration(time.monotonic() - start))
     dist = estimate.distribution
     # what the cells cannot tell (all correct, one format observed, ...) and when not to
     # trust the estimate (the fit check): shown with the result

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import logging
 import math
-import time
 import warnings
 from typing import TYPE_CHECKING, Any
 
@@ -14,8 +13,8 @@ import numpy as np
 
 from ... import stats
 from ..._errors import ConfigError
-from ..._log import ProgressLog, duration
-from ._analysis import model_cells
+from ..._log import timed_steps
+from ._analysis import SWEEPS, model_cells
 from ._decide_cells import (
     closure,
     decide_pairs,
@@ -181,12 +180,14 @@ def _over_formats(
     rows, cols, y = (np.concatenate([c[j] for c in cells]) for j in range(3))
     x = np.asarray(design.covariates) if design.covariates else None
     what = f"comparison of {k} models over formats"
-    log.info(
-        "%s: %d formats × %d items from %d cells (%d draws)…",
-        what, len(design.formats), len(design.items), len(y), design.draws,
-    )  # fmt: skip
-    start = time.monotonic()
-    with warnings.catch_warnings(record=True) as caught:
+    doing = (
+        f"{len(design.formats)} formats × {len(design.items)} items from {len(y)} cells "
+        f"({design.draws} draws)"
+    )
+    with (
+        timed_steps(log, what, doing, unit=SWEEPS) as steps,
+        warnings.catch_warnings(record=True) as caught,
+    ):
         warnings.simplefilter("always", stats.StatsWarning)
         result = stats.compare_formats(
             models,
@@ -199,9 +200,8 @@ def _over_formats(
             draws=design.draws,
             confidence=design.confidence,
             labels=[label(m) for m in range(k)],
-            progress=ProgressLog(log, what, unit="sampler sweeps"),
+            progress=steps,
         )
-    log.info("%s: done in %s", what, duration(time.monotonic() - start))
     notes += list(dict.fromkeys(str(w.message) for w in caught))
     accuracy = [
         ModelAccuracy(

@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import time
 import warnings
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..._log import ProgressLog, duration
+from ..._log import timed_steps
 from ...stats import IrtCells, StatsWarning, fit_irt, irt_distribution
 from .._protocol import StudyDesign
-from ._analysis import model_cells
+from ._analysis import SWEEPS, model_cells
 from ._config import SpreadConfig
 from ._design import budget_of, cell_blocks, spread_setup
 from ._irt_design import adaptive_cells
@@ -48,17 +47,15 @@ def adaptive_follow_up(
         cells = IrtCells.of(rows, cols, y, n_f, n_i)
         x = np.asarray(info.covariates) if info.covariates else None
         what = f"spread of {model}: adaptive cells"
-        log.info("%s: estimating from the first %d cells (200 draws)…", what, len(y))
-        start = time.monotonic()
-        with warnings.catch_warnings():  # the final analysis notes what the cells cannot tell
+        doing = f"estimating from the first {len(y)} cells (200 draws)"
+        with (
+            timed_steps(log, what, doing, done="estimated", unit=SWEEPS) as steps,
+            warnings.catch_warnings(),  # the final analysis notes what the cells cannot tell
+        ):
             warnings.simplefilter("ignore", StatsWarning)
             dist = irt_distribution(
-                fit_irt(cells, x),
-                n_draws=200,
-                seed=config.seed,
-                progress=ProgressLog(log, what, unit="sampler sweeps"),
+                fit_irt(cells, x), n_draws=200, seed=config.seed, progress=steps
             )
-        log.info("%s: estimated in %s", what, duration(time.monotonic() - start))
         taken = np.zeros((n_f, n_i), dtype=bool)
         taken[rows, cols] = True
         r, c = adaptive_cells(dist, taken, min(left, int((~taken).sum())), seed=config.seed)
