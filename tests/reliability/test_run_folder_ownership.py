@@ -263,3 +263,24 @@ def test_the_atomic_writer_never_replaces_a_special_file(tmp_path: Path) -> None
         with pytest.raises(StorageError, match=kind):
             write_text_atomic(target, "x")
     assert fifo.is_fifo()
+
+
+def test_a_resumed_run_keeps_owning_its_report_and_the_report_its_run_id(
+    tmp_path: Path,
+) -> None:
+    """Rerunning the same config claims the folder again: what the marker recorded (a
+    report, and the run id the report shows) stays recorded, so a later --overwrite still
+    deletes the report; a report of another run than the folder's results is deleted."""
+    out = tmp_path / "run"
+    assert _run(tmp_path, out)[0] == 0
+    assert CliRunner().invoke(main, ["report", str(out), "--format", "md"]).exit_code == 0
+    run_id = json.loads((out / "config.json").read_text())["run_id"]
+    assert _run(tmp_path, out)[0] == 0  # resumes
+    marker = json.loads((out / MARKER).read_text())
+    assert "report.md" in marker["owns"] and marker["reports"] == {"report.md": run_id}
+    assert (out / "report.md").is_file()
+    # a record naming another run: the report is stale, whatever the folder held before
+    (out / MARKER).write_text(json.dumps({**marker, "reports": {"report.md": "other"}}))
+    assert _run(tmp_path, out)[0] == 0
+    assert not (out / "report.md").exists()
+    assert json.loads((out / MARKER).read_text())["reports"] == {}

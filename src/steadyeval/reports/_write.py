@@ -8,7 +8,7 @@ from typing import Literal
 from .._errors import DataError, show_path
 from .._json import write_text_atomic
 from ..document import Report, render_markdown
-from ._build import build_report
+from ._build import build_report, load_context
 from ._html import render_html
 from ._json import render_json
 from ._options import ReportOptions
@@ -52,9 +52,11 @@ def write_report(
             f"{show_path(path)}: is a file of the run itself; write the report elsewhere "
             f"(the default is {show_path(Path(run_dir) / f'report.{_SUFFIX[fmt]}')})"
         )
-    report = build_report(run_dir, options)
+    ctx = load_context(run_dir, options)
+    report = build_report(ctx)
     path.parent.mkdir(parents=True, exist_ok=True)
-    if output is None:
-        own(Path(run_dir), path.name)  # recorded first: --overwrite may delete it later
+    if output is None:  # recorded first: --overwrite may delete it later
+        run_id = ctx.summary.get("run_id")
+        own(Path(run_dir), path.name, report_of=str(run_id) if run_id else None)
     write_text_atomic(path, render(report, fmt))
     return path

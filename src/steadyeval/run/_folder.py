@@ -7,10 +7,17 @@ before anything else of the run (a regular file holding ``{"format": 1, "config_
 folder). ``--overwrite`` deletes only the entries the marker records as steadyeval's own (the
 run's files, reports, checkpoints, and temporary files of those names); any other file stays.
 The lock file is opened without following links and must be a regular file with one link,
-so a lock path that is a link, a folder or a FIFO is an error, never written through."""
+so a lock path that is a link, a folder or a FIFO is an error, never written through.
+
+A report rendered into the folder is recorded in the marker with the run id it shows. When
+the last writer of the folder lets go of its lock, a report of another run id than the
+folder's results is deleted: a study written in several parts (a first pass, then its
+follow-up) is judged once, by what it left, so a rerun that resumes to the same results
+keeps its report."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import json
@@ -25,7 +32,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from .._errors import ConfigError
+from .._errors import ConfigError, SteadyevalError
+from .._files import load_json_file
 from .._json import write_json
 from ..items import canonical_json
 
@@ -38,7 +46,6 @@ __all__ = [
     "claim_run_dir",
     "config_key",
     "default_out",
-    "drop_stale_reports",
     "is_run_file",
     "locked_run_dir",
     "own",
@@ -143,11 +150,53 @@ def _not_a_run(run_dir: Path) -> ConfigError:
 _HELD: dict[str, tuple[int, int]] = {}  # folder -> (file descriptor, depth), this process
 
 
+def written_run_id(run_dir: Path) -> str | None:
+    """The run id in a folder's ``config.json`` (``None``: none readable; a special file or
+    a damaged config is not read, so a FIFO there cannot block a run)."""
+    path = run_dir / "config.json"
+    if not path.is_file():
+        return None
+    try:
+        data = load_json_file(path, "a run's config.json", max_bytes=16 * 2**20)
+    except SteadyevalError:
+        return None
+    value = data.get("run_id") if isinstance(data, dict) else None
+    return str(value) if isinstance(value, str) and value else None
+
+
+def _drop_stale_reports(run_dir: Path, before: str | None) -> list[str]:
+    """Delete the reports in ``run_dir`` rendered from another run than the one its results
+    now hold (``before``: the run id the folder held when its writer took the lock, taken
+    as the run of a report the marker has no record of); returns the names deleted."""
+    now = written_run_id(run_dir)
+    if now is None:
+        return []
+    try:
+        marker = _marker(run_dir)
+    except ConfigError:
+        marker = None
+    made = (marker or {}).get("reports")
+    made = made if isinstance(made, dict) else {}
+    gone = []
+    for name in REPORT_FILES:
+        of = made.get(name) if isinstance(made.get(name), str) else before
+        path = run_dir / name
+        if of is not None and of != now and path.is_file():
+            path.unlink()
+            gone.append(name)
+    if marker is not None and any(name in made for name in gone):
+        kept = {k: v for k, v in made.items() if k not in gone}
+        write_json(run_dir / MARKER, {**marker, "reports": kept})
+    return gone
+
+
 @contextmanager
 def locked_run_dir(run_dir: Path) -> Iterator[None]:
     """Hold ``run_dir``'s lock while a run writes into it (re-entrant in one process). A
     second process is refused with the holder's pid; a folder that is not empty and holds
-    no steadyeval run is refused before anything is written into it."""
+    no steadyeval run is refused before anything is written into it. When the outermost
+    holder lets go (the run done, failed or interrupted), reports of another run than the
+    folder's results are deleted."""
     key = str(run_dir.resolve())
     if key in _HELD:
         fd, depth = _HELD[key]
@@ -167,11 +216,14 @@ def locked_run_dir(run_dir: Path) -> Iterator[None]:
     except OSError as exc:
         raise ConfigError(f"--out {run_dir}: cannot create the folder ({exc.strerror})") from None
     fd = _lock(run_dir)
+    before = written_run_id(run_dir)
     _HELD[key] = (fd, 1)
     try:
         yield
     finally:
         del _HELD[key]
+        with contextlib.suppress(OSError):  # best effort: a full disk, a folder gone
+            _drop_stale_reports(run_dir, before)
         if created and not _entries(run_dir):  # a run that failed before writing anything
             (run_dir / LOCK).unlink(missing_ok=True)
             run_dir.rmdir()
@@ -246,8 +298,6 @@ def _legacy_key(run_dir: Path, config: Mapping[str, Any] | None, key: str) -> bo
     specs were canonical wrote it: the folder's ``config.json`` (its keys of ``config``)
     hashes to ``key``, and with its model specs canonical (options sorted, the backend
     lower-case) it is ``config``."""
-    from .._errors import SteadyevalError
-    from .._files import load_json_file
     from ..models import parse_model_spec
 
     path = run_dir / "config.json"
@@ -293,6 +343,7 @@ def claim_run_dir(
         raise ConfigError(f"--out {run_dir}: exists and is not a folder")
     kept = {str(k.resolve()) + tail for k in keep for tail in ("", "-wal", "-shm", "-journal")}
     entries = _entries(run_dir, kept)
+    record: dict[str, Any] = {"owns": list(RUN_FILES)}
     if entries:
         marker = _marker(run_dir)
         if marker is None:
@@ -308,11 +359,24 @@ def claim_run_dir(
             for entry in entries:  # the marker last: a crash midway leaves a claimed folder
                 if entry.name != MARKER and _is_owned(entry.name, owned):
                     _remove(entry)
+        else:  # the same run resumes: what it owns (a report, checkpoints) stays its own
+            record = _kept_record(marker)
     run_dir.mkdir(parents=True, exist_ok=True)
     write_json(
         run_dir / MARKER,
-        {"format": MARKER_FORMAT, "config_key": key, "claimed": time.time(), "owns": RUN_FILES},
+        {"format": MARKER_FORMAT, "config_key": key, "claimed": time.time(), **record},
     )
+
+
+def _kept_record(marker: Mapping[str, Any]) -> dict[str, Any]:
+    """What a marker of the same run records that a new claim keeps: the entries it owns
+    (and the run's files) and the run ids its reports were rendered from."""
+    owns = [*RUN_FILES, *(n for n in sorted(_owned(marker)) if n not in RUN_FILES)]
+    reports = marker.get("reports")
+    if not isinstance(reports, dict):
+        return {"owns": owns}
+    made = {k: v for k, v in reports.items() if k in REPORT_FILES and isinstance(v, str)}
+    return {"owns": owns, "reports": made}
 
 
 def is_run_file(run_dir: Path, path: Path) -> bool:
@@ -324,11 +388,13 @@ def is_run_file(run_dir: Path, path: Path) -> bool:
     return folder == Path(os.path.realpath(run_dir)) and path.name in (*RUN_FILES, MARKER, LOCK)
 
 
-def own(run_dir: Path, *names: str) -> None:
+def own(run_dir: Path, *names: str, report_of: str | None = None) -> None:
     """Record ``names`` (entries of ``run_dir`` steadyeval is writing: a report, a checkpoint
     store) as steadyeval's own in the folder's marker, so ``--overwrite`` may delete them
-    later; what is never recorded is never deleted. A folder without a current marker (not
-    a run folder, or one written before markers listed what they own) is left as it is."""
+    later; what is never recorded is never deleted. ``report_of``: the run id the named
+    reports show (a report of another run than the folder's is deleted when a run next
+    writes the folder). A folder without a current marker (not a run folder, or one
+    written before markers listed what they own) is left as it is."""
     try:
         marker = _marker(run_dir)
     except ConfigError:
@@ -337,22 +403,12 @@ def own(run_dir: Path, *names: str) -> None:
         return
     owns = [n for n in marker["owns"] if isinstance(n, str)]
     added = [n for n in names if n not in owns and n and "/" not in n]
-    if added:
-        write_json(run_dir / MARKER, {**marker, "owns": [*owns, *added]})
-
-
-def drop_stale_reports(run_dir: Path, old_run_id: str | None, new_run_id: str) -> list[str]:
-    """Delete report files rendered from a previous run's results (their run id differs);
-    returns the names deleted."""
-    if old_run_id is None or old_run_id == new_run_id:
-        return []
-    gone = []
-    for name in REPORT_FILES:
-        path = run_dir / name
-        if path.is_file():
-            path.unlink()
-            gone.append(name)
-    return gone
+    reports = marker.get("reports")
+    made = dict(reports) if isinstance(reports, dict) else {}
+    if report_of is not None:
+        made.update({n: report_of for n in names if n in REPORT_FILES})
+    if added or (report_of is not None and made != reports):
+        write_json(run_dir / MARKER, {**marker, "owns": [*owns, *added], "reports": made})
 
 
 def default_out(name: str, *, root: Path = Path("runs")) -> Path:

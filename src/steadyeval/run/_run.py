@@ -16,8 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 
 import pyarrow as pa
 
-from .._errors import ConfigError, SteadyevalError
-from .._files import load_json_file
+from .._errors import ConfigError
 from .._json import write_json, write_text_atomic
 from ..cache import ResponseCache
 from ..conditions import Condition, Expansion, Trial, expand
@@ -44,7 +43,7 @@ from ._dispatch import (
     retry_counts,
 )
 from ._executor import Executor
-from ._folder import claim_run_dir, config_key, drop_stale_reports, locked_run_dir
+from ._folder import claim_run_dir, config_key, locked_run_dir
 from ._plan import Plan, PlannedTrial, build_plan
 from ._provenance import provenance
 
@@ -383,9 +382,7 @@ def _run_blocks(
             preflight(plan, missing, backends, send=False)
             return count_plan(plan, backends, cached, missing, sum(planned.skipped.values()))
         rid = run_id_for(planned.body, columns)
-        old_rid = None
         if opts.out is not None:
-            old_rid = _written_run_id(Path(opts.out))
             claim_run_dir(
                 Path(opts.out),
                 config_key(config, rid),
@@ -429,7 +426,6 @@ def _run_blocks(
         run_dir = Path(opts.out)
         with writing_run(run_dir, rid):
             _write(run_dir, table, summary, planned, config)
-            drop_stale_reports(run_dir, old_rid, rid)
             timings["total"] = time.perf_counter() - t0
             fingerprints = {name: b.fingerprint() for name, b in backends.items()}
             counts = {"rows": table.num_rows, "model_calls": n_sent, "cache_hits": n_cached}
@@ -437,20 +433,6 @@ def _run_blocks(
                 run_dir / "provenance.json", provenance(fingerprints, timings, counts), default=str
             )
     return RunResult(table=table, summary=summary, run_dir=run_dir)
-
-
-def _written_run_id(run_dir: Path) -> str | None:
-    """The run id in a folder's ``config.json`` (``None``: none readable; a special file or
-    a damaged config is not read, so a FIFO there cannot block the rerun)."""
-    path = run_dir / "config.json"
-    if not path.exists():
-        return None
-    try:
-        data = load_json_file(path, "a run's config.json", max_bytes=16 * 2**20)
-    except SteadyevalError:
-        return None
-    value = data.get("run_id") if isinstance(data, dict) else None
-    return str(value) if isinstance(value, str) and value else None
 
 
 def _summary(

@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
-from steadyeval import ConfigError
+from steadyeval import ConfigError, DataError
 from steadyeval.cli import main
 from steadyeval.run import RunOptions
 from steadyeval.studies import StudyResult, read_analysis, reanalyze, run_study
@@ -299,3 +299,46 @@ def test_the_estimate_says_when_it_starts_and_ends(
         r"spread of \S+: estimating 15 formats × 12 items from 40 cells \(100 draws\)…", got[0]
     )
     assert re.fullmatch(r"spread of \S+: estimated in [\d.]+ s", got[1])
+
+
+def test_rerunning_a_study_with_a_follow_up_keeps_its_report(
+    tmp_path: Path, items_file: Path
+) -> None:
+    """The first pass writes its rows under another run id than the whole run's: a rerun of
+    the same study (resumed from the cache) must not take the report for a stale one."""
+    from steadyeval.reports import write_report
+
+    first = _run(tmp_path, items_file, sampler="adaptive")
+    run_dir = tmp_path / "run"
+    page = write_report(run_dir)
+    before = page.read_bytes()
+    again = _run(tmp_path, items_file, sampler="adaptive")
+    assert again.summary["run_id"] == first.summary["run_id"]
+    assert page.read_bytes() == before  # same results: the report still holds
+    # a rerun that stops after its first pass leaves the first pass's rows: not the
+    # report's run, so the report goes
+    from steadyeval.studies.spread import SpreadStudy
+
+    def stopped(*args: Any) -> Any:
+        raise KeyboardInterrupt
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(SpreadStudy, "follow_up", stopped)
+        with pytest.raises(KeyboardInterrupt):
+            _run(tmp_path, items_file, sampler="adaptive")
+    assert not page.exists()
+    with pytest.raises(DataError, match="interrupted"):  # the folder holds an unfinished run
+        write_report(run_dir)
+    assert (
+        _run(tmp_path, items_file, sampler="adaptive").summary["run_id"] == first.summary["run_id"]
+    )
+    write_report(run_dir)
+    # another config (--overwrite) replaces the run and its report goes with it
+    register()
+    cfg = SpreadConfig(
+        models=["scripted:x"], data=str(items_file), n_formats=15, budget=30, draws=100,
+        sampler="adaptive",
+    )  # fmt: skip
+    opts = RunOptions(out=run_dir, progress=False, overwrite=True)
+    assert isinstance(run_study("spread", cfg, options=opts), StudyResult)
+    assert not page.exists()
