@@ -102,6 +102,10 @@ def test_a_bad_data_row_fails_before_any_weights(hub: StandInHub, tmp_path: Path
     with pytest.raises(DataError, match=r"items\.jsonl.*line 2"):
         run_study("spread", config, dry_run=True)
     assert hub.calls and not hub.weights_fetched()
+    data.write_text(json.dumps(good) + "\n")  # good data: the study's dry run fetches none
+    counts = run_study("spread", config, dry_run=True)
+    assert not hub.weights_fetched()
+    assert counts.unread == [f"hf:owner/Name-0.5B@{COMMIT[:12]}"]  # type: ignore[union-attr]
 
 
 def test_a_snapshot_without_weights_is_a_clear_error(
@@ -213,3 +217,34 @@ def test_weights_that_are_not_there_are_not_taken_as_there(
     hub.source = tmp_path  # the hub has nothing more to give
     with pytest.raises(ModelSpecError, match=rf"owner/Name-0\.5B.*{what}"):
         b.fingerprint()
+
+
+def test_a_dry_run_downloads_no_weights_and_says_what_it_did_not_count(
+    hub: StandInHub, tmp_path: Path
+) -> None:
+    """A dry run sends nothing, and downloads nothing large: the cache key of a model whose
+    weights are not here hashes them, so its cached responses are not looked up (counted
+    as to send, and said). Once a run has the weights, a dry run counts the cache again."""
+    from click.testing import CliRunner
+
+    from steadyeval.cli import main
+
+    data = tmp_path / "items.jsonl"
+    rows = [{"id": f"q{i}", "question": f"{i} + 1?", "options": ["1", "2"], "answer": 0}
+            for i in range(3)]  # fmt: skip
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    argv = ["run", "--model", "hf:owner/Name-0.5B", "--data", str(data), "--no-progress"]
+    argv += ["--cache", str(tmp_path / "cache.sqlite")]
+    dry = CliRunner().invoke(main, [*argv, "--dry-run"])
+    assert dry.exit_code == 0, dry.output
+    assert not hub.weights_fetched()
+    name = f"hf:owner/Name-0.5B@{COMMIT[:12]}"
+    assert f"{name}: its weights are not downloaded yet, so its cached" in dry.output
+    assert f"{name}: unique 6 · cached 0 · to send 6" in dry.output
+    done = CliRunner().invoke(main, [*argv, "--out", str(tmp_path / "run")])
+    assert done.exit_code == 0, done.output
+    assert hub.weights_fetched()
+    again = CliRunner().invoke(main, [*argv, "--dry-run"])
+    assert again.exit_code == 0, again.output
+    assert "not downloaded" not in again.output
+    assert f"{name}: unique 6 · cached 6 · to send 0" in again.output

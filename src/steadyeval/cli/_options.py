@@ -258,6 +258,11 @@ def echo_counts(c: PlanCounts) -> None:
     for model, counts in c.per_model.items():
         detail = " · ".join(f"{names.get(k, k).replace('_', ' ')} {v:,}" for k, v in counts.items())
         click.echo(f"  {model}: {detail}")
+    for model in c.unread:
+        click.echo(
+            f"  {model}: its weights are not downloaded yet, so its cached responses were "
+            "not looked up (counted as to send); the run downloads them first"
+        )
 
 
 def _pct(x: float) -> str:

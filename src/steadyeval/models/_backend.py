@@ -220,6 +220,9 @@ class Backend(Protocol):
     # whose ``joint_prefill`` is true gets a model's score and greedy generate requests
     # together, prefix-sorted, through ``score_and_generate`` (it shares the prefill of an
     # item's option and free-form prompts); any other gets one call per kind.
+    # ``fingerprint_pending`` (bool): computing ``fingerprint()`` would first download
+    # something large (a hub model's weights); a dry run then leaves the model's cache
+    # unread instead.
 
 
 class BaseBackend:
@@ -258,6 +261,14 @@ class BaseBackend:
 
     def stats(self) -> BackendStats:
         return BackendStats()
+
+    @property
+    def fingerprint_pending(self) -> bool:
+        """Whether :meth:`fingerprint` would first download something large (a hub model's
+        weights not in the local cache yet). A dry run then does not call it: the model's
+        requests are counted as to send, and the count says their cache was not read.
+        Default: false."""
+        return False
 
     @property
     def joint_prefill(self) -> bool:

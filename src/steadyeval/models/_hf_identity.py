@@ -16,7 +16,7 @@ from pathlib import Path
 
 from .._hub import locate
 from ._backend import BaseBackend, spec_identity
-from ._hf_options import HFOptions, fetch_weights
+from ._hf_options import HFOptions, fetch_weights, weights_missing
 from ._spec import ModelSpec
 
 __all__ = ["content_hashes", "fingerprint_dir", "model_identity"]
@@ -182,6 +182,17 @@ class FolderBackend(BaseBackend):
         """Note whether the folder just resolved is local or a hub snapshot (whatever the
         working directory holds later)."""
         self._local = locate(self.spec.name).kind == "path"
+
+    @property
+    def fingerprint_pending(self) -> bool:
+        """A hub snapshot whose weights are not in the local cache yet: its fingerprint
+        (which hashes them) would download them first."""
+        return (
+            self._fingerprint is None
+            and not self._local
+            and not self._weights_fetched
+            and weights_missing(self.model_dir) is not None
+        )
 
     def _fetch_weights(self) -> None:
         """A hub snapshot's weights, downloaded once, at the commit of its small files (the

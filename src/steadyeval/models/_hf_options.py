@@ -38,6 +38,7 @@ __all__ = [
     "model_folder",
     "positive_int",
     "resolve_model_dir",
+    "weights_missing",
 ]
 
 log = logging.getLogger(__name__)
@@ -184,7 +185,7 @@ def fetch_weights(spec: ModelSpec, model_dir: Path) -> None:
     :func:`resolve_model_dir` opened without its weights, at its commit: nothing to do (no
     hub call) when its weights are all there, else a download, logged at INFO. Raises
     :class:`ModelSpecError` naming the model when they cannot be had."""
-    if _weights_missing(model_dir) is None:
+    if weights_missing(model_dir) is None:
         return
     commit, offline = model_dir.name, _offline()
     if not offline:
@@ -199,7 +200,7 @@ def fetch_weights(spec: ModelSpec, model_dir: Path) -> None:
             f"{echo(str(exc), 200)}); run again when the hub is reachable, or pass a local "
             "model folder"
         ) from None
-    missing = _weights_missing(model_dir)
+    missing = weights_missing(model_dir)
     if missing is not None:
         if any(model_dir.glob("*.bin")):
             advice = (
@@ -226,7 +227,7 @@ def fetch_weights(spec: ModelSpec, model_dir: Path) -> None:
         log.info("downloaded the weights of %s in %s", spec, took)
 
 
-def _weights_missing(model_dir: Path) -> str | None:
+def weights_missing(model_dir: Path) -> str | None:
     """What a snapshot lacks of its safetensors weights (None: nothing): the shards its
     ``model.safetensors.index.json`` lists, or any weights file at all."""
     index = model_dir / "model.safetensors.index.json"

@@ -182,6 +182,10 @@ class SlotReader(BaseBackend):
     def fingerprint(self) -> str:
         return self.inner.fingerprint()
 
+    @property
+    def fingerprint_pending(self) -> bool:
+        return getattr(self.inner, "fingerprint_pending", False) is True
+
     def stats(self) -> BackendStats:
         return self.inner.stats()
 

@@ -57,6 +57,9 @@ class PlanCounts:
     input_tokens_estimated: bool
     skipped: int
     per_model: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: models whose cached responses were not looked up (their cache key needs weights not
+    #: downloaded yet): all their requests are counted as to send
+    unread: list[str] = field(default_factory=list)
 
 
 def prompt_text(req: Request) -> str:
@@ -79,6 +82,8 @@ def count_plan(
     cached: Mapping[str, Response],
     missing: Sequence[str],
     skipped: int,
+    *,
+    unread: Sequence[str] = (),
 ) -> PlanCounts:
     by_model: dict[str, list[Request]] = defaultdict(list)
     per_model: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
@@ -88,6 +93,7 @@ def count_plan(
     for key, (model, _) in plan.unique.items():
         per_model[model]["unique_requests"] += 1
         per_model[model]["cache_hits"] += key in cached
+        per_model[model]["to_send"] += key not in cached
     tokens, estimated = 0, False
     for model, reqs in by_model.items():
         texts = [prompt_text(r) for r in reqs]
@@ -96,7 +102,6 @@ def count_plan(
             estimated = True
             counted = [max(1, len(t) // 4) for t in texts]
         tokens += sum(counted)
-        per_model[model]["to_send"] = len(reqs)
     return PlanCounts(
         trials=len(plan.trials),
         rows=sum(n_rows(pt) for pt in plan.trials),
@@ -108,6 +113,7 @@ def count_plan(
         input_tokens_estimated=estimated,
         skipped=skipped,
         per_model={m: dict(v) for m, v in per_model.items()},
+        unread=list(unread),
     )
 
 

@@ -156,6 +156,8 @@ class _Planned:
     conditions: list[str]
     items: list[str]
     body: list[dict[str, Any]]
+    #: models whose cache a dry run did not read (``Backend.fingerprint_pending``)
+    unread: list[str]
 
 
 def _warn_unused(conditions: Sequence[Condition], expansion: Expansion) -> None:
@@ -173,8 +175,11 @@ def _warn_unused(conditions: Sequence[Condition], expansion: Expansion) -> None:
             )
 
 
-def _plan(blocks: Sequence[Block]) -> _Planned:
+def _plan(blocks: Sequence[Block], *, dry_run: bool = False) -> _Planned:
+    """Expand and plan ``blocks``. A dry run keys a model whose fingerprint would first
+    download its weights by its identity instead: its cache is not read."""
     models = _Models()
+    unread: dict[str, None] = {}
     units: list[tuple[str, str, Trial, Sequence[Request]]] = []
     tags: list[Mapping[str, Any]] = []
     skipped: Counter[tuple[str, str]] = Counter()
@@ -194,7 +199,12 @@ def _plan(blocks: Sequence[Block]) -> _Planned:
         _warn_unused(block.conditions, expansion)
         asked = [(t, requests_for(t)) for t in expansion.trials]
         for name in names:
-            fp = models.by_name[name].fingerprint()
+            backend = models.by_name[name]
+            if dry_run and getattr(backend, "fingerprint_pending", False) is True:
+                unread[name] = None
+                fp = f"unread:{backend.identity()}"
+            else:
+                fp = backend.fingerprint()
             units.extend((name, fp, t, reqs) for t, reqs in asked)
             tags.extend([block.tags] * len(asked))
         items.update(dict.fromkeys(i.id for i in block.items))
@@ -212,7 +222,7 @@ def _plan(blocks: Sequence[Block]) -> _Planned:
         kinds.setdefault(model, set()).add(req.kind)
     for name, used in kinds.items():
         check_kinds(models.by_name[name], used)
-    return _Planned(plan, tags, models, skipped, list(defined), list(items), body)
+    return _Planned(plan, tags, models, skipped, list(defined), list(items), body, [*unread])
 
 
 def run_id_for(body: Sequence[Mapping[str, Any]], columns: Sequence[StudyColumn] = ()) -> str:
@@ -369,7 +379,7 @@ def _run_blocks(
     t0 = time.perf_counter()
     cache = ResponseCache(opts.cache)  # a bad cache file is refused before models load
     try:
-        planned = _plan(blocks)
+        planned = _plan(blocks, dry_run=dry_run)
     except BaseException:
         cache.close()
         raise
@@ -380,7 +390,8 @@ def _run_blocks(
         missing = [k for k in plan.unique if k not in cached]
         if dry_run:
             preflight(plan, missing, backends, send=False)
-            return count_plan(plan, backends, cached, missing, sum(planned.skipped.values()))
+            skipped = sum(planned.skipped.values())
+            return count_plan(plan, backends, cached, missing, skipped, unread=planned.unread)
         rid = run_id_for(planned.body, columns)
         if opts.out is not None:
             claim_run_dir(
