@@ -21,6 +21,7 @@ from ._hf_identity import FolderBackend
 from ._hf_options import RUN_ONLY, HFOptions, load_config, resolve_model_dir
 from ._known import known_input_format
 from ._spec import ModelSpec, spec_where
+from ._weights import loading_weights
 
 __all__ = ["AUTO_BATCH", "HFBackendBase", "check_generation_room", "fuse_gelu"]
 
@@ -145,11 +146,12 @@ class HFBackendBase(FolderBackend):
             start = time.perf_counter()
             hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
             auto = getattr(transformers, self.auto_class)
-            model: Any = auto.from_pretrained(
-                self.model_dir,
-                dtype=self.options.torch_dtype(),
-                trust_remote_code=self.options.trust_remote_code,
-            )
+            with loading_weights():  # one load at a time: see steadyeval._weights
+                model: Any = auto.from_pretrained(
+                    self.model_dir,
+                    dtype=self.options.torch_dtype(),
+                    trust_remote_code=self.options.trust_remote_code,
+                )
             model.eval()
             if self.options.fused_gelu:
                 fuse_gelu(model)

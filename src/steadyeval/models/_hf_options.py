@@ -28,6 +28,7 @@ from ._spec_values import (
     int_option,
     text_option,
 )
+from ._weights import import_transformers
 
 __all__ = [
     "HF_BACKENDS",
@@ -303,10 +304,11 @@ def model_folder(spec: str | ModelSpec) -> Path:
 
 
 def load_config(model_dir: Path, options: HFOptions) -> Any:
-    from transformers import AutoConfig
-
+    """The folder's ``transformers`` config (the first touch of ``transformers`` when an
+    ``hf`` backend or vLLM opens: :func:`import_transformers`)."""
+    auto_config = import_transformers().AutoConfig
     try:
-        return AutoConfig.from_pretrained(model_dir, trust_remote_code=options.trust_remote_code)
+        return auto_config.from_pretrained(model_dir, trust_remote_code=options.trust_remote_code)
     except (OSError, ValueError) as exc:
         why = echo(" ".join(str(exc).split()), 300)
         raise ModelSpecError(

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .._errors import ConfigError
+from ..models import loading_weights
 
 __all__ = ["LMKind", "base_kind", "load_lm", "require_kind"]
 
@@ -51,7 +52,7 @@ def load_lm(base: str | Path, kind: Literal["masked", "causal"], seed: int) -> t
     auto = AutoModelForMaskedLM if kind == "masked" else AutoModelForCausalLM
     with quiet_transformers():
         tokenizer = AutoTokenizer.from_pretrained(base)
-        with torch.random.fork_rng(devices=[]):
+        with loading_weights(), torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
             model = auto.from_pretrained(base, dtype=torch.float32)
     return tokenizer, model

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from .._extras import HF_MODEL_MODULES, require
-from ..models import classifier_logits
+from ..models import classifier_logits, loading_weights
 from ._checkpoint import TrainOutcome
 from ._loop import TrainConfig, fit, resolve_device
 from ._pet import effective_max_length, quiet_transformers, save_checkpoint
@@ -56,7 +56,7 @@ def _load(base: str | Path, n_labels: int | None, seed: int) -> tuple[Any, Any]:
 
     with quiet_transformers():
         tokenizer = AutoTokenizer.from_pretrained(base)
-        with torch.random.fork_rng(devices=[]):
+        with loading_weights(), torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)  # the new head's initialisation
             if n_labels is None:
                 model = AutoModelForMultipleChoice.from_pretrained(base, dtype=torch.float32)

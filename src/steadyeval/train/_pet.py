@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from .._extras import HF_MODEL_MODULES, require
+from ..models import loading_weights
 from ._base import load_lm, require_kind
 from ._checkpoint import TrainOutcome
 from ._lm_loss import text_mlm_loss
@@ -329,7 +330,8 @@ def score_masked(
 
     with quiet_transformers():
         tokenizer = AutoTokenizer.from_pretrained(model_dir)
-        model: Any = AutoModelForMaskedLM.from_pretrained(model_dir, dtype=torch.float32)
+        with loading_weights():
+            model: Any = AutoModelForMaskedLM.from_pretrained(model_dir, dtype=torch.float32)
     model.to(resolve_device(device)).eval()
     prompts = MaskedPrompts(tokenizer, effective_max_length(tokenizer, model.config, max_length))
     with torch.no_grad():

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from .._errors import ConfigError
 from .._extras import HF_MODEL_MODULES, require
+from ..models import loading_weights
 from ._checkpoint import CheckpointStore, TrainOutcome
 from ._lm_loss import causal_lm_loss, encode_texts, text_mlm_loss
 from ._loop import TrainConfig, fit, resolve_device
@@ -68,7 +69,7 @@ def _load(base: str | Path, objective: str, seed: int) -> tuple[Any, Any]:
     auto = getattr(transformers, _AUTO[objective])
     with quiet_transformers():
         tokenizer = transformers.AutoTokenizer.from_pretrained(base)
-        with torch.random.fork_rng(devices=[]):
+        with loading_weights(), torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
             try:
                 model = auto.from_pretrained(base, dtype=torch.float32)
