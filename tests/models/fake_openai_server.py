@@ -118,6 +118,9 @@ class ServerConfig:
     bos: str | None = None  # list this BOS token first when echoing (shifts text offsets)
     chat_logprobs: bool = True
     delay: float = 0.0  # seconds per request
+    # requests after this many wait for ``srv.released`` (set it) before they are answered:
+    # a run is still mid-batch when a test acts, however slow the machine
+    hold_after: int | None = None
     faults: FaultPlan | None = None  # (request body, attempt index) -> fault or None
     max_requests: int = 5000
     max_seconds: float = 120.0
@@ -154,6 +157,7 @@ class FakeOpenAIServer:
         self.config = config or ServerConfig()
         self.record = Record()
         self._lock = threading.Lock()
+        self.released = threading.Event()  # opens the gate of ``hold_after``
         server = self
 
         class Handler(_Handler):
@@ -301,6 +305,8 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             if cfg.delay:
                 time.sleep(cfg.delay)
+            if cfg.hold_after is not None and n_req > cfg.hold_after:
+                owner.released.wait(cfg.max_seconds)
             fault = cfg.faults(body, attempt) if cfg.faults is not None else None
             rec.times[key].append((time.monotonic(), fault.kind if fault else "ok"))
             if cfg.require_key is not None:

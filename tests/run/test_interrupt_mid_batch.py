@@ -1,9 +1,11 @@
 """Ctrl-C and ``kill -9`` in the middle of one batch of an ``openai:`` run: every reply the run
 received is in the cache (the stop message counts them), and the rerun sends only the rest.
 
-Against the FAKE OpenAI server with a delay per request, so the batch (all the run's requests:
-fewer than the default ``batch_size`` 64) is still running when the signal comes. The waits
-poll counts (the server's replies, the cache's rows) and bound nothing but a hung test.
+Against the FAKE OpenAI server with a delay per request, which holds every request after the
+first half until the test has sent its signal, so the batch (all the run's requests: fewer
+than the default ``batch_size`` 64) is still running when the signal comes, however busy the
+machine. The waits poll counts (the server's replies, the cache's rows) and bound nothing
+but a hung test.
 """
 
 from __future__ import annotations
@@ -32,8 +34,11 @@ PATIENCE = 120.0  # seconds before a wait gives up: only a hung test gets there
 
 @pytest.fixture
 def slow_server() -> Iterator[FakeOpenAIServer]:
-    with FakeOpenAIServer(ServerConfig(delay=0.5, max_seconds=300)) as srv:
-        yield srv
+    with FakeOpenAIServer(ServerConfig(delay=0.5, max_seconds=300, hold_after=N // 2)) as srv:
+        try:
+            yield srv
+        finally:
+            srv.released.set()
 
 
 def _items(tmp_path: Path) -> Path:
@@ -84,6 +89,7 @@ def _wait_for(proc: subprocess.Popen[str], ready: Callable[[], bool], what: str)
 
 
 def _rerun_sends_only_the_rest(srv: FakeOpenAIServer, tmp_path: Path, held: int) -> None:
+    srv.released.set()
     srv.settle()
     srv.record.n_requests = 0
     done = subprocess.run(
