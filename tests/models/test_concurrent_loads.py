@@ -55,3 +55,24 @@ def test_models_loaded_in_threads_at_once_are_the_models(tmp_path: Path, tiny_gp
     assert alone[folders[0]] != alone[folders[1]]  # two different models
     for folder, logprob in zip(folders, out["got"], strict=True):
         assert abs(logprob - alone[folder]) < 1e-5, (folder, logprob, alone[folder])
+
+
+def test_tiny_models_built_in_threads_are_the_same_model(tmp_path: Path) -> None:
+    """The builder seeds torch's global generator: builds in several threads take turns, so
+    one seed gives one model whichever thread builds it."""
+    import hashlib
+    import threading
+
+    def build(i: int) -> None:
+        build_tiny_model(tmp_path / f"m{i}", "gpt2", seed=0)
+
+    threads = [threading.Thread(target=build, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    digests = {
+        hashlib.sha256((tmp_path / f"m{i}" / "model.safetensors").read_bytes()).hexdigest()
+        for i in range(4)
+    }
+    assert len(digests) == 1

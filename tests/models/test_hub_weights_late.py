@@ -239,7 +239,7 @@ def test_a_dry_run_downloads_no_weights_and_says_what_it_did_not_count(
     assert dry.exit_code == 0, dry.output
     assert not hub.weights_fetched()
     name = f"hf:owner/Name-0.5B@{COMMIT[:12]}"
-    assert f"{name}: its weights are not downloaded yet, so its cached" in dry.output
+    assert f"{name}: its cache key needs files not downloaded yet" in dry.output
     assert f"{name}: unique 6 · cached 0 · to send 6" in dry.output
     done = CliRunner().invoke(main, [*argv, "--out", str(tmp_path / "run")])
     assert done.exit_code == 0, done.output
@@ -248,3 +248,22 @@ def test_a_dry_run_downloads_no_weights_and_says_what_it_did_not_count(
     assert again.exit_code == 0, again.output
     assert "not downloaded" not in again.output
     assert f"{name}: unique 6 · cached 6 · to send 0" in again.output
+
+
+def test_a_model_listed_twice_is_refused_before_any_weights(
+    hub: StandInHub, tmp_path: Path
+) -> None:
+    """Two specs of one hub model (another run setting) are one model: comparing their
+    fingerprints would download the weights first; the commit in the identity suffices."""
+    from click.testing import CliRunner
+
+    from steadyeval.cli import main
+
+    data = tmp_path / "items.jsonl"
+    data.write_text(
+        json.dumps({"id": "q", "question": "1 + 1?", "options": ["2", "3"], "answer": 0}) + "\n"
+    )
+    argv = ["run", "--data", str(data), "--dry-run", "--model", "hf:owner/Name-0.5B"]
+    refused = CliRunner().invoke(main, [*argv, "--model", "hf:owner/Name-0.5B?batch_size=2"])
+    assert refused.exit_code == 2 and "a model is listed twice" in refused.output
+    assert hub.calls and not hub.weights_fetched()

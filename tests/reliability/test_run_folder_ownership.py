@@ -284,3 +284,107 @@ def test_a_resumed_run_keeps_owning_its_report_and_the_report_its_run_id(
     assert _run(tmp_path, out)[0] == 0
     assert not (out / "report.md").exists()
     assert json.loads((out / MARKER).read_text())["reports"] == {}
+
+
+def test_a_report_written_with_output_into_the_folder_is_recorded(tmp_path: Path) -> None:
+    """``--output RUN/report.html`` is the default path spelled out: recorded the same way
+    (so --overwrite deletes it, and a run of other results does too)."""
+    out = tmp_path / "run"
+    assert _run(tmp_path, out)[0] == 0
+    done = CliRunner().invoke(main, ["report", str(out), "--output", str(out / "report.html")])
+    assert done.exit_code == 0, done.output
+    run_id = json.loads((out / "config.json").read_text())["run_id"]
+    marker = json.loads((out / MARKER).read_text())
+    assert marker["reports"] == {"report.html": run_id} and "report.html" in marker["owns"]
+    elsewhere = tmp_path / "mine.html"  # outside the folder: nothing recorded
+    assert CliRunner().invoke(main, ["report", str(out), "-o", str(elsewhere)]).exit_code == 0
+    assert json.loads((out / MARKER).read_text())["reports"] == {"report.html": run_id}
+
+
+def test_a_report_is_not_written_while_a_run_writes_the_folder(tmp_path: Path) -> None:
+    """The report holds the folder's lock: a run (here another thread, refused as another
+    process is) cannot replace the results under it, and one that holds the folder makes
+    the report an error instead of a report of results about to change."""
+    import threading
+
+    from steadyeval.reports import write_report
+    from steadyeval.run import locked_run_dir
+
+    out = tmp_path / "run"
+    assert _run(tmp_path, out)[0] == 0
+    holding, done = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with locked_run_dir(out):
+            holding.set()
+            done.wait(60)
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    try:
+        assert holding.wait(60)
+        with pytest.raises(ConfigError, match="is writing this run folder; write its report"):
+            write_report(out)
+        # a second thread: refused, never re-entered
+        with pytest.raises(ConfigError, match="another steadyeval process"), locked_run_dir(out):
+            pass
+    finally:
+        done.set()
+        thread.join()
+    assert not (out / "report.html").exists()
+    assert write_report(out).is_file()
+
+
+def test_an_unrecorded_report_is_judged_by_the_run_it_was_beside(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A report the marker has no record of (an older release's, or one put there by hand)
+    is recorded as the folder's run when a writer takes the folder: a run killed after it
+    rewrote the results (no cleanup) cannot make that report look current to the next."""
+    from steadyeval.run import _folder
+
+    out = tmp_path / "run"
+    assert _run(tmp_path, out)[0] == 0
+    old = json.loads((out / "config.json").read_text())["run_id"]
+    (out / "report.html").write_text("the first run's report")
+    with monkeypatch.context() as mp:  # killed: the lock's release never runs its cleanup
+        mp.setattr(_folder, "_drop_stale_reports", lambda *a: [])
+        assert _run(tmp_path, out, "scripted:a", "--limit", "2", "--overwrite")[0] == 0
+    assert (out / "report.html").is_file()
+    assert json.loads((out / MARKER).read_text())["reports"] == {"report.html": old}
+    assert _run(tmp_path, out, "scripted:a", "--limit", "2")[0] == 0  # resumes, finishes
+    assert not (out / "report.html").exists()
+
+
+def test_own_keeps_only_what_steadyeval_writes_in_the_marker(tmp_path: Path) -> None:
+    """A hand-edited marker's other keys are not copied on (a marker steadyeval writes is
+    one it can read back), and a record that is not a run id is no record."""
+    out = tmp_path / "run"
+    assert _run(tmp_path, out)[0] == 0
+    marker = json.loads((out / MARKER).read_text())
+    deep: object = "x"
+    for _ in range(300):
+        deep = [deep]
+    junk = {"report.html": "", "report.md": 7, "../x": "abc"}
+    (out / MARKER).write_text(json.dumps({**marker, "mine": deep, "reports": junk}))
+    (out / "report.html").write_text("a report")
+    assert CliRunner().invoke(main, ["report", str(out), "--format", "md"]).exit_code == 0
+    written = json.loads((out / MARKER).read_text())
+    assert "mine" not in written
+    run_id = json.loads((out / "config.json").read_text())["run_id"]
+    # the junk is gone; the unrecorded report.html was beside this run when it was taken
+    assert written["reports"] == {"report.md": run_id, "report.html": run_id}
+    assert _run(tmp_path, out)[0] == 0  # resumes
+    assert (out / "report.html").is_file() and (out / "report.md").is_file()
+
+
+def test_a_default_report_path_that_is_a_folder_says_so_without_naming_a_flag(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "run"
+    assert _run(tmp_path, out)[0] == 0
+    (out / "report.html").mkdir()
+    done = CliRunner().invoke(main, ["report", str(out)])
+    assert done.exit_code != 0
+    assert not done.output.startswith("error: --output")
+    assert "(the default report path); choose one with --output" in done.output

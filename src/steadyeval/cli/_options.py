@@ -260,8 +260,8 @@ def echo_counts(c: PlanCounts) -> None:
         click.echo(f"  {model}: {detail}")
     for model in c.unread:
         click.echo(
-            f"  {model}: its weights are not downloaded yet, so its cached responses were "
-            "not looked up (counted as to send); the run downloads them first"
+            f"  {model}: its cache key needs files not downloaded yet (a hub model's "
+            "weights), so its cached responses were not looked up: all counted as to send"
         )
 
 

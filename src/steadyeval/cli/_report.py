@@ -72,6 +72,7 @@ def command(
       steadyeval report runs/quickstart --format md -o report.md
       steadyeval report runs/quickstart --format json -o - | jq .title
     """
+    from .._errors import ConfigError
     from ..reports import write_report
     from ._options import check_writable
 
@@ -79,7 +80,6 @@ def command(
     if output == "-":  # stdout, as other tools read "-" (./- is a file named -)
         import sys
 
-        from .._errors import ConfigError
         from ..reports import build_report, render
 
         if sys.stdout is None:  # started with stdout closed (`>&-`): echo would drop it
@@ -90,6 +90,15 @@ def command(
         return
     out = None if output is None else Path(output)
     if out is not None or run_dir.is_dir():  # a bad path is refused before the work
-        check_writable(out or run_dir / f"report.{fmt}", "--output", folder=False)
+        try:
+            check_writable(out or run_dir / f"report.{fmt}", "--output", folder=False)
+        except ConfigError as exc:
+            if out is not None:
+                raise
+            # the default path: say so, and how to choose another
+            why = str(exc).removeprefix("--output ")
+            raise ConfigError(
+                f"{why} (the default report path); choose one with --output"
+            ) from None
     path = write_report(run_dir, fmt=cast("ReportFormat", fmt), output=out, options=options)
     click.echo(f"wrote {path} ({path.stat().st_size / 1024:.0f} KiB)")

@@ -25,7 +25,7 @@ from ._prefix import shares_long_prefix
 from ._slots import SLOT, FilledSlot, SlotReader, fill_slot, fit_slot, split_slot, with_slots
 from ._spec import ModelSpec, lmeval_model_spec, parse_model_spec
 from ._tiny import TINY_ARCHS, build_tiny_model
-from ._weights import loading_weights
+from ._weights import import_transformers, loading_weights
 
 __all__ = [
     "HF_BACKENDS",
@@ -55,6 +55,7 @@ __all__ = [
     "fill_slot",
     "fit_slot",
     "generated_text",
+    "import_transformers",
     "lmeval_model_spec",
     "load_backend",
     "loading_weights",

@@ -14,6 +14,7 @@ importing it at once give the second a half-initialised package ("cannot import 
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -32,7 +33,12 @@ def loading_weights() -> Iterator[None]:
 
 
 def import_transformers() -> ModuleType:
-    """The ``transformers`` package, its first import made under the lock."""
+    """The ``transformers`` package, its first import made under the lock. Once it is
+    imported (by anyone), no call waits on a load another thread holds the lock for."""
+    done = sys.modules.get("transformers")
+    if done is not None and not getattr(done.__spec__, "_initializing", False):
+        return done
     with _LOCK:
         import transformers
-    return transformers
+
+        return transformers

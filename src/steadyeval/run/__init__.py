@@ -11,7 +11,14 @@ from ._config import (
 from ._config_checks import check_models
 from ._dispatch import PlanCounts
 from ._executor import Executor, LocalExecutor, call_backend
-from ._folder import claim_run_dir, default_out, is_run_file, locked_run_dir, own
+from ._folder import (
+    claim_run_dir,
+    default_out,
+    is_run_file,
+    locked_run_dir,
+    own,
+    writing_report,
+)
 from ._from_config import load_config_data, resolve_run_config, run_config
 from ._plan import Plan, PlannedTrial, build_plan
 from ._ray import RayExecutor
@@ -50,4 +57,5 @@ __all__ = [
     "run_config",
     "run_id_for",
     "validate_config",
+    "writing_report",
 ]

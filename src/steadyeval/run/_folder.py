@@ -26,6 +26,7 @@ import re
 import shutil
 import socket
 import stat
+import threading
 import time
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -49,6 +50,7 @@ __all__ = [
     "is_run_file",
     "locked_run_dir",
     "own",
+    "writing_report",
 ]
 
 #: Written into a run folder before any model is called: which config the folder holds.
@@ -147,7 +149,9 @@ def _not_a_run(run_dir: Path) -> ConfigError:
     )
 
 
-_HELD: dict[str, tuple[int, int]] = {}  # folder -> (file descriptor, depth), this process
+#: (folder, thread) -> (file descriptor, depth): re-entrant in one thread; another thread of
+#: the same process is refused as another process is (its flock conflicts)
+_HELD: dict[tuple[str, int], tuple[int, int]] = {}
 
 
 def written_run_id(run_dir: Path) -> str | None:
@@ -164,6 +168,46 @@ def written_run_id(run_dir: Path) -> str | None:
     return str(value) if isinstance(value, str) and value else None
 
 
+def _reports(marker: Mapping[str, Any] | None) -> dict[str, str]:
+    """The marker's record of its reports: report name -> the run id it shows (entries of
+    another shape are no record)."""
+    made = (marker or {}).get("reports")
+    if not isinstance(made, dict):
+        return {}
+    return {k: v for k, v in made.items() if k in REPORT_FILES and isinstance(v, str) and v}
+
+
+def _rewrite_marker(run_dir: Path, marker: Mapping[str, Any], **changes: Any) -> None:
+    """Write the marker again with ``changes``, keeping only the keys steadyeval writes
+    (whatever else a hand-edited marker holds is not copied on)."""
+    keep = ("format", "config_key", "claimed", "owns", "reports")
+    write_json(run_dir / MARKER, {k: v for k, v in {**marker, **changes}.items() if k in keep})
+
+
+def _current_marker(run_dir: Path) -> dict[str, Any] | None:
+    """The folder's marker when it is one this release writes to (format 1 or later)."""
+    try:
+        marker = _marker(run_dir)
+    except ConfigError:
+        return None
+    if marker is None or not marker.get("format") or not isinstance(marker.get("owns"), list):
+        return None
+    return marker
+
+
+def _stamp_reports(run_dir: Path, run_id: str | None) -> None:
+    """Record the reports the marker has no record of (written by an older release, or by
+    hand) as showing ``run_id``, the run the folder holds as a writer takes it: an
+    interrupted run that rewrites ``config.json`` must not make them look current."""
+    marker = _current_marker(run_dir)
+    if marker is None or run_id is None:
+        return
+    made = _reports(marker)
+    new = {n: run_id for n in REPORT_FILES if n not in made and (run_dir / n).is_file()}
+    if new:
+        _rewrite_marker(run_dir, marker, reports={**made, **new})
+
+
 def _drop_stale_reports(run_dir: Path, before: str | None) -> list[str]:
     """Delete the reports in ``run_dir`` rendered from another run than the one its results
     now hold (``before``: the run id the folder held when its writer took the lock, taken
@@ -175,18 +219,17 @@ def _drop_stale_reports(run_dir: Path, before: str | None) -> list[str]:
         marker = _marker(run_dir)
     except ConfigError:
         marker = None
-    made = (marker or {}).get("reports")
-    made = made if isinstance(made, dict) else {}
+    made = _reports(marker)
     gone = []
     for name in REPORT_FILES:
-        of = made.get(name) if isinstance(made.get(name), str) else before
+        of = made.get(name, before)
         path = run_dir / name
         if of is not None and of != now and path.is_file():
             path.unlink()
             gone.append(name)
     if marker is not None and any(name in made for name in gone):
         kept = {k: v for k, v in made.items() if k not in gone}
-        write_json(run_dir / MARKER, {**marker, "reports": kept})
+        _rewrite_marker(run_dir, marker, reports=kept)
     return gone
 
 
@@ -197,7 +240,7 @@ def locked_run_dir(run_dir: Path) -> Iterator[None]:
     no steadyeval run is refused before anything is written into it. When the outermost
     holder lets go (the run done, failed or interrupted), reports of another run than the
     folder's results are deleted."""
-    key = str(run_dir.resolve())
+    key = (str(run_dir.resolve()), threading.get_ident())
     if key in _HELD:
         fd, depth = _HELD[key]
         _HELD[key] = (fd, depth + 1)
@@ -217,6 +260,8 @@ def locked_run_dir(run_dir: Path) -> Iterator[None]:
         raise ConfigError(f"--out {run_dir}: cannot create the folder ({exc.strerror})") from None
     fd = _lock(run_dir)
     before = written_run_id(run_dir)
+    with contextlib.suppress(OSError):
+        _stamp_reports(run_dir, before)
     _HELD[key] = (fd, 1)
     try:
         yield
@@ -228,6 +273,30 @@ def locked_run_dir(run_dir: Path) -> Iterator[None]:
             (run_dir / LOCK).unlink(missing_ok=True)
             run_dir.rmdir()
         os.close(fd)  # releases the lock
+
+
+@contextmanager
+def writing_report(run_dir: Path, path: Path) -> Iterator[None]:
+    """Around building and writing a report of the run in ``run_dir`` to ``path``. When
+    ``path`` is a report name in that folder and the folder is a run folder, the folder's
+    lock is held (a run cannot replace the results under the report; one that is writing
+    them is an error) and the report is recorded as steadyeval's, showing the folder's run
+    id; elsewhere nothing is done."""
+    inside = Path(os.path.realpath(path.parent)) == Path(os.path.realpath(run_dir))
+    if not inside or path.name not in REPORT_FILES or _current_marker(run_dir) is None:
+        yield
+        return
+    with contextlib.ExitStack() as stack:
+        try:
+            stack.enter_context(locked_run_dir(run_dir))
+        except ConfigError as exc:  # a run is writing the folder, or a bad lock file
+            text = str(exc).removeprefix(f"--out {run_dir}: ")
+            busy = "; wait for it to finish or choose another --out"
+            text = text.replace(busy, "; write its report when it has finished")
+            raise ConfigError(f"{run_dir}: {text}") from None
+        # recorded first: --overwrite may delete it
+        own(run_dir, path.name, report_of=written_run_id(run_dir))
+        yield
 
 
 def _open_lock(path: Path) -> int:
@@ -359,6 +428,9 @@ def claim_run_dir(
             for entry in entries:  # the marker last: a crash midway leaves a claimed folder
                 if entry.name != MARKER and _is_owned(entry.name, owned):
                     _remove(entry)
+            # a report it did not own stays, and so does the record of which run it shows
+            left = {n: v for n, v in _reports(marker).items() if (run_dir / n).is_file()}
+            record = {**record, **({"reports": left} if left else {})}
         else:  # the same run resumes: what it owns (a report, checkpoints) stays its own
             record = _kept_record(marker)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -372,11 +444,8 @@ def _kept_record(marker: Mapping[str, Any]) -> dict[str, Any]:
     """What a marker of the same run records that a new claim keeps: the entries it owns
     (and the run's files) and the run ids its reports were rendered from."""
     owns = [*RUN_FILES, *(n for n in sorted(_owned(marker)) if n not in RUN_FILES)]
-    reports = marker.get("reports")
-    if not isinstance(reports, dict):
-        return {"owns": owns}
-    made = {k: v for k, v in reports.items() if k in REPORT_FILES and isinstance(v, str)}
-    return {"owns": owns, "reports": made}
+    made = _reports(marker)
+    return {"owns": owns, **({"reports": made} if made else {})}
 
 
 def is_run_file(run_dir: Path, path: Path) -> bool:
@@ -395,20 +464,16 @@ def own(run_dir: Path, *names: str, report_of: str | None = None) -> None:
     reports show (a report of another run than the folder's is deleted when a run next
     writes the folder). A folder without a current marker (not a run folder, or one
     written before markers listed what they own) is left as it is."""
-    try:
-        marker = _marker(run_dir)
-    except ConfigError:
-        return
-    if marker is None or not marker.get("format") or not isinstance(marker.get("owns"), list):
+    marker = _current_marker(run_dir)
+    if marker is None:
         return
     owns = [n for n in marker["owns"] if isinstance(n, str)]
     added = [n for n in names if n not in owns and n and "/" not in n]
-    reports = marker.get("reports")
-    made = dict(reports) if isinstance(reports, dict) else {}
-    if report_of is not None:
+    made = _reports(marker)
+    if report_of:
         made.update({n: report_of for n in names if n in REPORT_FILES})
-    if added or (report_of is not None and made != reports):
-        write_json(run_dir / MARKER, {**marker, "owns": [*owns, *added], "reports": made})
+    if added or made != _reports(marker) or "reports" not in marker:
+        _rewrite_marker(run_dir, marker, owns=[*owns, *added], reports=made)
 
 
 def default_out(name: str, *, root: Path = Path("runs")) -> Path:

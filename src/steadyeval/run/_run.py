@@ -108,6 +108,12 @@ def _as_list(models: ModelLike | Sequence[ModelLike]) -> list[ModelLike]:
     return list(models)
 
 
+def _pending(backend: Backend) -> bool:
+    """Whether ``backend``'s fingerprint would first download its weights (the optional
+    member ``fingerprint_pending``)."""
+    return getattr(backend, "fingerprint_pending", False) is True
+
+
 class _Models:
     """The backends of a run by identity: one per model, each reading cloze slots (a
     :class:`~steadyeval.models.SlotReader` around backends that do not fill them)."""
@@ -126,7 +132,13 @@ class _Models:
                 backend = with_slots(loaded)
                 name = backend.identity()
                 known = self.by_name.setdefault(name, backend)
-                if known is not backend and known.fingerprint() != backend.fingerprint():
+                # a hub model's identity names its commit: no weights downloaded to compare
+                pending = any(_pending(b) for b in (known, backend))
+                if (
+                    known is not backend
+                    and not pending
+                    and known.fingerprint() != backend.fingerprint()
+                ):
                     raise ConfigError(
                         f"two different models have the identity {name} ({known.spec} and "
                         f"{backend.spec}); a backend's identity must tell its models apart"
@@ -200,7 +212,7 @@ def _plan(blocks: Sequence[Block], *, dry_run: bool = False) -> _Planned:
         asked = [(t, requests_for(t)) for t in expansion.trials]
         for name in names:
             backend = models.by_name[name]
-            if dry_run and getattr(backend, "fingerprint_pending", False) is True:
+            if dry_run and _pending(backend):
                 unread[name] = None
                 fp = f"unread:{backend.identity()}"
             else:

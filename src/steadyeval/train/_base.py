@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .._errors import ConfigError
-from ..models import loading_weights
+from ..models import import_transformers, loading_weights
 
 __all__ = ["LMKind", "base_kind", "load_lm", "require_kind"]
 
@@ -16,6 +16,7 @@ LMKind = Literal["masked", "causal", "other"]
 def base_kind(base: str | Path) -> LMKind:
     """``masked`` when ``base``'s architecture has a masked-LM head in ``transformers``,
     else ``causal`` when it has a causal-LM head, else ``other`` (e.g. T5)."""
+    import_transformers()  # its first import under the loading lock
     from transformers import AutoConfig
     from transformers.models.auto.modeling_auto import (
         MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
@@ -45,6 +46,8 @@ def load_lm(base: str | Path, kind: Literal["masked", "causal"], seed: int) -> t
     """``(tokenizer, model)`` from ``base`` (float32, on CPU); any newly initialised weights
     are drawn from ``seed`` without touching the global RNG state."""
     import torch
+
+    import_transformers()  # its first import under the loading lock
     from transformers import AutoModelForCausalLM, AutoModelForMaskedLM, AutoTokenizer
 
     from ._pet import quiet_transformers

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from .._extras import HF_MODEL_MODULES, require
-from ..models import classifier_logits, loading_weights
+from ..models import classifier_logits, import_transformers, loading_weights
 from ._checkpoint import TrainOutcome
 from ._loop import TrainConfig, fit, resolve_device
 from ._pet import effective_max_length, quiet_transformers, save_checkpoint
@@ -48,6 +48,8 @@ class ClsExample:
 
 def _load(base: str | Path, n_labels: int | None, seed: int) -> tuple[Any, Any]:
     import torch
+
+    import_transformers()  # its first import under the loading lock
     from transformers import (
         AutoModelForMultipleChoice,
         AutoModelForSequenceClassification,

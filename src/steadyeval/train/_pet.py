@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from .._extras import HF_MODEL_MODULES, require
-from ..models import loading_weights
+from ..models import import_transformers, loading_weights
 from ._base import load_lm, require_kind
 from ._checkpoint import TrainOutcome
 from ._lm_loss import text_mlm_loss
@@ -34,6 +34,7 @@ __all__ = [
 @contextmanager
 def quiet_transformers() -> Iterator[None]:
     """Silence transformers' load/save chatter (restoring its verbosity afterwards)."""
+    import_transformers()  # its first import under the loading lock
     from transformers.utils import logging as hf_logging
 
     before = hf_logging.get_verbosity()  # type: ignore[no-untyped-call]
@@ -326,6 +327,8 @@ def score_masked(
     the ``hf-masked`` backend instead, and this function is what tests compare it with.
     """
     import torch
+
+    import_transformers()  # its first import under the loading lock
     from transformers import AutoModelForMaskedLM, AutoTokenizer
 
     with quiet_transformers():

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from .._errors import ConfigError
 from .._extras import HF_MODEL_MODULES, require
-from ..models import loading_weights
+from ..models import import_transformers, loading_weights
 from ._checkpoint import CheckpointStore, TrainOutcome
 from ._lm_loss import causal_lm_loss, encode_texts, text_mlm_loss
 from ._loop import TrainConfig, fit, resolve_device
@@ -64,6 +64,8 @@ def _check(texts: Sequence[str], objective: str, mlm_probability: float) -> list
 
 def _load(base: str | Path, objective: str, seed: int) -> tuple[Any, Any]:
     import torch
+
+    import_transformers()  # its first import under the loading lock
     import transformers
 
     auto = getattr(transformers, _AUTO[objective])
