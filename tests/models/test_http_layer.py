@@ -207,3 +207,44 @@ def test_an_api_key_no_header_can_carry_is_refused_when_the_model_loads(
     with pytest.raises(SteadyevalError, match="holds characters an HTTP header cannot carry") as e:
         load_backend("openai:toy?base_url=http://127.0.0.1:9/v1")
     assert key.strip() not in str(e.value)
+
+
+def test_an_aborted_transport_cuts_connections_opened_after_it() -> None:
+    """Ctrl-C aborts the batch's transport: a worker that connects afterwards (it had just
+    passed its cancel check, or it sends again on a new connection because its kept-alive
+    one was cut) must fail at once, not wait on a reply the server holds back (the run hung
+    until the request timed out)."""
+    import httpx
+
+    from steadyeval.models._http_transport import Deadline, DeadlineTransport
+
+    release = threading.Event()
+    got: list[str] = []
+
+    class Holding(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            got.append(self.path)
+            release.wait(300)  # held until the test ends
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Holding)
+    httpd.daemon_threads = True
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    transport = DeadlineTransport(Deadline(), http2=False, max_keepalive=2)
+    try:
+        transport.abort()
+        url = f"http://127.0.0.1:{httpd.server_address[1]}/v1/x"
+        with (
+            httpx.Client(transport=transport, timeout=120) as client,
+            pytest.raises(httpx.TransportError) as caught,
+        ):
+            client.post(url, json={})
+        assert not isinstance(caught.value, httpx.TimeoutException)  # cut, not timed out
+    finally:
+        release.set()
+        httpd.shutdown()
+        httpd.server_close()

@@ -196,9 +196,11 @@ class HttpClient:
             client.close()
 
     def _abort(self) -> None:
-        """Shut down every open socket so that workers blocked in a read return at once."""
+        """Shut down every socket of the batch's transport, open or opened later, so that
+        workers blocked in a read return at once; a later batch gets a new client."""
         with self._lock:
             transport = self._transport
+            self._http, self._transport = None, None
         if transport is not None:
             transport.abort()
 

@@ -106,10 +106,15 @@ class _Backend(httpcore.NetworkBackend):
         self._inner = httpcore.SyncBackend()
         self._lock = threading.Lock()
         self._open: set[_Stream] = set()
+        self._stopped = False  # shut down: every stream opened from now on is cut at once
 
     def opened(self, stream: _Stream) -> None:
         with self._lock:
-            self._open.add(stream)
+            stopped = self._stopped
+            if not stopped:
+                self._open.add(stream)
+        if stopped:
+            stream.shutdown()
 
     def closed(self, stream: _Stream) -> None:
         with self._lock:
@@ -117,6 +122,7 @@ class _Backend(httpcore.NetworkBackend):
 
     def shutdown_all(self) -> None:
         with self._lock:
+            self._stopped = True
             streams = list(self._open)
         for stream in streams:
             stream.shutdown()
@@ -175,5 +181,7 @@ class DeadlineTransport(httpx.HTTPTransport):
         )
 
     def abort(self) -> None:
-        """Shut down every open socket: a thread blocked in a read returns at once."""
+        """Shut down every open socket, and every one opened later, so a thread blocked in a
+        read returns at once, and one that was about to connect (or to send again on a new
+        connection) fails at once instead of waiting on a reply. The transport is done for."""
         self._backend.shutdown_all()
