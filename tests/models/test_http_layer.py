@@ -248,3 +248,21 @@ def test_an_aborted_transport_cuts_connections_opened_after_it() -> None:
         release.set()
         httpd.shutdown()
         httpd.server_close()
+
+
+def test_a_client_whose_batch_was_stopped_works_again(echo_server: Any) -> None:
+    """Ctrl-C cuts a batch's transport for good (connections opened later too); a caller
+    that catches it and sends again gets a new client, once the stopped batch's workers
+    have ended (none of them can take the new one)."""
+    url, _ = echo_server
+    client = _client(url, None, ApiProvider(auth_headers=bearer))
+
+    def stop(got: Any) -> None:
+        raise KeyboardInterrupt
+
+    calls = [("/completions", {"prompt": f"q{i}"}, dict) for i in range(40)]
+    with pytest.raises(KeyboardInterrupt):
+        client.post_many(calls, on_results=stop)
+    assert client.post("/completions", {"prompt": "again"})["headers"]
+    assert len(client.post_many(calls[:5])) == 5
+    client.close()

@@ -324,9 +324,12 @@ def test_a_report_is_not_written_while_a_run_writes_the_folder(tmp_path: Path) -
     try:
         assert holding.wait(60)
         with pytest.raises(ConfigError, match="is writing this run folder; write its report"):
-            write_report(out)
+            write_report(out)  # after waiting a few seconds for the lock
         # a second thread: refused, never re-entered
-        with pytest.raises(ConfigError, match="another steadyeval process"), locked_run_dir(out):
+        with (
+            pytest.raises(ConfigError, match="another thread of this process"),
+            locked_run_dir(out),
+        ):
             pass
     finally:
         done.set()
@@ -387,4 +390,80 @@ def test_a_default_report_path_that_is_a_folder_says_so_without_naming_a_flag(
     done = CliRunner().invoke(main, ["report", str(out)])
     assert done.exit_code != 0
     assert not done.output.startswith("error: --output")
-    assert "(the default report path); choose one with --output" in done.output
+    assert "(the default report path); choose another with --output" in done.output
+    assert done.output.count("--output") == 1
+
+
+def test_a_report_that_fails_records_nothing(tmp_path: Path) -> None:
+    """The record is written with the report, never before: a report refused (here the
+    folder's files do not match its manifest, as when a run was killed mid-write) leaves the
+    marker saying which run the report already there shows."""
+    from steadyeval.reports import write_report
+
+    out = tmp_path / "run"
+    assert _run(tmp_path, out)[0] == 0
+    write_report(out)
+    before = json.loads((out / MARKER).read_text())["reports"]
+    config = json.loads((out / "config.json").read_text())
+    (out / "config.json").write_text(json.dumps({**config, "run_id": "another"}))
+    with pytest.raises(se.DataError):
+        write_report(out)
+    assert json.loads((out / MARKER).read_text())["reports"] == before
+
+
+def test_reports_written_at_once_all_succeed(tmp_path: Path) -> None:
+    """Reports take the folder's lock only to write, and wait for one another."""
+    import threading
+
+    from steadyeval.reports import write_report
+
+    out = tmp_path / "run"
+    assert _run(tmp_path, out)[0] == 0
+    errors: list[BaseException] = []
+
+    def report(fmt: str) -> None:
+        try:
+            write_report(out, fmt=fmt)  # type: ignore[arg-type]
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=report, args=(f,)) for f in ("html", "md", "json") * 2]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    run_id = json.loads((out / "config.json").read_text())["run_id"]
+    made = json.loads((out / MARKER).read_text())["reports"]
+    assert made == {f"report.{f}": run_id for f in ("html", "md", "json")}
+
+
+def test_results_that_change_while_the_report_is_built_are_an_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from steadyeval.reports import _write, write_report
+
+    out = tmp_path / "run"
+    assert _run(tmp_path, out)[0] == 0
+    render = _write.render
+
+    def meanwhile(*args: object) -> str:
+        manifest = out / "manifest.json"  # a run rewrote the folder meanwhile
+        data = manifest.read_bytes()
+        manifest.unlink()
+        manifest.write_bytes(data)
+        return render(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_write, "render", meanwhile)
+    with pytest.raises(se.DataError, match="results changed while the report was built"):
+        write_report(out)
+    assert not (out / "report.html").exists()
+
+
+def test_a_marker_of_a_newer_release_is_left_as_it_is(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    assert _run(tmp_path, out)[0] == 0
+    marker = {**json.loads((out / MARKER).read_text()), "format": 2, "newer": {"a": 1}}
+    (out / MARKER).write_text(json.dumps(marker))
+    assert CliRunner().invoke(main, ["report", str(out)]).exit_code == 0
+    assert json.loads((out / MARKER).read_text()) == marker

@@ -62,7 +62,14 @@ def _command(srv: FakeOpenAIServer, tmp_path: Path, out: str) -> list[str]:
 
 def _env() -> dict[str, str]:
     path = os.pathsep.join(p for p in (str(ROOT / "src"), os.environ.get("PYTHONPATH")) if p)
-    return {**os.environ, "PYTHONPATH": path}
+    return {**os.environ, "PYTHONPATH": path, "PYTHONFAULTHANDLER": "1"}
+
+
+def _ctrl_c_heard() -> None:
+    """In the child before it starts: Ctrl-C acted on. A test worker process may ignore
+    SIGINT (pytest-xdist's do, at times), and a child inherits an ignored signal: Python
+    then installs no KeyboardInterrupt handler, as a shell's background job ignores Ctrl-C."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _held(cache: Path) -> int:
@@ -109,12 +116,18 @@ def test_ctrl_c_mid_batch_caches_every_reply_received(
     proc = subprocess.Popen(
         _command(srv, tmp_path, "stopped"),
         env=_env(), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        preexec_fn=_ctrl_c_heard,
     )  # fmt: skip
     try:
         _wait_for(proc, lambda: _replies(srv) >= 12, "12 replies")
         before = _replies(srv)
         proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=PATIENCE)
+        try:
+            _, err = proc.communicate(timeout=PATIENCE)
+        except subprocess.TimeoutExpired:  # say where it hung: every thread's stack
+            proc.send_signal(signal.SIGABRT)  # faulthandler (PYTHONFAULTHANDLER) prints them
+            _, err = proc.communicate(timeout=PATIENCE)
+            pytest.fail(f"the run did not stop on Ctrl-C:\n{err[-8000:]}")
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -99,13 +99,18 @@ class _Group(click.Group):
             click.echo(f"error: {error}", err=True)
             sys.exit(2)
         except KeyboardInterrupt:
-            click.echo(
-                ("terminated" if terminated else "interrupted")
-                + ": every response received so far is in the cache; "
-                "run the same command again to resume",
-                err=True,
-            )
+            said = "terminated" if terminated else "interrupted"
+            if ctx.invoked_subcommand in _SENDS:
+                said += (
+                    ": every response received so far is in the cache; run the same command "
+                    "again to resume"
+                )
+            click.echo(said, err=True)
             sys.exit(143 if terminated else 130)
+
+
+#: The commands that send requests to models (their responses are cached as they come).
+_SENDS = frozenset({"run", "study", "judge"})
 
 
 @contextmanager

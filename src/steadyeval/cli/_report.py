@@ -96,9 +96,9 @@ def command(
             if out is not None:
                 raise
             # the default path: say so, and how to choose another
-            why = str(exc).removeprefix("--output ")
+            why = str(exc).removeprefix("--output ").replace("; choose another --output", "")
             raise ConfigError(
-                f"{why} (the default report path); choose one with --output"
+                f"{why} (the default report path); choose another with --output"
             ) from None
     path = write_report(run_dir, fmt=cast("ReportFormat", fmt), output=out, options=options)
     click.echo(f"wrote {path} ({path.stat().st_size / 1024:.0f} KiB)")

@@ -197,12 +197,21 @@ class HttpClient:
 
     def _abort(self) -> None:
         """Shut down every socket of the batch's transport, open or opened later, so that
-        workers blocked in a read return at once; a later batch gets a new client."""
+        workers blocked in a read return at once, and any worker still about to send fails
+        at once too (it gets the same transport: :meth:`_renewed` replaces it only when the
+        next batch starts, after those workers are done)."""
         with self._lock:
             transport = self._transport
-            self._http, self._transport = None, None
         if transport is not None:
             transport.abort()
+
+    def _renewed(self) -> None:
+        """Before new work: after a batch stopped by Ctrl-C (its transport cut for good),
+        let its workers end (they fail at once) and start afresh with a new client."""
+        with self._lock:
+            transport = self._transport
+        if transport is not None and transport.stopped:
+            self.close()
 
     def _send(
         self, path: str, payload: bytes | None, method: str = "POST"
@@ -295,12 +304,14 @@ class HttpClient:
     ) -> dict[str, Any]:
         """POST ``body`` as JSON and return the decoded JSON object of a 200 reply (see
         :meth:`request`)."""
+        self._renewed()
         return self.request(path, body, _as_is, cancel=cancel, on_reply=on_reply)
 
     def get(self, path: str) -> dict[str, Any]:
         """GET ``path`` once (no retries): the JSON object of a 200 reply, else a
         :class:`ServerError` (a connection failure has ``status`` ``None``)."""
         where = f"{self.base_url}{path}"
+        self._renewed()
         try:
             status, _, raw = self._send(path, None, method="GET")
         except (httpx.HTTPError, TimeoutError, UnicodeEncodeError) as exc:
@@ -499,6 +510,7 @@ class HttpClient:
         """
         if not calls:
             return []
+        self._renewed()
         if self._pool is None:
             self._pool = ThreadPoolExecutor(
                 max_workers=self.max_concurrency, thread_name_prefix="steadyeval-http"

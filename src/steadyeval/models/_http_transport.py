@@ -120,6 +120,10 @@ class _Backend(httpcore.NetworkBackend):
         with self._lock:
             self._open.discard(stream)
 
+    @property
+    def stopped(self) -> bool:
+        return self._stopped
+
     def shutdown_all(self) -> None:
         with self._lock:
             self._stopped = True
@@ -179,6 +183,11 @@ class DeadlineTransport(httpx.HTTPTransport):
             http2=http2,
             network_backend=self._backend,
         )
+
+    @property
+    def stopped(self) -> bool:
+        """Whether :meth:`abort` was called: every connection it opens is cut at once."""
+        return self._backend.stopped
 
     def abort(self) -> None:
         """Shut down every open socket, and every one opened later, so a thread blocked in a

@@ -8,7 +8,7 @@ from typing import Literal
 from .._errors import DataError, show_path
 from .._json import write_text_atomic
 from ..document import Report, render_markdown
-from ._build import build_report
+from ._build import build_report, load_context
 from ._html import render_html
 from ._json import render_json
 from ._options import ReportOptions
@@ -45,15 +45,19 @@ def write_report(
     if fmt not in _SUFFIX:
         raise ValueError(f"unknown report format {fmt!r}; expected one of html, md, json")
     path = Path(output) if output is not None else Path(run_dir) / f"report.{_SUFFIX[fmt]}"
-    from ..run import is_run_file, writing_report
+    from ..run import is_run_file, results_token, writing_report
 
     if output is not None and is_run_file(Path(run_dir), path):
         raise DataError(
             f"{show_path(path)}: is a file of the run itself; write the report elsewhere "
             f"(the default is {show_path(Path(run_dir) / f'report.{_SUFFIX[fmt]}')})"
         )
-    with writing_report(Path(run_dir), path):  # the folder's lock, if ours
-        report = build_report(run_dir, options)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_text_atomic(path, render(report, fmt))
+    token = results_token(Path(run_dir))  # before reading: a run may rewrite them meanwhile
+    ctx = load_context(run_dir, options)
+    text = render(build_report(ctx), fmt)
+    run_id = ctx.summary.get("run_id")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # in the run's folder: locked, checked against what was read, recorded once written
+    with writing_report(Path(run_dir), path, run_id=str(run_id) if run_id else None, token=token):
+        write_text_atomic(path, text)
     return path

@@ -17,6 +17,7 @@ from ._folder import (
     is_run_file,
     locked_run_dir,
     own,
+    results_token,
     writing_report,
 )
 from ._from_config import load_config_data, resolve_run_config, run_config
@@ -52,6 +53,7 @@ __all__ = [
     "own",
     "read_yaml",
     "resolve_run_config",
+    "results_token",
     "run",
     "run_blocks",
     "run_config",

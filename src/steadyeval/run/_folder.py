@@ -33,7 +33,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from .._errors import ConfigError, SteadyevalError
+from .._errors import ConfigError, DataError, SteadyevalError
 from .._files import load_json_file
 from .._json import write_json
 from ..items import canonical_json
@@ -50,6 +50,7 @@ __all__ = [
     "is_run_file",
     "locked_run_dir",
     "own",
+    "results_token",
     "writing_report",
 ]
 
@@ -61,6 +62,8 @@ MARKER_FORMAT = 1
 #: Held (``flock``) by the process writing a run folder; the file stays, the lock goes with
 #: the process, so a lock left by a dead process is never in the way.
 LOCK = ".steadyeval-lock"
+#: How long a report waits for the folder's lock (held by another report's write).
+_REPORT_WAIT = 10.0
 #: What ``steadyeval report`` writes into a run folder by default.
 REPORT_FILES = ("report.html", "report.md", "report.json")
 #: The files every run writes into its folder: the marker records them as its own when the
@@ -190,9 +193,9 @@ def _current_marker(run_dir: Path) -> dict[str, Any] | None:
         marker = _marker(run_dir)
     except ConfigError:
         return None
-    if marker is None or not marker.get("format") or not isinstance(marker.get("owns"), list):
-        return None
-    return marker
+    if marker is None or marker.get("format") != MARKER_FORMAT:
+        return None  # a marker of an older release, or a newer one: left as it is
+    return marker if isinstance(marker.get("owns"), list) else None
 
 
 def _stamp_reports(run_dir: Path, run_id: str | None) -> None:
@@ -234,12 +237,13 @@ def _drop_stale_reports(run_dir: Path, before: str | None) -> list[str]:
 
 
 @contextmanager
-def locked_run_dir(run_dir: Path) -> Iterator[None]:
+def locked_run_dir(run_dir: Path, *, wait: float = 0.0) -> Iterator[None]:
     """Hold ``run_dir``'s lock while a run writes into it (re-entrant in one process). A
     second process is refused with the holder's pid; a folder that is not empty and holds
     no steadyeval run is refused before anything is written into it. When the outermost
     holder lets go (the run done, failed or interrupted), reports of another run than the
-    folder's results are deleted."""
+    folder's results are deleted. ``wait``: seconds to try again while another writer
+    holds the lock (default: refuse at once)."""
     key = (str(run_dir.resolve()), threading.get_ident())
     if key in _HELD:
         fd, depth = _HELD[key]
@@ -258,7 +262,7 @@ def locked_run_dir(run_dir: Path) -> Iterator[None]:
         run_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ConfigError(f"--out {run_dir}: cannot create the folder ({exc.strerror})") from None
-    fd = _lock(run_dir)
+    fd = _lock(run_dir, wait)
     before = written_run_id(run_dir)
     with contextlib.suppress(OSError):
         _stamp_reports(run_dir, before)
@@ -275,28 +279,49 @@ def locked_run_dir(run_dir: Path) -> Iterator[None]:
         os.close(fd)  # releases the lock
 
 
+def results_token(run_dir: Path) -> tuple[int, int, int] | None:
+    """What tells whether a run folder's results changed: its manifest's inode, size and
+    modification time (every writer replaces the manifest; ``None``: there is none)."""
+    try:
+        info = (run_dir / "manifest.json").stat()
+    except OSError:
+        return None
+    return (info.st_ino, info.st_size, info.st_mtime_ns)
+
+
 @contextmanager
-def writing_report(run_dir: Path, path: Path) -> Iterator[None]:
-    """Around building and writing a report of the run in ``run_dir`` to ``path``. When
-    ``path`` is a report name in that folder and the folder is a run folder, the folder's
-    lock is held (a run cannot replace the results under the report; one that is writing
-    them is an error) and the report is recorded as steadyeval's, showing the folder's run
-    id; elsewhere nothing is done."""
+def writing_report(
+    run_dir: Path, path: Path, *, run_id: str | None, token: tuple[int, int, int] | None
+) -> Iterator[None]:
+    """Around writing the report of the run in ``run_dir`` (``run_id``: the run it shows;
+    ``token``: :func:`results_token` when the report was built) to ``path``.
+
+    When ``path`` is a report name in that run folder, the folder's lock is taken for the
+    write (waiting a few seconds for another report; a run that holds it is an error),
+    results that changed since the report was built are an error, and the report is
+    recorded as steadyeval's, showing ``run_id``, once written. Where the lock cannot be
+    had (a file system without locks, a lock file of another user), the report is written
+    unrecorded, as it is elsewhere."""
     inside = Path(os.path.realpath(path.parent)) == Path(os.path.realpath(run_dir))
     if not inside or path.name not in REPORT_FILES or _current_marker(run_dir) is None:
         yield
         return
     with contextlib.ExitStack() as stack:
         try:
-            stack.enter_context(locked_run_dir(run_dir))
-        except ConfigError as exc:  # a run is writing the folder, or a bad lock file
+            stack.enter_context(locked_run_dir(run_dir, wait=_REPORT_WAIT))
+        except _Busy as exc:
             text = str(exc).removeprefix(f"--out {run_dir}: ")
-            busy = "; wait for it to finish or choose another --out"
-            text = text.replace(busy, "; write its report when it has finished")
+            text = text.split(";")[0] + "; write its report when it has finished"
             raise ConfigError(f"{run_dir}: {text}") from None
-        # recorded first: --overwrite may delete it
-        own(run_dir, path.name, report_of=written_run_id(run_dir))
+        except ConfigError:
+            yield  # no lock to be had: written, not recorded (a later run judges it)
+            return
+        if results_token(run_dir) != token:
+            raise DataError(
+                f"{run_dir}: its results changed while the report was built; run the report again"
+            )
         yield
+        own(run_dir, path.name, report_of=run_id)  # once written: a failure records nothing
 
 
 def _open_lock(path: Path) -> int:
@@ -330,28 +355,53 @@ def _open_lock(path: Path) -> int:
     return fd
 
 
-def _lock(run_dir: Path) -> int:
+class _Busy(ConfigError):
+    """Another writer holds the folder's lock."""
+
+
+def _lock(run_dir: Path, wait: float = 0.0) -> int:
+    """Take the folder's lock, trying again for ``wait`` seconds while another writer holds
+    it; a file system that cannot lock is an error."""
     import fcntl
 
     fd = _open_lock(run_dir / LOCK)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
+    until = time.monotonic() + wait
+    while True:
         try:
-            holder = json.loads(os.read(fd, 4096).decode() or "{}")
-        except ValueError:
-            holder = {}
-        os.close(fd)
-        if not isinstance(holder, dict):
-            holder = {}
-        pid, host = holder.get("pid", "?"), holder.get("host", "?")
-        raise ConfigError(
-            f"--out {run_dir}: another steadyeval process (pid {pid} on {host}) is writing "
-            "this run folder; wait for it to finish or choose another --out"
-        ) from None
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            break
+        except BlockingIOError:
+            if time.monotonic() < until:
+                time.sleep(0.05)
+                continue
+            raise _Busy(
+                f"--out {run_dir}: {_holder(fd)} is writing this run folder; wait for "
+                "it to finish or choose another --out"
+            ) from None
+        except OSError as exc:
+            os.close(fd)
+            raise ConfigError(
+                f"--out {run_dir}: cannot lock the folder ({exc.strerror}; a file system "
+                "without locks?); choose another --out"
+            ) from None
     os.ftruncate(fd, 0)
     os.write(fd, json.dumps({"pid": os.getpid(), "host": socket.gethostname()}).encode())
     return fd
+
+
+def _holder(fd: int) -> str:
+    """Who holds the lock ``fd`` could not take (read from the lock file), and ``fd`` closed."""
+    try:
+        holder = json.loads(os.read(fd, 4096).decode() or "{}")
+    except ValueError:
+        holder = {}
+    os.close(fd)
+    if not isinstance(holder, dict):
+        holder = {}
+    pid, host = holder.get("pid", "?"), holder.get("host", "?")
+    if pid == os.getpid() and host == socket.gethostname():
+        return "another thread of this process"
+    return f"another steadyeval process (pid {pid} on {host})"
 
 
 def _remove(entry: Path) -> None:
