@@ -266,3 +266,35 @@ def test_a_client_whose_batch_was_stopped_works_again(echo_server: Any) -> None:
     assert client.post("/completions", {"prompt": "again"})["headers"]
     assert len(client.post_many(calls[:5])) == 5
     client.close()
+
+
+def test_threads_sending_at_once_after_a_stopped_batch_all_succeed(echo_server: Any) -> None:
+    """After a caught Ctrl-C, several threads sending at once renew the client once and
+    share it (one thread's renewal once closed the pool another was about to use)."""
+    url, _ = echo_server
+    client = _client(url, None, ApiProvider(auth_headers=bearer))
+
+    def stop(got: Any) -> None:
+        raise KeyboardInterrupt
+
+    calls = [("/completions", {"prompt": f"q{i}"}, dict) for i in range(20)]
+    with pytest.raises(KeyboardInterrupt):
+        client.post_many(calls, on_results=stop)
+    errors: list[BaseException] = []
+
+    def send(i: int) -> None:
+        try:
+            if i % 2:
+                assert len(client.post_many(calls[:4])) == 4
+            else:
+                client.post("/completions", {"prompt": f"t{i}"})
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=send, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    client.close()
+    assert errors == []

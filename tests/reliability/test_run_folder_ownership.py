@@ -467,3 +467,26 @@ def test_a_marker_of_a_newer_release_is_left_as_it_is(tmp_path: Path) -> None:
     (out / MARKER).write_text(json.dumps(marker))
     assert CliRunner().invoke(main, ["report", str(out)]).exit_code == 0
     assert json.loads((out / MARKER).read_text()) == marker
+
+
+def test_a_report_never_goes_into_another_runs_files_or_reports(tmp_path: Path) -> None:
+    """``report A -o B/...``: a report of run A must not replace run B's own files, nor
+    pass for B's report (B's next run would take it as its own); another name is fine."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    assert _run(tmp_path, a)[0] == 0
+    assert _run(tmp_path, b, "scripted:b")[0] == 0
+    before = {p.name: p.read_bytes() for p in b.iterdir() if p.is_file()}
+    for name in ("report.html", "manifest.json", "summary.json", MARKER, "results.parquet"):
+        done = CliRunner().invoke(main, ["report", str(a), "-o", str(b / name)])
+        assert done.exit_code == 2 and "another run's folder" in done.output, (name, done.output)
+    assert {p.name: p.read_bytes() for p in b.iterdir() if p.is_file()} == before
+    assert CliRunner().invoke(main, ["report", str(a), "-o", str(b / "a.html")]).exit_code == 0
+
+
+def test_a_default_report_path_that_is_a_fifo_says_so_once(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    assert _run(tmp_path, out)[0] == 0
+    os.mkfifo(out / "report.md")
+    done = CliRunner().invoke(main, ["report", str(out), "--format", "md"])
+    assert done.exit_code == 2 and "special file" in done.output
+    assert done.output.count("choose another") == 1, done.output

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
@@ -96,7 +97,7 @@ def command(
             if out is not None:
                 raise
             # the default path: say so, and how to choose another
-            why = str(exc).removeprefix("--output ").replace("; choose another --output", "")
+            why = re.sub(r"[;:] choose another [^;]*$", "", str(exc).removeprefix("--output "))
             raise ConfigError(
                 f"{why} (the default report path); choose another with --output"
             ) from None

@@ -157,6 +157,7 @@ class HttpClient:
         }
         self._deadline = Deadline()
         self._lock = threading.Lock()
+        self._renewing = threading.Lock()  # one caller renews the client and the pool
         self._http: httpx.Client | None = None
         self._transport: DeadlineTransport | None = None
         self._pause_until = 0.0
@@ -205,13 +206,21 @@ class HttpClient:
         if transport is not None:
             transport.abort()
 
-    def _renewed(self) -> None:
+    def _renewed(self) -> ThreadPoolExecutor:
         """Before new work: after a batch stopped by Ctrl-C (its transport cut for good),
-        let its workers end (they fail at once) and start afresh with a new client."""
-        with self._lock:
-            transport = self._transport
-        if transport is not None and transport.stopped:
-            self.close()
+        let its workers end (they fail at once) and start afresh with a new client. Returns
+        the worker pool (made on first use). One caller at a time: threads that come at once
+        renew once and share the new pool."""
+        with self._renewing:
+            with self._lock:
+                transport = self._transport
+            if transport is not None and transport.stopped:
+                self.close()
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(
+                    max_workers=self.max_concurrency, thread_name_prefix="steadyeval-http"
+                )
+            return self._pool
 
     def _send(
         self, path: str, payload: bytes | None, method: str = "POST"
@@ -510,14 +519,10 @@ class HttpClient:
         """
         if not calls:
             return []
-        self._renewed()
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(
-                max_workers=self.max_concurrency, thread_name_prefix="steadyeval-http"
-            )
+        pool = self._renewed()
         cancel = threading.Event()
         futures: list[Future[T]] = [
-            self._pool.submit(self.request, path, body, read, cancel=cancel, on_reply=on_reply)
+            pool.submit(self.request, path, body, read, cancel=cancel, on_reply=on_reply)
             for path, body, read in calls
         ]
         handed = Handover(futures, on_results)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Literal
 
@@ -48,8 +49,10 @@ def write_report(
     from ..run import is_run_file, results_token, writing_report
 
     if output is not None and is_run_file(Path(run_dir), path):
+        same = os.path.realpath(path.parent) == os.path.realpath(run_dir)
+        what = "of the run itself" if same else "of another run's folder (its results or reports)"
         raise DataError(
-            f"{show_path(path)}: is a file of the run itself; write the report elsewhere "
+            f"{show_path(path)}: is a file {what}; write the report elsewhere "
             f"(the default is {show_path(Path(run_dir) / f'report.{_SUFFIX[fmt]}')})"
         )
     token = results_token(Path(run_dir))  # before reading: a run may rewrite them meanwhile

@@ -12,6 +12,7 @@ from ._config_checks import check_models
 from ._dispatch import PlanCounts
 from ._executor import Executor, LocalExecutor, call_backend
 from ._folder import (
+    RunFolderBusy,
     claim_run_dir,
     default_out,
     is_run_file,
@@ -37,6 +38,7 @@ __all__ = [
     "PlannedTrial",
     "RayExecutor",
     "RunConfig",
+    "RunFolderBusy",
     "RunOptions",
     "RunResult",
     "build_plan",

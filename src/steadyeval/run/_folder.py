@@ -44,6 +44,7 @@ __all__ = [
     "MARKER_FORMAT",
     "OWNED",
     "RUN_FILES",
+    "RunFolderBusy",
     "claim_run_dir",
     "config_key",
     "default_out",
@@ -237,13 +238,14 @@ def _drop_stale_reports(run_dir: Path, before: str | None) -> list[str]:
 
 
 @contextmanager
-def locked_run_dir(run_dir: Path, *, wait: float = 0.0) -> Iterator[None]:
+def locked_run_dir(run_dir: Path, *, wait: float = 0.0, what: str = "run") -> Iterator[None]:
     """Hold ``run_dir``'s lock while a run writes into it (re-entrant in one process). A
     second process is refused with the holder's pid; a folder that is not empty and holds
     no steadyeval run is refused before anything is written into it. When the outermost
     holder lets go (the run done, failed or interrupted), reports of another run than the
-    folder's results are deleted. ``wait``: seconds to try again while another writer
-    holds the lock (default: refuse at once)."""
+    folder's results are deleted. ``what`` holds it (``run``, or ``report``: a short
+    write); ``wait``: seconds to try again while a report holds it (default: refuse at
+    once)."""
     key = (str(run_dir.resolve()), threading.get_ident())
     if key in _HELD:
         fd, depth = _HELD[key]
@@ -262,7 +264,7 @@ def locked_run_dir(run_dir: Path, *, wait: float = 0.0) -> Iterator[None]:
         run_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ConfigError(f"--out {run_dir}: cannot create the folder ({exc.strerror})") from None
-    fd = _lock(run_dir, wait)
+    fd = _lock(run_dir, wait, what)
     before = written_run_id(run_dir)
     with contextlib.suppress(OSError):
         _stamp_reports(run_dir, before)
@@ -308,8 +310,8 @@ def writing_report(
         return
     with contextlib.ExitStack() as stack:
         try:
-            stack.enter_context(locked_run_dir(run_dir, wait=_REPORT_WAIT))
-        except _Busy as exc:
+            stack.enter_context(locked_run_dir(run_dir, wait=_REPORT_WAIT, what="report"))
+        except RunFolderBusy as exc:
             text = str(exc).removeprefix(f"--out {run_dir}: ")
             text = text.split(";")[0] + "; write its report when it has finished"
             raise ConfigError(f"{run_dir}: {text}") from None
@@ -355,13 +357,14 @@ def _open_lock(path: Path) -> int:
     return fd
 
 
-class _Busy(ConfigError):
-    """Another writer holds the folder's lock."""
+class RunFolderBusy(ConfigError):
+    """Another writer (a run, a report, another thread) holds a run folder's lock."""
 
 
-def _lock(run_dir: Path, wait: float = 0.0) -> int:
-    """Take the folder's lock, trying again for ``wait`` seconds while another writer holds
-    it; a file system that cannot lock is an error."""
+def _lock(run_dir: Path, wait: float = 0.0, what: str = "run") -> int:
+    """Take the folder's lock for ``what`` (``run`` or ``report``), trying again for
+    ``wait`` seconds while another report holds it (a run holding it is no short wait); a
+    file system that cannot lock is an error."""
     import fcntl
 
     fd = _open_lock(run_dir / LOCK)
@@ -371,12 +374,14 @@ def _lock(run_dir: Path, wait: float = 0.0) -> int:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             break
         except BlockingIOError:
-            if time.monotonic() < until:
+            holder = _holder(fd)
+            if time.monotonic() < until and holder.get("what") == "report":
                 time.sleep(0.05)
                 continue
-            raise _Busy(
-                f"--out {run_dir}: {_holder(fd)} is writing this run folder; wait for "
-                "it to finish or choose another --out"
+            os.close(fd)
+            raise RunFolderBusy(
+                f"--out {run_dir}: {_who(holder)} is writing this run folder; wait for it to "
+                "finish or choose another --out"
             ) from None
         except OSError as exc:
             os.close(fd)
@@ -385,19 +390,21 @@ def _lock(run_dir: Path, wait: float = 0.0) -> int:
                 "without locks?); choose another --out"
             ) from None
     os.ftruncate(fd, 0)
-    os.write(fd, json.dumps({"pid": os.getpid(), "host": socket.gethostname()}).encode())
+    holder = {"pid": os.getpid(), "host": socket.gethostname(), "what": what}
+    os.write(fd, json.dumps(holder).encode())
     return fd
 
 
-def _holder(fd: int) -> str:
-    """Who holds the lock ``fd`` could not take (read from the lock file), and ``fd`` closed."""
+def _holder(fd: int) -> dict[str, Any]:
+    """What the lock file ``fd`` says of the writer holding it (``{}``: nothing readable)."""
     try:
-        holder = json.loads(os.read(fd, 4096).decode() or "{}")
-    except ValueError:
+        holder = json.loads(os.pread(fd, 4096, 0).decode() or "{}")
+    except (ValueError, OSError):
         holder = {}
-    os.close(fd)
-    if not isinstance(holder, dict):
-        holder = {}
+    return holder if isinstance(holder, dict) else {}
+
+
+def _who(holder: dict[str, Any]) -> str:
     pid, host = holder.get("pid", "?"), holder.get("host", "?")
     if pid == os.getpid() and host == socket.gethostname():
         return "another thread of this process"
@@ -499,12 +506,17 @@ def _kept_record(marker: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def is_run_file(run_dir: Path, path: Path) -> bool:
-    """Whether ``path`` names one of the run folder ``run_dir``'s own files (its results,
-    summaries, config, provenance, manifest, marker or lock): a report or another output
-    must never be written over them. ``path``'s folder is resolved (links followed), its
-    name is not (writing replaces a link, never its target)."""
+    """Whether ``path`` names a file a report or another output must never be written
+    over: one of the run folder ``run_dir``'s own files (its results, summaries, config,
+    provenance, manifest, marker or lock), or, in another run folder (one holding
+    steadyeval's marker), one of its own files or reports (a report of one run must not
+    pass for another's). ``path``'s folder is resolved (links followed), its name is not
+    (writing replaces a link, never its target)."""
     folder = Path(os.path.realpath(path.parent))
-    return folder == Path(os.path.realpath(run_dir)) and path.name in (*RUN_FILES, MARKER, LOCK)
+    owned = (*RUN_FILES, MARKER, LOCK)
+    if folder == Path(os.path.realpath(run_dir)):
+        return path.name in owned
+    return path.name in (*owned, *REPORT_FILES) and os.path.lexists(folder / MARKER)
 
 
 def own(run_dir: Path, *names: str, report_of: str | None = None) -> None:
