@@ -250,19 +250,27 @@ def test_an_aborted_transport_cuts_connections_opened_after_it() -> None:
         httpd.server_close()
 
 
-def test_a_client_whose_batch_was_stopped_works_again(echo_server: Any) -> None:
-    """Ctrl-C cuts a batch's transport for good (connections opened later too); a caller
-    that catches it and sends again gets a new client, once the stopped batch's workers
-    have ended (none of them can take the new one)."""
-    url, _ = echo_server
+def _stopped_client(url: str, n: int) -> tuple[HttpClient, list[tuple[str, Any, Any]]]:
+    """A client whose batch of ``n`` calls was stopped by a Ctrl-C its caller caught (raised
+    from ``on_results`` while the batch ran), and those calls."""
     client = _client(url, None, ApiProvider(auth_headers=bearer))
 
     def stop(got: Any) -> None:
         raise KeyboardInterrupt
 
-    calls = [("/completions", {"prompt": f"q{i}"}, dict) for i in range(40)]
+    calls: list[tuple[str, Any, Any]] = [
+        ("/completions", {"prompt": f"q{i}"}, dict) for i in range(n)
+    ]
     with pytest.raises(KeyboardInterrupt):
         client.post_many(calls, on_results=stop)
+    return client, calls
+
+
+def test_a_client_whose_batch_was_stopped_works_again(echo_server: Any) -> None:
+    """Ctrl-C cuts a batch's transport for good (connections opened later too); a caller
+    that catches it and sends again gets a new client, once the stopped batch's workers
+    have ended (none of them can take the new one)."""
+    client, calls = _stopped_client(echo_server[0], 40)
     assert client.post("/completions", {"prompt": "again"})["headers"]
     assert len(client.post_many(calls[:5])) == 5
     client.close()
@@ -271,15 +279,7 @@ def test_a_client_whose_batch_was_stopped_works_again(echo_server: Any) -> None:
 def test_threads_sending_at_once_after_a_stopped_batch_all_succeed(echo_server: Any) -> None:
     """After a caught Ctrl-C, several threads sending at once renew the client once and
     share it (one thread's renewal once closed the pool another was about to use)."""
-    url, _ = echo_server
-    client = _client(url, None, ApiProvider(auth_headers=bearer))
-
-    def stop(got: Any) -> None:
-        raise KeyboardInterrupt
-
-    calls = [("/completions", {"prompt": f"q{i}"}, dict) for i in range(20)]
-    with pytest.raises(KeyboardInterrupt):
-        client.post_many(calls, on_results=stop)
+    client, calls = _stopped_client(echo_server[0], 20)
     errors: list[BaseException] = []
 
     def send(i: int) -> None:

@@ -63,7 +63,7 @@ MARKER_FORMAT = 1
 #: Held (``flock``) by the process writing a run folder; the file stays, the lock goes with
 #: the process, so a lock left by a dead process is never in the way.
 LOCK = ".steadyeval-lock"
-#: How long a report waits for the folder's lock (held by another report's write).
+#: How long a writer waits for a run folder's lock held by a report (its write is short).
 _REPORT_WAIT = 10.0
 #: What ``steadyeval report`` writes into a run folder by default.
 REPORT_FILES = ("report.html", "report.md", "report.json")
@@ -189,7 +189,7 @@ def _rewrite_marker(run_dir: Path, marker: Mapping[str, Any], **changes: Any) ->
 
 
 def _current_marker(run_dir: Path) -> dict[str, Any] | None:
-    """The folder's marker when it is one this release writes to (format 1 or later)."""
+    """The folder's marker when it is one this release writes to (of its format)."""
     try:
         marker = _marker(run_dir)
     except ConfigError:
@@ -238,14 +238,13 @@ def _drop_stale_reports(run_dir: Path, before: str | None) -> list[str]:
 
 
 @contextmanager
-def locked_run_dir(run_dir: Path, *, wait: float = 0.0, what: str = "run") -> Iterator[None]:
+def locked_run_dir(run_dir: Path, *, what: str = "run") -> Iterator[None]:
     """Hold ``run_dir``'s lock while a run writes into it (re-entrant in one process). A
     second process is refused with the holder's pid; a folder that is not empty and holds
     no steadyeval run is refused before anything is written into it. When the outermost
     holder lets go (the run done, failed or interrupted), reports of another run than the
-    folder's results are deleted. ``what`` holds it (``run``, or ``report``: a short
-    write); ``wait``: seconds to try again while a report holds it (default: refuse at
-    once)."""
+    folder's results are deleted. ``what`` holds it: ``run``, or ``report`` (a short write,
+    which another writer waits for)."""
     key = (str(run_dir.resolve()), threading.get_ident())
     if key in _HELD:
         fd, depth = _HELD[key]
@@ -264,7 +263,7 @@ def locked_run_dir(run_dir: Path, *, wait: float = 0.0, what: str = "run") -> It
         run_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ConfigError(f"--out {run_dir}: cannot create the folder ({exc.strerror})") from None
-    fd = _lock(run_dir, wait, what)
+    fd = _lock(run_dir, what)
     before = written_run_id(run_dir)
     with contextlib.suppress(OSError):
         _stamp_reports(run_dir, before)
@@ -299,7 +298,7 @@ def writing_report(
     ``token``: :func:`results_token` when the report was built) to ``path``.
 
     When ``path`` is a report name in that run folder, the folder's lock is taken for the
-    write (waiting a few seconds for another report; a run that holds it is an error),
+    write (a run that holds it is an error),
     results that changed since the report was built are an error, and the report is
     recorded as steadyeval's, showing ``run_id``, once written. Where the lock cannot be
     had (a file system without locks, a lock file of another user), the report is written
@@ -310,7 +309,7 @@ def writing_report(
         return
     with contextlib.ExitStack() as stack:
         try:
-            stack.enter_context(locked_run_dir(run_dir, wait=_REPORT_WAIT, what="report"))
+            stack.enter_context(locked_run_dir(run_dir, what="report"))
         except RunFolderBusy as exc:
             text = str(exc).removeprefix(f"--out {run_dir}: ")
             text = text.split(";")[0] + "; write its report when it has finished"
@@ -361,21 +360,22 @@ class RunFolderBusy(ConfigError):
     """Another writer (a run, a report, another thread) holds a run folder's lock."""
 
 
-def _lock(run_dir: Path, wait: float = 0.0, what: str = "run") -> int:
-    """Take the folder's lock for ``what`` (``run`` or ``report``), trying again for
-    ``wait`` seconds while another report holds it (a run holding it is no short wait); a
-    file system that cannot lock is an error."""
+def _lock(run_dir: Path, what: str = "run") -> int:
+    """Take the folder's lock for ``what`` (``run`` or ``report``), trying again for up to
+    :data:`_REPORT_WAIT` seconds while a report holds it (a report's write is short; a
+    run's is not, and is refused at once); a file system that cannot lock is an error."""
     import fcntl
 
     fd = _open_lock(run_dir / LOCK)
-    until = time.monotonic() + wait
+    until = time.monotonic() + _REPORT_WAIT
     while True:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             break
         except BlockingIOError:
             holder = _holder(fd)
-            if time.monotonic() < until and holder.get("what") == "report":
+            # a report, or a writer that took the lock and has not said who it is yet
+            if time.monotonic() < until and holder.get("what", "report") == "report":
                 time.sleep(0.05)
                 continue
             os.close(fd)
