@@ -146,7 +146,7 @@ class HFBackendBase(FolderBackend):
             start = time.perf_counter()
             hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
             auto = getattr(transformers, self.auto_class)
-            with loading_weights():  # one load at a time: see steadyeval._weights
+            with loading_weights():  # one load at a time (models/_weights.py)
                 model: Any = auto.from_pretrained(
                     self.model_dir,
                     dtype=self.options.torch_dtype(),

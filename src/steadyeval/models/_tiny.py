@@ -19,7 +19,7 @@ from .._errors import ConfigError
 from .._extras import require
 from .._limits import MAX_SEED
 from ._tiny_tokenizers import MAX_POSITIONS, TOKENIZERS
-from ._weights import import_transformers, loading_weights
+from ._weights import loading_weights
 
 __all__ = ["DEFAULT_CORPUS", "TINY_ARCHS", "TinyArch", "build_tiny_model"]
 
@@ -167,8 +167,9 @@ def build_tiny_model(
     Notes
     -----
     Deterministic: the same arguments give byte-identical ``model.safetensors`` and tokenizer
-    files, in any process and from any thread (builds in several threads take turns) (the tokenizer trainers are used only in ways whose output does not
-    depend on hash-map order; see ``_bert_tokenizer``). Weights are float32 on CPU. Building
+    files, in any process and from any thread (builds in several threads take turns; the
+    tokenizer trainers are used only in ways whose output does not depend on hash-map
+    order, see ``_bert_tokenizer``). Weights are float32 on CPU. Building
     takes well under a second once ``torch`` and ``transformers`` are imported. The t5, bert,
     albert and deberta-v2 alphabets hold all printable ASCII; other characters not in the
     corpus become ``<unk>`` there (gpt2 and roberta are byte-level). gpt2, like GPT-2, has no
@@ -197,8 +198,8 @@ def build_tiny_model(
     require("tiny models", "torch", "transformers", "tokenizers", "safetensors")
     with tempfile.TemporaryDirectory(prefix="steadyeval-tiny-") as staging_name:
         staging = Path(staging_name)
-        import_transformers()
-        with loading_weights():  # torch's global generator, seeded: one build at a time
+        # seeds torch's global generator (and may import transformers first): one at a time
+        with loading_weights():
             _write_model(staging, arch, seed=seed, vocab_size=vocab_size, corpus=texts)
         names = sorted(p.name for p in staging.iterdir())
         (staging / TINY_MARKER).write_text(json.dumps({"files": names}) + "\n", "utf-8")

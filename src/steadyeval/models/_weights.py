@@ -4,9 +4,9 @@
 default device, its parameter initialisers) and then fills it from the checkpoint. Two
 threads loading at once switch them under each other: a load fails with "Cannot copy out
 of meta tensor", or worse, parameters stay at their random initialisation and the model
-answers anyway. Every ``from_pretrained`` of model weights in steadyeval (the ``hf`` backends, training)
-holds this lock
-(with the seeding of a new head's initialisation, which uses torch's global generator).
+answers anyway. Every ``from_pretrained`` of model weights in steadyeval (the ``hf``
+backends, training, the tiny-model builder) holds this lock, with any seeding of torch's
+global generator it needs (a new head's initialisation).
 
 The first ``import transformers`` of a process is made under the lock too: two threads
 importing it at once give the second a half-initialised package ("cannot import name
