@@ -490,3 +490,48 @@ def test_a_default_report_path_that_is_a_fifo_says_so_once(tmp_path: Path) -> No
     done = CliRunner().invoke(main, ["report", str(out), "--format", "md"])
     assert done.exit_code == 2 and "special file" in done.output
     assert done.output.count("choose another") == 1, done.output
+
+
+def test_reanalyze_holds_the_folder_and_says_the_report_is_older(tmp_path: Path) -> None:
+    """``reanalyze`` rewrites the summaries under the folder's lock: a run holding it makes
+    it an error (nothing rewritten); once free, it rewrites them and says the report in the
+    folder shows the analysis as it was."""
+    import threading
+
+    from steadyeval.run import RunFolderBusy, locked_run_dir
+    from steadyeval.studies import reanalyze
+
+    out = tmp_path / "run"
+    rows = [
+        {"id": f"q{i}", "question": f"Item {i}?", "options": ["a", "b", "c"], "answer": i % 3}
+        for i in range(12)
+    ]
+    data = tmp_path / "items.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    argv = ["study", "spread", "--model", "scripted:m", "--data", str(data), "--n-formats",
+            "6", "--budget", "12", "--draws", "50", "--out", str(out), "--no-progress",
+            "--cache", str(tmp_path / "cache")]  # fmt: skip
+    assert CliRunner().invoke(main, argv).exit_code == 0
+    assert CliRunner().invoke(main, ["report", str(out)]).exit_code == 0
+    summary = (out / "summary.json").read_bytes()
+    holding, done = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with locked_run_dir(out):
+            holding.set()
+            done.wait(60)
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    try:
+        assert holding.wait(60)
+        with pytest.raises(RunFolderBusy, match="is writing this run folder; reanalyze it when"):
+            reanalyze(out)
+    finally:
+        done.set()
+        thread.join()
+    assert (out / "summary.json").read_bytes() == summary
+    result = CliRunner().invoke(main, ["reanalyze", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "report.html shows the analysis as it was when written" in result.output
+    assert (out / "report.html").is_file()  # the same run: kept

@@ -15,8 +15,11 @@ def command(run_dir: Path) -> None:
 
     Use it after upgrading steadyeval (a report then shows the analysis this version
     computes without a note) or when summary.json or summary.md were edited or damaged:
-    the results table, checked against the run's manifest, is the source.
+    the results table, checked against the run's manifest, is the source. A run writing
+    the folder makes it an error; a report already there shows the analysis it was
+    written with (`steadyeval report RUN_DIR` writes it again).
     """
+    from ..run import REPORT_FILES
     from ..studies import reanalyze
 
     analysis = reanalyze(run_dir)
@@ -24,3 +27,10 @@ def command(run_dir: Path) -> None:
         f"rewrote {run_dir / 'summary.json'} and summary.md from results.parquet "
         f"({type(analysis).__name__}, schema version {analysis.SCHEMA_VERSION})"
     )
+    reports = [name for name in REPORT_FILES if (run_dir / name).is_file()]
+    if reports:
+        click.echo(
+            f"{', '.join(reports)} {'shows' if len(reports) == 1 else 'show'} the analysis as "
+            "it was when written; "
+            f"`steadyeval report {run_dir}` writes the report again"
+        )

@@ -12,6 +12,7 @@ from ._config_checks import check_models
 from ._dispatch import PlanCounts
 from ._executor import Executor, LocalExecutor, call_backend
 from ._folder import (
+    REPORT_FILES,
     RunFolderBusy,
     claim_run_dir,
     default_out,
@@ -19,6 +20,7 @@ from ._folder import (
     locked_run_dir,
     own,
     results_token,
+    rewriting_run,
     writing_report,
 )
 from ._from_config import load_config_data, resolve_run_config, run_config
@@ -28,6 +30,7 @@ from ._run import Block, RunOptions, RunResult, run, run_blocks, run_id_for
 from ._yaml import check_nodes, read_yaml
 
 __all__ = [
+    "REPORT_FILES",
     "Block",
     "ConditionConfig",
     "DataConfig",
@@ -56,6 +59,7 @@ __all__ = [
     "read_yaml",
     "resolve_run_config",
     "results_token",
+    "rewriting_run",
     "run",
     "run_blocks",
     "run_config",

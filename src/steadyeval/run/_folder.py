@@ -243,8 +243,8 @@ def locked_run_dir(run_dir: Path, *, what: str = "run") -> Iterator[None]:
     second process is refused with the holder's pid; a folder that is not empty and holds
     no steadyeval run is refused before anything is written into it. When the outermost
     holder lets go (the run done, failed or interrupted), reports of another run than the
-    folder's results are deleted. ``what`` holds it: ``run``, or ``report`` (a short write,
-    which another writer waits for)."""
+    folder's results are deleted. ``what`` holds it: ``run``, ``reanalyze``, or ``report``
+    (a short write, which another writer waits for)."""
     key = (str(run_dir.resolve()), threading.get_ident())
     if key in _HELD:
         fd, depth = _HELD[key]
@@ -304,17 +304,11 @@ def writing_report(
     had (a file system without locks, a lock file of another user), the report is written
     unrecorded, as it is elsewhere."""
     inside = Path(os.path.realpath(path.parent)) == Path(os.path.realpath(run_dir))
-    if not inside or path.name not in REPORT_FILES or _current_marker(run_dir) is None:
+    if not inside or path.name not in REPORT_FILES:
         yield
         return
-    with contextlib.ExitStack() as stack:
-        try:
-            stack.enter_context(locked_run_dir(run_dir, what="report"))
-        except RunFolderBusy as exc:
-            text = str(exc).removeprefix(f"--out {run_dir}: ")
-            text = text.split(";")[0] + "; write its report when it has finished"
-            raise ConfigError(f"{run_dir}: {text}") from None
-        except ConfigError:
+    with _finished_run_locked(run_dir, "report", "write its report") as locked:
+        if not locked:
             yield  # no lock to be had: written, not recorded (a later run judges it)
             return
         if results_token(run_dir) != token:
@@ -323,6 +317,37 @@ def writing_report(
             )
         yield
         own(run_dir, path.name, report_of=run_id)  # once written: a failure records nothing
+
+
+@contextmanager
+def rewriting_run(run_dir: Path) -> Iterator[None]:
+    """Around rewriting a finished run's files in place (``reanalyze``'s summaries): the
+    folder's lock is held throughout, so no run replaces the results being read; a run
+    holding it is an error (a report's short write is waited for). A folder without a
+    current marker (an older release's), or where no lock can be had, is rewritten
+    without it, as before."""
+    with _finished_run_locked(run_dir, "reanalyze", "reanalyze it"):
+        yield
+
+
+@contextmanager
+def _finished_run_locked(run_dir: Path, what: str, then: str) -> Iterator[bool]:
+    """Hold a finished run folder's lock for ``what``; yields whether it is held (not in a
+    folder without a current marker, nor where the file system has no locks to give). A
+    run holding it is an error saying to ``then`` when it has finished."""
+    if _current_marker(run_dir) is None:
+        yield False
+        return
+    with contextlib.ExitStack() as stack:
+        try:
+            stack.enter_context(locked_run_dir(run_dir, what=what))
+        except RunFolderBusy as exc:
+            text = str(exc).removeprefix(f"--out {run_dir}: ").split(";")[0]
+            raise RunFolderBusy(f"{run_dir}: {text}; {then} when it has finished") from None
+        except ConfigError:
+            yield False
+            return
+        yield True
 
 
 def _open_lock(path: Path) -> int:
@@ -361,7 +386,7 @@ class RunFolderBusy(ConfigError):
 
 
 def _lock(run_dir: Path, what: str = "run") -> int:
-    """Take the folder's lock for ``what`` (``run`` or ``report``), trying again for up to
+    """Take the folder's lock for ``what`` (``run``, ``report`` or ``reanalyze``), trying again for up to
     :data:`_REPORT_WAIT` seconds while a report holds it (a report's write is short; a
     run's is not, and is refused at once); a file system that cannot lock is an error."""
     import fcntl

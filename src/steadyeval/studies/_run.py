@@ -21,7 +21,15 @@ from ..results import (
     summary_markdown,
     writing_run,
 )
-from ..run import PlanCounts, RunOptions, RunResult, locked_run_dir, run_blocks, validate_config
+from ..run import (
+    PlanCounts,
+    RunOptions,
+    RunResult,
+    locked_run_dir,
+    rewriting_run,
+    run_blocks,
+    validate_config,
+)
 from ._protocol import Study, StudyConfig, StudyDesign, StudyResult, get_study
 
 __all__ = ["read_analysis", "reanalyze", "run_design", "run_study"]
@@ -284,8 +292,14 @@ def _summary_design(run_dir: Path, summary: dict[str, Any], study: Study[Any]) -
 
 def reanalyze(run_dir: str | Path) -> Analysis:
     """Recompute a study run's analysis from its ``results.parquet`` (no model is called),
-    rewrite ``summary.json`` and ``summary.md``, and return it (the study's own type)."""
+    rewrite ``summary.json`` and ``summary.md``, and return it (the study's own type). The
+    folder's lock is held throughout: a run writing the folder is an error."""
     run_dir = Path(run_dir)
+    with rewriting_run(run_dir):
+        return _reanalyze(run_dir)
+
+
+def _reanalyze(run_dir: Path) -> Analysis:
     # summary.json and summary.md are written again: an edited or damaged one is repaired
     summary, study = _study_run(run_dir, rewritten=("summary.json", "summary.md"))
     frame = ResultsFrame.read(run_dir / "results.parquet")
