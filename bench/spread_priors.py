@@ -16,6 +16,8 @@ and kept in a cache file (``--cache``) that later variants reuse. Variants, join
   whose mean is 1 logit × the cells per format);
 - ``cpfA``: that prior with mean A × the cells per format; ``cpsqA``: A × its square;
 - ``expS``: an exponential prior with mean S logits whatever the cells per format;
+- ``fixS``: the formats' total s.d. held at about S logits (log-normal, s.d. 5%): a width
+  chosen with the truth, to see how far the width alone can take the estimator;
 - ``hcS``: a half-Cauchy prior with scale S on it; ``usd``: a uniform prior on it;
 - ``shA_B``: Beta(A, B) on the covariates' share of the format variance;
 - ``bsA_B``: Beta(A, B) on the broken formats' share.
@@ -100,6 +102,11 @@ def apply(variant: str) -> None:
         elif part.startswith("exp"):
             mean = float(part[3:])
             _irt_gibbs._log_format_var = _sd_prior(lambda sd, m=mean: -sd / m)
+        elif part.startswith("fix"):  # the width held at S: no prior could do better
+            s = float(part[3:])
+            _irt_gibbs._log_format_var = _sd_prior(
+                lambda sd, s=s: -0.5 * (np.log(sd / s) / 0.05) ** 2
+            )
         elif part.startswith("hc"):
             s = float(part[2:])
             _irt_gibbs._log_format_var = _sd_prior(lambda sd, s=s: -np.log1p((sd / s) ** 2))

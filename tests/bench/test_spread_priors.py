@@ -62,3 +62,26 @@ def test_a_bad_group_size_is_refused(k: str, monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setattr(sys, "argv", ["spread_priors.py", "base", "--groups", k])
     with pytest.raises(SystemExit, match="K from 2 to 50"):
         sp.main()
+
+
+def test_fix_holds_the_formats_sd_near_s() -> None:
+    """``fixS``: the prior on the formats' total variance peaks at s.d. S (log density of
+    the variance, Jacobian included) and falls off fast either side."""
+    import numpy as np
+
+    sp.apply("fix0.5")
+    try:
+        sds = np.array([0.3, 0.45, 0.5, 0.55, 0.8])
+        logp = sp._irt_gibbs._log_format_var(sds**2, 1.0) + np.log(2 * sds)  # → s.d.'s density
+        assert int(np.argmax(logp)) == 2
+        assert logp[2] - logp[0] > 20 and logp[2] - logp[4] > 20
+    finally:
+        sp.apply("base")
+    assert sp._irt_gibbs._log_format_var is sp._DEFAULTS["_log_format_var"]
+
+
+def test_spread_width_looks_only_at_choose_families(monkeypatch: pytest.MonkeyPatch) -> None:
+    sw = load_bench_script("spread_width")
+    monkeypatch.setattr(sys, "argv", ["spread_width.py", "--families", "narrow,halved"])
+    with pytest.raises(SystemExit, match="only choose families"):
+        sw.main()
