@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -301,17 +303,14 @@ def test_a_report_written_with_output_into_the_folder_is_recorded(tmp_path: Path
     assert json.loads((out / MARKER).read_text())["reports"] == {"report.html": run_id}
 
 
-def test_a_report_is_not_written_while_a_run_writes_the_folder(tmp_path: Path) -> None:
-    """The report holds the folder's lock: a run (here another thread, refused as another
-    process is) cannot replace the results under it, and one that holds the folder makes
-    the report an error instead of a report of results about to change."""
+@contextmanager
+def _held_by_another_thread(out: Path) -> Iterator[None]:
+    """``out``'s lock held by a run in another thread (refused as another process is)
+    while the block runs."""
     import threading
 
-    from steadyeval.reports import write_report
     from steadyeval.run import locked_run_dir
 
-    out = tmp_path / "run"
-    assert _run(tmp_path, out)[0] == 0
     holding, done = threading.Event(), threading.Event()
 
     def hold() -> None:
@@ -323,6 +322,22 @@ def test_a_report_is_not_written_while_a_run_writes_the_folder(tmp_path: Path) -
     thread.start()
     try:
         assert holding.wait(60)
+        yield
+    finally:
+        done.set()
+        thread.join()
+
+
+def test_a_report_is_not_written_while_a_run_writes_the_folder(tmp_path: Path) -> None:
+    """The report holds the folder's lock: a run (here another thread, refused as another
+    process is) cannot replace the results under it, and one that holds the folder makes
+    the report an error instead of a report of results about to change."""
+    from steadyeval.reports import write_report
+    from steadyeval.run import locked_run_dir
+
+    out = tmp_path / "run"
+    assert _run(tmp_path, out)[0] == 0
+    with _held_by_another_thread(out):
         with pytest.raises(ConfigError, match="is writing this run folder; write its report"):
             write_report(out)  # after waiting a few seconds for the lock
         # a second thread: refused, never re-entered
@@ -331,9 +346,6 @@ def test_a_report_is_not_written_while_a_run_writes_the_folder(tmp_path: Path) -
             locked_run_dir(out),
         ):
             pass
-    finally:
-        done.set()
-        thread.join()
     assert not (out / "report.html").exists()
     assert write_report(out).is_file()
 
@@ -496,9 +508,7 @@ def test_reanalyze_holds_the_folder_and_says_the_report_is_older(tmp_path: Path)
     """``reanalyze`` rewrites the summaries under the folder's lock: a run holding it makes
     it an error (nothing rewritten); once free, it rewrites them and says the report in the
     folder shows the analysis as it was."""
-    import threading
-
-    from steadyeval.run import RunFolderBusy, locked_run_dir
+    from steadyeval.run import RunFolderBusy
     from steadyeval.studies import reanalyze
 
     out = tmp_path / "run"
@@ -514,22 +524,11 @@ def test_reanalyze_holds_the_folder_and_says_the_report_is_older(tmp_path: Path)
     assert CliRunner().invoke(main, argv).exit_code == 0
     assert CliRunner().invoke(main, ["report", str(out)]).exit_code == 0
     summary = (out / "summary.json").read_bytes()
-    holding, done = threading.Event(), threading.Event()
-
-    def hold() -> None:
-        with locked_run_dir(out):
-            holding.set()
-            done.wait(60)
-
-    thread = threading.Thread(target=hold)
-    thread.start()
-    try:
-        assert holding.wait(60)
-        with pytest.raises(RunFolderBusy, match="is writing this run folder; reanalyze it when"):
-            reanalyze(out)
-    finally:
-        done.set()
-        thread.join()
+    with (
+        _held_by_another_thread(out),
+        pytest.raises(RunFolderBusy, match="is writing this run folder; reanalyze it when"),
+    ):
+        reanalyze(out)
     assert (out / "summary.json").read_bytes() == summary
     result = CliRunner().invoke(main, ["reanalyze", str(out)])
     assert result.exit_code == 0, result.output
