@@ -104,6 +104,8 @@ def apply(variant: str) -> None:
             _irt_gibbs._log_format_var = _sd_prior(lambda sd, m=mean: -sd / m)
         elif part.startswith("fix"):  # the width held at S: no prior could do better
             s = float(part[3:])
+            if not 0 < s < np.inf:
+                raise ValueError(f"{part!r}: S must be a positive number of logits")
             _irt_gibbs._log_format_var = _sd_prior(
                 lambda sd, s=s: -0.5 * (np.log(sd / s) / 0.05) ** 2
             )

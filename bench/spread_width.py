@@ -56,6 +56,8 @@ def main() -> None:
     ap.add_argument("--budget", type=int, default=200)
     ap.add_argument("--jobs", type=int, default=2)
     args = ap.parse_args()
+    if args.jobs < 1 or args.budget < 1:
+        raise SystemExit("--jobs and --budget: positive whole numbers")
     fams = args.families.split(",")
     if any(f not in FAMILIES or role(f) != "choose" for f in fams):
         raise SystemExit(f"only choose families ({choose}) are looked at here")

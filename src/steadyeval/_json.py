@@ -43,10 +43,16 @@ def storage_error(exc: OSError, path: Path | str, doing: str = "write") -> Stora
     reason = _STORAGE_ERRNOS.get(exc.errno or 0)
     if reason is None:
         return None
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+        remedy = "make room"
+    elif exc.errno == errno.EIO:
+        remedy = "check the disk"
+    else:
+        remedy = "make it writable, or write elsewhere"
     error = StorageError(
         f"cannot {doing} {path}: {reason}; nothing was half-written (the previous file, if "
-        "any, is unchanged) and every response received is in the cache: make room, then run "
-        "the same command again"
+        f"any, is unchanged, and responses already received stay in the cache): {remedy}, "
+        "then run the same command again"
     )
     error.errno = exc.errno
     return error

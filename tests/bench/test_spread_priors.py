@@ -22,7 +22,15 @@ def test_matrices_are_a_range() -> None:
 
 
 @pytest.mark.parametrize(
-    ("variant", "match"), [("nonsense", "unknown variant part"), ("cpfabc", "'cpfabc'")]
+    ("variant", "match"),
+    [
+        ("nonsense", "unknown variant part"),
+        ("cpfabc", "'cpfabc'"),
+        ("fix0", "positive number"),
+        ("fix-1", "positive number"),
+        ("fixnan", "positive number"),
+        ("fixinf", "positive number"),
+    ],
 )
 def test_a_bad_variant_is_refused_before_the_pool(
     variant: str, match: str, monkeypatch: pytest.MonkeyPatch
@@ -80,8 +88,19 @@ def test_fix_holds_the_formats_sd_near_s() -> None:
     assert sp._irt_gibbs._log_format_var is sp._DEFAULTS["_log_format_var"]
 
 
-def test_spread_width_looks_only_at_choose_families(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    ("argv", "match"),
+    [
+        (["--families", "narrow,halved"], "only choose families"),
+        (["--jobs", "0"], "positive whole numbers"),
+        (["--budget", "0"], "positive whole numbers"),
+    ],
+)
+def test_spread_width_refuses_before_any_work(
+    argv: list[str], match: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     sw = load_bench_script("spread_width")
-    monkeypatch.setattr(sys, "argv", ["spread_width.py", "--families", "narrow,halved"])
-    with pytest.raises(SystemExit, match="only choose families"):
+    monkeypatch.setattr(sys, "argv", ["spread_width.py", *argv])
+    monkeypatch.setattr(sw, "Pool", lambda *a, **k: pytest.fail("the pool started"))
+    with pytest.raises(SystemExit, match=match):
         sw.main()

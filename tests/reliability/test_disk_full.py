@@ -79,6 +79,24 @@ def test_a_failed_replace_keeps_the_old_file_and_leaves_no_temp(tmp_path: Path) 
     assert [p.name for p in tmp_path.iterdir()] == ["summary.json"]
 
 
+@pytest.mark.parametrize(
+    ("code", "remedy"),
+    [
+        (errno.ENOSPC, "make room, then"),
+        (errno.EDQUOT, "make room, then"),
+        (errno.EROFS, "make it writable, or write elsewhere, then"),
+        (errno.EACCES, "make it writable, or write elsewhere, then"),
+        (errno.EIO, "check the disk, then"),
+    ],
+)
+def test_a_storage_error_says_what_to_do_about_its_cause(code: int, remedy: str) -> None:
+    from steadyeval._json import storage_error
+
+    error = storage_error(OSError(code, os.strerror(code)), "runs/a/summary.json")
+    assert error is not None and remedy in str(error), error
+    assert str(error).endswith("run the same command again")
+
+
 def test_a_cache_over_the_file_size_limit_is_a_clean_error_and_resumes(tmp_path: Path) -> None:
     _items(tmp_path)
     argv = ("run", "--model", "scripted:m", "--data", "items.jsonl", "--cache", "c.sqlite")

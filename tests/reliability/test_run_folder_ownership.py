@@ -7,11 +7,13 @@ written through a link, and a lock path that is a link, a folder or a FIFO is an
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -467,7 +469,7 @@ def test_results_that_change_while_the_report_is_built_are_an_error(
         return render(*args)  # type: ignore[arg-type]
 
     monkeypatch.setattr(_write, "render", meanwhile)
-    with pytest.raises(se.DataError, match="results changed while the report was built"):
+    with pytest.raises(se.DataError, match="files changed while the report was built"):
         write_report(out)
     assert not (out / "report.html").exists()
 
@@ -504,6 +506,32 @@ def test_a_default_report_path_that_is_a_fifo_says_so_once(tmp_path: Path) -> No
     assert done.output.count("choose another") == 1, done.output
 
 
+def _as_if_written(out: Path, name: str, data: dict[str, Any]) -> None:
+    """Write ``name`` into run folder ``out`` as if the run had written it (its manifest
+    records the new hash): another version's analysis, a folder mixed by hand."""
+    (out / name).write_text(json.dumps(data), encoding="utf-8")
+    manifest = json.loads((out / "manifest.json").read_text())
+    manifest["files"][name] = hashlib.sha256((out / name).read_bytes()).hexdigest()
+    (out / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+
+
+def _study(tmp: Path) -> Path:
+    """A finished spread study's run folder (the scripted backend, seconds)."""
+    out = tmp / "run"
+    rows = [
+        {"id": f"q{i}", "question": f"Item {i}?", "options": ["a", "b", "c"], "answer": i % 3}
+        for i in range(12)
+    ]
+    data = tmp / "items.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    argv = ["study", "spread", "--model", "scripted:m", "--data", str(data), "--n-formats",
+            "6", "--budget", "12", "--draws", "50", "--out", str(out), "--no-progress",
+            "--cache", str(tmp / "cache")]  # fmt: skip
+    result = CliRunner().invoke(main, argv)
+    assert result.exit_code == 0, result.output
+    return out
+
+
 def test_reanalyze_holds_the_folder_and_says_the_report_is_older(tmp_path: Path) -> None:
     """``reanalyze`` rewrites the summaries under the folder's lock: a run holding it makes
     it an error (nothing rewritten); once free, it rewrites them and says the report in the
@@ -511,17 +539,7 @@ def test_reanalyze_holds_the_folder_and_says_the_report_is_older(tmp_path: Path)
     from steadyeval.run import RunFolderBusy
     from steadyeval.studies import reanalyze
 
-    out = tmp_path / "run"
-    rows = [
-        {"id": f"q{i}", "question": f"Item {i}?", "options": ["a", "b", "c"], "answer": i % 3}
-        for i in range(12)
-    ]
-    data = tmp_path / "items.jsonl"
-    data.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    argv = ["study", "spread", "--model", "scripted:m", "--data", str(data), "--n-formats",
-            "6", "--budget", "12", "--draws", "50", "--out", str(out), "--no-progress",
-            "--cache", str(tmp_path / "cache")]  # fmt: skip
-    assert CliRunner().invoke(main, argv).exit_code == 0
+    out = _study(tmp_path)
     assert CliRunner().invoke(main, ["report", str(out)]).exit_code == 0
     summary = (out / "summary.json").read_bytes()
     with (
@@ -532,5 +550,121 @@ def test_reanalyze_holds_the_folder_and_says_the_report_is_older(tmp_path: Path)
     assert (out / "summary.json").read_bytes() == summary
     result = CliRunner().invoke(main, ["reanalyze", str(out)])
     assert result.exit_code == 0, result.output
-    assert "report.html shows the analysis as it was when written" in result.output
+    assert "the analysis is unchanged" in result.output  # the summary was not edited
     assert (out / "report.html").is_file()  # the same run: kept
+    # an analysis the run recorded (as another version's would be) that reanalyze changes:
+    # the report, checked against it, is said to show the analysis as it was
+    summary_json = json.loads(summary)
+    summary_json["analysis"]["models"] = {}
+    _as_if_written(out, "summary.json", summary_json)
+    result = CliRunner().invoke(main, ["reanalyze", str(out)])
+    assert result.exit_code == 0, result.output
+    assert (out / "summary.json").read_bytes() == summary
+    assert (
+        f"report.html shows the analysis as it was when written; `steadyeval report {out}` "
+        "writes it again"
+    ) in result.output
+    assert CliRunner().invoke(main, ["report", str(out)]).exit_code == 0
+
+
+def test_reanalyze_locks_a_folder_of_an_older_release(tmp_path: Path) -> None:
+    """A folder whose marker an older release wrote (no ``format``) is locked too: this
+    release's run locks it, and would otherwise write new results under reanalyze's old
+    summaries."""
+    from steadyeval.run import RunFolderBusy
+    from steadyeval.studies import reanalyze
+
+    out = _study(tmp_path)
+    marker = json.loads((out / MARKER).read_text())
+    (out / MARKER).write_text(json.dumps({"config_key": marker["config_key"], "claimed": 0}))
+    with (
+        _held_by_another_thread(out),
+        pytest.raises(RunFolderBusy, match="another thread of this process \\(a run\\)"),
+    ):
+        reanalyze(out)
+    reanalyze(out)
+
+
+def test_a_reanalyze_that_fails_writing_leaves_the_run_readable_and_repairable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The manifest stays while the summaries are written again: a failure part-way (a full
+    disk) leaves a folder whose readers refuse the summary and say reanalyze repairs it;
+    never one that looks unfinished and sends the user to run the study again."""
+    import steadyeval.studies._run as study_run
+    from steadyeval.reports import write_report
+    from steadyeval.studies import reanalyze
+
+    out = _study(tmp_path)
+    summary_json = json.loads((out / "summary.json").read_text())
+    summary_json["analysis"]["models"] = {}
+    _as_if_written(out, "summary.json", summary_json)  # an analysis reanalyze changes
+
+    def full(path: Path, text: str) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(study_run, "write_text_atomic", full)
+    with pytest.raises(OSError, match="No space left"):
+        reanalyze(out)
+    monkeypatch.undo()
+    assert (out / "manifest.json").is_file()
+    with pytest.raises(se.DataError, match="`steadyeval reanalyze RUN_DIR` writes them again"):
+        write_report(out)
+    reanalyze(out)
+    assert write_report(out).is_file()
+
+
+def test_rewritten_summaries_never_vouch_for_a_file_changed_meanwhile(tmp_path: Path) -> None:
+    """The manifest written after the summaries keeps the other files' recorded hashes: a
+    results table replaced while the analysis ran is refused by the next reader."""
+    from steadyeval.results import check_run_dir, rewriting_summaries
+
+    out = _study(tmp_path)
+    manifest = json.loads((out / "manifest.json").read_text())
+    with rewriting_summaries(out, manifest["run_id"]):
+        (out / "results.parquet").write_bytes(b"another run's table")
+        (out / "summary.md").write_text("# rewritten\n", encoding="utf-8")
+    after = json.loads((out / "manifest.json").read_text())
+    assert after["files"]["results.parquet"] == manifest["files"]["results.parquet"]
+    assert after["files"]["summary.md"] != manifest["files"]["summary.md"]
+    with pytest.raises(se.DataError, match=r"results\.parquet does not belong to run"):
+        check_run_dir(out)
+
+
+def test_a_report_of_a_folder_naming_two_runs_is_an_error_not_a_crash(tmp_path: Path) -> None:
+    """summary.json and config.json of different runs (a folder mixed by hand or by an old
+    race): the report would be deleted as another run's the moment it was written."""
+    out = _study(tmp_path)
+    config = json.loads((out / "config.json").read_text())
+    config["run_id"] = "0123456789abcdef"
+    _as_if_written(out, "config.json", config)
+    result = CliRunner().invoke(main, ["report", str(out)])
+    assert result.exit_code == 2, result.output
+    assert "but its config.json of run 0123456789abcdef" in result.output
+    assert not (out / "report.html").exists()
+
+
+def test_shell_path_is_pasteable() -> None:
+    from steadyeval.cli._options import shell_path
+
+    assert shell_path(Path("runs/a b")) == "'runs/a b'"
+    assert shell_path(Path("-x")) == "./-x"
+    assert shell_path(Path("runs/q")) == "runs/q"
+
+
+def test_reanalyze_where_no_lock_can_be_had_says_so(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A lock file that is a link (never written through) is no lock to be had: reanalyze
+    still rewrites the summaries, as before locks, and says it worked without the lock."""
+    from steadyeval.studies import reanalyze
+
+    out = _study(tmp_path)
+    target = tmp_path / "elsewhere"
+    target.write_text("mine", encoding="utf-8")
+    (out / LOCK).unlink()
+    (out / LOCK).symlink_to(target)
+    with caplog.at_level("WARNING", logger="steadyeval"):
+        reanalyze(out)
+    assert "writing without the folder's lock" in caplog.text
+    assert target.read_text(encoding="utf-8") == "mine"

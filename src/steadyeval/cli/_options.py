@@ -304,7 +304,7 @@ def echo_result(summary: Mapping[str, Any], run_dir: Path | None, headline: str 
     )
     if run_dir is not None:
         click.echo(f"wrote {run_dir}/ (results.parquet, summary.json, summary.md)")
-        click.echo(f"read it: steadyeval report {shlex.quote(str(run_dir))}")  # a command
+        click.echo(f"read it: steadyeval report {shell_path(run_dir)}")
 
 
 def _retries(value: Any) -> int:
@@ -406,3 +406,10 @@ def task_source(
         raise ConfigError(f"{flags[0]} applies to lm-eval tasks, not Inspect tasks")
     # path None: a CONFIG's data path (merged with a flag's section) is not this data's
     return {"path": None, "loader": TASK_LOADERS[tool], "task": names, **lm_options}
+
+
+def shell_path(path: Path) -> str:
+    """``path`` as a command line the user can paste: quoted for the shell, and never read
+    as an option (``-x`` is written ``./-x``)."""
+    text = str(path)
+    return shlex.quote(f"./{text}" if text.startswith("-") else text)

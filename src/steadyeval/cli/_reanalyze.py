@@ -6,6 +6,11 @@ from pathlib import Path
 
 import click
 
+from ._options import shell_path
+
+#: The report command that writes each report file a run folder may hold.
+_REPORT_FLAGS = {"report.html": "", "report.md": " --format md", "report.json": " --format json"}
+
 
 @click.command("reanalyze")
 @click.argument("run_dir", type=click.Path(path_type=Path))
@@ -19,18 +24,22 @@ def command(run_dir: Path) -> None:
     the folder makes it an error; a report already there shows the analysis it was
     written with (`steadyeval report RUN_DIR` writes it again).
     """
-    from ..run import REPORT_FILES
+    from ..results import recorded_hashes
     from ..studies import reanalyze
 
+    # the summary the folder's reports were checked against, before and after
+    before = recorded_hashes(run_dir).get("summary.json")
     analysis = reanalyze(run_dir)
     click.echo(
         f"rewrote {run_dir / 'summary.json'} and summary.md from results.parquet "
         f"({type(analysis).__name__}, schema version {analysis.SCHEMA_VERSION})"
     )
-    reports = [name for name in REPORT_FILES if (run_dir / name).is_file()]
-    if reports:
-        click.echo(
-            f"{', '.join(reports)} {'shows' if len(reports) == 1 else 'show'} the analysis as "
-            "it was when written; "
-            f"`steadyeval report {run_dir}` writes the report again"
-        )
+    if recorded_hashes(run_dir).get("summary.json") == before:
+        click.echo("the analysis is unchanged")
+        return
+    for name, flags in _REPORT_FLAGS.items():
+        if (run_dir / name).is_file():
+            click.echo(
+                f"{name} shows the analysis as it was when written; "
+                f"`steadyeval report {shell_path(run_dir)}{flags}` writes it again"
+            )

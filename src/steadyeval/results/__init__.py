@@ -24,7 +24,13 @@ if TYPE_CHECKING:
         read_inspect_log,
     )
     from ._import_lmeval import LmEvalImportOptions, find_lmeval_samples, import_lmeval
-    from ._manifest import check_run_dir, run_in_parts, writing_run
+    from ._manifest import (
+        check_run_dir,
+        recorded_hashes,
+        rewriting_summaries,
+        run_in_parts,
+        writing_run,
+    )
     from ._read import read_results
     from ._row import ResultRow, prompt_hash, row_key
     from ._schema import (
@@ -64,7 +70,13 @@ __getattr__, __dir__ = lazy_exports(
             "read_inspect_log",
         ],
         "._import_lmeval": ["LmEvalImportOptions", "find_lmeval_samples", "import_lmeval"],
-        "._manifest": ["check_run_dir", "run_in_parts", "writing_run"],
+        "._manifest": [
+            "check_run_dir",
+            "recorded_hashes",
+            "rewriting_summaries",
+            "run_in_parts",
+            "writing_run",
+        ],
         "._read": ["read_results"],
         "._row": ["ResultRow", "prompt_hash", "row_key"],
         "._schema": [
@@ -114,6 +126,8 @@ __all__ = [
     "read_inspect_log",
     "read_results",
     "read_summary",
+    "recorded_hashes",
+    "rewriting_summaries",
     "row_key",
     "rows_to_table",
     "run_in_parts",

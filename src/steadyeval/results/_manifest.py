@@ -24,11 +24,21 @@ from .._files import MAX_TEXT_BYTES, loads_json, read_text_file, sized_input_fil
 from .._json import write_json
 from ..items import shorten
 
-__all__ = ["MANIFEST", "RUN_FILES", "check_run_dir", "run_in_parts", "writing_run"]
+__all__ = [
+    "MANIFEST",
+    "RUN_FILES",
+    "check_run_dir",
+    "recorded_hashes",
+    "rewriting_summaries",
+    "run_in_parts",
+    "writing_run",
+]
 
 MANIFEST = "manifest.json"
 #: The files a run folder's manifest covers (those present).
 RUN_FILES = ("results.parquet", "summary.json", "summary.md", "config.json", "provenance.json")
+#: What ``reanalyze`` writes again from the results.
+_SUMMARIES = ("summary.json", "summary.md")
 #: Written into a run folder by steadyeval before any file of the run (see run/_folder.py).
 _MARKER = ".steadyeval-run"
 #: A manifest lists five hashes: anything near this size is not one.
@@ -66,6 +76,27 @@ def writing_run(run_dir: Path, run_id: str) -> Iterator[None]:
     (run_dir / MANIFEST).unlink(missing_ok=True)
     yield
     _write_manifest(run_dir, run_id, "running" if part is not None else "complete")
+
+
+@contextmanager
+def rewriting_summaries(run_dir: Path, run_id: str) -> Iterator[None]:
+    """Around writing a finished run's summaries again from its results (``reanalyze``).
+    The manifest stays while they are written: a failure part-way leaves a summary that no
+    longer matches it, which readers refuse, saying how to repair it. Afterwards it lists
+    the new summaries' hashes beside the other files' hashes as they were recorded, so a
+    file changed meanwhile is never vouched for. A folder from before manifests gets one,
+    as a run writes it (``run_id``)."""
+    manifest = _manifest(run_dir)
+    if manifest is None:
+        with writing_run(run_dir, run_id):
+            yield
+        return
+    yield
+    files = dict(manifest["files"])
+    files.update({n: _digest(run_dir / n) for n in _SUMMARIES if (run_dir / n).is_file()})
+    write_json(
+        run_dir / MANIFEST, {"run_id": manifest["run_id"], "files": files, "state": "complete"}
+    )
 
 
 @contextmanager
@@ -136,6 +167,17 @@ def _manifest(run_dir: Path) -> dict[str, Any] | None:
     return data
 
 
+def recorded_hashes(run_dir: Path) -> dict[str, str]:
+    """The SHA-256 of each file as the run folder's manifest records it (empty: no readable
+    manifest); what a reader of the folder (a report) was checked against."""
+    try:
+        manifest = _manifest(run_dir)
+    except DataError:
+        return {}
+    files = (manifest or {}).get("files", {})
+    return {k: v for k, v in files.items() if isinstance(k, str) and isinstance(v, str)}
+
+
 def check_run_dir(run_dir: Path, *, rewritten: Collection[str] = ()) -> None:
     """Raise :class:`DataError` unless ``run_dir`` holds one complete run: a run that
     finished (its manifest's state; a steadyeval folder with no manifest did not), every file
@@ -162,10 +204,16 @@ def check_run_dir(run_dir: Path, *, rewritten: Collection[str] = ()) -> None:
             continue
         _check_listed(path, f"run {manifest.get('run_id')}'s {name}")
         if name not in rewritten and _digest(path) != listed[name]:
+            repair = (
+                " (a study's summaries: `steadyeval reanalyze RUN_DIR` writes them again from "
+                "its results)"
+                if name in _SUMMARIES
+                else ""
+            )
             raise DataError(
                 f"{run_dir}: {name} does not belong to run {manifest.get('run_id')}: it is "
                 "not the file the run wrote (damaged, or another run's after a crash while "
-                "writing); run the command that wrote it again"
+                f"writing); run the command that wrote it again{repair}"
             )
 
 

@@ -21,6 +21,7 @@ import contextlib
 import errno
 import hashlib
 import json
+import logging
 import os
 import re
 import shutil
@@ -38,11 +39,14 @@ from .._files import load_json_file
 from .._json import write_json
 from ..items import canonical_json
 
+log = logging.getLogger(__name__)
+
 __all__ = [
     "LOCK",
     "MARKER",
     "MARKER_FORMAT",
     "OWNED",
+    "REPORT_FILES",
     "RUN_FILES",
     "RunFolderBusy",
     "claim_run_dir",
@@ -52,6 +56,7 @@ __all__ = [
     "locked_run_dir",
     "own",
     "results_token",
+    "rewriting_run",
     "writing_report",
 ]
 
@@ -313,7 +318,14 @@ def writing_report(
             return
         if results_token(run_dir) != token:
             raise DataError(
-                f"{run_dir}: its results changed while the report was built; run the report again"
+                f"{run_dir}: its files changed while the report was built (a run or reanalyze "
+                "wrote them); run the report again"
+            )
+        now = written_run_id(run_dir)
+        if run_id and now and now != run_id:  # it would be deleted as another run's at once
+            raise DataError(
+                f"{run_dir}: its summary.json is of run {run_id} but its config.json of run "
+                f"{now}; run the command that wrote the folder again"
             )
         yield
         own(run_dir, path.name, report_of=run_id)  # once written: a failure records nothing
@@ -334,8 +346,13 @@ def rewriting_run(run_dir: Path) -> Iterator[None]:
 def _finished_run_locked(run_dir: Path, what: str, then: str) -> Iterator[bool]:
     """Hold a finished run folder's lock for ``what``; yields whether it is held (not in a
     folder without a current marker, nor where the file system has no locks to give). A
-    run holding it is an error saying to ``then`` when it has finished."""
-    if _current_marker(run_dir) is None:
+    run holding it is an error saying to ``then`` when it has finished. Any folder with a
+    steadyeval marker is locked, an older release's too: this release's runs lock it."""
+    try:
+        marked = run_dir.is_dir() and _marker(run_dir) is not None
+    except ConfigError:
+        marked = False  # not steadyeval's marker: the readers refuse the folder
+    if not marked:  # not a run folder of a release with markers: no run locks it either
         yield False
         return
     with contextlib.ExitStack() as stack:
@@ -344,7 +361,9 @@ def _finished_run_locked(run_dir: Path, what: str, then: str) -> Iterator[bool]:
         except RunFolderBusy as exc:
             text = str(exc).removeprefix(f"--out {run_dir}: ").split(";")[0]
             raise RunFolderBusy(f"{run_dir}: {text}; {then} when it has finished") from None
-        except ConfigError:
+        except ConfigError as exc:
+            reason = str(exc).removeprefix(f"--out {run_dir}: ").split(";")[0]
+            log.warning("%s: writing without the folder's lock (%s)", run_dir, reason)
             yield False
             return
         yield True
@@ -429,11 +448,16 @@ def _holder(fd: int) -> dict[str, Any]:
     return holder if isinstance(holder, dict) else {}
 
 
+#: What the lock file's ``what`` says, as the refusal names the holder.
+_HOLDERS = {"run": "a run", "report": "a report", "reanalyze": "reanalyze"}
+
+
 def _who(holder: dict[str, Any]) -> str:
     pid, host = holder.get("pid", "?"), holder.get("host", "?")
+    doing = _HOLDERS.get(str(holder.get("what")))
     if pid == os.getpid() and host == socket.gethostname():
-        return "another thread of this process"
-    return f"another steadyeval process (pid {pid} on {host})"
+        return "another thread of this process" + (f" ({doing})" if doing else "")
+    return f"another steadyeval process (pid {pid} on {host}{f', {doing}' if doing else ''})"
 
 
 def _remove(entry: Path) -> None:

@@ -17,6 +17,7 @@ from ..results import (
     ResultsFrame,
     check_run_dir,
     read_summary,
+    rewriting_summaries,
     run_in_parts,
     summary_markdown,
     writing_run,
@@ -64,8 +65,16 @@ def _with_models(design: StudyDesign, backends: Sequence[str | Backend]) -> Stud
 
 
 def _write(
-    run_dir: Path, study: Study[Any], summary: dict[str, Any], analysis: Analysis, design: Design
+    run_dir: Path,
+    study: Study[Any],
+    summary: dict[str, Any],
+    analysis: Analysis,
+    design: Design,
+    *,
+    again: bool = False,
 ) -> None:
+    """Write the summaries of a run's analysis (``again``: of a finished run, in place,
+    keeping its manifest's record of the other files)."""
     base = {k: v for k, v in summary.items() if k not in {"analysis", "design", "study"}}
     # The study's lead sections (e.g. a warning that changes what the numbers mean) come right
     # after the title, before the per-condition table, as in the HTML report.
@@ -74,7 +83,8 @@ def _write(
     # (then a heading of their own for the run's facts, which would sit under the last one)
     head = f"{title}\n\n{lead.strip()}\n\n## Run" if lead else title
     text = f"{head}\n{rest}\n" + study.markdown(analysis, design, lead=False)
-    with writing_run(run_dir, str(summary["run_id"])):
+    rewriting = rewriting_summaries if again else writing_run
+    with rewriting(run_dir, str(summary["run_id"])):
         write_json(run_dir / "summary.json", summary)
         write_text_atomic(run_dir / "summary.md", text)
 
@@ -320,5 +330,5 @@ def _reanalyze(run_dir: Path) -> Analysis:
             "study again"
         ) from None
     summary["analysis"] = analysis.to_json()
-    _write(run_dir, study, summary, analysis, design)
+    _write(run_dir, study, summary, analysis, design, again=True)
     return analysis
