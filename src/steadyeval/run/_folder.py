@@ -303,11 +303,11 @@ def writing_report(
     ``token``: :func:`results_token` when the report was built) to ``path``.
 
     When ``path`` is a report name in that run folder, the folder's lock is taken for the
-    write (a run that holds it is an error),
-    results that changed since the report was built are an error, and the report is
-    recorded as steadyeval's, showing ``run_id``, once written. Where the lock cannot be
-    had (a file system without locks, a lock file of another user), the report is written
-    unrecorded, as it is elsewhere."""
+    write (a run that holds it is an error); run files that changed since the report was
+    built, or a folder whose results and config name different runs, are an error; and the
+    report is recorded as steadyeval's, showing ``run_id``, once written (in a folder whose
+    marker records reports). Where the lock cannot be had (a file system without locks, a
+    lock file of another user), the report is written unrecorded, as it is elsewhere."""
     inside = Path(os.path.realpath(path.parent)) == Path(os.path.realpath(run_dir))
     if not inside or path.name not in REPORT_FILES:
         yield
@@ -336,18 +336,17 @@ def rewriting_run(run_dir: Path) -> Iterator[None]:
     """Around rewriting a finished run's files in place (``reanalyze``'s summaries): the
     folder's lock is held throughout, so no run replaces the results being read; a run
     holding it is an error (a report's short write is waited for). A folder without a
-    current marker (an older release's), or where no lock can be had, is rewritten
-    without it, as before."""
+    steadyeval marker, or where no lock can be had, is rewritten without it, as before."""
     with _finished_run_locked(run_dir, "reanalyze", "reanalyze it"):
         yield
 
 
 @contextmanager
 def _finished_run_locked(run_dir: Path, what: str, then: str) -> Iterator[bool]:
-    """Hold a finished run folder's lock for ``what``; yields whether it is held (not in a
-    folder without a current marker, nor where the file system has no locks to give). A
-    run holding it is an error saying to ``then`` when it has finished. Any folder with a
-    steadyeval marker is locked, an older release's too: this release's runs lock it."""
+    """Hold a finished run folder's lock for ``what``; yields whether it is held: not in a
+    folder without a steadyeval marker (no run locks it either), nor where no lock can be
+    had (logged). Any marker counts, an older release's too: this release's runs lock such
+    a folder. A run holding it is an error saying to ``then`` when it has finished."""
     try:
         marked = run_dir.is_dir() and _marker(run_dir) is not None
     except ConfigError:
@@ -405,9 +404,10 @@ class RunFolderBusy(ConfigError):
 
 
 def _lock(run_dir: Path, what: str = "run") -> int:
-    """Take the folder's lock for ``what`` (``run``, ``report`` or ``reanalyze``), trying again for up to
-    :data:`_REPORT_WAIT` seconds while a report holds it (a report's write is short; a
-    run's is not, and is refused at once); a file system that cannot lock is an error."""
+    """Take the folder's lock for ``what`` (``run``, ``report`` or ``reanalyze``), trying
+    again for up to :data:`_REPORT_WAIT` seconds while a report holds it (a report's write
+    is short; the others are not, and are refused at once); a file system that cannot lock
+    is an error."""
     import fcntl
 
     fd = _open_lock(run_dir / LOCK)
