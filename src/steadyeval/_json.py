@@ -19,6 +19,7 @@ from ._files import special_file_kind
 
 __all__ = [
     "json_safe",
+    "json_text",
     "replace_atomically",
     "storage_error",
     "write_json",
@@ -43,8 +44,10 @@ def storage_error(exc: OSError, path: Path | str, doing: str = "write") -> Stora
     reason = _STORAGE_ERRNOS.get(exc.errno or 0)
     if reason is None:
         return None
-    if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
         remedy = "make room"
+    elif exc.errno == errno.EFBIG:
+        remedy = "raise the file size limit (ulimit -f) or write elsewhere"
     elif exc.errno == errno.EIO:
         remedy = "check the disk"
     else:
@@ -78,8 +81,12 @@ def write_json(path: Path, data: Any, *, default: Callable[[Any], Any] | None = 
     """Write ``data`` (made :func:`json_safe`) as indented JSON with sorted keys, through a
     temporary file renamed over ``path``: a crash never leaves half a file. Other objects
     raise ``TypeError`` unless ``default`` converts them (e.g. ``str`` for paths)."""
-    text = json.dumps(json_safe(data), indent=2, sort_keys=True, default=default)
-    write_text_atomic(path, text + "\n")
+    write_text_atomic(path, json_text(data, default=default))
+
+
+def json_text(data: Any, *, default: Callable[[Any], Any] | None = None) -> str:
+    """The text :func:`write_json` writes for ``data``."""
+    return json.dumps(json_safe(data), indent=2, sort_keys=True, default=default) + "\n"
 
 
 def _check_replaceable(path: Path) -> None:

@@ -87,6 +87,7 @@ def test_a_failed_replace_keeps_the_old_file_and_leaves_no_temp(tmp_path: Path) 
         (errno.EROFS, "make it writable, or write elsewhere, then"),
         (errno.EACCES, "make it writable, or write elsewhere, then"),
         (errno.EIO, "check the disk, then"),
+        (errno.EFBIG, "raise the file size limit (ulimit -f) or write elsewhere, then"),
     ],
 )
 def test_a_storage_error_says_what_to_do_about_its_cause(code: int, remedy: str) -> None:

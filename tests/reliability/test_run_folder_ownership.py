@@ -7,13 +7,11 @@ written through a link, and a lock path that is a link, a folder or a FIFO is an
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -22,6 +20,7 @@ import steadyeval as se
 from steadyeval import ConfigError
 from steadyeval.cli import main
 from steadyeval.run._folder import LOCK, MARKER, MARKER_FORMAT
+from tests.run_folder_edits import write_as_the_run
 from tests.scripted_backend import register
 
 register()
@@ -389,8 +388,9 @@ def test_own_keeps_only_what_steadyeval_writes_in_the_marker(tmp_path: Path) -> 
     written = json.loads((out / MARKER).read_text())
     assert "mine" not in written
     run_id = json.loads((out / "config.json").read_text())["run_id"]
-    # the junk is gone; the unrecorded report.html was beside this run when it was taken
-    assert written["reports"] == {"report.md": run_id, "report.html": run_id}
+    # the junk is gone; the unrecorded report.html stays unrecorded until a run takes the
+    # folder (a report never changes which run the folder holds)
+    assert written["reports"] == {"report.md": run_id}
     assert _run(tmp_path, out)[0] == 0  # resumes
     assert (out / "report.html").is_file() and (out / "report.md").is_file()
 
@@ -506,15 +506,6 @@ def test_a_default_report_path_that_is_a_fifo_says_so_once(tmp_path: Path) -> No
     assert done.output.count("choose another") == 1, done.output
 
 
-def _as_if_written(out: Path, name: str, data: dict[str, Any]) -> None:
-    """Write ``name`` into run folder ``out`` as if the run had written it (its manifest
-    records the new hash): another version's analysis, a folder mixed by hand."""
-    (out / name).write_text(json.dumps(data), encoding="utf-8")
-    manifest = json.loads((out / "manifest.json").read_text())
-    manifest["files"][name] = hashlib.sha256((out / name).read_bytes()).hexdigest()
-    (out / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
-
-
 def _study(tmp: Path) -> Path:
     """A finished spread study's run folder (the scripted backend, seconds)."""
     out = tmp / "run"
@@ -556,7 +547,7 @@ def test_reanalyze_holds_the_folder_and_says_the_report_is_older(tmp_path: Path)
     # the report, checked against it, is said to show the analysis as it was
     summary_json = json.loads(summary)
     summary_json["analysis"]["models"] = {}
-    _as_if_written(out, "summary.json", summary_json)
+    write_as_the_run(out, "summary.json", summary_json)
     result = CliRunner().invoke(main, ["reanalyze", str(out)])
     assert result.exit_code == 0, result.output
     assert (out / "summary.json").read_bytes() == summary
@@ -585,45 +576,97 @@ def test_reanalyze_locks_a_folder_of_an_older_release(tmp_path: Path) -> None:
     reanalyze(out)
 
 
-def test_a_reanalyze_that_fails_writing_leaves_the_run_readable_and_repairable(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("failing", ["summary.json", "summary.md"])
+def test_a_reanalyze_stopped_while_writing_leaves_the_run_readable_and_finishes_later(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failing: str
 ) -> None:
-    """The manifest stays while the summaries are written again: a failure part-way (a full
-    disk) leaves a folder whose readers refuse the summary and say reanalyze repairs it;
-    never one that looks unfinished and sends the user to run the study again."""
-    import steadyeval.studies._run as study_run
+    """The manifest records the new summaries as pending before they are written: a
+    failure at either write (a full disk) leaves each summary the run's or the new one,
+    which readers accept; never a folder that looks unfinished and sends the user to run
+    the study again. Reanalyze again finishes the rewrite."""
+    import steadyeval.results._manifest as manifest_module
     from steadyeval.reports import write_report
     from steadyeval.studies import reanalyze
 
     out = _study(tmp_path)
-    summary_json = json.loads((out / "summary.json").read_text())
-    summary_json["analysis"]["models"] = {}
-    _as_if_written(out, "summary.json", summary_json)  # an analysis reanalyze changes
+    summary = (out / "summary.json").read_bytes()
+    older = json.loads(summary)
+    older["analysis"]["models"] = {}
+    write_as_the_run(out, "summary.json", older)  # an analysis reanalyze changes
+    write = manifest_module.write_text_atomic
 
     def full(path: Path, text: str) -> None:
-        raise OSError(28, "No space left on device")
+        if path.name == failing:
+            raise OSError(28, "No space left on device")
+        write(path, text)
 
-    monkeypatch.setattr(study_run, "write_text_atomic", full)
+    monkeypatch.setattr(manifest_module, "write_text_atomic", full)
     with pytest.raises(OSError, match="No space left"):
         reanalyze(out)
     monkeypatch.undo()
-    assert (out / "manifest.json").is_file()
-    with pytest.raises(se.DataError, match="`steadyeval reanalyze RUN_DIR` writes them again"):
-        write_report(out)
+    assert "rewriting" in json.loads((out / "manifest.json").read_text())
+    assert write_report(out).is_file()  # readable as it is
     reanalyze(out)
+    assert (out / "summary.json").read_bytes() == summary
+    assert "rewriting" not in json.loads((out / "manifest.json").read_text())
     assert write_report(out).is_file()
 
 
+def test_reanalyze_refuses_an_edited_summary_json_and_keeps_the_reports(
+    tmp_path: Path,
+) -> None:
+    """summary.json holds the study's design and the run's counts, which the results table
+    cannot give back: one edited there is refused, never recorded as the run's (an edited
+    analysis is repaired); a refusal leaves the folder as it was (reports included)."""
+    from steadyeval.studies import reanalyze
+
+    out = _study(tmp_path)
+    assert CliRunner().invoke(main, ["report", str(out)]).exit_code == 0
+    original = (out / "summary.json").read_bytes()
+    edited = json.loads(original)
+    edited["design"]["confidence"] = 0.5
+    (out / "summary.json").write_text(json.dumps(edited), encoding="utf-8")
+    manifest = (out / "manifest.json").read_bytes()
+    with pytest.raises(se.DataError, match="edited or damaged outside its analysis"):
+        reanalyze(out)
+    assert (out / "manifest.json").read_bytes() == manifest
+    assert json.loads((out / "summary.json").read_text())["design"]["confidence"] == 0.5
+    # a manifest from before the record of what reanalyze may repair: refused, saying so
+    old = json.loads(manifest)
+    del old["summary_base"]
+    (out / "manifest.json").write_text(json.dumps(old), encoding="utf-8")
+    with pytest.raises(se.DataError, match="predates the record of what reanalyze may repair"):
+        reanalyze(out)
+    (out / "manifest.json").write_bytes(manifest)
+    (out / "summary.json").write_bytes(original)
+    # config.json edited: refused too, and the report (of the run the manifest records)
+    # is not deleted as another run's
+    config = json.loads((out / "config.json").read_text())
+    (out / "config.json").write_text(json.dumps({**config, "run_id": "0" * 16}))
+    with pytest.raises(se.DataError, match="does not belong to run"):
+        reanalyze(out)
+    assert (out / "report.html").is_file()
+
+
+def test_reanalyze_writes_a_deleted_summary_md_again(tmp_path: Path) -> None:
+    from steadyeval.studies import reanalyze
+
+    out = _study(tmp_path)
+    text = (out / "summary.md").read_text()
+    (out / "summary.md").unlink()
+    reanalyze(out)
+    assert (out / "summary.md").read_text() == text
+
+
 def test_rewritten_summaries_never_vouch_for_a_file_changed_meanwhile(tmp_path: Path) -> None:
-    """The manifest written after the summaries keeps the other files' recorded hashes: a
+    """The manifest written with the summaries keeps the other files' recorded hashes: a
     results table replaced while the analysis ran is refused by the next reader."""
-    from steadyeval.results import check_run_dir, rewriting_summaries
+    from steadyeval.results import check_run_dir, rewrite_summaries
 
     out = _study(tmp_path)
     manifest = json.loads((out / "manifest.json").read_text())
-    with rewriting_summaries(out, manifest["run_id"]):
-        (out / "results.parquet").write_bytes(b"another run's table")
-        (out / "summary.md").write_text("# rewritten\n", encoding="utf-8")
+    (out / "results.parquet").write_bytes(b"another run's table")
+    rewrite_summaries(out, manifest["run_id"], {"summary.md": "# rewritten\n"})
     after = json.loads((out / "manifest.json").read_text())
     assert after["files"]["results.parquet"] == manifest["files"]["results.parquet"]
     assert after["files"]["summary.md"] != manifest["files"]["summary.md"]
@@ -637,7 +680,7 @@ def test_a_report_of_a_folder_naming_two_runs_is_an_error_not_a_crash(tmp_path: 
     out = _study(tmp_path)
     config = json.loads((out / "config.json").read_text())
     config["run_id"] = "0123456789abcdef"
-    _as_if_written(out, "config.json", config)
+    write_as_the_run(out, "config.json", config)
     result = CliRunner().invoke(main, ["report", str(out)])
     assert result.exit_code == 2, result.output
     assert "but its config.json of run 0123456789abcdef" in result.output

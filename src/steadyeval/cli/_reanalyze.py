@@ -19,10 +19,12 @@ def command(run_dir: Path) -> None:
     and rewrite summary.json and summary.md; no model is called.
 
     Use it after upgrading steadyeval (a report then shows the analysis this version
-    computes without a note) or when summary.json or summary.md were edited or damaged:
-    the results table, checked against the run's manifest, is the source. A run writing
-    the folder makes it an error; a report already there shows the analysis it was
-    written with (`steadyeval report RUN_DIR` writes it again).
+    computes without a note), when summary.md or summary.json's analysis were edited or
+    damaged, or to finish a reanalyze that was stopped. The sources are the results table
+    and the rest of summary.json (the study's design), both checked against the run's
+    manifest: an edit there is refused (run the study again; its responses are cached).
+    A run writing the folder makes it an error; a report already there shows the analysis
+    it was written with (`steadyeval report RUN_DIR` writes it again).
     """
     from ..results import recorded_hashes
     from ..studies import reanalyze

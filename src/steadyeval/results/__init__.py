@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from ._manifest import (
         check_run_dir,
         recorded_hashes,
-        rewriting_summaries,
+        rewrite_summaries,
         run_in_parts,
         writing_run,
     )
@@ -73,7 +73,7 @@ __getattr__, __dir__ = lazy_exports(
         "._manifest": [
             "check_run_dir",
             "recorded_hashes",
-            "rewriting_summaries",
+            "rewrite_summaries",
             "run_in_parts",
             "writing_run",
         ],
@@ -127,7 +127,7 @@ __all__ = [
     "read_results",
     "read_summary",
     "recorded_hashes",
-    "rewriting_summaries",
+    "rewrite_summaries",
     "row_key",
     "rows_to_table",
     "run_in_parts",

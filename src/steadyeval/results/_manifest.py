@@ -13,15 +13,16 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from .._errors import DataError
 from .._files import MAX_TEXT_BYTES, loads_json, read_text_file, sized_input_file
-from .._json import write_json
+from .._json import write_json, write_text_atomic
 from ..items import shorten
 
 __all__ = [
@@ -29,7 +30,7 @@ __all__ = [
     "RUN_FILES",
     "check_run_dir",
     "recorded_hashes",
-    "rewriting_summaries",
+    "rewrite_summaries",
     "run_in_parts",
     "writing_run",
 ]
@@ -37,7 +38,7 @@ __all__ = [
 MANIFEST = "manifest.json"
 #: The files a run folder's manifest covers (those present).
 RUN_FILES = ("results.parquet", "summary.json", "summary.md", "config.json", "provenance.json")
-#: What ``reanalyze`` writes again from the results.
+#: What ``reanalyze`` writes again from the results and the design.
 _SUMMARIES = ("summary.json", "summary.md")
 #: Written into a run folder by steadyeval before any file of the run (see run/_folder.py).
 _MARKER = ".steadyeval-run"
@@ -62,7 +63,27 @@ def _write_manifest(run_dir: Path, run_id: str, state: str, reason: str | None =
     data: dict[str, Any] = {"run_id": run_id, "files": files, "state": state}
     if reason is not None:
         data["reason"] = reason
+    summary = run_dir / "summary.json"
+    base = _summary_base(summary.read_text(encoding="utf-8")) if summary.is_file() else None
+    if base is not None:
+        data["summary_base"] = base
     write_json(run_dir / MANIFEST, data)  # atomically: a temporary file renamed over it
+
+
+def _summary_base(text: str) -> str | None:
+    """A hash of a summary.json's content but its ``analysis`` (the design, the run's
+    counts, its id), parsed so that the text's layout does not matter: what ``reanalyze``
+    cannot give back, so an edit of it is refused while an edited analysis is repaired
+    (``None``: not a JSON object)."""
+    try:
+        data = loads_json(text, "summary.json")
+    except DataError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    rest = {k: v for k, v in data.items() if k != "analysis"}
+    canonical = json.dumps(rest, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
 @contextmanager
@@ -78,25 +99,50 @@ def writing_run(run_dir: Path, run_id: str) -> Iterator[None]:
     _write_manifest(run_dir, run_id, "running" if part is not None else "complete")
 
 
-@contextmanager
-def rewriting_summaries(run_dir: Path, run_id: str) -> Iterator[None]:
-    """Around writing a finished run's summaries again from its results (``reanalyze``).
-    The manifest stays while they are written: a failure part-way leaves a summary that no
-    longer matches it, which readers refuse, saying how to repair it. Afterwards it lists
-    the new summaries' hashes beside the other files' hashes as they were recorded, so a
-    file changed meanwhile is never vouched for. A folder from before manifests gets one,
-    as a run writes it (``run_id``)."""
+def rewrite_summaries(run_dir: Path, run_id: str, texts: Mapping[str, str]) -> None:
+    """Write a finished run's summaries again (``reanalyze``): ``texts`` maps
+    ``summary.json`` and ``summary.md`` to their new text. The manifest first records the
+    new texts' hashes as pending (``rewriting``), then the files are written, then the
+    manifest lists them: at every moment each summary is the run's or the pending one, both
+    of which readers accept, and the other files keep their recorded hashes (a file changed
+    meanwhile is never vouched for). A folder from before manifests gets one, as a run
+    writes it."""
     manifest = _manifest(run_dir)
     if manifest is None:
         with writing_run(run_dir, run_id):
-            yield
+            for name, text in texts.items():
+                write_text_atomic(run_dir / name, text)
         return
-    yield
+    files = _settled(run_dir, manifest)
+    new = {name: hashlib.sha256(text.encode("utf-8")).hexdigest() for name, text in texts.items()}
+    head: dict[str, Any] = {"run_id": run_id, "state": "complete"}
+    base = _summary_base(texts["summary.json"]) if "summary.json" in texts else None
+    if base is not None or "summary_base" in manifest:
+        head["summary_base"] = base if base is not None else manifest["summary_base"]
+    write_json(run_dir / MANIFEST, {**head, "files": files, "rewriting": new})
+    for name, text in texts.items():
+        write_text_atomic(run_dir / name, text)
+    write_json(run_dir / MANIFEST, {**head, "files": {**files, **new}})
+
+
+def _pending(manifest: Mapping[str, Any]) -> dict[str, str]:
+    """The summaries' hashes a rewrite recorded before writing them (see
+    :func:`rewrite_summaries`; empty: none under way or stopped part-way)."""
+    pending = manifest.get("rewriting")
+    if not isinstance(pending, dict):
+        return {}
+    return {k: v for k, v in pending.items() if k in _SUMMARIES and isinstance(v, str)}
+
+
+def _settled(run_dir: Path, manifest: Mapping[str, Any]) -> dict[str, str]:
+    """The manifest's file hashes, with a pending summary's hash in place of the recorded
+    one where the file is that pending text (a rewrite stopped after writing it)."""
     files = dict(manifest["files"])
-    files.update({n: _digest(run_dir / n) for n in _SUMMARIES if (run_dir / n).is_file()})
-    write_json(
-        run_dir / MANIFEST, {"run_id": manifest["run_id"], "files": files, "state": "complete"}
-    )
+    for name, digest in _pending(manifest).items():
+        path = run_dir / name
+        if path.is_file() and _digest(path) == digest:
+            files[name] = digest
+    return files
 
 
 @contextmanager
@@ -178,14 +224,20 @@ def recorded_hashes(run_dir: Path) -> dict[str, str]:
     return {k: v for k, v in files.items() if isinstance(k, str) and isinstance(v, str)}
 
 
-def check_run_dir(run_dir: Path, *, rewritten: Collection[str] = ()) -> None:
+def check_run_dir(
+    run_dir: Path, *, rewritten: Collection[str] = (), new_analysis: bool = False
+) -> None:
     """Raise :class:`DataError` unless ``run_dir`` holds one complete run: a run that
     finished (its manifest's state; a steadyeval folder with no manifest did not), every file
     the manifest lists there with its recorded hash, and no run file there unlisted. The
     error says what happened (interrupted, failed and why) and how to resume. A folder from
     before manifests (no manifest and no steadyeval marker) is read as it is. Files named in
-    ``rewritten`` (which the caller is about to write again, e.g. ``reanalyze``'s summaries)
-    must be regular files but may differ from their recorded hash."""
+    ``rewritten`` (which the caller is about to write again, e.g. ``reanalyze``'s
+    summary.md) may be missing or differ from their recorded hash; if there, they must be
+    regular files. A summary a rewrite recorded as pending is accepted too
+    (:func:`rewrite_summaries`). ``new_analysis`` (``reanalyze``): a summary.json whose
+    content but its ``analysis`` is the run's is accepted (an edited analysis is repaired;
+    an edit of the design or the run's counts is refused)."""
     manifest = _manifest(run_dir)
     if manifest is None:
         if (run_dir / _MARKER).is_file():
@@ -196,18 +248,21 @@ def check_run_dir(run_dir: Path, *, rewritten: Collection[str] = ()) -> None:
         return
     _check_state(run_dir, manifest)
     listed: dict[str, str] = manifest["files"]
+    pending = _pending(manifest)
     for name in RUN_FILES:
         path = run_dir / name
         if name not in listed and path.is_file():
             raise DataError(f"{run_dir}: {name} is not part of run {manifest.get('run_id')}")
-        if name not in listed:
+        if name not in listed or (name in rewritten and not os.path.lexists(path)):
             continue
         _check_listed(path, f"run {manifest.get('run_id')}'s {name}")
-        if name not in rewritten and _digest(path) != listed[name]:
+        if name not in rewritten and _digest(path) not in (listed[name], pending.get(name)):
+            if name == "summary.json" and new_analysis:
+                _check_summary_base(run_dir, path, manifest)
+                continue
             repair = (
-                " (a study's summaries: `steadyeval reanalyze RUN_DIR` writes them again from "
-                "its results)"
-                if name in _SUMMARIES
+                " (a study's summary.md: `steadyeval reanalyze RUN_DIR` writes it again)"
+                if name == "summary.md"
                 else ""
             )
             raise DataError(
@@ -215,6 +270,26 @@ def check_run_dir(run_dir: Path, *, rewritten: Collection[str] = ()) -> None:
                 "not the file the run wrote (damaged, or another run's after a crash while "
                 f"writing); run the command that wrote it again{repair}"
             )
+
+
+def _check_summary_base(run_dir: Path, path: Path, manifest: Mapping[str, Any]) -> None:
+    """Refuse a summary.json that differs from the run's outside its analysis, or whose
+    run's manifest does not record what tells (written before that record)."""
+    recorded = manifest.get("summary_base")
+    text = read_text_file(path, "a run's summary.json", raise_with=None)
+    if recorded is not None and _summary_base(text) == recorded:
+        return
+    why = (
+        "it was edited or damaged outside its analysis (the study's design, the run's counts)"
+        if recorded is not None
+        else "it was edited or damaged, and this run's manifest predates the record of what "
+        "reanalyze may repair"
+    )
+    raise DataError(
+        f"{run_dir}: summary.json is not the file run {manifest.get('run_id')} wrote: {why}, "
+        "which the results table cannot give back; run the command that wrote the run again "
+        "(its responses are in the cache)"
+    )
 
 
 def _check_listed(path: Path, what: str) -> None:

@@ -248,7 +248,7 @@ def locked_run_dir(run_dir: Path, *, what: str = "run") -> Iterator[None]:
     second process is refused with the holder's pid; a folder that is not empty and holds
     no steadyeval run is refused before anything is written into it. When the outermost
     holder lets go (the run done, failed or interrupted), reports of another run than the
-    folder's results are deleted. ``what`` holds it: ``run``, ``reanalyze``, or ``report``
+    folder's results are deleted (a run's hold only). ``what`` holds it: ``run``, ``reanalyze``, or ``report``
     (a short write, which another writer waits for)."""
     key = (str(run_dir.resolve()), threading.get_ident())
     if key in _HELD:
@@ -270,15 +270,18 @@ def locked_run_dir(run_dir: Path, *, what: str = "run") -> Iterator[None]:
         raise ConfigError(f"--out {run_dir}: cannot create the folder ({exc.strerror})") from None
     fd = _lock(run_dir, what)
     before = written_run_id(run_dir)
-    with contextlib.suppress(OSError):
-        _stamp_reports(run_dir, before)
+    runs = what == "run"  # a report or reanalyze never changes which run the folder holds
+    if runs:
+        with contextlib.suppress(OSError):
+            _stamp_reports(run_dir, before)
     _HELD[key] = (fd, 1)
     try:
         yield
     finally:
         del _HELD[key]
-        with contextlib.suppress(OSError):  # best effort: a full disk, a folder gone
-            _drop_stale_reports(run_dir, before)
+        if runs:
+            with contextlib.suppress(OSError):  # best effort: a full disk, a folder gone
+                _drop_stale_reports(run_dir, before)
         if created and not _entries(run_dir):  # a run that failed before writing anything
             (run_dir / LOCK).unlink(missing_ok=True)
             run_dir.rmdir()

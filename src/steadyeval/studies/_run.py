@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, Literal, overload
 
 from .._errors import ConfigError, DataError, SteadyevalError
-from .._json import json_safe, write_json, write_text_atomic
+from .._json import json_safe, json_text, write_text_atomic
 from .._log import no_progress
 from ..models import Backend, load_backend
 from ..results import (
@@ -17,7 +17,7 @@ from ..results import (
     ResultsFrame,
     check_run_dir,
     read_summary,
-    rewriting_summaries,
+    rewrite_summaries,
     run_in_parts,
     summary_markdown,
     writing_run,
@@ -74,7 +74,7 @@ def _write(
     again: bool = False,
 ) -> None:
     """Write the summaries of a run's analysis (``again``: of a finished run, in place,
-    keeping its manifest's record of the other files)."""
+    keeping its manifest's record of the other files: :func:`rewrite_summaries`)."""
     base = {k: v for k, v in summary.items() if k not in {"analysis", "design", "study"}}
     # The study's lead sections (e.g. a warning that changes what the numbers mean) come right
     # after the title, before the per-condition table, as in the HTML report.
@@ -83,10 +83,13 @@ def _write(
     # (then a heading of their own for the run's facts, which would sit under the last one)
     head = f"{title}\n\n{lead.strip()}\n\n## Run" if lead else title
     text = f"{head}\n{rest}\n" + study.markdown(analysis, design, lead=False)
-    rewriting = rewriting_summaries if again else writing_run
-    with rewriting(run_dir, str(summary["run_id"])):
-        write_json(run_dir / "summary.json", summary)
-        write_text_atomic(run_dir / "summary.md", text)
+    texts = {"summary.json": json_text(summary), "summary.md": text}
+    if again:
+        rewrite_summaries(run_dir, str(summary["run_id"]), texts)
+        return
+    with writing_run(run_dir, str(summary["run_id"])):
+        for name, content in texts.items():
+            write_text_atomic(run_dir / name, content)
 
 
 @overload
@@ -248,14 +251,15 @@ def _analysed(
 
 
 def _study_run(
-    run_dir: Path, *, rewritten: Sequence[str] = ()
+    run_dir: Path, *, rewritten: Sequence[str] = (), new_analysis: bool = False
 ) -> tuple[dict[str, Any], Study[Any]]:
     """A study run folder's summary and study, checked as every reader checks a run
-    (``rewritten``: files the caller writes again, whose recorded hash may differ)."""
+    (``rewritten``, ``new_analysis``: what the caller writes again, see
+    :func:`~steadyeval.results.check_run_dir`)."""
     if not run_dir.is_dir():
         what = "no such folder" if not run_dir.exists() else "not a folder"
         raise DataError(f"{run_dir}: not a run folder ({what}; expected a study's run folder)")
-    check_run_dir(run_dir, rewritten=rewritten)
+    check_run_dir(run_dir, rewritten=rewritten, new_analysis=new_analysis)
     if not (run_dir / "summary.json").exists():
         raise DataError(
             f"{run_dir}: no summary.json here (not a run folder, or a run that did not finish)"
@@ -263,7 +267,10 @@ def _study_run(
     summary = read_summary(run_dir)  # checked: a regular file, bounded, typed fields
     name = summary.get("study")
     if not isinstance(name, str):
-        raise DataError(f"{run_dir}: not a study run (its summary.json names no study)")
+        raise DataError(
+            f"{run_dir}: not a study run (its summary.json names no study); expected the run "
+            "folder of a `steadyeval study` command (a plain run has no study analysis)"
+        )
     return summary, get_study(name)
 
 
@@ -310,11 +317,11 @@ def reanalyze(run_dir: str | Path) -> Analysis:
 
 
 def _reanalyze(run_dir: Path) -> Analysis:
-    # summary.json and summary.md are written again: an edited or damaged one is repaired
-    summary, study = _study_run(run_dir, rewritten=("summary.json", "summary.md"))
+    # summary.md is written again (an edited, damaged or deleted one is repaired), and
+    # summary.json's analysis; the rest of summary.json must be the run's: it holds the
+    # study's design and the run's counts, which the results table cannot give back
+    summary, study = _study_run(run_dir, rewritten=("summary.md",), new_analysis=True)
     frame = ResultsFrame.read(run_dir / "results.parquet")
-    # not read_design: it checks summary.json against its recorded hash, which an edited
-    # or damaged summary.json (the one this command repairs) fails
     design = _summary_design(run_dir, summary, study)
     try:
         analysis: Analysis = study.analyze(frame, design)

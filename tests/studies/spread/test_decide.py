@@ -16,6 +16,7 @@ from steadyeval.cli import main
 from steadyeval.run import RunOptions
 from steadyeval.studies import StudyResult, reanalyze, run_study
 from steadyeval.studies.spread._decide_cells import draw_sequence, first_cells
+from tests.run_folder_edits import write_as_the_run
 from tests.scripted_backend import register
 
 
@@ -128,7 +129,7 @@ def test_refusals(tmp_path: Path, items_file: Path) -> None:
 @pytest.mark.parametrize(
     ("cell", "message"),
     [
-        (None, None),  # only re-serialised: reanalyze repairs it (it checked its hash, review 44)
+        (None, None),  # only re-serialised: the same analysis
         ([999, 0, 1.0, 1.0], "format index 999"),
         ([-1, 0, 1.0, 1.0], "format index -1"),
         ([0, 0, -5.0, 1.0], "weight -5"),
@@ -145,7 +146,7 @@ def test_reanalyze_an_edited_summary(
     summary = json.loads(path.read_text())
     if cell is not None:
         summary["design"]["sequence"][0] = cell
-    path.write_text(json.dumps(summary))
+    write_as_the_run(path.parent, path.name, summary)  # as another version might write it
     if message is None:
         assert reanalyze(tmp_path / "run") == result.analysis
         return
@@ -197,7 +198,7 @@ def test_reanalyze_refuses_a_truncated_sequence(tmp_path: Path, items_file: Path
     path = tmp_path / "run" / "summary.json"
     summary = json.loads(path.read_text())
     summary["design"]["sequence"] = summary["design"]["sequence"][:20]
-    path.write_text(json.dumps(summary))
+    write_as_the_run(path.parent, path.name, summary)
     with pytest.raises(SteadyevalError, match="sequence does not list"):
         reanalyze(tmp_path / "run")
 

@@ -144,7 +144,8 @@ def _formats_table(rec: ModelSpread, design: SpreadDesign) -> Table:
                 r.high,
                 r.observed,
                 r.observed_correct,
-                "; ".join(f"{k}={v!r}" for k, v in choices[r.format].items()),
+                # sorted: the order summary.json keeps, so a reanalyze writes the same text
+                "; ".join(f"{k}={v!r}" for k, v in sorted(choices[r.format].items())),
             )
             for r in rows
         ),
