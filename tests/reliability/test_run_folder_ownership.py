@@ -627,7 +627,7 @@ def test_reanalyze_refuses_an_edited_summary_json_and_keeps_the_reports(
     edited["design"]["confidence"] = 0.5
     (out / "summary.json").write_text(json.dumps(edited), encoding="utf-8")
     manifest = (out / "manifest.json").read_bytes()
-    with pytest.raises(se.DataError, match="edited or damaged outside its analysis"):
+    with pytest.raises(se.DataError, match="design or the run's counts were edited or damaged"):
         reanalyze(out)
     assert (out / "manifest.json").read_bytes() == manifest
     assert json.loads((out / "summary.json").read_text())["design"]["confidence"] == 0.5
@@ -635,7 +635,9 @@ def test_reanalyze_refuses_an_edited_summary_json_and_keeps_the_reports(
     old = json.loads(manifest)
     del old["summary_base"]
     (out / "manifest.json").write_text(json.dumps(old), encoding="utf-8")
-    with pytest.raises(se.DataError, match="predates the record of what reanalyze may repair"):
+    with pytest.raises(
+        se.DataError, match="before steadyeval recorded which edits reanalyze can repair"
+    ):
         reanalyze(out)
     (out / "manifest.json").write_bytes(manifest)
     (out / "summary.json").write_bytes(original)

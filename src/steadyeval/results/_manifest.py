@@ -280,15 +280,15 @@ def _check_summary_base(run_dir: Path, path: Path, manifest: Mapping[str, Any]) 
     if recorded is not None and _summary_base(text) == recorded:
         return
     why = (
-        "it was edited or damaged outside its analysis (the study's design, the run's counts)"
+        "its study's design or the run's counts were edited or damaged, and the results "
+        "table cannot give them back"
         if recorded is not None
-        else "it was edited or damaged, and this run's manifest predates the record of what "
-        "reanalyze may repair"
+        else "it was edited or damaged, and the run was written before steadyeval recorded "
+        "which edits reanalyze can repair"
     )
     raise DataError(
-        f"{run_dir}: summary.json is not the file run {manifest.get('run_id')} wrote: {why}, "
-        "which the results table cannot give back; run the command that wrote the run again "
-        "(its responses are in the cache)"
+        f"{run_dir}: summary.json is not the file run {manifest.get('run_id')} wrote: {why}; "
+        "run the command that wrote the run again (its responses are in the cache)"
     )
 
 
