@@ -63,8 +63,12 @@ def _write_manifest(run_dir: Path, run_id: str, state: str, reason: str | None =
     data: dict[str, Any] = {"run_id": run_id, "files": files, "state": state}
     if reason is not None:
         data["reason"] = reason
-    summary = run_dir / "summary.json"
-    base = _summary_base(summary.read_text(encoding="utf-8")) if summary.is_file() else None
+    summary, base = run_dir / "summary.json", None
+    try:  # the run's own summary; anything else there gets no record (reanalyze refuses)
+        if summary.is_file():  # never a FIFO
+            base = _summary_base(summary.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError):
+        pass
     if base is not None:
         data["summary_base"] = base
     write_json(run_dir / MANIFEST, data)  # atomically: a temporary file renamed over it
