@@ -353,3 +353,13 @@ def test_import_follows_the_run_folder_rules(tmp_path: Path) -> None:
     r = CliRunner().invoke(main, ["import", "lm-eval", str(b), "--out", out, "--overwrite"])
     assert r.exit_code == 0, r.output
     assert {row["condition"] for row in read_results(out).to_pylist()} == {"b"}
+
+
+def test_an_option_that_is_not_utf8_is_refused_not_a_traceback(tmp_path: Path) -> None:
+    """``--model $'m\\xff'``: the shell passes bytes that are not UTF-8, which Python holds
+    as a lone surrogate; hashing the options for the run id crashed on it."""
+    a = _write(tmp_path / "samples_a_2024-01-01T00-00-00.000001.jsonl", [_mc_record(0, 1.0)])
+    argv = ["import", "lm-eval", str(a), "--out", str(tmp_path / "run"), "--model", "m\udcff"]
+    r = CliRunner().invoke(main, argv)
+    assert r.exit_code == 2, r.output
+    assert "not UTF-8" in r.output and "Traceback" not in r.output

@@ -12,6 +12,7 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -713,3 +714,89 @@ def test_reanalyze_where_no_lock_can_be_had_says_so(
         reanalyze(out)
     assert "writing without the folder's lock" in caplog.text
     assert target.read_text(encoding="utf-8") == "mine"
+
+
+def test_a_summary_edited_after_reanalyze_checked_it_is_never_recorded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The summary reanalyze reads must be the one it checked: an edit of the design that
+    lands between the check and the read is refused at the write, and nothing is written."""
+    import steadyeval.studies._run as study_run
+    from steadyeval.studies import reanalyze
+
+    out = _study(tmp_path)
+    manifest = (out / "manifest.json").read_bytes()
+    read = study_run.read_summary
+
+    def edited_meanwhile(run_dir: Path) -> Any:
+        summary = json.loads((out / "summary.json").read_text())
+        summary["design"]["confidence"] = 0.5
+        (out / "summary.json").write_text(json.dumps(summary), encoding="utf-8")
+        return read(run_dir)
+
+    monkeypatch.setattr(study_run, "read_summary", edited_meanwhile)
+    with pytest.raises(se.DataError, match="changed while it was being read"):
+        reanalyze(out)
+    assert (out / "manifest.json").read_bytes() == manifest
+
+
+def test_readers_say_what_repairs_a_summary(tmp_path: Path) -> None:
+    """An edit of summary.json's analysis only: readers name reanalyze; an edit elsewhere
+    (here a lone surrogate, text that is not UTF-8): the run again, never a traceback; a
+    deleted summary.md: reanalyze."""
+    from steadyeval.studies import read_analysis, reanalyze
+
+    out = _study(tmp_path)
+    original = (out / "summary.json").read_text()
+    summary = json.loads(original)
+    summary["analysis"]["models"] = {}
+    (out / "summary.json").write_text(json.dumps(summary), encoding="utf-8")
+    with pytest.raises(se.DataError, match="only its analysis differs: `steadyeval reanalyze"):
+        read_analysis(out)
+    reanalyze(out)
+    assert (out / "summary.json").read_text() == original
+    (out / "summary.json").write_text(
+        original.replace('"study": "spread"', '"study": "spread", "x": "\\ud800"')
+    )
+    with pytest.raises(se.DataError, match="design or the run's counts were edited"):
+        reanalyze(out)
+    with pytest.raises(se.DataError, match=r"run the command that wrote it again$"):
+        read_analysis(out)
+    (out / "summary.json").write_text(original)
+    (out / "summary.md").unlink()
+    with pytest.raises(se.DataError, match=r"summary\.md is gone; `steadyeval reanalyze RUN_DIR`"):
+        read_analysis(out)
+
+
+def test_a_reader_racing_a_rewrite_checks_the_new_manifest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reader that read the manifest before a reanalyze rewrote the summaries, and hashed
+    them after: it reads the manifest again instead of calling a healthy run damaged."""
+    import steadyeval.results._manifest as manifest_module
+    from steadyeval.studies import read_analysis, reanalyze
+
+    out = _study(tmp_path)
+    older = json.loads((out / "summary.json").read_text())
+    older["analysis"]["models"] = {}
+    write_as_the_run(out, "summary.json", older)
+    stale = manifest_module._manifest(out)  # what the reader saw before the rewrite
+    reanalyze(out)  # the analysis changes: summary.json's recorded hash too
+    real = manifest_module._manifest
+    calls = iter([stale])
+    monkeypatch.setattr(manifest_module, "_manifest", lambda d: next(calls, None) or real(d))
+    assert read_analysis(out).models
+
+
+def test_ctrl_c_in_reanalyze_says_how_to_finish(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import steadyeval.studies as studies
+
+    def interrupted(run_dir: Path) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(studies, "reanalyze", interrupted)
+    result = CliRunner().invoke(main, ["reanalyze", str(tmp_path)])
+    assert result.exit_code == 130
+    assert "interrupted: the run stays readable; run the same command again" in result.output

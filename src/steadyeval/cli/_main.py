@@ -105,6 +105,8 @@ class _Group(click.Group):
                     ": every response received so far is in the cache; run the same command "
                     "again to resume"
                 )
+            elif ctx.invoked_subcommand == "reanalyze":
+                said += ": the run stays readable; run the same command again to finish"
             click.echo(said, err=True)
             sys.exit(143 if terminated else 130)
 

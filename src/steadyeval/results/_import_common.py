@@ -63,7 +63,15 @@ def files_digest(paths: Sequence[Path], options: Mapping[str, Any]) -> str:
             for block in iter(lambda: fh.read(1 << 20), b""):
                 file_hash.update(block)
         h.update(file_hash.digest())
-    h.update(canonical(dict(options)).encode())
+    text = canonical(dict(options))
+    at = lone_surrogate(text)
+    if at is not None:  # e.g. --model given bytes that are not UTF-8
+        shown = text[max(at - 40, 0) : at + 40].encode("utf-8", "backslashreplace").decode()
+        raise ConfigError(
+            f"the import's options hold text that is not UTF-8 (near {shown!r}); give "
+            "names (--model, --condition-map, ...) as UTF-8 text"
+        )
+    h.update(text.encode())
     return h.hexdigest()[:16]
 
 

@@ -63,12 +63,7 @@ def _write_manifest(run_dir: Path, run_id: str, state: str, reason: str | None =
     data: dict[str, Any] = {"run_id": run_id, "files": files, "state": state}
     if reason is not None:
         data["reason"] = reason
-    summary, base = run_dir / "summary.json", None
-    try:  # the run's own summary; anything else there gets no record (reanalyze refuses)
-        if summary.is_file():  # never a FIFO
-            base = _summary_base(summary.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError):
-        pass
+    base = _base_of(run_dir / "summary.json")  # None: no record (reanalyze then refuses)
     if base is not None:
         data["summary_base"] = base
     write_json(run_dir / MANIFEST, data)  # atomically: a temporary file renamed over it
@@ -86,8 +81,8 @@ def _summary_base(text: str) -> str | None:
     if not isinstance(data, dict):
         return None
     rest = {k: v for k, v in data.items() if k != "analysis"}
-    canonical = json.dumps(rest, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    canonical = json.dumps(rest, sort_keys=True, separators=(",", ":"))  # ASCII: any text
+    return hashlib.sha256(canonical.encode()).hexdigest()
 
 
 @contextmanager
@@ -109,8 +104,9 @@ def rewrite_summaries(run_dir: Path, run_id: str, texts: Mapping[str, str]) -> N
     new texts' hashes as pending (``rewriting``), then the files are written, then the
     manifest lists them: at every moment each summary is the run's or the pending one, both
     of which readers accept, and the other files keep their recorded hashes (a file changed
-    meanwhile is never vouched for). A folder from before manifests gets one, as a run
-    writes it."""
+    meanwhile is never vouched for). A new summary.json must be the run's but its analysis
+    (its ``summary_base``, where recorded): one edited after it was checked is refused. A
+    folder from before manifests gets a manifest, as a run writes it."""
     manifest = _manifest(run_dir)
     if manifest is None:
         with writing_run(run_dir, run_id):
@@ -120,9 +116,15 @@ def rewrite_summaries(run_dir: Path, run_id: str, texts: Mapping[str, str]) -> N
     files = _settled(run_dir, manifest)
     new = {name: hashlib.sha256(text.encode("utf-8")).hexdigest() for name, text in texts.items()}
     head: dict[str, Any] = {"run_id": run_id, "state": "complete"}
-    base = _summary_base(texts["summary.json"]) if "summary.json" in texts else None
-    if base is not None or "summary_base" in manifest:
-        head["summary_base"] = base if base is not None else manifest["summary_base"]
+    recorded = manifest.get("summary_base")
+    base = _summary_base(texts["summary.json"]) if "summary.json" in texts else recorded
+    if recorded is not None and base != recorded:  # read after it was checked, and edited
+        raise DataError(
+            f"{run_dir}: summary.json's design or counts changed while it was being read; "
+            "nothing was written: run the same command again"
+        )
+    if base is not None:
+        head["summary_base"] = base
     write_json(run_dir / MANIFEST, {**head, "files": files, "rewriting": new})
     for name, text in texts.items():
         write_text_atomic(run_dir / name, text)
@@ -241,8 +243,26 @@ def check_run_dir(
     regular files. A summary a rewrite recorded as pending is accepted too
     (:func:`rewrite_summaries`). ``new_analysis`` (``reanalyze``): a summary.json whose
     content but its ``analysis`` is the run's is accepted (an edited analysis is repaired;
-    an edit of the design or the run's counts is refused)."""
+    an edit of the design or the run's counts is refused). A mismatch found while the
+    manifest was replaced (a reanalyze finishing meanwhile) is checked once more against
+    the new one."""
     manifest = _manifest(run_dir)
+    try:
+        _check_against(run_dir, manifest, rewritten, new_analysis)
+    except DataError:
+        again = _manifest(run_dir)
+        if again is None or again == manifest:
+            raise
+        _check_against(run_dir, again, rewritten, new_analysis)
+
+
+def _check_against(
+    run_dir: Path,
+    manifest: dict[str, Any] | None,
+    rewritten: Collection[str],
+    new_analysis: bool,
+) -> None:
+    """:func:`check_run_dir` against one reading of the manifest."""
     if manifest is None:
         if (run_dir / _MARKER).is_file():
             raise DataError(
@@ -253,47 +273,77 @@ def check_run_dir(
     _check_state(run_dir, manifest)
     listed: dict[str, str] = manifest["files"]
     pending = _pending(manifest)
+    run = f"run {manifest.get('run_id')}"
     for name in RUN_FILES:
         path = run_dir / name
         if name not in listed and path.is_file():
-            raise DataError(f"{run_dir}: {name} is not part of run {manifest.get('run_id')}")
+            raise DataError(f"{run_dir}: {name} is not part of {run}")
         if name not in listed or (name in rewritten and not os.path.lexists(path)):
             continue
-        _check_listed(path, f"run {manifest.get('run_id')}'s {name}")
+        if name == "summary.md" and not os.path.lexists(path):
+            raise DataError(
+                f"{run_dir}: {run}'s summary.md is gone; `steadyeval reanalyze RUN_DIR` writes "
+                "a study's again (a plain run's: run the command that wrote it again)"
+            )
+        _check_listed(path, f"{run}'s {name}")
         if name not in rewritten and _digest(path) not in (listed[name], pending.get(name)):
             if name == "summary.json" and new_analysis:
                 _check_summary_base(run_dir, path, manifest)
                 continue
-            repair = (
-                " (a study's summary.md: `steadyeval reanalyze RUN_DIR` writes it again)"
-                if name == "summary.md"
-                else ""
-            )
             raise DataError(
-                f"{run_dir}: {name} does not belong to run {manifest.get('run_id')}: it is "
-                "not the file the run wrote (damaged, or another run's after a crash while "
-                f"writing); run the command that wrote it again{repair}"
+                f"{run_dir}: {name} does not belong to {run}: it is not the file the run wrote "
+                "(damaged, or another run's after a crash while writing); "
+                f"{_repair(path, manifest)}"
             )
+
+
+def _repair(path: Path, manifest: Mapping[str, Any]) -> str:
+    """What to do about a run file that is not the run's."""
+    if path.name == "summary.md":
+        return (
+            "run the command that wrote it again (a study's summary.md: `steadyeval reanalyze "
+            "RUN_DIR` writes it again)"
+        )
+    recorded = manifest.get("summary_base")
+    if path.name == "summary.json" and recorded is not None and _base_of(path) == recorded:
+        return "only its analysis differs: `steadyeval reanalyze RUN_DIR` writes it again"
+    return "run the command that wrote it again"
 
 
 def _check_summary_base(run_dir: Path, path: Path, manifest: Mapping[str, Any]) -> None:
     """Refuse a summary.json that differs from the run's outside its analysis, or whose
     run's manifest does not record what tells (written before that record)."""
     recorded = manifest.get("summary_base")
-    text = read_text_file(path, "a run's summary.json", raise_with=None)
-    if recorded is not None and _summary_base(text) == recorded:
+    base = _base_of(path)
+    if recorded is not None and base == recorded:
         return
-    why = (
-        "its study's design or the run's counts were edited or damaged, and the results "
-        "table cannot give them back"
-        if recorded is not None
-        else "it was edited or damaged, and the run was written before steadyeval recorded "
-        "which edits reanalyze can repair"
-    )
+    if base is None:
+        why = "it is not a readable JSON object (damaged)"
+    elif recorded is None:
+        why = (
+            "it was edited or damaged, and the run was written before steadyeval recorded "
+            "which edits reanalyze can repair"
+        )
+    else:
+        why = (
+            "its study's design or the run's counts were edited or damaged, and the results "
+            "table cannot give them back"
+        )
     raise DataError(
         f"{run_dir}: summary.json is not the file run {manifest.get('run_id')} wrote: {why}; "
         "run the command that wrote the run again (its responses are in the cache)"
     )
+
+
+def _base_of(path: Path) -> str | None:
+    """:func:`_summary_base` of the summary.json at ``path`` (``None``: not a regular file
+    within the size limit, not UTF-8, not a JSON object)."""
+    try:
+        if not path.is_file() or path.stat().st_size > MAX_TEXT_BYTES:  # never a FIFO
+            return None
+        return _summary_base(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError):
+        return None
 
 
 def _check_listed(path: Path, what: str) -> None:
