@@ -310,7 +310,9 @@ def _summary_design(run_dir: Path, summary: dict[str, Any], study: Study[Any]) -
 def reanalyze(run_dir: str | Path) -> Analysis:
     """Recompute a study run's analysis from its ``results.parquet`` (no model is called),
     rewrite ``summary.json`` and ``summary.md``, and return it (the study's own type). The
-    folder's lock is held throughout: a run writing the folder is an error."""
+    folder's lock is held throughout: a run writing the folder is an error. An edited
+    analysis or summary.md is repaired; an edit of the rest of summary.json (the design,
+    the run's counts) is a :class:`DataError` (see ``docs/cli.md``)."""
     run_dir = Path(run_dir)
     with rewriting_run(run_dir):
         return _reanalyze(run_dir)
