@@ -13,8 +13,9 @@ Rules (issue 39):
 * A name beginning with ``_`` (a private module or a private attribute) may be imported only
   from inside the same package (``steadyeval.x._a`` from ``steadyeval.x._b``). The top-level
   modules ``steadyeval._errors``, ``_json``, ``_files``, ``_log``, ``_lazy``, ``_extras``,
-  ``_hub``, ``_limits``, ``_seeds`` and ``_version`` are the project's shared internals (the root
-  package's own API for its subpackages) and may be imported from anywhere.
+  ``_hub``, ``_limits``, ``_process``, ``_seeds`` and ``_version`` are the project's shared
+  internals (the root package's own API for its subpackages) and may be imported from
+  anywhere.
 
 Imports inside ``if TYPE_CHECKING:`` blocks count as edges for cycles between packages (a
 type-only cycle is still a design cycle) but are reported separately.
@@ -62,6 +63,7 @@ SHARED_ROOT = {
     "_extras",
     "_hub",
     "_limits",
+    "_process",
     "_seeds",
     "_version",
 }

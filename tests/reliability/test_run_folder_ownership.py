@@ -800,3 +800,36 @@ def test_ctrl_c_in_reanalyze_says_how_to_finish(
     result = CliRunner().invoke(main, ["reanalyze", str(tmp_path)])
     assert result.exit_code == 130
     assert "interrupted: the run stays readable; run the same command again" in result.output
+
+
+def test_temporary_files_of_a_killed_writer_are_removed_by_the_next(tmp_path: Path) -> None:
+    """A writer killed mid-write leaves ``NAME.PID-HEX.tmp`` beside the file it replaced:
+    the next writer to hold the folder deletes those of dead processes, never one of a
+    living process, a link, or a file of the user's."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "run"
+    assert _run(tmp_path, out)[0] == 0
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    pid = int(dead.stdout)
+    stale = [
+        out / f"summary.json.{pid}-0123abcd.tmp",
+        out / f"report.html.{pid}-89abcdef.tmp",
+        out / f"summary.md.{10**30}-0123abcd.tmp",  # no process has that number
+    ]
+    kept = [
+        out / f"summary.md.{os.getpid()}-0123abcd.tmp",  # a living process's
+        out / f"notes.txt.{pid}-0123abcd.tmp",  # not a name steadyeval writes
+    ]
+    for path in (*stale, *kept):
+        path.write_text("half", encoding="utf-8")
+    target = tmp_path / "mine.txt"
+    target.write_text("mine", encoding="utf-8")
+    link = out / f"config.json.{pid}-0123abcd.tmp"
+    link.symlink_to(target)
+    assert _run(tmp_path, out)[0] == 0  # the same run again: it takes the folder
+    assert not any(p.exists() for p in stale)
+    assert all(p.exists() for p in kept)
+    assert link.is_symlink() and target.read_text(encoding="utf-8") == "mine"

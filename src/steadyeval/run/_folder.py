@@ -37,6 +37,7 @@ from typing import Any
 from .._errors import ConfigError, DataError, SteadyevalError
 from .._files import load_json_file
 from .._json import write_json
+from .._process import alive
 from ..items import canonical_json
 
 log = logging.getLogger(__name__)
@@ -269,6 +270,8 @@ def locked_run_dir(run_dir: Path, *, what: str = "run") -> Iterator[None]:
     except OSError as exc:
         raise ConfigError(f"--out {run_dir}: cannot create the folder ({exc.strerror})") from None
     fd = _lock(run_dir, what)
+    with contextlib.suppress(OSError):
+        _drop_leftovers(run_dir)
     before = written_run_id(run_dir)
     runs = what == "run"  # a report or reanalyze never changes which run the folder holds
     if runs:
@@ -286,6 +289,21 @@ def locked_run_dir(run_dir: Path, *, what: str = "run") -> Iterator[None]:
             (run_dir / LOCK).unlink(missing_ok=True)
             run_dir.rmdir()
         os.close(fd)  # releases the lock
+
+
+def _drop_leftovers(run_dir: Path) -> None:
+    """Delete the temporary files a killed writer left beside steadyeval's own files
+    (``summary.json.PID-HEX.tmp``): every writer of those names holds the folder's lock,
+    which the caller now holds, so none is being written; one whose process still lives
+    (this one included) is left, to be safe. Links and other kinds of entry are never
+    touched."""
+    names = (*RUN_FILES, *REPORT_FILES, MARKER)
+    for entry in run_dir.iterdir():
+        m = _TMP.match(entry.name)
+        if m is None or m["name"] not in names or not entry.is_file() or entry.is_symlink():
+            continue
+        if not alive(int(entry.name[len(m["name"]) + 1 :].split("-")[0])):
+            entry.unlink(missing_ok=True)
 
 
 def results_token(run_dir: Path) -> tuple[int, int, int] | None:

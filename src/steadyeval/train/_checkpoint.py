@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .._json import write_json
+from .._process import alive
 from ..items import canonical_json
 
 __all__ = [
@@ -184,18 +185,8 @@ class CheckpointStore:
             parts = path.name.split("+")
             if len(parts) != 4 or parts[1] != host or not parts[2].isdigit():
                 continue
-            if not _alive(int(parts[2])):
+            if not alive(int(parts[2])):
                 shutil.rmtree(path, ignore_errors=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def stamp_weights(folder: str | Path) -> None:
