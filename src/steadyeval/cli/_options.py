@@ -195,45 +195,51 @@ def run_out(out: Path | None, dry_run: bool, name: str) -> Path | None:
 
 
 def check_writable(path: Path | None, flag: str = "--out", *, folder: bool = True) -> None:
-    """Refuse, before any model loads, a ``flag`` path this process could not write: a
-    folder (``folder``) or file whose nearest existing ancestor is a file, is not writable
-    (tried with a temporary folder, so it holds for root and read-only file systems too), or
-    a file where a folder goes (or the reverse), or a name that is not UTF-8 text (run
-    files record it). Creates nothing that stays."""
+    """Refuse, before any model loads, a ``flag`` path this process could not write (see
+    :func:`write_problem`). Creates nothing that stays."""
+    from .._errors import ConfigError
+
+    problem = None if path is None else write_problem(path, flag, folder=folder)
+    if problem is not None:
+        raise ConfigError(f"{flag} {problem[0]}{problem[1]}")
+
+
+def write_problem(path: Path, flag: str, *, folder: bool = True) -> tuple[str, str] | None:
+    """Why this process could not write ``path`` (``None``: it could): the path and its
+    problem (``PATH: ...``), and what to do about it with ``flag`` (``""`` where the
+    problem says it). Refused: a folder (``folder``) or file whose nearest existing
+    ancestor is a file, or that is not writable (tried with a temporary folder, so it holds
+    for root and read-only file systems too), a file where a folder goes (or the reverse),
+    a name that is not UTF-8 text (run files record it). Creates nothing that stays."""
     import os
     import tempfile
 
-    from .._errors import ConfigError
     from ..items import lone_surrogate
 
-    if path is None:
-        return
     if lone_surrogate(str(path)) is not None:
-        raise ConfigError(
-            f"{flag} {str(path)!r}: the name holds bytes that are not UTF-8 text; choose a "
-            "UTF-8 name"
+        return (
+            f"{str(path)!r}: the name holds bytes that are not UTF-8 text; choose a UTF-8 name",
+            "",
         )
     if path.exists() and path.is_dir() != folder:
         kind = "a folder" if path.is_dir() else "a file"
-        raise ConfigError(
-            f"{flag} {path}: is {kind}; expected {'a folder' if folder else 'a file'}"
-        )
+        return f"{path}: is {kind}; expected {'a folder' if folder else 'a file'}", ""
     if not folder and path.exists() and not path.is_dir() and not path.is_file():
-        raise ConfigError(
-            f"{flag} {path}: is a special file (a FIFO, device or socket); steadyeval writes "
-            "only regular files: choose another path"
+        return (
+            f"{path}: is a special file (a FIFO, device or socket); steadyeval writes only "
+            "regular files",
+            ": choose another path",
         )
     base = path if folder and path.is_dir() else path.parent
     while not base.exists() and base != base.parent:
         base = base.parent
     if not base.is_dir():
-        raise ConfigError(f"{flag} {path}: {base} is a file, not a folder; choose another {flag}")
+        return f"{path}: {base} is a file, not a folder", f"; choose another {flag}"
     try:
         os.rmdir(tempfile.mkdtemp(prefix=".steadyeval-probe-", dir=base))
     except OSError as exc:
-        raise ConfigError(
-            f"{flag} {path}: cannot write in {base} ({exc.strerror or exc}); choose another {flag}"
-        ) from None
+        return f"{path}: cannot write in {base} ({exc.strerror or exc})", f"; choose another {flag}"
+    return None
 
 
 def echo_counts(c: PlanCounts) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
@@ -75,7 +74,7 @@ def command(
     """
     from .._errors import ConfigError
     from ..reports import write_report
-    from ._options import check_writable
+    from ._options import check_writable, write_problem
 
     options = ReportOptions(max_item_rows=max_rows, max_chars=max_chars, seed=seed)
     if output == "-":  # stdout, as other tools read "-" (./- is a file named -)
@@ -90,16 +89,13 @@ def command(
         click.echo(text, nl=not text.endswith("\n"))
         return
     out = None if output is None else Path(output)
-    if out is not None or run_dir.is_dir():  # a bad path is refused before the work
-        try:
-            check_writable(out or run_dir / f"report.{fmt}", "--output", folder=False)
-        except ConfigError as exc:
-            if out is not None:
-                raise
-            # the default path: say so, and how to choose another
-            why = re.sub(r"[;:] choose another [^;]*$", "", str(exc).removeprefix("--output "))
+    if out is not None:  # a bad path is refused before the work
+        check_writable(out, "--output", folder=False)
+    elif run_dir.is_dir():  # the default path: say so, and how to choose another
+        problem = write_problem(run_dir / f"report.{fmt}", "--output", folder=False)
+        if problem is not None:
             raise ConfigError(
-                f"{why} (the default report path); choose another with --output"
-            ) from None
+                f"{problem[0]} (the default report path); choose another with --output"
+            )
     path = write_report(run_dir, fmt=cast("ReportFormat", fmt), output=out, options=options)
     click.echo(f"wrote {path} ({path.stat().st_size / 1024:.0f} KiB)")

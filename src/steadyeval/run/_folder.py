@@ -86,7 +86,7 @@ RUN_FILES = (
 #: What a marker without a list (format 0, before the list was kept) is taken to own.
 OWNED = (*RUN_FILES, *REPORT_FILES, "checkpoints")
 #: A temporary file of ``replace_atomically`` left by a killed writer: ``NAME.PID-HEX.tmp``.
-_TMP = re.compile(r"^(?P<name>.+)\.\d+-[0-9a-f]{8}\.tmp$")
+_TMP = re.compile(r"^(?P<name>.+)\.(?P<pid>\d+)-[0-9a-f]{8}\.tmp$")
 
 
 def config_key(config: Mapping[str, Any] | None, run_id: str) -> str:
@@ -249,8 +249,8 @@ def locked_run_dir(run_dir: Path, *, what: str = "run") -> Iterator[None]:
     second process is refused with the holder's pid; a folder that is not empty and holds
     no steadyeval run is refused before anything is written into it. When the outermost
     holder lets go (the run done, failed or interrupted), reports of another run than the
-    folder's results are deleted (a run's hold only). ``what`` holds it: ``run``, ``reanalyze``, or ``report``
-    (a short write, which another writer waits for)."""
+    folder's results are deleted (a run's hold only). ``what`` holds it: ``run``,
+    ``reanalyze``, or ``report`` (a short write, which another writer waits for)."""
     key = (str(run_dir.resolve()), threading.get_ident())
     if key in _HELD:
         fd, depth = _HELD[key]
@@ -302,7 +302,7 @@ def _drop_leftovers(run_dir: Path) -> None:
         m = _TMP.match(entry.name)
         if m is None or m["name"] not in names or not entry.is_file() or entry.is_symlink():
             continue
-        if not alive(int(entry.name[len(m["name"]) + 1 :].split("-")[0])):
+        if not alive(int(m["pid"])):
             entry.unlink(missing_ok=True)
 
 
@@ -379,8 +379,11 @@ def _finished_run_locked(run_dir: Path, what: str, then: str) -> Iterator[bool]:
         try:
             stack.enter_context(locked_run_dir(run_dir, what=what))
         except RunFolderBusy as exc:
-            text = str(exc).removeprefix(f"--out {run_dir}: ").split(";")[0]
-            raise RunFolderBusy(f"{run_dir}: {text}; {then} when it has finished") from None
+            busy = RunFolderBusy(
+                f"{run_dir}: {exc.holder} is writing this run folder; {then} when it has finished"
+            )
+            busy.holder = exc.holder
+            raise busy from None
         except ConfigError as exc:
             reason = str(exc).removeprefix(f"--out {run_dir}: ").split(";")[0]
             log.warning("%s: writing without the folder's lock (%s)", run_dir, reason)
@@ -421,7 +424,10 @@ def _open_lock(path: Path) -> int:
 
 
 class RunFolderBusy(ConfigError):
-    """Another writer (a run, a report, another thread) holds a run folder's lock."""
+    """Another writer (a run, a report, another thread) holds a run folder's lock;
+    ``holder`` says which, as a refusal names it."""
+
+    holder = "another steadyeval process"
 
 
 def _lock(run_dir: Path, what: str = "run") -> int:
@@ -444,10 +450,13 @@ def _lock(run_dir: Path, what: str = "run") -> int:
                 time.sleep(0.05)
                 continue
             os.close(fd)
-            raise RunFolderBusy(
-                f"--out {run_dir}: {_who(holder)} is writing this run folder; wait for it to "
-                "finish or choose another --out"
-            ) from None
+            who = _who(holder)
+            busy = RunFolderBusy(
+                f"--out {run_dir}: {who} is writing this run folder; wait for it to finish or "
+                "choose another --out"
+            )
+            busy.holder = who
+            raise busy from None
         except OSError as exc:
             os.close(fd)
             raise ConfigError(
