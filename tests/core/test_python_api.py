@@ -11,6 +11,7 @@ import pytest
 
 import steadyeval as se
 from steadyeval import ConfigError, DataError
+from steadyeval.reports import write_report
 from steadyeval.run import RunOptions
 from tests.scripted_backend import register
 
@@ -128,7 +129,8 @@ def test_run_folder_resumes_refuses_or_overwrites(tmp_path: Path) -> None:
     out = tmp_path / "run"
     config = {"data": str(data), "models": ["scripted:m"]}
     first = se.run_config(config, out=out)
-    (out / "report.html").write_text("old report", encoding="utf-8")
+    write_report(out)
+    (out / "notes.md").write_text("mine", encoding="utf-8")
     again = se.run_config(config, out=out)  # the same config resumes into its folder
     assert again.summary["run_id"] == first.summary["run_id"]
     assert (out / "report.html").is_file()  # same results: the report still holds
@@ -138,6 +140,7 @@ def test_run_folder_resumes_refuses_or_overwrites(tmp_path: Path) -> None:
     replaced = se.run_config(config, out=out, limit=3, overwrite=True)
     assert se.read_results(out).num_rows == replaced.table.num_rows == 3
     assert not (out / "report.html").exists()  # the old run's report went with it
+    assert (out / "notes.md").read_text(encoding="utf-8") == "mine"
 
 
 def test_run_folder_that_is_not_a_run_is_never_cleared(tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ from click.testing import CliRunner
 import steadyeval as se
 from steadyeval import ConfigError
 from steadyeval.cli import main
+from steadyeval.reports import write_report
 from steadyeval.run._folder import LOCK, MARKER, MARKER_FORMAT
 from tests.run_folder_edits import write_as_the_run
 from tests.scripted_backend import register
@@ -363,7 +364,11 @@ def test_an_unrecorded_report_is_judged_by_the_run_it_was_beside(
     out = tmp_path / "run"
     assert _run(tmp_path, out)[0] == 0
     old = json.loads((out / "config.json").read_text())["run_id"]
-    (out / "report.html").write_text("the first run's report")
+    write_report(out)
+    marker = json.loads((out / MARKER).read_text())
+    del marker["reports"]  # a copy of it put there: not recorded, not owned
+    marker["owns"].remove("report.html")
+    (out / MARKER).write_text(json.dumps(marker))
     with monkeypatch.context() as mp:  # killed: the lock's release never runs its cleanup
         mp.setattr(_folder, "_drop_stale_reports", lambda *a: [])
         assert _run(tmp_path, out, "scripted:a", "--limit", "2", "--overwrite")[0] == 0
@@ -833,3 +838,63 @@ def test_temporary_files_of_a_killed_writer_are_removed_by_the_next(tmp_path: Pa
     assert not any(p.exists() for p in stale)
     assert all(p.exists() for p in kept)
     assert link.is_symlink() and target.read_text(encoding="utf-8") == "mine"
+
+
+def _users_file(path: Path, text: str = "# My notes\n\n- rows: the ones I looked at\n") -> str:
+    path.write_text(text, encoding="utf-8")
+    return text
+
+
+def test_a_users_file_at_a_report_name_is_never_deleted_or_replaced(tmp_path: Path) -> None:
+    """Notes of the user's saved as report.md in a run folder are not a report steadyeval
+    wrote: neither ``--overwrite``, nor a run that changes the results, nor the report
+    command's default path deletes or replaces them; steadyeval's own reports go."""
+    out = tmp_path / "run"
+    assert _run(tmp_path, out)[0] == 0
+    assert CliRunner().invoke(main, ["report", str(out)]).exit_code == 0  # report.html
+    notes = _users_file(out / "report.md")
+    result = CliRunner().invoke(main, ["report", str(out), "--format", "md"])
+    assert result.exit_code == 2 and "report.md: exists and is not a report" in result.output
+    assert "--output" in result.output and (out / "report.md").read_text() == notes
+    assert _run(tmp_path, out, "scripted:b", "--overwrite")[0] == 0
+    assert not (out / "report.html").exists()  # steadyeval's, of the run replaced
+    assert (out / "report.md").read_text() == notes
+    assert _run(tmp_path, out, "scripted:b", "--limit", "2", "--overwrite")[0] == 0
+    assert (out / "report.md").read_text() == notes  # a run of other results: still there
+    assert "report.md" not in json.loads((out / MARKER).read_text()).get("reports", {})
+    target = str(out / "report.md")  # named explicitly, it is written over
+    assert (
+        CliRunner().invoke(main, ["report", str(out), "--format", "md", "-o", target]).exit_code
+        == 0
+    )
+    assert (out / "report.md").read_text() != notes
+
+
+def test_a_report_the_user_wrote_over_is_theirs(tmp_path: Path) -> None:
+    """A report steadyeval wrote (recorded in the marker) that the user then replaced with
+    their own text is kept when the results change, and its record goes."""
+    out = tmp_path / "run"
+    assert _run(tmp_path, out)[0] == 0
+    assert CliRunner().invoke(main, ["report", str(out), "--format", "md"]).exit_code == 0
+    assert "report.md" in json.loads((out / MARKER).read_text())["reports"]
+    notes = _users_file(out / "report.md")
+    assert _run(tmp_path, out, "scripted:a", "--limit", "2", "--overwrite")[0] == 0
+    assert (out / "report.md").read_text() == notes
+    assert "report.md" not in json.loads((out / MARKER).read_text()).get("reports", {})
+
+
+def test_every_report_format_is_recognised_as_steadyevals(tmp_path: Path) -> None:
+    from steadyeval.run import is_report
+
+    out = tmp_path / "run"
+    assert _run(tmp_path, out)[0] == 0
+    for fmt in ("html", "md", "json"):
+        args = ["report", str(out), "--format", fmt]
+        assert CliRunner().invoke(main, args).exit_code == 0
+        assert is_report(out / f"report.{fmt}")
+        (out / f"report.{fmt}").rename(out / "copy")
+        _users_file(out / f"report.{fmt}", (out / "copy").read_text()[:20])  # cut short
+        assert not is_report(out / f"report.{fmt}")
+        (out / f"report.{fmt}").unlink()
+    (out / "report.md").mkdir()
+    assert not is_report(out / "report.md") and not is_report(out / "summary.md")

@@ -46,8 +46,14 @@ def write_report(
     if fmt not in _SUFFIX:
         raise ValueError(f"unknown report format {fmt!r}; expected one of html, md, json")
     path = Path(output) if output is not None else Path(run_dir) / f"report.{_SUFFIX[fmt]}"
-    from ..run import is_run_file, results_token, writing_report
+    from ..run import is_report, is_run_file, results_token, writing_report
 
+    if output is None and os.path.lexists(path) and not is_report(path):
+        raise DataError(
+            f"{show_path(path)}: exists and is not a report steadyeval wrote (a file of "
+            "yours?); it is left as it is: write the report elsewhere with --output, or "
+            "move that file away"
+        )
     if output is not None and is_run_file(Path(run_dir), path):
         same = os.path.realpath(path.parent) == os.path.realpath(run_dir)
         what = "of the run itself" if same else "of another run's folder (its results or reports)"

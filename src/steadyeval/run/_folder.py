@@ -13,7 +13,8 @@ A report rendered into the folder is recorded in the marker with the run id it s
 the last writer of the folder lets go of its lock, a report of another run id than the
 folder's results is deleted: a study written in several parts (a first pass, then its
 follow-up) is judged once, by what it left, so a rerun that resumes to the same results
-keeps its report."""
+keeps its report. A file at a report's name that is not a report steadyeval rendered (see
+:func:`is_report`) is the user's: never deleted, whatever the marker records."""
 
 from __future__ import annotations
 
@@ -53,6 +54,7 @@ __all__ = [
     "claim_run_dir",
     "config_key",
     "default_out",
+    "is_report",
     "is_run_file",
     "locked_run_dir",
     "own",
@@ -73,6 +75,13 @@ LOCK = ".steadyeval-lock"
 _REPORT_WAIT = 10.0
 #: What ``steadyeval report`` writes into a run folder by default.
 REPORT_FILES = ("report.html", "report.md", "report.json")
+#: What every report steadyeval renders holds near its top, by name: the HTML's generator
+#: tag, the JSON's schema, the Markdown's facts list (its title may be the user's).
+_REPORT_SIGNS: dict[str, tuple[bytes, ...]] = {
+    "report.html": (b'<meta name="generator" content="steadyeval ',),
+    "report.json": (b'"schema": "steadyeval.report/',),
+    "report.md": (b"\n- rows: ", b"\n- items: ", b"\n- conditions: "),
+}
 #: The files every run writes into its folder: the marker records them as its own when the
 #: folder is claimed; other writers add what they write (:func:`own`: a report, checkpoints).
 RUN_FILES = (
@@ -178,6 +187,21 @@ def written_run_id(run_dir: Path) -> str | None:
     return str(value) if isinstance(value, str) and value else None
 
 
+def is_report(path: Path) -> bool:
+    """Whether ``path`` (a file at one of :data:`REPORT_FILES`' names) is a report steadyeval
+    rendered, by what every one holds near its top; a file of the user's at that name (notes
+    of their own) is not, and no steadyeval command deletes or replaces it unasked."""
+    signs = _REPORT_SIGNS.get(path.name)
+    if signs is None or not path.is_file():
+        return False
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(64 * 1024)
+    except OSError:
+        return False
+    return all(sign in head for sign in signs)
+
+
 def _reports(marker: Mapping[str, Any] | None) -> dict[str, str]:
     """The marker's record of its reports: report name -> the run id it shows (entries of
     another shape are no record)."""
@@ -213,7 +237,7 @@ def _stamp_reports(run_dir: Path, run_id: str | None) -> None:
     if marker is None or run_id is None:
         return
     made = _reports(marker)
-    new = {n: run_id for n in REPORT_FILES if n not in made and (run_dir / n).is_file()}
+    new = {n: run_id for n in REPORT_FILES if n not in made and is_report(run_dir / n)}
     if new:
         _rewrite_marker(run_dir, marker, reports={**made, **new})
 
@@ -234,11 +258,15 @@ def _drop_stale_reports(run_dir: Path, before: str | None) -> list[str]:
     for name in REPORT_FILES:
         of = made.get(name, before)
         path = run_dir / name
-        if of is not None and of != now and path.is_file():
+        if of is not None and of != now and is_report(path):
             path.unlink()
             gone.append(name)
-    if marker is not None and any(name in made for name in gone):
-        kept = {k: v for k, v in made.items() if k not in gone}
+    # a recorded report the user has since written over is theirs now: its record goes
+    mine = [
+        n for n in made if n not in gone and (run_dir / n).is_file() and not is_report(run_dir / n)
+    ]
+    if marker is not None and any(name in made for name in (*gone, *mine)):
+        kept = {k: v for k, v in made.items() if k not in gone and k not in mine}
         _rewrite_marker(run_dir, marker, reports=kept)
     return gone
 
@@ -562,6 +590,8 @@ def claim_run_dir(
                 )
             owned = _owned(marker)
             for entry in entries:  # the marker last: a crash midway leaves a claimed folder
+                if entry.name in REPORT_FILES and not entry.is_symlink() and not is_report(entry):
+                    continue  # the user's own file at a report's name
                 if entry.name != MARKER and _is_owned(entry.name, owned):
                     _remove(entry)
             # a report it did not own stays, and so does the record of which run it shows
