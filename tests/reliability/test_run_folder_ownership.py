@@ -701,6 +701,84 @@ def test_shell_path_is_pasteable() -> None:
     assert shell_path(Path("runs/a b")) == "'runs/a b'"
     assert shell_path(Path("-x")) == "./-x"
     assert shell_path(Path("runs/q")) == "runs/q"
+    # what does not print is escaped (click strips an ESC from piped output; a newline
+    # would split the command), bytes that are not UTF-8 as the bytes they are
+    assert shell_path(Path("runs/a\x1b[31mb")) == "$'runs/a\\x1b[31mb'"
+    assert shell_path(Path("it's\nx")) == "$'it\\'s\\x0ax'"
+    assert shell_path(Path(os.fsdecode(b"r\xffn"))) == "$'r\\xffn'"
+    assert shell_path(Path("runs/é")) == "'runs/é'"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["reanalyze", ""],
+        ["report", ""],
+        ["report", "RUN", "-o", ""],
+        ["compare", "RUN", ""],
+        ["run", "--model", "scripted:a", "--data", "DATA", "--out", ""],
+        ["run", "--model", "scripted:a", "--data", ""],
+    ],
+)
+def test_an_empty_path_is_refused_not_read_as_the_current_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, argv: list[str]
+) -> None:
+    """``"$RUN"`` with RUN unset is ``''``, which would name the folder the user is in."""
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "run"
+    assert _run(tmp_path, out)[0] == 0
+    argv = [{"RUN": str(out), "DATA": str(_data(tmp_path))}.get(a, a) for a in argv]
+    before = sorted(p.name for p in tmp_path.iterdir())
+    result = CliRunner().invoke(main, argv)
+    assert result.exit_code == 2, result.output
+    assert "is empty" in result.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def test_reanalyze_says_what_it_repaired(tmp_path: Path) -> None:
+    out = _study(tmp_path)
+    (out / "summary.md").write_text("edited", encoding="utf-8")
+    result = CliRunner().invoke(main, ["reanalyze", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "repaired summary.md (changed since the run wrote it)" in result.output
+    assert "the analysis is unchanged" not in result.output
+    result = CliRunner().invoke(main, ["reanalyze", str(out)])
+    assert "the analysis is unchanged" in result.output and "repaired" not in result.output
+
+
+def test_reanalyze_of_a_folder_it_cannot_write_fails_before_the_analysis(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read-only run folder is refused at once, not after an analysis of minutes."""
+    from steadyeval.studies import get_study
+
+    out = _study(tmp_path)
+    study = type(get_study("spread"))
+
+    def analyze(*args: Any) -> None:
+        raise AssertionError("the analysis ran")
+
+    monkeypatch.setattr(study, "analyze", analyze)
+    real = os.access
+    monkeypatch.setattr(
+        os, "access", lambda p, m: real(p, m) and not (Path(p) == out and m & os.W_OK)
+    )
+    result = CliRunner().invoke(main, ["reanalyze", str(out)])
+    assert result.exit_code != 0
+    assert "cannot write in the folder (permission denied)" in result.output
+    assert "nothing was written" in result.output
+
+
+def test_reanalyze_refuses_a_manifest_naming_another_run(tmp_path: Path) -> None:
+    out = _study(tmp_path)
+    manifest = json.loads((out / "manifest.json").read_text())
+    (out / "manifest.json").write_text(json.dumps({**manifest, "run_id": "0123456789abcdef"}))
+    summary = (out / "summary.json").read_bytes()
+    result = CliRunner().invoke(main, ["reanalyze", str(out)])
+    assert result.exit_code != 0
+    assert "manifest.json names run 0123456789abcdef but summary.json run" in result.output
+    assert (out / "summary.json").read_bytes() == summary
+    assert json.loads((out / "manifest.json").read_text())["run_id"] == "0123456789abcdef"
 
 
 def test_reanalyze_where_no_lock_can_be_had_says_so(

@@ -9,11 +9,11 @@ import click
 
 from .._errors import ConfigError
 from ..cache import ResponseCache, default_cache_path
-from ._options import cache_help
+from ._options import PathParam, cache_help
 
 _CACHE_OPT = click.option(
     "--cache",
-    type=click.Path(path_type=Path),  # a folder or FIFO is refused by ResponseCache, in one line
+    type=PathParam(path_type=Path),  # a folder or FIFO is refused by ResponseCache, in one line
     help=cache_help(),
 )
 

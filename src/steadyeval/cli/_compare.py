@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING
 
 import click
 
+from ._options import PathParam
+
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -93,7 +95,7 @@ def print_comparison(console: Console, comp: Comparison) -> None:
 
 
 @click.command("compare")
-@click.argument("runs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.argument("runs", nargs=-1, required=True, type=PathParam(path_type=Path))
 @click.option(
     "--model",
     "models",
@@ -146,7 +148,7 @@ def print_comparison(console: Console, comp: Comparison) -> None:
 @click.option(
     "--json",
     "json_path",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=PathParam(dir_okay=False, path_type=Path),
     help="Also write the comparison as JSON to this file.",
 )
 def command(

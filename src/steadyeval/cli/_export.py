@@ -6,9 +6,11 @@ from pathlib import Path
 
 import click
 
+from ._options import PathParam
+
 
 @click.command("export")
-@click.argument("run_dir", type=click.Path(path_type=Path))
+@click.argument("run_dir", type=PathParam(path_type=Path))
 @click.option(
     "--format",
     "fmt",
@@ -20,7 +22,7 @@ import click
 )
 @click.option(
     "--out",
-    type=click.Path(path_type=Path),
+    type=PathParam(path_type=Path),
     help="Folder to write into (created if needed), or for inspect a .eval file when the run "
     "holds one model and condition.  [default: beside RUN_DIR: RUN_DIR-inspect or RUN_DIR-eee]",
 )

@@ -8,13 +8,15 @@ from typing import TYPE_CHECKING
 
 import click
 
+from ._options import PathParam
+
 if TYPE_CHECKING:
     from ..results import ImportedRun
 
 _OUT = click.option(
     "--out",
     required=True,
-    type=click.Path(file_okay=False, path_type=Path),
+    type=PathParam(file_okay=False, path_type=Path),
     help="Run directory to write (results.parquet, summary.json, summary.md).",
 )
 _MAP = click.option(
@@ -80,7 +82,7 @@ def command() -> None:
 
 
 @command.command("lm-eval")
-@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.argument("paths", nargs=-1, required=True, type=PathParam(path_type=Path))
 @_OUT
 @_OVERWRITE
 @_MAP
@@ -127,7 +129,7 @@ def lm_eval_cmd(
 
 
 @command.command("inspect")
-@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.argument("paths", nargs=-1, required=True, type=PathParam(path_type=Path))
 @_OUT
 @_OVERWRITE
 @_MAP

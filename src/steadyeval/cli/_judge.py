@@ -7,9 +7,11 @@ from pathlib import Path
 
 import click
 
+from ._options import PathParam
+
 
 @click.command("judge")
-@click.argument("runs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.argument("runs", nargs=-1, required=True, type=PathParam(path_type=Path))
 @click.option(
     "--judge",
     "judges",
@@ -21,23 +23,23 @@ import click
 @click.option(
     "--out",
     required=True,
-    type=click.Path(file_okay=False, path_type=Path),
+    type=PathParam(file_okay=False, path_type=Path),
     help="Folder for the judged table (results.parquet), judge.json and each judge's run.",
 )
 @click.option(
     "--data",
-    type=click.Path(path_type=Path),
+    type=PathParam(path_type=Path),
     help="The graded run's items (JSONL/CSV): the judge then sees each item's question "
     "(else the prompt the graded model saw).",
 )
 @click.option(
     "--rubric",
-    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    type=PathParam(dir_okay=False, exists=True, path_type=Path),
     help="A Jinja rubric template replacing the default (see docs/judge.md).",
 )
 @click.option(
     "--labels",
-    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    type=PathParam(dir_okay=False, exists=True, path_type=Path),
     help="Human labels (JSONL: item_id, label, optional model/condition/sample_index).",
 )
 @click.option(
@@ -54,7 +56,7 @@ import click
     show_default=True,
     help="The judge's generation limit.",
 )
-@click.option("--cache", type=click.Path(dir_okay=False, path_type=Path), help="Response cache.")
+@click.option("--cache", type=PathParam(dir_okay=False, path_type=Path), help="Response cache.")
 @click.option("--overwrite", is_flag=True, help="Replace judge runs that hold a different run.")
 def command(
     runs: tuple[Path, ...],

@@ -53,7 +53,7 @@ def shared_options() -> list[click.Option]:
     return [
         click.Option(
             ["--out"],
-            type=click.Path(file_okay=False, path_type=Path),
+            type=PathParam(file_okay=False, path_type=Path),
             help="Run folder to write (results.parquet, summary.json, summary.md, ...); the "
             "same config resumes into it.  [default: runs/<YYYYmmdd-HHMMSS>-<name>]",
         ),
@@ -64,7 +64,7 @@ def shared_options() -> list[click.Option]:
             "deleted); without it such a folder is refused.",
         ),
         click.Option(
-            ["--cache"], type=click.Path(dir_okay=False, path_type=Path), help=cache_help()
+            ["--cache"], type=PathParam(dir_okay=False, path_type=Path), help=cache_help()
         ),
         click.Option(["--dry-run"], is_flag=True, help="Print the plan's counts; call no model."),
         click.Option(
@@ -416,6 +416,35 @@ def task_source(
 
 def shell_path(path: Path) -> str:
     """``path`` as a command line the user can paste: quoted for the shell, and never read
-    as an option (``-x`` is written ``./-x``)."""
+    as an option (``-x`` is written ``./-x``). A name with a character that does not print
+    (an escape, a newline, a byte that is not UTF-8) is written in bash's ``$'...'`` form
+    with that character escaped: printed as it is, it would be lost or garble the line."""
     text = str(path)
-    return shlex.quote(f"./{text}" if text.startswith("-") else text)
+    text = f"./{text}" if text.startswith("-") else text
+    if text.isprintable():
+        return shlex.quote(text)
+    return "$'" + "".join(_ansi_c(ch) for ch in text) + "'"
+
+
+def _ansi_c(ch: str) -> str:
+    """One character of a bash ``$'...'`` string."""
+    code = ord(ch)
+    if ch in "'\\":
+        return "\\" + ch
+    if ch.isprintable():
+        return ch
+    if 0xDC80 <= code <= 0xDCFF:  # a byte that is not UTF-8, as Python decodes file names
+        return f"\\x{code - 0xDC00:02x}"
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+class PathParam(click.Path):
+    """:class:`click.Path` that refuses an empty argument: click reads ``''`` (an unset
+    shell variable, ``"$RUN"``) as the current folder, which a user never meant."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and value == "":
+            self.fail("is empty; name a file or folder (. for the current folder)", param, ctx)
+        return super().convert(value, param, ctx)

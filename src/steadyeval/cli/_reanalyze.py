@@ -6,14 +6,14 @@ from pathlib import Path
 
 import click
 
-from ._options import shell_path
+from ._options import PathParam, shell_path
 
 #: The report command that writes each report file a run folder may hold.
 _REPORT_FLAGS = {"report.html": "", "report.md": " --format md", "report.json": " --format json"}
 
 
 @click.command("reanalyze")
-@click.argument("run_dir", type=click.Path(path_type=Path))
+@click.argument("run_dir", type=PathParam(path_type=Path))
 def command(run_dir: Path) -> None:
     """Recompute the analysis of RUN_DIR (a `steadyeval study` run) from its results.parquet
     and rewrite summary.json and summary.md; no model is called.
@@ -31,13 +31,21 @@ def command(run_dir: Path) -> None:
 
     # the summary the folder's reports were checked against, before and after
     before = recorded_hashes(run_dir).get("summary.json")
+    files = {name: _content(run_dir / name) for name in ("summary.json", "summary.md")}
     analysis = reanalyze(run_dir)
     click.echo(
         f"rewrote {run_dir / 'summary.json'} and summary.md from results.parquet "
         f"({type(analysis).__name__}, schema version {analysis.SCHEMA_VERSION})"
     )
     if recorded_hashes(run_dir).get("summary.json") == before:
-        click.echo("the analysis is unchanged")
+        repaired = [name for name, was in files.items() if _content(run_dir / name) != was]
+        if repaired:
+            click.echo(
+                f"repaired {' and '.join(repaired)} (changed since the run wrote "
+                f"{'them' if len(repaired) > 1 else 'it'}); the analysis is the run's"
+            )
+        else:
+            click.echo("the analysis is unchanged")
         return
     for name, flags in _REPORT_FLAGS.items():
         if (run_dir / name).is_file():
@@ -45,3 +53,11 @@ def command(run_dir: Path) -> None:
                 f"{name} shows the analysis as it was when written; "
                 f"`steadyeval report {shell_path(run_dir)}{flags}` writes it again"
             )
+
+
+def _content(path: Path) -> bytes | None:
+    """A summary's bytes (``None``: missing or unreadable), to tell what reanalyze repaired."""
+    try:
+        return path.read_bytes() if path.is_file() else None  # never a FIFO's wait
+    except OSError:
+        return None

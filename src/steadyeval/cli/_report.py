@@ -8,13 +8,14 @@ from typing import TYPE_CHECKING, cast
 import click
 
 from ..reports import ReportOptions
+from ._options import PathParam
 
 if TYPE_CHECKING:
     from ..reports import ReportFormat
 
 
 @click.command("report")
-@click.argument("run_dir", type=click.Path(file_okay=False, path_type=Path))
+@click.argument("run_dir", type=PathParam(file_okay=False, path_type=Path))
 @click.option(
     "--format",
     "fmt",
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
 @click.option(
     "--output",
     "-o",
-    type=click.Path(dir_okay=False, allow_dash=True),  # text: Path("./-") reads as "-"
+    type=PathParam(dir_okay=False, allow_dash=True),  # text: Path("./-") reads as "-"
     help="File to write (default: RUN_DIR/report.<format>); - writes the report to stdout "
     "(./- is a file named -).",
 )

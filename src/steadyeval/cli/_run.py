@@ -10,6 +10,7 @@ from click.core import ParameterSource
 
 from .._errors import ConfigError
 from ._options import (
+    PathParam,
     echo_counts,
     echo_result,
     lm_eval_options,
@@ -23,7 +24,7 @@ from ._options import (
 
 
 @click.command("run")
-@click.argument("config", required=False, type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("config", required=False, type=PathParam(dir_okay=False, path_type=Path))
 @click.option(
     "--model",
     "models",
@@ -58,7 +59,7 @@ from ._options import (
     "--include-path",
     "include_path",
     multiple=True,
-    type=click.Path(file_okay=False, path_type=Path),
+    type=PathParam(file_okay=False, path_type=Path),
     help="A folder of your own lm-eval task YAML files (lm-eval's --include_path).",
 )
 @click.option(

@@ -23,6 +23,7 @@ from .._errors import ConfigError
 from ..items import shorten
 from ..studies import Study, get_study, study_names
 from ._options import (
+    PathParam,
     echo_counts,
     echo_result,
     first_table,
@@ -226,7 +227,7 @@ def study_command(study: Study[Any]) -> click.Command:
         callback=callback,
         params=[
             click.Argument(
-                ["config"], required=False, type=click.Path(dir_okay=False, path_type=Path)
+                ["config"], required=False, type=PathParam(dir_okay=False, path_type=Path)
             ),
             *(opt for opt, _ in made),
         ],

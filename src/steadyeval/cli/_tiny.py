@@ -8,10 +8,11 @@ import click
 
 from .._limits import MAX_SEED
 from ..models import TINY_ARCHS
+from ._options import PathParam
 
 
 @click.command("tiny-model")
-@click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
+@click.argument("directory", type=PathParam(file_okay=False, path_type=Path))
 @click.option(
     "--arch",
     type=click.Choice(list(TINY_ARCHS)),

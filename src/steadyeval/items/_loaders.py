@@ -375,6 +375,8 @@ def load_items(
     option the loader does not take is an error naming the ones it does. ``source`` may be
     None for a loader that needs no path (``lm-eval``: its ``task`` option names what to read).
     """
+    if source == "":  # Path("") would be the current folder
+        raise ConfigError("the data path is empty: give a file or hub data set name (--data)")
     if loader is None:
         if source is None:
             raise ConfigError("no data: give a file or hub data set name, or a named loader")

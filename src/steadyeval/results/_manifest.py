@@ -113,6 +113,11 @@ def rewrite_summaries(run_dir: Path, run_id: str, texts: Mapping[str, str]) -> N
             for name, text in texts.items():
                 write_text_atomic(run_dir / name, text)
         return
+    if manifest.get("run_id") != run_id:  # the manifest edited: it vouches for nothing
+        raise DataError(
+            f"{run_dir}: manifest.json names run {manifest.get('run_id')} but summary.json "
+            f"run {run_id}; nothing was written: run the study again (its responses are cached)"
+        )
     files = _settled(run_dir, manifest)
     new = {name: hashlib.sha256(text.encode("utf-8")).hexdigest() for name, text in texts.items()}
     head: dict[str, Any] = {"run_id": run_id, "state": "complete"}

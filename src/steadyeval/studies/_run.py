@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+import errno
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, overload
 
-from .._errors import ConfigError, DataError, SteadyevalError
+from .._errors import ConfigError, DataError, SteadyevalError, StorageError
 from .._json import json_safe, json_text, write_text_atomic
 from .._log import no_progress
 from ..models import Backend, load_backend
@@ -318,11 +320,27 @@ def reanalyze(run_dir: str | Path) -> Analysis:
         return _reanalyze(run_dir)
 
 
+def _check_writable(run_dir: Path) -> None:
+    """Refuse a run folder whose summaries cannot be written again (read-only)."""
+    if os.access(run_dir, os.W_OK | os.X_OK):
+        return
+    read_only = bool(os.statvfs(run_dir).f_flag & os.ST_RDONLY)
+    why = "a read-only file system" if read_only else "permission denied"
+    error = StorageError(
+        f"{run_dir}: cannot write in the folder ({why}); reanalyze rewrites its summaries in "
+        "place: make it writable, or copy the folder and reanalyze the copy; nothing was "
+        "written"
+    )
+    error.errno = errno.EROFS if read_only else errno.EACCES
+    raise error
+
+
 def _reanalyze(run_dir: Path) -> Analysis:
     # summary.md is written again (an edited, damaged or deleted one is repaired), and
     # summary.json's analysis; the rest of summary.json must be the run's: it holds the
     # study's design and the run's counts, which the results table cannot give back
     summary, study = _study_run(run_dir, rewritten=("summary.md",), new_analysis=True)
+    _check_writable(run_dir)  # before the analysis, which can take minutes
     frame = ResultsFrame.read(run_dir / "results.parquet")
     design = _summary_design(run_dir, summary, study)
     try:
