@@ -18,10 +18,21 @@ __all__ = [
 MAX_ECHO = 200
 
 
+def printable(path: object) -> str:
+    """``path`` as text for the terminal: a character that does not print (an escape, a
+    newline, a byte that is not UTF-8) written as Python writes it in a string (``\\x1b``,
+    ``\\n``, ``\\udcff``), so a file name can neither drive the terminal nor split a line."""
+    text = str(path)
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
+
+
 def show_path(path: object, limit: int = MAX_ECHO) -> str:
     """``path`` as text for a message: whole when short, else its start and end (where the
-    file name is) around ``...``, so a hostile 5,000-character path makes a short line."""
-    text = str(path)
+    file name is) around ``...``, so a hostile 5,000-character path makes a short line;
+    characters that do not print escaped (:func:`printable`)."""
+    text = printable(path)
     if len(text) <= limit:
         return text
     head = limit // 3

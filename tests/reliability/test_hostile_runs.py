@@ -51,7 +51,20 @@ def _remanifest(run: Path) -> None:
         if (run / n).is_file():
             with (run / n).open("rb") as fh:
                 files[n] = hashlib.file_digest(fh, "sha256").hexdigest()
-    (run / "manifest.json").write_text(json.dumps({"run_id": "x", "files": files}))
+    (run / "manifest.json").write_text(json.dumps({"run_id": _run_id(run), "files": files}))
+
+
+def _run_id(run: Path) -> str:
+    """The run id a run would record: summary.json's ("x" where it has none: a FIFO, a
+    summary of the wrong shape)."""
+    path = run / "summary.json"
+    if not path.is_file():
+        return "x"
+    try:
+        summary = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return "x"
+    return str(summary.get("run_id", "x")) if isinstance(summary, dict) else "x"
 
 
 def _line(argv: list[str]) -> str:

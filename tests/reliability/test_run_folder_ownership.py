@@ -707,6 +707,10 @@ def test_shell_path_is_pasteable() -> None:
     assert shell_path(Path("it's\nx")) == "$'it\\'s\\x0ax'"
     assert shell_path(Path(os.fsdecode(b"r\xffn"))) == "$'r\\xffn'"
     assert shell_path(Path("runs/é")) == "'runs/é'"
+    # a character that does not print is written as its UTF-8 bytes (bash reads \xa0 as
+    # one byte, which would name another folder)
+    assert shell_path(Path("nb\xa0sp")) == "$'nb\\xc2\\xa0sp'"
+    assert shell_path(Path("z\u200bw")) == "$'z\\xe2\\x80\\x8bw'"
 
 
 @pytest.mark.parametrize(
@@ -769,8 +773,17 @@ def test_reanalyze_of_a_folder_it_cannot_write_fails_before_the_analysis(
     assert "nothing was written" in result.output
 
 
-def test_reanalyze_refuses_a_manifest_naming_another_run(tmp_path: Path) -> None:
+def test_reanalyze_refuses_a_manifest_naming_another_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from steadyeval.studies import get_study
+
     out = _study(tmp_path)
+
+    def analyze(*args: Any) -> None:
+        raise AssertionError("the analysis ran")
+
+    monkeypatch.setattr(type(get_study("spread")), "analyze", analyze)  # refused before it
     manifest = json.loads((out / "manifest.json").read_text())
     (out / "manifest.json").write_text(json.dumps({**manifest, "run_id": "0123456789abcdef"}))
     summary = (out / "summary.json").read_bytes()
@@ -976,3 +989,71 @@ def test_every_report_format_is_recognised_as_steadyevals(tmp_path: Path) -> Non
         (out / f"report.{fmt}").unlink()
     (out / "report.md").mkdir()
     assert not is_report(out / "report.md") and not is_report(out / "summary.md")
+
+
+def test_a_report_the_user_added_to_is_theirs(tmp_path: Path) -> None:
+    """A report steadyeval wrote (its hash recorded) that the user then annotated is left
+    alone by the report's default path, by ``--overwrite`` and by reanalyze's note."""
+    out = tmp_path / "run"
+    assert _run(tmp_path, out)[0] == 0
+    for fmt in ("md", "json"):
+        assert CliRunner().invoke(main, ["report", str(out), "--format", fmt]).exit_code == 0
+    with (out / "report.md").open("a", encoding="utf-8") as fh:
+        fh.write("\n## My notes\n\nThe second condition looks off.\n")
+    annotated = (out / "report.md").read_text(encoding="utf-8")
+    result = CliRunner().invoke(main, ["report", str(out), "--format", "md"])
+    assert result.exit_code == 2 and "is not a report steadyeval wrote" in result.output
+    assert _run(tmp_path, out, "scripted:b", "--overwrite")[0] == 0
+    assert (out / "report.md").read_text(encoding="utf-8") == annotated
+    assert not (out / "report.json").exists()  # steadyeval's, unchanged: deleted
+
+
+def test_notes_that_look_like_a_report_are_kept_when_never_written_by_steadyeval(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "run"
+    assert _run(tmp_path, out)[0] == 0
+    notes = _users_file(out / "report.md", "# Notes\n\n- rows: 3, too few\n- items: 4\n")
+    assert _run(tmp_path, out, "scripted:b", "--overwrite")[0] == 0
+    assert (out / "report.md").read_text(encoding="utf-8") == notes
+    (out / "report.json").write_text('{"schema": "steadyeval.report/1", "mine": 1}')
+    assert _run(tmp_path, out, "scripted:a", "--overwrite")[0] == 0
+    assert (out / "report.json").is_file()
+
+
+def test_reanalyze_names_only_steadyevals_reports(tmp_path: Path) -> None:
+    out = _study(tmp_path)
+    assert CliRunner().invoke(main, ["report", str(out)]).exit_code == 0
+    _users_file(out / "report.md")
+    summary_json = json.loads((out / "summary.json").read_text())
+    summary_json["analysis"]["models"] = {}
+    write_as_the_run(out, "summary.json", summary_json)  # as another version recorded it
+    result = CliRunner().invoke(main, ["reanalyze", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "the analysis changed" in result.output
+    assert "report.html shows the analysis as it was" in result.output
+    assert "report.md" not in result.output
+
+
+@pytest.mark.parametrize(
+    ("yaml", "field"),
+    [
+        ("models: [scripted:a]\ndata: ''\n", "the data path is empty"),
+        ("models: [scripted:a]\ndata: DATA\nformats: ''\n", "formats: String should have"),
+    ],
+)
+def test_an_empty_path_in_a_config_file_is_refused(tmp_path: Path, yaml: str, field: str) -> None:
+    """``data: ''`` named the config file's own folder."""
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.replace("DATA", str(_data(tmp_path))), encoding="utf-8")
+    command = ["run"] if "formats" not in yaml else ["study", "spread"]
+    result = CliRunner().invoke(main, [*command, str(config), "--out", str(tmp_path / "o")])
+    assert result.exit_code == 2, result.output
+    assert field in result.output
+
+
+def test_printed_paths_never_carry_a_control_character(tmp_path: Path) -> None:
+    out = tmp_path / "run\x1b[31m\nx"
+    code, output = _run(tmp_path, out)
+    assert code == 0, output
+    assert "\x1b" not in output and "run\\x1b[31m\\nx/ (results.parquet" in output

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from .._errors import printable
 from ._options import PathParam
 
 if TYPE_CHECKING:
@@ -242,4 +243,4 @@ def _write_json(json_path: Path | None, data: object) -> None:
 
     json_path.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomic(json_path, json.dumps(data, indent=2) + "\n")
-    click.echo(f"wrote {json_path}")
+    click.echo(f"wrote {printable(json_path)}")

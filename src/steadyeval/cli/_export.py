@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from .._errors import printable
 from ._options import PathParam
 
 
@@ -56,7 +57,9 @@ def command(
     for note in done.notes:
         click.echo(f"note: {note}", err=True)
     where = done.files[0].parent if len(done.files) == 1 else _common_folder(done.files)
-    click.echo(f"wrote {done.rows} rows to {len(done.files)} file(s) ({done.format}) in {where}")
+    click.echo(
+        f"wrote {done.rows} rows to {len(done.files)} file(s) ({done.format}) in {printable(where)}"
+    )
     for path in done.files:
         click.echo(f"  {path}")
 

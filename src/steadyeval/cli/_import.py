@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from .._errors import printable
 from ._options import PathParam
 
 if TYPE_CHECKING:
@@ -71,7 +72,7 @@ def _done(run: ImportedRun, out: Path, overwrite: bool) -> None:
         click.echo(f"note: {note}", err=True)
     click.echo(
         f"{s['n_rows']} rows, {s['n_items']} items from {s['imported']['files']} file(s); "
-        f"wrote {out}/results.parquet, summary.json, summary.md"
+        f"wrote {printable(out)}/results.parquet, summary.json, summary.md"
     )
 
 

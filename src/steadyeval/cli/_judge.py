@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from .._errors import printable
 from ._options import PathParam
 
 
@@ -125,7 +126,7 @@ def command(
         )
     if result.unused_labels:
         click.echo(f"warning: {result.unused_labels} label line(s) match no graded row", err=True)
-    click.echo(f"wrote {out}/ (results.parquet, judge.json)")
+    click.echo(f"wrote {printable(out)}/ (results.parquet, judge.json)")
 
 
 def _rubric(path: Path | None, default: str) -> str:
@@ -190,4 +191,4 @@ def _pairwise(
         f"(binomial p = {_num(res.first_pvalue, '.3g')}); B's win rate "
         f"{_pct(res.b_win_rate)}"
     )
-    click.echo(f"wrote {out}/ (pairwise.parquet, pairwise.json, pairwise-run/)")
+    click.echo(f"wrote {printable(out)}/ (pairwise.parquet, pairwise.json, pairwise-run/)")

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from .._errors import printable
+
 if TYPE_CHECKING:
     from ..models import ModelSpec
     from ..run import PlanCounts
@@ -309,7 +311,7 @@ def echo_result(summary: Mapping[str, Any], run_dir: Path | None, headline: str 
         + (f"; retries: {retries}" if retries else "")
     )
     if run_dir is not None:
-        click.echo(f"wrote {run_dir}/ (results.parquet, summary.json, summary.md)")
+        click.echo(f"wrote {printable(run_dir)}/ (results.parquet, summary.json, summary.md)")
         click.echo(f"read it: steadyeval report {shell_path(run_dir)}")
 
 
@@ -427,7 +429,8 @@ def shell_path(path: Path) -> str:
 
 
 def _ansi_c(ch: str) -> str:
-    """One character of a bash ``$'...'`` string."""
+    """One character of a bash ``$'...'`` string: one that does not print as its UTF-8
+    bytes (``\\xHH`` each, which bash reads alike in every locale)."""
     code = ord(ch)
     if ch in "'\\":
         return "\\" + ch
@@ -435,9 +438,7 @@ def _ansi_c(ch: str) -> str:
         return ch
     if 0xDC80 <= code <= 0xDCFF:  # a byte that is not UTF-8, as Python decodes file names
         return f"\\x{code - 0xDC00:02x}"
-    if code < 0x100:
-        return f"\\x{code:02x}"
-    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+    return "".join(f"\\x{b:02x}" for b in ch.encode("utf-8", "surrogatepass"))
 
 
 class PathParam(click.Path):

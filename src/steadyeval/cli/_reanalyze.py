@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from .._errors import printable
 from ._options import PathParam, shell_path
 
 #: The report command that writes each report file a run folder may hold.
@@ -27,18 +28,19 @@ def command(run_dir: Path) -> None:
     it was written with (`steadyeval report RUN_DIR` writes it again).
     """
     from ..results import recorded_hashes
+    from ..run import is_report
     from ..studies import reanalyze
 
     # the summary the folder's reports were checked against, before and after
     before = recorded_hashes(run_dir).get("summary.json")
-    files = {name: _content(run_dir / name) for name in ("summary.json", "summary.md")}
+    files = {name: _digest(run_dir / name) for name in ("summary.json", "summary.md")}
     analysis = reanalyze(run_dir)
     click.echo(
-        f"rewrote {run_dir / 'summary.json'} and summary.md from results.parquet "
+        f"rewrote {printable(run_dir / 'summary.json')} and summary.md from results.parquet "
         f"({type(analysis).__name__}, schema version {analysis.SCHEMA_VERSION})"
     )
+    repaired = [name for name, was in files.items() if _digest(run_dir / name) != was]
     if recorded_hashes(run_dir).get("summary.json") == before:
-        repaired = [name for name, was in files.items() if _content(run_dir / name) != was]
         if repaired:
             click.echo(
                 f"repaired {' and '.join(repaired)} (changed since the run wrote "
@@ -47,17 +49,27 @@ def command(run_dir: Path) -> None:
         else:
             click.echo("the analysis is unchanged")
         return
+    click.echo("the analysis changed (this version computes it otherwise than the one recorded)")
     for name, flags in _REPORT_FLAGS.items():
-        if (run_dir / name).is_file():
+        if is_report(run_dir / name):  # a file of the user's at that name is left alone
             click.echo(
                 f"{name} shows the analysis as it was when written; "
                 f"`steadyeval report {shell_path(run_dir)}{flags}` writes it again"
             )
 
 
-def _content(path: Path) -> bytes | None:
-    """A summary's bytes (``None``: missing or unreadable), to tell what reanalyze repaired."""
+def _digest(path: Path) -> str | None:
+    """A summary's sha256 (``None``: missing or unreadable), to tell what reanalyze
+    repaired; read in blocks (a summary can be large), never a FIFO's wait."""
+    import hashlib
+
+    if not path.is_file():
+        return None
+    h = hashlib.sha256()
     try:
-        return path.read_bytes() if path.is_file() else None  # never a FIFO's wait
+        with path.open("rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
     except OSError:
         return None
+    return h.hexdigest()

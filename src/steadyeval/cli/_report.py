@@ -73,7 +73,7 @@ def command(
       steadyeval report runs/quickstart --format md -o report.md
       steadyeval report runs/quickstart --format json -o - | jq .title
     """
-    from .._errors import ConfigError
+    from .._errors import ConfigError, printable
     from ..reports import write_report
     from ._options import check_writable, write_problem
 
@@ -99,4 +99,4 @@ def command(
                 f"{problem[0]} (the default report path); choose another with --output"
             )
     path = write_report(run_dir, fmt=cast("ReportFormat", fmt), output=out, options=options)
-    click.echo(f"wrote {path} ({path.stat().st_size / 1024:.0f} KiB)")
+    click.echo(f"wrote {printable(path)} ({path.stat().st_size / 1024:.0f} KiB)")

@@ -19,7 +19,7 @@ import click
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
-from .._errors import ConfigError
+from .._errors import ConfigError, printable
 from ..items import shorten
 from ..studies import Study, get_study, study_names
 from ._options import (
@@ -214,7 +214,7 @@ def study_command(study: Study[Any]) -> click.Command:
         headline = "\n\n".join(v for v in (decision, first_table(analysis)) if v)
         echo_result(result.summary, result.run_dir, headline=headline)
         if result.run_dir is not None:
-            click.echo(f"the whole analysis: {result.run_dir}/summary.md")
+            click.echo(f"the whole analysis: {printable(result.run_dir)}/summary.md")
 
     doc = inspect.cleandoc(study.__doc__ or study.question).replace("``", "")
     example = study.example

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from .._errors import printable
 from .._limits import MAX_SEED
 from ..models import TINY_ARCHS
 from ._options import PathParam
@@ -41,4 +42,4 @@ def tiny_model_cmd(directory: Path, arch: str, seed: int, overwrite: bool) -> No
     from ..models import build_tiny_model
 
     path = build_tiny_model(directory, arch, seed=seed, overwrite=overwrite)  # type: ignore[arg-type]
-    click.echo(f"wrote a tiny random {arch} model to {path} (for smoke tests only)")
+    click.echo(f"wrote a tiny random {arch} model to {printable(path)} (for smoke tests only)")

@@ -56,6 +56,8 @@ def parse_task_spec(text: str) -> TaskSpec:
     file, task = (head, name) if at else (text, None)
     if at and not task:
         raise ConfigError(f"inspect task spec {text!r}: no task name after '@' ({_SPELLING})")
+    if at and not head:
+        raise ConfigError(f"inspect task spec {text!r}: no file before '@' ({_SPELLING})")
     path = Path(file)
     if path.suffix == ".py":
         if not path.is_file():

@@ -376,7 +376,7 @@ def load_items(
     None for a loader that needs no path (``lm-eval``: its ``task`` option names what to read).
     """
     if source == "":  # Path("") would be the current folder
-        raise ConfigError("the data path is empty: give a file or hub data set name (--data)")
+        raise ConfigError("the data path is empty: name a file or a hub data set")
     if loader is None:
         if source is None:
             raise ConfigError("no data: give a file or hub data set name, or a named loader")

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     )
     from ._import_lmeval import LmEvalImportOptions, find_lmeval_samples, import_lmeval
     from ._manifest import (
+        check_rewritable,
         check_run_dir,
         recorded_hashes,
         rewrite_summaries,
@@ -72,6 +73,7 @@ __getattr__, __dir__ = lazy_exports(
         "._import_lmeval": ["LmEvalImportOptions", "find_lmeval_samples", "import_lmeval"],
         "._manifest": [
             "check_run_dir",
+            "check_rewritable",
             "recorded_hashes",
             "rewrite_summaries",
             "run_in_parts",
@@ -115,6 +117,7 @@ __all__ = [
     "ResultRow",
     "ResultsFrame",
     "StudyColumn",
+    "check_rewritable",
     "check_run_dir",
     "export_run",
     "find_inspect_logs",

@@ -28,6 +28,7 @@ from ..items import shorten
 __all__ = [
     "MANIFEST",
     "RUN_FILES",
+    "check_rewritable",
     "check_run_dir",
     "recorded_hashes",
     "rewrite_summaries",
@@ -113,11 +114,7 @@ def rewrite_summaries(run_dir: Path, run_id: str, texts: Mapping[str, str]) -> N
             for name, text in texts.items():
                 write_text_atomic(run_dir / name, text)
         return
-    if manifest.get("run_id") != run_id:  # the manifest edited: it vouches for nothing
-        raise DataError(
-            f"{run_dir}: manifest.json names run {manifest.get('run_id')} but summary.json "
-            f"run {run_id}; nothing was written: run the study again (its responses are cached)"
-        )
+    _same_run(run_dir, manifest, run_id)
     files = _settled(run_dir, manifest)
     new = {name: hashlib.sha256(text.encode("utf-8")).hexdigest() for name, text in texts.items()}
     head: dict[str, Any] = {"run_id": run_id, "state": "complete"}
@@ -134,6 +131,24 @@ def rewrite_summaries(run_dir: Path, run_id: str, texts: Mapping[str, str]) -> N
     for name, text in texts.items():
         write_text_atomic(run_dir / name, text)
     write_json(run_dir / MANIFEST, {**head, "files": {**files, **new}})
+
+
+def check_rewritable(run_dir: Path, run_id: str) -> None:
+    """Refuse, before a rewrite's work, a folder whose manifest names another run than
+    ``run_id`` (summary.json's): the manifest was edited and vouches for nothing."""
+    manifest = _manifest(run_dir)
+    if manifest is not None:
+        _same_run(run_dir, manifest, run_id)
+
+
+def _same_run(run_dir: Path, manifest: Mapping[str, Any], run_id: str) -> None:
+    if manifest.get("run_id") != run_id:
+        raise DataError(
+            f"{run_dir}: manifest.json names "
+            f"{'no run' if manifest.get('run_id') == 'None' else 'run ' + manifest['run_id']} "
+            f"but summary.json run {run_id}; nothing was written: run the study again (its "
+            "responses are cached)"
+        )
 
 
 def _pending(manifest: Mapping[str, Any]) -> dict[str, str]:

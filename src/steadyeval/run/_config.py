@@ -525,7 +525,7 @@ def _resolve_paths(raw: dict[str, Any], base: Path, keys: set[str]) -> dict[str,
     """Make relative data paths in a config file relative to the file's folder."""
 
     def fix(value: Any) -> Any:
-        if isinstance(value, str) and (base / value).exists():
+        if isinstance(value, str) and value and (base / value).exists():  # "" stays empty
             return str(base / value)
         if isinstance(value, list):
             return [fix(v) for v in value]

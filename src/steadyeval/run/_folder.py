@@ -30,7 +30,7 @@ import socket
 import stat
 import threading
 import time
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -79,9 +79,12 @@ REPORT_FILES = ("report.html", "report.md", "report.json")
 #: tag, the JSON's schema, the Markdown's facts list (its title may be the user's).
 _REPORT_SIGNS: dict[str, tuple[bytes, ...]] = {
     "report.html": (b'<meta name="generator" content="steadyeval ',),
-    "report.json": (b'"schema": "steadyeval.report/',),
-    "report.md": (b"\n- rows: ", b"\n- items: ", b"\n- conditions: "),
+    "report.json": (b'"schema": "steadyeval.report/', b'"facts": [', b'"sections": ['),
+    "report.md": (b"\n- rows: ", b"\n- items: ", b"\n- models: ", b"\n- conditions: "),
 }
+#: How much of a report without a recorded hash is searched for those (an import's notes
+#: come before the Markdown's row count: 282 logs took 79 KiB).
+_SIGN_BYTES = 4 * 2**20
 #: The files every run writes into its folder: the marker records them as its own when the
 #: folder is claimed; other writers add what they write (:func:`own`: a report, checkpoints).
 RUN_FILES = (
@@ -187,19 +190,46 @@ def written_run_id(run_dir: Path) -> str | None:
     return str(value) if isinstance(value, str) and value else None
 
 
-def is_report(path: Path) -> bool:
+def is_report(path: Path | str) -> bool:
     """Whether ``path`` (a file at one of :data:`REPORT_FILES`' names) is a report steadyeval
-    rendered, by what every one holds near its top; a file of the user's at that name (notes
-    of their own) is not, and no steadyeval command deletes or replaces it unasked."""
+    rendered and nobody changed since: where the run folder's marker records the report's
+    hash (every report ``steadyeval report`` writes into its run's folder), the file must
+    still have it; else (an older release's report, a copy) it must hold what every report
+    holds near its top. A file of the user's at that name (their notes, or a report they
+    added to) is not, and no steadyeval command deletes or replaces it unasked."""
+    path = Path(path)
     signs = _REPORT_SIGNS.get(path.name)
     if signs is None or not path.is_file():
         return False
     try:
+        marker = _marker(path.parent)
+    except ConfigError:
+        marker = None
+    recorded = _report_hashes(marker).get(path.name)
+    try:
+        if recorded is not None:
+            return _digest(path) == recorded
         with path.open("rb") as fh:
-            head = fh.read(64 * 1024)
+            head = fh.read(_SIGN_BYTES)
     except OSError:
         return False
     return all(sign in head for sign in signs)
+
+
+def _digest(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _report_hashes(marker: Mapping[str, Any] | None) -> dict[str, str]:
+    """The marker's record of its reports' content: report name -> sha256 of the file."""
+    made = (marker or {}).get("report_hashes")
+    if not isinstance(made, dict):
+        return {}
+    return {k: v for k, v in made.items() if k in REPORT_FILES and isinstance(v, str) and v}
 
 
 def _reports(marker: Mapping[str, Any] | None) -> dict[str, str]:
@@ -214,7 +244,7 @@ def _reports(marker: Mapping[str, Any] | None) -> dict[str, str]:
 def _rewrite_marker(run_dir: Path, marker: Mapping[str, Any], **changes: Any) -> None:
     """Write the marker again with ``changes``, keeping only the keys steadyeval writes
     (whatever else a hand-edited marker holds is not copied on)."""
-    keep = ("format", "config_key", "claimed", "owns", "reports")
+    keep = ("format", "config_key", "claimed", "owns", "reports", "report_hashes")
     write_json(run_dir / MARKER, {k: v for k, v in {**marker, **changes}.items() if k in keep})
 
 
@@ -266,9 +296,18 @@ def _drop_stale_reports(run_dir: Path, before: str | None) -> list[str]:
         n for n in made if n not in gone and (run_dir / n).is_file() and not is_report(run_dir / n)
     ]
     if marker is not None and any(name in made for name in (*gone, *mine)):
-        kept = {k: v for k, v in made.items() if k not in gone and k not in mine}
-        _rewrite_marker(run_dir, marker, reports=kept)
+        _rewrite_marker(
+            run_dir, marker, **_report_record(marker, lambda n: n not in (*gone, *mine))
+        )
     return gone
+
+
+def _report_record(marker: Mapping[str, Any], keep: Callable[[str], bool]) -> dict[str, Any]:
+    """The marker's record of the reports ``keep`` keeps (both keys, empty or not)."""
+    return {
+        "reports": {n: v for n, v in _reports(marker).items() if keep(n)},
+        "report_hashes": {n: v for n, v in _report_hashes(marker).items() if keep(n)},
+    }
 
 
 @contextmanager
@@ -377,7 +416,8 @@ def writing_report(
                 f"{now}; run the command that wrote the folder again"
             )
         yield
-        own(run_dir, path.name, report_of=run_id)  # once written: a failure records nothing
+        # once written (a failure records nothing), with its hash: one the user changes is theirs
+        own(run_dir, path.name, report_of=run_id, report_hash=_digest(path))
 
 
 @contextmanager
@@ -590,13 +630,13 @@ def claim_run_dir(
                 )
             owned = _owned(marker)
             for entry in entries:  # the marker last: a crash midway leaves a claimed folder
-                if entry.name in REPORT_FILES and not entry.is_symlink() and not is_report(entry):
-                    continue  # the user's own file at a report's name
+                if entry.name in REPORT_FILES and not is_report(entry):
+                    continue  # the user's own file at a report's name (or a link to one)
                 if entry.name != MARKER and _is_owned(entry.name, owned):
                     _remove(entry)
             # a report it did not own stays, and so does the record of which run it shows
-            left = {n: v for n, v in _reports(marker).items() if (run_dir / n).is_file()}
-            record = {**record, **({"reports": left} if left else {})}
+            left = _report_record(marker, lambda n: (run_dir / n).is_file())
+            record = {**record, **{k: v for k, v in left.items() if v}}
         else:  # the same run resumes: what it owns (a report, checkpoints) stays its own
             record = _kept_record(marker)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -610,8 +650,8 @@ def _kept_record(marker: Mapping[str, Any]) -> dict[str, Any]:
     """What a marker of the same run records that a new claim keeps: the entries it owns
     (and the run's files) and the run ids its reports were rendered from."""
     owns = [*RUN_FILES, *(n for n in sorted(_owned(marker)) if n not in RUN_FILES)]
-    made = _reports(marker)
-    return {"owns": owns, **({"reports": made} if made else {})}
+    made = _report_record(marker, lambda n: True)
+    return {"owns": owns, **{k: v for k, v in made.items() if v}}
 
 
 def is_run_file(run_dir: Path, path: Path) -> bool:
@@ -628,23 +668,27 @@ def is_run_file(run_dir: Path, path: Path) -> bool:
     return path.name in (*owned, *REPORT_FILES) and os.path.lexists(folder / MARKER)
 
 
-def own(run_dir: Path, *names: str, report_of: str | None = None) -> None:
+def own(
+    run_dir: Path, *names: str, report_of: str | None = None, report_hash: str | None = None
+) -> None:
     """Record ``names`` (entries of ``run_dir`` steadyeval is writing: a report, a checkpoint
     store) as steadyeval's own in the folder's marker, so ``--overwrite`` may delete them
     later; what is never recorded is never deleted. ``report_of``: the run id the named
     reports show (a report of another run than the folder's is deleted when a run next
-    writes the folder). A folder without a current marker (not a run folder, or one
-    written before markers listed what they own) is left as it is."""
+    writes the folder); ``report_hash``: the sha256 of the report as written (one the user
+    then changes is theirs, see :func:`is_report`). A folder without a current marker (not
+    a run folder, or one written before markers listed what they own) is left as it is."""
     marker = _current_marker(run_dir)
     if marker is None:
         return
     owns = [n for n in marker["owns"] if isinstance(n, str)]
     added = [n for n in names if n not in owns and n and "/" not in n]
-    made = _reports(marker)
-    if report_of:
-        made.update({n: report_of for n in names if n in REPORT_FILES})
-    if added or made != _reports(marker) or "reports" not in marker:
-        _rewrite_marker(run_dir, marker, owns=[*owns, *added], reports=made)
+    reports = [n for n in names if n in REPORT_FILES]
+    made = {**_reports(marker), **({n: report_of for n in reports} if report_of else {})}
+    hashes = {n: v for n, v in _report_hashes(marker).items() if n not in reports}
+    hashes.update({n: report_hash for n in reports} if report_hash else {})
+    if added or made != marker.get("reports") or hashes != marker.get("report_hashes"):
+        _rewrite_marker(run_dir, marker, owns=[*owns, *added], reports=made, report_hashes=hashes)
 
 
 def default_out(name: str, *, root: Path = Path("runs")) -> Path:

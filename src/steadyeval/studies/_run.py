@@ -17,6 +17,7 @@ from ..results import (
     Analysis,
     Design,
     ResultsFrame,
+    check_rewritable,
     check_run_dir,
     read_summary,
     rewrite_summaries,
@@ -341,6 +342,7 @@ def _reanalyze(run_dir: Path) -> Analysis:
     # study's design and the run's counts, which the results table cannot give back
     summary, study = _study_run(run_dir, rewritten=("summary.md",), new_analysis=True)
     _check_writable(run_dir)  # before the analysis, which can take minutes
+    check_rewritable(run_dir, str(summary["run_id"]))
     frame = ResultsFrame.read(run_dir / "results.parquet")
     design = _summary_design(run_dir, summary, study)
     try:

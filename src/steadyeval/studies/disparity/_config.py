@@ -30,10 +30,12 @@ class DisparityConfig(StudyConfig):
     data: str = Field(
         description="Probe directory (generic, LAMA or LPAQA layout).",
         json_schema_extra={"path": True, "metavar": "DIR"},
+        min_length=1,  # '' would name the current folder
     )
     general: str = Field(
         description="General corpus: a text file, one sentence or paragraph per line.",
         json_schema_extra={"path": True, "metavar": "FILE"},
+        min_length=1,  # '' would name the current folder
     )
     prompt_set: Literal["manual_paraphrase", "paraphrase", "mine"] | None = Field(
         None, description="LPAQA layout: which prompt set (default manual_paraphrase)."
@@ -45,6 +47,7 @@ class DisparityConfig(StudyConfig):
         None,
         description="Keep only facts whose object is in this word list (one per line).",
         json_schema_extra={"path": True, "metavar": "FILE"},
+        min_length=1,  # '' would name the current folder
     )
     candidates: Literal["vocabulary", "relation"] = Field(
         "vocabulary", description="P@1 over the vocabulary, or over the relation's objects."
@@ -59,6 +62,7 @@ class DisparityConfig(StudyConfig):
         description="Overlap sentences from a file or folder instead: LAMA's T-REx evidence "
         "(the TREx folder of P*.jsonl, or one such file) or text, one sentence per line.",
         json_schema_extra={"path": True, "metavar": "PATH"},
+        min_length=1,  # '' would name the current folder
     )
     overlap_format: Literal["auto", "trex", "text"] = Field(
         "auto",
@@ -114,6 +118,7 @@ class DisparityConfig(StudyConfig):
         None,
         description="Checkpoint folder (default: OUT/checkpoints).",
         json_schema_extra={"path": True, "metavar": "DIR"},
+        min_length=1,  # '' would name the current folder
     )
     keep_checkpoints: bool = Field(True, description="Keep checkpoints after the run.")
 

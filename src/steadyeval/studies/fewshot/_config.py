@@ -54,12 +54,14 @@ class FewShotConfig(StudyConfig):
         description="Labelled examples in FewGLUE/SuperGLUE JSONL (e.g. FewGLUE/RTE/train.jsonl), "
         "or a FewGLUE folder holding TASK/train.jsonl.",
         json_schema_extra={"metavar": "FILE|DIR", "path": True},
+        min_length=1,  # '' would name the current folder
     )
     test: str | None = Field(
         None,
         description="A labelled test set: a JSONL file, a folder holding TASK/val.jsonl, or "
         "superglue:validation (hub).",
         json_schema_extra={"metavar": "FILE|DIR|superglue:SPLIT", "path": True},
+        min_length=1,  # '' would name the current folder
     )
     unlabelled: str | None = Field(
         None,
@@ -67,6 +69,7 @@ class FewShotConfig(StudyConfig):
         "pet-full): a JSONL file or a folder holding TASK/unlabeled.jsonl [default: the "
         "unlabeled.jsonl next to the labelled file].",
         json_schema_extra={"metavar": "FILE|DIR", "path": True},
+        min_length=1,  # '' would name the current folder
     )
     transductive: bool = Field(
         False,
@@ -153,6 +156,7 @@ class FewShotConfig(StudyConfig):
         description="Checkpoint store to share between runs [default: RUN_DIR/checkpoints; "
         "without a run directory, a temporary folder deleted when the run ends].",
         json_schema_extra={"metavar": "DIR", "path": True},
+        min_length=1,  # '' would name the current folder
     )
     threads: int | None = Field(
         None,

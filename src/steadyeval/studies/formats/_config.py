@@ -53,6 +53,7 @@ class FormatsConfig(StudyConfig):
     data: str = Field(
         description="SQuAD 2.0 .json file or hub name (squad_v2).",
         json_schema_extra={"metavar": "SOURCE", "path": True},
+        min_length=1,  # '' would name the current folder
     )
     split: str | None = Field(
         None,

@@ -55,6 +55,7 @@ class KnowledgeConfig(StudyConfig):
         description="A folder in the original MMLU layout (dev/, test/ with "
         "<subject>_<split>.csv) or a hub data set such as cais/mmlu.",
         json_schema_extra={"metavar": "DIR|HUB_NAME", "path": True},
+        min_length=1,  # '' would name the current folder
     )
     subjects: list[str] | None = Field(
         None,

@@ -28,6 +28,7 @@ class SensitivityConfig(StudyConfig):
         description="Probe directory (generic, LAMA or LPAQA layout) or a task directory "
         "(items.jsonl + templates.jsonl).",
         json_schema_extra={"path": True, "metavar": "DIR"},
+        min_length=1,  # '' would name the current folder
     )
     prompt_set: Literal["manual_paraphrase", "paraphrase", "mine"] | None = Field(
         None, description="LPAQA layout: which prompt set (default manual_paraphrase)."
@@ -47,6 +48,7 @@ class SensitivityConfig(StudyConfig):
         description='Subject aliases: a JSON map {"Q30": ["USA", ...]} (keys: subject URIs '
         'or labels) or JSONL lines {"subject": "...", "aliases": [...]}.',
         json_schema_extra={"path": True, "metavar": "FILE"},
+        min_length=1,  # '' would name the current folder
     )
     max_names: int = Field(
         5, ge=1, le=MAX_NAMES, description="Names per subject (canonical + aliases)."
@@ -58,6 +60,7 @@ class SensitivityConfig(StudyConfig):
         None,
         description="Keep only facts whose object is in this word list (one per line).",
         json_schema_extra={"path": True, "metavar": "FILE"},
+        min_length=1,  # '' would name the current folder
     )
     scoring: str | None = Field(
         None,
