@@ -14,6 +14,7 @@ Every reader of outside input goes through these, so the limits are stated once:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import stat
@@ -28,6 +29,7 @@ __all__ = [
     "MAX_TEXT_BYTES",
     "check_json_depth",
     "decode_utf8",
+    "file_sha256",
     "human_bytes",
     "input_file",
     "limit_from_env",
@@ -258,3 +260,9 @@ def load_json_file(
     and :func:`loads_json`; every failure a :class:`DataError` naming the file."""
     text = read_text_file(path, what, max_bytes=max_bytes)
     return loads_json(text, str(path), max_depth=max_depth, allow_nan=allow_nan)
+
+
+def file_sha256(path: Path) -> str:
+    """The sha256 of a file's bytes (hex), read in blocks."""
+    with path.open("rb") as fh:
+        return hashlib.file_digest(fh, "sha256").hexdigest()

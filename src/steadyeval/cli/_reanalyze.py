@@ -60,16 +60,10 @@ def command(run_dir: Path) -> None:
 
 def _digest(path: Path) -> str | None:
     """A summary's sha256 (``None``: missing or unreadable), to tell what reanalyze
-    repaired; read in blocks (a summary can be large), never a FIFO's wait."""
-    import hashlib
+    repaired; never a FIFO's wait."""
+    from .._files import file_sha256
 
-    if not path.is_file():
-        return None
-    h = hashlib.sha256()
     try:
-        with path.open("rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                h.update(block)
+        return file_sha256(path) if path.is_file() else None
     except OSError:
         return None
-    return h.hexdigest()

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from .._errors import DataError
-from .._files import MAX_TEXT_BYTES, loads_json, read_text_file, sized_input_file
+from .._files import MAX_TEXT_BYTES, file_sha256, loads_json, read_text_file, sized_input_file
 from .._json import write_json, write_text_atomic
 from ..items import shorten
 
@@ -51,16 +51,8 @@ _RESUME = "run the same command again to resume it"
 _OPEN: dict[str, list[int]] = {}
 
 
-def _digest(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def _write_manifest(run_dir: Path, run_id: str, state: str, reason: str | None = None) -> None:
-    files = {name: _digest(run_dir / name) for name in RUN_FILES if (run_dir / name).is_file()}
+    files = {name: file_sha256(run_dir / name) for name in RUN_FILES if (run_dir / name).is_file()}
     data: dict[str, Any] = {"run_id": run_id, "files": files, "state": state}
     if reason is not None:
         data["reason"] = reason
@@ -166,7 +158,7 @@ def _settled(run_dir: Path, manifest: Mapping[str, Any]) -> dict[str, str]:
     files = dict(manifest["files"])
     for name, digest in _pending(manifest).items():
         path = run_dir / name
-        if path.is_file() and _digest(path) == digest:
+        if path.is_file() and file_sha256(path) == digest:
             files[name] = digest
     return files
 
@@ -306,7 +298,7 @@ def _check_against(
                 "a study's again (a plain run's: run the command that wrote it again)"
             )
         _check_listed(path, f"{run}'s {name}")
-        if name not in rewritten and _digest(path) not in (listed[name], pending.get(name)):
+        if name not in rewritten and file_sha256(path) not in (listed[name], pending.get(name)):
             if name == "summary.json" and new_analysis:
                 _check_summary_base(run_dir, path, manifest)
                 continue

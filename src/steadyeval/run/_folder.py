@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from .._errors import ConfigError, DataError, SteadyevalError
-from .._files import load_json_file
+from .._files import file_sha256, load_json_file
 from .._json import write_json
 from .._process import alive
 from ..items import canonical_json
@@ -208,20 +208,12 @@ def is_report(path: Path | str) -> bool:
     recorded = _report_hashes(marker).get(path.name)
     try:
         if recorded is not None:
-            return _digest(path) == recorded
+            return file_sha256(path) == recorded
         with path.open("rb") as fh:
             head = fh.read(_SIGN_BYTES)
     except OSError:
         return False
     return all(sign in head for sign in signs)
-
-
-def _digest(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _report_hashes(marker: Mapping[str, Any] | None) -> dict[str, str]:
@@ -417,7 +409,7 @@ def writing_report(
             )
         yield
         # once written (a failure records nothing), with its hash: one the user changes is theirs
-        own(run_dir, path.name, report_of=run_id, report_hash=_digest(path))
+        own(run_dir, path.name, report_of=run_id, report_hash=file_sha256(path))
 
 
 @contextmanager
