@@ -963,15 +963,19 @@ def test_a_users_file_at_a_report_name_is_never_deleted_or_replaced(tmp_path: Pa
 
 def test_a_report_the_user_wrote_over_is_theirs(tmp_path: Path) -> None:
     """A report steadyeval wrote (recorded in the marker) that the user then replaced with
-    their own text is kept when the results change, and its record goes."""
+    their own text is kept when the results change, and stays theirs after any run: a
+    refused one, a resume, an ``--overwrite``."""
     out = tmp_path / "run"
     assert _run(tmp_path, out)[0] == 0
     assert CliRunner().invoke(main, ["report", str(out), "--format", "md"]).exit_code == 0
     assert "report.md" in json.loads((out / MARKER).read_text())["reports"]
-    notes = _users_file(out / "report.md")
-    assert _run(tmp_path, out, "scripted:a", "--limit", "2", "--overwrite")[0] == 0
-    assert (out / "report.md").read_text() == notes
-    assert "report.md" not in json.loads((out / MARKER).read_text()).get("reports", {})
+    # annotated: it still holds every sign of a report, only its recorded hash tells
+    notes = _users_file(out / "report.md", (out / "report.md").read_text() + "\n## Mine\n")
+    for extra in (("scripted:b",), ("scripted:a",), ("scripted:a", "--limit", "2", "--overwrite")):
+        _run(tmp_path, out, *extra)  # refused (another config), resumed, overwritten
+        assert (out / "report.md").read_text() == notes
+        result = CliRunner().invoke(main, ["report", str(out), "--format", "md"])
+        assert result.exit_code == 2 and "is not a report steadyeval wrote" in result.output
 
 
 def test_every_report_format_is_recognised_as_steadyevals(tmp_path: Path) -> None:
@@ -1057,3 +1061,52 @@ def test_printed_paths_never_carry_a_control_character(tmp_path: Path) -> None:
     code, output = _run(tmp_path, out)
     assert code == 0, output
     assert "\x1b" not in output and "run\\x1b[31m\\nx/ (results.parquet" in output
+
+
+@pytest.mark.parametrize("written", [False, True])
+def test_a_report_write_stopped_at_any_point_leaves_a_report_steadyeval_vouches_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, written: bool
+) -> None:
+    """The new report's hash is recorded beside the old one's before the write: a report
+    stopped before or after writing its file (Ctrl-C, kill) leaves steadyeval's report, old
+    or new, which the next report replaces (it was taken for the user's file)."""
+    from steadyeval.reports import ReportOptions, _write
+    from steadyeval.run import is_report
+
+    out = tmp_path / "run"
+    assert _run(tmp_path, out)[0] == 0
+    assert CliRunner().invoke(main, ["report", str(out), "--format", "md"]).exit_code == 0
+    first = (out / "report.md").read_bytes()
+    real = _write.write_text_atomic
+
+    def stopped(path: Path, text: str) -> None:
+        if written:
+            real(path, text)
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as mp:
+        mp.setattr(_write, "write_text_atomic", stopped)
+        with pytest.raises(KeyboardInterrupt):
+            write_report(out, fmt="md", options=ReportOptions(max_chars=20))  # another text
+    assert ((out / "report.md").read_bytes() != first) == written
+    assert is_report(out / "report.md")
+    result = CliRunner().invoke(main, ["report", str(out), "--format", "md"])
+    assert result.exit_code == 0, result.output
+
+
+def test_compare_never_writes_its_json_over_a_run_folders_file(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    assert _run(tmp_path, out)[0] == 0
+    for name in ("summary.json", "results.parquet", "manifest.json", MARKER, "report.json"):
+        before = (out / name).read_bytes() if (out / name).exists() else None
+        args = ["compare", str(out), str(out), "--json", str(out / name)]
+        result = CliRunner().invoke(main, args)
+        assert result.exit_code == 2 and "is a file of a run folder" in result.output
+        assert ((out / name).read_bytes() if (out / name).exists() else None) == before
+
+
+def test_fewshot_space_that_is_empty_is_refused(tmp_path: Path) -> None:
+    argv = ["study", "fewshot", "--model", "scripted:a", "--task", "RTE", "--labelled",
+            str(_data(tmp_path)), "--space", "", "--out", str(tmp_path / "o")]  # fmt: skip
+    result = CliRunner().invoke(main, argv)
+    assert result.exit_code == 2 and "--space: space: is empty" in result.output

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from .._errors import printable
+from .._errors import ConfigError, printable
 from ._options import PathParam
 
 if TYPE_CHECKING:
@@ -188,6 +188,13 @@ def command(
     from ._options import check_writable
 
     check_writable(json_path, "--json", folder=False)
+    from ..run import in_a_run_folder
+
+    if json_path is not None and in_a_run_folder(json_path):
+        raise ConfigError(
+            f"--json {printable(json_path)}: is a file of a run folder (its results, summaries, "
+            "manifest, marker or reports); write the comparison elsewhere"
+        )
     console = Console() if sys.stdout.isatty() else Console(width=160)
     if over == "formats":
         result = _over_formats(runs, models, outcome, cluster, confidence, draws, seed)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 from typing import Literal
@@ -67,6 +68,8 @@ def write_report(
     run_id = ctx.summary.get("run_id")
     path.parent.mkdir(parents=True, exist_ok=True)
     # in the run's folder: locked, checked against what was read, recorded once written
-    with writing_report(Path(run_dir), path, run_id=str(run_id) if run_id else None, token=token):
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()  # as write_text_atomic writes it
+    shows = str(run_id) if run_id else None
+    with writing_report(Path(run_dir), path, run_id=shows, token=token, digest=digest):
         write_text_atomic(path, text)
     return path

@@ -54,6 +54,7 @@ __all__ = [
     "claim_run_dir",
     "config_key",
     "default_out",
+    "in_a_run_folder",
     "is_report",
     "is_run_file",
     "locked_run_dir",
@@ -207,8 +208,8 @@ def is_report(path: Path | str) -> bool:
         marker = None
     recorded = _report_hashes(marker).get(path.name)
     try:
-        if recorded is not None:
-            return file_sha256(path) == recorded
+        if recorded:
+            return file_sha256(path) in recorded
         with path.open("rb") as fh:
             head = fh.read(_SIGN_BYTES)
     except OSError:
@@ -216,12 +217,19 @@ def is_report(path: Path | str) -> bool:
     return all(sign in head for sign in signs)
 
 
-def _report_hashes(marker: Mapping[str, Any] | None) -> dict[str, str]:
-    """The marker's record of its reports' content: report name -> sha256 of the file."""
+def _report_hashes(marker: Mapping[str, Any] | None) -> dict[str, list[str]]:
+    """The marker's record of its reports' content: report name -> the sha256 of the file
+    as written (two while a report is being written: the old one's and the new one's)."""
     made = (marker or {}).get("report_hashes")
     if not isinstance(made, dict):
         return {}
-    return {k: v for k, v in made.items() if k in REPORT_FILES and isinstance(v, str) and v}
+    out = {}
+    for name, value in made.items():
+        values = value if isinstance(value, list) else [value]
+        kept = [v for v in values if isinstance(v, str) and v]
+        if name in REPORT_FILES and kept:
+            out[name] = kept
+    return out
 
 
 def _reports(marker: Mapping[str, Any] | None) -> dict[str, str]:
@@ -283,14 +291,10 @@ def _drop_stale_reports(run_dir: Path, before: str | None) -> list[str]:
         if of is not None and of != now and is_report(path):
             path.unlink()
             gone.append(name)
-    # a recorded report the user has since written over is theirs now: its record goes
-    mine = [
-        n for n in made if n not in gone and (run_dir / n).is_file() and not is_report(run_dir / n)
-    ]
-    if marker is not None and any(name in made for name in (*gone, *mine)):
-        _rewrite_marker(
-            run_dir, marker, **_report_record(marker, lambda n: n not in (*gone, *mine))
-        )
+    # a recorded report the user has since changed keeps its record: its hash, no longer the
+    # file's, keeps it theirs (without it, the report's signs would make it steadyeval's)
+    if marker is not None and gone:
+        _rewrite_marker(run_dir, marker, **_report_record(marker, lambda n: n not in gone))
     return gone
 
 
@@ -377,7 +381,12 @@ def results_token(run_dir: Path) -> tuple[int, int, int] | None:
 
 @contextmanager
 def writing_report(
-    run_dir: Path, path: Path, *, run_id: str | None, token: tuple[int, int, int] | None
+    run_dir: Path,
+    path: Path,
+    *,
+    run_id: str | None,
+    token: tuple[int, int, int] | None,
+    digest: str | None = None,
 ) -> Iterator[None]:
     """Around writing the report of the run in ``run_dir`` (``run_id``: the run it shows;
     ``token``: :func:`results_token` when the report was built) to ``path``.
@@ -386,8 +395,10 @@ def writing_report(
     write (a run that holds it is an error); run files that changed since the report was
     built, or a folder whose results and config name different runs, are an error; and the
     report is recorded as steadyeval's, showing ``run_id``, once written (in a folder whose
-    marker records reports). Where the lock cannot be had (a file system without locks, a
-    lock file of another user), the report is written unrecorded, as it is elsewhere."""
+    marker records reports), with ``digest``, its sha256: recorded before the write beside the
+    hash of the report it replaces, so that a write stopped at any point leaves a file the
+    marker vouches for. Where the lock cannot be had (a file system without locks, a lock
+    file of another user), the report is written unrecorded, as it is elsewhere."""
     inside = Path(os.path.realpath(path.parent)) == Path(os.path.realpath(run_dir))
     if not inside or path.name not in REPORT_FILES:
         yield
@@ -407,9 +418,13 @@ def writing_report(
                 f"{run_dir}: its summary.json is of run {run_id} but its config.json of run "
                 f"{now}; run the command that wrote the folder again"
             )
+        if digest is not None:  # the old report's hash stays until the new one is written
+            old = _report_hashes(_current_marker(run_dir)).get(path.name, [])
+            own(run_dir, report_hashes={path.name: [*old[-1:], digest]})
         yield
-        # once written (a failure records nothing), with its hash: one the user changes is theirs
-        own(run_dir, path.name, report_of=run_id, report_hash=file_sha256(path))
+        # once written (a failure records nothing else): a report the user changes is theirs
+        digest = digest if digest is not None else file_sha256(path)
+        own(run_dir, path.name, report_of=run_id, report_hashes={path.name: [digest]})
 
 
 @contextmanager
@@ -653,23 +668,34 @@ def is_run_file(run_dir: Path, path: Path) -> bool:
     steadyeval's marker), one of its own files or reports (a report of one run must not
     pass for another's). ``path``'s folder is resolved (links followed), its name is not
     (writing replaces a link, never its target)."""
+    if Path(os.path.realpath(path.parent)) == Path(os.path.realpath(run_dir)):
+        return path.name in (*RUN_FILES, MARKER, LOCK)
+    return in_a_run_folder(path)
+
+
+def in_a_run_folder(path: Path) -> bool:
+    """Whether ``path`` names one of a run folder's own files or reports (its folder holds
+    steadyeval's marker; the folder is resolved, the name is not): an output given as a
+    path (a comparison's JSON) must never replace one."""
     folder = Path(os.path.realpath(path.parent))
-    owned = (*RUN_FILES, MARKER, LOCK)
-    if folder == Path(os.path.realpath(run_dir)):
-        return path.name in owned
-    return path.name in (*owned, *REPORT_FILES) and os.path.lexists(folder / MARKER)
+    names = (*RUN_FILES, MARKER, LOCK, *REPORT_FILES)
+    return path.name in names and os.path.lexists(folder / MARKER)
 
 
 def own(
-    run_dir: Path, *names: str, report_of: str | None = None, report_hash: str | None = None
+    run_dir: Path,
+    *names: str,
+    report_of: str | None = None,
+    report_hashes: Mapping[str, list[str]] | None = None,
 ) -> None:
     """Record ``names`` (entries of ``run_dir`` steadyeval is writing: a report, a checkpoint
     store) as steadyeval's own in the folder's marker, so ``--overwrite`` may delete them
     later; what is never recorded is never deleted. ``report_of``: the run id the named
     reports show (a report of another run than the folder's is deleted when a run next
-    writes the folder); ``report_hash``: the sha256 of the report as written (one the user
-    then changes is theirs, see :func:`is_report`). A folder without a current marker (not
-    a run folder, or one written before markers listed what they own) is left as it is."""
+    writes the folder); ``report_hashes``: the sha256 each named report may have (one the
+    user then changes is theirs, see :func:`is_report`). A folder without a current marker
+    (not a run folder, or one written before markers listed what they own) is left as it
+    is."""
     marker = _current_marker(run_dir)
     if marker is None:
         return
@@ -677,8 +703,7 @@ def own(
     added = [n for n in names if n not in owns and n and "/" not in n]
     reports = [n for n in names if n in REPORT_FILES]
     made = {**_reports(marker), **({n: report_of for n in reports} if report_of else {})}
-    hashes = {n: v for n, v in _report_hashes(marker).items() if n not in reports}
-    hashes.update({n: report_hash for n in reports} if report_hash else {})
+    hashes = {**_report_hashes(marker), **(report_hashes or {})}
     if added or made != marker.get("reports") or hashes != marker.get("report_hashes"):
         _rewrite_marker(run_dir, marker, owns=[*owns, *added], reports=made, report_hashes=hashes)
 

@@ -192,6 +192,13 @@ class FewShotConfig(StudyConfig):
             raise ValueError("give at least one value")
         return list(dict.fromkeys(value))
 
+    @field_validator("space")
+    @classmethod
+    def _space_named(cls, value: Any) -> Any:
+        if value == "":  # '' would name the current folder
+            raise ValueError("is empty; give a YAML file or a mapping {name: [values]}")
+        return value
+
     @model_validator(mode="after")
     def _one_model_one_test(self) -> FewShotConfig:
         if len(self.models) != 1:
