@@ -1110,3 +1110,10 @@ def test_fewshot_space_that_is_empty_is_refused(tmp_path: Path) -> None:
             str(_data(tmp_path)), "--space", "", "--out", str(tmp_path / "o")]  # fmt: skip
     result = CliRunner().invoke(main, argv)
     assert result.exit_code == 2 and "--space: space: is empty" in result.output
+
+
+def test_an_error_never_carries_a_control_character_of_a_path(tmp_path: Path) -> None:
+    """A file name's escape reaches the terminal through no error message."""
+    result = CliRunner().invoke(main, ["report", str(tmp_path / "a\x1b[31mb")])
+    assert result.exit_code == 2
+    assert "\x1b" not in result.output and "a\\x1b[31mb: not a run directory" in result.output

@@ -82,13 +82,13 @@ class _Group(click.Group):
                 warnings.showwarning = show
                 return super().invoke(ctx)
         except SteadyevalError as exc:
-            click.echo(f"error: {exc}", err=True)
+            click.echo(f"error: {_said(exc)}", err=True)
             sys.exit(2)
         except ValueError as exc:  # steadyeval.stats's own input errors (it imports no project)
             stats = sys.modules.get("steadyeval.stats._errors")
             if stats is None or not isinstance(exc, stats.StatsInputError):
                 raise
-            click.echo(f"error: {exc}", err=True)
+            click.echo(f"error: {_said(exc)}", err=True)
             sys.exit(2)
         except OSError as exc:  # a write the disk refused outside steadyeval's own writers
             from .._json import storage_error
@@ -96,7 +96,7 @@ class _Group(click.Group):
             error = storage_error(exc, exc.filename or "a file")
             if error is None:
                 raise
-            click.echo(f"error: {error}", err=True)
+            click.echo(f"error: {_said(error)}", err=True)
             sys.exit(2)
         except KeyboardInterrupt:
             said = "terminated" if terminated else "interrupted"
@@ -109,6 +109,14 @@ class _Group(click.Group):
                 said += ": the run stays readable; run the same command again to finish"
             click.echo(said, err=True)
             sys.exit(143 if terminated else 130)
+
+
+def _said(exc: BaseException) -> str:
+    """An error's message for the terminal: its lines kept, any other character that does
+    not print (an escape in a file name the message quotes) escaped."""
+    from .._errors import printable
+
+    return "\n".join(printable(line) for line in str(exc).split("\n"))
 
 
 #: The commands that send requests to models (their responses are cached as they come).
