@@ -199,13 +199,18 @@ def is_report(path: Path | str) -> bool:
     holds near its top. A file of the user's at that name (their notes, or a report they
     added to) is not, and no steadyeval command deletes or replaces it unasked."""
     path = Path(path)
+    try:
+        marker = _marker(path.parent) if path.name in _REPORT_SIGNS else None
+    except ConfigError:
+        marker = None
+    return _is_report(path, marker)
+
+
+def _is_report(path: Path, marker: Mapping[str, Any] | None) -> bool:
+    """:func:`is_report` with the folder's marker already read."""
     signs = _REPORT_SIGNS.get(path.name)
     if signs is None or not path.is_file():
         return False
-    try:
-        marker = _marker(path.parent)
-    except ConfigError:
-        marker = None
     recorded = _report_hashes(marker).get(path.name)
     try:
         if recorded:
@@ -267,7 +272,7 @@ def _stamp_reports(run_dir: Path, run_id: str | None) -> None:
     if marker is None or run_id is None:
         return
     made = _reports(marker)
-    new = {n: run_id for n in REPORT_FILES if n not in made and is_report(run_dir / n)}
+    new = {n: run_id for n in REPORT_FILES if n not in made and _is_report(run_dir / n, marker)}
     if new:
         _rewrite_marker(run_dir, marker, reports={**made, **new})
 
@@ -288,7 +293,7 @@ def _drop_stale_reports(run_dir: Path, before: str | None) -> list[str]:
     for name in REPORT_FILES:
         of = made.get(name, before)
         path = run_dir / name
-        if of is not None and of != now and is_report(path):
+        if of is not None and of != now and _is_report(path, marker):
             path.unlink()
             gone.append(name)
     # a recorded report the user has since changed keeps its record: its hash, no longer the
@@ -386,7 +391,7 @@ def writing_report(
     *,
     run_id: str | None,
     token: tuple[int, int, int] | None,
-    digest: str | None = None,
+    digest: str,
 ) -> Iterator[None]:
     """Around writing the report of the run in ``run_dir`` (``run_id``: the run it shows;
     ``token``: :func:`results_token` when the report was built) to ``path``.
@@ -418,12 +423,11 @@ def writing_report(
                 f"{run_dir}: its summary.json is of run {run_id} but its config.json of run "
                 f"{now}; run the command that wrote the folder again"
             )
-        if digest is not None:  # the old report's hash stays until the new one is written
-            old = _report_hashes(_current_marker(run_dir)).get(path.name, [])
-            own(run_dir, report_hashes={path.name: [*old[-1:], digest]})
+        # the old report's hash stays beside the new one's until the new one is written
+        old = _report_hashes(_current_marker(run_dir)).get(path.name, [])
+        own(run_dir, report_hashes={path.name: [*old[-1:], digest]})
         yield
         # once written (a failure records nothing else): a report the user changes is theirs
-        digest = digest if digest is not None else file_sha256(path)
         own(run_dir, path.name, report_of=run_id, report_hashes={path.name: [digest]})
 
 
@@ -637,7 +641,7 @@ def claim_run_dir(
                 )
             owned = _owned(marker)
             for entry in entries:  # the marker last: a crash midway leaves a claimed folder
-                if entry.name in REPORT_FILES and not is_report(entry):
+                if entry.name in REPORT_FILES and not _is_report(entry, marker):
                     continue  # the user's own file at a report's name (or a link to one)
                 if entry.name != MARKER and _is_owned(entry.name, owned):
                     _remove(entry)
