@@ -4,10 +4,11 @@ ConfigError saying which types are accepted, never a bare TypeError."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
-from steadyeval import ConfigError
+from steadyeval import ConfigError, DataError
 from steadyeval.studies import run_study, study_names
 
 
@@ -38,3 +39,18 @@ def test_flags_and_files_name_an_unknown_backend_a_python_config_may_name_it_lat
         study.load_config(None, {"models": ["nope:./m"], "data": "x.jsonl"})
     # built in Python, a config may name a backend that is registered before it runs
     assert str(study.config(models=["later:./m"], data="x.jsonl").models[0]) == "later:./m"
+
+
+@pytest.mark.parametrize(
+    ("study", "config"),
+    [
+        ("spread", {"data": "missing.jsonl"}),
+        ("sensitivity", {"data": "missing-probes"}),
+    ],
+)
+def test_a_wrong_data_file_is_reported_before_any_model_opens(
+    study: str, config: dict[str, str], tmp_path: Path
+) -> None:
+    # the model folder does not exist either: opening it first would report the model
+    with pytest.raises(DataError, match="missing"):
+        run_study(study, {"models": [f"hf:{tmp_path}/no-model"], **config}, dry_run=True)

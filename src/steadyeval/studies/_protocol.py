@@ -2,8 +2,9 @@
 
 A study is a :class:`Study` in the registry (:func:`register_study`, :func:`get_study`).
 :func:`run_study` drives every study the same way: it validates the config (pydantic, with
-located errors), loads the models' backends (cheap: configs, not weights), asks the study for
-its design (items × conditions × models, as blocks), hands the design to the runner, lets the
+located errors), asks the study for its design (items × conditions × models, as blocks;
+each model's backend opens when first used: configs, not weights, so a design that reads only
+its data reports a bad data file before any model opens), hands the design to the runner, lets the
 study add follow-up blocks that depend on the first results (e.g. retraining a chosen
 setting), analyses the results table (and only the table) and writes ``summary.json`` and
 ``summary.md``. The report (``steadyeval report``) shows the study's sections from the same

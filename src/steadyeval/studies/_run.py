@@ -59,6 +59,31 @@ def _config(study: Study[Any], config: ConfigLike) -> StudyConfig:
     return validate_config(study.config, config, what=f"{study.name}-study config")
 
 
+class _Models(Sequence[Backend]):
+    """The config's models, each opened on first use: a study whose design reads only its
+    data (spread, sensitivity, knowledge, ...) finds a wrong data file before any model is
+    opened (a hub model's tokenizer and config take seconds, a download minutes)."""
+
+    def __init__(self, specs: Sequence[Any]) -> None:
+        self._specs = list(specs)
+        self._opened: dict[int, Backend] = {}
+
+    def __len__(self) -> int:
+        return len(self._specs)
+
+    @overload
+    def __getitem__(self, index: int) -> Backend: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Backend]: ...
+    def __getitem__(self, index: int | slice) -> Backend | list[Backend]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(len(self))[index]]
+        i = range(len(self))[index]
+        if i not in self._opened:
+            self._opened[i] = load_backend(self._specs[i])
+        return self._opened[i]
+
+
 def _with_models(design: StudyDesign, backends: Sequence[str | Backend]) -> StudyDesign:
     """Blocks that name no models run on the study's models."""
     blocks = [
@@ -156,7 +181,7 @@ def run_study(
 def _run_study(
     study: Study[Any], cfg: StudyConfig, opts: RunOptions, *, dry_run: bool
 ) -> StudyResult | PlanCounts:
-    backends = [load_backend(m) for m in cfg.models]
+    backends = _Models(cfg.models)
     design = _with_models(study.design(cfg, backends, opts), backends)
     if dry_run:
         return run_blocks(design.blocks, options=opts, dry_run=True, columns=design.columns)
