@@ -1043,7 +1043,7 @@ def test_reanalyze_names_only_steadyevals_reports(tmp_path: Path) -> None:
     ("yaml", "field"),
     [
         ("models: [scripted:a]\ndata: ''\n", "the data path is empty"),
-        ("models: [scripted:a]\ndata: DATA\nformats: ''\n", "formats: String should have"),
+        ("models: [scripted:a]\ndata: DATA\nformats: ''\n", "formats: empty; expected a value"),
     ],
 )
 def test_an_empty_path_in_a_config_file_is_refused(tmp_path: Path, yaml: str, field: str) -> None:

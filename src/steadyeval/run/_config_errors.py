@@ -112,6 +112,8 @@ def format_errors(
             msg = f"unknown key; allowed keys here: {allowed}"
         elif err["type"] == "value_error":
             msg = msg.removeprefix("Value error, ")
+        elif err["type"] == "string_too_short" and err.get("input") == "":
+            msg = "empty; expected a value"
         elif isinstance(err.get("input"), str | int | float | bool):
             msg = f"{msg} (got {shorten(repr(err['input']))})"
         lines.append(f"{where}: {key}: {shorten(msg, 400)}")
