@@ -1117,3 +1117,23 @@ def test_an_error_never_carries_a_control_character_of_a_path(tmp_path: Path) ->
     result = CliRunner().invoke(main, ["report", str(tmp_path / "a\x1b[31mb")])
     assert result.exit_code == 2
     assert "\x1b" not in result.output and "a\\x1b[31mb: not a run directory" in result.output
+
+
+def test_a_run_folder_renamed_to_a_name_that_is_not_utf8_is_still_read(tmp_path: Path) -> None:
+    """steadyeval never names a folder so, but a user may rename one: pyarrow encodes every
+    path as UTF-8, so the table is read through an open file there."""
+    out = _study(tmp_path)
+    renamed = Path(os.fsdecode(os.fsencode(tmp_path) + b"/r\xffn"))
+    try:
+        out.rename(renamed)
+    except (OSError, UnicodeError):  # a file system that takes only UTF-8 names
+        pytest.skip("this file system refuses names that are not UTF-8")
+    result = CliRunner().invoke(main, ["reanalyze", str(renamed)])
+    assert result.exit_code == 0, result.output
+    assert "the analysis is unchanged" in result.output
+    result = CliRunner().invoke(main, ["compare", str(renamed), str(renamed), "--json", "-"])
+    assert result.exit_code == 0, result.output
+    report = tmp_path / "report.md"
+    result = CliRunner().invoke(main, ["report", str(renamed), "--format", "md", "-o", str(report)])
+    assert result.exit_code == 0, result.output
+    assert "- rows:" in report.read_text(encoding="utf-8")

@@ -54,7 +54,7 @@ def print_comparison(console: Console, comp: Comparison) -> None:
     for col in ("arm", "run", "model"):
         arms.add_column(col)
     for arm in comp.arms:
-        arms.add_row(Text(arm.label), Text(arm.run), Text(arm.model))
+        arms.add_row(Text(arm.label), Text(printable(arm.run)), Text(arm.model))
     console.print(arms)
     conf = f"{100 * comp.confidence:g}%"
     for pair in comp.pairs:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
+from .._errors import printable
+
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -48,7 +50,7 @@ def print_over_formats(console: Console, result: OverFormats, *, rank: bool) -> 
     for arm in result.arms:
         arms.add_row(
             Text(arm.label),
-            Text(arm.run),
+            Text(printable(arm.run)),
             Text(arm.model),
             str(arm.cells),
             f"{_pct(arm.accuracy)} [{_pct(arm.low)}, {_pct(arm.high)}]",

@@ -13,7 +13,10 @@ the file.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import BinaryIO
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -46,28 +49,43 @@ def _too_large(path: Path, what: str, limit: int) -> DataError:
     )
 
 
+@contextmanager
+def _source(path: Path) -> Iterator[str | BinaryIO]:
+    """What pyarrow opens: the path, or the open file where the path is not UTF-8 text (a
+    folder renamed by hand; pyarrow encodes every path as UTF-8)."""
+    try:
+        os.fspath(path).encode("utf-8")
+    except UnicodeEncodeError:
+        with path.open("rb") as f:
+            yield f
+        return
+    yield os.fspath(path)
+
+
 def _read_parquet(path: Path) -> pa.Table:
     """The table in ``path``, read in batches under the size limit."""
     limit = limit_from_env("STEADYEVAL_MAX_RESULTS_MB", MAX_RESULTS_BYTES)
     try:
-        pf = pq.ParquetFile(path)
-        meta = pf.metadata
-        declared = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
-        if declared > limit or meta.num_rows * max(meta.num_columns, 1) > limit:
-            raise _too_large(
-                path,
-                f"declares {meta.num_rows:,} rows of {meta.num_columns:,} columns "
-                f"({human_bytes(declared)})",
-                limit,
-            )
-        batches = []
-        total = 0
-        for batch in pf.iter_batches(batch_size=65_536):
-            total += batch.nbytes
-            if total > limit:
-                raise _too_large(path, f"holds more than {human_bytes(total)}", limit)
-            batches.append(batch)
-        return pa.Table.from_batches(batches, schema=pf.schema_arrow)
+        with _source(path) as source:
+            pf = pq.ParquetFile(source)
+            meta = pf.metadata
+            groups = range(meta.num_row_groups)
+            declared = sum(meta.row_group(i).total_byte_size for i in groups)
+            if declared > limit or meta.num_rows * max(meta.num_columns, 1) > limit:
+                raise _too_large(
+                    path,
+                    f"declares {meta.num_rows:,} rows of {meta.num_columns:,} columns "
+                    f"({human_bytes(declared)})",
+                    limit,
+                )
+            batches = []
+            total = 0
+            for batch in pf.iter_batches(batch_size=65_536):
+                total += batch.nbytes
+                if total > limit:
+                    raise _too_large(path, f"holds more than {human_bytes(total)}", limit)
+                batches.append(batch)
+            return pa.Table.from_batches(batches, schema=pf.schema_arrow)
     except DataError:
         raise
     except _ERRORS as exc:
