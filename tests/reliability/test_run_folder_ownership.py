@@ -1131,9 +1131,26 @@ def test_a_run_folder_renamed_to_a_name_that_is_not_utf8_is_still_read(tmp_path:
     result = CliRunner().invoke(main, ["reanalyze", str(renamed)])
     assert result.exit_code == 0, result.output
     assert "the analysis is unchanged" in result.output
-    result = CliRunner().invoke(main, ["compare", str(renamed), str(renamed), "--json", "-"])
+    result = CliRunner().invoke(main, ["compare", str(renamed), str(renamed)])
     assert result.exit_code == 0, result.output
     report = tmp_path / "report.md"
     result = CliRunner().invoke(main, ["report", str(renamed), "--format", "md", "-o", str(report)])
     assert result.exit_code == 0, result.output
     assert "- rows:" in report.read_text(encoding="utf-8")
+
+
+def test_compare_json_dash_writes_the_json_to_stdout_not_a_file_named_dash(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--json -`` wrote a file named ``-`` in the current folder; stdout now holds the JSON
+    alone (the tables go to stderr) and ``./-`` is the file named ``-``."""
+    out = _study(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["compare", str(out), str(out), "--json", "-"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["arms"][0]["label"] == "A"
+    assert "arms" in result.stderr  # the tables' title
+    assert not (tmp_path / "-").exists()
+    result = CliRunner().invoke(main, ["compare", str(out), str(out), "--json", "./-"])
+    assert result.exit_code == 0, result.output
+    assert json.loads((tmp_path / "-").read_text(encoding="utf-8"))["arms"][0]["label"] == "A"

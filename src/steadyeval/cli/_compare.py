@@ -148,9 +148,10 @@ def print_comparison(console: Console, comp: Comparison) -> None:
 )
 @click.option(
     "--json",
-    "json_path",
-    type=PathParam(dir_okay=False, path_type=Path),
-    help="Also write the comparison as JSON to this file.",
+    "json_out",
+    type=PathParam(dir_okay=False, allow_dash=True),  # text: Path("./-") reads as "-"
+    help="Also write the comparison as JSON to this file; - writes it to stdout and the "
+    "tables to stderr (./- is a file named -).",
 )
 def command(
     runs: tuple[Path, ...],
@@ -162,7 +163,7 @@ def command(
     rank: bool,
     draws: int | None,
     seed: int | None,
-    json_path: Path | None,
+    json_out: str | None,
 ) -> None:
     """Paired comparison of RUN_A RUN_B [...] on the items and conditions they share.
 
@@ -187,6 +188,8 @@ def command(
 
     from ._options import check_writable
 
+    to_stdout = json_out == "-"
+    json_path = None if json_out is None or to_stdout else Path(json_out)
     check_writable(json_path, "--json", folder=False)
     from ..run import in_a_run_folder
 
@@ -195,13 +198,18 @@ def command(
             f"--json {printable(json_path)}: is a file of a run folder (its results, summaries, "
             "manifest, marker or reports); write the comparison elsewhere"
         )
-    console = Console() if sys.stdout.isatty() else Console(width=160)
+    if to_stdout and sys.stdout is None:  # started with stdout closed (`>&-`)
+        raise ConfigError("--json -: stdout is closed; give a file to write instead")
+    # a pipe or file gets wide tables; a terminal gets its own width. With --json -, stdout
+    # holds the JSON alone (for jq and the like) and the tables go to stderr
+    stream = sys.stderr if to_stdout else sys.stdout
+    console = Console(file=stream) if stream.isatty() else Console(file=stream, width=160)
     if over == "formats":
         result = _over_formats(runs, models, outcome, cluster, confidence, draws, seed)
         from ._compare_formats import print_over_formats
 
         print_over_formats(console, result, rank=rank)
-        _write_json(json_path, result.to_dict())
+        _write_json(json_out, result.to_dict())
         return
     for flag, value in (("--rank", rank), ("--draws", draws), ("--seed", seed)):
         if value:
@@ -215,9 +223,8 @@ def command(
         cluster=cluster,
         confidence=confidence,
     )
-    # a pipe or file gets wide tables; a terminal gets its own width
     print_comparison(console, comp)
-    _write_json(json_path, comp.to_dict())
+    _write_json(json_out, comp.to_dict())
 
 
 def _over_formats(
@@ -243,11 +250,16 @@ def _over_formats(
     )
 
 
-def _write_json(json_path: Path | None, data: object) -> None:
-    if json_path is None:
+def _write_json(json_out: str | None, data: object) -> None:
+    if json_out is None:
+        return
+    text = json.dumps(data, indent=2) + "\n"
+    if json_out == "-":
+        click.echo(text, nl=False)
         return
     from .._json import write_text_atomic
 
+    json_path = Path(json_out)
     json_path.parent.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(json_path, json.dumps(data, indent=2) + "\n")
+    write_text_atomic(json_path, text)
     click.echo(f"wrote {printable(json_path)}")
