@@ -464,3 +464,22 @@ def test_repeated_answers_are_noted() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error", stats.StatsWarning)
         stats.estimate_spread(np.tile(rows, 2), np.tile(cols, 2), varied, (20, 30), draws=20)
+
+
+def test_fewer_cells_than_formats_do_not_narrow_the_prior() -> None:
+    """Half a cell per format says less than one: the formats' prior keeps one cell's mean
+    (its mean fell to 0.5 logit, and wide spreads came out too narrow off the benchmark's
+    shapes: 400 formats × 60 items at 200 cells)."""
+    from steadyeval.stats._irt import fit_irt
+    from steadyeval.stats._irt_gibbs import _Chain, format_sd_mean
+
+    rng = np.random.default_rng(3)
+    rows = rng.permutation(40)[:20]
+    cols = rng.integers(0, 30, 20)
+    y = rng.integers(0, 2, 20).astype(float)
+    chain = _Chain(fit_irt(IrtCells.of(rows, cols, y, 40, 30)))
+    assert chain.sd_mean == format_sd_mean(1.0)
+    rows2 = np.concatenate([np.arange(40), np.arange(40)])
+    cols2 = np.concatenate([np.arange(40) % 30, (np.arange(40) + 7) % 30])
+    y2 = rng.integers(0, 2, 80).astype(float)
+    assert _Chain(fit_irt(IrtCells.of(rows2, cols2, y2, 40, 30))).sd_mean == format_sd_mean(2.0)

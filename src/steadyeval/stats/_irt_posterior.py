@@ -14,7 +14,7 @@ from scipy.special import expit
 
 from ._errors import StatsInputError
 from ._irt_check import SpreadDiagnostic, diagnose
-from ._irt_gibbs import format_sd_mean, gibbs_draws
+from ._irt_gibbs import formats_prior_mean, gibbs_draws
 from ._irt_mixture import draw_with_mixture
 from ._validate import (
     Progress,
@@ -353,7 +353,7 @@ def irt_distribution(
     if calibrate and sampler == "laplace":
         q_low, q_high = widen(q_low, np.median(q, axis=0), q_high, len(cells.y) / n)
     # after every other draw, so that the check leaves the estimates as they were
-    prior = format_sd_mean(cells.distinct_per_row().sum() / n) if sampler == "gibbs" else None
+    prior = formats_prior_mean(cells.distinct_per_row().sum() / n) if sampler == "gibbs" else None
     diagnostic = diagnose(cells, mu, theta, beta, rng, prior)
     return IrtDistribution(
         accuracy=acc.mean(axis=0),
