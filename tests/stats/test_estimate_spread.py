@@ -66,6 +66,23 @@ ROWS, COLS, Y = [0, 0, 1, 2], [0, 1, 1, 2], [1, 0, 1, 1]
         ((ROWS, COLS, [1, 0, np.nan, 1], (3, 3)), {}, "correct must hold only 0 and 1"),
         ((ROWS, COLS, ["yes", "no", "no", "yes"], (3, 3)), {}, "correct must hold only 0 and 1"),
         ((ROWS, COLS, [[1, 0], [1, 1]], (3, 3)), {}, "correct .* 1-D array"),
+        # read as 1 by numpy: the text '1', the imaginary part of 1+1j, a masked entry
+        ((ROWS, COLS, ["1", "0", "0", "1"], (3, 3)), {}, "correct must hold only 0 and 1.*text"),
+        (
+            (ROWS, COLS, np.array([1, 0, 0, 1], dtype=object).astype(str).astype(object), (3, 3)),
+            {},
+            "correct must hold .* str values",
+        ),
+        ((ROWS, COLS, [1, 0, 1j, 1], (3, 3)), {}, "correct must hold .* complex numbers"),
+        ((ROWS, COLS, np.ma.array(Y, mask=[0, 0, 1, 0]), (3, 3)), {}, "correct has masked"),
+        ((np.ma.array(ROWS, mask=[1, 0, 0, 0]), COLS, Y, (3, 3)), {}, "rows has masked"),
+        (
+            (ROWS, COLS, Y, (3, 3), np.ma.array(np.eye(3), mask=np.eye(3))),
+            {},
+            "covariates has masked entries; give every format's covariates",
+        ),
+        ((ROWS, COLS, Y, (3, 3), np.eye(3) + 1j), {}, "covariates must be real numbers"),
+        ((ROWS, [0, 1, 7, 2], Y, (3, 3)), {}, r"cols must be in \[0, 3\); got 7 at position 2"),
         (([[0, 0], [1, 2]], COLS, Y, (3, 3)), {}, r"rows must be a 1-D array.*shape \(2, 2\)"),
         ((ROWS, np.array(COLS)[None], Y, (3, 3)), {}, r"cols must be a 1-D array.*\(1, 4\)"),
         ((None, COLS, Y, (3, 3)), {}, r"rows must be a 1-D array.*shape \(\)"),
@@ -483,3 +500,27 @@ def test_fewer_cells_than_formats_do_not_narrow_the_prior() -> None:
     cols2 = np.concatenate([np.arange(40) % 30, (np.arange(40) + 7) % 30])
     y2 = rng.integers(0, 2, 80).astype(float)
     assert _Chain(fit_irt(IrtCells.of(rows2, cols2, y2, 40, 30))).sd_mean == format_sd_mean(2.0)
+
+
+def test_the_estimate_cannot_be_changed_after_the_fact() -> None:
+    """The estimate is frozen, and so are its arrays (``draws`` is the distribution's own:
+    zeroing it changed ``quantile`` but not ``accuracy``)."""
+    est = stats.estimate_spread(ROWS, COLS, Y, (3, 3), draws=20)
+    for array in (est.draws, est.accuracy, est.distribution.sorted_accuracy):
+        with pytest.raises(ValueError, match="read-only"):
+            array[0] = 0
+    unmasked = stats.estimate_spread(ROWS, COLS, np.ma.array(Y), (3, 3), draws=20)
+    np.testing.assert_array_equal(unmasked.draws, est.draws)  # a mask hiding nothing is fine
+
+
+def test_every_cell_correct_warns_once_and_leaks_no_numpy_warning() -> None:
+    """Nothing bounds the intercept when every cell is right: the chain wanders far out,
+    where the block move's density overflowed (numpy's RuntimeWarning reached the caller)."""
+    rng = np.random.default_rng(0)
+    rows, cols = np.divmod(rng.choice(20 * 30, 120, replace=False), 30)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est = stats.estimate_spread(rows, cols, np.ones(120), (20, 30), draws=400)
+    assert [type(w.message) for w in caught] == [stats.StatsWarning]
+    assert "every observed cell (120) is correct" in str(caught[0].message)
+    assert np.all(est.accuracy > 0.99)

@@ -121,13 +121,38 @@ def _shape(shape: Any) -> tuple[int, int]:
     return int(n_formats), int(n_items)
 
 
+def _unmasked(values: Any, name: str) -> Any:
+    """``values`` without a numpy mask: a masked entry is refused (numpy would read the
+    value under the mask as if it were there)."""
+    if isinstance(values, np.ma.MaskedArray):
+        if np.ma.is_masked(values):
+            what = (
+                "give every format's covariates"
+                if name == "covariates"
+                else "pass only the observed cells (leave the masked ones out of rows, cols "
+                "and correct alike)"
+            )
+            raise StatsInputError(f"{name} has masked entries; {what}")
+        return np.ma.getdata(values)
+    return values
+
+
 def _correct(correct: ArrayLike) -> NDArray[np.float64]:
     """``correct`` as a 1-D array of 0.0 and 1.0 (booleans allowed)."""
     expected = "correct must hold only 0 and 1 (or booleans), one per observed cell"
+    correct = _unmasked(correct, "correct")
     try:
-        y = np.asarray(correct, dtype=np.float64)
+        raw = np.asarray(correct)
+        kinds = {"U": "text", "S": "text", "c": "complex numbers"}
+        kind = kinds.get(raw.dtype.kind)
+        if kind is None and raw.dtype == object:
+            odd = next((v for v in raw.flat if isinstance(v, str | bytes | complex)), None)
+            kind = None if odd is None else f"{type(odd).__name__} values"
+        y = np.asarray(raw, dtype=np.float64) if kind is None else raw
     except (TypeError, ValueError, OverflowError):
         raise StatsInputError(f"{expected}; could not read it as numbers") from None
+    if kind is not None:  # '1' or 1+1j would be read as 1
+        raise StatsInputError(f"{expected}; got {kind}")
     if y.ndim != 1:
         raise StatsInputError(f"{expected}: a 1-D array; got shape {y.shape}")
     bad = np.flatnonzero((y != 0) & (y != 1))
@@ -139,6 +164,7 @@ def _correct(correct: ArrayLike) -> NDArray[np.float64]:
 def _index(values: ArrayLike, name: str) -> NDArray[Any]:
     """``rows`` or ``cols`` as a 1-D array (:meth:`IrtCells.of` checks the indices)."""
     expected = f"{name} must be a 1-D array of integer indices, one per observed cell"
+    values = _unmasked(values, name)
     try:
         a = np.asarray(values)
     except (TypeError, ValueError, OverflowError):
@@ -264,6 +290,10 @@ def estimate_spread(
             f"draws × (n_formats + n_items) = {draws:,} × {n_formats + n_items:,} is over the "
             f"limit of {MAX_DRAW_VALUES:,} values held at once; ask for fewer draws"
         )
+    if covariates is not None:
+        covariates = _unmasked(covariates, "covariates")
+        if np.asarray(covariates).dtype.kind == "c":  # the imaginary part would be dropped
+            raise StatsInputError("covariates must be real numbers; got complex values")
     cells = IrtCells.of(r, c, y, n_formats, n_items)
     caught: list[warnings.WarningMessage] = []
     try:
@@ -279,6 +309,9 @@ def estimate_spread(
     finally:  # also when stopped (a progress callback that raises, Ctrl-C)
         for w in caught:  # shown at the caller's line, under the caller's filters
             warnings.warn(w.message, w.category, stacklevel=2)
+    for value in vars(dist).values():  # the estimate is frozen, its arrays too
+        if isinstance(value, np.ndarray):
+            value.flags.writeable = False
     return SpreadEstimate(
         draws=dist.accuracy_draws,
         accuracy=dist.accuracy,

@@ -234,7 +234,11 @@ def _indices(values: ArrayLike, name: str, size: int) -> NDArray[np.intp]:
     elif a.dtype.kind not in "iu" and a.size:
         raise StatsInputError(f"{name} must hold integer indices; got dtype {a.dtype}")
     if a.size and (a.min() < 0 or a.max() >= size):
-        raise StatsInputError(f"cell indices out of range: {name} must be in [0, {size})")
+        at = int(np.flatnonzero((a < 0) | (a >= size))[0])
+        raise StatsInputError(
+            f"cell indices out of range: {name} must be in [0, {size}); got {int(a[at])} at "
+            f"position {at}"
+        )
     return np.array(a, dtype=np.intp)  # a copy: the cells cannot change once checked
 
 

@@ -98,8 +98,9 @@ def _log_gauss(
     x: NDArray[np.float64], mean: NDArray[np.float64], chol: NDArray[np.float64]
 ) -> float:
     """log density (up to a constant) of N(mean, (L Lᵀ)⁻¹) at x, L = ``chol``."""
-    z = chol.T @ (x - mean)
-    return float(np.sum(np.log(np.diag(chol))) - 0.5 * z @ z)
+    with np.errstate(over="ignore"):  # far out (every cell right: no bound): -inf, rejected
+        z = chol.T @ (x - mean)
+        return float(np.sum(np.log(np.diag(chol))) - 0.5 * z @ z)
 
 
 def _proposal_factor(hess: NDArray[np.float64]) -> NDArray[np.float64]:
