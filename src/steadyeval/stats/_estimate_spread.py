@@ -220,12 +220,13 @@ def estimate_spread(
     ------
     StatsInputError
         If ``rows``, ``cols`` and ``correct`` are not 1-D, differ in length or are empty, an
-        index is out of range or not an integer, ``correct`` holds anything but 0 and 1,
+        index is out of range or not an integer, ``correct`` holds anything but 0 and 1
+        (text and complex numbers too), an argument is a masked array with masked entries,
         ``shape`` is not two positive integers (or is over the estimator's limits: formats
         + covariate columns over ``MAX_ROW_EFFECTS``, 6,000, or formats + items +
         covariate columns over ``MAX_EFFECTS``, 20,000), ``draws`` is not a positive
-        integer, ``confidence`` is not in (0, 1), or the covariates are not finite numbers
-        of shape (n_formats, k).
+        integer, ``confidence`` is not in (0, 1), or the covariates are not finite real
+        numbers of shape (n_formats, k).
 
     Warns
     -----
