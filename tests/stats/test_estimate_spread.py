@@ -524,3 +524,16 @@ def test_every_cell_correct_warns_once_and_leaks_no_numpy_warning() -> None:
     assert [type(w.message) for w in caught] == [stats.StatsWarning]
     assert "every observed cell (120) is correct" in str(caught[0].message)
     assert np.all(est.accuracy > 0.99)
+
+
+def test_cells_on_a_few_items_of_many_are_warned_about() -> None:
+    """Every format on the same 3 of 300 items (a hostile review): the other items' spread
+    is the prior's, and the intervals missed the truth with nothing said."""
+    rows = np.repeat(np.arange(40), 3)
+    cols = np.tile([4, 90, 201], 40)
+    y = np.random.default_rng(2).integers(0, 2, len(rows))
+    with pytest.warns(stats.StatsWarning, match="only 3 of the 300 cols have observed cells"):
+        stats.estimate_spread(rows, cols, y, (40, 300), draws=20)
+    with warnings.catch_warnings():  # ten items say enough: no warning
+        warnings.simplefilter("error")
+        stats.estimate_spread(rows, np.tile(np.arange(10), 12), y, (40, 300), draws=20)
