@@ -232,8 +232,8 @@ def estimate_spread(
     -----
     StatsWarning
         When the cells cannot inform the estimate (every cell correct or wrong; one format
-        or one item observed of several; cells observed several times, always with the
-        same answer), as :func:`irt_distribution`.
+        or one item observed of several, or fewer than 10 of more; cells observed several
+        times, always with the same answer), as :func:`irt_distribution`.
 
     Notes
     -----
