@@ -200,9 +200,10 @@ def matrices(n: int) -> list[Mat]:
     return out
 
 
-def family_matrices(family: str, n: int) -> list[Mat]:
-    """Matrices 0 .. n-1 of a family of bench/spread_families.py."""
-    return [(m.y, m.covariates) for m in (family_matrix(family, k) for k in range(n))]
+def family_matrices(family: str, n: int, shape: tuple[int, int] | None = None) -> list[Mat]:
+    """Matrices 0 .. n-1 of a family of bench/spread_families.py (of ``shape``, formats ×
+    items, when given)."""
+    return [(m.y, m.covariates) for m in (family_matrix(family, k, shape) for k in range(n))]
 
 
 def families_table(per_family: dict[str, Runs]) -> bool | None:
@@ -336,7 +337,7 @@ def run_families(args: argparse.Namespace, methods: tuple[str, ...]) -> bool:
     for fam in names:
         print(f"{fam} ({role(fam)}): {describe(fam)}", flush=True)
         per_family[fam] = run_matrices(
-            family_matrices(fam, n), budgets, args.seeds, args.jobs, methods
+            family_matrices(fam, n, args.shape), budgets, args.seeds, args.jobs, methods
         )
         table(per_family[fam], {}, verdict=False)
     ok = families_table(per_family)
@@ -345,6 +346,18 @@ def run_families(args: argparse.Namespace, methods: tuple[str, ...]) -> bool:
         return True
     print("all targets met" if ok else "NOT all targets met")
     return ok
+
+
+def _shape(text: str) -> tuple[int, int]:
+    try:
+        n, m = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected FORMATSxITEMS such as 400x60; got {text!r}"
+        ) from None
+    if n < 2 or m < 2:
+        raise argparse.ArgumentTypeError(f"expected at least 2 formats and 2 items; got {text!r}")
+    return n, m
 
 
 def main() -> None:
@@ -380,7 +393,17 @@ def main() -> None:
         help="run bench/spread_families.py instead: 'report', 'choose', 'all' or names, "
         "comma-separated (--matrices per family, default 8 there; budgets 200 400)",
     )
+    ap.add_argument(
+        "--shape",
+        type=_shape,
+        default=None,
+        metavar="FORMATSxITEMS",
+        help="with --families: every matrix of this shape (e.g. 400x60) instead of the "
+        "families' 100-200 formats × 60-150 items",
+    )
     args = ap.parse_args()
+    if args.shape is not None and args.families is None:
+        ap.error("--shape goes with --families")
     DRAWS = args.draws
     methods = tuple(m for m in METHODS if not (args.default_only and m in EXTRAS))
     if args.families is not None:

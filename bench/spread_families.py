@@ -163,16 +163,19 @@ def describe(family: str) -> str:
     return " ".join(doc.split())
 
 
-def generate(family: str, seed: int) -> Matrix:
+def generate(family: str, seed: int, shape: tuple[int, int] | None = None) -> Matrix:
     """One seeded matrix of a family: 100-200 formats (``bench``: 136-189 and 100 items, as
-    bench/spread_matrix.py), 60-150 items, y ~ Bernoulli(p)."""
+    bench/spread_matrix.py), 60-150 items, y ~ Bernoulli(p); ``shape`` (formats, items)
+    instead, for shapes the families' table never takes."""
     if family not in FAMILIES:
         raise KeyError(f"unknown family {family!r}; known: {', '.join(FAMILIES)}")
-    rng = np.random.default_rng([seed, sorted(FAMILIES).index(family)])
+    rng = np.random.default_rng([seed, sorted(FAMILIES).index(family), *(shape or ())])
     make = FAMILIES[family][1]
     if make is None:
+        if shape is not None:
+            return bench_generate(seed, *shape)
         return bench_generate(seed, int(rng.integers(136, 190)))
-    n, m = int(rng.integers(100, 201)), int(rng.integers(60, 151))
+    n, m = shape or (int(rng.integers(100, 201)), int(rng.integers(60, 151)))
     p, x = make(rng, n, m)
     y = (rng.random(p.shape) < p).astype(np.float64)
     return Matrix(y=y, covariates=x, default=0)
