@@ -101,7 +101,7 @@ def test_a_bad_data_row_fails_before_any_weights(hub: StandInHub, tmp_path: Path
     config = {"models": ["hf:owner/Name-0.5B"], "data": str(data), "n_formats": 4, "budget": 4}
     with pytest.raises(DataError, match=r"items\.jsonl.*line 2"):
         run_study("spread", config, dry_run=True)
-    assert hub.calls and not hub.weights_fetched()
+    assert not hub.calls  # the data are read before the model opens: nothing fetched at all
     data.write_text(json.dumps(good) + "\n")  # good data: the study's dry run fetches none
     counts = run_study("spread", config, dry_run=True)
     assert not hub.weights_fetched()
