@@ -1154,3 +1154,21 @@ def test_compare_json_dash_writes_the_json_to_stdout_not_a_file_named_dash(
     result = CliRunner().invoke(main, ["compare", str(out), str(out), "--json", "./-"])
     assert result.exit_code == 0, result.output
     assert json.loads((tmp_path / "-").read_text(encoding="utf-8"))["arms"][0]["label"] == "A"
+
+
+def test_compare_json_through_a_link_writes_its_target_and_never_a_device(tmp_path: Path) -> None:
+    """The atomic write renamed over a link: ``--json /dev/stdout`` replaced the system's
+    link with a regular file (as root), ``--json link.json`` left its target as it was."""
+    out = _study(tmp_path)
+    target, link = tmp_path / "target.json", tmp_path / "link.json"
+    target.write_text("old", encoding="utf-8")
+    link.symlink_to(target)
+    result = CliRunner().invoke(main, ["compare", str(out), str(out), "--json", str(link)])
+    assert result.exit_code == 0, result.output
+    assert link.is_symlink() and json.loads(target.read_text(encoding="utf-8"))["arms"]
+    for special in ("/dev/stdout", "/dev/null", "/proc/self/fd/1"):
+        result = CliRunner().invoke(main, ["compare", str(out), str(out), "--json", special])
+        assert result.exit_code == 2, result.output
+        assert "is a device or a process's file; --json - writes to stdout" in result.output
+    result = CliRunner().invoke(main, ["report", str(out), "-o", "/dev/stdout"])
+    assert result.exit_code == 2 and "--output - writes to stdout" in result.output

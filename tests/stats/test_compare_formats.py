@@ -96,6 +96,10 @@ def test_same_seed_same_draws_whether_or_not_progress_is_told() -> None:
         ({"progress": "yes"}, "progress must be None or a callable; got str 'yes'"),
         ({"shape": (2, 40, 19_961)}, "40 formats \\+ 19,961 items is over the estimator.s limit"),
         ({"shape": (3, 1_000, 3_001)}, "3 models × 1,000 formats × 3,001 items = 9,003,000 cells"),
+        # as estimate_spread: what numpy would misread (an imaginary part, a masked value)
+        ({"covariates": np.eye(40, 3) + 1j}, "covariates must be real numbers; got complex"),
+        ({"covariates": np.eye(40, 3).astype(str)}, "covariates must be real numbers; got text"),
+        ({"covariates": np.ma.array(np.eye(40, 3), mask=np.eye(40, 3))}, "covariates has masked"),
     ],
 )
 def test_bad_input_says_what_to_do(change: dict, match: str) -> None:

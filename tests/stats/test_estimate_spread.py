@@ -81,7 +81,16 @@ ROWS, COLS, Y = [0, 0, 1, 2], [0, 1, 1, 2], [1, 0, 1, 1]
             {},
             "covariates has masked entries; give every format's covariates",
         ),
-        ((ROWS, COLS, Y, (3, 3), np.eye(3) + 1j), {}, "covariates must be real numbers"),
+        (
+            (ROWS, COLS, Y, (3, 3), np.eye(3) + 1j),
+            {},
+            "covariates must be real numbers; got complex",
+        ),
+        (
+            (ROWS, COLS, Y, (3, 3), np.eye(3).astype(str)),
+            {},
+            "covariates must be real numbers; got text",
+        ),
         ((ROWS, [0, 1, 7, 2], Y, (3, 3)), {}, r"cols must be in \[0, 3\); got 7 at position 2"),
         (([[0, 0], [1, 2]], COLS, Y, (3, 3)), {}, r"rows must be a 1-D array.*shape \(2, 2\)"),
         ((ROWS, np.array(COLS)[None], Y, (3, 3)), {}, r"cols must be a 1-D array.*\(1, 4\)"),
@@ -532,7 +541,7 @@ def test_cells_on_a_few_items_of_many_are_warned_about() -> None:
     rows = np.repeat(np.arange(40), 3)
     cols = np.tile([4, 90, 201], 40)
     y = np.random.default_rng(2).integers(0, 2, len(rows))
-    with pytest.warns(stats.StatsWarning, match="only 3 of the 300 cols have observed cells"):
+    with pytest.warns(stats.StatsWarning, match="only 3 of the 300 items have observed cells"):
         stats.estimate_spread(rows, cols, y, (40, 300), draws=20)
     with warnings.catch_warnings():  # ten items say enough: no warning
         warnings.simplefilter("error")

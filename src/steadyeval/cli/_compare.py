@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import sys
@@ -186,11 +187,10 @@ def command(
     """
     from rich.console import Console
 
-    from ._options import check_writable
+    from ._options import output_file
 
     to_stdout = json_out == "-"
-    json_path = None if json_out is None or to_stdout else Path(json_out)
-    check_writable(json_path, "--json", folder=False)
+    json_path = None if json_out is None or to_stdout else output_file(Path(json_out), "--json")
     from ..run import in_a_run_folder
 
     if json_path is not None and in_a_run_folder(json_path):
@@ -201,15 +201,22 @@ def command(
     if to_stdout and sys.stdout is None:  # started with stdout closed (`>&-`)
         raise ConfigError("--json -: stdout is closed; give a file to write instead")
     # a pipe or file gets wide tables; a terminal gets its own width. With --json -, stdout
-    # holds the JSON alone (for jq and the like) and the tables go to stderr
+    # holds the JSON alone (for jq and the like), written before the tables go to stderr (a
+    # closed or full stderr loses only the tables); a closed stream (`>&-`, `2>&-`) gets none
     stream = sys.stderr if to_stdout else sys.stdout
-    console = Console(file=stream) if stream.isatty() else Console(file=stream, width=160)
+    if stream is None:
+        console = Console(file=io.StringIO())
+    else:
+        console = Console(file=stream) if stream.isatty() else Console(file=stream, width=160)
     if over == "formats":
         result = _over_formats(runs, models, outcome, cluster, confidence, draws, seed)
         from ._compare_formats import print_over_formats
 
+        if to_stdout:
+            _write_json(json_path, result.to_dict(), to_stdout=True)
         print_over_formats(console, result, rank=rank)
-        _write_json(json_out, result.to_dict())
+        if not to_stdout:
+            _write_json(json_path, result.to_dict(), to_stdout=False)
         return
     for flag, value in (("--rank", rank), ("--draws", draws), ("--seed", seed)):
         if value:
@@ -223,8 +230,11 @@ def command(
         cluster=cluster,
         confidence=confidence,
     )
+    if to_stdout:
+        _write_json(json_path, comp.to_dict(), to_stdout=True)
     print_comparison(console, comp)
-    _write_json(json_out, comp.to_dict())
+    if not to_stdout:
+        _write_json(json_path, comp.to_dict(), to_stdout=False)
 
 
 def _over_formats(
@@ -250,16 +260,16 @@ def _over_formats(
     )
 
 
-def _write_json(json_out: str | None, data: object) -> None:
-    if json_out is None:
-        return
+def _write_json(json_path: Path | None, data: object, *, to_stdout: bool) -> None:
+    """The comparison as JSON, to ``json_path`` or stdout (or nowhere: neither given)."""
     text = json.dumps(data, indent=2) + "\n"
-    if json_out == "-":
+    if to_stdout:
         click.echo(text, nl=False)
+        return
+    if json_path is None:
         return
     from .._json import write_text_atomic
 
-    json_path = Path(json_out)
     json_path.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomic(json_path, text)
     click.echo(f"wrote {printable(json_path)}")

@@ -206,6 +206,26 @@ def check_writable(path: Path | None, flag: str = "--out", *, folder: bool = Tru
         raise ConfigError(f"{flag} {problem[0]}{problem[1]}")
 
 
+def output_file(path: Path, flag: str) -> Path:
+    """Where a file the user named with ``flag`` is written: through a link to its target
+    (the file is written atomically, by a rename, which would replace the link itself), and
+    never a device or a process's file (``/dev/stdout`` would be replaced by a regular file:
+    ``flag -`` writes to stdout). Then :func:`check_writable`."""
+    import os
+
+    from .._errors import ConfigError, printable
+
+    target = Path(os.path.realpath(path)) if path.is_symlink() else path
+    special = ("/dev/", "/proc/")
+    if str(path).startswith(special) or str(target).startswith(special):
+        raise ConfigError(
+            f"{flag} {printable(path)}: is a device or a process's file; {flag} - writes to "
+            "stdout, or name a regular file"
+        )
+    check_writable(target, flag, folder=False)
+    return target
+
+
 def write_problem(path: Path, flag: str, *, folder: bool = True) -> tuple[str, str] | None:
     """Why this process could not write ``path`` (``None``: it could): the path and its
     problem (``PATH: ...``), and what to do about it with ``flag`` (``""`` where the
@@ -220,8 +240,8 @@ def write_problem(path: Path, flag: str, *, folder: bool = True) -> tuple[str, s
 
     if lone_surrogate(str(path)) is not None:
         return (
-            f"{str(path)!r}: the name holds bytes that are not UTF-8 text; choose a UTF-8 name",
-            "",
+            f"{str(path)!r}: the name holds bytes that are not UTF-8 text",
+            "; choose a UTF-8 name",
         )
     if path.exists() and path.is_dir() != folder:
         kind = "a folder" if path.is_dir() else "a file"

@@ -75,7 +75,7 @@ def command(
     """
     from .._errors import ConfigError, printable
     from ..reports import write_report
-    from ._options import check_writable, write_problem
+    from ._options import output_file, write_problem
 
     options = ReportOptions(max_item_rows=max_rows, max_chars=max_chars, seed=seed)
     if output == "-":  # stdout, as other tools read "-" (./- is a file named -)
@@ -89,10 +89,9 @@ def command(
         text = render(build_report(run_dir, options), cast("ReportFormat", fmt))
         click.echo(text, nl=not text.endswith("\n"))
         return
-    out = None if output is None else Path(output)
-    if out is not None:  # a bad path is refused before the work
-        check_writable(out, "--output", folder=False)
-    elif run_dir.is_dir():  # the default path: say so, and how to choose another
+    # a bad path is refused before the work; a link is written through to its target
+    out = None if output is None else output_file(Path(output), "--output")
+    if out is None and run_dir.is_dir():  # the default path: say so, and how to choose another
         problem = write_problem(run_dir / f"report.{fmt}", "--output", folder=False)
         if problem is not None:
             raise ConfigError(

@@ -17,10 +17,10 @@ from numpy.typing import ArrayLike, NDArray
 from scipy.special import expit
 
 from ._errors import StatsInputError
-from ._estimate_spread import PosteriorEstimate, _correct, _index
+from ._estimate_spread import PosteriorEstimate, _correct, _covariates, _index
 from ._irt import IrtCells, _indices, check_size, fit_irt
 from ._irt_crossed import crossed_draws
-from ._irt_posterior import MAX_DRAW_VALUES, degenerate_cells
+from ._irt_posterior import MAX_DRAW_VALUES, degenerate_cells, in_formats_and_items
 from ._validate import (
     Progress,
     SeedLike,
@@ -331,6 +331,7 @@ def compare_formats(
     k, n_formats, n_items = _shape3(shape)
     y = _correct(correct)
     r, c, mod = _index(rows, "rows"), _index(cols, "cols"), _index(models, "models")
+    covariates = _covariates(covariates)
     lengths = (len(mod), len(r), len(c), len(y))
     if len(set(lengths)) > 1:
         raise StatsInputError(
@@ -353,7 +354,7 @@ def compare_formats(
     if len(names) != k:
         raise StatsInputError(f"labels must name the {k} models of shape[0]; got {len(names)}")
     for message in degenerate_cells(cells):
-        warn(message.replace(" rows ", " formats ").replace(" cols ", " items "))
+        warn(in_formats_and_items(message))
     for m in range(k):
         own = y[mod == m]
         if len(own) and np.all(own == own[0]):

@@ -14,10 +14,15 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ._errors import StatsInputError
+from ._errors import StatsInputError, StatsWarning
 from ._irt import IrtCells, check_size, fit_irt
 from ._irt_check import SpreadDiagnostic
-from ._irt_posterior import MAX_DRAW_VALUES, IrtDistribution, irt_distribution
+from ._irt_posterior import (
+    MAX_DRAW_VALUES,
+    IrtDistribution,
+    in_formats_and_items,
+    irt_distribution,
+)
 from ._validate import (
     Progress,
     SeedLike,
@@ -135,6 +140,19 @@ def _unmasked(values: Any, name: str) -> Any:
             raise StatsInputError(f"{name} has masked entries; {what}")
         return np.ma.getdata(values)
     return values
+
+
+def _covariates(covariates: ArrayLike | None) -> ArrayLike | None:
+    """``covariates`` unmasked and not complex or text (numpy would drop an imaginary part,
+    or parse ``"1"``); :func:`fit_irt` checks the rest."""
+    if covariates is None:
+        return None
+    covariates = _unmasked(covariates, "covariates")
+    kind = np.asarray(covariates).dtype.kind
+    if kind in "cUS":
+        got = "complex numbers" if kind == "c" else "text"
+        raise StatsInputError(f"covariates must be real numbers; got {got}")
+    return covariates
 
 
 def _correct(correct: ArrayLike) -> NDArray[np.float64]:
@@ -291,10 +309,7 @@ def estimate_spread(
             f"draws × (n_formats + n_items) = {draws:,} × {n_formats + n_items:,} is over the "
             f"limit of {MAX_DRAW_VALUES:,} values held at once; ask for fewer draws"
         )
-    if covariates is not None:
-        covariates = _unmasked(covariates, "covariates")
-        if np.asarray(covariates).dtype.kind == "c":  # the imaginary part would be dropped
-            raise StatsInputError("covariates must be real numbers; got complex values")
+    covariates = _covariates(covariates)
     cells = IrtCells.of(r, c, y, n_formats, n_items)
     caught: list[warnings.WarningMessage] = []
     try:
@@ -309,7 +324,10 @@ def estimate_spread(
             )
     finally:  # also when stopped (a progress callback that raises, Ctrl-C)
         for w in caught:  # shown at the caller's line, under the caller's filters
-            warnings.warn(w.message, w.category, stacklevel=2)
+            message = w.message
+            if isinstance(message, StatsWarning):  # rows and cols are formats and items
+                message = StatsWarning(in_formats_and_items(str(message)))
+            warnings.warn(message, w.category, stacklevel=2)
     for value in vars(dist).values():  # the estimate is frozen, its arrays too
         if isinstance(value, np.ndarray):
             value.flags.writeable = False

@@ -5,6 +5,7 @@ their intervals."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -181,6 +182,15 @@ def _copies(cells: IrtCells) -> list[str]:
         "independent evidence, so if they are copies of one answer (greedy decoding, the "
         "same results read twice) pass each cell once"
     ]
+
+
+_WORDS = {"rows": "formats", "cols": "items", "row's": "format's", "row": "format"}
+
+
+def in_formats_and_items(message: str) -> str:
+    """A message of the row × column model (:func:`degenerate_cells`) in the words of its
+    spread use: rows are formats, columns items."""
+    return re.sub(r"\b(rows|cols|row's|row)\b", lambda m: _WORDS[m.group(1)], message)
 
 
 def degenerate_cells(cells: IrtCells) -> list[str]:

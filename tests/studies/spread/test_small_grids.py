@@ -131,7 +131,7 @@ def test_the_analysis_notes_what_degenerate_cells_cannot_tell() -> None:
     (rec,) = analyze_spread(one_format, _info(5, 2)).models
     assert rec.diagnostic is not None and rec.diagnostic.prior_driven
     assert rec.notes == [
-        "only one of the 5 rows has observed cells: how the others differ from it comes "
+        "only one of the 5 formats has observed cells: how the others differ from it comes "
         "from the prior alone",
         rec.diagnostic.message,  # the fit check: 1 of 5 formats has two cells
     ]
