@@ -31,8 +31,11 @@ def printable(path: object) -> str:
 def show_path(path: object, limit: int = MAX_ECHO) -> str:
     """``path`` as text for a message: whole when short, else its start and end (where the
     file name is) around ``...``, so a hostile 5,000-character path makes a short line;
-    characters that do not print escaped (:func:`printable`)."""
+    characters that do not print escaped (:func:`printable`); quoted when it starts or ends
+    with a space."""
     text = printable(path)
+    if text != text.strip():  # ' ' or 'a.jsonl ' would read as nothing, or as another name
+        text = repr(text)
     if len(text) <= limit:
         return text
     head = limit // 3

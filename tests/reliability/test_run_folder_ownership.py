@@ -254,7 +254,8 @@ def test_an_output_path_that_is_a_fifo_or_device_is_never_replaced(
             else ["compare", str(out), str(out), "--json", str(target)]
         )
         result = CliRunner().invoke(main, argv)
-        assert result.exit_code == 2 and "special file" in result.output, result.output
+        said = "special file" if target == fifo else "is a device or a process's file"
+        assert result.exit_code == 2 and said in result.output, result.output
     assert fifo.is_fifo() and Path("/dev/null").is_char_device()
 
 
@@ -1061,6 +1062,17 @@ def test_printed_paths_never_carry_a_control_character(tmp_path: Path) -> None:
     code, output = _run(tmp_path, out)
     assert code == 0, output
     assert "\x1b" not in output and "run\\x1b[31m\\nx/ (results.parquet" in output
+
+
+def test_a_path_of_spaces_is_quoted_in_messages(tmp_path: Path) -> None:
+    """``--data ' '`` said ``error:  : not a directory``: a blank name reads as nothing."""
+    from steadyeval._errors import show_path
+
+    assert show_path(" ") == "' '" and show_path("a.jsonl ") == "'a.jsonl '"
+    assert show_path("runs/a b") == "runs/a b"  # inner spaces are part of the name
+    argv = ["study", "sensitivity", "--model", "scripted:a", "--data", " "]
+    result = CliRunner().invoke(main, argv)
+    assert result.exit_code == 2 and "error: ' ': not a directory" in result.output
 
 
 @pytest.mark.parametrize("written", [False, True])

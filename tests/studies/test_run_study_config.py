@@ -46,6 +46,7 @@ def test_flags_and_files_name_an_unknown_backend_a_python_config_may_name_it_lat
     [
         ("spread", {"data": "missing.jsonl"}),
         ("sensitivity", {"data": "missing-probes"}),
+        ("formats", {"data": "missing.json"}),
     ],
 )
 def test_a_wrong_data_file_is_reported_before_any_model_opens(

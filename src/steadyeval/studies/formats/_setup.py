@@ -35,8 +35,8 @@ def formats_design(config: FormatsConfig, backends: Sequence[Backend]) -> StudyD
     conditions' roles, the noise-floor pair, and how the items were chosen (counts of
     qualifying, skipped and article-fallback questions).
     """
+    data = load_squad(config.data, split=config.split)  # before a model opens
     template = check_template(backends, config.template)
-    data = load_squad(config.data, split=config.split)
     built = build_items(
         data,
         answerable=config.answerable,
