@@ -148,9 +148,9 @@ def _covariates(covariates: ArrayLike | None) -> ArrayLike | None:
     if covariates is None:
         return None
     covariates = _unmasked(covariates, "covariates")
-    kind = np.asarray(covariates).dtype.kind
-    if kind in "cUS":
-        got = "complex numbers" if kind == "c" else "text"
+    dtype = np.asarray(covariates).dtype
+    if dtype.kind not in "biufO":
+        got = {"c": "complex numbers", "U": "text", "S": "text"}.get(dtype.kind, dtype.name)
         raise StatsInputError(f"covariates must be real numbers; got {got}")
     return covariates
 
@@ -161,8 +161,8 @@ def _correct(correct: ArrayLike) -> NDArray[np.float64]:
     correct = _unmasked(correct, "correct")
     try:
         raw = np.asarray(correct)
-        kinds = {"U": "text", "S": "text", "c": "complex numbers"}
-        kind = kinds.get(raw.dtype.kind)
+        kinds = {"U": "text", "S": "text", "c": "complex numbers", "m": "durations"}
+        kind = kinds.get(raw.dtype.kind, None if raw.dtype.kind in "biufO" else raw.dtype.name)
         if kind is None and raw.dtype == object:
             odd = next((v for v in raw.flat if isinstance(v, str | bytes | complex)), None)
             kind = None if odd is None else f"{type(odd).__name__} values"
