@@ -1062,6 +1062,10 @@ def test_printed_paths_never_carry_a_control_character(tmp_path: Path) -> None:
     code, output = _run(tmp_path, out)
     assert code == 0, output
     assert "\x1b" not in output and "run\\x1b[31m\\nx/ (results.parquet" in output
+    result = CliRunner().invoke(main, ["export", str(out)])  # its list of the files written
+    assert result.exit_code == 0, result.output
+    listed = [line for line in result.output.splitlines() if line.startswith("  ")]
+    assert listed and all("run\\x1b[31m\\nx-inspect" in line for line in listed), listed
 
 
 def test_a_path_of_spaces_is_quoted_in_messages(tmp_path: Path) -> None:

@@ -60,8 +60,8 @@ def command(
     click.echo(
         f"wrote {done.rows} rows to {len(done.files)} file(s) ({done.format}) in {printable(where)}"
     )
-    for path in done.files:
-        click.echo(f"  {path}")
+    for path in done.files:  # a run name's control characters never reach the terminal
+        click.echo(f"  {printable(path)}")
 
 
 def _common_folder(paths: tuple[Path, ...]) -> Path:

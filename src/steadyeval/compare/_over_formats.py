@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from .. import stats
-from .._errors import ConfigError, DataError
+from .._errors import ConfigError, DataError, show_path
 from ..results import ResultsFrame
 
 __all__ = ["FormatDifference", "FormatsArm", "FormatsPair", "OverFormats", "compare_over_formats"]
@@ -207,7 +207,8 @@ def compare_over_formats(
         path = Path(run)
         if path.resolve() in seen:
             raise ConfigError(
-                f"{path}: the same run as {seen[path.resolve()]}; a run compared with itself "
+                f"{show_path(path)}: the same run as {show_path(seen[path.resolve()])}; a run "
+                "compared with itself "
                 "has nothing to compare (one run with two models compares those)"
             )
         seen[path.resolve()] = str(path)
