@@ -78,6 +78,8 @@ Mat = tuple[NDArray[np.float64], NDArray[np.float64] | None]  # (0/1 matrix, cov
 #: Posterior draws per fit (``--draws``): the study's default (the Gibbs chain runs 300 +
 #: 2 × draws sweeps; fewer draws are a shorter chain and a noisier mean over them).
 DRAWS = int(SpreadConfig.model_fields["draws"].default)
+#: How the cells are drawn (``--cells``): "stratified" (the study's) or "uniform".
+CELLS = "stratified"
 
 
 def paper_bbh() -> dict[str, tuple[float, ...]]:
@@ -121,6 +123,16 @@ def _adaptive(y: NDArray[np.float64], budget: int, seed: int, rounds: int = 2) -
     return _ours(IrtCells.of(rows, cols, y[rows, cols], n_f, n_i), None, seed)
 
 
+def _cells(n_f: int, n_i: int, budget: int, seed: int) -> tuple:
+    """The cells every method gets: the study's stratified cells, or with ``--cells
+    uniform`` a uniform draw without replacement (some formats get none, some several), as
+    a caller choosing its own cells might draw them."""
+    if CELLS == "uniform":
+        flat = np.random.default_rng([seed, 99]).choice(n_f * n_i, budget, replace=False)
+        return np.divmod(flat, n_i)
+    return stratified_cells(n_f, n_i, budget, seed=seed)
+
+
 def run_one(
     y: NDArray[np.float64],
     x: NDArray[np.float64] | None,
@@ -137,7 +149,7 @@ def run_one(
     if unknown:
         raise ValueError(f"unknown methods {sorted(unknown)}; known: {METHODS}")
     n_f, n_i = y.shape
-    rows, cols = stratified_cells(n_f, n_i, budget, seed=seed)
+    rows, cols = _cells(n_f, n_i, budget, seed)
     obs = y[rows, cols]
     cells = IrtCells.of(rows, cols, obs, n_f, n_i)
     out = {}
@@ -361,7 +373,7 @@ def _shape(text: str) -> tuple[int, int]:
 
 
 def main() -> None:
-    global DRAWS  # set from --draws; read by the workers (forked after it is set)
+    global DRAWS, CELLS  # set from --draws, --cells; read by the workers (forked after)
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument(
         "--matrices", type=int, default=None, help="default 20 (--families: 8 per family)"
@@ -401,10 +413,17 @@ def main() -> None:
         help="with --families: every matrix of this shape (e.g. 400x60) instead of the "
         "families' 100-200 formats × 60-150 items",
     )
+    ap.add_argument(
+        "--cells",
+        choices=("stratified", "uniform"),
+        default="stratified",
+        help="how every method's cells are drawn: the study's stratified design (default), "
+        "or uniformly at random (some formats get none)",
+    )
     args = ap.parse_args()
     if args.shape is not None and args.families is None:
         ap.error("--shape goes with --families")
-    DRAWS = args.draws
+    DRAWS, CELLS = args.draws, args.cells
     methods = tuple(m for m in METHODS if not (args.default_only and m in EXTRAS))
     if args.families is not None:
         sys.exit(0 if run_families(args, methods) else 1)
