@@ -467,5 +467,11 @@ class PathParam(click.Path):
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         if isinstance(value, str) and value == "":
-            self.fail("is empty; name a file or folder (. for the current folder)", param, ctx)
+            if not self.dir_okay:
+                what = "name a file" + (" (- for stdout)" if self.allow_dash else "")
+            elif not self.file_okay:
+                what = "name a folder (. for the current folder)"
+            else:
+                what = "name a file or folder (. for the current folder)"
+            self.fail(f"is empty; {what}", param, ctx)
         return super().convert(value, param, ctx)
