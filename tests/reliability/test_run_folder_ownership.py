@@ -254,7 +254,7 @@ def test_an_output_path_that_is_a_fifo_or_device_is_never_replaced(
             else ["compare", str(out), str(out), "--json", str(target)]
         )
         result = CliRunner().invoke(main, argv)
-        said = "special file" if target == fifo else "is a device or a process's file"
+        said = "special file" if target == fifo else "is under /dev or /proc"
         assert result.exit_code == 2 and said in result.output, result.output
     assert fifo.is_fifo() and Path("/dev/null").is_char_device()
 
@@ -1185,6 +1185,22 @@ def test_compare_json_through_a_link_writes_its_target_and_never_a_device(tmp_pa
     for special in ("/dev/stdout", "/dev/null", "/proc/self/fd/1"):
         result = CliRunner().invoke(main, ["compare", str(out), str(out), "--json", special])
         assert result.exit_code == 2, result.output
-        assert "is a device or a process's file; --json - writes to stdout" in result.output
+        assert (
+            "is under /dev or /proc (devices, shared memory, process files); --json - writes to stdout"
+            in result.output
+        )
     result = CliRunner().invoke(main, ["report", str(out), "-o", "/dev/stdout"])
     assert result.exit_code == 2 and "--output - writes to stdout" in result.output
+    for spelled in ("/tmp/../dev/new.json", "//dev/new.json"):  # never a new file there
+        result = CliRunner().invoke(main, ["compare", str(out), str(out), "--json", spelled])
+        assert result.exit_code == 2 and "is under /dev or /proc" in result.output
+    assert not Path("/dev/new.json").exists()
+    loop_a, loop_b = tmp_path / "loop-a.json", tmp_path / "loop-b.json"
+    loop_a.symlink_to(loop_b)
+    loop_b.symlink_to(loop_a)
+    for argv in (["compare", str(out), str(out), "--json"], ["report", str(out), "-o"]):
+        result = CliRunner().invoke(main, [*argv, str(loop_a)])
+        assert result.exit_code == 2 and "is a loop of links" in result.output
+        result = CliRunner().invoke(main, [*argv, f"{tmp_path}/trailing/"])
+        assert result.exit_code == 2 and "names a folder (ends with /)" in result.output
+    assert loop_a.is_symlink() and not (tmp_path / "trailing").exists()

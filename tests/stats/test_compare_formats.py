@@ -123,3 +123,13 @@ def test_pair_checks_its_indices() -> None:
     for a, b in ((0, 0), (0, 2), (True, 1), (-1, 0)):
         with pytest.raises(stats.StatsInputError):
             cmp.pair(a, b)
+
+
+def test_the_comparison_cannot_be_changed_after_the_fact() -> None:
+    """Its draws were writable: ``fc.draws[:, 1] += 0.3`` turned a pair's difference from
+    −0.11 to +0.19 (a review of issue 41's API)."""
+    models, r, c, y, shape, _ = _pair(5, 0.0, n_cells=50)
+    fc = stats.compare_formats(models, r, c, y, shape, draws=20)
+    for array in (fc.draws, fc.accuracy):
+        with pytest.raises(ValueError, match="read-only"):
+            array[..., 0] = 0

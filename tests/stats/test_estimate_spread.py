@@ -76,6 +76,17 @@ ROWS, COLS, Y = [0, 0, 1, 2], [0, 1, 1, 2], [1, 0, 1, 1]
         ((ROWS, COLS, [1, 0, 1j, 1], (3, 3)), {}, "correct must hold .* complex numbers"),
         ((ROWS, COLS, np.ones(4, dtype="timedelta64[s]"), (3, 3)), {}, "got durations"),
         ((ROWS, COLS, np.zeros(4, dtype=[("a", "f8")]), (3, 3)), {}, "correct .* got void"),
+        # in an object array (a DataFrame's column): a duration, a date, text
+        (
+            (ROWS, COLS, np.array([np.timedelta64(1, "D")] * 4, dtype=object), (3, 3)),
+            {},
+            "correct .* got timedelta64 values",
+        ),
+        (
+            (ROWS, COLS, Y, (3, 3), np.array([["1"], ["0"], ["1"]], dtype=object)),
+            {},
+            "covariates must be real numbers; got str values",
+        ),
         ((ROWS, COLS, np.ma.array(Y, mask=[0, 0, 1, 0]), (3, 3)), {}, "correct has masked"),
         ((np.ma.array(ROWS, mask=[1, 0, 0, 0]), COLS, Y, (3, 3)), {}, "rows has masked"),
         (

@@ -190,7 +190,7 @@ def command(
     from ._options import output_file
 
     to_stdout = json_out == "-"
-    json_path = None if json_out is None or to_stdout else output_file(Path(json_out), "--json")
+    json_path = None if json_out is None or to_stdout else output_file(json_out, "--json")
     from ..run import in_a_run_folder
 
     if json_path is not None and in_a_run_folder(json_path):

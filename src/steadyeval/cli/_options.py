@@ -206,21 +206,41 @@ def check_writable(path: Path | None, flag: str = "--out", *, folder: bool = Tru
         raise ConfigError(f"{flag} {problem[0]}{problem[1]}")
 
 
-def output_file(path: Path, flag: str) -> Path:
-    """Where a file the user named with ``flag`` is written: through a link to its target
-    (the file is written atomically, by a rename, which would replace the link itself), and
-    never a device or a process's file (``/dev/stdout`` would be replaced by a regular file:
-    ``flag -`` writes to stdout). Then :func:`check_writable`."""
+def output_file(text: str, flag: str) -> Path:
+    """Where a file the user named with ``flag`` (``text``, as given) is written: through a
+    link to its target (the file is written atomically, by a rename, which would replace
+    the link itself); never under /dev or /proc (``/dev/stdout`` would become a regular
+    file: ``flag -`` writes to stdout), a loop of links or a name ending in ``/``. Then
+    :func:`check_writable`."""
+    import errno
     import os
 
     from .._errors import ConfigError, printable
 
-    target = Path(os.path.realpath(path)) if path.is_symlink() else path
-    special = ("/dev/", "/proc/")
-    if str(path).startswith(special) or str(target).startswith(special):
+    if text.endswith(("/", os.sep)):  # (Path drops the slash) a shell's redirect fails too
+        raise ConfigError(f"{flag} {printable(text)}: names a folder (ends with /); name a file")
+    path = Path(text)
+    if path.is_symlink():
+        try:
+            os.stat(path)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise ConfigError(
+                    f"{flag} {printable(path)}: is a loop of links; name a regular file"
+                ) from None
+        target = Path(os.path.realpath(path))
+    else:
+        target = path
+    # spelled any way (/tmp/../dev/x, //dev/x: abspath) or reached through links (realpath;
+    # /proc/self/fd/1 resolves to wherever stdout goes)
+    spelled = "/" + os.path.abspath(path).lstrip("/")
+    if any(
+        p.startswith(("/dev/", "/proc/")) or p in ("/dev", "/proc")
+        for p in (spelled, os.path.realpath(path))
+    ):
         raise ConfigError(
-            f"{flag} {printable(path)}: is a device or a process's file; {flag} - writes to "
-            "stdout, or name a regular file"
+            f"{flag} {printable(path)}: is under /dev or /proc (devices, shared memory, "
+            f"process files); {flag} - writes to stdout, or name a regular file"
         )
     check_writable(target, flag, folder=False)
     return target

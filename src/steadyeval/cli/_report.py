@@ -90,7 +90,7 @@ def command(
         click.echo(text, nl=not text.endswith("\n"))
         return
     # a bad path is refused before the work; a link is written through to its target
-    out = None if output is None else output_file(Path(output), "--output")
+    out = None if output is None else output_file(output, "--output")
     if out is None and run_dir.is_dir():  # the default path: say so, and how to choose another
         problem = write_problem(run_dir / f"report.{fmt}", "--output", folder=False)
         if problem is not None:

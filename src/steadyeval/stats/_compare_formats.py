@@ -382,6 +382,8 @@ def compare_formats(
         ]
     )
 
+    for array in (acc, accuracy, mod):  # the comparison is frozen, its arrays too
+        array.flags.writeable = False
     return FormatComparison(
         draws=acc,
         accuracy=accuracy,

@@ -142,15 +142,34 @@ def _unmasked(values: Any, name: str) -> Any:
     return values
 
 
+def _odd_objects(values: NDArray[Any]) -> str | None:
+    """What in an object array is not a real number or boolean (text, bytes, complex
+    numbers, durations, dates, None, ...: numpy would parse ``"1"`` and read a duration as
+    its count), or None when every value is one."""
+    for v in values.flat:
+        if isinstance(v, bool | np.bool_):
+            continue
+        if not isinstance(v, numbers.Number) or isinstance(
+            v, complex | np.complexfloating | np.timedelta64
+        ):
+            return f"{type(v).__name__} values"
+    return None
+
+
 def _covariates(covariates: ArrayLike | None) -> ArrayLike | None:
     """``covariates`` unmasked and not complex or text (numpy would drop an imaginary part,
     or parse ``"1"``); :func:`fit_irt` checks the rest."""
     if covariates is None:
         return None
     covariates = _unmasked(covariates, "covariates")
-    dtype = np.asarray(covariates).dtype
+    raw = np.asarray(covariates)
+    dtype = raw.dtype
+    got = None
     if dtype.kind not in "biufO":
         got = {"c": "complex numbers", "U": "text", "S": "text"}.get(dtype.kind, dtype.name)
+    elif dtype.kind == "O":  # a DataFrame's text columns, dates, ...
+        got = _odd_objects(raw)
+    if got is not None:
         raise StatsInputError(f"covariates must be real numbers; got {got}")
     return covariates
 
@@ -164,8 +183,7 @@ def _correct(correct: ArrayLike) -> NDArray[np.float64]:
         kinds = {"U": "text", "S": "text", "c": "complex numbers", "m": "durations"}
         kind = kinds.get(raw.dtype.kind, None if raw.dtype.kind in "biufO" else raw.dtype.name)
         if kind is None and raw.dtype == object:
-            odd = next((v for v in raw.flat if isinstance(v, str | bytes | complex)), None)
-            kind = None if odd is None else f"{type(odd).__name__} values"
+            kind = _odd_objects(raw)
         y = np.asarray(raw, dtype=np.float64) if kind is None else raw
     except (TypeError, ValueError, OverflowError):
         raise StatsInputError(f"{expected}; could not read it as numbers") from None
