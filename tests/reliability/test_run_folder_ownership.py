@@ -1077,6 +1077,12 @@ def test_a_path_of_spaces_is_quoted_in_messages(tmp_path: Path) -> None:
     argv = ["study", "sensitivity", "--model", "scripted:a", "--data", " "]
     result = CliRunner().invoke(main, argv)
     assert result.exit_code == 2 and "error: ' ': not a directory" in result.output
+    for argv, said in (
+        (["reanalyze", " "], "error: ' ': not a run folder"),
+        (["report", " nope"], "error: ' nope': not a run directory"),
+    ):
+        result = CliRunner().invoke(main, argv)
+        assert result.exit_code == 2 and said in result.output, result.output
 
 
 @pytest.mark.parametrize("written", [False, True])

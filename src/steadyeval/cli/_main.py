@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import signal
 import sys
@@ -82,13 +83,13 @@ class _Group(click.Group):
                 warnings.showwarning = show
                 return super().invoke(ctx)
         except SteadyevalError as exc:
-            click.echo(f"error: {_said(exc)}", err=True)
+            _tell(f"error: {_said(exc)}")
             sys.exit(2)
         except ValueError as exc:  # steadyeval.stats's own input errors (it imports no project)
             stats = sys.modules.get("steadyeval.stats._errors")
             if stats is None or not isinstance(exc, stats.StatsInputError):
                 raise
-            click.echo(f"error: {_said(exc)}", err=True)
+            _tell(f"error: {_said(exc)}")
             sys.exit(2)
         except OSError as exc:  # a write the disk refused outside steadyeval's own writers
             from .._json import storage_error
@@ -96,7 +97,7 @@ class _Group(click.Group):
             error = storage_error(exc, exc.filename or "a file")
             if error is None:
                 raise
-            click.echo(f"error: {_said(error)}", err=True)
+            _tell(f"error: {_said(error)}")
             sys.exit(2)
         except KeyboardInterrupt:
             said = "terminated" if terminated else "interrupted"
@@ -107,8 +108,15 @@ class _Group(click.Group):
                 )
             elif ctx.invoked_subcommand == "reanalyze":
                 said += ": the run stays readable; run the same command again to finish"
-            click.echo(said, err=True)
+            _tell(said)
             sys.exit(143 if terminated else 130)
+
+
+def _tell(text: str) -> None:
+    """An error line on stderr; a stderr that cannot take it (closed, a full disk) loses
+    only the line: the exit status still says what happened."""
+    with contextlib.suppress(OSError, ValueError):  # ValueError: a closed file
+        click.echo(text, err=True)
 
 
 def _said(exc: BaseException) -> str:

@@ -43,7 +43,7 @@ def load_context(run_dir: str | Path, options: ReportOptions | None = None) -> R
     """Read a run directory (``results.parquet`` and, when present, ``summary.json``)."""
     path = Path(run_dir)
     if not path.is_dir():
-        raise DataError(f"{path}: not a run directory (expected a folder)")
+        raise DataError("not a run directory (expected a folder)", file=str(path))
     if not (path / "results.parquet").exists():
         check_run_dir(path)  # a run that did not finish: say so, and how to resume it
         raise DataError(

@@ -286,11 +286,14 @@ def _study_run(
     :func:`~steadyeval.results.check_run_dir`)."""
     if not run_dir.is_dir():
         what = "no such folder" if not run_dir.exists() else "not a folder"
-        raise DataError(f"{run_dir}: not a run folder ({what}; expected a study's run folder)")
+        raise DataError(
+            f"not a run folder ({what}; expected a study's run folder)", file=str(run_dir)
+        )
     check_run_dir(run_dir, rewritten=rewritten, new_analysis=new_analysis)
     if not (run_dir / "summary.json").exists():
         raise DataError(
-            f"{run_dir}: no summary.json here (not a run folder, or a run that did not finish)"
+            "no summary.json here (not a run folder, or a run that did not finish)",
+            file=str(run_dir),
         )
     summary = read_summary(run_dir)  # checked: a regular file, bounded, typed fields
     name = summary.get("study")
