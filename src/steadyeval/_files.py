@@ -38,6 +38,7 @@ __all__ = [
     "read_text_file",
     "sized_input_file",
     "special_file_kind",
+    "text_sha256",
 ]
 
 #: The default cap on one text or JSON file read whole into memory (data sets are read
@@ -266,3 +267,8 @@ def file_sha256(path: Path) -> str:
     """The sha256 of a file's bytes (hex), read in blocks."""
     with path.open("rb") as fh:
         return hashlib.file_digest(fh, "sha256").hexdigest()
+
+
+def text_sha256(text: str) -> str:
+    """The sha256 (hex) of ``text`` as written to a file (UTF-8): :func:`file_sha256` of it."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()

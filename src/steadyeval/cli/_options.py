@@ -215,7 +215,7 @@ def output_file(text: str, flag: str) -> Path:
     import errno
     import os
 
-    from .._errors import ConfigError, printable
+    from .._errors import ConfigError
 
     if text.endswith(("/", os.sep)):  # (Path drops the slash) a shell's redirect fails too
         raise ConfigError(f"{flag} {printable(text)}: names a folder (ends with /); name a file")
@@ -228,15 +228,13 @@ def output_file(text: str, flag: str) -> Path:
                 raise ConfigError(
                     f"{flag} {printable(path)}: is a loop of links; name a regular file"
                 ) from None
-        target = Path(os.path.realpath(path))
-    else:
-        target = path
+    resolved = os.path.realpath(path)
+    target = Path(resolved) if path.is_symlink() else path
     # spelled any way (/tmp/../dev/x, //dev/x: abspath) or reached through links (realpath;
     # /proc/self/fd/1 resolves to wherever stdout goes)
     spelled = "/" + os.path.abspath(path).lstrip("/")
     if any(
-        p.startswith(("/dev/", "/proc/")) or p in ("/dev", "/proc")
-        for p in (spelled, os.path.realpath(path))
+        p.startswith(("/dev/", "/proc/")) or p in ("/dev", "/proc") for p in (spelled, resolved)
     ):
         raise ConfigError(
             f"{flag} {printable(path)}: is under /dev or /proc (devices, shared memory, "

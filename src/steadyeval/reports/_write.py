@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 from pathlib import Path
 from typing import Literal
 
 from .._errors import DataError, show_path
+from .._files import text_sha256
 from .._json import write_text_atomic
 from ..document import Report, render_markdown
 from ._build import build_report, load_context
@@ -68,7 +68,7 @@ def write_report(
     run_id = ctx.summary.get("run_id")
     path.parent.mkdir(parents=True, exist_ok=True)
     # in the run's folder: locked, checked against what was read, recorded once written
-    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()  # as write_text_atomic writes it
+    digest = text_sha256(text)  # as write_text_atomic writes it
     shows = str(run_id) if run_id else None
     with writing_report(Path(run_dir), path, run_id=shows, token=token, digest=digest):
         write_text_atomic(path, text)

@@ -21,7 +21,14 @@ from pathlib import Path
 from typing import Any
 
 from .._errors import DataError
-from .._files import MAX_TEXT_BYTES, file_sha256, loads_json, read_text_file, sized_input_file
+from .._files import (
+    MAX_TEXT_BYTES,
+    file_sha256,
+    loads_json,
+    read_text_file,
+    sized_input_file,
+    text_sha256,
+)
 from .._json import write_json, write_text_atomic
 from ..items import shorten
 
@@ -108,7 +115,7 @@ def rewrite_summaries(run_dir: Path, run_id: str, texts: Mapping[str, str]) -> N
         return
     _same_run(run_dir, manifest, run_id)
     files = _settled(run_dir, manifest)
-    new = {name: hashlib.sha256(text.encode("utf-8")).hexdigest() for name, text in texts.items()}
+    new = {name: text_sha256(text) for name, text in texts.items()}
     head: dict[str, Any] = {"run_id": run_id, "state": "complete"}
     recorded = manifest.get("summary_base")
     base = _summary_base(texts["summary.json"]) if "summary.json" in texts else recorded

@@ -17,7 +17,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy.special import expit
 
 from ._errors import StatsInputError
-from ._estimate_spread import PosteriorEstimate, _correct, _covariates, _index
+from ._estimate_spread import PosteriorEstimate, _correct, _covariates, _index, read_only
 from ._irt import IrtCells, _indices, check_size, fit_irt
 from ._irt_crossed import crossed_draws
 from ._irt_posterior import MAX_DRAW_VALUES, degenerate_cells, in_formats_and_items
@@ -382,8 +382,7 @@ def compare_formats(
         ]
     )
 
-    for array in (acc, accuracy, mod):  # the comparison is frozen, its arrays too
-        array.flags.writeable = False
+    read_only(acc, accuracy, mod)
     return FormatComparison(
         draws=acc,
         accuracy=accuracy,

@@ -126,6 +126,13 @@ def _shape(shape: Any) -> tuple[int, int]:
     return int(n_formats), int(n_items)
 
 
+def read_only(*arrays: NDArray[Any]) -> None:
+    """Freeze a frozen result's arrays too (edited draws changed a quantile but not the
+    accuracy they came from)."""
+    for array in arrays:
+        array.flags.writeable = False
+
+
 def _unmasked(values: Any, name: str) -> Any:
     """``values`` without a numpy mask: a masked entry is refused (numpy would read the
     value under the mask as if it were there)."""
@@ -346,9 +353,7 @@ def estimate_spread(
             if isinstance(message, StatsWarning):  # rows and cols are formats and items
                 message = StatsWarning(in_formats_and_items(str(message)))
             warnings.warn(message, w.category, stacklevel=2)
-    for value in vars(dist).values():  # the estimate is frozen, its arrays too
-        if isinstance(value, np.ndarray):
-            value.flags.writeable = False
+    read_only(*(v for v in vars(dist).values() if isinstance(v, np.ndarray)))
     return SpreadEstimate(
         draws=dist.accuracy_draws,
         accuracy=dist.accuracy,
